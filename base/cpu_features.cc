@@ -1,0 +1,35 @@
+#include "base/cpu_features.h"
+
+#include <cstdlib>
+#include <string_view>
+
+namespace shoal::base {
+namespace {
+
+CpuFeatures Detect() {
+  __builtin_cpu_init();
+  CpuFeatures f;
+  f.avx2 = __builtin_cpu_supports("avx2");
+  f.fma = __builtin_cpu_supports("fma");
+  f.avx512f = __builtin_cpu_supports("avx512f");
+  f.avx512bw = __builtin_cpu_supports("avx512bw");
+  f.avx512vl = __builtin_cpu_supports("avx512vl");
+  f.avx512vnni = __builtin_cpu_supports("avx512vnni");
+  f.avx512vpopcntdq = __builtin_cpu_supports("avx512vpopcntdq");
+  const char* cap = std::getenv("SHOAL_CPU");
+  std::string_view level = cap == nullptr ? "" : cap;
+  if (level == "scalar" || level == "avx2") {
+    f.avx512f = f.avx512bw = f.avx512vl = f.avx512vnni = f.avx512vpopcntdq = false;
+  }
+  if (level == "scalar") f.avx2 = f.fma = false;
+  return f;
+}
+
+}  // namespace
+
+const CpuFeatures& Cpu() {
+  static const CpuFeatures features = Detect();
+  return features;
+}
+
+}  // namespace shoal::base

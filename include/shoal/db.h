@@ -1,0 +1,82 @@
+// Shoal's embedded API: open a database directory, manage collections of vectors, write and
+// search them.
+//
+//   shoal::Options options;
+//   SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<shoal::DB> db, shoal::DB::Open("/data/shoal", options));
+//   db->CreateCollection({.name = "docs", .dimension = 768, .metric = shoal::Metric::kCosine});
+//   db->Upsert("docs", records, {.sync = true});
+//   auto hits = db->Search("docs", query, {.k = 10});
+//
+// Ownership: the caller owns the DB; destroying it closes the directory (all acknowledged writes
+// are already durable at the level they asked for). Only one DB may have a directory open at a
+// time (a second Open gets Unavailable).
+//
+// Thread safety: every method may be called concurrently from any number of threads. Writes to
+// one collection are applied in a single order; a search sees a write either whole or not at all.
+//
+// Errors (absl canonical codes; the message names the offending field, e.g. "records[3].vector"):
+//   InvalidArgument    bad name, dimension, NaN/Inf, empty batch, k out of range, bad key
+//   NotFound           unknown collection
+//   AlreadyExists      CreateCollection of an existing name
+//   ResourceExhausted  a batch larger than the configured limit
+//   Unavailable        the directory is locked by another process
+//   DataLoss           a stored record fails to decode (corruption)
+//   Internal / IO errors from the storage engine
+#ifndef SHOAL_DB_H_
+#define SHOAL_DB_H_
+
+#include <memory>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "shoal/options.h"
+#include "shoal/types.h"
+
+namespace shoal {
+
+class DB {
+ public:
+  // Opens (or with options.create_if_missing creates) the database in directory `path`.
+  static absl::StatusOr<std::unique_ptr<DB>> Open(const std::string& path, const Options& options);
+
+  virtual ~DB() = default;
+  DB(const DB&) = delete;
+  DB& operator=(const DB&) = delete;
+
+  // ---- Collections ----
+  virtual absl::Status CreateCollection(const CollectionSpec& spec) = 0;
+  virtual absl::StatusOr<std::vector<CollectionInfo>> ListCollections() = 0;
+  virtual absl::StatusOr<CollectionInfo> DescribeCollection(std::string_view name) = 0;
+  // Removes the collection and every record in it.
+  virtual absl::Status DropCollection(std::string_view name) = 0;
+
+  // ---- Records ----
+  // Inserts or replaces records, all or nothing: on error nothing of the batch is written.
+  // A key may appear at most once per batch.
+  virtual absl::Status Upsert(std::string_view collection, std::span<const Record> records,
+                              const WriteOptions& options) = 0;
+  // One entry per key, in order; nullopt where the key does not exist.
+  virtual absl::StatusOr<std::vector<std::optional<Record>>> Get(std::string_view collection,
+                                                                 std::span<const Key> keys) = 0;
+  // Deletes the keys that exist (all or nothing) and returns how many did.
+  virtual absl::StatusOr<uint64_t> Delete(std::string_view collection, std::span<const Key> keys,
+                                          const WriteOptions& options) = 0;
+
+  // ---- Search ----
+  // `queries` holds n * dimension floats (n >= 1) row-major; returns n lists of at most k hits,
+  // closest first (ties broken by the older record first).
+  virtual absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::string_view collection,
+                                                               std::span<const float> queries,
+                                                               const SearchParams& params) = 0;
+
+ protected:
+  DB() = default;
+};
+
+}  // namespace shoal
+
+#endif  // SHOAL_DB_H_

@@ -1,0 +1,72 @@
+// Value types of Shoal's public embedded API: keys, attributes, records, search hits,
+// collection schemas. Plain structs of std types; copyable; no thread-safety concerns of their own.
+#ifndef SHOAL_TYPES_H_
+#define SHOAL_TYPES_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace shoal {
+
+// A record's external key: a uint64 or a string (1..kMaxKeyBytes bytes). The two kinds live in
+// separate spaces: 7 and "7" are different keys.
+using Key = std::variant<uint64_t, std::string>;
+inline constexpr size_t kMaxKeyBytes = 1024;
+
+// A typed scalar attribute value.
+using AttributeValue = std::variant<int64_t, double, bool, std::string>;
+
+// Distance function of a collection. Search returns a `distance` where smaller is closer:
+//   kL2           squared Euclidean distance
+//   kInnerProduct negative inner product (-<q, x>)
+//   kCosine       1 - cos(q, x); zero vectors are rejected
+enum class Metric { kL2 = 0, kInnerProduct = 1, kCosine = 2 };
+
+// "l2", "ip", "cosine" (also "inner_product", "euclidean", "angular").
+std::optional<Metric> ParseMetric(const std::string& name);
+const char* MetricName(Metric metric);
+
+inline constexpr uint32_t kMaxDimension = 65536;
+inline constexpr size_t kMaxNameBytes = 64;
+
+// What a collection is. Names match [A-Za-z_][A-Za-z0-9_-]{0,63}.
+struct CollectionSpec {
+  std::string name;
+  uint32_t dimension = 0;  // 1..kMaxDimension
+  Metric metric = Metric::kL2;
+};
+
+struct CollectionInfo {
+  CollectionSpec spec;
+  uint64_t num_vectors = 0;
+  std::string index;  // the index serving searches, e.g. "flat"
+};
+
+// One vector with its key and attributes. Upsert replaces the whole record of an existing key.
+struct Record {
+  Key key;
+  std::vector<float> vector;                          // exactly `dimension` finite floats
+  std::map<std::string, AttributeValue> attributes;   // names as collection names
+  std::vector<std::string> tags;                      // string tags (set membership)
+};
+
+// Per-request search parameters.
+struct SearchParams {
+  uint32_t k = 10;  // 1..Options::max_k
+  // Index-specific knobs; the exact (flat) index ignores them. 0 = the index's default.
+  uint32_t max_postings = 0;
+  float pruning_ratio = 0;
+};
+
+struct Hit {
+  Key key;
+  float distance = 0;  // smaller is closer; see Metric
+};
+
+}  // namespace shoal
+
+#endif  // SHOAL_TYPES_H_

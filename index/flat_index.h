@@ -1,0 +1,62 @@
+// FlatIndex: exact (brute-force) nearest-neighbour search over vectors held in RAM, the first
+// index of Shoal and the recall oracle for every approximate one.
+//
+//   shoal::index::FlatIndex flat(/*dimension=*/784, shoal::index::Metric::kL2);
+//   flat.Add(/*id=*/7, vec);                       // ids are the DB's internal ids
+//   auto results = flat.Search(queries, /*num_queries=*/100, /*k=*/10, /*threads=*/2);
+//
+// Distances are "smaller is closer": squared L2, or the negative inner product.
+// Ties are broken by the smaller id, so results are deterministic.
+//
+// Thread safety: Search is const and may run concurrently with other Searches; Add/Remove need
+// exclusive access (the caller holds a reader/writer lock).
+#ifndef SHOAL_INDEX_FLAT_INDEX_H_
+#define SHOAL_INDEX_FLAT_INDEX_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "index/distance.h"
+
+namespace shoal::index {
+
+struct Neighbor {
+  uint64_t id = 0;
+  float distance = 0;
+};
+
+class FlatIndex {
+ public:
+  FlatIndex(size_t dimension, Metric metric);
+
+  size_t dimension() const { return dimension_; }
+  Metric metric() const { return metric_; }
+  size_t size() const { return ids_.size(); }
+  // Bytes of RAM held (vectors + id maps).
+  size_t MemoryBytes() const;
+
+  // Adds or replaces the vector of `id` (dimension() floats, copied).
+  void Add(uint64_t id, const float* vector);
+  // Removes `id`; returns false if it was absent.
+  bool Remove(uint64_t id);
+  bool Contains(uint64_t id) const { return slot_of_.contains(id); }
+
+  // For each of `num_queries` queries (row-major, dimension() floats each) the min(k, size())
+  // nearest stored vectors, closest first. `threads` = 0 uses hardware concurrency.
+  std::vector<std::vector<Neighbor>> Search(const float* queries, size_t num_queries, size_t k,
+                                            size_t threads) const;
+
+ private:
+  size_t dimension_;
+  Metric metric_;
+  std::vector<float> vectors_;  // size() rows of dimension_ floats, row i belongs to ids_[i]
+  std::vector<float> norms_;    // squared L2 norm of each row (used by the L2 kernel)
+  std::vector<uint64_t> ids_;
+  absl::flat_hash_map<uint64_t, size_t> slot_of_;
+};
+
+}  // namespace shoal::index
+
+#endif  // SHOAL_INDEX_FLAT_INDEX_H_
