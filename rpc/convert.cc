@@ -1,0 +1,165 @@
+#include "rpc/convert.h"
+
+#include <string>
+#include <utility>
+#include <variant>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+
+namespace shoal::rpc {
+namespace {
+
+// Overload set for std::visit.
+template <class... Fs>
+struct Overloaded : Fs... {
+  using Fs::operator()...;
+};
+template <class... Fs>
+Overloaded(Fs...) -> Overloaded<Fs...>;
+
+}  // namespace
+
+absl::StatusOr<Key> KeyFromProto(const v1::Key& proto, absl::string_view field) {
+  switch (proto.kind_case()) {
+    case v1::Key::kId:
+      return Key(proto.id());
+    case v1::Key::kName:
+      return Key(proto.name());
+    case v1::Key::KIND_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(field, ": key not set (id or name)"));
+}
+
+void KeyToProto(const Key& key, v1::Key* proto) {
+  std::visit(Overloaded{[&](uint64_t id) { proto->set_id(id); },
+                        [&](const std::string& name) { proto->set_name(name); }},
+             key);
+}
+
+absl::StatusOr<std::vector<Key>> KeysFromProto(
+    const google::protobuf::RepeatedPtrField<v1::Key>& protos, absl::string_view field) {
+  std::vector<Key> keys;
+  keys.reserve(protos.size());
+  for (int i = 0; i < protos.size(); ++i) {
+    absl::StatusOr<Key> key = KeyFromProto(protos[i], absl::StrCat(field, "[", i, "]"));
+    if (!key.ok()) return key.status();
+    keys.push_back(*std::move(key));
+  }
+  return keys;
+}
+
+absl::StatusOr<AttributeValue> AttributeValueFromProto(const v1::AttributeValue& proto,
+                                                       absl::string_view field) {
+  switch (proto.value_case()) {
+    case v1::AttributeValue::kIntValue:
+      return AttributeValue(static_cast<int64_t>(proto.int_value()));
+    case v1::AttributeValue::kDoubleValue:
+      return AttributeValue(proto.double_value());
+    case v1::AttributeValue::kBoolValue:
+      return AttributeValue(proto.bool_value());
+    case v1::AttributeValue::kStringValue:
+      return AttributeValue(proto.string_value());
+    case v1::AttributeValue::VALUE_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(absl::StrCat(field, ": attribute value not set"));
+}
+
+void AttributeValueToProto(const AttributeValue& value, v1::AttributeValue* proto) {
+  std::visit(Overloaded{[&](int64_t v) { proto->set_int_value(v); },
+                        [&](double v) { proto->set_double_value(v); },
+                        [&](bool v) { proto->set_bool_value(v); },
+                        [&](const std::string& v) { proto->set_string_value(v); }},
+             value);
+}
+
+absl::StatusOr<Record> RecordFromProto(const v1::Record& proto, absl::string_view field) {
+  Record record;
+  if (!proto.has_key()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ".key: required"));
+  }
+  absl::StatusOr<Key> key = KeyFromProto(proto.key(), absl::StrCat(field, ".key"));
+  if (!key.ok()) return key.status();
+  record.key = *std::move(key);
+  record.vector.assign(proto.vector().begin(), proto.vector().end());
+  for (const auto& [name, value_proto] : proto.attributes()) {
+    absl::StatusOr<AttributeValue> value =
+        AttributeValueFromProto(value_proto, absl::StrCat(field, ".attributes[\"", name, "\"]"));
+    if (!value.ok()) return value.status();
+    record.attributes.emplace(name, *std::move(value));
+  }
+  record.tags.assign(proto.tags().begin(), proto.tags().end());
+  return record;
+}
+
+void RecordToProto(const Record& record, v1::Record* proto) {
+  KeyToProto(record.key, proto->mutable_key());
+  proto->mutable_vector()->Assign(record.vector.begin(), record.vector.end());
+  auto& attributes = *proto->mutable_attributes();
+  for (const auto& [name, value] : record.attributes) {
+    AttributeValueToProto(value, &attributes[name]);
+  }
+  for (const std::string& tag : record.tags) proto->add_tags(tag);
+}
+
+absl::StatusOr<Metric> MetricFromProto(v1::Metric proto, absl::string_view field) {
+  switch (proto) {
+    case v1::METRIC_L2:
+      return Metric::kL2;
+    case v1::METRIC_INNER_PRODUCT:
+      return Metric::kInnerProduct;
+    case v1::METRIC_COSINE:
+      return Metric::kCosine;
+    case v1::METRIC_UNSPECIFIED:
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, ": required (METRIC_L2, METRIC_INNER_PRODUCT or METRIC_COSINE)"));
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": unknown metric ", static_cast<int>(proto)));
+}
+
+v1::Metric MetricToProto(Metric metric) {
+  switch (metric) {
+    case Metric::kL2:
+      return v1::METRIC_L2;
+    case Metric::kInnerProduct:
+      return v1::METRIC_INNER_PRODUCT;
+    case Metric::kCosine:
+      return v1::METRIC_COSINE;
+  }
+  return v1::METRIC_UNSPECIFIED;
+}
+
+absl::StatusOr<CollectionSpec> CollectionSpecFromProto(const v1::CollectionSpec& proto,
+                                                       absl::string_view field) {
+  CollectionSpec spec;
+  spec.name = proto.name();
+  spec.dimension = proto.dimension();
+  absl::StatusOr<Metric> metric = MetricFromProto(proto.metric(), absl::StrCat(field, ".metric"));
+  if (!metric.ok()) return metric.status();
+  spec.metric = *metric;
+  return spec;
+}
+
+void CollectionSpecToProto(const CollectionSpec& spec, v1::CollectionSpec* proto) {
+  proto->set_name(spec.name);
+  proto->set_dimension(spec.dimension);
+  proto->set_metric(MetricToProto(spec.metric));
+}
+
+void CollectionInfoToProto(const CollectionInfo& info, v1::CollectionInfo* proto) {
+  CollectionSpecToProto(info.spec, proto->mutable_spec());
+  proto->set_num_vectors(info.num_vectors);
+  proto->set_index(info.index);
+}
+
+void HitToProto(const Hit& hit, v1::Hit* proto) {
+  KeyToProto(hit.key, proto->mutable_key());
+  proto->set_distance(hit.distance);
+}
+
+}  // namespace shoal::rpc

@@ -1,0 +1,67 @@
+#include "rpc/search_service.h"
+
+#include <span>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "rpc/convert.h"
+#include "rpc/status_conversion.h"
+
+namespace shoal::rpc {
+namespace {
+
+// Shape checks the wire adds on top of the DB's own: the DB sees only a flat float span, so a
+// client-declared dimension is checked here, against the collection's.
+absl::Status CheckShape(DB& db, const v1::SearchRequest& request) {
+  if (request.collection().empty()) return absl::InvalidArgumentError("collection: required");
+  if (request.queries().empty()) return absl::InvalidArgumentError("queries: empty");
+  if (request.k() == 0) return absl::InvalidArgumentError("k: required (>= 1)");
+  if (request.pruning_ratio() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("pruning_ratio: ", request.pruning_ratio(), " is negative"));
+  }
+  const uint32_t dimension = request.dimension();
+  if (dimension == 0) return absl::OkStatus();
+  if (request.queries_size() % dimension != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("queries: length ", request.queries_size(),
+                                                   " is not a multiple of dimension ", dimension));
+  }
+  absl::StatusOr<CollectionInfo> info = db.DescribeCollection(request.collection());
+  if (!info.ok()) return info.status();
+  if (info->spec.dimension != dimension) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("dimension: ", dimension, " does not match collection \"",
+                     request.collection(), "\" dimension ", info->spec.dimension));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DoSearch(DB& db, const v1::SearchRequest& request, v1::SearchResponse& response) {
+  if (absl::Status s = CheckShape(db, request); !s.ok()) return s;
+  SearchParams params;
+  params.k = request.k();
+  params.max_postings = request.max_postings();
+  params.pruning_ratio = request.pruning_ratio();
+  std::span<const float> queries(request.queries().data(), request.queries_size());
+  absl::StatusOr<std::vector<std::vector<Hit>>> results =
+      db.Search(request.collection(), queries, params);
+  if (!results.ok()) return results.status();
+  for (const std::vector<Hit>& hits : *results) {
+    v1::QueryResult* result = response.add_results();
+    result->mutable_hits()->Reserve(static_cast<int>(hits.size()));
+    for (const Hit& hit : hits) HitToProto(hit, result->add_hits());
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+grpc::Status SearchServiceImpl::Search(grpc::ServerContext* /*context*/,
+                                       const v1::SearchRequest* request,
+                                       v1::SearchResponse* response) {
+  return ToGrpcStatus(DoSearch(*db_, *request, *response));
+}
+
+}  // namespace shoal::rpc

@@ -1,0 +1,202 @@
+// In-process tests of the gRPC layer over FakeDB: request shape checks, status codes, health.
+// The real shoald process is exercised in tests/e2e.
+#include "rpc/server.h"
+
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <memory>
+
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "rpc/fake_db.h"
+#include "shoal/v1/collection_service.grpc.pb.h"
+#include "shoal/v1/search_service.grpc.pb.h"
+#include "shoal/v1/vector_service.grpc.pb.h"
+
+namespace shoal::rpc {
+namespace {
+
+using ::grpc::health::v1::HealthCheckRequest;
+using ::grpc::health::v1::HealthCheckResponse;
+
+class ServerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ServerOptions options;
+    options.listen_address = "127.0.0.1:0";
+    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(&db_, options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    ASSERT_GT(server_->port(), 0);
+    channel_ = grpc::CreateChannel(server_->address(), grpc::InsecureChannelCredentials());
+    collections_ = v1::CollectionService::NewStub(channel_);
+    vectors_ = v1::VectorService::NewStub(channel_);
+    search_ = v1::SearchService::NewStub(channel_);
+    health_ = grpc::health::v1::Health::NewStub(channel_);
+  }
+
+  grpc::Status Create(const std::string& name, uint32_t dimension) {
+    grpc::ClientContext context;
+    v1::CreateCollectionRequest request;
+    request.mutable_spec()->set_name(name);
+    request.mutable_spec()->set_dimension(dimension);
+    request.mutable_spec()->set_metric(v1::METRIC_L2);
+    v1::CreateCollectionResponse response;
+    return collections_->CreateCollection(&context, request, &response);
+  }
+
+  HealthCheckResponse::ServingStatus Health(const std::string& service) {
+    grpc::ClientContext context;
+    HealthCheckRequest request;
+    request.set_service(service);
+    HealthCheckResponse response;
+    grpc::Status status = health_->Check(&context, request, &response);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return response.status();
+  }
+
+  FakeDB db_;
+  std::unique_ptr<Server> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1::CollectionService::Stub> collections_;
+  std::unique_ptr<v1::VectorService::Stub> vectors_;
+  std::unique_ptr<v1::SearchService::Stub> search_;
+  std::unique_ptr<grpc::health::v1::Health::Stub> health_;
+};
+
+TEST_F(ServerTest, HealthIsServingForServerAndEachService) {
+  EXPECT_EQ(Health(""), HealthCheckResponse::SERVING);
+  EXPECT_EQ(Health("shoal.v1.SearchService"), HealthCheckResponse::SERVING);
+  EXPECT_EQ(Health("shoal.v1.VectorService"), HealthCheckResponse::SERVING);
+  EXPECT_EQ(Health("shoal.v1.CollectionService"), HealthCheckResponse::SERVING);
+}
+
+TEST_F(ServerTest, SetNotServingIsVisibleWhileRpcsStillWork) {
+  ASSERT_TRUE(Create("docs", 2).ok());
+  server_->SetNotServing();
+  EXPECT_EQ(Health(""), HealthCheckResponse::NOT_SERVING);
+  EXPECT_EQ(Health("shoal.v1.SearchService"), HealthCheckResponse::NOT_SERVING);
+  grpc::ClientContext context;
+  v1::ListCollectionsResponse response;
+  ASSERT_TRUE(collections_->ListCollections(&context, {}, &response).ok());
+  EXPECT_EQ(response.collections_size(), 1);
+}
+
+TEST_F(ServerTest, DbErrorsKeepTheirCanonicalCode) {
+  ASSERT_TRUE(Create("docs", 2).ok());
+  EXPECT_EQ(Create("docs", 2).error_code(), grpc::ALREADY_EXISTS);
+  grpc::ClientContext context;
+  v1::DescribeCollectionRequest request;
+  request.set_name("missing");
+  v1::DescribeCollectionResponse response;
+  EXPECT_EQ(collections_->DescribeCollection(&context, request, &response).error_code(),
+            grpc::NOT_FOUND);
+}
+
+TEST_F(ServerTest, CreateWithoutMetricNamesTheField) {
+  grpc::ClientContext context;
+  v1::CreateCollectionRequest request;
+  request.mutable_spec()->set_name("docs");
+  request.mutable_spec()->set_dimension(4);
+  v1::CreateCollectionResponse response;
+  grpc::Status status = collections_->CreateCollection(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("spec.metric"), std::string::npos)
+      << status.error_message();
+}
+
+TEST_F(ServerTest, UpsertShapeErrorsNameTheField) {
+  ASSERT_TRUE(Create("docs", 2).ok());
+  grpc::ClientContext context;
+  v1::UpsertRequest request;
+  request.set_collection("docs");
+  v1::UpsertResponse response;
+  grpc::Status status = vectors_->Upsert(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "records: empty");
+
+  grpc::ClientContext context2;
+  request.add_records()->mutable_key()->set_id(1);
+  request.mutable_records(0)->add_vector(1);
+  request.add_records();  // no key
+  status = vectors_->Upsert(&context2, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("records[1].key"), std::string::npos);
+}
+
+TEST_F(ServerTest, SearchChecksDeclaredDimension) {
+  ASSERT_TRUE(Create("docs", 4).ok());
+  v1::SearchRequest request;
+  request.set_collection("docs");
+  request.set_k(1);
+  request.set_dimension(4);
+  for (int i = 0; i < 10; ++i) request.add_queries(0);
+  grpc::ClientContext context;
+  v1::SearchResponse response;
+  grpc::Status status = search_->Search(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_EQ(status.error_message(), "queries: length 10 is not a multiple of dimension 4");
+
+  request.set_dimension(2);  // 10 is a multiple of 2, but the collection has 4
+  grpc::ClientContext context2;
+  status = search_->Search(&context2, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_NE(status.error_message().find("dimension: 2"), std::string::npos)
+      << status.error_message();
+}
+
+TEST_F(ServerTest, SearchReturnsOneResultPerQuery) {
+  ASSERT_TRUE(Create("docs", 1).ok());
+  v1::UpsertRequest upsert;
+  upsert.set_collection("docs");
+  for (int i = 0; i < 5; ++i) {
+    v1::Record* r = upsert.add_records();
+    r->mutable_key()->set_id(i);
+    r->add_vector(static_cast<float>(i));
+  }
+  grpc::ClientContext context;
+  v1::UpsertResponse upserted;
+  ASSERT_TRUE(vectors_->Upsert(&context, upsert, &upserted).ok());
+  EXPECT_EQ(upserted.upserted(), 5u);
+
+  v1::SearchRequest request;
+  request.set_collection("docs");
+  request.set_k(2);
+  request.add_queries(0.1f);
+  request.add_queries(3.9f);
+  grpc::ClientContext context2;
+  v1::SearchResponse response;
+  ASSERT_TRUE(search_->Search(&context2, request, &response).ok());
+  ASSERT_EQ(response.results_size(), 2);
+  EXPECT_EQ(response.results(0).hits(0).key().id(), 0u);
+  EXPECT_EQ(response.results(1).hits(0).key().id(), 4u);
+  EXPECT_EQ(response.results(1).hits_size(), 2);
+}
+
+TEST_F(ServerTest, ShutdownIsIdempotent) {
+  server_->Shutdown(absl::Milliseconds(100));
+  server_->Shutdown(absl::Milliseconds(100));
+}
+
+TEST(ServerStartTest, RefusesNonLoopbackWithoutAllowRemote) {
+  FakeDB db;
+  ServerOptions options;
+  options.listen_address = "0.0.0.0:0";
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(&db, options);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kPermissionDenied);
+  EXPECT_NE(server.status().message().find("--insecure-allow-remote"), std::string::npos);
+}
+
+TEST(ServerStartTest, BindFailureIsUnavailable) {
+  FakeDB db;
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  absl::StatusOr<std::unique_ptr<Server>> first = Server::Start(&db, options);
+  ASSERT_TRUE(first.ok()) << first.status();
+  options.listen_address = (*first)->address();
+  absl::StatusOr<std::unique_ptr<Server>> second = Server::Start(&db, options);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
+}
+
+}  // namespace
+}  // namespace shoal::rpc
