@@ -12,10 +12,10 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 
-#define SHOAL_RETURN_IF_ERROR(expr)                 \
-  do {                                              \
-    ::absl::Status shoal_status_ = (expr);          \
-    if (!shoal_status_.ok()) return shoal_status_;  \
+#define SHOAL_RETURN_IF_ERROR(expr)                \
+  do {                                             \
+    ::absl::Status shoal_status_ = (expr);         \
+    if (!shoal_status_.ok()) return shoal_status_; \
   } while (false)
 
 #define SHOAL_STATUS_CONCAT_INNER_(a, b) a##b
@@ -24,8 +24,8 @@
 #define SHOAL_ASSIGN_OR_RETURN(lhs, expr) \
   SHOAL_ASSIGN_OR_RETURN_IMPL_(SHOAL_STATUS_CONCAT_(shoal_statusor_, __LINE__), lhs, expr)
 
-#define SHOAL_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
-  auto statusor = (expr);                                 \
+#define SHOAL_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr)  \
+  auto statusor = (expr);                                  \
   if (!statusor.ok()) return std::move(statusor).status(); \
   lhs = std::move(statusor).value()
 

@@ -49,9 +49,9 @@ struct CollectionInfo {
 // One vector with its key and attributes. Upsert replaces the whole record of an existing key.
 struct Record {
   Key key;
-  std::vector<float> vector;                          // exactly `dimension` finite floats
-  std::map<std::string, AttributeValue> attributes;   // names as collection names
-  std::vector<std::string> tags;                      // string tags (set membership)
+  std::vector<float> vector;                         // exactly `dimension` finite floats
+  std::map<std::string, AttributeValue> attributes;  // names as collection names
+  std::vector<std::string> tags;                     // string tags (set membership)
 };
 
 // Per-request search parameters.

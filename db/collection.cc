@@ -1,0 +1,190 @@
+#include "db/collection.h"
+
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "db/validation.h"
+
+namespace shoal::db {
+namespace {
+
+index::Metric IndexMetric(Metric m) {
+  return m == Metric::kL2 ? index::Metric::kL2 : index::Metric::kInnerProduct;
+}
+
+void Normalize(const float* v, size_t n, float* out) {
+  double norm = 0;
+  for (size_t i = 0; i < n; ++i) norm += static_cast<double>(v[i]) * v[i];
+  const float inv = static_cast<float>(1.0 / std::sqrt(norm));
+  for (size_t i = 0; i < n; ++i) out[i] = v[i] * inv;
+}
+
+}  // namespace
+
+Collection::Collection(storage::RecordStore* store, const storage::StoredCollection& meta,
+                       const Options& options)
+    : store_(store),
+      id_(meta.id),
+      spec_(meta.spec),
+      options_(options),
+      next_internal_id_(meta.next_internal_id),
+      index_(meta.spec.dimension, IndexMetric(meta.spec.metric)) {}
+
+absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(storage::RecordStore* store,
+                                                             const storage::StoredCollection& meta,
+                                                             const Options& options) {
+  auto c = std::unique_ptr<Collection>(new Collection(store, meta, options));
+  absl::MutexLock write_lock(&c->write_mu_);
+  absl::MutexLock lock(&c->mu_);
+  std::vector<float> scratch;
+  SHOAL_RETURN_IF_ERROR(store->ScanRecords(meta.id, [&](uint64_t iid, Record&& r) {
+    if (r.vector.size() != meta.spec.dimension) {
+      return absl::DataLossError(absl::StrCat("collection '", meta.spec.name, "' record id ", iid,
+                                              " has dimension ", r.vector.size()));
+    }
+    c->index_.Add(iid, c->IndexForm(r.vector, &scratch));
+    c->id_of_.emplace(r.key, iid);
+    c->key_of_.emplace(iid, std::move(r.key));
+    // Ids at or above the stored counter can only come from a counter lost with a torn catalog
+    // row; never hand them out again.
+    c->next_internal_id_ = std::max(c->next_internal_id_, iid + 1);
+    return absl::OkStatus();
+  }));
+  return c;
+}
+
+CollectionInfo Collection::Info() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return CollectionInfo{spec_, index_.size(), "flat"};
+}
+
+const float* Collection::IndexForm(const std::vector<float>& v, std::vector<float>* scratch) const {
+  if (spec_.metric != Metric::kCosine) return v.data();
+  scratch->resize(v.size());
+  Normalize(v.data(), v.size(), scratch->data());
+  return scratch->data();
+}
+
+absl::Status Collection::CheckNotDropped() const {
+  if (dropped_) return absl::NotFoundError(absl::StrCat("collection '", spec_.name, "' not found"));
+  return absl::OkStatus();
+}
+
+absl::Status Collection::Upsert(std::span<const Record> records, const WriteOptions& options) {
+  SHOAL_RETURN_IF_ERROR(ValidateRecords(spec_, records, options_));
+  absl::MutexLock write_lock(&write_mu_);
+  SHOAL_RETURN_IF_ERROR(CheckNotDropped());
+  std::vector<uint64_t> ids(records.size());
+  std::vector<bool> is_new(records.size());
+  uint64_t next = next_internal_id_;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    for (size_t i = 0; i < records.size(); ++i) {
+      auto it = id_of_.find(records[i].key);
+      is_new[i] = it == id_of_.end();
+      ids[i] = is_new[i] ? next++ : it->second;
+    }
+  }
+  auto batch = store_->NewBatch();
+  for (size_t i = 0; i < records.size(); ++i) {
+    batch.PutRecord(id_, ids[i], records[i], is_new[i]);
+  }
+  if (next != next_internal_id_) batch.SetNextInternalId(id_, next);
+  SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
+  next_internal_id_ = next;
+
+  std::vector<float> scratch;
+  absl::MutexLock lock(&mu_);
+  for (size_t i = 0; i < records.size(); ++i) {
+    index_.Add(ids[i], IndexForm(records[i].vector, &scratch));
+    if (is_new[i]) {
+      id_of_.emplace(records[i].key, ids[i]);
+      key_of_.emplace(ids[i], records[i].key);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::optional<Record>>> Collection::Get(std::span<const Key> keys) {
+  SHOAL_RETURN_IF_ERROR(ValidateKeys(keys, options_));
+  std::vector<std::optional<uint64_t>> ids(keys.size());
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (auto it = id_of_.find(keys[i]); it != id_of_.end()) ids[i] = it->second;
+    }
+  }
+  std::vector<std::optional<Record>> out(keys.size());
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (!ids[i]) continue;
+    SHOAL_ASSIGN_OR_RETURN(out[i], store_->GetRecord(id_, *ids[i]));
+  }
+  return out;
+}
+
+absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
+                                            const WriteOptions& options) {
+  SHOAL_RETURN_IF_ERROR(ValidateKeys(keys, options_));
+  absl::MutexLock write_lock(&write_mu_);
+  SHOAL_RETURN_IF_ERROR(CheckNotDropped());
+  std::vector<uint64_t> ids;
+  auto batch = store_->NewBatch();
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    absl::flat_hash_map<uint64_t, bool> seen;
+    for (const Key& key : keys) {
+      auto it = id_of_.find(key);
+      if (it == id_of_.end() || !seen.emplace(it->second, true).second) continue;
+      ids.push_back(it->second);
+      batch.DeleteRecord(id_, it->second, key);
+    }
+  }
+  if (ids.empty()) return 0;
+  SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
+  absl::MutexLock lock(&mu_);
+  for (uint64_t iid : ids) {
+    index_.Remove(iid);
+    auto k = key_of_.find(iid);
+    id_of_.erase(k->second);
+    key_of_.erase(k);
+  }
+  return ids.size();
+}
+
+absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const float> queries,
+                                                                 const SearchParams& params) const {
+  SHOAL_RETURN_IF_ERROR(ValidateSearch(spec_, queries, params, options_));
+  const size_t dim = spec_.dimension;
+  const size_t n = queries.size() / dim;
+  std::vector<float> normalized;
+  const float* q = queries.data();
+  if (spec_.metric == Metric::kCosine) {
+    normalized.resize(queries.size());
+    for (size_t i = 0; i < n; ++i) Normalize(q + i * dim, dim, normalized.data() + i * dim);
+    q = normalized.data();
+  }
+  const size_t threads = n == 1 ? 1 : options_.search_threads;
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<std::vector<index::Neighbor>> found = index_.Search(q, n, params.k, threads);
+  std::vector<std::vector<Hit>> out(n);
+  const float offset = spec_.metric == Metric::kCosine ? 1.0f : 0.0f;  // 1 - cos = 1 + (-ip)
+  for (size_t i = 0; i < n; ++i) {
+    out[i].reserve(found[i].size());
+    for (const index::Neighbor& nb : found[i]) {
+      out[i].push_back(Hit{key_of_.at(nb.id), nb.distance + offset});
+    }
+  }
+  return out;
+}
+
+absl::Status Collection::Drop() {
+  absl::MutexLock write_lock(&write_mu_);
+  SHOAL_RETURN_IF_ERROR(CheckNotDropped());
+  storage::StoredCollection meta{id_, spec_, next_internal_id_};
+  SHOAL_RETURN_IF_ERROR(store_->DropCollection(meta));
+  dropped_ = true;
+  return absl::OkStatus();
+}
+
+}  // namespace shoal::db

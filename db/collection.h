@@ -1,0 +1,74 @@
+// Collection: one named set of vectors. Owns the in-memory index that answers searches and
+// writes through to the RecordStore (RocksDB) before anything becomes visible.
+//
+// Write path: validate -> allocate internal ids -> one RocksDB WriteBatch (records, key map,
+// id counter) committed with the caller's sync level -> apply to the index under an exclusive
+// lock. A write that fails to commit changes nothing. Searches take the lock shared, so they see
+// a batch whole or not at all.
+//
+// Thread safety: all methods are thread-safe. Writers to one collection are serialised.
+#ifndef SHOAL_DB_COLLECTION_H_
+#define SHOAL_DB_COLLECTION_H_
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "index/flat_index.h"
+#include "shoal/options.h"
+#include "shoal/types.h"
+#include "storage/record_store.h"
+
+namespace shoal::db {
+
+class Collection {
+ public:
+  // Loads the collection's records from `store` (not owned; must outlive the collection).
+  static absl::StatusOr<std::unique_ptr<Collection>> Load(storage::RecordStore* store,
+                                                          const storage::StoredCollection& meta,
+                                                          const Options& options);
+
+  const CollectionSpec& spec() const { return spec_; }
+  CollectionInfo Info() const;
+
+  absl::Status Upsert(std::span<const Record> records, const WriteOptions& options);
+  absl::StatusOr<std::vector<std::optional<Record>>> Get(std::span<const Key> keys);
+  absl::StatusOr<uint64_t> Delete(std::span<const Key> keys, const WriteOptions& options);
+  absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::span<const float> queries,
+                                                       const SearchParams& params) const;
+
+  // Deletes everything durably; later calls get NotFound.
+  absl::Status Drop();
+
+ private:
+  Collection(storage::RecordStore* store, const storage::StoredCollection& meta,
+             const Options& options);
+  // The vector as the index stores it (unit length for cosine).
+  const float* IndexForm(const std::vector<float>& v, std::vector<float>* scratch) const;
+  absl::Status CheckNotDropped() const ABSL_SHARED_LOCKS_REQUIRED(write_mu_);
+
+  storage::RecordStore* const store_;
+  const uint32_t id_;
+  const CollectionSpec spec_;
+  const Options options_;
+
+  // Serialises writers: id allocation, commit, apply. Taken before mu_.
+  mutable absl::Mutex write_mu_;
+  uint64_t next_internal_id_ ABSL_GUARDED_BY(write_mu_);
+  bool dropped_ ABSL_GUARDED_BY(write_mu_) = false;
+
+  // Guards what searches read.
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(write_mu_);
+  index::FlatIndex index_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<Key, uint64_t> id_of_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, Key> key_of_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace shoal::db
+
+#endif  // SHOAL_DB_COLLECTION_H_

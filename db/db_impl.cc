@@ -1,0 +1,162 @@
+#include "db/db_impl.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "db/validation.h"
+
+namespace shoal {
+
+std::optional<Metric> ParseMetric(const std::string& name) {
+  const std::string n = absl::AsciiStrToLower(name);
+  if (n == "l2" || n == "euclidean") return Metric::kL2;
+  if (n == "ip" || n == "inner_product" || n == "dot") return Metric::kInnerProduct;
+  if (n == "cosine" || n == "angular") return Metric::kCosine;
+  return std::nullopt;
+}
+
+const char* MetricName(Metric metric) {
+  switch (metric) {
+    case Metric::kL2:
+      return "l2";
+    case Metric::kInnerProduct:
+      return "ip";
+    case Metric::kCosine:
+      return "cosine";
+  }
+  return "unknown";
+}
+
+absl::StatusOr<std::unique_ptr<DB>> DB::Open(const std::string& path, const Options& options) {
+  return db::DBImpl::Open(path, options);
+}
+
+namespace db {
+
+absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const Options& options) {
+  namespace fs = std::filesystem;
+  if (path.empty()) return absl::InvalidArgumentError("path: must not be empty");
+  const fs::path rocks_dir = fs::path(path) / "rocksdb";
+  std::error_code ec;
+  const bool exists = fs::exists(rocks_dir / "CURRENT", ec);
+  if (exists && options.error_if_exists) {
+    return absl::AlreadyExistsError(absl::StrCat("database ", path, " already exists"));
+  }
+  if (!exists) {
+    if (!options.create_if_missing) {
+      return absl::NotFoundError(absl::StrCat("no database at ", path));
+    }
+    fs::create_directories(rocks_dir, ec);
+    if (ec) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot create ", rocks_dir.string(), ": ", ec.message()));
+    }
+  }
+  auto db = std::unique_ptr<DBImpl>(new DBImpl(options));
+  storage::StoreOptions store_options;
+  store_options.create_if_missing = options.create_if_missing;
+  store_options.block_cache_bytes = options.block_cache_bytes;
+  SHOAL_ASSIGN_OR_RETURN(db->store_, storage::RecordStore::Open(rocks_dir, store_options));
+  SHOAL_ASSIGN_OR_RETURN(std::vector<storage::StoredCollection> catalog, db->store_->LoadCatalog());
+  absl::MutexLock lock(&db->mu_);
+  for (const storage::StoredCollection& meta : catalog) {
+    SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Collection> c,
+                           Collection::Load(db->store_.get(), meta, options));
+    db->collections_.emplace(meta.spec.name, std::move(c));
+  }
+  return std::unique_ptr<DB>(std::move(db));
+}
+
+DBImpl::~DBImpl() {
+  absl::MutexLock lock(&mu_);
+  collections_.clear();
+}
+
+absl::StatusOr<std::shared_ptr<Collection>> DBImpl::Find(std::string_view name) {
+  SHOAL_RETURN_IF_ERROR(ValidateCollectionName(name, "collection"));
+  const std::string key(name);
+  absl::MutexLock lock(&mu_);
+  auto it = collections_.find(key);
+  if (it == collections_.end()) {
+    return absl::NotFoundError(absl::StrCat("collection: '", key, "' not found"));
+  }
+  return it->second;
+}
+
+absl::Status DBImpl::CreateCollection(const CollectionSpec& spec) {
+  SHOAL_RETURN_IF_ERROR(ValidateSpec(spec));
+  absl::MutexLock lock(&mu_);
+  if (collections_.contains(spec.name)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("name: collection '", spec.name, "' already exists"));
+  }
+  SHOAL_ASSIGN_OR_RETURN(storage::StoredCollection meta, store_->CreateCollection(spec));
+  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Collection> c,
+                         Collection::Load(store_.get(), meta, options_));
+  collections_.emplace(spec.name, std::move(c));
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<CollectionInfo>> DBImpl::ListCollections() {
+  std::vector<std::shared_ptr<Collection>> all;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, c] : collections_) all.push_back(c);
+  }
+  std::vector<CollectionInfo> out;
+  for (const auto& c : all) out.push_back(c->Info());
+  std::sort(out.begin(), out.end(), [](const CollectionInfo& a, const CollectionInfo& b) {
+    return a.spec.name < b.spec.name;
+  });
+  return out;
+}
+
+absl::StatusOr<CollectionInfo> DBImpl::DescribeCollection(std::string_view name) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(name));
+  return c->Info();
+}
+
+absl::Status DBImpl::DropCollection(std::string_view name) {
+  SHOAL_RETURN_IF_ERROR(ValidateCollectionName(name, "name"));
+  const std::string key(name);
+  absl::MutexLock lock(&mu_);
+  auto it = collections_.find(key);
+  if (it == collections_.end()) {
+    return absl::NotFoundError(absl::StrCat("name: collection '", key, "' not found"));
+  }
+  SHOAL_RETURN_IF_ERROR(it->second->Drop());
+  collections_.erase(it);
+  return absl::OkStatus();
+}
+
+absl::Status DBImpl::Upsert(std::string_view collection, std::span<const Record> records,
+                            const WriteOptions& options) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  return c->Upsert(records, options);
+}
+
+absl::StatusOr<std::vector<std::optional<Record>>> DBImpl::Get(std::string_view collection,
+                                                               std::span<const Key> keys) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  return c->Get(keys);
+}
+
+absl::StatusOr<uint64_t> DBImpl::Delete(std::string_view collection, std::span<const Key> keys,
+                                        const WriteOptions& options) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  return c->Delete(keys, options);
+}
+
+absl::StatusOr<std::vector<std::vector<Hit>>> DBImpl::Search(std::string_view collection,
+                                                             std::span<const float> queries,
+                                                             const SearchParams& params) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  return c->Search(queries, params);
+}
+
+}  // namespace db
+}  // namespace shoal

@@ -1,0 +1,183 @@
+#include "db/validation.h"
+
+#include <cmath>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/strings/str_cat.h"
+
+namespace shoal::db {
+namespace {
+
+constexpr size_t kMaxAttributes = 256;
+constexpr size_t kMaxAttributeStringBytes = 64 * 1024;
+constexpr size_t kMaxTags = 1024;
+constexpr size_t kMaxTagBytes = 1024;
+
+absl::Status Invalid(const std::string& field, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat(field, ": ", what));
+}
+
+bool IsNameChar(char c, bool first) {
+  const bool alpha = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_';
+  return first ? alpha : alpha || (c >= '0' && c <= '9') || c == '-';
+}
+
+// First non-finite element of `v`, or -1.
+ptrdiff_t FirstNonFinite(const float* v, size_t n) {
+  for (size_t i = 0; i < n; ++i) {
+    if (!std::isfinite(v[i])) return static_cast<ptrdiff_t>(i);
+  }
+  return -1;
+}
+
+absl::Status ValidateVector(const CollectionSpec& spec, const float* v, size_t n,
+                            const std::string& field) {
+  if (n != spec.dimension) {
+    return Invalid(field, absl::StrCat("dimension ", n, " does not match collection '", spec.name,
+                                       "' (dimension ", spec.dimension, ")"));
+  }
+  if (ptrdiff_t bad = FirstNonFinite(v, n); bad >= 0) {
+    return Invalid(absl::StrCat(field, "[", bad, "]"),
+                   std::isnan(v[bad]) ? "NaN is not allowed" : "Inf is not allowed");
+  }
+  if (spec.metric == Metric::kCosine) {
+    double norm = 0;
+    for (size_t i = 0; i < n; ++i) norm += static_cast<double>(v[i]) * v[i];
+    if (norm == 0) return Invalid(field, "zero vector has no direction (cosine metric)");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateAttributes(const Record& r, const std::string& field) {
+  if (r.attributes.size() > kMaxAttributes) {
+    return Invalid(absl::StrCat(field, ".attributes"),
+                   absl::StrCat(r.attributes.size(), " attributes, at most ", kMaxAttributes));
+  }
+  for (const auto& [name, value] : r.attributes) {
+    std::string f = absl::StrCat(field, ".attributes[\"", name.substr(0, kMaxNameBytes), "\"]");
+    if (absl::Status s = ValidateCollectionName(name, f); !s.ok()) return s;
+    if (const auto* d = std::get_if<double>(&value); d && !std::isfinite(*d)) {
+      return Invalid(f, "NaN/Inf is not allowed");
+    }
+    if (const auto* s = std::get_if<std::string>(&value);
+        s && s->size() > kMaxAttributeStringBytes) {
+      return Invalid(
+          f, absl::StrCat("string of ", s->size(), " bytes, at most ", kMaxAttributeStringBytes));
+    }
+  }
+  if (r.tags.size() > kMaxTags) {
+    return Invalid(absl::StrCat(field, ".tags"),
+                   absl::StrCat(r.tags.size(), " tags, at most ", kMaxTags));
+  }
+  for (size_t i = 0; i < r.tags.size(); ++i) {
+    if (r.tags[i].empty() || r.tags[i].size() > kMaxTagBytes) {
+      return Invalid(absl::StrCat(field, ".tags[", i, "]"),
+                     absl::StrCat("tag must be 1..", kMaxTagBytes, " bytes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateBatchSize(size_t n, size_t limit, const std::string& field) {
+  if (n == 0) return Invalid(field, "empty batch");
+  if (n > limit) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat(field, ": batch of ", n, " exceeds the limit of ", limit));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status ValidateCollectionName(std::string_view name, const std::string& field) {
+  if (name.empty()) return Invalid(field, "must not be empty");
+  if (name.size() > kMaxNameBytes) {
+    return Invalid(field, absl::StrCat("longer than ", kMaxNameBytes, " bytes"));
+  }
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (!IsNameChar(name[i], i == 0)) {
+      return Invalid(field,
+                     absl::StrCat("'", std::string(name), "' must match [A-Za-z_][A-Za-z0-9_-]*"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSpec(const CollectionSpec& spec) {
+  if (absl::Status s = ValidateCollectionName(spec.name, "name"); !s.ok()) return s;
+  if (spec.dimension == 0 || spec.dimension > kMaxDimension) {
+    return Invalid("dimension", absl::StrCat(spec.dimension, " is not in 1..", kMaxDimension));
+  }
+  const int metric = static_cast<int>(spec.metric);
+  if (metric < 0 || metric > 2) return Invalid("metric", absl::StrCat("unknown metric ", metric));
+  return absl::OkStatus();
+}
+
+absl::Status ValidateKey(const Key& key, const std::string& field) {
+  if (const auto* s = std::get_if<std::string>(&key)) {
+    if (s->empty() || s->size() > kMaxKeyBytes) {
+      return Invalid(field, absl::StrCat("string key must be 1..", kMaxKeyBytes, " bytes"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateRecords(const CollectionSpec& spec, std::span<const Record> records,
+                             const Options& options) {
+  if (absl::Status s = ValidateBatchSize(records.size(), options.max_batch_records, "records");
+      !s.ok()) {
+    return s;
+  }
+  absl::flat_hash_map<Key, size_t> first_index;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const Record& r = records[i];
+    const std::string field = absl::StrCat("records[", i, "]");
+    if (absl::Status s = ValidateKey(r.key, field + ".key"); !s.ok()) return s;
+    auto [it, fresh] = first_index.emplace(r.key, i);
+    if (!fresh) {
+      return Invalid(field + ".key", absl::StrCat("duplicates records[", it->second, "].key"));
+    }
+    absl::Status s = ValidateVector(spec, r.vector.data(), r.vector.size(), field + ".vector");
+    if (!s.ok()) return s;
+    if (s = ValidateAttributes(r, field); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateKeys(std::span<const Key> keys, const Options& options) {
+  if (absl::Status s = ValidateBatchSize(keys.size(), options.max_batch_records, "keys"); !s.ok()) {
+    return s;
+  }
+  for (size_t i = 0; i < keys.size(); ++i) {
+    if (absl::Status s = ValidateKey(keys[i], absl::StrCat("keys[", i, "]")); !s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ValidateSearch(const CollectionSpec& spec, std::span<const float> queries,
+                            const SearchParams& params, const Options& options) {
+  if (params.k == 0 || params.k > options.max_k) {
+    return Invalid("k", absl::StrCat(params.k, " is not in 1..", options.max_k));
+  }
+  if (!std::isfinite(params.pruning_ratio) || params.pruning_ratio < 0) {
+    return Invalid("pruning_ratio", "must be a finite number >= 0");
+  }
+  if (queries.empty()) return Invalid("queries", "empty batch");
+  if (queries.size() % spec.dimension != 0) {
+    return Invalid("queries", absl::StrCat(queries.size(), " floats is not a multiple of the ",
+                                           "collection's dimension ", spec.dimension));
+  }
+  const size_t n = queries.size() / spec.dimension;
+  if (n > options.max_batch_queries) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("queries: batch of ", n, " exceeds the limit of ", options.max_batch_queries));
+  }
+  for (size_t i = 0; i < n; ++i) {
+    absl::Status s = ValidateVector(spec, queries.data() + i * spec.dimension, spec.dimension,
+                                    absl::StrCat("queries[", i, "]"));
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shoal::db

@@ -1,0 +1,28 @@
+// Request validation for the embedded API. Every error is InvalidArgument (or
+// ResourceExhausted for a batch over the configured limit) and names the offending field,
+// e.g. "records[3].vector[17]: NaN". Pure functions; thread-safe.
+#ifndef SHOAL_DB_VALIDATION_H_
+#define SHOAL_DB_VALIDATION_H_
+
+#include <span>
+#include <string_view>
+
+#include "absl/status/status.h"
+#include "shoal/options.h"
+#include "shoal/types.h"
+
+namespace shoal::db {
+
+// Names: [A-Za-z_][A-Za-z0-9_-]{0,63}.
+absl::Status ValidateCollectionName(std::string_view name, const std::string& field);
+absl::Status ValidateSpec(const CollectionSpec& spec);
+absl::Status ValidateKey(const Key& key, const std::string& field);
+absl::Status ValidateRecords(const CollectionSpec& spec, std::span<const Record> records,
+                             const Options& options);
+absl::Status ValidateKeys(std::span<const Key> keys, const Options& options);
+absl::Status ValidateSearch(const CollectionSpec& spec, std::span<const float> queries,
+                            const SearchParams& params, const Options& options);
+
+}  // namespace shoal::db
+
+#endif  // SHOAL_DB_VALIDATION_H_

@@ -1,0 +1,94 @@
+#include "db/validation.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+namespace shoal::db {
+namespace {
+
+using ::testing::HasSubstr;
+
+const CollectionSpec kSpec{"c", 3, Metric::kL2};
+
+Record R(uint64_t key, std::vector<float> v) {
+  Record r;
+  r.key = key;
+  r.vector = std::move(v);
+  return r;
+}
+
+void ExpectInvalid(const absl::Status& s, std::string_view field) {
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+  EXPECT_THAT(s.message(), HasSubstr(field));
+}
+
+TEST(ValidationTest, NamesFollowThePattern) {
+  EXPECT_TRUE(ValidateCollectionName("docs_v2-x", "name").ok());
+  ExpectInvalid(ValidateCollectionName("", "name"), "name");
+  ExpectInvalid(ValidateCollectionName("9lives", "name"), "name");
+  ExpectInvalid(ValidateCollectionName("a b", "name"), "name");
+  ExpectInvalid(ValidateCollectionName("../etc", "name"), "name");
+  ExpectInvalid(ValidateCollectionName(std::string(65, 'a'), "name"), "name");
+}
+
+TEST(ValidationTest, SpecNeedsDimensionInRange) {
+  ExpectInvalid(ValidateSpec({"c", 0, Metric::kL2}), "dimension");
+  ExpectInvalid(ValidateSpec({"c", kMaxDimension + 1, Metric::kL2}), "dimension");
+  ExpectInvalid(ValidateSpec({"c", 4, static_cast<Metric>(7)}), "metric");
+  EXPECT_TRUE(ValidateSpec({"c", kMaxDimension, Metric::kCosine}).ok());
+}
+
+TEST(ValidationTest, RecordsNameTheBadField) {
+  Options o;
+  std::vector<Record> ok = {R(1, {1, 2, 3})};
+  EXPECT_TRUE(ValidateRecords(kSpec, ok, o).ok());
+  ExpectInvalid(ValidateRecords(kSpec, {}, o), "records: empty batch");
+  std::vector<Record> wrong_dim = {R(1, {1, 2, 3}), R(2, {1, 2})};
+  ExpectInvalid(ValidateRecords(kSpec, wrong_dim, o), "records[1].vector: dimension 2");
+  std::vector<Record> nan = {R(1, {1, std::nanf(""), 3})};
+  ExpectInvalid(ValidateRecords(kSpec, nan, o), "records[0].vector[1]: NaN");
+  std::vector<Record> inf = {R(1, {1, 2, std::numeric_limits<float>::infinity()})};
+  ExpectInvalid(ValidateRecords(kSpec, inf, o), "records[0].vector[2]: Inf");
+  std::vector<Record> dup = {R(5, {1, 2, 3}), R(6, {1, 2, 3}), R(5, {1, 2, 3})};
+  ExpectInvalid(ValidateRecords(kSpec, dup, o), "records[2].key: duplicates records[0].key");
+  std::vector<Record> empty_key = {R(1, {1, 2, 3})};
+  empty_key[0].key = std::string();
+  ExpectInvalid(ValidateRecords(kSpec, empty_key, o), "records[0].key");
+  std::vector<Record> bad_attr = {R(1, {1, 2, 3})};
+  bad_attr[0].attributes["x"] = std::nan("");
+  ExpectInvalid(ValidateRecords(kSpec, bad_attr, o), "records[0].attributes[\"x\"]");
+}
+
+TEST(ValidationTest, CosineRejectsZeroVector) {
+  std::vector<Record> zero = {R(1, {0, 0, 0})};
+  ExpectInvalid(ValidateRecords({"c", 3, Metric::kCosine}, zero, {}), "records[0].vector");
+  EXPECT_TRUE(ValidateRecords(kSpec, zero, {}).ok());
+}
+
+TEST(ValidationTest, OversizeBatchIsResourceExhausted) {
+  Options o;
+  o.max_batch_records = 2;
+  std::vector<Record> three = {R(1, {1, 2, 3}), R(2, {1, 2, 3}), R(3, {1, 2, 3})};
+  absl::Status s = ValidateRecords(kSpec, three, o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("records"));
+}
+
+TEST(ValidationTest, SearchChecksKAndQueries) {
+  Options o;
+  std::vector<float> q = {1, 2, 3};
+  EXPECT_TRUE(ValidateSearch(kSpec, q, {.k = 10}, o).ok());
+  ExpectInvalid(ValidateSearch(kSpec, q, {.k = 0}, o), "k: 0");
+  ExpectInvalid(ValidateSearch(kSpec, q, {.k = o.max_k + 1}, o), "k:");
+  ExpectInvalid(ValidateSearch(kSpec, {}, {.k = 1}, o), "queries: empty");
+  std::vector<float> ragged = {1, 2, 3, 4};
+  ExpectInvalid(ValidateSearch(kSpec, ragged, {.k = 1}, o), "queries");
+  std::vector<float> nan = {1, 2, 3, 1, std::nanf(""), 3};
+  ExpectInvalid(ValidateSearch(kSpec, nan, {.k = 1}, o), "queries[1][1]");
+}
+
+}  // namespace
+}  // namespace shoal::db

@@ -1,0 +1,265 @@
+#include "storage/record_store.h"
+
+#include <cstring>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "rocksdb/cache.h"
+#include "rocksdb/db.h"
+#include "rocksdb/options.h"
+#include "rocksdb/slice.h"
+#include "rocksdb/table.h"
+#include "rocksdb/write_batch.h"
+#include "storage/record_codec.h"
+
+namespace shoal::storage {
+namespace {
+
+constexpr char kCollectionRowPrefix[] = "collection/";
+constexpr char kNextIdRowPrefix[] = "next_id/";
+constexpr char kNextCollectionIdRow[] = "next_collection_id";
+constexpr uint8_t kCatalogVersion = 1;
+
+std::string CollectionRow(std::string_view name) {
+  return absl::StrCat(kCollectionRowPrefix, std::string(name));
+}
+
+std::string NextIdRow(uint32_t collection_id) {
+  std::string row = kNextIdRowPrefix;
+  PutFixed32BE(&row, collection_id);
+  return row;
+}
+
+std::string EncodeU64(uint64_t v) {
+  std::string out;
+  PutFixed64BE(&out, v);
+  return out;
+}
+
+absl::StatusOr<uint64_t> DecodeU64(std::string_view bytes, std::string_view where) {
+  if (bytes.size() != 8) {
+    return absl::DataLossError(absl::StrCat("catalog row ", std::string(where),
+                                            ": expected 8 bytes, found ", bytes.size()));
+  }
+  return GetFixed64BE(bytes.data());
+}
+
+std::string EncodeCatalogRow(uint32_t id, const CollectionSpec& spec) {
+  std::string out(1, static_cast<char>(kCatalogVersion));
+  PutFixed32BE(&out, id);
+  PutFixed32BE(&out, spec.dimension);
+  out.push_back(static_cast<char>(spec.metric));
+  return out;
+}
+
+absl::StatusOr<StoredCollection> DecodeCatalogRow(std::string_view name, std::string_view v) {
+  if (v.size() != 10 || v[0] != kCatalogVersion || static_cast<uint8_t>(v[9]) > 2) {
+    return absl::DataLossError(absl::StrCat("catalog row for collection '", std::string(name),
+                                            "' is corrupt (", v.size(), " bytes)"));
+  }
+  StoredCollection c;
+  c.id = GetFixed32BE(v.data() + 1);
+  c.spec.name = std::string(name);
+  c.spec.dimension = GetFixed32BE(v.data() + 5);
+  c.spec.metric = static_cast<Metric>(v[9]);
+  return c;
+}
+
+std::string PrefixEnd(const std::string& prefix) {
+  std::string end = prefix;
+  for (size_t i = end.size(); i-- > 0;) {
+    if (static_cast<uint8_t>(end[i]) != 0xff) {
+      end[i] = static_cast<char>(static_cast<uint8_t>(end[i]) + 1);
+      end.resize(i + 1);
+      return end;
+    }
+  }
+  return std::string(end.size() + 1, '\xff');
+}
+
+}  // namespace
+
+absl::Status FromRocks(const rocksdb::Status& s, std::string_view context) {
+  if (s.ok()) return absl::OkStatus();
+  std::string msg = absl::StrCat(std::string(context), ": ", s.ToString());
+  if (s.IsNotFound()) return absl::NotFoundError(msg);
+  if (s.IsCorruption()) return absl::DataLossError(msg);
+  if (s.IsInvalidArgument()) return absl::InvalidArgumentError(msg);
+  if (s.IsNotSupported()) return absl::UnimplementedError(msg);
+  if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) return absl::UnavailableError(msg);
+  if (s.IsNoSpace()) return absl::ResourceExhaustedError(msg);
+  if (s.IsIOError() && absl::StrContains(s.ToString(), "lock")) {
+    return absl::UnavailableError(absl::StrCat(msg, " (is another process using it?)"));
+  }
+  return absl::InternalError(msg);
+}
+
+// ---- Batch ----
+
+RecordStore::Batch::Batch(const RecordStore* store)
+    : store_(store), batch_(std::make_unique<rocksdb::WriteBatch>()) {}
+RecordStore::Batch::Batch(Batch&&) noexcept = default;
+RecordStore::Batch::~Batch() = default;
+
+void RecordStore::Batch::PutRecord(uint32_t cid, uint64_t iid, const Record& record, bool new_key) {
+  batch_->Put(store_->records_, RecordRowKey(cid, iid), EncodeRecord(record));
+  if (new_key) batch_->Put(store_->keys_, KeyMapRowKey(cid, record.key), EncodeU64(iid));
+}
+
+void RecordStore::Batch::DeleteRecord(uint32_t cid, uint64_t iid, const Key& key) {
+  batch_->Delete(store_->records_, RecordRowKey(cid, iid));
+  batch_->Delete(store_->keys_, KeyMapRowKey(cid, key));
+}
+
+void RecordStore::Batch::SetNextInternalId(uint32_t cid, uint64_t next) {
+  batch_->Put(store_->catalog_, NextIdRow(cid), EncodeU64(next));
+}
+
+size_t RecordStore::Batch::Count() const { return batch_->Count(); }
+
+// ---- RecordStore ----
+
+absl::StatusOr<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string& dir,
+                                                               const StoreOptions& options) {
+  rocksdb::Options db_options;
+  db_options.create_if_missing = options.create_if_missing;
+  db_options.create_missing_column_families = true;
+  db_options.paranoid_checks = true;
+  db_options.IncreaseParallelism(2);
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
+  rocksdb::ColumnFamilyOptions cf_options(db_options);
+  cf_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+
+  std::vector<rocksdb::ColumnFamilyDescriptor> families = {
+      {rocksdb::kDefaultColumnFamilyName, cf_options},
+      {"records", cf_options},
+      {"keys", cf_options}};
+  std::vector<rocksdb::ColumnFamilyHandle*> handles;
+  rocksdb::DB* db = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(db_options, dir, families, &handles, &db);
+  if (!s.ok()) return FromRocks(s, absl::StrCat("opening ", dir));
+  auto store = std::unique_ptr<RecordStore>(new RecordStore());
+  store->db_ = db;
+  store->catalog_ = handles[0];
+  store->records_ = handles[1];
+  store->keys_ = handles[2];
+  return store;
+}
+
+RecordStore::~RecordStore() {
+  if (db_ == nullptr) return;
+  for (auto* h : {catalog_, records_, keys_}) db_->DestroyColumnFamilyHandle(h);
+  db_->Close().PermitUncheckedError();
+  delete db_;
+}
+
+absl::StatusOr<std::vector<StoredCollection>> RecordStore::LoadCatalog() {
+  std::vector<StoredCollection> out;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(rocksdb::ReadOptions(), catalog_));
+  for (it->Seek(kCollectionRowPrefix); it->Valid() && it->key().starts_with(kCollectionRowPrefix);
+       it->Next()) {
+    std::string_view name = it->key().ToStringView().substr(sizeof(kCollectionRowPrefix) - 1);
+    auto c = DecodeCatalogRow(name, it->value().ToStringView());
+    if (!c.ok()) return c.status();
+    std::string next;
+    rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), catalog_, NextIdRow(c->id), &next);
+    if (s.ok()) {
+      auto n = DecodeU64(next, "next_id");
+      if (!n.ok()) return n.status();
+      c->next_internal_id = *n;
+    } else if (!s.IsNotFound()) {
+      return FromRocks(s, "reading catalog");
+    }
+    out.push_back(*std::move(c));
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "scanning catalog");
+  return out;
+}
+
+absl::StatusOr<StoredCollection> RecordStore::CreateCollection(const CollectionSpec& spec) {
+  std::string next;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), catalog_, kNextCollectionIdRow, &next);
+  uint64_t id = 1;
+  if (s.ok()) {
+    auto n = DecodeU64(next, kNextCollectionIdRow);
+    if (!n.ok()) return n.status();
+    id = *n;
+  } else if (!s.IsNotFound()) {
+    return FromRocks(s, "reading catalog");
+  }
+  rocksdb::WriteBatch batch;
+  batch.Put(catalog_, kNextCollectionIdRow, EncodeU64(id + 1));
+  batch.Put(catalog_, CollectionRow(spec.name), EncodeCatalogRow(static_cast<uint32_t>(id), spec));
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  s = db_->Write(wo, &batch);
+  if (!s.ok()) return FromRocks(s, "creating collection");
+  return StoredCollection{static_cast<uint32_t>(id), spec, 0};
+}
+
+absl::Status RecordStore::DropCollection(const StoredCollection& c) {
+  const std::string begin = CollectionPrefix(c.id);
+  const std::string end = PrefixEnd(begin);
+  rocksdb::WriteBatch batch;
+  batch.Delete(catalog_, CollectionRow(c.spec.name));
+  batch.Delete(catalog_, NextIdRow(c.id));
+  batch.DeleteRange(records_, begin, end);
+  batch.DeleteRange(keys_, begin, end);
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return FromRocks(db_->Write(wo, &batch), "dropping collection");
+}
+
+absl::Status RecordStore::Commit(Batch& batch, bool sync) {
+  rocksdb::WriteOptions wo;
+  wo.sync = sync;
+  return FromRocks(db_->Write(wo, batch.batch_.get()), "writing batch");
+}
+
+absl::StatusOr<std::optional<Record>> RecordStore::GetRecord(uint32_t cid, uint64_t iid) {
+  std::string row = RecordRowKey(cid, iid);
+  rocksdb::PinnableSlice value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), records_, row, &value);
+  if (s.IsNotFound()) return std::optional<Record>();
+  if (!s.ok()) return FromRocks(s, "reading record");
+  auto rec = DecodeRecord(value.ToStringView(), absl::StrCat("collection ", cid, " id ", iid));
+  if (!rec.ok()) return rec.status();
+  return std::optional<Record>(*std::move(rec));
+}
+
+absl::StatusOr<std::optional<uint64_t>> RecordStore::LookupKey(uint32_t cid, const Key& key) {
+  std::string value;
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), keys_, KeyMapRowKey(cid, key), &value);
+  if (s.IsNotFound()) return std::optional<uint64_t>();
+  if (!s.ok()) return FromRocks(s, "reading key map");
+  auto id = DecodeU64(value, "key map");
+  if (!id.ok()) return id.status();
+  return std::optional<uint64_t>(*id);
+}
+
+absl::Status RecordStore::ScanRecords(uint32_t cid,
+                                      const std::function<absl::Status(uint64_t, Record&&)>& fn) {
+  const std::string begin = CollectionPrefix(cid);
+  const std::string end = PrefixEnd(begin);
+  rocksdb::ReadOptions ro;
+  rocksdb::Slice upper(end);
+  ro.iterate_upper_bound = &upper;
+  ro.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, records_));
+  for (it->Seek(begin); it->Valid(); it->Next()) {
+    if (it->key().size() != 12) {
+      return absl::DataLossError(
+          absl::StrCat("record row of collection ", cid, " has a ", it->key().size(), "-byte key"));
+    }
+    uint64_t iid = InternalIdFromRecordRowKey(it->key().ToStringView());
+    auto rec =
+        DecodeRecord(it->value().ToStringView(), absl::StrCat("collection ", cid, " id ", iid));
+    if (!rec.ok()) return rec.status();
+    if (absl::Status s = fn(iid, *std::move(rec)); !s.ok()) return s;
+  }
+  return FromRocks(it->status(), "scanning records");
+}
+
+}  // namespace shoal::storage

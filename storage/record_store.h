@@ -1,0 +1,105 @@
+// RecordStore: the durable half of a Shoal database, in RocksDB (with its WAL):
+// the collection catalog, each collection's records (key, vector, attributes, tags) by internal
+// id, and the external key -> internal id map.
+//
+//   SHOAL_ASSIGN_OR_RETURN(auto store, RecordStore::Open(dir + "/rocksdb", {}));
+//   RecordStore::Batch batch = store->NewBatch();
+//   batch.PutRecord(cid, iid, record, /*new_key=*/true);
+//   SHOAL_RETURN_IF_ERROR(store->Commit(batch, /*sync=*/true));
+//
+// Column families: "default" (catalog: collection rows, id counters), "records"
+// (cid|iid -> encoded record), "keys" (cid|key -> iid). A Batch commits atomically.
+//
+// Thread safety: all methods may be called concurrently (RocksDB is thread-safe); ordering of
+// batches for one collection is the caller's business. A Batch is not thread-safe.
+//
+// Errors: Unavailable (directory locked by another process), DataLoss (corruption, names the
+// key), Internal/IOError mapped to canonical codes by FromRocks.
+#ifndef SHOAL_STORAGE_RECORD_STORE_H_
+#define SHOAL_STORAGE_RECORD_STORE_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "shoal/types.h"
+
+namespace rocksdb {
+class DB;
+class ColumnFamilyHandle;
+class WriteBatch;
+class Status;
+}  // namespace rocksdb
+
+namespace shoal::storage {
+
+struct StoreOptions {
+  bool create_if_missing = true;
+  size_t block_cache_bytes = 256u << 20;
+};
+
+// A collection as the catalog records it.
+struct StoredCollection {
+  uint32_t id = 0;
+  CollectionSpec spec;
+  uint64_t next_internal_id = 0;  // ids below this may have been used
+};
+
+// Converts a RocksDB status to a canonical absl::Status, prefixing `context`.
+absl::Status FromRocks(const rocksdb::Status& s, std::string_view context);
+
+class RecordStore {
+ public:
+  // A set of writes applied atomically by Commit. Made by NewBatch; must not outlive the store.
+  class Batch {
+   public:
+    Batch(Batch&&) noexcept;
+    ~Batch();
+    // Writes the record under `internal_id`; with new_key also the key -> id mapping.
+    void PutRecord(uint32_t collection_id, uint64_t internal_id, const Record& record,
+                   bool new_key);
+    void DeleteRecord(uint32_t collection_id, uint64_t internal_id, const Key& key);
+    void SetNextInternalId(uint32_t collection_id, uint64_t next);
+    size_t Count() const;
+
+   private:
+    friend class RecordStore;
+    explicit Batch(const RecordStore* store);
+    const RecordStore* store_;
+    std::unique_ptr<rocksdb::WriteBatch> batch_;
+  };
+
+  static absl::StatusOr<std::unique_ptr<RecordStore>> Open(const std::string& dir,
+                                                           const StoreOptions& options);
+  ~RecordStore();
+
+  absl::StatusOr<std::vector<StoredCollection>> LoadCatalog();
+  // Records a new collection (synced) and returns it with its fresh id.
+  absl::StatusOr<StoredCollection> CreateCollection(const CollectionSpec& spec);
+  // Removes the collection's catalog row, records and keys in one synced batch.
+  absl::Status DropCollection(const StoredCollection& collection);
+
+  Batch NewBatch() const { return Batch(this); }
+  absl::Status Commit(Batch& batch, bool sync);
+
+  absl::StatusOr<std::optional<Record>> GetRecord(uint32_t collection_id, uint64_t internal_id);
+  absl::StatusOr<std::optional<uint64_t>> LookupKey(uint32_t collection_id, const Key& key);
+  // Calls `fn` for every record of the collection in internal-id order; stops at the first error.
+  absl::Status ScanRecords(uint32_t collection_id,
+                           const std::function<absl::Status(uint64_t, Record&&)>& fn);
+
+ private:
+  RecordStore() = default;
+  rocksdb::DB* db_ = nullptr;
+  rocksdb::ColumnFamilyHandle* catalog_ = nullptr;
+  rocksdb::ColumnFamilyHandle* records_ = nullptr;
+  rocksdb::ColumnFamilyHandle* keys_ = nullptr;
+};
+
+}  // namespace shoal::storage
+
+#endif  // SHOAL_STORAGE_RECORD_STORE_H_
