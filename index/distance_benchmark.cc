@@ -1,0 +1,100 @@
+// Micro-benchmarks of the distance kernels (every supported level) and of FlatIndex search.
+//   build-*/bin/distance_benchmark --benchmark_filter=L2
+#include <random>
+#include <vector>
+
+#include "benchmark/benchmark.h"
+#include "index/distance_internal.h"
+#include "index/flat_index.h"
+
+namespace shoal::index {
+namespace {
+
+using internal::KernelLevelId;
+
+std::vector<float> RandomFloats(size_t n, uint32_t seed) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> u(0.0f, 255.0f);
+  std::vector<float> v(n);
+  for (auto& x : v) x = u(rng);
+  return v;
+}
+
+// One kernel against rows of a 1 MiB-ish block so the data sits in L2, like a posting scan.
+void BM_Kernel(benchmark::State& state, KernelLevelId level, bool l2) {
+  if (!internal::LevelSupported(level)) {
+    state.SkipWithError("level not supported on this CPU");
+    return;
+  }
+  const size_t dim = state.range(0);
+  const size_t rows = std::max<size_t>(1, (1 << 18) / dim);
+  const auto q = RandomFloats(dim, 1);
+  const auto x = RandomFloats(rows * dim, 2);
+  const auto& kernels = internal::KernelsFor(level);
+  const internal::DistanceFn fn = l2 ? kernels.l2_sqr : kernels.inner_product;
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(fn(q.data(), x.data() + i * dim, dim));
+    if (++i == rows) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.SetBytesProcessed(state.iterations() * dim * sizeof(float));
+}
+
+#define SHOAL_KERNEL_BENCHMARK(name, level, l2) \
+  BENCHMARK_CAPTURE(BM_Kernel, name, level, l2)->Arg(16)->Arg(100)->Arg(128)->Arg(784)->Arg(960)
+
+SHOAL_KERNEL_BENCHMARK(L2Sqr_scalar, KernelLevelId::kScalar, true);
+SHOAL_KERNEL_BENCHMARK(L2Sqr_avx2, KernelLevelId::kAvx2, true);
+SHOAL_KERNEL_BENCHMARK(L2Sqr_avx512, KernelLevelId::kAvx512, true);
+SHOAL_KERNEL_BENCHMARK(InnerProduct_scalar, KernelLevelId::kScalar, false);
+SHOAL_KERNEL_BENCHMARK(InnerProduct_avx2, KernelLevelId::kAvx2, false);
+SHOAL_KERNEL_BENCHMARK(InnerProduct_avx512, KernelLevelId::kAvx512, false);
+
+// The register-blocked kernel: 8 queries x 48 rows per call.
+void BM_ScoreBlock(benchmark::State& state) {
+  if (!internal::LevelSupported(KernelLevelId::kAvx512)) {
+    state.SkipWithError("no AVX-512");
+    return;
+  }
+  const size_t dim = state.range(0);
+  const auto qpack = RandomFloats(dim * internal::kQueryBlock, 3);
+  const auto panel = RandomFloats(dim * internal::kPanelWidth, 4);
+  const std::vector<float> bias(internal::kPanelWidth, 0.0f);
+  std::vector<float> scores(internal::kQueryBlock * internal::kPanelWidth);
+  for (auto _ : state) {
+    internal::ScoreBlockAvx512(qpack.data(), panel.data(), dim, bias.data(), -2.0f, scores.data(),
+                               internal::kPanelWidth);
+    benchmark::DoNotOptimize(scores.data());
+  }
+  // FLOPs: 2 per multiply-add.
+  state.counters["GFLOPS"] = benchmark::Counter(
+      2.0 * dim * internal::kQueryBlock * internal::kPanelWidth * state.iterations(),
+      benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+}
+BENCHMARK(BM_ScoreBlock)->Arg(128)->Arg(784);
+
+// FlatIndex over 20k x 784 (Fashion-MNIST-like), Args: {num_queries, threads}.
+void BM_FlatSearch(benchmark::State& state) {
+  const size_t dim = 784, n = 20000, nq = state.range(0), threads = state.range(1);
+  static const auto base = RandomFloats(n * dim, 5);
+  static const FlatIndex* index = [] {
+    auto* flat = new FlatIndex(dim, Metric::kL2);
+    for (size_t i = 0; i < n; ++i) flat->Add(i, base.data() + i * dim);
+    return flat;
+  }();
+  const auto queries = RandomFloats(nq * dim, 6);
+  for (auto _ : state) benchmark::DoNotOptimize(index->Search(queries.data(), nq, 10, threads));
+  state.counters["QPS"] =
+      benchmark::Counter(double(nq) * state.iterations(), benchmark::Counter::kIsRate);
+}
+BENCHMARK(BM_FlatSearch)
+    ->Args({1, 1})
+    ->Args({256, 1})
+    ->Args({256, 2})
+    ->Unit(benchmark::kMillisecond);
+
+}  // namespace
+}  // namespace shoal::index
+
+BENCHMARK_MAIN();

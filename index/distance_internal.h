@@ -1,0 +1,56 @@
+// Private to index/: the per-ISA distance kernels behind distance.h, exposed so that tests and
+// FlatIndex can call a specific level. Nothing outside index/ includes this header.
+//
+// Each ISA lives in its own translation unit compiled with its own -m flags; the AVX-512 and
+// AVX2 units must only be entered when base::Cpu() reports the features. Those units include
+// no shared inline code (no std templates), so no AVX instruction can leak into portable code
+// through an ODR-merged inline function.
+#ifndef SHOAL_INDEX_DISTANCE_INTERNAL_H_
+#define SHOAL_INDEX_DISTANCE_INTERNAL_H_
+
+#include <cstddef>
+
+namespace shoal::index::internal {
+
+using DistanceFn = float (*)(const float* a, const float* b, size_t dim);
+
+enum class KernelLevelId { kScalar, kAvx2, kAvx512 };
+
+struct DistanceKernels {
+  KernelLevelId level;
+  const char* name;  // "scalar", "avx2", "avx512"
+  DistanceFn l2_sqr;
+  DistanceFn inner_product;
+};
+
+float L2SqrScalar(const float* a, const float* b, size_t dim);
+float InnerProductScalar(const float* a, const float* b, size_t dim);
+float L2SqrAvx2(const float* a, const float* b, size_t dim);
+float InnerProductAvx2(const float* a, const float* b, size_t dim);
+float L2SqrAvx512(const float* a, const float* b, size_t dim);
+float InnerProductAvx512(const float* a, const float* b, size_t dim);
+
+// True if this CPU (after the SHOAL_CPU cap) can run `level`.
+bool LevelSupported(KernelLevelId level);
+// The kernels of `level`; only call with a supported level.
+const DistanceKernels& KernelsFor(KernelLevelId level);
+// The best supported level, chosen once.
+const DistanceKernels& ActiveKernels();
+
+// ---- Blocked scoring for batched exact search (AVX-512 only) ----
+//
+// A query block is kQueryBlock queries packed dimension-major: qpack[d * kQueryBlock + q].
+// A base panel is kPanelWidth vectors packed dimension-major: panel[d * kPanelWidth + j].
+// Padding rows/lanes are zero-filled by the packer.
+inline constexpr size_t kQueryBlock = 8;
+inline constexpr size_t kPanelWidth = 48;
+
+// For q < kQueryBlock, j < kPanelWidth:
+//   scores[q * score_stride + j] = bias[j] + scale * <query q, base j>
+// with the dot product accumulated in float, one FMA per dimension in order d = 0..dim-1.
+void ScoreBlockAvx512(const float* qpack, const float* panel, size_t dim, const float* bias,
+                      float scale, float* scores, size_t score_stride);
+
+}  // namespace shoal::index::internal
+
+#endif  // SHOAL_INDEX_DISTANCE_INTERNAL_H_

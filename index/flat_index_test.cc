@@ -1,0 +1,248 @@
+#include "index/flat_index.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+
+namespace shoal::index {
+namespace {
+
+uint32_t Seed() {
+  const char* fixed = std::getenv("SHOAL_TEST_SEED");
+  const uint32_t seed = fixed != nullptr ? std::stoul(fixed) : std::random_device{}();
+  std::cout << "seed " << seed << " (rerun with SHOAL_TEST_SEED=" << seed << ")\n";
+  return seed;
+}
+
+struct Ref {
+  double distance;
+  uint64_t id;
+};
+
+// Naive oracle in double precision over (id, vector) pairs; ties by smaller id.
+std::vector<Ref> NaiveSearch(const std::vector<std::pair<uint64_t, std::vector<float>>>& rows,
+                             const float* q, size_t k, Metric metric) {
+  std::vector<Ref> all;
+  for (const auto& [id, v] : rows) {
+    double s = 0;
+    for (size_t d = 0; d < v.size(); ++d) {
+      s += metric == Metric::kL2 ? (double(q[d]) - v[d]) * (double(q[d]) - v[d])
+                                 : -double(q[d]) * v[d];
+    }
+    all.push_back({s, id});
+  }
+  std::sort(all.begin(), all.end(), [](const Ref& a, const Ref& b) {
+    return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
+  });
+  all.resize(std::min(k, all.size()));
+  return all;
+}
+
+class Dataset {
+ public:
+  Dataset(size_t dim, Metric metric) : index_(dim, metric), dim_(dim), metric_(metric) {}
+  void Add(uint64_t id, std::vector<float> v) {
+    index_.Add(id, v.data());
+    std::erase_if(rows_, [id](const auto& r) { return r.first == id; });
+    rows_.emplace_back(id, std::move(v));
+  }
+  bool Remove(uint64_t id) {
+    std::erase_if(rows_, [id](const auto& r) { return r.first == id; });
+    return index_.Remove(id);
+  }
+  const FlatIndex& index() const { return index_; }
+  std::vector<Ref> Naive(const float* q, size_t k) const {
+    return NaiveSearch(rows_, q, k, metric_);
+  }
+  size_t dim() const { return dim_; }
+
+ private:
+  FlatIndex index_;
+  std::vector<std::pair<uint64_t, std::vector<float>>> rows_;
+  size_t dim_;
+  Metric metric_;
+};
+
+// Our result must equal the oracle up to ties: the same count, each rank's distance equal
+// within `rel` (relative to the distance scale), and every id a true member at that distance.
+void ExpectMatches(const std::vector<Neighbor>& got, const std::vector<Ref>& want, double scale,
+                   double rel, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  for (size_t r = 0; r < got.size(); ++r) {
+    EXPECT_NEAR(got[r].distance, want[r].distance, rel * scale) << what << " rank " << r;
+  }
+  if (rel == 0) {
+    for (size_t r = 0; r < got.size(); ++r)
+      EXPECT_EQ(got[r].id, want[r].id) << what << " rank " << r;
+  }
+}
+
+std::vector<float> RandomVector(std::mt19937& rng, size_t dim, float lo, float hi, bool integer) {
+  std::uniform_real_distribution<float> u(lo, hi);
+  std::vector<float> v(dim);
+  for (auto& x : v) x = integer ? std::floor(u(rng)) : u(rng);
+  return v;
+}
+
+// Small integers keep every sum exact in float: results must match the oracle exactly,
+// ids and tie-breaking included. Many duplicates force ties (and the exact fallback).
+void CheckExactOnIntegers(Metric metric, size_t threads) {
+  std::mt19937 rng(Seed());
+  const size_t dim = 37;
+  Dataset data(dim, metric);
+  std::vector<std::vector<float>> distinct;
+  for (int i = 0; i < 40; ++i) distinct.push_back(RandomVector(rng, dim, 0, 4, true));
+  for (uint64_t id = 0; id < 1500; ++id) data.Add(id * 3 + 1, distinct[rng() % distinct.size()]);
+  std::vector<float> queries;
+  const size_t nq = 45;
+  for (size_t i = 0; i < nq; ++i) {
+    const auto q = RandomVector(rng, dim, 0, 4, true);
+    queries.insert(queries.end(), q.begin(), q.end());
+  }
+  for (size_t k : {1, 10, 50}) {
+    const auto got = data.index().Search(queries.data(), nq, k, threads);
+    for (size_t i = 0; i < nq; ++i) {
+      ExpectMatches(got[i], data.Naive(&queries[i * dim], k), 1, 0,
+                    "k " + std::to_string(k) + " query " + std::to_string(i));
+    }
+  }
+}
+
+TEST(FlatIndexTest, L2ExactWithTiesBySmallerId) { CheckExactOnIntegers(Metric::kL2, 1); }
+TEST(FlatIndexTest, InnerProductExactWithTiesBySmallerId) {
+  CheckExactOnIntegers(Metric::kInnerProduct, 1);
+}
+TEST(FlatIndexTest, ExactWithTiesMultiThreaded) { CheckExactOnIntegers(Metric::kL2, 3); }
+
+// Fashion-MNIST-like scale (values 0..255, dim 784): squared distances ~1e7 where the norm
+// expansion loses digits; results must still equal the double-precision oracle up to ties.
+void CheckLargeValues(Metric metric) {
+  std::mt19937 rng(Seed());
+  const size_t dim = 784, n = 2000, nq = 40, k = 10;
+  Dataset data(dim, metric);
+  // Clustered: a few prototypes plus noise, so near neighbours are close and ranks are tight.
+  std::vector<std::vector<float>> protos;
+  for (int i = 0; i < 8; ++i) protos.push_back(RandomVector(rng, dim, 0, 256, true));
+  std::uniform_int_distribution<int> noise(-20, 20);
+  auto sample = [&] {
+    std::vector<float> v = protos[rng() % protos.size()];
+    for (auto& x : v) x = std::clamp<float>(x + noise(rng), 0, 255);
+    return v;
+  };
+  for (uint64_t id = 0; id < n; ++id) data.Add(1000 + id, sample());
+  std::vector<float> queries;
+  for (size_t i = 0; i < nq; ++i) {
+    const auto q = sample();
+    queries.insert(queries.end(), q.begin(), q.end());
+  }
+  const auto got = data.index().Search(queries.data(), nq, k, 2);
+  for (size_t i = 0; i < nq; ++i) {
+    const auto want = data.Naive(&queries[i * dim], k);
+    ExpectMatches(got[i], want, std::abs(want[0].distance) + 1, 1e-5, "query " + std::to_string(i));
+  }
+}
+
+TEST(FlatIndexTest, L2MatchesDoubleOracleAtLargeValues) { CheckLargeValues(Metric::kL2); }
+TEST(FlatIndexTest, InnerProductMatchesDoubleOracleAtLargeValues) {
+  CheckLargeValues(Metric::kInnerProduct);
+}
+
+TEST(FlatIndexTest, BatchThreadsAndSingleQueriesAgreeExactly) {
+  std::mt19937 rng(Seed());
+  const size_t dim = 100, nq = 70;
+  for (Metric metric : {Metric::kL2, Metric::kInnerProduct}) {
+    FlatIndex index(dim, metric);
+    for (uint64_t id = 0; id < 3001; ++id)
+      index.Add(id, RandomVector(rng, dim, -1, 1, false).data());
+    std::vector<float> queries;
+    for (size_t i = 0; i < nq; ++i) {
+      const auto q = RandomVector(rng, dim, -1, 1, false);
+      queries.insert(queries.end(), q.begin(), q.end());
+    }
+    const auto one = index.Search(queries.data(), nq, 20, 1);
+    for (size_t threads : {2, 3, 0}) {
+      const auto many = index.Search(queries.data(), nq, 20, threads);
+      for (size_t i = 0; i < nq; ++i) {
+        ASSERT_EQ(many[i].size(), one[i].size());
+        for (size_t r = 0; r < one[i].size(); ++r) {
+          EXPECT_EQ(many[i][r].id, one[i][r].id);
+          EXPECT_EQ(many[i][r].distance, one[i][r].distance);
+        }
+      }
+    }
+    for (size_t i = 0; i < nq; i += 7) {
+      const auto single = index.Search(&queries[i * dim], 1, 20, 1);
+      ASSERT_EQ(single[0].size(), one[i].size());
+      for (size_t r = 0; r < one[i].size(); ++r) {
+        EXPECT_EQ(single[0][r].id, one[i][r].id);
+        EXPECT_EQ(single[0][r].distance, one[i][r].distance);
+      }
+    }
+  }
+}
+
+TEST(FlatIndexTest, AddReplacesAndRemoveSwapsWithLast) {
+  std::mt19937 rng(Seed());
+  const size_t dim = 19;
+  Dataset data(dim, Metric::kL2);
+  for (uint64_t id = 0; id < 300; ++id) data.Add(id * 7, RandomVector(rng, dim, 0, 8, true));
+  for (uint64_t id = 0; id < 300; id += 3) data.Add(id * 7, RandomVector(rng, dim, 0, 8, true));
+  for (uint64_t id = 0; id < 300; id += 4) EXPECT_TRUE(data.Remove(id * 7));
+  EXPECT_FALSE(data.Remove(0));
+  EXPECT_FALSE(data.Remove(5));
+  EXPECT_EQ(data.index().size(), 300u - 75u);
+  EXPECT_FALSE(data.index().Contains(0));
+  EXPECT_TRUE(data.index().Contains(7));
+  EXPECT_GT(data.index().MemoryBytes(), data.index().size() * dim * sizeof(float));
+  std::vector<float> queries;
+  for (size_t i = 0; i < 20; ++i) {
+    const auto q = RandomVector(rng, dim, 0, 8, true);
+    queries.insert(queries.end(), q.begin(), q.end());
+  }
+  const auto got = data.index().Search(queries.data(), 20, 15, 2);
+  for (size_t i = 0; i < 20; ++i) {
+    ExpectMatches(got[i], data.Naive(&queries[i * dim], 15), 1, 0, "query " + std::to_string(i));
+  }
+  // Re-adding a removed id works and is found.
+  data.Add(0, std::vector<float>(queries.begin(), queries.begin() + dim));
+  const auto again = data.index().Search(queries.data(), 1, 1, 1);
+  ASSERT_EQ(again[0].size(), 1u);
+  EXPECT_EQ(again[0][0].id, 0u);
+  EXPECT_EQ(again[0][0].distance, 0.0f);
+}
+
+TEST(FlatIndexTest, KLargerThanSizeReturnsEverythingSorted) {
+  std::mt19937 rng(Seed());
+  Dataset data(5, Metric::kInnerProduct);
+  for (uint64_t id = 0; id < 7; ++id) data.Add(id, RandomVector(rng, 5, 0, 8, true));
+  std::vector<float> queries;
+  for (size_t i = 0; i < 33; ++i) {
+    const auto q = RandomVector(rng, 5, 0, 8, true);
+    queries.insert(queries.end(), q.begin(), q.end());
+  }
+  const auto got = data.index().Search(queries.data(), 33, 100, 2);
+  for (size_t i = 0; i < 33; ++i) {
+    ExpectMatches(got[i], data.Naive(&queries[i * 5], 100), 1, 0, "query " + std::to_string(i));
+    EXPECT_EQ(got[i].size(), 7u);
+  }
+}
+
+TEST(FlatIndexTest, EmptyIndexAndZeroKGiveEmptyResults) {
+  FlatIndex index(4, Metric::kL2);
+  const float q[4] = {1, 2, 3, 4};
+  EXPECT_TRUE(index.Search(q, 1, 10, 1)[0].empty());
+  index.Add(1, q);
+  const auto r = index.Search(q, 1, 0, 1);
+  ASSERT_EQ(r.size(), 1u);
+  EXPECT_TRUE(r[0].empty());
+  EXPECT_TRUE(index.Search(q, 0, 10, 1).empty());
+}
+
+}  // namespace
+}  // namespace shoal::index
