@@ -1,0 +1,113 @@
+#include "storage/dataset/synthetic.h"
+
+#include <cmath>
+#include <cstdint>
+#include <numbers>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
+
+namespace shoal::storage {
+namespace {
+
+constexpr float kClusterStddev = 0.3f;
+constexpr uint64_t kMaxFloats = uint64_t{1} << 34;  // 64 GiB of floats: surely a typo beyond
+
+// SplitMix64: tiny, fast, and the same on every platform (std:: distributions are not).
+class Rng {
+ public:
+  explicit Rng(uint64_t seed) : state_(seed) {}
+  uint64_t Next() {
+    uint64_t z = (state_ += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+  }
+  // Uniform in (0, 1].
+  double Uniform() { return (static_cast<double>(Next() >> 11) + 1.0) * 0x1.0p-53; }
+  // Standard normal by Box-Muller (one value per call; the sine half is dropped for clarity).
+  float Normal() {
+    double u1 = Uniform(), u2 = Uniform();
+    return static_cast<float>(std::sqrt(-2.0 * std::log(u1)) *
+                              std::cos(2.0 * std::numbers::pi * u2));
+  }
+
+ private:
+  uint64_t state_;
+};
+
+struct SyntheticSpec {
+  uint64_t n = 100000, d = 128, q = 1000, clusters = 100, seed = 1;
+};
+
+absl::StatusOr<SyntheticSpec> ParseSpec(const std::string& spec) {
+  SyntheticSpec s;
+  absl::string_view rest = spec;
+  if (!absl::ConsumePrefix(&rest, "synthetic")) {
+    return absl::InvalidArgumentError(absl::StrCat("bad synthetic spec '", spec, "'"));
+  }
+  absl::ConsumePrefix(&rest, ":");
+  for (absl::string_view item : absl::StrSplit(rest, ',', absl::SkipEmpty())) {
+    std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, '=');
+    uint64_t value = 0;
+    uint64_t* field = kv.first == "n"          ? &s.n
+                      : kv.first == "d"        ? &s.d
+                      : kv.first == "q"        ? &s.q
+                      : kv.first == "clusters" ? &s.clusters
+                      : kv.first == "seed"     ? &s.seed
+                                               : nullptr;
+    if (field == nullptr || !absl::SimpleAtoi(kv.second, &value)) {
+      return absl::InvalidArgumentError(absl::StrCat("bad synthetic spec '", spec, "' at '", item,
+                                                     "' (keys: n, d, q, clusters, seed)"));
+    }
+    *field = value;
+  }
+  if (s.n == 0 || s.d == 0 || s.d > 65536 || s.clusters == 0 || s.n > kMaxFloats / s.d ||
+      s.q > kMaxFloats / s.d) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "bad synthetic spec '", spec, "': need n >= 1, 1 <= d <= 65536, clusters >= 1, and ",
+        "n*d, q*d at most ", kMaxFloats));
+  }
+  return s;
+}
+
+Matrix Sample(const Matrix& centres, uint64_t rows, Rng& rng) {
+  Matrix m;
+  m.rows = rows;
+  m.cols = centres.cols;
+  m.data.resize(rows * m.cols);
+  for (uint64_t i = 0; i < rows; ++i) {
+    const float* centre = centres.Row(rng.Next() % centres.rows);
+    float* row = m.data.data() + i * m.cols;
+    for (size_t j = 0; j < m.cols; ++j) row[j] = centre[j] + kClusterStddev * rng.Normal();
+  }
+  return m;
+}
+
+}  // namespace
+
+absl::StatusOr<AnnDataset> GenerateSynthetic(const std::string& spec) {
+  absl::StatusOr<SyntheticSpec> parsed = ParseSpec(spec);
+  if (!parsed.ok()) return parsed.status();
+  const SyntheticSpec& s = *parsed;
+  Rng rng(s.seed);
+  Matrix centres;
+  centres.rows = s.clusters;
+  centres.cols = s.d;
+  centres.data.resize(s.clusters * s.d);
+  for (float& x : centres.data) x = rng.Normal();
+
+  AnnDataset ds;
+  ds.name = absl::StrCat("synthetic-n", s.n, "-d", s.d, "-c", s.clusters, "-s", s.seed);
+  Rng train_rng(rng.Next());
+  Rng test_rng(rng.Next());
+  ds.train = Sample(centres, s.n, train_rng);
+  ds.test = Sample(centres, s.q, test_rng);
+  ds.distance = "euclidean";
+  return ds;
+}
+
+}  // namespace shoal::storage
