@@ -1,0 +1,37 @@
+# Shared by scripts/run and scripts/test: install missing Debian packages, configure, build.
+# Source it; it defines functions only.
+
+SHOAL_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+SHOAL_BUILD="${SHOAL_BUILD:-$SHOAL_ROOT/build}"
+
+# Debian 12 packages Shoal builds, tests and benchmarks with.
+SHOAL_PACKAGES=(
+  build-essential cmake pkg-config ccache git
+  librocksdb-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
+  libfaiss-dev libopenblas-dev libabsl-dev liburing-dev zlib1g-dev libhdf5-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libhnswlib-dev
+  dataset-fashion-mnist
+)
+
+shoal_install_deps() {
+  local missing=()
+  for p in "${SHOAL_PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  echo "shoal: installing missing packages: ${missing[*]}"
+  local sudo=""
+  [ "$(id -u)" -ne 0 ] && sudo="sudo"
+  $sudo apt-get update -q
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -q --no-install-recommends "${missing[@]}"
+}
+
+# shoal_build [TARGET...]: configure (Release, CUDA when nvcc is found) and build with -j2.
+shoal_build() {
+  cmake -S "$SHOAL_ROOT" -B "$SHOAL_BUILD" -DCMAKE_BUILD_TYPE=Release ${SHOAL_CMAKE_ARGS:-}
+  if [ $# -gt 0 ]; then
+    cmake --build "$SHOAL_BUILD" -j "${SHOAL_JOBS:-2}" --target "$@"
+  else
+    cmake --build "$SHOAL_BUILD" -j "${SHOAL_JOBS:-2}"
+  fi
+}
