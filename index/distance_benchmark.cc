@@ -61,10 +61,13 @@ void BM_ScoreBlock(benchmark::State& state) {
   const auto qpack = RandomFloats(dim * internal::kQueryBlock, 3);
   const auto panel = RandomFloats(dim * internal::kPanelWidth, 4);
   const std::vector<float> bias(internal::kPanelWidth, 0.0f);
+  const std::vector<float> thresholds(internal::kQueryBlock, 0.0f);
   std::vector<float> scores(internal::kQueryBlock * internal::kPanelWidth);
+  uint64_t masks[internal::kQueryBlock];
   for (auto _ : state) {
-    internal::ScoreBlockAvx512(qpack.data(), panel.data(), dim, bias.data(), -2.0f, scores.data(),
-                               internal::kPanelWidth);
+    internal::ScoreBlockAvx512(qpack.data(), panel.data(), dim, bias.data(), -2.0f,
+                               thresholds.data(), scores.data(), masks);
+    benchmark::DoNotOptimize(masks);
     benchmark::DoNotOptimize(scores.data());
   }
   // FLOPs: 2 per multiply-add.

@@ -9,6 +9,7 @@
 #define SHOAL_INDEX_DISTANCE_INTERNAL_H_
 
 #include <cstddef>
+#include <cstdint>
 
 namespace shoal::index::internal {
 
@@ -45,11 +46,17 @@ const DistanceKernels& ActiveKernels();
 inline constexpr size_t kQueryBlock = 8;
 inline constexpr size_t kPanelWidth = 48;
 
+// Packs `rows` (<= kPanelWidth) vectors of `dim` floats, row j at base + j * dim, into a panel;
+// lanes j >= rows are zero. Offsets must fit int32: kPanelWidth * dim < 2^31.
+void PackPanelAvx512(const float* base, size_t rows, size_t dim, float* panel);
+
 // For q < kQueryBlock, j < kPanelWidth:
-//   scores[q * score_stride + j] = bias[j] + scale * <query q, base j>
-// with the dot product accumulated in float, one FMA per dimension in order d = 0..dim-1.
+//   scores[q * kPanelWidth + j] = bias[j] + scale * <query q, base j>
+// with the dot product accumulated in float, one FMA per dimension in order d = 0..dim-1, and
+// bit j of masks[q] set iff that score <= thresholds[q] (NaN scores never set a bit), so the
+// caller visits only the few candidates instead of scanning every score.
 void ScoreBlockAvx512(const float* qpack, const float* panel, size_t dim, const float* bias,
-                      float scale, float* scores, size_t score_stride);
+                      float scale, const float* thresholds, float* scores, uint64_t* masks);
 
 }  // namespace shoal::index::internal
 

@@ -141,15 +141,21 @@ TEST(DistanceTest, BlockKernelMatchesPlainDotProducts) {
       for (size_t i = 0; i < kQueryBlock; ++i) qpack[d * kQueryBlock + i] = q[i * dim + d];
       for (size_t j = 0; j < kPanelWidth; ++j) panel[d * kPanelWidth + j] = x[j * dim + d];
     }
-    const size_t stride = kPanelWidth + 5;
-    std::vector<float> scores(kQueryBlock * stride);
-    internal::ScoreBlockAvx512(qpack.data(), panel.data(), dim, bias.data(), -2.0f, scores.data(),
-                               stride);
+    // Thresholds around the middle of the scores, so masks have both bits.
+    std::vector<float> thresholds(kQueryBlock);
+    for (auto& t : thresholds) t = uniform(rng) * std::sqrt(float(dim));
+    std::vector<float> scores(kQueryBlock * kPanelWidth);
+    std::vector<uint64_t> masks(kQueryBlock);
+    internal::ScoreBlockAvx512(qpack.data(), panel.data(), dim, bias.data(), -2.0f,
+                               thresholds.data(), scores.data(), masks.data());
     for (size_t i = 0; i < kQueryBlock; ++i) {
+      EXPECT_EQ(masks[i] >> kPanelWidth, 0u);
       for (size_t j = 0; j < kPanelWidth; ++j) {
+        const float got = scores[i * kPanelWidth + j];
         const Reference dot = IpReference(&q[i * dim], &x[j * dim], dim);
-        EXPECT_NEAR(scores[i * stride + j], bias[j] - 2 * dot.value, 1e-5 * (2 * dot.magnitude + 1))
+        EXPECT_NEAR(got, bias[j] - 2 * dot.value, 1e-5 * (2 * dot.magnitude + 1))
             << "dim " << dim << " q " << i << " x " << j;
+        EXPECT_EQ((masks[i] >> j) & 1, got <= thresholds[i] ? 1u : 0u) << "dim " << dim;
       }
     }
   }

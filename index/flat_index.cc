@@ -91,33 +91,131 @@ float ErrorBound(size_t dim, float query_norm, float max_norm) {
   return static_cast<float>(4.0 * (static_cast<double>(dim) + 8) * u * r * r);
 }
 
-// Packs queries [first, first + count) into blocks of kQueryBlock, dimension-major, zero-padded.
-std::vector<float> PackQueries(const float* queries, size_t dim, size_t first, size_t count) {
-  const size_t blocks = (count + kQueryBlock - 1) / kQueryBlock;
-  std::vector<float> packed(blocks * dim * kQueryBlock, 0.0f);
-  for (size_t i = 0; i < count; ++i) {
-    float* dst = packed.data() + (i / kQueryBlock) * dim * kQueryBlock + i % kQueryBlock;
-    const float* src = queries + (first + i) * dim;
-    for (size_t d = 0; d < dim; ++d) dst[d * kQueryBlock] = src[d];
-  }
-  return packed;
+// Shared, read-only inputs of one batched Search: rows and queries ordered by norm, so that a
+// panel of rows and a block of queries each span a narrow norm range and the triangle
+// inequality can skip whole (block, panel) pairs.
+struct BatchPlan {
+  std::vector<uint32_t> row_order;    // rows sorted by norm
+  std::vector<size_t> tile_order;     // tile starts (positions in row_order), in visiting order
+  std::vector<uint32_t> query_order;  // queries sorted by norm; block b = entries [8b, 8b+8)
+  float max_norm = 0;
+};
+
+template <typename NormOf>
+std::vector<uint32_t> SortedByNorm(size_t n, const NormOf& norm_of) {
+  std::vector<uint32_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = static_cast<uint32_t>(i);
+  std::vector<float> norms(n);
+  for (size_t i = 0; i < n; ++i) norms[i] = norm_of(i);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return norms[a] < norms[b] || (norms[a] == norms[b] && a < b);
+  });
+  return order;
 }
 
-// Packs rows [first, first + rows) into panels of kPanelWidth, dimension-major, zero-padded;
-// bias is the per-row constant of the score (+inf on padding lanes).
-void PackTile(const BaseView& base, size_t first, size_t rows, float* packed, float* bias) {
-  const size_t panels = (rows + kPanelWidth - 1) / kPanelWidth;
-  for (size_t j = 0; j < panels * kPanelWidth; ++j) {
-    float* dst = packed + (j / kPanelWidth) * base.dim * kPanelWidth + j % kPanelWidth;
-    if (j < rows) {
-      const float* src = base.row(first + j);
-      for (size_t d = 0; d < base.dim; ++d) dst[d * kPanelWidth] = src[d];
-      bias[j] = base.metric == Metric::kL2 ? base.norms[first + j] : 0.0f;
-    } else {
-      for (size_t d = 0; d < base.dim; ++d) dst[d * kPanelWidth] = 0.0f;
-      bias[j] = kInf;
-    }
+BatchPlan MakePlan(const BaseView& base, const float* queries, size_t num_queries) {
+  BatchPlan plan;
+  plan.row_order = SortedByNorm(base.n, [&](size_t i) { return base.norms[i]; });
+  plan.query_order = SortedByNorm(num_queries, [&](size_t i) {
+    return InnerProduct(queries + i * base.dim, queries + i * base.dim, base.dim);
+  });
+  plan.max_norm = std::sqrt(base.norms[plan.row_order.back()]);
+  // Every 8th tile first: each query then holds decent candidates from its own norm range
+  // early, and its threshold prunes most of the remaining tiles.
+  const size_t tiles = (base.n + kTileRows - 1) / kTileRows;
+  for (size_t t = 0; t < tiles; t += 8) plan.tile_order.push_back(t * kTileRows);
+  for (size_t t = 0; t < tiles; ++t) {
+    if (t % 8 != 0) plan.tile_order.push_back(t * kTileRows);
   }
+  return plan;
+}
+
+// One thread's queries (whole blocks of the plan), packed dimension-major, zero-padded.
+struct QueryBlocks {
+  std::vector<uint32_t> index;  // query of each slot; slot = 8 * local block + lane
+  std::vector<float> packed;
+  std::vector<double> norm;  // |q| per slot
+  std::vector<float> slack;  // per slot: bound on approximate-vs-exact score error, x2
+};
+
+QueryBlocks PackQueries(const float* queries, const BaseView& base, const BatchPlan& plan,
+                        size_t thread, size_t threads) {
+  QueryBlocks qb;
+  const size_t nq = plan.query_order.size(), dim = base.dim;
+  // Blocks go round-robin so every thread gets the same mix of norms (and of pruning).
+  for (size_t b = thread; b * kQueryBlock < nq; b += threads) {
+    for (size_t i = b * kQueryBlock; i < std::min(nq, (b + 1) * kQueryBlock); ++i) {
+      qb.index.push_back(plan.query_order[i]);
+    }
+    while (qb.index.size() % kQueryBlock != 0) qb.index.push_back(UINT32_MAX);  // padding
+  }
+  qb.packed.assign(qb.index.size() * dim, 0.0f);
+  qb.norm.assign(qb.index.size(), 0.0);
+  qb.slack.assign(qb.index.size(), 0.0f);
+  for (size_t slot = 0; slot < qb.index.size(); ++slot) {
+    if (qb.index[slot] == UINT32_MAX) continue;
+    const float* src = queries + size_t{qb.index[slot]} * dim;
+    float* dst = qb.packed.data() + (slot / kQueryBlock) * dim * kQueryBlock + slot % kQueryBlock;
+    for (size_t d = 0; d < dim; ++d) dst[d * kQueryBlock] = src[d];
+    const float norm = std::sqrt(InnerProduct(src, src, dim));
+    qb.norm[slot] = norm;
+    qb.slack[slot] = 2 * ErrorBound(dim, norm, plan.max_norm);
+  }
+  return qb;
+}
+
+// A tile of rows (positions [first, first + rows) of the plan's order), packed for the kernel.
+struct Tile {
+  std::vector<float> gathered;  // the rows, contiguous
+  std::vector<float> packed;
+  std::vector<float> bias;                // per-row score constant; +inf on padding lanes
+  std::vector<float> min_norm, max_norm;  // |x| range per panel
+  std::vector<uint32_t> row;              // row index of each lane
+  size_t rows = 0;
+};
+
+void PackTile(const BaseView& base, const BatchPlan& plan, size_t first, Tile& tile) {
+  const size_t dim = base.dim;
+  tile.rows = std::min(kTileRows, base.n - first);
+  tile.gathered.resize(kTileRows * dim);
+  tile.packed.resize(kTileRows * dim);
+  tile.bias.assign(kTileRows, kInf);
+  tile.min_norm.assign(kTilePanels, kInf);
+  tile.max_norm.assign(kTilePanels, 0.0f);
+  tile.row.resize(kTileRows);
+  for (size_t j = 0; j < tile.rows; ++j) {
+    const uint32_t r = plan.row_order[first + j];
+    tile.row[j] = r;
+    std::memcpy(&tile.gathered[j * dim], base.row(r), dim * sizeof(float));
+    tile.bias[j] = base.metric == Metric::kL2 ? base.norms[r] : 0.0f;
+    const float norm = std::sqrt(base.norms[r]);
+    tile.min_norm[j / kPanelWidth] = std::min(tile.min_norm[j / kPanelWidth], norm);
+    tile.max_norm[j / kPanelWidth] = std::max(tile.max_norm[j / kPanelWidth], norm);
+  }
+  for (size_t start = 0; start < tile.rows; start += kPanelWidth) {
+    internal::PackPanelAvx512(&tile.gathered[start * dim], std::min(kPanelWidth, tile.rows - start),
+                              dim, &tile.packed[start * dim]);
+  }
+}
+
+// Lower bound of any score of query `slot` against rows with norms in [lo, hi] (triangle
+// inequality for L2, Cauchy-Schwarz for IP), minus the rounding slack, so that a threshold
+// below it proves that every such row would be rejected anyway.
+float ScoreLowerBound(const BaseView& base, const QueryBlocks& qb, size_t slot, double lo,
+                      double hi) {
+  // Norms carry relative rounding of about dim * 2^-24: widen the range by twice that.
+  const double widen = 2.0 * (static_cast<double>(base.dim) + 8) * 0x1p-24;
+  lo *= 1 - widen;
+  hi *= 1 + widen;
+  const double q = qb.norm[slot];
+  double bound;
+  if (base.metric == Metric::kL2) {
+    const double gap = std::max({0.0, lo - q, q - hi});
+    bound = gap * gap - q * q;
+  } else {
+    bound = -q * hi;
+  }
+  return static_cast<float>(bound - qb.slack[slot] - 1e-6 * std::abs(bound));
 }
 
 // Turns one query's approximate candidates into its exact top-k.
@@ -140,49 +238,61 @@ std::vector<Neighbor> Rerank(const BaseView& base, const float* query, size_t k,
   return ToNeighbors(top);
 }
 
-// Pushes one query's scores of a tile into its candidate heap.
-void Collect(const float* scores, size_t rows, uint32_t first_row, TopK<uint32_t>& approx) {
-  float threshold = approx.Threshold();
-  for (size_t j = 0; j < rows; ++j) {
-    if (scores[j] <= threshold && approx.Push(scores[j], first_row + j)) {
-      threshold = approx.Threshold();
+// Scores one block against one panel and offers the hits to the block's heaps.
+void ScorePanel(const QueryBlocks& qb, size_t block, const Tile& tile, size_t panel, size_t dim,
+                float scale, float* thresholds, TopK<uint32_t>* heaps) {
+  float scores[kQueryBlock * kPanelWidth];
+  uint64_t masks[kQueryBlock];
+  internal::ScoreBlockAvx512(&qb.packed[block * dim * kQueryBlock],
+                             &tile.packed[panel * dim * kPanelWidth], dim,
+                             &tile.bias[panel * kPanelWidth], scale, thresholds, scores, masks);
+  const size_t valid = std::min(kPanelWidth, tile.rows - panel * kPanelWidth);
+  const uint64_t valid_mask = (uint64_t{1} << valid) - 1;
+  for (size_t q = 0; q < kQueryBlock; ++q) {
+    for (uint64_t m = masks[q] & valid_mask; m != 0; m &= m - 1) {
+      const size_t j = panel * kPanelWidth + __builtin_ctzll(m);
+      heaps[q].Push(scores[q * kPanelWidth + (j % kPanelWidth)], tile.row[j]);
     }
+    thresholds[q] = heaps[q].Threshold();
   }
 }
 
-// Batched search of queries [first, first + count) (AVX-512 only).
-void SearchBatch(const BaseView& base, const float* queries, size_t first, size_t count, size_t k,
-                 float max_norm, std::vector<std::vector<Neighbor>>& out) {
+// Batched search (AVX-512 only) of this thread's share of the plan's query blocks.
+void SearchBatch(const BaseView& base, const float* queries, const BatchPlan& plan, size_t k,
+                 size_t thread, size_t threads, std::vector<std::vector<Neighbor>>& out) {
   const size_t dim = base.dim;
-  const std::vector<float> qpack = PackQueries(queries, dim, first, count);
-  const size_t blocks = (count + kQueryBlock - 1) / kQueryBlock;
-  // Extra candidates give the error bound room; see Rerank.
+  const QueryBlocks qb = PackQueries(queries, base, plan, thread, threads);
+  const size_t blocks = qb.index.size() / kQueryBlock;
+  // Extra candidates give the error bound room; see Rerank. Padding slots keep nothing.
   const size_t capacity = std::min(base.n, k + std::max<size_t>(k, 32));
-  std::vector<TopK<uint32_t>> approx(count, TopK<uint32_t>(capacity));
-  std::vector<float> packed(kTilePanels * kPanelWidth * dim);
-  std::vector<float> bias(kTileRows);
-  std::vector<float> scores(kQueryBlock * kTileRows);
+  std::vector<TopK<uint32_t>> approx;
+  approx.reserve(qb.index.size());
+  for (uint32_t q : qb.index) approx.emplace_back(q == UINT32_MAX ? 0 : capacity);
   const float scale = base.metric == Metric::kL2 ? -2.0f : -1.0f;
-
-  for (size_t tile = 0; tile < base.n; tile += kTileRows) {
-    const size_t rows = std::min(kTileRows, base.n - tile);
-    const size_t panels = (rows + kPanelWidth - 1) / kPanelWidth;
-    PackTile(base, tile, rows, packed.data(), bias.data());
+  Tile tile;
+  for (size_t first : plan.tile_order) {
+    PackTile(base, plan, first, tile);
     for (size_t b = 0; b < blocks; ++b) {
-      for (size_t p = 0; p < panels; ++p) {
-        internal::ScoreBlockAvx512(
-            qpack.data() + b * dim * kQueryBlock, packed.data() + p * dim * kPanelWidth, dim,
-            bias.data() + p * kPanelWidth, scale, scores.data() + p * kPanelWidth, kTileRows);
+      TopK<uint32_t>* heaps = &approx[b * kQueryBlock];
+      float thresholds[kQueryBlock];
+      for (size_t q = 0; q < kQueryBlock; ++q) {
+        thresholds[q] = heaps[q].k() == 0 ? -kInf : heaps[q].Threshold();
       }
-      const size_t in_block = std::min(kQueryBlock, count - b * kQueryBlock);
-      for (size_t q = 0; q < in_block; ++q) {
-        Collect(scores.data() + q * kTileRows, rows, static_cast<uint32_t>(tile),
-                approx[b * kQueryBlock + q]);
+      for (size_t p = 0; p * kPanelWidth < tile.rows; ++p) {
+        bool needed = false;
+        for (size_t q = 0; q < kQueryBlock && !needed; ++q) {
+          needed =
+              heaps[q].k() != 0 && ScoreLowerBound(base, qb, b * kQueryBlock + q, tile.min_norm[p],
+                                                   tile.max_norm[p]) <= thresholds[q];
+        }
+        if (needed) ScorePanel(qb, b, tile, p, dim, scale, thresholds, heaps);
       }
     }
   }
-  for (size_t i = 0; i < count; ++i) {
-    out[first + i] = Rerank(base, queries + (first + i) * dim, k, max_norm, approx[i]);
+  for (size_t slot = 0; slot < qb.index.size(); ++slot) {
+    if (qb.index[slot] == UINT32_MAX) continue;
+    const size_t q = qb.index[slot];
+    out[q] = Rerank(base, queries + q * dim, k, plan.max_norm, approx[slot]);
   }
 }
 
@@ -236,7 +346,8 @@ std::vector<std::vector<Neighbor>> FlatIndex::Search(const float* queries, size_
   const BaseView base{vectors_.data(), norms_.data(), ids_.data(),
                       ids_.size(),     dimension_,    metric_};
   const bool batched = internal::ActiveKernels().level == internal::KernelLevelId::kAvx512 &&
-                       num_queries >= kMinBatchQueries && ids_.size() <= UINT32_MAX;
+                       num_queries >= kMinBatchQueries && ids_.size() <= UINT32_MAX &&
+                       dimension_ * kPanelWidth < (size_t{1} << 31);
   if (!batched) {
     ParallelFor(num_queries, threads, 1, [&](size_t begin, size_t end) {
       for (size_t i = begin; i < end; ++i)
@@ -244,10 +355,11 @@ std::vector<std::vector<Neighbor>> FlatIndex::Search(const float* queries, size_
     });
     return out;
   }
-  const float max_norm = std::sqrt(*std::max_element(norms_.begin(), norms_.end()));
-  threads = std::min(threads, std::max<size_t>(1, num_queries / kMinBatchQueries));
-  ParallelFor(num_queries, threads, kQueryBlock, [&](size_t begin, size_t end) {
-    SearchBatch(base, queries, begin, end - begin, k, max_norm, out);
+  const BatchPlan plan = MakePlan(base, queries, num_queries);
+  const size_t blocks = (num_queries + kQueryBlock - 1) / kQueryBlock;
+  threads = std::min({threads, blocks, std::max<size_t>(1, num_queries / kMinBatchQueries)});
+  ParallelFor(threads, threads, 1, [&](size_t begin, size_t end) {
+    for (size_t t = begin; t < end; ++t) SearchBatch(base, queries, plan, k, t, threads, out);
   });
   return out;
 }
