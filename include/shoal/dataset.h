@@ -114,7 +114,8 @@ absl::StatusOr<AnnDataset> ReadAnnBenchmarksHdf5(const std::string& path);
 //   "PATH.hdf5"       an ann-benchmarks file (also .h5)
 //   "synthetic:n=100000,d=128,q=1000,clusters=100,seed=1"   a seeded clustered Gaussian
 //                     mixture, identical for identical specs on every machine (all keys
-//                     optional; q queries drawn from the same mixture; neighbors empty).
+//                     optional; q queries drawn from the same mixture; neighbors empty;
+//                     ",distance=angular" labels it for cosine search).
 absl::StatusOr<AnnDataset> LoadDataset(const std::string& spec);
 
 }  // namespace shoal

@@ -190,6 +190,9 @@ TEST(SyntheticTest, SameSpecGivesSameDataAndSeedChangesIt) {
   EXPECT_EQ(a->train.data, b->train.data);
   EXPECT_EQ(a->test.data, b->test.data);
   EXPECT_NE(a->train.data, c->train.data);
+  absl::StatusOr<AnnDataset> angular = LoadDataset("synthetic:n=10,d=4,distance=angular");
+  ASSERT_TRUE(angular.ok()) << angular.status();
+  EXPECT_EQ(angular->distance, "angular");
 }
 
 TEST(SyntheticTest, BadSpecIsInvalidArgument) {

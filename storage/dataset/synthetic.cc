@@ -41,6 +41,7 @@ class Rng {
 
 struct SyntheticSpec {
   uint64_t n = 100000, d = 128, q = 1000, clusters = 100, seed = 1;
+  std::string distance = "euclidean";
 };
 
 absl::StatusOr<SyntheticSpec> ParseSpec(const std::string& spec) {
@@ -52,6 +53,10 @@ absl::StatusOr<SyntheticSpec> ParseSpec(const std::string& spec) {
   absl::ConsumePrefix(&rest, ":");
   for (absl::string_view item : absl::StrSplit(rest, ',', absl::SkipEmpty())) {
     std::pair<absl::string_view, absl::string_view> kv = absl::StrSplit(item, '=');
+    if (kv.first == "distance" && (kv.second == "euclidean" || kv.second == "angular")) {
+      s.distance = std::string(kv.second);
+      continue;
+    }
     uint64_t value = 0;
     uint64_t* field = kv.first == "n"          ? &s.n
                       : kv.first == "d"        ? &s.d
@@ -60,8 +65,9 @@ absl::StatusOr<SyntheticSpec> ParseSpec(const std::string& spec) {
                       : kv.first == "seed"     ? &s.seed
                                                : nullptr;
     if (field == nullptr || !absl::SimpleAtoi(kv.second, &value)) {
-      return absl::InvalidArgumentError(absl::StrCat("bad synthetic spec '", spec, "' at '", item,
-                                                     "' (keys: n, d, q, clusters, seed)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad synthetic spec '", spec, "' at '", item,
+                       "' (keys: n, d, q, clusters, seed, distance=euclidean|angular)"));
     }
     *field = value;
   }
@@ -106,7 +112,7 @@ absl::StatusOr<AnnDataset> GenerateSynthetic(const std::string& spec) {
   Rng test_rng(rng.Next());
   ds.train = Sample(centres, s.n, train_rng);
   ds.test = Sample(centres, s.q, test_rng);
-  ds.distance = "euclidean";
+  ds.distance = s.distance;
   return ds;
 }
 

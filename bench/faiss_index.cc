@@ -1,0 +1,116 @@
+#include "bench/faiss_index.h"
+
+#include <faiss/Index.h>
+#include <faiss/index_factory.h>
+#include <omp.h>
+
+#include <cmath>
+#include <exception>
+#include <functional>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "bench/blas_env.h"
+
+namespace shoal::bench {
+namespace {
+
+// Runs `body`, converting anything FAISS throws (FaissException derives from std::exception).
+absl::Status Guard(const char* what, const std::function<void()>& body) {
+  try {
+    body();
+    return absl::OkStatus();
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("faiss ", what, ": ", e.what()));
+  } catch (...) {
+    return absl::InternalError(absl::StrCat("faiss ", what, ": unknown exception"));
+  }
+}
+
+void NormalizeRows(const float* in, size_t n, size_t dim, float* out) {
+  for (size_t i = 0; i < n; ++i) {
+    double norm = 0;
+    for (size_t j = 0; j < dim; ++j) norm += double{in[i * dim + j]} * in[i * dim + j];
+    const float scale = norm > 0 ? static_cast<float>(1 / std::sqrt(norm)) : 0.0f;
+    for (size_t j = 0; j < dim; ++j) out[i * dim + j] = in[i * dim + j] * scale;
+  }
+}
+
+}  // namespace
+
+FaissIndex::FaissIndex(std::unique_ptr<faiss::Index> index, std::string factory, size_t dim,
+                       Metric metric)
+    : index_(std::move(index)), factory_(std::move(factory)), dim_(dim), metric_(metric) {}
+
+FaissIndex::~FaissIndex() = default;
+
+absl::StatusOr<std::unique_ptr<FaissIndex>> FaissIndex::Create(const std::string& factory,
+                                                               size_t dim, Metric metric) {
+  const faiss::MetricType faiss_metric =
+      metric == Metric::kL2 ? faiss::METRIC_L2 : faiss::METRIC_INNER_PRODUCT;
+  std::unique_ptr<faiss::Index> index;
+  absl::Status status = Guard("index_factory", [&] {
+    index.reset(faiss::index_factory(static_cast<int>(dim), factory.c_str(), faiss_metric));
+  });
+  if (!status.ok()) return absl::InvalidArgumentError(status.message());
+  return std::unique_ptr<FaissIndex>(new FaissIndex(std::move(index), factory, dim, metric));
+}
+
+void FaissIndex::SetThreads(int threads) {
+  omp_set_num_threads(threads);
+  SetBlasThreads(threads);  // FAISS's flat search runs sgemm on OpenBLAS's own pool
+}
+
+const float* FaissIndex::Prepare(const float* data, size_t n, std::vector<float>* scratch) const {
+  if (metric_ != Metric::kCosine) return data;
+  scratch->resize(n * dim_);
+  NormalizeRows(data, n, dim_, scratch->data());
+  return scratch->data();
+}
+
+absl::Status FaissIndex::Train(const float* data, size_t n) {
+  std::vector<float> scratch;
+  const float* x = Prepare(data, n, &scratch);
+  return Guard("train", [&] { index_->train(static_cast<int64_t>(n), x); });
+}
+
+absl::Status FaissIndex::Add(const float* data, size_t n) {
+  std::vector<float> scratch;
+  const float* x = Prepare(data, n, &scratch);
+  return Guard("add", [&] { index_->add(static_cast<int64_t>(n), x); });
+}
+
+absl::Status FaissIndex::Search(const float* queries, size_t n, size_t k, Neighbors* out,
+                                size_t first) {
+  if (out->k < k || first + n > out->nq) {
+    return absl::InvalidArgumentError("FaissIndex::Search: output too small");
+  }
+  std::vector<float> scratch;
+  const float* q = Prepare(queries, n, &scratch);
+  std::vector<float> distances(n * k);
+  std::vector<int64_t> labels(n * k);
+  SHOAL_RETURN_IF_ERROR(Guard("search", [&] {
+    index_->search(static_cast<int64_t>(n), q, static_cast<int64_t>(k), distances.data(),
+                   labels.data());
+  }));
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = 0; j < k; ++j) {
+      float d = distances[i * k + j];
+      if (metric_ == Metric::kInnerProduct) d = -d;
+      if (metric_ == Metric::kCosine) d = 1 - d;
+      out->Ids(first + i)[j] = labels[i * k + j];
+      out->Distances(first + i)[j] = d;
+    }
+  }
+  return absl::OkStatus();
+}
+
+size_t FaissIndex::size() const { return static_cast<size_t>(index_->ntotal); }
+
+size_t FaissIndex::CodeBytes() const {
+  size_t code_size = 0;
+  if (!Guard("sa_code_size", [&] { code_size = index_->sa_code_size(); }).ok()) return 0;
+  return code_size * size();
+}
+
+}  // namespace shoal::bench

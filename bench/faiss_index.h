@@ -1,0 +1,61 @@
+// The one adapter between shoal_bench and FAISS: builds an index from a factory string
+// ("Flat", "IVF1024,Flat", "HNSW32", ...), adds and searches vectors, and turns FAISS's
+// exceptions into absl::Status. Distances follow Shoal's conventions (types.h) so results of
+// the two systems compare directly: kL2 squared L2; kInnerProduct -<q,x>; kCosine 1 - cos
+// (vectors and queries are normalised here, FAISS searches inner product).
+//
+//   SHOAL_ASSIGN_OR_RETURN(auto index, FaissIndex::Create("Flat", 784, Metric::kL2));
+//   SHOAL_RETURN_IF_ERROR(index->Add(base.data, base.rows));
+//   SHOAL_RETURN_IF_ERROR(index->Search(queries.Row(0), nq, 10, &neighbors, 0));
+//
+// Thread safety: Search may run concurrently with Search; Add/Train exclusively.
+// FAISS's thread count is OpenMP's plus OpenBLAS's pool: SetThreads sets both.
+#ifndef SHOAL_BENCH_FAISS_INDEX_H_
+#define SHOAL_BENCH_FAISS_INDEX_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "bench/recall.h"
+#include "shoal/types.h"
+
+namespace faiss {
+struct Index;
+}  // namespace faiss
+
+namespace shoal::bench {
+
+class FaissIndex {
+ public:
+  // InvalidArgument for a factory string FAISS rejects.
+  static absl::StatusOr<std::unique_ptr<FaissIndex>> Create(const std::string& factory, size_t dim,
+                                                            Metric metric);
+  ~FaissIndex();
+
+  static void SetThreads(int threads);
+
+  absl::Status Train(const float* data, size_t n);
+  absl::Status Add(const float* data, size_t n);
+  // Writes queries [0, n) into rows [first, first + n) of `out` (out->k >= k).
+  absl::Status Search(const float* queries, size_t n, size_t k, Neighbors* out, size_t first);
+
+  size_t size() const;
+  // Bytes of the vectors the index stores (codes), as FAISS reports them via sa_code_size.
+  size_t CodeBytes() const;
+  const std::string& factory() const { return factory_; }
+
+ private:
+  FaissIndex(std::unique_ptr<faiss::Index> index, std::string factory, size_t dim, Metric metric);
+  const float* Prepare(const float* data, size_t n, std::vector<float>* scratch) const;
+
+  std::unique_ptr<faiss::Index> index_;
+  std::string factory_;
+  size_t dim_;
+  Metric metric_;
+};
+
+}  // namespace shoal::bench
+
+#endif  // SHOAL_BENCH_FAISS_INDEX_H_

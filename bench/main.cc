@@ -1,0 +1,17 @@
+// shoal_bench: whole-system benchmarks of Shoal against reference libraries, one subcommand
+// each (`shoal_bench flat ...`; `shoal_bench --help` lists them). Each subcommand lives in its
+// own *_bench.cc and registers itself here.
+#include <CLI/CLI.hpp>
+
+#include "bench/blas_env.h"
+#include "bench/flat_bench.h"
+
+int main(int argc, char** argv) {
+  shoal::bench::PrepareBlasEnvironment(argv);
+  CLI::App app("Shoal whole-system benchmarks", "shoal_bench");
+  app.require_subcommand(1);
+  int exit_code = 0;
+  shoal::bench::RegisterFlatCommand(app, &exit_code);
+  CLI11_PARSE(app, argc, argv);
+  return exit_code;
+}

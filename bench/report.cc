@@ -1,0 +1,94 @@
+#include "bench/report.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
+namespace shoal::bench {
+namespace {
+
+std::string Field(const std::optional<double>& v) {
+  return v ? absl::StrFormat("%.6g", *v) : std::string();
+}
+
+// Quotes a CSV field that holds a comma or quote.
+std::string Quoted(const std::string& s) {
+  if (s.find_first_of(",\"\n") == std::string::npos) return s;
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"') out.push_back('"');
+    out.push_back(c);
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+double NowSeconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+double BatchTiming::CallPercentileUs(double p) const {
+  if (call_us.empty()) return 0;
+  std::vector<double> sorted = call_us;
+  std::sort(sorted.begin(), sorted.end());
+  // Nearest rank.
+  size_t rank = static_cast<size_t>(std::ceil(p / 100.0 * sorted.size()));
+  return sorted[std::clamp<size_t>(rank, 1, sorted.size()) - 1];
+}
+
+absl::StatusOr<BatchTiming> TimeBatches(size_t queries, size_t batch,
+                                        const std::function<absl::Status(size_t, size_t)>& search) {
+  BatchTiming timing;
+  timing.queries = queries;
+  timing.batch = std::max<size_t>(batch, 1);
+  const double start = NowSeconds();
+  for (size_t first = 0; first < queries; first += timing.batch) {
+    const size_t n = std::min(timing.batch, queries - first);
+    const double t0 = NowSeconds();
+    absl::Status status = search(first, n);
+    timing.call_us.push_back((NowSeconds() - t0) * 1e6);
+    if (!status.ok()) return status;
+  }
+  timing.total_seconds = NowSeconds() - start;
+  return timing;
+}
+
+CsvWriter::~CsvWriter() {
+  if (file_ != nullptr) std::fclose(file_);
+}
+
+absl::Status CsvWriter::Open(const std::string& path) {
+  struct stat st;
+  const bool fresh = stat(path.c_str(), &st) != 0 || st.st_size == 0;
+  file_ = std::fopen(path.c_str(), "a");
+  if (file_ == nullptr) {
+    return absl::InternalError(
+        absl::StrCat(path, ": cannot open for appending: ", std::strerror(errno)));
+  }
+  path_ = path;
+  if (fresh) std::fprintf(file_, "%s\n", kHeader);
+  return absl::OkStatus();
+}
+
+absl::Status CsvWriter::Write(const ResultRow& row) {
+  if (file_ == nullptr) return absl::OkStatus();
+  std::string line =
+      absl::StrCat(Quoted(row.system), ",", Quoted(row.params), ",", row.threads, ",",
+                   Field(row.recall_at_10), ",", absl::StrFormat("%.6g", row.qps), ",",
+                   Field(row.p50_us), ",", Field(row.p99_us), ",", Field(row.index_ram_bytes), ",",
+                   Field(row.build_seconds), ",", Field(row.bytes_read_per_query), "\n");
+  if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) {
+    return absl::InternalError(absl::StrCat(path_, ": write failed: ", std::strerror(errno)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shoal::bench

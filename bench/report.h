@@ -1,0 +1,87 @@
+// Measurement and reporting shared by every shoal_bench subcommand: timing a search over a
+// query matrix in batches, latency percentiles, and the CSV result rows (one schema for
+// `flat`, `ann`, ... so results can be concatenated and plotted together).
+//
+//   SHOAL_ASSIGN_OR_RETURN(BatchTiming t, TimeBatches(nq, 100, [&](size_t first, size_t n) {
+//     return index.Search(queries.Row(first), n, k, &results);
+//   }));
+//   CsvWriter csv;  SHOAL_RETURN_IF_ERROR(csv.Open("out.csv"));
+//   csv.Write({.system = "faiss-flat", .threads = 1, .qps = t.Qps()});
+//
+// Thread safety: none (a bench drives these from one thread).
+#ifndef SHOAL_BENCH_REPORT_H_
+#define SHOAL_BENCH_REPORT_H_
+
+#include <cstdio>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+
+namespace shoal::bench {
+
+// Seconds on a monotonic clock.
+double NowSeconds();
+
+// Wall time of each Search call over a query matrix.
+struct BatchTiming {
+  size_t queries = 0;
+  size_t batch = 0;
+  double total_seconds = 0;
+  std::vector<double> call_us;  // one per Search call of up to `batch` queries
+
+  double Qps() const { return total_seconds > 0 ? queries / total_seconds : 0; }
+  // Wall time per query: a batch's time divided by its size (for batch 1 the true latency).
+  double MeanUsPerQuery() const { return queries ? total_seconds * 1e6 / queries : 0; }
+  // Percentile (0..100) of the Search call latencies.
+  double CallPercentileUs(double p) const;
+};
+
+// Calls search(first, n) for consecutive batches of `batch` queries covering [0, queries),
+// timing each call; stops at the first error.
+absl::StatusOr<BatchTiming> TimeBatches(size_t queries, size_t batch,
+                                        const std::function<absl::Status(size_t, size_t)>& search);
+
+// One CSV result row; unset optionals are written as empty fields.
+struct ResultRow {
+  std::string system;  // e.g. "shoal-flat", "faiss-flat"
+  std::string params;  // ';'-separated knobs, e.g. "dataset=fashion-mnist;k=10;batch=100"
+  int threads = 1;
+  std::optional<double> recall_at_10;
+  double qps = 0;
+  std::optional<double> p50_us;  // Search call latency percentiles
+  std::optional<double> p99_us;
+  std::optional<double> index_ram_bytes;
+  std::optional<double> build_seconds;
+  std::optional<double> bytes_read_per_query;
+};
+
+// Appends rows to a CSV file, writing the header first when the file is new or empty.
+class CsvWriter {
+ public:
+  CsvWriter() = default;
+  ~CsvWriter();
+  CsvWriter(const CsvWriter&) = delete;
+  CsvWriter& operator=(const CsvWriter&) = delete;
+
+  static constexpr char kHeader[] =
+      "system,params,threads,recall_at_10,qps,p50_us,p99_us,index_ram_bytes,build_seconds,"
+      "bytes_read_per_query";
+
+  // Internal error if the file cannot be opened for appending.
+  absl::Status Open(const std::string& path);
+  bool is_open() const { return file_ != nullptr; }
+  // No-op when not open.
+  absl::Status Write(const ResultRow& row);
+
+ private:
+  std::FILE* file_ = nullptr;
+  std::string path_;
+};
+
+}  // namespace shoal::bench
+
+#endif  // SHOAL_BENCH_REPORT_H_
