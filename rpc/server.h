@@ -62,6 +62,9 @@ class Server {
 
   // SetNotServing, stop accepting RPCs, let in-flight ones finish for up to `grace`, then
   // cancel the rest and return once every handler has returned (the DB is then unused).
+  // gRPC also waits for client connections and streams to close: an open grpc.health.v1
+  // Watch stream, or an idle client that is not polling (e.g. a C++ synchronous client
+  // between calls, which never sees the GOAWAY), holds the shutdown for the whole grace.
   // Idempotent: a concurrent or later call returns once the first one has finished.
   void Shutdown(absl::Duration grace);
 

@@ -35,7 +35,8 @@ constexpr char kUsage[] = R"(usage: shoald [flags]
   --max-message-bytes N      largest request or response message (default 67108864)
   --shutdown-drain-ms N      on SIGTERM/SIGINT: report NOT_SERVING for N ms before stopping
                              (default 0)
-  --shutdown-grace-ms N      on SIGTERM/SIGINT: let in-flight RPCs run up to N ms (default 5000)
+  --shutdown-grace-ms N      on SIGTERM/SIGINT: let in-flight RPCs (and open streams and
+                             client connections) finish for up to N ms (default 5000)
 )";
 
 struct Flags {
