@@ -346,6 +346,19 @@ TEST_F(ServerE2eTest, SecondServerOnTheSameDirectoryFailsToStart) {
   EXPECT_EQ(Health(), HealthCheckResponse::SERVING);  // the first one is unaffected
 }
 
+TEST_F(ServerE2eTest, MessagesAboveTheLimitAreResourceExhausted) {
+  Disconnect();
+  ASSERT_EQ(shoald_->Terminate(), 0) << shoald_->Stderr();
+  StartServer({"--max-message-bytes", "65536"});
+  ASSERT_TRUE(Create("docs", 1024).ok());
+  // 32 records of 1024 floats: about 128 KiB on the wire.
+  std::vector<float> vectors(32 * 1024, 0.5f);
+  grpc::Status status = UpsertIds("docs", 1024, vectors);
+  EXPECT_EQ(status.error_code(), grpc::RESOURCE_EXHAUSTED) << status.error_message();
+  // A request under the limit still works on the same server.
+  EXPECT_TRUE(UpsertIds("docs", 1024, std::vector<float>(1024, 0.5f)).ok());
+}
+
 TEST(ShoaldStartTest, RefusesNonLoopbackAddressWithoutInsecureFlag) {
   const std::string data_dir = MakeTempDir();
   ShoaldProcess shoald;
