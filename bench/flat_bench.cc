@@ -138,8 +138,9 @@ absl::StatusOr<Metric> MetricOf(const AnnDataset& ds) {
 }  // namespace
 
 absl::Status RunFlatBench(const FlatBenchOptions& o) {
-  if (o.k == 0 || o.queries == 0 || o.threads < 1) {
-    return absl::InvalidArgumentError("--k, --queries and --threads must be at least 1");
+  if (o.k == 0 || o.queries == 0 || o.threads < 1 || o.batch == 0 || o.load_batch == 0) {
+    return absl::InvalidArgumentError(
+        "--k, --queries, --threads, --batch and --load-batch must be at least 1");
   }
   const double t0 = NowSeconds();
   SHOAL_ASSIGN_OR_RETURN(AnnDataset ds, LoadDataset(o.dataset));

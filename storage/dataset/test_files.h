@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace shoal::storage::testing {
@@ -104,8 +105,7 @@ inline std::string NpyHeader(int major, const std::string& descr, const std::str
 template <typename T>
 std::string Npy(int major, const std::string& descr, const std::vector<T>& values, size_t rows,
                 size_t cols) {
-  std::string out =
-      NpyHeader(major, descr, "(" + std::to_string(rows) + ", " + std::to_string(cols) + ")");
+  std::string out = NpyHeader(major, descr, absl::StrCat("(", rows, ", ", cols, ")"));
   for (T v : values) Append<T>(&out, v);
   return out;
 }
