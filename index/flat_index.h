@@ -8,6 +8,10 @@
 // Distances are "smaller is closer": squared L2, or the negative inner product.
 // Ties are broken by the smaller id, so results are deterministic.
 //
+// Performance: batches of >= 16 queries on AVX-512 CPUs use a register-blocked kernel (compute
+// bound, ~GEMM speed); smaller batches and other CPUs scan with the plain distance kernel.
+// Results are the same either way (exact up to float rounding of the plain kernel).
+//
 // Thread safety: Search is const and may run concurrently with other Searches; Add/Remove need
 // exclusive access (the caller holds a reader/writer lock).
 #ifndef SHOAL_INDEX_FLAT_INDEX_H_
