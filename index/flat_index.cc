@@ -122,7 +122,10 @@ std::vector<uint32_t> SortedByNorm(size_t n, const NormOf& norm_of) {
   std::vector<uint32_t> order(n);
   std::iota(order.begin(), order.end(), 0u);
   std::vector<float> norms(n);
-  for (size_t i = 0; i < n; ++i) norms[i] = norm_of(i);
+  for (size_t i = 0; i < n; ++i) {
+    const float norm = norm_of(i);
+    norms[i] = std::isnan(norm) ? kInf : norm;  // keeps the order strict-weak
+  }
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     return norms[a] < norms[b] || (norms[a] == norms[b] && a < b);
   });
@@ -195,7 +198,8 @@ void Reblock(const float* queries, const BaseView& base, const BatchPlan& plan, 
   for (size_t slot = 0; slot < qb.index.size(); ++slot) {
     if (qb.index[slot] == UINT32_MAX) continue;
     const double q = qb.norm[slot], t = approx[slot].Threshold();
-    keyed.emplace_back(base.metric == Metric::kL2 ? std::sqrt(std::max(0.0, t + q * q)) : t, slot);
+    const double radius = base.metric == Metric::kL2 ? std::sqrt(std::max(0.0, t + q * q)) : t;
+    keyed.emplace_back(std::isnan(radius) ? kInf : radius, slot);  // NaN would break the sort
   }
   constexpr size_t kRun = 64;
   for (size_t i = 0; i < keyed.size(); i += kRun) {

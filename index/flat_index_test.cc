@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -237,6 +238,27 @@ TEST(FlatIndexTest, KLargerThanSizeReturnsEverythingSorted) {
   for (size_t i = 0; i < 33; ++i) {
     ExpectMatches(got[i], data.Naive(&queries[i * 5], 100), 1, 0, "query " + std::to_string(i));
     EXPECT_EQ(got[i].size(), 7u);
+  }
+}
+
+TEST(FlatIndexTest, NanQueriesFindNothingAndDoNotDisturbOthers) {
+  std::mt19937 rng(Seed());
+  const size_t dim = 24, nq = 40;
+  Dataset data(dim, Metric::kL2);
+  for (uint64_t id = 0; id < 500; ++id) data.Add(id, RandomVector(rng, dim, 0, 8, true));
+  std::vector<float> queries;
+  for (size_t i = 0; i < nq; ++i) {
+    auto q = RandomVector(rng, dim, 0, 8, true);
+    if (i % 3 == 0) q[i % dim] = std::numeric_limits<float>::quiet_NaN();
+    queries.insert(queries.end(), q.begin(), q.end());
+  }
+  const auto got = data.index().Search(queries.data(), nq, 5, 2);
+  for (size_t i = 0; i < nq; ++i) {
+    if (i % 3 == 0) {
+      EXPECT_TRUE(got[i].empty()) << i;
+    } else {
+      ExpectMatches(got[i], data.Naive(&queries[i * dim], 5), 1, 0, "query " + std::to_string(i));
+    }
   }
 }
 
