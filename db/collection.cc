@@ -178,6 +178,11 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
   return out;
 }
 
+absl::Status Collection::BuildIndex(const std::string& spec) {
+  if (spec == "flat") return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("spec: unknown index '", spec, "'"));
+}
+
 absl::Status Collection::Drop() {
   absl::MutexLock write_lock(&write_mu_);
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());

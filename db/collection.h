@@ -42,6 +42,9 @@ class Collection {
   absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::span<const float> queries,
                                                        const SearchParams& params) const;
 
+  // Builds the index named by `spec` ("flat" only, until the SSD index lands).
+  absl::Status BuildIndex(const std::string& spec);
+
   // Deletes everything durably; later calls get NotFound.
   absl::Status Drop();
 

@@ -151,6 +151,11 @@ absl::StatusOr<uint64_t> DBImpl::Delete(std::string_view collection, std::span<c
   return c->Delete(keys, options);
 }
 
+absl::Status DBImpl::BuildIndex(std::string_view collection, std::string_view spec) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  return c->BuildIndex(std::string(spec));
+}
+
 absl::StatusOr<std::vector<std::vector<Hit>>> DBImpl::Search(std::string_view collection,
                                                              std::span<const float> queries,
                                                              const SearchParams& params) {

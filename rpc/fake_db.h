@@ -31,6 +31,9 @@ class FakeDB final : public DB {
                                                          std::span<const Key> keys) override;
   absl::StatusOr<uint64_t> Delete(std::string_view collection, std::span<const Key> keys,
                                   const WriteOptions& options) override;
+  absl::Status BuildIndex(std::string_view collection, std::string_view spec) override {
+    return absl::UnimplementedError("FakeDB has no index builds");
+  }
   absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::string_view collection,
                                                        std::span<const float> queries,
                                                        const SearchParams& params) override;

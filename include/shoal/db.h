@@ -66,6 +66,15 @@ class DB {
   virtual absl::StatusOr<uint64_t> Delete(std::string_view collection, std::span<const Key> keys,
                                           const WriteOptions& options) = 0;
 
+  // ---- Index ----
+  // Builds the collection's approximate index from a spec string and makes it serve searches;
+  // blocks until done. Records written afterwards are searchable at once (searched exactly
+  // beside the index until the next build). "flat" returns to exact search.
+  //   "spann:centroid_ratio=0.02,replicas=4,posting_cap=256,seed=1"
+  // Errors: InvalidArgument (bad spec, naming the key), ResourceExhausted (over
+  // Options::index_ram_bytes_limit), NotFound.
+  virtual absl::Status BuildIndex(std::string_view collection, std::string_view spec) = 0;
+
   // ---- Search ----
   // `queries` holds n * dimension floats (n >= 1) row-major; returns n lists of at most k hits,
   // closest first (ties broken by the older record first).

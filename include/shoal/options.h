@@ -18,6 +18,18 @@ struct Options {
   uint32_t max_k = 10000;
   // RocksDB block cache for metadata and vectors, in bytes.
   size_t block_cache_bytes = 256u << 20;
+
+  // ---- SSD-resident index ----
+  // How posting lists and vectors are read: io_uring with O_DIRECT (kAuto falls back to pread
+  // where io_uring is unavailable) or plain pread. Both give identical results.
+  enum class Io { kAuto, kIoUring, kPread };
+  Io io = Io::kAuto;
+  // Bytes of decoded posting lists kept in RAM (part of the index RAM).
+  size_t posting_cache_bytes = 256u << 20;
+  // Upper bound on the RAM an index holds (centroids + navigator + caches); 0 = no bound.
+  // BuildIndex fails with ResourceExhausted when the centroids alone would not fit, and the
+  // posting cache shrinks to what is left.
+  size_t index_ram_bytes_limit = 0;
 };
 
 struct WriteOptions {

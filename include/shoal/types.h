@@ -43,7 +43,13 @@ struct CollectionSpec {
 struct CollectionInfo {
   CollectionSpec spec;
   uint64_t num_vectors = 0;
-  std::string index;  // the index serving searches, e.g. "flat"
+  // The index serving searches: "flat" (exact), or the spec it was built from, e.g.
+  // "spann:centroid_ratio=0.02,replicas=4".
+  std::string index = "flat";
+  // RAM held by the index: vectors or centroids, navigator, caches (not RocksDB's own cache).
+  uint64_t index_ram_bytes = 0;
+  // Records written since the last index build (searched exactly beside the index).
+  uint64_t unindexed_vectors = 0;
 };
 
 // One vector with its key and attributes. Upsert replaces the whole record of an existing key.
@@ -54,12 +60,21 @@ struct Record {
   std::vector<std::string> tags;                     // string tags (set membership)
 };
 
+// What a search did, summed over its queries (filled when SearchParams::stats is set).
+struct SearchStats {
+  uint64_t postings_read = 0;   // posting lists scanned
+  uint64_t vectors_scored = 0;  // exact distances computed (duplicates from replicas included)
+  uint64_t bytes_read = 0;      // bytes read from the SSD (cache hits excluded)
+  uint64_t cache_hits = 0;      // postings served from the posting cache
+};
+
 // Per-request search parameters.
 struct SearchParams {
   uint32_t k = 10;  // 1..Options::max_k
-  // Index-specific knobs; the exact (flat) index ignores them. 0 = the index's default.
-  uint32_t max_postings = 0;
-  float pruning_ratio = 0;
+  // SSD-index knobs; the exact (flat) index ignores them. 0 = the index's default.
+  uint32_t max_postings = 0;     // scan at most this many nearest postings
+  float pruning_ratio = 0;       // scan posting i only if dist_i <= pruning_ratio * dist_1 (>= 1)
+  SearchStats* stats = nullptr;  // optional out-parameter, not owned
 };
 
 struct Hit {
