@@ -253,6 +253,14 @@ std::string KeyMapRowKey(uint32_t collection_id, const Key& key) {
   return out;
 }
 
+absl::StatusOr<Key> DecodeKeyMapRowKey(std::string_view row_key) {
+  if (row_key.size() == 13 && row_key[4] == kKeyUint64) {
+    return Key(GetFixed64BE(row_key.data() + 5));
+  }
+  if (row_key.size() > 5 && row_key[4] == kKeyString) return Key(std::string(row_key.substr(5)));
+  return absl::DataLossError(absl::StrCat("malformed key-map row (", row_key.size(), " bytes)"));
+}
+
 uint64_t InternalIdFromRecordRowKey(std::string_view row_key) {
   return GetFixed64BE(row_key.data() + 4);
 }

@@ -34,6 +34,8 @@ std::string KeyMapRowKey(uint32_t collection_id, const Key& key);
 // Prefix shared by every row of a collection, and the first prefix after it.
 std::string CollectionPrefix(uint32_t collection_id);
 uint64_t InternalIdFromRecordRowKey(std::string_view row_key);
+// The key of a key-map row (DataLoss when malformed).
+absl::StatusOr<Key> DecodeKeyMapRowKey(std::string_view row_key);
 
 void PutFixed32BE(std::string* out, uint32_t v);
 void PutFixed64BE(std::string* out, uint64_t v);

@@ -66,6 +66,25 @@ absl::StatusOr<StoredCollection> DecodeCatalogRow(std::string_view name, std::st
   return c;
 }
 
+enum : char { kIndexManifest = 'M', kIndexPosting = 'P', kIndexStale = 'S' };
+
+std::string IndexRowKey(uint32_t cid, char kind, uint64_t id = 0) {
+  std::string key = CollectionPrefix(cid);
+  key.push_back(kind);
+  if (kind == kIndexPosting) PutFixed32BE(&key, static_cast<uint32_t>(id));
+  if (kind == kIndexStale) PutFixed64BE(&key, id);
+  return key;
+}
+
+std::string EncodePostingRow(const PostingRow& row) {
+  std::string out;
+  PutFixed64BE(&out, row.first_page);
+  PutFixed32BE(&out, row.num_pages);
+  PutFixed32BE(&out, row.bytes);
+  PutFixed32BE(&out, row.count);
+  return out;
+}
+
 std::string PrefixEnd(const std::string& prefix) {
   std::string end = prefix;
   for (size_t i = end.size(); i-- > 0;) {
@@ -116,6 +135,10 @@ void RecordStore::Batch::SetNextInternalId(uint32_t cid, uint64_t next) {
   batch_->Put(store_->catalog_, NextIdRow(cid), EncodeU64(next));
 }
 
+void RecordStore::Batch::MarkStale(uint32_t cid, uint64_t iid) {
+  batch_->Put(store_->index_, IndexRowKey(cid, kIndexStale, iid), "");
+}
+
 size_t RecordStore::Batch::Count() const { return batch_->Count(); }
 
 // ---- RecordStore ----
@@ -135,7 +158,8 @@ absl::StatusOr<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string
   std::vector<rocksdb::ColumnFamilyDescriptor> families = {
       {rocksdb::kDefaultColumnFamilyName, cf_options},
       {"records", cf_options},
-      {"keys", cf_options}};
+      {"keys", cf_options},
+      {"index", cf_options}};
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   rocksdb::Status s = rocksdb::DB::Open(db_options, dir, families, &handles, &db);
@@ -145,12 +169,13 @@ absl::StatusOr<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string
   store->catalog_ = handles[0];
   store->records_ = handles[1];
   store->keys_ = handles[2];
+  store->index_ = handles[3];
   return store;
 }
 
 RecordStore::~RecordStore() {
   if (db_ == nullptr) return;
-  for (auto* h : {catalog_, records_, keys_}) db_->DestroyColumnFamilyHandle(h);
+  for (auto* h : {catalog_, records_, keys_, index_}) db_->DestroyColumnFamilyHandle(h);
   db_->Close().PermitUncheckedError();
   delete db_;
 }
@@ -207,6 +232,7 @@ absl::Status RecordStore::DropCollection(const StoredCollection& c) {
   batch.Delete(catalog_, NextIdRow(c.id));
   batch.DeleteRange(records_, begin, end);
   batch.DeleteRange(keys_, begin, end);
+  batch.DeleteRange(index_, begin, end);
   rocksdb::WriteOptions wo;
   wo.sync = true;
   return FromRocks(db_->Write(wo, &batch), "dropping collection");
@@ -240,9 +266,10 @@ absl::StatusOr<std::optional<uint64_t>> RecordStore::LookupKey(uint32_t cid, con
 }
 
 absl::Status RecordStore::ScanRecords(uint32_t cid,
-                                      const std::function<absl::Status(uint64_t, Record&&)>& fn) {
-  const std::string begin = CollectionPrefix(cid);
-  const std::string end = PrefixEnd(begin);
+                                      const std::function<absl::Status(uint64_t, Record&&)>& fn,
+                                      uint64_t first_internal_id) {
+  const std::string begin = RecordRowKey(cid, first_internal_id);
+  const std::string end = PrefixEnd(CollectionPrefix(cid));
   rocksdb::ReadOptions ro;
   rocksdb::Slice upper(end);
   ro.iterate_upper_bound = &upper;
@@ -260,6 +287,88 @@ absl::Status RecordStore::ScanRecords(uint32_t cid,
     if (absl::Status s = fn(iid, *std::move(rec)); !s.ok()) return s;
   }
   return FromRocks(it->status(), "scanning records");
+}
+
+}  // namespace shoal::storage
+
+namespace shoal::storage {
+
+absl::Status RecordStore::ScanKeys(uint32_t cid,
+                                   const std::function<absl::Status(Key&&, uint64_t)>& fn) {
+  const std::string begin = CollectionPrefix(cid);
+  const std::string end = PrefixEnd(begin);
+  rocksdb::ReadOptions ro;
+  rocksdb::Slice upper(end);
+  ro.iterate_upper_bound = &upper;
+  ro.fill_cache = false;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, keys_));
+  for (it->Seek(begin); it->Valid(); it->Next()) {
+    auto key = DecodeKeyMapRowKey(it->key().ToStringView());
+    if (!key.ok()) return key.status();
+    auto iid = DecodeU64(it->value().ToStringView(), "key map");
+    if (!iid.ok()) return iid.status();
+    if (absl::Status s = fn(*std::move(key), *iid); !s.ok()) return s;
+  }
+  return FromRocks(it->status(), "scanning keys");
+}
+
+absl::Status RecordStore::CommitIndex(uint32_t cid, const std::string& manifest,
+                                      std::span<const PostingRow> postings) {
+  const std::string begin = CollectionPrefix(cid);
+  rocksdb::WriteBatch batch;
+  batch.DeleteRange(index_, begin, PrefixEnd(begin));
+  batch.Put(index_, IndexRowKey(cid, kIndexManifest), manifest);
+  for (const PostingRow& row : postings) {
+    batch.Put(index_, IndexRowKey(cid, kIndexPosting, row.posting), EncodePostingRow(row));
+  }
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return FromRocks(db_->Write(wo, &batch), "committing index");
+}
+
+absl::Status RecordStore::ClearIndex(uint32_t cid) {
+  const std::string begin = CollectionPrefix(cid);
+  rocksdb::WriteBatch batch;
+  batch.DeleteRange(index_, begin, PrefixEnd(begin));
+  rocksdb::WriteOptions wo;
+  wo.sync = true;
+  return FromRocks(db_->Write(wo, &batch), "clearing index");
+}
+
+absl::StatusOr<std::optional<StoredIndex>> RecordStore::LoadIndex(uint32_t cid) {
+  StoredIndex out;
+  rocksdb::Status s =
+      db_->Get(rocksdb::ReadOptions(), index_, IndexRowKey(cid, kIndexManifest), &out.manifest);
+  if (s.IsNotFound()) return std::optional<StoredIndex>();
+  if (!s.ok()) return FromRocks(s, "reading index manifest");
+  const std::string begin = CollectionPrefix(cid);
+  const std::string end = PrefixEnd(begin);
+  rocksdb::ReadOptions ro;
+  rocksdb::Slice upper(end);
+  ro.iterate_upper_bound = &upper;
+  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, index_));
+  for (it->Seek(begin); it->Valid(); it->Next()) {
+    std::string_view key = it->key().ToStringView();
+    std::string_view value = it->value().ToStringView();
+    const char kind = key.size() > 4 ? key[4] : 0;
+    if (kind == kIndexPosting && key.size() == 9 && value.size() == 20) {
+      PostingRow row;
+      row.posting = GetFixed32BE(key.data() + 5);
+      row.first_page = GetFixed64BE(value.data());
+      row.num_pages = GetFixed32BE(value.data() + 8);
+      row.bytes = GetFixed32BE(value.data() + 12);
+      row.count = GetFixed32BE(value.data() + 16);
+      out.postings.push_back(row);
+    } else if (kind == kIndexStale && key.size() == 13) {
+      out.stale_ids.push_back(GetFixed64BE(key.data() + 5));
+    } else if (kind != kIndexManifest) {
+      return absl::DataLossError(absl::StrCat("index row of collection ", cid, " is corrupt (",
+                                              key.size(), "-byte key, ", value.size(),
+                                              "-byte value)"));
+    }
+  }
+  if (!it->status().ok()) return FromRocks(it->status(), "scanning index");
+  return std::optional<StoredIndex>(std::move(out));
 }
 
 }  // namespace shoal::storage

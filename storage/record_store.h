@@ -8,7 +8,9 @@
 //   SHOAL_RETURN_IF_ERROR(store->Commit(batch, /*sync=*/true));
 //
 // Column families: "default" (catalog: collection rows, id counters), "records"
-// (cid|iid -> encoded record), "keys" (cid|key -> iid). A Batch commits atomically.
+// (cid|iid -> encoded record), "keys" (cid|key -> iid), "index" (cid|'M' -> index manifest,
+// cid|'P'|posting -> posting directory row, cid|'S'|iid -> stale mark). A Batch commits
+// atomically.
 //
 // Thread safety: all methods may be called concurrently (RocksDB is thread-safe); ordering of
 // batches for one collection is the caller's business. A Batch is not thread-safe.
@@ -22,6 +24,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -49,6 +52,22 @@ struct StoredCollection {
   uint64_t next_internal_id = 0;  // ids below this may have been used
 };
 
+// One posting list's row in the posting directory: where its pages are and how many entries.
+struct PostingRow {
+  uint32_t posting = 0;
+  uint64_t first_page = 0;
+  uint32_t num_pages = 0;
+  uint32_t bytes = 0;
+  uint32_t count = 0;
+};
+
+// A collection's built index as the "index" column family records it.
+struct StoredIndex {
+  std::string manifest;              // the index's own description (opaque here)
+  std::vector<PostingRow> postings;  // the posting directory, by posting id
+  std::vector<uint64_t> stale_ids;   // internal ids rewritten or deleted since the build
+};
+
 // Converts a RocksDB status to a canonical absl::Status, prefixing `context`.
 absl::Status FromRocks(const rocksdb::Status& s, std::string_view context);
 
@@ -64,6 +83,8 @@ class RecordStore {
                    bool new_key);
     void DeleteRecord(uint32_t collection_id, uint64_t internal_id, const Key& key);
     void SetNextInternalId(uint32_t collection_id, uint64_t next);
+    // Records that the index's copy of `internal_id` is out of date (rewritten or deleted).
+    void MarkStale(uint32_t collection_id, uint64_t internal_id);
     size_t Count() const;
 
    private:
@@ -90,7 +111,21 @@ class RecordStore {
   absl::StatusOr<std::optional<uint64_t>> LookupKey(uint32_t collection_id, const Key& key);
   // Calls `fn` for every record of the collection in internal-id order; stops at the first error.
   absl::Status ScanRecords(uint32_t collection_id,
-                           const std::function<absl::Status(uint64_t, Record&&)>& fn);
+                           const std::function<absl::Status(uint64_t, Record&&)>& fn,
+                           uint64_t first_internal_id = 0);
+  // Calls `fn` for every key -> internal id row of the collection.
+  absl::Status ScanKeys(uint32_t collection_id,
+                        const std::function<absl::Status(Key&&, uint64_t)>& fn);
+
+  // ---- Index column family ----
+  // Replaces the collection's index rows (manifest, posting directory, stale marks) in one
+  // synced batch.
+  absl::Status CommitIndex(uint32_t collection_id, const std::string& manifest,
+                           std::span<const PostingRow> postings);
+  // Removes them (back to exact search).
+  absl::Status ClearIndex(uint32_t collection_id);
+  // nullopt when the collection has no index.
+  absl::StatusOr<std::optional<StoredIndex>> LoadIndex(uint32_t collection_id);
 
  private:
   RecordStore() = default;
@@ -98,6 +133,7 @@ class RecordStore {
   rocksdb::ColumnFamilyHandle* catalog_ = nullptr;
   rocksdb::ColumnFamilyHandle* records_ = nullptr;
   rocksdb::ColumnFamilyHandle* keys_ = nullptr;
+  rocksdb::ColumnFamilyHandle* index_ = nullptr;
 };
 
 }  // namespace shoal::storage

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <map>
 
 namespace shoal::storage {
 namespace {
@@ -100,6 +101,75 @@ TEST_F(RecordStoreTest, DeleteRecordRemovesRecordAndKey) {
   ASSERT_TRUE(store->Commit(del, false).ok());
   EXPECT_FALSE(store->GetRecord(c.id, 4)->has_value());
   EXPECT_FALSE(store->LookupKey(c.id, Key(uint64_t{9}))->has_value());
+}
+
+}  // namespace
+}  // namespace shoal::storage
+
+namespace shoal::storage {
+namespace {
+
+TEST_F(RecordStoreTest, IndexRowsRoundTripAndAreReplacedWhole) {
+  {
+    auto store = OpenStore();
+    auto c = *store->CreateCollection({"c", 2, Metric::kL2});
+    EXPECT_FALSE(store->LoadIndex(c.id)->has_value());
+    std::vector<PostingRow> rows = {{0, 0, 2, 5000, 7}, {1, 2, 1, 100, 3}};
+    ASSERT_TRUE(store->CommitIndex(c.id, "manifest-1", rows).ok());
+    auto batch = store->NewBatch();
+    batch.MarkStale(c.id, 42);
+    ASSERT_TRUE(store->Commit(batch, true).ok());
+  }
+  auto store = OpenStore();
+  auto idx = store->LoadIndex(1);
+  ASSERT_TRUE(idx.ok() && idx->has_value()) << idx.status();
+  EXPECT_EQ((*idx)->manifest, "manifest-1");
+  ASSERT_EQ((*idx)->postings.size(), 2u);
+  EXPECT_EQ((*idx)->postings[0].bytes, 5000u);
+  EXPECT_EQ((*idx)->postings[1].first_page, 2u);
+  EXPECT_EQ((*idx)->postings[1].count, 3u);
+  EXPECT_EQ((*idx)->stale_ids, std::vector<uint64_t>({42}));
+  // A new build replaces postings and clears stale marks.
+  std::vector<PostingRow> rows = {{0, 9, 1, 10, 1}};
+  ASSERT_TRUE(store->CommitIndex(1, "manifest-2", rows).ok());
+  idx = store->LoadIndex(1);
+  EXPECT_EQ((*idx)->postings.size(), 1u);
+  EXPECT_TRUE((*idx)->stale_ids.empty());
+  ASSERT_TRUE(store->ClearIndex(1).ok());
+  EXPECT_FALSE(store->LoadIndex(1)->has_value());
+}
+
+TEST_F(RecordStoreTest, ScanKeysAndScanRecordsFromAnId) {
+  auto store = OpenStore();
+  auto c = *store->CreateCollection({"c", 2, Metric::kL2});
+  auto batch = store->NewBatch();
+  for (uint64_t i = 0; i < 6; ++i) batch.PutRecord(c.id, i, MakeRecord(10 + i, i), true);
+  Record named = MakeRecord(0, 1);
+  named.key = std::string("name");
+  batch.PutRecord(c.id, 6, named, true);
+  ASSERT_TRUE(store->Commit(batch, false).ok());
+  std::map<uint64_t, Key> keys;
+  ASSERT_TRUE(store
+                  ->ScanKeys(c.id,
+                             [&](Key&& k, uint64_t iid) {
+                               keys[iid] = std::move(k);
+                               return absl::OkStatus();
+                             })
+                  .ok());
+  ASSERT_EQ(keys.size(), 7u);
+  EXPECT_EQ(keys[3], Key(uint64_t{13}));
+  EXPECT_EQ(keys[6], Key(std::string("name")));
+  std::vector<uint64_t> from4;
+  ASSERT_TRUE(store
+                  ->ScanRecords(
+                      c.id,
+                      [&](uint64_t iid, Record&&) {
+                        from4.push_back(iid);
+                        return absl::OkStatus();
+                      },
+                      4)
+                  .ok());
+  EXPECT_EQ(from4, std::vector<uint64_t>({4, 5, 6}));
 }
 
 }  // namespace
