@@ -1,9 +1,12 @@
 // Tests of the bench's measuring helpers: recall@k, latency percentiles, CSV rows.
+#include <atomic>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
 #include "bench/recall.h"
 #include "bench/report.h"
+#include "bench/sweep.h"
 #include "gtest/gtest.h"
 
 namespace shoal::bench {
@@ -74,6 +77,92 @@ TEST(ReportTest, CsvWritesHeaderOnceAndEmptyFieldsForUnset) {
   text << in.rdbuf();
   EXPECT_EQ(text.str(), std::string(CsvWriter::kHeader) + "\ns,a=1;b=2,2,,10,,,,,\n" +
                             "s,a=1;b=2,2,,10,,,,,\n");
+}
+
+TEST(AnnRecallTest, HitWhenWithinTheTrueKthDistancePlusEpsilon) {
+  // True 2nd distances 2.0 and 5.0; epsilon 1e-3 as ann-benchmarks.
+  const std::vector<double> kth = {2.0, 5.0};
+  Neighbors found = Make({{10, 11}, {20, 21}}, {{1.0f, 2.0009f}, {5.0f, 5.002f}});
+  // Query 0: both within 2.001. Query 1: 5.0 is, 5.002 is not.
+  EXPECT_DOUBLE_EQ(AnnBenchmarksRecall(found, kth, 2), (1.0 + 0.5) / 2);
+  // Ids do not matter, only distances: a different point at the same distance is a hit.
+  EXPECT_DOUBLE_EQ(AnnBenchmarksRecall(found, kth, 2, /*epsilon=*/0.01), 1.0);
+}
+
+TEST(AnnRecallTest, PaddingAndRepeatedIdsAreMisses) {
+  const std::vector<double> kth = {3.0};
+  EXPECT_DOUBLE_EQ(AnnBenchmarksRecall(Make({{1, -1, -1}}, {{0.0f, 0.0f, 0.0f}}), kth, 3), 1.0 / 3);
+  EXPECT_DOUBLE_EQ(AnnBenchmarksRecall(Make({{1, 1, 2}}, {{1.0f, 1.0f, 2.0f}}), kth, 3), 2.0 / 3);
+}
+
+TEST(AnnRecallTest, TrueDistancesAreEuclideanNotSquared) {
+  Matrix base{.rows = 2, .cols = 2, .data = {0, 0, 3, 4}};
+  Matrix queries{.rows = 1, .cols = 2, .data = {0, 0}};
+  Neighbors found = Make({{1, 0, -1}}, {{25.0f, 0.0f, 9.0f}});  // squared, as a system returns
+  SetTrueDistances(base, queries, Metric::kL2, &found);
+  EXPECT_FLOAT_EQ(found.Distances(0)[0], 5.0f);
+  EXPECT_FLOAT_EQ(found.Distances(0)[1], 0.0f);
+  EXPECT_FLOAT_EQ(found.Distances(0)[2], 0.0f);  // padding
+  const float a[] = {1, 0}, b[] = {1, 1};
+  EXPECT_NEAR(TrueDistance(a, b, 2, Metric::kCosine), 1 - 1 / std::sqrt(2.0), 1e-12);
+  EXPECT_DOUBLE_EQ(TrueDistance(a, b, 2, Metric::kInnerProduct), -1.0);
+}
+
+TEST(QpsAtRecallTest, BestQpsAmongPointsReachingTheRecall) {
+  const std::vector<RecallQps> curve = {{0.80, 9000}, {0.91, 5000}, {0.96, 3000}, {0.93, 6000}};
+  EXPECT_EQ(QpsAtRecall(curve, 0.90), 6000);  // not the first point above 0.90: the fastest
+  EXPECT_EQ(QpsAtRecall(curve, 0.95), 3000);
+  EXPECT_EQ(QpsAtRecall(curve, 0.96), 3000);  // inclusive
+  EXPECT_EQ(QpsAtRecall(curve, 0.99), std::nullopt);
+  EXPECT_EQ(QpsAtRecall({}, 0.5), std::nullopt);
+}
+
+TEST(ReportTest, TimeClientsSplitsQueriesOverThreadsOnce) {
+  std::vector<std::atomic<int>> seen(103);
+  std::vector<std::atomic<int>> started(3);
+  absl::StatusOr<BatchTiming> t = TimeClients(
+      103, 1, 3, [&](int thread) { ++started[thread]; },
+      [&](int thread, size_t first, size_t n) {
+        EXPECT_EQ(n, 1u);
+        // Contiguous slices: thread t owns [103 t / 3, 103 (t + 1) / 3).
+        EXPECT_GE(first, 103u * thread / 3);
+        EXPECT_LT(first, 103u * (thread + 1) / 3);
+        ++seen[first];
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(t.ok());
+  EXPECT_EQ(t->call_us.size(), 103u);
+  EXPECT_EQ(t->queries, 103u);
+  for (const auto& s : seen) EXPECT_EQ(s.load(), 1);
+  for (const auto& s : started) EXPECT_EQ(s.load(), 1);
+}
+
+TEST(ReportTest, TimeClientsReturnsAThreadsError) {
+  absl::StatusOr<BatchTiming> t = TimeClients(
+      50, 4, 2, [](int) {},
+      [](int thread, size_t first, size_t) {
+        return thread == 1 ? absl::InternalError("client 1 failed") : absl::OkStatus();
+      });
+  EXPECT_EQ(t.status().message(), "client 1 failed");
+}
+
+TEST(SweepTest, GridIsTheCrossProductFirstKeySlowest) {
+  absl::StatusOr<std::vector<GridPoint>> grid = ParseGrid("max_postings=4,8; pruning_ratio=0,1.5");
+  ASSERT_TRUE(grid.ok()) << grid.status();
+  ASSERT_EQ(grid->size(), 4u);
+  EXPECT_EQ(GridPointString((*grid)[0]), "max_postings=4;pruning_ratio=0");
+  EXPECT_EQ(GridPointString((*grid)[1]), "max_postings=4;pruning_ratio=1.5");
+  EXPECT_EQ(GridPointString((*grid)[3]), "max_postings=8;pruning_ratio=1.5");
+}
+
+TEST(SweepTest, RejectsMalformedLists) {
+  EXPECT_FALSE(ParseGrid("max_postings").ok());
+  EXPECT_FALSE(ParseGrid("a=1;a=2").ok());
+  EXPECT_FALSE(ParseGrid("a=1,x").ok());
+  EXPECT_FALSE(ParseNumberList("", "--hnsw-ef").ok());
+  absl::StatusOr<std::vector<double>> efs = ParseNumberList("10, 20,40", "--hnsw-ef");
+  ASSERT_TRUE(efs.ok());
+  EXPECT_EQ(*efs, (std::vector<double>{10, 20, 40}));
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include "bench/faiss_index.h"
 
+#include <faiss/AutoTune.h>
 #include <faiss/Index.h>
+#include <faiss/IndexIVF.h>
+#include <faiss/IndexRefine.h>
 #include <faiss/index_factory.h>
 #include <omp.h>
 
@@ -103,6 +106,38 @@ absl::Status FaissIndex::Search(const float* queries, size_t n, size_t k, Neighb
     }
   }
   return absl::OkStatus();
+}
+
+absl::Status FaissIndex::SetParameter(const std::string& name, double value) {
+  absl::Status status = Guard("set_index_parameter", [&] {
+    faiss::ParameterSpace().set_index_parameter(index_.get(), name, value);
+  });
+  if (!status.ok()) return absl::InvalidArgumentError(status.message());
+  return absl::OkStatus();
+}
+
+namespace {
+
+size_t IndexRamBytes(const faiss::Index* index) {
+  if (const auto* refine = dynamic_cast<const faiss::IndexRefine*>(index)) {
+    return IndexRamBytes(refine->base_index) + IndexRamBytes(refine->refine_index);
+  }
+  if (const auto* ivf = dynamic_cast<const faiss::IndexIVF*>(index)) {
+    size_t bytes = ivf->quantizer != nullptr ? IndexRamBytes(ivf->quantizer) : 0;
+    for (size_t list = 0; list < ivf->nlist; ++list) {
+      bytes += ivf->invlists->list_size(list) * (ivf->code_size + sizeof(faiss::Index::idx_t));
+    }
+    return bytes;
+  }
+  return index->sa_code_size() * static_cast<size_t>(index->ntotal);
+}
+
+}  // namespace
+
+size_t FaissIndex::RamBytes() const {
+  size_t bytes = 0;
+  if (!Guard("ram_bytes", [&] { bytes = IndexRamBytes(index_.get()); }).ok()) return 0;
+  return bytes;
 }
 
 size_t FaissIndex::size() const { return static_cast<size_t>(index_->ntotal); }

@@ -41,9 +41,18 @@ class FaissIndex {
   // Writes queries [0, n) into rows [first, first + n) of `out` (out->k >= k).
   absl::Status Search(const float* queries, size_t n, size_t k, Neighbors* out, size_t first);
 
+  // Sets a search-time parameter by its faiss::ParameterSpace name ("nprobe", "efSearch",
+  // "k_factor", ...); InvalidArgument when the index has no such parameter. Not concurrent
+  // with Search.
+  absl::Status SetParameter(const std::string& name, double value);
+
   size_t size() const;
   // Bytes of the vectors the index stores (codes), as FAISS reports them via sa_code_size.
   size_t CodeBytes() const;
+  // RAM of the index's data: for an IVF index its inverted lists (codes + 8-byte ids) plus the
+  // coarse quantizer's vectors, and a refine index's stored vectors; otherwise CodeBytes().
+  // Allocator slack and per-query scratch are not counted.
+  size_t RamBytes() const;
   const std::string& factory() const { return factory_; }
 
  private:

@@ -127,14 +127,6 @@ absl::Status Report(const FlatBenchOptions& o, const AnnDataset& ds, const Syste
   return absl::OkStatus();
 }
 
-absl::StatusOr<Metric> MetricOf(const AnnDataset& ds) {
-  if (ds.distance == "euclidean" || ds.distance == "l2") return Metric::kL2;
-  if (ds.distance == "angular" || ds.distance == "cosine") return Metric::kCosine;
-  if (ds.distance == "ip" || ds.distance == "inner_product") return Metric::kInnerProduct;
-  return absl::InvalidArgumentError(
-      absl::StrCat(ds.name, ": distance '", ds.distance, "' is not supported by the flat bench"));
-}
-
 }  // namespace
 
 absl::Status RunFlatBench(const FlatBenchOptions& o) {
@@ -144,7 +136,7 @@ absl::Status RunFlatBench(const FlatBenchOptions& o) {
   }
   const double t0 = NowSeconds();
   SHOAL_ASSIGN_OR_RETURN(AnnDataset ds, LoadDataset(o.dataset));
-  SHOAL_ASSIGN_OR_RETURN(Metric metric, MetricOf(ds));
+  SHOAL_ASSIGN_OR_RETURN(Metric metric, MetricOfDataset(ds));
   const size_t nq = std::min(o.queries, ds.test.rows);
   if (nq == 0) return absl::InvalidArgumentError(absl::StrCat(ds.name, ": no test queries"));
   std::printf("dataset %s: %zu x %zu base, %zu queries, %s (loaded in %.2f s)\n", ds.name.c_str(),

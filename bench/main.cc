@@ -1,8 +1,9 @@
 // shoal_bench: whole-system benchmarks of Shoal against reference libraries, one subcommand
-// each (`shoal_bench flat ...`; `shoal_bench --help` lists them). Each subcommand lives in its
-// own *_bench.cc and registers itself here.
+// each (`shoal_bench flat ...`, `shoal_bench ann ...`; `shoal_bench --help` lists them). Each
+// subcommand lives in its own *_bench.cc and registers itself here.
 #include <CLI/CLI.hpp>
 
+#include "bench/ann_bench.h"
 #include "bench/blas_env.h"
 #include "bench/flat_bench.h"
 
@@ -12,6 +13,7 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   int exit_code = 0;
   shoal::bench::RegisterFlatCommand(app, &exit_code);
+  shoal::bench::RegisterAnnCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

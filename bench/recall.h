@@ -10,9 +10,12 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "shoal/dataset.h"
+#include "shoal/types.h"
 
 namespace shoal::bench {
 
@@ -37,6 +40,26 @@ Neighbors FromIntMatrix(const IntMatrix& m);
 // is within (1 + tie_epsilon) of truth's k-th distance, so equally close points swapped at
 // the boundary are not misses. Queries beyond min(found.nq, truth.nq) are ignored.
 double RecallAtK(const Neighbors& found, const Neighbors& truth, size_t k, double tie_epsilon = -1);
+
+// The metric of an ann-benchmarks `distance` name: euclidean/l2, angular/cosine,
+// ip/inner_product; InvalidArgument (naming the dataset) for any other.
+absl::StatusOr<Metric> MetricOfDataset(const AnnDataset& ds);
+
+// The distance ann-benchmarks reports for `metric`, in double precision: Euclidean (not
+// squared) for kL2, 1 - cos for kCosine, -<q,x> for kInnerProduct.
+double TrueDistance(const float* q, const float* x, size_t dim, Metric metric);
+
+// Overwrites found.distances with TrueDistance of each returned id (ids < 0 keep 0), so that
+// systems with different distance conventions are judged by the same numbers.
+void SetTrueDistances(const Matrix& base, const Matrix& queries, Metric metric, Neighbors* found);
+
+// ann-benchmarks' recall@k: a returned item is a hit when its true distance is at most the
+// query's true k-th distance + epsilon (kth_distance[q], same units as TrueDistance); recall
+// is the mean over queries of hits / k. Unlike ann-benchmarks, an id returned twice for one
+// query counts once (a correct system never does that; a buggy one must not gain by it).
+// Queries beyond min(found.nq, kth_distance.size()) are ignored.
+double AnnBenchmarksRecall(const Neighbors& found, std::span<const double> kth_distance, size_t k,
+                           double epsilon = 1e-3);
 
 }  // namespace shoal::bench
 

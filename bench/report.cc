@@ -3,13 +3,16 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/synchronization/mutex.h"
 
 namespace shoal::bench {
 namespace {
@@ -59,6 +62,56 @@ absl::StatusOr<BatchTiming> TimeBatches(size_t queries, size_t batch,
   }
   timing.total_seconds = NowSeconds() - start;
   return timing;
+}
+
+absl::StatusOr<BatchTiming> TimeClients(
+    size_t queries, size_t batch, int threads, const std::function<void(int)>& on_thread_start,
+    const std::function<absl::Status(int, size_t, size_t)>& search) {
+  BatchTiming timing;
+  timing.queries = queries;
+  timing.batch = std::max<size_t>(batch, 1);
+  threads = std::max(threads, 1);
+  std::vector<std::vector<double>> call_us(threads);
+  absl::Mutex mu;
+  absl::Status first_error;
+  std::atomic<bool> failed{false};
+  auto client = [&](int t) {
+    on_thread_start(t);
+    const size_t begin = queries * t / threads, end = queries * (t + 1) / threads;
+    for (size_t first = begin; first < end && !failed.load(); first += timing.batch) {
+      const size_t n = std::min(timing.batch, end - first);
+      const double t0 = NowSeconds();
+      absl::Status status = search(t, first, n);
+      call_us[t].push_back((NowSeconds() - t0) * 1e6);
+      if (!status.ok()) {
+        absl::MutexLock lock(&mu);
+        if (first_error.ok()) first_error = status;
+        failed = true;
+      }
+    }
+  };
+  const double start = NowSeconds();
+  if (threads == 1) {
+    client(0);  // no thread hop: the caller's thread is the one client
+  } else {
+    std::vector<std::thread> pool;
+    for (int t = 0; t < threads; ++t) pool.emplace_back(client, t);
+    for (std::thread& th : pool) th.join();
+  }
+  timing.total_seconds = NowSeconds() - start;
+  if (!first_error.ok()) return first_error;
+  for (const std::vector<double>& us : call_us) {
+    timing.call_us.insert(timing.call_us.end(), us.begin(), us.end());
+  }
+  return timing;
+}
+
+std::optional<double> QpsAtRecall(std::span<const RecallQps> points, double r) {
+  std::optional<double> best;
+  for (const RecallQps& p : points) {
+    if (p.recall >= r && (!best || p.qps > *best)) best = p.qps;
+  }
+  return best;
 }
 
 CsvWriter::~CsvWriter() {

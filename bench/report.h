@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -44,6 +45,26 @@ struct BatchTiming {
 // timing each call; stops at the first error.
 absl::StatusOr<BatchTiming> TimeBatches(size_t queries, size_t batch,
                                         const std::function<absl::Status(size_t, size_t)>& search);
+
+// ann-benchmarks' client protocol: `threads` client threads each take a contiguous slice of
+// [0, queries) and issue search(thread, first, n) calls of up to `batch` queries one after
+// another (batch 1: single queries), each call timed. on_thread_start(thread) runs first in
+// each thread, untimed (e.g. to pin a library's own thread pool to 1). total_seconds is the
+// wall time of the whole pass, so Qps() = queries / wall. Returns the first error any thread
+// hit (the others stop at their next call).
+absl::StatusOr<BatchTiming> TimeClients(
+    size_t queries, size_t batch, int threads, const std::function<void(int)>& on_thread_start,
+    const std::function<absl::Status(int, size_t, size_t)>& search);
+
+// One point of a parameter sweep.
+struct RecallQps {
+  double recall = 0;
+  double qps = 0;
+};
+
+// ann-benchmarks' reading of a sweep at recall r: the best QPS among the points whose recall
+// is at least r (the Pareto frontier's value there); nullopt when no point reaches r.
+std::optional<double> QpsAtRecall(std::span<const RecallQps> points, double r);
 
 // One CSV result row; unset optionals are written as empty fields.
 struct ResultRow {

@@ -14,28 +14,41 @@
 
 namespace shoal::bench {
 
-absl::StatusOr<std::unique_ptr<ShoalCollection>> ShoalCollection::Create(const Options& options,
-                                                                         uint32_t dim,
-                                                                         Metric metric) {
-  const char* tmp = getenv("TMPDIR");
-  std::string pattern = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/shoal_bench_XXXXXX");
-  if (mkdtemp(pattern.data()) == nullptr) {
-    return absl::InternalError(absl::StrCat("mkdtemp ", pattern, ": ", std::strerror(errno)));
+absl::StatusOr<std::unique_ptr<ShoalCollection>> ShoalCollection::Create(
+    const Options& options, uint32_t dim, Metric metric, const std::string& keep_dir) {
+  std::string dir = keep_dir;
+  if (dir.empty()) {
+    const char* tmp = getenv("TMPDIR");
+    dir = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/shoal_bench_XXXXXX");
+    if (mkdtemp(dir.data()) == nullptr) {
+      return absl::InternalError(absl::StrCat("mkdtemp ", dir, ": ", std::strerror(errno)));
+    }
   }
-  absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(pattern + "/db", options);
+  const bool remove_dir = keep_dir.empty();
+  absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(dir + "/db", options);
   if (!db.ok()) {
     std::error_code ignored;
-    std::filesystem::remove_all(pattern, ignored);
+    if (remove_dir) std::filesystem::remove_all(dir, ignored);
     return db.status();
   }
-  std::unique_ptr<ShoalCollection> c(new ShoalCollection(pattern, std::move(*db), dim));
-  SHOAL_RETURN_IF_ERROR(
-      c->db_->CreateCollection({.name = kName, .dimension = dim, .metric = metric}));
+  std::unique_ptr<ShoalCollection> c(new ShoalCollection(dir, remove_dir, std::move(*db), dim));
+  absl::Status created =
+      c->db_->CreateCollection({.name = kName, .dimension = dim, .metric = metric});
+  if (absl::IsAlreadyExists(created) && !remove_dir) {
+    SHOAL_ASSIGN_OR_RETURN(CollectionInfo info, c->db_->DescribeCollection(kName));
+    if (info.spec.dimension != dim || info.spec.metric != metric) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(dir, ": collection '", kName, "' has another dimension or metric"));
+    }
+    return c;
+  }
+  SHOAL_RETURN_IF_ERROR(created);
   return c;
 }
 
 ShoalCollection::~ShoalCollection() {
   db_.reset();  // close before removing the files
+  if (!remove_dir_) return;
   std::error_code ignored;
   std::filesystem::remove_all(dir_, ignored);
 }
@@ -56,13 +69,13 @@ absl::Status ShoalCollection::Load(const Matrix& base, size_t batch) {
 }
 
 absl::Status ShoalCollection::Search(const float* queries, size_t n, size_t k, Neighbors* out,
-                                     size_t first) {
+                                     size_t first, SearchParams params) {
   if (out->k < k || first + n > out->nq) {
     return absl::InvalidArgumentError("ShoalCollection::Search: output too small");
   }
+  params.k = static_cast<uint32_t>(k);
   SHOAL_ASSIGN_OR_RETURN(std::vector<std::vector<Hit>> hits,
-                         db_->Search(kName, std::span<const float>(queries, n * dim_),
-                                     {.k = static_cast<uint32_t>(k)}));
+                         db_->Search(kName, std::span<const float>(queries, n * dim_), params));
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = 0; j < k; ++j) {
       const bool found = j < hits[i].size();

@@ -1,0 +1,245 @@
+#include "bench/ann_bench.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <functional>
+#include <map>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "base/status_macros.h"
+#include "bench/blas_env.h"
+#include "bench/ground_truth.h"
+#include "bench/recall.h"
+#include "bench/report.h"
+#include "bench/sweep.h"
+
+namespace shoal::bench {
+namespace {
+
+constexpr size_t kK = 10;  // ann-benchmarks' recall@10
+constexpr double kRecallTargets[] = {0.90, 0.95, 0.99};
+
+using SystemFactory = std::function<absl::StatusOr<std::unique_ptr<AnnSystem>>()>;
+
+// Every system the bench knows, by CSV name. A new peer is one entry here.
+absl::StatusOr<std::vector<std::pair<std::string, SystemFactory>>> KnownSystems(
+    const AnnBenchOptions& o) {
+  SHOAL_ASSIGN_OR_RETURN(std::vector<double> efs, ParseNumberList(o.hnsw_ef, "--hnsw-ef"));
+  SHOAL_ASSIGN_OR_RETURN(std::vector<double> nprobes,
+                         ParseNumberList(o.faiss_nprobe, "--faiss-nprobe"));
+  std::vector<int> ef_ints(efs.begin(), efs.end());
+  const std::string nlist = absl::StrCat(o.faiss_nlist);
+  auto faiss = [&](std::string name, std::string factory) {
+    return std::make_pair(
+        name, SystemFactory([=, &o]() -> absl::StatusOr<std::unique_ptr<AnnSystem>> {
+          return MakeFaissSystem(name, factory, o.faiss_train_rows, "nprobe", nprobes);
+        }));
+  };
+  return std::vector<std::pair<std::string, SystemFactory>>{
+      {"shoal", [&o] { return MakeShoalSystem(o.shoal); }},
+      {"hnswlib",
+       [&o, ef_ints]() -> absl::StatusOr<std::unique_ptr<AnnSystem>> {
+         return MakeHnswSystem(o.hnsw_m, o.hnsw_ef_construction, ef_ints);
+       }},
+      faiss("faiss-ivf-flat", absl::StrCat("IVF", nlist, ",Flat")),
+  };
+}
+
+struct PointResult {
+  double recall = 0;
+  BatchTiming timing;
+  IoCounters io;  // summed over the queries of the kept timed pass
+};
+
+// One pass of all nq queries split over the client threads.
+absl::StatusOr<BatchTiming> Pass(AnnSystem& sys, const AnnBenchOptions& o, const Matrix& queries,
+                                 size_t nq, Neighbors* out, IoCounters* io) {
+  std::vector<IoCounters> per_thread(o.threads);
+  SHOAL_ASSIGN_OR_RETURN(BatchTiming timing,
+                         TimeClients(
+                             nq, o.batch, o.threads, [&](int) { sys.PrepareClientThread(); },
+                             [&](int t, size_t first, size_t n) {
+                               return sys.Search(queries.Row(first), n, kK, out, first,
+                                                 &per_thread[t]);
+                             }));
+  *io = IoCounters();
+  for (const IoCounters& c : per_thread) io->Add(c);
+  return timing;
+}
+
+// Warm-up pass, then --runs timed passes; the fastest is kept (ann-benchmarks: best of runs).
+absl::StatusOr<PointResult> RunPoint(AnnSystem& sys, const AnnBenchOptions& o, const AnnDataset& ds,
+                                     const GroundTruth& gt, Metric metric, size_t nq) {
+  Neighbors found(nq, kK);
+  IoCounters io;
+  SHOAL_RETURN_IF_ERROR(Pass(sys, o, ds.test, nq, &found, &io).status());
+  PointResult best;
+  for (int run = 0; run < std::max(o.runs, 1); ++run) {
+    SHOAL_ASSIGN_OR_RETURN(BatchTiming timing, Pass(sys, o, ds.test, nq, &found, &io));
+    if (run == 0 || timing.total_seconds < best.timing.total_seconds) {
+      best.timing = std::move(timing);
+      best.io = io;
+    }
+  }
+  // Judge every system by recomputed true distances, as ann-benchmarks does.
+  SetTrueDistances(ds.train, ds.test, metric, &found);
+  best.recall = AnnBenchmarksRecall(found, gt.kth_distance, kK);
+  return best;
+}
+
+// Builds one system, sweeps its points, prints and writes them; returns its (recall, qps).
+absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchOptions& o,
+                                                 const AnnDataset& ds, const GroundTruth& gt,
+                                                 Metric metric, size_t nq, CsvWriter& csv) {
+  SHOAL_ASSIGN_OR_RETURN(BuildInfo build, sys.Build(ds.train, metric, o.threads));
+  const double ram = sys.RamBytes();
+  std::printf("\n== %s (%s): build %.2f s", sys.name().c_str(), sys.build_params().c_str(),
+              build.build_seconds);
+  if (build.load_seconds > 0) std::printf(", load %.2f s", build.load_seconds);
+  std::printf(", index RAM %.1f MiB\n", ram / (1 << 20));
+  if (!build.note.empty()) std::printf("   NOTE: %s\n", build.note.c_str());
+  std::printf("   %-34s %8s %10s %9s %9s %12s %10s %10s\n", "params", "recall", "QPS", "p50 us",
+              "p99 us", "bytes/query", "posts/q", "cache/q");
+  std::fflush(stdout);
+  std::vector<RecallQps> curve;
+  const std::vector<std::string> points = sys.points();
+  for (size_t p = 0; p < points.size(); ++p) {
+    SHOAL_RETURN_IF_ERROR(sys.SetParams(p));
+    SHOAL_ASSIGN_OR_RETURN(PointResult r, RunPoint(sys, o, ds, gt, metric, nq));
+    const double per_q = 1.0 / static_cast<double>(nq);
+    std::printf("   %-34s %8.4f %10.1f %9.1f %9.1f %12.0f %10.2f %10.2f\n", points[p].c_str(),
+                r.recall, r.timing.Qps(), r.timing.CallPercentileUs(50),
+                r.timing.CallPercentileUs(99), r.io.bytes_read * per_q, r.io.postings_read * per_q,
+                r.io.cache_hits * per_q);
+    std::fflush(stdout);
+    curve.push_back({r.recall, r.timing.Qps()});
+    std::string params = absl::StrCat("dataset=", o.dataset, ";queries=", nq, ";batch=", o.batch,
+                                      ";", sys.build_params(), ";", points[p]);
+    SHOAL_RETURN_IF_ERROR(csv.Write({.system = sys.name(),
+                                     .params = params,
+                                     .threads = o.threads,
+                                     .recall_at_10 = r.recall,
+                                     .qps = r.timing.Qps(),
+                                     .p50_us = r.timing.CallPercentileUs(50),
+                                     .p99_us = r.timing.CallPercentileUs(99),
+                                     .index_ram_bytes = ram,
+                                     .build_seconds = build.build_seconds,
+                                     .bytes_read_per_query = r.io.bytes_read * per_q}));
+  }
+  return curve;
+}
+
+std::string QpsCell(std::optional<double> qps) {
+  return qps ? absl::StrFormat("%.0f", *qps) : std::string("n/a");
+}
+
+void PrintSummary(const std::vector<std::pair<std::string, std::vector<RecallQps>>>& curves,
+                  int threads) {
+  std::printf("\nQPS at recall@10 >= (best point reaching it; %d client thread%s)\n", threads,
+              threads == 1 ? "" : "s");
+  std::printf("  %-24s %10s %10s %10s\n", "system", "0.90", "0.95", "0.99");
+  for (const auto& [name, curve] : curves) {
+    std::printf("  %-24s", name.c_str());
+    for (double r : kRecallTargets) std::printf(" %10s", QpsCell(QpsAtRecall(curve, r)).c_str());
+    std::printf("\n");
+  }
+  const std::vector<RecallQps>* shoal = nullptr;
+  for (const auto& [name, curve] : curves) {
+    if (name == "shoal") shoal = &curve;
+  }
+  if (shoal == nullptr) return;
+  for (const auto& [name, curve] : curves) {
+    if (name == "shoal") continue;
+    std::printf("  %-24s", absl::StrCat("shoal / ", name).c_str());
+    for (double r : kRecallTargets) {
+      std::optional<double> a = QpsAtRecall(*shoal, r), b = QpsAtRecall(curve, r);
+      std::printf(" %10s", a && b ? absl::StrFormat("%.3fx", *a / *b).c_str() : "n/a");
+    }
+    std::printf("\n");
+  }
+}
+
+}  // namespace
+
+absl::Status RunAnnBench(const AnnBenchOptions& o) {
+  if (o.threads < 1 || o.batch == 0 || o.runs < 1) {
+    return absl::InvalidArgumentError("--threads, --batch and --runs must be at least 1");
+  }
+  SHOAL_ASSIGN_OR_RETURN(auto known, KnownSystems(o));
+  std::vector<std::pair<std::string, SystemFactory>> chosen;
+  for (absl::string_view want : absl::StrSplit(o.systems, ',', absl::SkipWhitespace())) {
+    auto it =
+        std::find_if(known.begin(), known.end(), [&](const auto& s) { return s.first == want; });
+    if (it == known.end()) {
+      return absl::InvalidArgumentError(absl::StrCat("--systems: unknown system '", want, "'"));
+    }
+    chosen.push_back(*it);
+  }
+  const double t0 = NowSeconds();
+  SHOAL_ASSIGN_OR_RETURN(AnnDataset ds, LoadDataset(o.dataset));
+  SHOAL_ASSIGN_OR_RETURN(Metric metric, MetricOfDataset(ds));
+  const size_t nq = o.queries == 0 ? ds.test.rows : std::min(o.queries, ds.test.rows);
+  if (nq == 0) return absl::InvalidArgumentError(absl::StrCat(ds.name, ": no test queries"));
+  std::printf("dataset %s: %zu x %zu base, %zu queries, %s (loaded in %.2f s)\n", ds.name.c_str(),
+              ds.train.rows, ds.train.cols, nq, ds.distance.c_str(), NowSeconds() - t0);
+  std::printf("client threads=%d batch=%zu runs=%d | openblas: %s\n", o.threads, o.batch, o.runs,
+              BlasDescription().c_str());
+  const double t1 = NowSeconds();
+  SHOAL_ASSIGN_OR_RETURN(GroundTruth gt,
+                         LoadGroundTruth(ds, o.dataset, nq, metric, kK,
+                                         o.cache_dir.empty() ? DefaultCacheDir() : o.cache_dir));
+  std::printf("ground truth: %s (%.2f s)\n", gt.source.c_str(), NowSeconds() - t1);
+  std::fflush(stdout);
+  CsvWriter csv;
+  if (!o.csv.empty()) SHOAL_RETURN_IF_ERROR(csv.Open(o.csv));
+  std::vector<std::pair<std::string, std::vector<RecallQps>>> curves;
+  for (const auto& [name, make] : chosen) {
+    SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<AnnSystem> sys, make());
+    SHOAL_ASSIGN_OR_RETURN(std::vector<RecallQps> curve,
+                           RunSystem(*sys, o, ds, gt, metric, nq, csv));
+    curves.emplace_back(name, std::move(curve));
+  }  // each system is destroyed before the next is built
+  PrintSummary(curves, o.threads);
+  if (!o.csv.empty()) std::printf("appended rows to %s\n", o.csv.c_str());
+  return absl::OkStatus();
+}
+
+void RegisterAnnCommand(CLI::App& app, int* exit_code) {
+  auto o = std::make_shared<AnnBenchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "ann", "ann-benchmarks protocol: Shoal vs hnswlib vs FAISS IVF, recall@10 vs QPS sweeps");
+  cmd->add_option("--dataset", o->dataset,
+                  "fashion-mnist[:DIR] | PATH.hdf5 | synthetic:n=..,d=..,q=..,clusters=..,seed=..")
+      ->capture_default_str();
+  cmd->add_option("--queries", o->queries, "test queries to run (0 = all)")->capture_default_str();
+  cmd->add_option("--threads", o->threads, "client threads, each issuing its own queries")
+      ->capture_default_str();
+  cmd->add_option("--batch", o->batch, "queries per Search call")->capture_default_str();
+  cmd->add_option("--runs", o->runs, "timed passes per point (best kept)")->capture_default_str();
+  cmd->add_option("--systems", o->systems, "comma-separated: shoal, hnswlib, faiss-ivf-flat")
+      ->capture_default_str();
+  cmd->add_option("--csv", o->csv, "append one row per sweep point to this CSV file");
+  cmd->add_option("--cache-dir", o->cache_dir, "ground-truth cache (default ~/.cache/shoal_bench)");
+  cmd->add_option("--shoal-spec", o->shoal.spec, "DB::BuildIndex spec")->capture_default_str();
+  cmd->add_option("--shoal-sweep", o->shoal.sweep, "grid of SearchParams")->capture_default_str();
+  cmd->add_option("--data", o->shoal.data_dir, "keep Shoal's DB in this directory (reused)");
+  cmd->add_option("--load-batch", o->shoal.load_batch, "records per Upsert")->capture_default_str();
+  cmd->add_option("--hnsw-m", o->hnsw_m, "hnswlib M")->capture_default_str();
+  cmd->add_option("--hnsw-ef-construction", o->hnsw_ef_construction, "hnswlib ef_construction")
+      ->capture_default_str();
+  cmd->add_option("--hnsw-ef", o->hnsw_ef, "hnswlib ef sweep")->capture_default_str();
+  cmd->add_option("--faiss-nlist", o->faiss_nlist, "IVF lists (4*sqrt(n) is the usual rule)")
+      ->capture_default_str();
+  cmd->add_option("--faiss-train-rows", o->faiss_train_rows, "IVF training rows (0 = all)")
+      ->capture_default_str();
+  cmd->add_option("--faiss-nprobe", o->faiss_nprobe, "FAISS nprobe sweep")->capture_default_str();
+  cmd->callback([o, exit_code] {
+    absl::Status status = RunAnnBench(*o);
+    if (!status.ok()) std::fprintf(stderr, "shoal_bench ann: %s\n", status.ToString().c_str());
+    *exit_code = status.ok() ? 0 : 1;
+  });
+}
+
+}  // namespace shoal::bench

@@ -1,0 +1,49 @@
+// `shoal_bench ann`: the ann-benchmarks protocol on one machine, in one run. Builds Shoal
+// (DB API + BuildIndex), hnswlib and FAISS IVF-Flat on a dataset's train set, sweeps each
+// one's search parameters, and for every point measures ann-benchmarks' recall@10 against
+// exact ground truth, QPS of T client threads issuing single queries (or --batch N), per-call
+// p50/p99 latency and, for Shoal, SSD bytes/postings read per query. Prints per system QPS at
+// recall 0.90 / 0.95 / 0.99 and Shoal's ratio to each peer; appends one CSV row per point.
+//
+//   shoal_bench ann --dataset fashion-mnist --threads 1 --csv ann.csv
+//   shoal_bench ann --dataset synthetic:n=2000000,d=128,seed=1 --systems shoal,faiss-ivf-flat
+#ifndef SHOAL_BENCH_ANN_BENCH_H_
+#define SHOAL_BENCH_ANN_BENCH_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "bench/ann_system.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace shoal::bench {
+
+struct AnnBenchOptions {
+  std::string dataset = "fashion-mnist";  // any shoal::LoadDataset spec
+  size_t queries = 1000;                  // first N test queries; 0 = all
+  int threads = 1;                        // client threads (and build threads)
+  size_t batch = 1;                       // queries per Search call (ann-benchmarks: 1)
+  int runs = 1;                           // timed passes per point; the fastest is kept
+  std::string systems = "shoal,hnswlib,faiss-ivf-flat";
+  std::string csv;        // append one row per sweep point when set
+  std::string cache_dir;  // ground-truth cache (default DefaultCacheDir())
+  ShoalSystemOptions shoal;
+  int hnsw_m = 16;
+  int hnsw_ef_construction = 200;
+  std::string hnsw_ef = "10,20,40,80,120,200,400,600,800";
+  size_t faiss_nlist = 1024;
+  size_t faiss_train_rows = 0;  // 0 = the whole train set
+  std::string faiss_nprobe = "1,2,4,8,16,32,64,128,256";
+};
+
+absl::Status RunAnnBench(const AnnBenchOptions& options);
+
+// Adds the `ann` subcommand; when it runs, its exit status goes to *exit_code.
+void RegisterAnnCommand(CLI::App& app, int* exit_code);
+
+}  // namespace shoal::bench
+
+#endif  // SHOAL_BENCH_ANN_BENCH_H_

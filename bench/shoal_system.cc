@@ -1,0 +1,122 @@
+// Shoal as an `ann` bench system: vectors loaded through the public DB API, the index built
+// with DB::BuildIndex, and SearchParams (max_postings x pruning_ratio) swept.
+
+#include <cstdio>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "bench/ann_system.h"
+#include "bench/report.h"
+#include "bench/shoal_collection.h"
+#include "bench/sweep.h"
+
+namespace shoal::bench {
+namespace {
+
+class ShoalSystem : public AnnSystem {
+ public:
+  ShoalSystem(ShoalSystemOptions options, std::vector<GridPoint> grid)
+      : options_(std::move(options)), grid_(std::move(grid)) {}
+
+  std::string name() const override { return "shoal"; }
+  std::string build_params() const override {
+    if (index_ == options_.spec) return absl::StrCat("index=", index_);
+    return absl::StrCat("index=", index_, ";fallback_from=", options_.spec);
+  }
+
+  absl::StatusOr<BuildInfo> Build(const Matrix& train, Metric metric, int threads) override {
+    Options db_options;
+    // Each client thread runs its own queries on one core, like every peer here.
+    db_options.search_threads = 1;
+    SHOAL_ASSIGN_OR_RETURN(
+        collection_, ShoalCollection::Create(db_options, static_cast<uint32_t>(train.cols), metric,
+                                             options_.data_dir));
+    BuildInfo info;
+    SHOAL_ASSIGN_OR_RETURN(CollectionInfo before,
+                           collection_->db().DescribeCollection(ShoalCollection::kName));
+    const double t0 = NowSeconds();
+    if (options_.data_dir.empty() || before.num_vectors != train.rows) {
+      SHOAL_RETURN_IF_ERROR(collection_->Load(train, options_.load_batch));
+    } else {
+      info.note = absl::StrCat("reused the ", train.rows, " vectors in ", options_.data_dir, ". ");
+    }
+    info.load_seconds = NowSeconds() - t0;
+    const double t1 = NowSeconds();
+    absl::Status built = collection_->db().BuildIndex(ShoalCollection::kName, options_.spec);
+    info.build_seconds = NowSeconds() - t1;
+    index_ = options_.spec;
+    if (!built.ok()) {
+      // The SSD index is still being written: measure exact search until it lands, loudly.
+      absl::StrAppend(&info.note, "BuildIndex(\"", options_.spec, "\") failed (", built.ToString(),
+                      "): FELL BACK TO flat, sweep skipped");
+      SHOAL_RETURN_IF_ERROR(collection_->db().BuildIndex(ShoalCollection::kName, "flat"));
+      index_ = "flat";
+      info.build_seconds = 0;
+    }
+    return info;
+  }
+
+  std::vector<std::string> points() const override {
+    if (index_ == "flat") return {"exact"};
+    std::vector<std::string> out;
+    for (const GridPoint& p : grid_) out.push_back(GridPointString(p));
+    return out;
+  }
+
+  absl::Status SetParams(size_t point) override {
+    params_ = SearchParams();
+    if (index_ == "flat") return absl::OkStatus();
+    if (point >= grid_.size()) return absl::OutOfRangeError("ShoalSystem::SetParams");
+    for (const auto& [key, value] : grid_[point]) {
+      if (key == "max_postings") params_.max_postings = static_cast<uint32_t>(value);
+      if (key == "pruning_ratio") params_.pruning_ratio = static_cast<float>(value);
+    }
+    return absl::OkStatus();
+  }
+
+  absl::Status Search(const float* queries, size_t n, size_t k, Neighbors* out, size_t first,
+                      IoCounters* counters) override {
+    SearchStats stats;
+    SearchParams params = params_;
+    params.stats = &stats;
+    SHOAL_RETURN_IF_ERROR(collection_->Search(queries, n, k, out, first, params));
+    counters->Add({.bytes_read = stats.bytes_read,
+                   .postings_read = stats.postings_read,
+                   .cache_hits = stats.cache_hits,
+                   .vectors_scored = stats.vectors_scored});
+    return absl::OkStatus();
+  }
+
+  // As Shoal reports it: CollectionInfo::index_ram_bytes (centroids, navigator, caches; for
+  // flat the vectors held in RAM).
+  double RamBytes() const override {
+    if (!collection_) return 0;
+    absl::StatusOr<CollectionInfo> info =
+        collection_->db().DescribeCollection(ShoalCollection::kName);
+    return info.ok() ? static_cast<double>(info->index_ram_bytes) : 0;
+  }
+
+ private:
+  ShoalSystemOptions options_;
+  std::vector<GridPoint> grid_;
+  std::unique_ptr<ShoalCollection> collection_;
+  std::string index_;
+  SearchParams params_;
+};
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<AnnSystem>> MakeShoalSystem(const ShoalSystemOptions& options) {
+  SHOAL_ASSIGN_OR_RETURN(std::vector<GridPoint> grid, ParseGrid(options.sweep));
+  for (const GridPoint& p : grid) {
+    for (const auto& [key, value] : p) {
+      if (key != "max_postings" && key != "pruning_ratio") {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--shoal-sweep: unknown key '", key, "' (max_postings, pruning_ratio)"));
+      }
+    }
+  }
+  return std::unique_ptr<AnnSystem>(new ShoalSystem(options, std::move(grid)));
+}
+
+}  // namespace shoal::bench
