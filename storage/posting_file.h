@@ -1,0 +1,95 @@
+// The posting file: each posting's payload stored as an extent of whole 4 KiB pages. The payload
+// is cut into kPagePayload-byte pieces, each sealed in its own page (page_format.h; owner = the
+// posting id, sequence = the page's index within the posting); a posting's pages are contiguous.
+// An empty payload still takes one page, so every extent can be read and checked.
+//
+// The file is append-only for now (copy-on-write tails and frees come with updates). The posting
+// directory (posting -> extent) lives in RocksDB and is written by the index after Sync().
+//
+//   SHOAL_ASSIGN_OR_RETURN(auto w, PostingFileWriter::Create(path));
+//   SHOAL_ASSIGN_OR_RETURN(Extent e, w->Append(posting_id, payload));
+//   SHOAL_RETURN_IF_ERROR(w->Sync());
+//   ... later, through a BlockReader of the same path:
+//   reader->ReadBatch({ExtentRequest(e)}, [&](size_t, std::span<const uint8_t> pages) {
+//     return DecodePosting(pages, e, posting_id, reader->path(), &payload);
+//   });
+#ifndef SHOAL_STORAGE_POSTING_FILE_H_
+#define SHOAL_STORAGE_POSTING_FILE_H_
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "storage/block_reader.h"
+#include "storage/page_format.h"
+
+namespace shoal::storage {
+
+// Where a posting lives: pages [first_page, first_page + num_pages) holding `bytes` of payload.
+struct Extent {
+  uint64_t first_page = 0;
+  uint32_t num_pages = 0;
+  uint32_t bytes = 0;
+};
+
+inline bool operator==(const Extent& a, const Extent& b) {
+  return a.first_page == b.first_page && a.num_pages == b.num_pages && a.bytes == b.bytes;
+}
+
+// Pages a payload of `bytes` takes (at least one).
+inline uint32_t PostingPages(uint64_t bytes) {
+  return bytes == 0 ? 1 : static_cast<uint32_t>((bytes + kPagePayload - 1) / kPagePayload);
+}
+
+// The read that fetches an extent.
+inline ReadRequest ExtentRequest(const Extent& e) {
+  return {e.first_page * kPageSize, e.num_pages * static_cast<uint32_t>(kPageSize)};
+}
+
+// Appends postings to one file through an ordinary (buffered) descriptor. Thread-safe (calls are
+// serialised). Data is durable only after Sync() returns OK.
+class PostingFileWriter {
+ public:
+  // Creates or truncates `path`. Internal on I/O errors.
+  static absl::StatusOr<std::unique_ptr<PostingFileWriter>> Create(const std::string& path);
+  // Opens an existing file and appends after its last whole page (a torn partial page at the
+  // end, left by a crash, is skipped, never overwritten). NotFound if it does not exist.
+  static absl::StatusOr<std::unique_ptr<PostingFileWriter>> OpenForAppend(const std::string& path);
+  ~PostingFileWriter();
+
+  // Writes `payload` as a new extent at the end of the file. InvalidArgument if the payload is
+  // 4 GiB or more; Internal (errno text) on write errors, after which the writer refuses writes
+  // (FailedPrecondition) since the file's tail is unknown.
+  absl::StatusOr<Extent> Append(uint64_t posting_id, std::span<const uint8_t> payload);
+  // fdatasync: every extent returned so far is durable.
+  absl::Status Sync();
+  // Bytes of the file including everything appended (a multiple of kPageSize).
+  uint64_t size_bytes() const;
+  const std::string& path() const { return path_; }
+
+ private:
+  PostingFileWriter(int fd, std::string path, uint64_t next_page);
+
+  const int fd_;
+  const std::string path_;
+  mutable absl::Mutex mu_;
+  uint64_t next_page_ ABSL_GUARDED_BY(mu_);
+  absl::Status failed_ ABSL_GUARDED_BY(mu_);
+};
+
+// Checks every page of `pages` (the extent as read: extent.num_pages * kPageSize bytes from file
+// offset extent.first_page * kPageSize) and appends the payload to *out. DataLoss naming `path`
+// and the page's file offset when a page is corrupt, belongs elsewhere or holds the wrong amount
+// of payload; InvalidArgument when `pages` has the wrong size for the extent.
+absl::Status DecodePosting(std::span<const uint8_t> pages, const Extent& extent,
+                           uint64_t posting_id, const std::string& path, std::vector<uint8_t>* out);
+
+}  // namespace shoal::storage
+
+#endif  // SHOAL_STORAGE_POSTING_FILE_H_

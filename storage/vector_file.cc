@@ -1,0 +1,265 @@
+#include "storage/vector_file.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "storage/page_format.h"
+
+namespace shoal::storage {
+namespace {
+
+constexpr size_t kMaxDirtyPages = 4096;  // 16 MiB buffered before a write-out.
+
+absl::Status ErrnoStatus(const std::string& what, const std::string& path, int err) {
+  std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(err));
+  if (err == ENOENT) return absl::NotFoundError(msg);
+  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(msg);
+  return absl::InternalError(msg);
+}
+
+uint32_t BitmapBytes(uint32_t slots) { return slots > 1 ? (slots + 7) / 8 : 0; }
+
+}  // namespace
+
+uint32_t VectorFile::SlotsPerPage(uint32_t dim) {
+  const size_t vec = 4 * static_cast<size_t>(dim);
+  uint32_t s = static_cast<uint32_t>(kPagePayload / vec);
+  while (s > 1 && s * vec + BitmapBytes(s) > kPagePayload) --s;
+  return s;
+}
+
+uint32_t VectorFile::PagesPerVector(uint32_t dim) {
+  const size_t vec = 4 * static_cast<size_t>(dim);
+  return vec <= kPagePayload ? 1 : static_cast<uint32_t>((vec + kPagePayload - 1) / kPagePayload);
+}
+
+VectorFile::VectorFile(int fd, std::string path, uint32_t dim, uint64_t file_pages,
+                       std::unique_ptr<BlockReader> reader)
+    : fd_(fd),
+      path_(std::move(path)),
+      dim_(dim),
+      slots_(SlotsPerPage(dim)),
+      pages_per_(PagesPerVector(dim)),
+      file_pages_(file_pages),
+      reader_(std::move(reader)) {}
+
+VectorFile::~VectorFile() { ::close(fd_); }
+
+absl::StatusOr<std::unique_ptr<VectorFile>> VectorFile::Create(const std::string& path,
+                                                               uint32_t dim, IoBackend io) {
+  return Make(path, dim, io, /*create=*/true);
+}
+
+absl::StatusOr<std::unique_ptr<VectorFile>> VectorFile::Open(const std::string& path, uint32_t dim,
+                                                             IoBackend io) {
+  return Make(path, dim, io, /*create=*/false);
+}
+
+absl::StatusOr<std::unique_ptr<VectorFile>> VectorFile::Make(const std::string& path, uint32_t dim,
+                                                             IoBackend io, bool create) {
+  if (dim == 0 || dim > (1u << 28)) {
+    return absl::InvalidArgumentError(absl::StrCat("vector file ", path, ": bad dim ", dim));
+  }
+  const int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0);
+  int fd = ::open(path.c_str(), flags, 0644);
+  if (fd < 0) return ErrnoStatus(create ? "create" : "open", path, errno);
+  struct stat st;
+  if (::fstat(fd, &st) != 0) {
+    const int err = errno;
+    ::close(fd);
+    return ErrnoStatus("stat", path, err);
+  }
+  auto reader = BlockReader::Open(path, io);
+  if (!reader.ok()) {
+    ::close(fd);
+    return reader.status();
+  }
+  // A torn partial page at the end (crash mid-write) is ignored: its ids read as NotFound.
+  const uint64_t pages = static_cast<uint64_t>(st.st_size) / kPageSize;
+  return std::unique_ptr<VectorFile>(new VectorFile(fd, path, dim, pages, *std::move(reader)));
+}
+
+uint32_t VectorFile::PayloadBytes(uint32_t piece) const {
+  const size_t vec = 4 * static_cast<size_t>(dim_);
+  if (slots_ > 0) return static_cast<uint32_t>(slots_ * vec + BitmapBytes(slots_));
+  return static_cast<uint32_t>(std::min(kPagePayload, vec - piece * kPagePayload));
+}
+
+absl::StatusOr<uint8_t*> VectorFile::DirtyPage(uint64_t page, bool load) {
+  auto it = dirty_.find(page);
+  if (it != dirty_.end()) return it->second.get();
+  auto buf = std::make_unique<uint8_t[]>(kPageSize);
+  std::memset(buf.get(), 0, kPageSize);
+  if (load && page < file_pages_.load(std::memory_order_relaxed)) {
+    ssize_t n;
+    do {
+      n = ::pread(fd_, buf.get(), kPageSize, static_cast<off_t>(page * kPageSize));
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) return ErrnoStatus("read", path_, errno);
+    if (n == static_cast<ssize_t>(kPageSize) && !PageIsZero(buf.get())) {
+      if (absl::Status s =
+              CheckPage(buf.get(), PageKind::kVector, page, 0, path_, page * kPageSize);
+          !s.ok()) {
+        return s;
+      }
+    } else {
+      std::memset(buf.get(), 0, kPageSize);
+    }
+  }
+  uint8_t* p = buf.get();
+  dirty_.emplace(page, std::move(buf));
+  return p;
+}
+
+absl::Status VectorFile::Put(uint64_t id, const float* vector) {
+  absl::MutexLock lock(&mu_);
+  if (!failed_.ok()) return failed_;
+  const size_t vec = 4 * static_cast<size_t>(dim_);
+  const auto* src = reinterpret_cast<const uint8_t*>(vector);
+  if (slots_ > 0) {
+    const uint64_t page_no = id / slots_;
+    const uint32_t slot = static_cast<uint32_t>(id % slots_);
+    absl::StatusOr<uint8_t*> page = DirtyPage(page_no, /*load=*/slots_ > 1);
+    if (!page.ok()) return page.status();
+    uint8_t* payload = *page + kPageHeader;
+    std::memcpy(payload + slot * vec, src, vec);
+    if (slots_ > 1) payload[slots_ * vec + slot / 8] |= static_cast<uint8_t>(1u << (slot % 8));
+  } else {
+    for (uint32_t piece = 0; piece < pages_per_; ++piece) {
+      absl::StatusOr<uint8_t*> page = DirtyPage(id * pages_per_ + piece, /*load=*/false);
+      if (!page.ok()) return page.status();
+      std::memcpy(*page + kPageHeader, src + piece * kPagePayload, PayloadBytes(piece));
+    }
+  }
+  if (dirty_.size() >= kMaxDirtyPages) return Flush();
+  return absl::OkStatus();
+}
+
+absl::Status VectorFile::Flush() {
+  // Seal, then write each run of consecutive dirty pages with one pwrite.
+  std::vector<uint8_t> run;
+  uint64_t run_start = 0, max_page = 0;
+  auto write_run = [&]() -> absl::Status {
+    size_t done = 0;
+    while (done < run.size()) {
+      ssize_t w = ::pwrite(fd_, run.data() + done, run.size() - done,
+                           static_cast<off_t>(run_start * kPageSize + done));
+      if (w < 0 && errno == EINTR) continue;
+      if (w < 0) return failed_ = ErrnoStatus("write", path_, errno);
+      done += static_cast<size_t>(w);
+    }
+    run.clear();
+    return absl::OkStatus();
+  };
+  for (auto& [page_no, page] : dirty_) {
+    if (slots_ > 0) {
+      SealPage(page.get(), PageKind::kVector, page_no, 0, PayloadBytes(0));
+    } else {
+      const uint32_t piece = static_cast<uint32_t>(page_no % pages_per_);
+      SealPage(page.get(), PageKind::kVector, page_no / pages_per_, piece, PayloadBytes(piece));
+    }
+    if (!run.empty() && page_no != run_start + run.size() / kPageSize) {
+      if (absl::Status s = write_run(); !s.ok()) return s;
+    }
+    if (run.empty()) run_start = page_no;
+    run.insert(run.end(), page.get(), page.get() + kPageSize);
+    max_page = page_no;
+  }
+  if (!run.empty()) {
+    if (absl::Status s = write_run(); !s.ok()) return s;
+  }
+  if (!dirty_.empty() && max_page + 1 > file_pages_.load()) file_pages_.store(max_page + 1);
+  dirty_.clear();
+  return absl::OkStatus();
+}
+
+absl::Status VectorFile::Sync() {
+  absl::MutexLock lock(&mu_);
+  if (!failed_.ok()) return failed_;
+  if (absl::Status s = Flush(); !s.ok()) return s;
+  if (::fdatasync(fd_) != 0) return failed_ = ErrnoStatus("fdatasync", path_, errno);
+  return absl::OkStatus();
+}
+
+uint64_t VectorFile::bytes_read() const { return reader_->bytes_read(); }
+
+absl::Status VectorFile::ReadBatch(std::span<const uint64_t> ids, const VectorCallback& on_vector) {
+  const uint64_t file_pages = file_pages_.load();
+  // (first page, index into ids), sorted so that ids sharing a page form one group and the
+  // reads go out in file order.
+  std::vector<std::pair<uint64_t, size_t>> order(ids.size());
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const uint64_t first = slots_ > 0 ? ids[i] / slots_ : ids[i] * pages_per_;
+    if (first + pages_per_ > file_pages) {
+      return absl::NotFoundError(absl::StrCat(path_, ": vector ", ids[i], " not found"));
+    }
+    order[i] = {first, i};
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<ReadRequest> requests;
+  std::vector<size_t> group_begin;  // Into `order`; one group per request, plus an end mark.
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (i == 0 || order[i].first != order[i - 1].first) {
+      requests.push_back(
+          {order[i].first * kPageSize, pages_per_ * static_cast<uint32_t>(kPageSize)});
+      group_begin.push_back(i);
+    }
+  }
+  group_begin.push_back(order.size());
+
+  auto check = [&](const uint8_t* page, uint64_t page_no, uint64_t owner, uint32_t seq,
+                   uint64_t id) -> absl::Status {
+    absl::Status s = CheckPage(page, PageKind::kVector, owner, seq, path_, page_no * kPageSize);
+    if (!s.ok() && PageIsZero(page)) {
+      return absl::NotFoundError(absl::StrCat(path_, ": vector ", id, " not found"));
+    }
+    if (s.ok() && PagePayloadBytes(page) != PayloadBytes(seq)) {
+      return absl::DataLossError(absl::StrCat(path_, ": page at offset ", page_no * kPageSize,
+                                              ": payload size ", PagePayloadBytes(page),
+                                              ", expected ", PayloadBytes(seq), " for dim ", dim_));
+    }
+    return s;
+  };
+  const size_t vec = 4 * static_cast<size_t>(dim_);
+  std::vector<float> joined(slots_ > 0 ? 0 : dim_);  // A large vector, put back together.
+  return reader_->ReadBatch(requests, [&](size_t r, std::span<const uint8_t> bytes) {
+    const uint64_t page_no = requests[r].offset / kPageSize;
+    if (slots_ > 0) {
+      const uint64_t first_id = ids[order[group_begin[r]].second];
+      if (absl::Status s = check(bytes.data(), page_no, page_no, 0, first_id); !s.ok()) return s;
+      const uint8_t* payload = bytes.data() + kPageHeader;
+      for (size_t g = group_begin[r]; g < group_begin[r + 1]; ++g) {
+        const size_t i = order[g].second;
+        const uint32_t slot = static_cast<uint32_t>(ids[i] % slots_);
+        if (slots_ > 1 && !(payload[slots_ * vec + slot / 8] & (1u << (slot % 8)))) {
+          return absl::NotFoundError(absl::StrCat(path_, ": vector ", ids[i], " not found"));
+        }
+        // Slots start 4-byte aligned in an aligned page buffer.
+        auto* v = reinterpret_cast<const float*>(payload + slot * vec);
+        if (absl::Status s = on_vector(i, v); !s.ok()) return s;
+      }
+      return absl::OkStatus();
+    }
+    const uint64_t id = page_no / pages_per_;
+    auto* dst = reinterpret_cast<uint8_t*>(joined.data());
+    for (uint32_t piece = 0; piece < pages_per_; ++piece) {
+      const uint8_t* page = bytes.data() + piece * kPageSize;
+      if (absl::Status s = check(page, page_no + piece, id, piece, id); !s.ok()) return s;
+      std::memcpy(dst + piece * kPagePayload, page + kPageHeader, PayloadBytes(piece));
+    }
+    for (size_t g = group_begin[r]; g < group_begin[r + 1]; ++g) {
+      if (absl::Status s = on_vector(order[g].second, joined.data()); !s.ok()) return s;
+    }
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace shoal::storage

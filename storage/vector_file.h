@@ -1,0 +1,103 @@
+// The full-precision vector file: one fixed slot of `dim` floats per internal id, stored once
+// (never replicated across postings), in checksummed 4 KiB pages (page_format.h, kind kVector).
+//
+// Layout, chosen so that no vector straddles a page unless it must:
+// - Small vectors (4*dim <= kPagePayload): SlotsPerPage(dim) slots per page; id lives in page
+//   id / slots, slot id % slots. SlotsPerPage is floor(kPagePayload / (4*dim)), less a few where
+//   a page holds several slots and their presence bitmap (ceil(slots/8) bytes after the slots)
+//   would not fit. Page owner = page number, sequence 0.
+// - Large vectors (4*dim > kPagePayload): each id takes PagesPerVector(dim) =
+//   ceil(4*dim / kPagePayload) consecutive pages starting at id * PagesPerVector(dim);
+//   owner = id, sequence = piece.
+// Reading an id that was never written gives NotFound (slot bit clear, hole, or past the end).
+//
+//   SHOAL_ASSIGN_OR_RETURN(auto vf, VectorFile::Create(path, 128, IoBackend::kAuto));
+//   for (...) SHOAL_RETURN_IF_ERROR(vf->Put(id, v));
+//   SHOAL_RETURN_IF_ERROR(vf->Sync());
+//   SHOAL_RETURN_IF_ERROR(vf->ReadBatch(ids, [&](size_t i, const float* v) { ...; return OK; }));
+//
+// Thread safety: Put and Sync are serialised by a mutex. ReadBatch may be called from any
+// number of threads; it sees the vectors Put before the last Sync() (Put buffers pages in
+// memory and writes them out when 16 MiB are dirty, so later ones may or may not be visible
+// before Sync()). A ReadBatch racing with the write-out of a page it reads may see a torn page
+// (DataLoss); build, Sync, then read.
+#ifndef SHOAL_STORAGE_VECTOR_FILE_H_
+#define SHOAL_STORAGE_VECTOR_FILE_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "storage/block_reader.h"
+
+namespace shoal::storage {
+
+class VectorFile {
+ public:
+  using VectorCallback = std::function<absl::Status(size_t index, const float* vector)>;
+
+  // Creates (truncating) or opens `path` for vectors of `dim` floats (dim >= 1), read through
+  // `io` (see BlockReader::Open). Open: NotFound when the file does not exist.
+  static absl::StatusOr<std::unique_ptr<VectorFile>> Create(const std::string& path, uint32_t dim,
+                                                            IoBackend io);
+  static absl::StatusOr<std::unique_ptr<VectorFile>> Open(const std::string& path, uint32_t dim,
+                                                          IoBackend io);
+  ~VectorFile();
+
+  // Stores `vector` (dim floats) as id's slot; ids may come in any order; a later Put of the same
+  // id replaces it. Internal/ResourceExhausted on write errors; DataLoss when the page holding
+  // the slot is corrupt on disk.
+  absl::Status Put(uint64_t id, const float* vector);
+  // Writes out buffered pages and fdatasyncs: every Put so far is durable and readable.
+  absl::Status Sync();
+
+  // Reads all ids with one batched read (pages shared by several ids are read once) and calls
+  // on_vector(i, vector of ids[i]) as pages arrive, in any order; the pointer is valid only
+  // during the call. NotFound naming the id when one was never written (checked before any
+  // read where the id lies past the end of the file); DataLoss naming the file and page offset
+  // for a corrupt page; BlockReader errors; or the first error returned by on_vector.
+  absl::Status ReadBatch(std::span<const uint64_t> ids, const VectorCallback& on_vector);
+
+  uint64_t bytes_read() const;
+  uint32_t dim() const { return dim_; }
+  const std::string& path() const { return path_; }
+  std::string backend() const { return reader_->backend(); }
+
+  // Layout (see above). SlotsPerPage is 0 for large vectors; PagesPerVector is 1 for small.
+  static uint32_t SlotsPerPage(uint32_t dim);
+  static uint32_t PagesPerVector(uint32_t dim);
+
+ private:
+  VectorFile(int fd, std::string path, uint32_t dim, uint64_t file_pages,
+             std::unique_ptr<BlockReader> reader);
+  static absl::StatusOr<std::unique_ptr<VectorFile>> Make(const std::string& path, uint32_t dim,
+                                                          IoBackend io, bool create);
+  // A page to modify in memory: loaded from disk when it exists there.
+  absl::StatusOr<uint8_t*> DirtyPage(uint64_t page, bool load) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status Flush() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  uint32_t PayloadBytes(uint32_t piece) const;
+
+  const int fd_;  // Buffered read/write descriptor of the writer.
+  const std::string path_;
+  const uint32_t dim_;
+  const uint32_t slots_;              // 0: large vectors.
+  const uint32_t pages_per_;          // Pages per vector (1 for small).
+  std::atomic<uint64_t> file_pages_;  // Whole pages written out.
+  std::unique_ptr<BlockReader> reader_;
+  absl::Mutex mu_;
+  // Pages not yet written out: page number -> page bytes (header sealed at write-out).
+  std::map<uint64_t, std::unique_ptr<uint8_t[]>> dirty_ ABSL_GUARDED_BY(mu_);
+  absl::Status failed_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace shoal::storage
+
+#endif  // SHOAL_STORAGE_VECTOR_FILE_H_
