@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <string_view>
 
 #include "absl/strings/str_cat.h"
 
@@ -65,7 +66,12 @@ absl::StatusOr<std::unique_ptr<BlockReader>> BlockReader::Open(const std::string
     return err == ENOENT ? absl::NotFoundError(msg) : absl::InternalError(msg);
   }
   if (backend != IoBackend::kPread) {
-    auto uring = internal::NewUringReader(fd, direct, path, max_in_flight);
+    // SHOAL_IO_URING=off makes io_uring look unavailable (tests; operators ruling it out).
+    const char* env = std::getenv("SHOAL_IO_URING");
+    auto uring = env != nullptr && std::string_view(env) == "off"
+                     ? absl::StatusOr<std::unique_ptr<BlockReader>>(
+                           absl::UnavailableError("io_uring disabled by SHOAL_IO_URING=off"))
+                     : internal::NewUringReader(fd, direct, path, max_in_flight);
     if (uring.ok() || backend == IoBackend::kIoUring) {
       if (!uring.ok()) ::close(fd);
       return uring;

@@ -52,7 +52,8 @@ class BlockReader {
   using ReadCallback = std::function<absl::Status(size_t index, std::span<const uint8_t> bytes)>;
 
   // Opens `path` for reading. kAuto: io_uring when the kernel allows it, else pread (logs
-  // nothing; backend() says which). kIoUring: Unavailable when the kernel refuses io_uring.
+  // nothing; backend() says which). kIoUring: Unavailable when the kernel refuses io_uring
+  // (or the environment variable SHOAL_IO_URING=off says to act as if it did).
   // NotFound when the file does not exist; Internal for other open errors.
   // max_in_flight (1..4096) bounds the reads one ReadBatch keeps in flight (io_uring).
   static absl::StatusOr<std::unique_ptr<BlockReader>> Open(const std::string& path,

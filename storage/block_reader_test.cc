@@ -197,6 +197,17 @@ TEST_F(BackendAgreementTest, AutoPicksIoUringWhereAvailable) {
   EXPECT_THAT(reader->backend(), ::testing::AnyOf("io_uring", "pread"));
 }
 
+TEST_F(BackendAgreementTest, WithoutIoUringAutoFallsBackAndIoUringIsUnavailable) {
+  setenv("SHOAL_IO_URING", "off", 1);
+  auto fallback = BlockReader::Open(path_, IoBackend::kAuto);
+  auto refused = BlockReader::Open(path_, IoBackend::kIoUring);
+  unsetenv("SHOAL_IO_URING");
+  ASSERT_TRUE(fallback.ok()) << fallback.status();
+  EXPECT_EQ((*fallback)->backend(), "pread");
+  ReadAndCompare(**fallback, RandomRequests(13, 10, 2));
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kUnavailable);
+}
+
 TEST(BlockReaderOpenTest, MissingFileIsNotFound) {
   EXPECT_EQ(BlockReader::Open("/nonexistent/shoal/file", IoBackend::kAuto).status().code(),
             absl::StatusCode::kNotFound);

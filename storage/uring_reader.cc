@@ -28,6 +28,15 @@ constexpr size_t kMinSlot = 16 << 10;
 constexpr size_t kMaxSlot = 1 << 20;
 constexpr size_t kMaxArena = 4 << 20;
 
+// One read in flight.
+struct Op {
+  size_t index = 0;
+  uint8_t* buf = nullptr;
+  uint32_t done = 0;
+  int64_t slot = -1;  // -1: `own` holds the buffer.
+  AlignedBuffer own;
+};
+
 struct Ring {
   io_uring ring{};
   bool initialized = false;
@@ -36,19 +45,12 @@ struct Ring {
   AlignedBuffer arena;
   size_t slot_bytes = 0;
   std::vector<uint32_t> free_slots;
+  std::vector<Op> ops;  // max_in_flight of them, reused by every batch.
+  std::vector<uint32_t> free_ops;
 
   ~Ring() {
     if (initialized) io_uring_queue_exit(&ring);
   }
-};
-
-// One read in flight.
-struct Op {
-  size_t index = 0;
-  uint8_t* buf = nullptr;
-  uint32_t done = 0;
-  int64_t slot = -1;  // -1: `own` holds the buffer.
-  AlignedBuffer own;
 };
 
 absl::StatusOr<std::unique_ptr<Ring>> NewRingFor(int fd, uint32_t max_in_flight) {
@@ -61,6 +63,7 @@ absl::StatusOr<std::unique_ptr<Ring>> NewRingFor(int fd, uint32_t max_in_flight)
         absl::StrCat("io_uring_queue_init(", entries, "): ", std::strerror(-rc)));
   }
   ring->initialized = true;
+  ring->ops.resize(max_in_flight);
   ring->file_registered = io_uring_register_files(&ring->ring, &fd, 1) == 0;
   return ring;
 }
@@ -151,9 +154,12 @@ absl::Status UringReader::ReadBatch(std::span<const ReadRequest> requests,
   for (const ReadRequest& q : requests) largest = std::max(largest, q.length);
   EnsureSlots(r, std::min<size_t>(largest, kMaxSlot));
 
-  std::vector<Op> ops(std::min<size_t>(max_in_flight_, requests.size()));
-  std::vector<uint32_t> free_ops(ops.size());
-  for (size_t i = 0; i < ops.size(); ++i) free_ops[i] = static_cast<uint32_t>(ops.size() - 1 - i);
+  std::vector<Op>& ops = r.ops;
+  std::vector<uint32_t>& free_ops = r.free_ops;
+  free_ops.clear();
+  for (size_t i = std::min(ops.size(), requests.size()); i-- > 0;) {
+    free_ops.push_back(static_cast<uint32_t>(i));
+  }
   size_t next = 0, in_flight = 0;
   size_t io_error_index = std::numeric_limits<size_t>::max();
   absl::Status io_error, cb_error;

@@ -65,7 +65,7 @@ absl::StatusOr<std::unique_ptr<VectorFile>> VectorFile::Open(const std::string& 
 
 absl::StatusOr<std::unique_ptr<VectorFile>> VectorFile::Make(const std::string& path, uint32_t dim,
                                                              IoBackend io, bool create) {
-  if (dim == 0 || dim > (1u << 28)) {
+  if (dim == 0 || dim > kMaxDim) {
     return absl::InvalidArgumentError(absl::StrCat("vector file ", path, ": bad dim ", dim));
   }
   const int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0);
@@ -120,6 +120,9 @@ absl::StatusOr<uint8_t*> VectorFile::DirtyPage(uint64_t page, bool load) {
 }
 
 absl::Status VectorFile::Put(uint64_t id, const float* vector) {
+  if (id > kMaxId) {
+    return absl::InvalidArgumentError(absl::StrCat(path_, ": vector id ", id, " > ", kMaxId));
+  }
   absl::MutexLock lock(&mu_);
   if (!failed_.ok()) return failed_;
   const size_t vec = 4 * static_cast<size_t>(dim_);
@@ -197,6 +200,9 @@ absl::Status VectorFile::ReadBatch(std::span<const uint64_t> ids, const VectorCa
   // reads go out in file order.
   std::vector<std::pair<uint64_t, size_t>> order(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
+    if (ids[i] > kMaxId) {
+      return absl::NotFoundError(absl::StrCat(path_, ": vector ", ids[i], " not found"));
+    }
     const uint64_t first = slots_ > 0 ? ids[i] / slots_ : ids[i] * pages_per_;
     if (first + pages_per_ > file_pages) {
       return absl::NotFoundError(absl::StrCat(path_, ": vector ", ids[i], " not found"));

@@ -44,17 +44,22 @@ class VectorFile {
  public:
   using VectorCallback = std::function<absl::Status(size_t index, const float* vector)>;
 
-  // Creates (truncating) or opens `path` for vectors of `dim` floats (dim >= 1), read through
-  // `io` (see BlockReader::Open). Open: NotFound when the file does not exist.
+  // Creates (truncating) or opens `path` for vectors of `dim` floats (1 <= dim <= kMaxDim, else
+  // InvalidArgument), read through `io` (see BlockReader::Open). Open: NotFound when the file
+  // does not exist.
   static absl::StatusOr<std::unique_ptr<VectorFile>> Create(const std::string& path, uint32_t dim,
                                                             IoBackend io);
   static absl::StatusOr<std::unique_ptr<VectorFile>> Open(const std::string& path, uint32_t dim,
                                                           IoBackend io);
   ~VectorFile();
 
+  // Ids are below 2^40 (so that page offsets cannot overflow).
+  static constexpr uint64_t kMaxId = (uint64_t{1} << 40) - 1;
+  static constexpr uint32_t kMaxDim = 1 << 16;
+
   // Stores `vector` (dim floats) as id's slot; ids may come in any order; a later Put of the same
-  // id replaces it. Internal/ResourceExhausted on write errors; DataLoss when the page holding
-  // the slot is corrupt on disk.
+  // id replaces it. InvalidArgument for an id > kMaxId; Internal/ResourceExhausted on write errors;
+  // DataLoss when the page holding the slot is corrupt on disk.
   absl::Status Put(uint64_t id, const float* vector);
   // Writes out buffered pages and fdatasyncs: every Put so far is durable and readable.
   absl::Status Sync();
