@@ -1,6 +1,8 @@
 #include "db/collection.h"
 
+#include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -13,6 +15,19 @@ index::Metric IndexMetric(Metric m) {
   return m == Metric::kL2 ? index::Metric::kL2 : index::Metric::kInnerProduct;
 }
 
+// Merges `extra` into `found` query by query, keeping the k closest (ties: smaller id).
+void MergeInto(std::vector<std::vector<index::Neighbor>>* found,
+               const std::vector<std::vector<index::Neighbor>>& extra, size_t k) {
+  for (size_t i = 0; i < found->size(); ++i) {
+    auto& f = (*found)[i];
+    f.insert(f.end(), extra[i].begin(), extra[i].end());
+    std::sort(f.begin(), f.end(), [](const index::Neighbor& a, const index::Neighbor& b) {
+      return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
+    });
+    if (f.size() > k) f.resize(k);
+  }
+}
+
 void Normalize(const float* v, size_t n, float* out) {
   double norm = 0;
   for (size_t i = 0; i < n; ++i) norm += static_cast<double>(v[i]) * v[i];
@@ -23,40 +38,38 @@ void Normalize(const float* v, size_t n, float* out) {
 }  // namespace
 
 Collection::Collection(storage::RecordStore* store, const storage::StoredCollection& meta,
-                       const Options& options)
+                       const Options& options, const std::string& index_root)
     : store_(store),
       id_(meta.id),
       spec_(meta.spec),
       options_(options),
+      index_root_(index_root),
       next_internal_id_(meta.next_internal_id),
-      index_(meta.spec.dimension, IndexMetric(meta.spec.metric)) {}
+      flat_(meta.spec.dimension, IndexMetric(meta.spec.metric)) {}
 
 absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(storage::RecordStore* store,
                                                              const storage::StoredCollection& meta,
-                                                             const Options& options) {
-  auto c = std::unique_ptr<Collection>(new Collection(store, meta, options));
+                                                             const Options& options,
+                                                             const std::string& index_root) {
+  auto c = std::unique_ptr<Collection>(new Collection(store, meta, options, index_root));
   absl::MutexLock write_lock(&c->write_mu_);
   absl::MutexLock lock(&c->mu_);
-  std::vector<float> scratch;
-  SHOAL_RETURN_IF_ERROR(store->ScanRecords(meta.id, [&](uint64_t iid, Record&& r) {
-    if (r.vector.size() != meta.spec.dimension) {
-      return absl::DataLossError(absl::StrCat("collection '", meta.spec.name, "' record id ", iid,
-                                              " has dimension ", r.vector.size()));
-    }
-    c->index_.Add(iid, c->IndexForm(r.vector, &scratch));
-    c->id_of_.emplace(r.key, iid);
-    c->key_of_.emplace(iid, std::move(r.key));
-    // Ids at or above the stored counter can only come from a counter lost with a torn catalog
-    // row; never hand them out again.
-    c->next_internal_id_ = std::max(c->next_internal_id_, iid + 1);
-    return absl::OkStatus();
-  }));
+  SHOAL_ASSIGN_OR_RETURN(std::optional<storage::StoredIndex> stored, store->LoadIndex(meta.id));
+  if (stored.has_value()) {
+    SHOAL_RETURN_IF_ERROR(c->LoadWithIndex(*stored));
+  } else {
+    SHOAL_RETURN_IF_ERROR(c->LoadAll());
+  }
   return c;
 }
 
 CollectionInfo Collection::Info() const {
   absl::ReaderMutexLock lock(&mu_);
-  return CollectionInfo{spec_, index_.size(), "flat"};
+  CollectionInfo info{spec_, id_of_.size()};
+  info.index = spann_ ? index::SpannSpecString(spann_->manifest().options) : "flat";
+  info.index_ram_bytes = flat_.MemoryBytes() + (spann_ ? spann_->MemoryBytes() : 0);
+  info.unindexed_vectors = spann_ ? flat_.size() : 0;
+  return info;
 }
 
 const float* Collection::IndexForm(const std::vector<float>& v, std::vector<float>* scratch) const {
@@ -86,9 +99,15 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
       ids[i] = is_new[i] ? next++ : it->second;
     }
   }
+  std::vector<bool> stale(records.size());
   auto batch = store_->NewBatch();
-  for (size_t i = 0; i < records.size(); ++i) {
-    batch.PutRecord(id_, ids[i], records[i], is_new[i]);
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    for (size_t i = 0; i < records.size(); ++i) {
+      batch.PutRecord(id_, ids[i], records[i], is_new[i]);
+      stale[i] = !is_new[i] && InSpann(ids[i]) && !stale_.contains(ids[i]);
+      if (stale[i]) batch.MarkStale(id_, ids[i]);
+    }
   }
   if (next != next_internal_id_) batch.SetNextInternalId(id_, next);
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
@@ -97,7 +116,8 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
   std::vector<float> scratch;
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < records.size(); ++i) {
-    index_.Add(ids[i], IndexForm(records[i].vector, &scratch));
+    flat_.Add(ids[i], IndexForm(records[i].vector, &scratch));
+    if (stale[i]) stale_.insert(ids[i]);
     if (is_new[i]) {
       id_of_.emplace(records[i].key, ids[i]);
       key_of_.emplace(ids[i], records[i].key);
@@ -138,13 +158,15 @@ absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
       if (it == id_of_.end() || !seen.emplace(it->second, true).second) continue;
       ids.push_back(it->second);
       batch.DeleteRecord(id_, it->second, key);
+      if (InSpann(it->second) && !stale_.contains(it->second)) batch.MarkStale(id_, it->second);
     }
   }
   if (ids.empty()) return 0;
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
   absl::MutexLock lock(&mu_);
   for (uint64_t iid : ids) {
-    index_.Remove(iid);
+    flat_.Remove(iid);
+    if (InSpann(iid)) stale_.insert(iid);
     auto k = key_of_.find(iid);
     id_of_.erase(k->second);
     key_of_.erase(k);
@@ -166,7 +188,17 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
   }
   const size_t threads = n == 1 ? 1 : options_.search_threads;
   absl::ReaderMutexLock lock(&mu_);
-  std::vector<std::vector<index::Neighbor>> found = index_.Search(q, n, params.k, threads);
+  std::vector<std::vector<index::Neighbor>> found;
+  if (spann_ != nullptr) {
+    index::SpannKnobs knobs;
+    knobs.max_postings = params.max_postings;
+    if (params.pruning_ratio > 0) knobs.pruning_ratio = params.pruning_ratio;
+    SHOAL_ASSIGN_OR_RETURN(found,
+                           spann_->Search(q, n, params.k, knobs, threads, &stale_, params.stats));
+    if (flat_.size() > 0) MergeInto(&found, flat_.Search(q, n, params.k, threads), params.k);
+  } else {
+    found = flat_.Search(q, n, params.k, threads);
+  }
   std::vector<std::vector<Hit>> out(n);
   const float offset = spec_.metric == Metric::kCosine ? 1.0f : 0.0f;  // 1 - cos = 1 + (-ip)
   for (size_t i = 0; i < n; ++i) {
@@ -178,17 +210,19 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
   return out;
 }
 
-absl::Status Collection::BuildIndex(const std::string& spec) {
-  if (spec == "flat") return absl::OkStatus();
-  return absl::InvalidArgumentError(absl::StrCat("spec: unknown index '", spec, "'"));
-}
-
 absl::Status Collection::Drop() {
   absl::MutexLock write_lock(&write_mu_);
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
   storage::StoredCollection meta{id_, spec_, next_internal_id_};
   SHOAL_RETURN_IF_ERROR(store_->DropCollection(meta));
   dropped_ = true;
+  absl::MutexLock lock(&mu_);
+  if (spann_ != nullptr) {
+    const std::string dir = IndexDir(spann_->manifest().generation);
+    spann_.reset();
+    std::error_code ec;
+    std::filesystem::remove_all(dir, ec);  // unreferenced now; a leftover is only garbage
+  }
   return absl::OkStatus();
 }
 

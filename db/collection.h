@@ -1,10 +1,13 @@
-// Collection: one named set of vectors. Owns the in-memory index that answers searches and
-// writes through to the RecordStore (RocksDB) before anything becomes visible.
+// Collection: one named set of vectors. Owns what answers searches — an optional SSD-resident
+// SpannIndex plus an exact FlatIndex of the vectors the SpannIndex does not hold (all of them
+// when there is no SpannIndex) — and writes through to the RecordStore (RocksDB) before anything
+// becomes visible.
 //
 // Write path: validate -> allocate internal ids -> one RocksDB WriteBatch (records, key map,
-// id counter) committed with the caller's sync level -> apply to the index under an exclusive
-// lock. A write that fails to commit changes nothing. Searches take the lock shared, so they see
-// a batch whole or not at all.
+// id counter, stale marks for ids the SpannIndex holds an old copy of) committed with the
+// caller's sync level -> apply to the FlatIndex under an exclusive lock. A write that fails to
+// commit changes nothing. Searches take the lock shared, so they see a batch whole or not at all.
+// Search = SpannIndex (skipping stale ids) merged with the FlatIndex.
 //
 // Thread safety: all methods are thread-safe. Writers to one collection are serialised.
 #ifndef SHOAL_DB_COLLECTION_H_
@@ -13,13 +16,16 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "index/flat_index.h"
+#include "index/spann_index.h"
 #include "shoal/options.h"
 #include "shoal/types.h"
 #include "storage/record_store.h"
@@ -29,9 +35,11 @@ namespace shoal::db {
 class Collection {
  public:
   // Loads the collection's records from `store` (not owned; must outlive the collection).
+  // Index files live under `index_root`/c<id>.g<generation>/.
   static absl::StatusOr<std::unique_ptr<Collection>> Load(storage::RecordStore* store,
                                                           const storage::StoredCollection& meta,
-                                                          const Options& options);
+                                                          const Options& options,
+                                                          const std::string& index_root);
 
   const CollectionSpec& spec() const { return spec_; }
   CollectionInfo Info() const;
@@ -42,7 +50,7 @@ class Collection {
   absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::span<const float> queries,
                                                        const SearchParams& params) const;
 
-  // Builds the index named by `spec` ("flat" only, until the SSD index lands).
+  // Builds the index named by `spec` ("flat" or "spann:..."); writes are held while it builds.
   absl::Status BuildIndex(const std::string& spec);
 
   // Deletes everything durably; later calls get NotFound.
@@ -50,7 +58,19 @@ class Collection {
 
  private:
   Collection(storage::RecordStore* store, const storage::StoredCollection& meta,
-             const Options& options);
+             const Options& options, const std::string& index_root);
+  // Load helpers (collection_index.cc).
+  absl::Status LoadAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_, mu_);
+  absl::Status LoadWithIndex(const storage::StoredIndex& stored)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_, mu_);
+  absl::Status BuildSpann(const std::string& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status DropSpann() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  std::string IndexDir(uint64_t generation) const;
+  // Index RAM: Options::index_ram_bytes_limit minus the fixed parts, for the posting cache.
+  size_t CacheBudget(size_t fixed_bytes) const;
+  bool InSpann(uint64_t iid) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return spann_ != nullptr && iid < indexed_below_;
+  }
   // The vector as the index stores it (unit length for cosine).
   const float* IndexForm(const std::vector<float>& v, std::vector<float>* scratch) const;
   absl::Status CheckNotDropped() const ABSL_SHARED_LOCKS_REQUIRED(write_mu_);
@@ -59,6 +79,7 @@ class Collection {
   const uint32_t id_;
   const CollectionSpec spec_;
   const Options options_;
+  const std::string index_root_;
 
   // Serialises writers: id allocation, commit, apply. Taken before mu_.
   mutable absl::Mutex write_mu_;
@@ -67,7 +88,10 @@ class Collection {
 
   // Guards what searches read.
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(write_mu_);
-  index::FlatIndex index_ ABSL_GUARDED_BY(mu_);
+  index::FlatIndex flat_ ABSL_GUARDED_BY(mu_);  // vectors the SpannIndex does not hold
+  std::unique_ptr<index::SpannIndex> spann_ ABSL_GUARDED_BY(mu_);
+  uint64_t indexed_below_ ABSL_GUARDED_BY(mu_) = 0;           // ids < this were there at build
+  absl::flat_hash_set<uint64_t> stale_ ABSL_GUARDED_BY(mu_);  // SpannIndex copies out of date
   absl::flat_hash_map<Key, uint64_t> id_of_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, Key> key_of_ ABSL_GUARDED_BY(mu_);
 };

@@ -57,6 +57,12 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
     }
   }
   auto db = std::unique_ptr<DBImpl>(new DBImpl(options));
+  db->index_root_ = (fs::path(path) / "index").string();
+  fs::create_directories(db->index_root_, ec);
+  if (ec) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cannot create ", db->index_root_, ": ", ec.message()));
+  }
   storage::StoreOptions store_options;
   store_options.create_if_missing = options.create_if_missing;
   store_options.block_cache_bytes = options.block_cache_bytes;
@@ -65,7 +71,7 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
   absl::MutexLock lock(&db->mu_);
   for (const storage::StoredCollection& meta : catalog) {
     SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Collection> c,
-                           Collection::Load(db->store_.get(), meta, options));
+                           Collection::Load(db->store_.get(), meta, options, db->index_root_));
     db->collections_.emplace(meta.spec.name, std::move(c));
   }
   return std::unique_ptr<DB>(std::move(db));
@@ -96,7 +102,7 @@ absl::Status DBImpl::CreateCollection(const CollectionSpec& spec) {
   }
   SHOAL_ASSIGN_OR_RETURN(storage::StoredCollection meta, store_->CreateCollection(spec));
   SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Collection> c,
-                         Collection::Load(store_.get(), meta, options_));
+                         Collection::Load(store_.get(), meta, options_, index_root_));
   collections_.emplace(spec.name, std::move(c));
   return absl::OkStatus();
 }

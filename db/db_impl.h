@@ -43,6 +43,7 @@ class DBImpl final : public DB {
   absl::StatusOr<std::shared_ptr<Collection>> Find(std::string_view name);
 
   const Options options_;
+  std::string index_root_;  // DIR/index: SSD index files, one directory per build
   std::unique_ptr<storage::RecordStore> store_;  // declared first: destroyed last
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Collection>> collections_ ABSL_GUARDED_BY(mu_);

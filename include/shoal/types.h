@@ -80,6 +80,7 @@ struct SearchParams {
 struct Hit {
   Key key;
   float distance = 0;  // smaller is closer; see Metric
+  friend bool operator==(const Hit&, const Hit&) = default;
 };
 
 }  // namespace shoal

@@ -1,0 +1,192 @@
+// Collection: loading from RocksDB, and building / opening / dropping the SSD-resident index.
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "db/collection.h"
+#include "index/kmeans.h"
+#include "index/spann_builder.h"
+
+namespace shoal::db {
+namespace {
+
+storage::IoBackend IoOf(Options::Io io) {
+  switch (io) {
+    case Options::Io::kIoUring:
+      return storage::IoBackend::kIoUring;
+    case Options::Io::kPread:
+      return storage::IoBackend::kPread;
+    default:
+      return storage::IoBackend::kAuto;
+  }
+}
+
+absl::Status SyncDirectory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return absl::InternalError(absl::StrCat(dir, ": cannot open directory"));
+  const bool ok = ::fsync(fd) == 0;
+  ::close(fd);
+  return ok ? absl::OkStatus() : absl::InternalError(absl::StrCat(dir, ": fsync failed"));
+}
+
+}  // namespace
+
+std::string Collection::IndexDir(uint64_t generation) const {
+  return absl::StrCat(index_root_, "/c", id_, ".g", generation);
+}
+
+size_t Collection::CacheBudget(size_t fixed_bytes) const {
+  if (options_.index_ram_bytes_limit == 0) return options_.posting_cache_bytes;
+  const size_t limit = options_.index_ram_bytes_limit;
+  return fixed_bytes >= limit ? 0 : std::min(options_.posting_cache_bytes, limit - fixed_bytes);
+}
+
+absl::Status Collection::LoadAll() {
+  std::vector<float> scratch;
+  return store_->ScanRecords(id_, [&](uint64_t iid, Record&& r) {
+    if (r.vector.size() != spec_.dimension) {
+      return absl::DataLossError(absl::StrCat("collection '", spec_.name, "' record id ", iid,
+                                              " has dimension ", r.vector.size()));
+    }
+    flat_.Add(iid, IndexForm(r.vector, &scratch));
+    id_of_.emplace(r.key, iid);
+    key_of_.emplace(iid, std::move(r.key));
+    // Ids at or above the stored counter can only come from a counter lost with a torn catalog
+    // row; never hand them out again.
+    next_internal_id_ = std::max(next_internal_id_, iid + 1);
+    return absl::OkStatus();
+  });
+}
+
+// With an index, only records the index does not hold are read back into the FlatIndex: those
+// written after the build (ids >= indexed_below) and rewritten ones (stale marks).
+absl::Status Collection::LoadWithIndex(const storage::StoredIndex& stored) {
+  const std::string where = absl::StrCat("collection '", spec_.name, "' index manifest");
+  SHOAL_ASSIGN_OR_RETURN(index::SpannManifest manifest,
+                         index::DecodeManifest(stored.manifest, where));
+  index::SpannRuntimeOptions runtime{IoOf(options_.io), options_.posting_cache_bytes};
+  SHOAL_ASSIGN_OR_RETURN(spann_, index::SpannIndex::Open(IndexDir(manifest.generation), manifest,
+                                                         stored.postings, runtime));
+  spann_->SetCacheBudget(CacheBudget(spann_->FixedMemoryBytes()));
+  indexed_below_ = manifest.indexed_below;
+  stale_.insert(stored.stale_ids.begin(), stored.stale_ids.end());
+  SHOAL_RETURN_IF_ERROR(store_->ScanKeys(id_, [&](Key&& key, uint64_t iid) {
+    id_of_.emplace(key, iid);
+    key_of_.emplace(iid, std::move(key));
+    next_internal_id_ = std::max(next_internal_id_, iid + 1);
+    return absl::OkStatus();
+  }));
+  std::vector<float> scratch;
+  auto add = [&](uint64_t iid, Record&& r) {
+    if (r.vector.size() != spec_.dimension) {
+      return absl::DataLossError(absl::StrCat("collection '", spec_.name, "' record id ", iid,
+                                              " has dimension ", r.vector.size()));
+    }
+    flat_.Add(iid, IndexForm(r.vector, &scratch));
+    return absl::OkStatus();
+  };
+  SHOAL_RETURN_IF_ERROR(store_->ScanRecords(id_, add, indexed_below_));
+  for (uint64_t iid : stored.stale_ids) {
+    SHOAL_ASSIGN_OR_RETURN(std::optional<Record> r, store_->GetRecord(id_, iid));
+    if (r.has_value()) SHOAL_RETURN_IF_ERROR(add(iid, *std::move(r)));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Collection::BuildIndex(const std::string& spec) {
+  absl::MutexLock write_lock(&write_mu_);
+  SHOAL_RETURN_IF_ERROR(CheckNotDropped());
+  if (spec == "flat") return DropSpann();
+  return BuildSpann(spec);
+}
+
+absl::Status Collection::BuildSpann(const std::string& spec) {
+  SHOAL_ASSIGN_OR_RETURN(index::SpannOptions options, index::ParseSpannSpec(spec));
+  // Every live vector, in index form, read back from RocksDB (the FlatIndex may hold only the
+  // vectors written since the previous build).
+  std::vector<uint64_t> ids;
+  std::vector<float> vectors;
+  std::vector<float> scratch;
+  SHOAL_RETURN_IF_ERROR(store_->ScanRecords(id_, [&](uint64_t iid, Record&& r) {
+    ids.push_back(iid);
+    const float* v = IndexForm(r.vector, &scratch);
+    vectors.insert(vectors.end(), v, v + spec_.dimension);
+    return absl::OkStatus();
+  }));
+  uint64_t generation = 1;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    if (spann_ != nullptr) generation = spann_->manifest().generation + 1;
+  }
+  const std::string dir = IndexDir(generation);
+  std::error_code ec;
+  std::filesystem::remove_all(dir, ec);  // a leftover of a crashed build: never referenced
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return absl::InternalError(absl::StrCat(dir, ": ", ec.message()));
+
+  index::SpannBuildInput input{
+      ids, vectors.data(), spec_.dimension, flat_.metric(), next_internal_id_, generation};
+  auto backend = index::MakeDefaultClusteringBackend(options_.search_threads);
+  SHOAL_ASSIGN_OR_RETURN(index::SpannBuildOutput built,
+                         index::BuildSpann(input, options, dir, *backend, options_.search_threads));
+  SHOAL_RETURN_IF_ERROR(SyncDirectory(dir));
+  SHOAL_RETURN_IF_ERROR(SyncDirectory(index_root_));
+  index::SpannRuntimeOptions runtime{IoOf(options_.io), options_.posting_cache_bytes};
+  SHOAL_ASSIGN_OR_RETURN(auto fresh,
+                         index::SpannIndex::Open(dir, built.manifest, built.postings, runtime));
+  if (options_.index_ram_bytes_limit != 0 &&
+      fresh->FixedMemoryBytes() > options_.index_ram_bytes_limit) {
+    std::filesystem::remove_all(dir, ec);
+    return absl::ResourceExhaustedError(
+        absl::StrCat("spec: the index's centroids need ", fresh->FixedMemoryBytes(),
+                     " bytes, over Options::index_ram_bytes_limit (",
+                     options_.index_ram_bytes_limit, "); lower centroid_ratio"));
+  }
+  fresh->SetCacheBudget(CacheBudget(fresh->FixedMemoryBytes()));
+  // The commit point: from here on a reopen finds the new index.
+  SHOAL_RETURN_IF_ERROR(
+      store_->CommitIndex(id_, index::EncodeManifest(built.manifest), built.postings));
+  std::string old_dir;
+  {
+    absl::MutexLock lock(&mu_);
+    if (spann_ != nullptr) old_dir = IndexDir(spann_->manifest().generation);
+    spann_ = std::move(fresh);
+    indexed_below_ = next_internal_id_;
+    stale_.clear();
+    flat_ = index::FlatIndex(spec_.dimension, flat_.metric());
+  }
+  if (!old_dir.empty()) std::filesystem::remove_all(old_dir, ec);
+  return absl::OkStatus();
+}
+
+absl::Status Collection::DropSpann() {
+  std::string old_dir;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    if (spann_ == nullptr) return absl::OkStatus();
+    old_dir = IndexDir(spann_->manifest().generation);
+  }
+  SHOAL_RETURN_IF_ERROR(store_->ClearIndex(id_));
+  index::FlatIndex all(spec_.dimension, flat_.metric());
+  std::vector<float> scratch;
+  SHOAL_RETURN_IF_ERROR(store_->ScanRecords(id_, [&](uint64_t iid, Record&& r) {
+    all.Add(iid, IndexForm(r.vector, &scratch));
+    return absl::OkStatus();
+  }));
+  {
+    absl::MutexLock lock(&mu_);
+    spann_.reset();
+    stale_.clear();
+    indexed_below_ = 0;
+    flat_ = std::move(all);
+  }
+  std::error_code ec;
+  std::filesystem::remove_all(old_dir, ec);
+  return absl::OkStatus();
+}
+
+}  // namespace shoal::db

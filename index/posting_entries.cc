@@ -1,0 +1,46 @@
+#include "index/posting_entries.h"
+
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace shoal::index {
+
+std::vector<uint8_t> EncodePostingEntries(std::span<const uint64_t> ids,
+                                          std::span<const float* const> vectors, size_t dim) {
+  const uint32_t count = static_cast<uint32_t>(ids.size());
+  const uint32_t d = static_cast<uint32_t>(dim);
+  std::vector<uint8_t> out(8 + count * (8 + dim * sizeof(float)));
+  uint8_t* p = out.data();
+  std::memcpy(p, &count, 4);
+  std::memcpy(p + 4, &d, 4);
+  std::memcpy(p + 8, ids.data(), count * 8);
+  uint8_t* v = p + 8 + count * 8;
+  for (uint32_t i = 0; i < count; ++i) {
+    std::memcpy(v + i * dim * sizeof(float), vectors[i], dim * sizeof(float));
+  }
+  return out;
+}
+
+absl::Status DecodePostingEntries(std::span<const uint8_t> payload, size_t dim,
+                                  const std::string& where, DecodedPosting* out) {
+  uint32_t count = 0, d = 0;
+  if (payload.size() >= 8) {
+    std::memcpy(&count, payload.data(), 4);
+    std::memcpy(&d, payload.data() + 4, 4);
+  }
+  const uint64_t want = 8 + uint64_t{count} * (8 + dim * sizeof(float));
+  if (payload.size() < 8 || d != dim || payload.size() != want) {
+    return absl::DataLossError(
+        absl::StrCat(where, ": posting payload of ", payload.size(), " bytes does not hold ", count,
+                     " entries of dimension ", dim, " (header says dimension ", d, ")"));
+  }
+  out->dim = dim;
+  out->ids.resize(count);
+  out->vectors.resize(size_t{count} * dim);
+  std::memcpy(out->ids.data(), payload.data() + 8, count * 8);
+  std::memcpy(out->vectors.data(), payload.data() + 8 + count * 8, count * dim * sizeof(float));
+  return absl::OkStatus();
+}
+
+}  // namespace shoal::index

@@ -1,0 +1,38 @@
+// The payload of one posting list (the bytes storage/posting_file.h seals into pages):
+//   u32 count | u32 dim | count x u64 internal id | count x dim x f32 vector (index form)
+// Vectors sit contiguously after the ids so a decoded posting is scanned without gathering.
+// Pure functions; thread-safe.
+#ifndef SHOAL_INDEX_POSTING_ENTRIES_H_
+#define SHOAL_INDEX_POSTING_ENTRIES_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace shoal::index {
+
+struct DecodedPosting {
+  size_t dim = 0;
+  std::vector<uint64_t> ids;
+  std::vector<float> vectors;  // ids.size() x dim
+  size_t size() const { return ids.size(); }
+  const float* vector(size_t i) const { return vectors.data() + i * dim; }
+  size_t MemoryBytes() const {
+    return sizeof(*this) + ids.capacity() * sizeof(uint64_t) + vectors.capacity() * sizeof(float);
+  }
+};
+
+// `vectors[i]` points at entry i's dim floats.
+std::vector<uint8_t> EncodePostingEntries(std::span<const uint64_t> ids,
+                                          std::span<const float* const> vectors, size_t dim);
+
+// DataLoss naming `where` when the payload does not hold what its header says.
+absl::Status DecodePostingEntries(std::span<const uint8_t> payload, size_t dim,
+                                  const std::string& where, DecodedPosting* out);
+
+}  // namespace shoal::index
+
+#endif  // SHOAL_INDEX_POSTING_ENTRIES_H_

@@ -1,0 +1,193 @@
+#include "index/spann_index.h"
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "index/spann_builder.h"
+#include "index/topk.h"
+
+namespace shoal::index {
+namespace {
+
+absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
+  std::ostringstream buf;
+  buf << in.rdbuf();
+  if (in.bad()) return absl::InternalError(absl::StrCat(path, ": read failed"));
+  return buf.str();
+}
+
+constexpr size_t kFlatNavigatorMaxPostings = 8192;
+
+}  // namespace
+
+SpannIndex::SpannIndex(SpannManifest manifest, CentroidTree tree,
+                       std::vector<storage::PostingRow> rows,
+                       std::unique_ptr<storage::BlockReader> reader, std::string path,
+                       size_t cache_bytes)
+    : manifest_(std::move(manifest)),
+      tree_(std::move(tree)),
+      rows_(std::move(rows)),
+      reader_(std::move(reader)),
+      posting_path_(std::move(path)),
+      cache_(cache_bytes) {
+  io_backend_ = reader_->backend();
+  const std::string& nav = manifest_.options.navigator;
+  flat_navigator_ =
+      nav == "flat" || (nav == "auto" && tree_.num_leaves() <= kFlatNavigatorMaxPostings);
+}
+
+absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
+    const std::string& dir, const SpannManifest& manifest,
+    std::span<const storage::PostingRow> postings, const SpannRuntimeOptions& options) {
+  const std::string tree_path = absl::StrCat(dir, "/", kCentroidFileName);
+  SHOAL_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(tree_path));
+  SHOAL_ASSIGN_OR_RETURN(CentroidTree tree, CentroidTree::Deserialize(bytes, tree_path));
+  if (tree.num_leaves() != manifest.num_postings || tree.dim() != manifest.dimension) {
+    return absl::DataLossError(absl::StrCat(tree_path, ": ", tree.num_leaves(), " leaves of dim ",
+                                            tree.dim(), ", manifest says ", manifest.num_postings,
+                                            " of dim ", manifest.dimension));
+  }
+  std::vector<storage::PostingRow> rows(manifest.num_postings);
+  std::vector<bool> seen(manifest.num_postings);
+  for (const storage::PostingRow& r : postings) {
+    if (r.posting >= rows.size() || seen[r.posting]) {
+      return absl::DataLossError(absl::StrCat("posting directory: unexpected posting ", r.posting));
+    }
+    seen[r.posting] = true;
+    rows[r.posting] = r;
+  }
+  if (std::find(seen.begin(), seen.end(), false) != seen.end()) {
+    return absl::DataLossError("posting directory: postings missing");
+  }
+  const std::string path = absl::StrCat(dir, "/", kPostingFileName);
+  SHOAL_ASSIGN_OR_RETURN(auto reader, storage::BlockReader::Open(path, options.io));
+  return std::unique_ptr<SpannIndex>(new SpannIndex(manifest, std::move(tree), std::move(rows),
+                                                    std::move(reader), path,
+                                                    options.posting_cache_bytes));
+}
+
+size_t SpannIndex::FixedMemoryBytes() const {
+  return sizeof(*this) + tree_.MemoryBytes() + rows_.capacity() * sizeof(storage::PostingRow);
+}
+
+size_t SpannIndex::MemoryBytes() const { return FixedMemoryBytes() + cache_.charged_bytes(); }
+
+void SpannIndex::Navigate(const float* q, const SpannKnobs& knobs,
+                          std::vector<uint32_t>* postings) const {
+  const size_t m = std::min<size_t>(
+      knobs.max_postings != 0 ? knobs.max_postings : manifest_.options.max_postings,
+      tree_.num_leaves());
+  const float ratio =
+      knobs.pruning_ratio >= 0 ? knobs.pruning_ratio : manifest_.options.pruning_ratio;
+  std::vector<std::pair<float, uint32_t>> nearest;
+  if (flat_navigator_) {
+    TopK<uint32_t> top(m);
+    const float* c = tree_.leaf_centroids();
+    const size_t d = tree_.dim();
+    for (uint32_t p = 0; p < tree_.num_leaves(); ++p) top.Push(L2Sqr(q, c + p * d, d), p);
+    for (const auto& e : top.TakeSorted()) nearest.emplace_back(e.distance, e.id);
+  } else {
+    tree_.NearestLeaves(q, m, std::max<size_t>(manifest_.options.beam, m), &nearest);
+  }
+  postings->clear();
+  const float limit = ratio > 0 && !nearest.empty() ? ratio * std::max(nearest[0].first, 1e-12f)
+                                                    : std::numeric_limits<float>::infinity();
+  for (const auto& [dist, p] : nearest) {
+    if (dist > limit) break;
+    postings->push_back(p);
+  }
+}
+
+absl::Status SpannIndex::SearchOne(const float* q, size_t k, const SpannKnobs& knobs,
+                                   const absl::flat_hash_set<uint64_t>* skip,
+                                   std::vector<Neighbor>* out, SearchStats* stats) const {
+  std::vector<uint32_t> postings;
+  Navigate(q, knobs, &postings);
+  const size_t d = manifest_.dimension;
+  const Metric metric = manifest_.metric;
+  TopK<uint64_t> top(k);
+  absl::flat_hash_set<uint64_t> entered;  // ids pushed into `top` (replicas deduplicated)
+  auto score = [&](const DecodedPosting& p) {
+    stats->vectors_scored += p.size();
+    for (size_t i = 0; i < p.size(); ++i) {
+      const float dist = Distance(metric, q, p.vector(i), d);
+      // Only a candidate that can enter the heap needs the duplicate check: a replica scored
+      // again has the same distance, and the heap's bound only tightens.
+      if (dist > top.Threshold()) continue;
+      if (skip != nullptr && skip->contains(p.ids[i])) continue;
+      if (entered.insert(p.ids[i]).second) top.Push(dist, p.ids[i]);
+    }
+  };
+  std::vector<storage::ReadRequest> reads;
+  std::vector<uint32_t> missing;
+  for (uint32_t p : postings) {
+    if (auto cached = cache_.Lookup(p)) {
+      ++stats->cache_hits;
+      score(*cached);
+    } else {
+      missing.push_back(p);
+      const auto& r = rows_[p];
+      reads.push_back(storage::ExtentRequest({r.first_page, r.num_pages, r.bytes}));
+    }
+  }
+  stats->postings_read += postings.size();
+  if (!reads.empty()) {
+    std::vector<uint8_t> payload;
+    SHOAL_RETURN_IF_ERROR(
+        reader_->ReadBatch(reads, [&](size_t i, std::span<const uint8_t> bytes) -> absl::Status {
+          const storage::PostingRow& r = rows_[missing[i]];
+          stats->bytes_read += bytes.size();
+          payload.clear();
+          SHOAL_RETURN_IF_ERROR(storage::DecodePosting(bytes, {r.first_page, r.num_pages, r.bytes},
+                                                       r.posting, posting_path_, &payload));
+          auto decoded = std::make_shared<DecodedPosting>();
+          SHOAL_RETURN_IF_ERROR(DecodePostingEntries(
+              payload, d, absl::StrCat(posting_path_, " posting ", r.posting), decoded.get()));
+          score(*decoded);
+          const size_t charge = decoded->MemoryBytes();
+          cache_.Insert(missing[i], std::move(decoded), charge);
+          return absl::OkStatus();
+        }));
+  }
+  out->clear();
+  for (const auto& e : top.TakeSorted()) out->push_back({e.id, e.distance});
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
+    const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
+    const absl::flat_hash_set<uint64_t>* skip, SearchStats* stats) const {
+  std::vector<std::vector<Neighbor>> out(n);
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, n);
+  std::vector<SearchStats> per_thread(threads);
+  std::vector<absl::Status> status(threads);
+  auto work = [&](size_t t) {
+    for (size_t i = t; i < n && status[t].ok(); i += threads) {
+      status[t] =
+          SearchOne(queries + i * manifest_.dimension, k, knobs, skip, &out[i], &per_thread[t]);
+    }
+  };
+  std::vector<std::thread> workers;
+  for (size_t t = 1; t < threads; ++t) workers.emplace_back(work, t);
+  work(0);
+  for (auto& w : workers) w.join();
+  for (size_t t = 0; t < threads; ++t) {
+    SHOAL_RETURN_IF_ERROR(status[t]);
+    if (stats != nullptr) {
+      stats->postings_read += per_thread[t].postings_read;
+      stats->vectors_scored += per_thread[t].vectors_scored;
+      stats->bytes_read += per_thread[t].bytes_read;
+      stats->cache_hits += per_thread[t].cache_hits;
+    }
+  }
+  return out;
+}
+
+}  // namespace shoal::index

@@ -1,0 +1,89 @@
+// SpannIndex: searches a built SSD-resident index (see spann_builder.h). Leaf centroids and the
+// centroid tree stay in RAM; posting lists are read from postings.dat through a BlockReader
+// (io_uring with O_DIRECT, or pread) — all of one query's missing postings in one batch — and
+// decoded postings are kept in a byte-budgeted LRU cache.
+//
+// Query: navigator (flat scan of leaf centroids, or best-first descent of the tree) -> the
+// max_postings nearest postings -> query-aware pruning (keep posting i if d_i <= ratio * d_1,
+// squared L2 to the centroids) -> cached or read postings -> exact distances (replicas
+// deduplicated, `skip` ids ignored) -> top-k, ties to the smaller id.
+//
+// Thread safety: Search and MemoryBytes may run concurrently; the index is immutable but for the
+// cache (internally synchronised).
+// Errors: DataLoss (a page fails its checksum: names the file and offset), I/O errors.
+#ifndef SHOAL_INDEX_SPANN_INDEX_H_
+#define SHOAL_INDEX_SPANN_INDEX_H_
+
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "index/centroid_tree.h"
+#include "index/flat_index.h"
+#include "index/posting_entries.h"
+#include "index/spann_options.h"
+#include "shoal/types.h"
+#include "storage/block_reader.h"
+#include "storage/lru_cache.h"
+#include "storage/posting_file.h"
+#include "storage/record_store.h"
+
+namespace shoal::index {
+
+struct SpannRuntimeOptions {
+  storage::IoBackend io = storage::IoBackend::kAuto;
+  size_t posting_cache_bytes = 256u << 20;
+};
+
+struct SpannKnobs {
+  uint32_t max_postings = 0;  // 0 = the manifest's default
+  float pruning_ratio = -1;   // < 0 = the manifest's default; 0 = off
+};
+
+class SpannIndex {
+ public:
+  static absl::StatusOr<std::unique_ptr<SpannIndex>> Open(
+      const std::string& dir, const SpannManifest& manifest,
+      std::span<const storage::PostingRow> postings, const SpannRuntimeOptions& options);
+
+  const SpannManifest& manifest() const { return manifest_; }
+  const CentroidTree& tree() const { return tree_; }
+  const std::string& io_backend() const { return io_backend_; }
+
+  // Top-k of each of `n` queries (index form, row-major), ignoring ids in `skip` (may be null).
+  // Adds what it did to *stats when not null.
+  absl::StatusOr<std::vector<std::vector<Neighbor>>> Search(
+      const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
+      const absl::flat_hash_set<uint64_t>* skip, SearchStats* stats) const;
+
+  // RAM held now: centroid tree + posting directory + cached postings.
+  size_t MemoryBytes() const;
+  // RAM without the cache (what a RAM bound must leave room for).
+  size_t FixedMemoryBytes() const;
+  void SetCacheBudget(size_t bytes) { cache_.SetBudget(bytes); }
+
+ private:
+  SpannIndex(SpannManifest manifest, CentroidTree tree, std::vector<storage::PostingRow> rows,
+             std::unique_ptr<storage::BlockReader> reader, std::string path, size_t cache_bytes);
+  // The postings to scan for one query, nearest first.
+  void Navigate(const float* q, const SpannKnobs& knobs, std::vector<uint32_t>* postings) const;
+  absl::Status SearchOne(const float* q, size_t k, const SpannKnobs& knobs,
+                         const absl::flat_hash_set<uint64_t>* skip, std::vector<Neighbor>* out,
+                         SearchStats* stats) const;
+
+  const SpannManifest manifest_;
+  const CentroidTree tree_;
+  const std::vector<storage::PostingRow> rows_;  // by posting id
+  const std::unique_ptr<storage::BlockReader> reader_;
+  const std::string posting_path_;
+  std::string io_backend_;
+  bool flat_navigator_ = true;
+  mutable storage::ByteLruCache<uint32_t, DecodedPosting> cache_;
+};
+
+}  // namespace shoal::index
+
+#endif  // SHOAL_INDEX_SPANN_INDEX_H_

@@ -1,0 +1,138 @@
+#include "index/spann_options.h"
+
+#include <cmath>
+#include <functional>
+#include <map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+
+namespace shoal::index {
+namespace {
+
+absl::Status Bad(const std::string& key, const std::string& what) {
+  return absl::InvalidArgumentError(absl::StrCat("spec.", key, ": ", what));
+}
+
+template <typename T>
+absl::Status ParseNumber(const std::string& key, const std::string& value, double lo, double hi,
+                         T* out) {
+  double v = 0;
+  if (!absl::SimpleAtod(value, &v) || !std::isfinite(v)) {
+    return Bad(key, absl::StrCat("'", value, "' is not a number"));
+  }
+  if (v < lo || v > hi) return Bad(key, absl::StrCat(value, " is not in ", lo, "..", hi));
+  if (std::is_integral_v<T> && v != std::floor(v)) {
+    return Bad(key, absl::StrCat(value, " is not an integer"));
+  }
+  *out = static_cast<T>(v);
+  return absl::OkStatus();
+}
+
+using Setter = std::function<absl::Status(const std::string&, const std::string&, SpannOptions*)>;
+
+template <typename T>
+Setter Number(T SpannOptions::*field, double lo, double hi) {
+  return [=](const std::string& k, const std::string& v, SpannOptions* o) {
+    return ParseNumber(k, v, lo, hi, &(o->*field));
+  };
+}
+
+const std::map<std::string, Setter>& Setters() {
+  static const auto* setters = new std::map<std::string, Setter>{
+      {"centroid_ratio", Number(&SpannOptions::centroid_ratio, 1e-6, 0.5)},
+      {"replicas", Number(&SpannOptions::replicas, 1, 16)},
+      {"rng_factor", Number(&SpannOptions::rng_factor, 0.01, 100)},
+      {"closure", Number(&SpannOptions::closure, 1, 100)},
+      {"posting_cap", Number(&SpannOptions::posting_cap, 0, 1 << 20)},
+      {"max_postings", Number(&SpannOptions::max_postings, 1, 1 << 20)},
+      {"pruning_ratio", Number(&SpannOptions::pruning_ratio, 0, 1e6)},
+      {"beam", Number(&SpannOptions::beam, 1, 1 << 16)},
+      {"branching", Number(&SpannOptions::branching, 2, 1024)},
+      {"iterations", Number(&SpannOptions::iterations, 1, 1000)},
+      {"seed", Number(&SpannOptions::seed, 0, 9.0e15)},
+      {"navigator",
+       [](const std::string& k, const std::string& v, SpannOptions* o) {
+         if (v != "flat" && v != "tree" && v != "auto") return Bad(k, "must be flat, tree or auto");
+         o->navigator = v;
+         return absl::OkStatus();
+       }},
+  };
+  return *setters;
+}
+
+}  // namespace
+
+absl::StatusOr<SpannOptions> ParseSpannSpec(const std::string& spec) {
+  std::vector<std::string> head = absl::StrSplit(spec, absl::MaxSplits(':', 1));
+  if (head[0] != "spann") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec: unknown index '", head[0], "' (expected flat or spann:...)"));
+  }
+  SpannOptions o;
+  if (head.size() == 1 || head[1].empty()) return o;
+  for (absl::string_view item_view : absl::StrSplit(head[1], ',')) {
+    const std::string item(item_view);
+    std::vector<std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
+    if (kv.size() != 2) return Bad(kv[0], "expected key=value");
+    auto it = Setters().find(kv[0]);
+    if (it == Setters().end()) return Bad(kv[0], "unknown key");
+    if (absl::Status s = it->second(kv[0], kv[1], &o); !s.ok()) return s;
+  }
+  if (o.pruning_ratio != 0 && o.pruning_ratio < 1) {
+    return Bad("pruning_ratio", "must be 0 (off) or >= 1");
+  }
+  return o;
+}
+
+std::string SpannSpecString(const SpannOptions& o) {
+  return absl::StrCat("spann:centroid_ratio=", o.centroid_ratio, ",replicas=", o.replicas,
+                      ",rng_factor=", o.rng_factor, ",closure=", o.closure,
+                      ",posting_cap=", o.posting_cap, ",max_postings=", o.max_postings,
+                      ",pruning_ratio=", o.pruning_ratio, ",navigator=", o.navigator,
+                      ",beam=", o.beam, ",branching=", o.branching, ",iterations=", o.iterations,
+                      ",seed=", o.seed);
+}
+
+std::string EncodeManifest(const SpannManifest& m) {
+  return absl::StrCat("shoal-spann-v1\nspec=", SpannSpecString(m.options),
+                      "\ndimension=", m.dimension, "\nmetric=", static_cast<int>(m.metric),
+                      "\ngeneration=", m.generation, "\nnum_vectors=", m.num_vectors,
+                      "\nindexed_below=", m.indexed_below, "\nnum_postings=", m.num_postings,
+                      "\nposting_cap=", m.posting_cap, "\n");
+}
+
+absl::StatusOr<SpannManifest> DecodeManifest(const std::string& text, const std::string& where) {
+  auto corrupt = [&](const std::string& what) {
+    return absl::DataLossError(absl::StrCat(where, ": corrupt index manifest: ", what));
+  };
+  std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
+  if (lines.empty() || lines[0] != "shoal-spann-v1") return corrupt("bad header");
+  std::map<std::string, std::string> kv;
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<std::string> p = absl::StrSplit(lines[i], absl::MaxSplits('=', 1));
+    if (p.size() != 2) return corrupt(absl::StrCat("line ", i + 1));
+    kv[p[0]] = p[1];
+  }
+  SpannManifest m;
+  auto options = ParseSpannSpec(kv["spec"]);
+  if (!options.ok()) return corrupt(std::string(options.status().message()));
+  m.options = *options;
+  int metric = 0;
+  if (!absl::SimpleAtoi(kv["dimension"], &m.dimension) ||
+      !absl::SimpleAtoi(kv["metric"], &metric) ||
+      !absl::SimpleAtoi(kv["generation"], &m.generation) ||
+      !absl::SimpleAtoi(kv["num_vectors"], &m.num_vectors) ||
+      !absl::SimpleAtoi(kv["indexed_below"], &m.indexed_below) ||
+      !absl::SimpleAtoi(kv["num_postings"], &m.num_postings) ||
+      !absl::SimpleAtoi(kv["posting_cap"], &m.posting_cap) || metric < 0 || metric > 1) {
+    return corrupt("missing or bad number");
+  }
+  m.metric = static_cast<Metric>(metric);
+  return m;
+}
+
+}  // namespace shoal::index
