@@ -75,6 +75,8 @@ struct ShoalSystemOptions {
   std::string spec = "spann:centroid_ratio=0.02,replicas=4";  // DB::BuildIndex spec
   std::string sweep = "max_postings=4,8,16,32,64,128;pruning_ratio=0,1.5,3";
   std::string data_dir;  // keep the DB here (reused when it holds the same vectors)
+  // Options::posting_cache_bytes; small values push searches to the SSD (0 = DB default).
+  size_t posting_cache_bytes = 0;
   size_t load_batch = 10000;
 };
 

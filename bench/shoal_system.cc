@@ -20,14 +20,21 @@ class ShoalSystem : public AnnSystem {
 
   std::string name() const override { return "shoal"; }
   std::string build_params() const override {
-    if (index_ == options_.spec) return absl::StrCat("index=", index_);
-    return absl::StrCat("index=", index_, ";fallback_from=", options_.spec);
+    std::string out = absl::StrCat("index=", index_);
+    if (index_ != options_.spec) absl::StrAppend(&out, ";fallback_from=", options_.spec);
+    if (options_.posting_cache_bytes > 0) {
+      absl::StrAppend(&out, ";posting_cache_bytes=", options_.posting_cache_bytes);
+    }
+    return out;
   }
 
   absl::StatusOr<BuildInfo> Build(const Matrix& train, Metric metric, int threads) override {
     Options db_options;
     // Each client thread runs its own queries on one core, like every peer here.
     db_options.search_threads = 1;
+    if (options_.posting_cache_bytes > 0) {
+      db_options.posting_cache_bytes = options_.posting_cache_bytes;
+    }
     SHOAL_ASSIGN_OR_RETURN(
         collection_, ShoalCollection::Create(db_options, static_cast<uint32_t>(train.cols), metric,
                                              options_.data_dir));
