@@ -231,6 +231,9 @@ void RegisterAnnCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--shoal-posting-cache-bytes", o->shoal.posting_cache_bytes,
                   "Shoal's posting cache (0 = DB default; small = SSD-bound)")
       ->capture_default_str();
+  cmd->add_option("--shoal-ram-limit", o->shoal.ram_limit_bytes,
+                  "Shoal's Options::index_ram_bytes_limit (0 = none)")
+      ->capture_default_str();
   cmd->add_option("--load-batch", o->shoal.load_batch, "records per Upsert")->capture_default_str();
   cmd->add_option("--hnsw-m", o->hnsw_m, "hnswlib M")->capture_default_str();
   cmd->add_option("--hnsw-ef-construction", o->hnsw_ef_construction, "hnswlib ef_construction")

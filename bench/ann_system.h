@@ -77,11 +77,13 @@ struct ShoalSystemOptions {
   std::string data_dir;  // keep the DB here (reused when it holds the same vectors)
   // Options::posting_cache_bytes; small values push searches to the SSD (0 = DB default).
   size_t posting_cache_bytes = 0;
+  // Options::index_ram_bytes_limit: bounds centroids + navigator + cache (0 = no bound).
+  size_t ram_limit_bytes = 0;
   size_t load_batch = 10000;
 };
 
-// Shoal through its public DB API. When BuildIndex rejects `spec` (the SSD index has not
-// landed yet) it serves "flat" instead, says so in BuildInfo::note and sweeps nothing.
+// Shoal through its public DB API: loads the vectors, BuildIndex(spec) ("flat" measures exact
+// search), then sweeps SearchParams.
 absl::StatusOr<std::unique_ptr<AnnSystem>> MakeShoalSystem(const ShoalSystemOptions& options);
 
 // hnswlib's HierarchicalNSW, swept over efSearch.

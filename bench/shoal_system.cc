@@ -21,9 +21,11 @@ class ShoalSystem : public AnnSystem {
   std::string name() const override { return "shoal"; }
   std::string build_params() const override {
     std::string out = absl::StrCat("index=", index_);
-    if (index_ != options_.spec) absl::StrAppend(&out, ";fallback_from=", options_.spec);
     if (options_.posting_cache_bytes > 0) {
       absl::StrAppend(&out, ";posting_cache_bytes=", options_.posting_cache_bytes);
+    }
+    if (options_.ram_limit_bytes > 0) {
+      absl::StrAppend(&out, ";index_ram_bytes_limit=", options_.ram_limit_bytes);
     }
     return out;
   }
@@ -35,6 +37,8 @@ class ShoalSystem : public AnnSystem {
     if (options_.posting_cache_bytes > 0) {
       db_options.posting_cache_bytes = options_.posting_cache_bytes;
     }
+    db_options.index_ram_bytes_limit = options_.ram_limit_bytes;
+    db_options.build_threads = static_cast<uint32_t>(threads);
     SHOAL_ASSIGN_OR_RETURN(
         collection_, ShoalCollection::Create(db_options, static_cast<uint32_t>(train.cols), metric,
                                              options_.data_dir));
@@ -53,12 +57,8 @@ class ShoalSystem : public AnnSystem {
     info.build_seconds = NowSeconds() - t1;
     index_ = options_.spec;
     if (!built.ok()) {
-      // The SSD index is still being written: measure exact search until it lands, loudly.
-      absl::StrAppend(&info.note, "BuildIndex(\"", options_.spec, "\") failed (", built.ToString(),
-                      "): FELL BACK TO flat, sweep skipped");
-      SHOAL_RETURN_IF_ERROR(collection_->db().BuildIndex(ShoalCollection::kName, "flat"));
-      index_ = "flat";
-      info.build_seconds = 0;
+      return absl::Status(built.code(),
+                          absl::StrCat("BuildIndex(\"", options_.spec, "\"): ", built.message()));
     }
     return info;
   }

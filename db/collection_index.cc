@@ -130,9 +130,9 @@ absl::Status Collection::BuildSpann(const std::string& spec) {
 
   index::SpannBuildInput input{
       ids, vectors.data(), spec_.dimension, flat_.metric(), next_internal_id_, generation};
-  auto backend = index::MakeDefaultClusteringBackend(options_.search_threads);
+  auto backend = index::MakeDefaultClusteringBackend(options_.build_threads);
   SHOAL_ASSIGN_OR_RETURN(index::SpannBuildOutput built,
-                         index::BuildSpann(input, options, dir, *backend, options_.search_threads));
+                         index::BuildSpann(input, options, dir, *backend, options_.build_threads));
   SHOAL_RETURN_IF_ERROR(SyncDirectory(dir));
   SHOAL_RETURN_IF_ERROR(SyncDirectory(index_root_));
   index::SpannRuntimeOptions runtime{IoOf(options_.io), options_.posting_cache_bytes};

@@ -153,7 +153,8 @@ absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& in, const Spa
   const size_t m = std::min<size_t>(tree.num_leaves(), std::max<uint32_t>(o.replicas * 2, 1));
   std::vector<uint32_t> leaves(n * m);
   std::vector<float> dists(n * m);
-  SHOAL_RETURN_IF_ERROR(tree.NearestLeavesBatch(in.vectors, n, m, std::max<size_t>(o.beam, m),
+  // A wider beam than searches use: replica choice is paid once, at build time.
+  SHOAL_RETURN_IF_ERROR(tree.NearestLeavesBatch(in.vectors, n, m, std::max<size_t>(64, 2 * m),
                                                 threads, leaves.data(), dists.data()));
   const uint32_t cap = o.posting_cap != 0 ? o.posting_cap
                                           : static_cast<uint32_t>(std::max<size_t>(

@@ -13,8 +13,9 @@
 //   posting_cap     max entries per posting; 0 = 4x the mean                default 0
 //   max_postings    default SearchParams::max_postings                      default 32
 //   pruning_ratio   default SearchParams::pruning_ratio (0 = off, else >= 1) default 0
-//   navigator       flat | tree | auto (tree above 8192 postings)            default auto
-//   beam            tree navigator beam width per level                     default 128
+//   navigator       flat | tree | auto (tree above 256 postings)             default auto
+//   beam            tree navigator: nodes kept per level (at least the
+//                   number of postings asked for)                           default 8
 //   branching       centroid tree fan-out                                   default 32
 //   iterations      k-means iterations per tree node                        default 10
 //   seed            clustering seed                                         default 1
@@ -39,7 +40,7 @@ struct SpannOptions {
   uint32_t max_postings = 32;
   float pruning_ratio = 0;
   std::string navigator = "auto";
-  uint32_t beam = 128;
+  uint32_t beam = 8;
   uint32_t branching = 32;
   uint32_t iterations = 10;
   uint64_t seed = 1;

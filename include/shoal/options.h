@@ -12,6 +12,8 @@ struct Options {
   bool error_if_exists = false;
   // Threads used to answer a batch of queries (0 = hardware concurrency).
   uint32_t search_threads = 0;
+  // Threads used by BuildIndex (0 = hardware concurrency).
+  uint32_t build_threads = 0;
   // Limits: exceeding them gives ResourceExhausted (batch) or InvalidArgument (k).
   size_t max_batch_records = 100000;
   size_t max_batch_queries = 100000;
