@@ -122,7 +122,8 @@ absl::StatusOr<GroundTruth> LoadGroundTruth(const AnnDataset& ds, const std::str
     }
     return gt;
   }
-  const std::string path = CachePath(cache_dir, spec, nq, k);
+  // ds.name carries the generator's parameters, so a changed generator never reuses stale truth.
+  const std::string path = CachePath(cache_dir, absl::StrCat(ds.name, "-", spec), nq, k);
   if (ReadCache(path, ds, nq, k, &gt.neighbors)) {
     gt.source = absl::StrCat("cache ", path);
   } else {

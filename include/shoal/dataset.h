@@ -112,10 +112,13 @@ absl::StatusOr<AnnDataset> ReadAnnBenchmarksHdf5(const std::string& path);
 //   "fashion-mnist"   Debian's dataset-fashion-mnist (60000 train, 10000 test, 784 dims,
 //                     euclidean; neighbors empty). "fashion-mnist:DIR" reads DIR instead.
 //   "PATH.hdf5"       an ann-benchmarks file (also .h5)
-//   "synthetic:n=100000,d=128,q=1000,clusters=100,seed=1"   a seeded clustered Gaussian
-//                     mixture, identical for identical specs on every machine (all keys
+//   "synthetic:n=100000,d=128,q=1000,clusters=100,intrinsic=16,seed=1"   a seeded clustered
+//                     Gaussian mixture, identical for identical specs on every machine (all keys
 //                     optional; q queries drawn from the same mixture; neighbors empty;
-//                     ",distance=angular" labels it for cosine search).
+//                     ",distance=angular" labels it for cosine search). Each cluster spreads
+//                     along its own random `intrinsic`-dimensional subspace (plus a little
+//                     isotropic noise), as real embeddings do; intrinsic=0 spreads it over all
+//                     d dimensions (structureless inside a cluster).
 absl::StatusOr<AnnDataset> LoadDataset(const std::string& spec);
 
 }  // namespace shoal

@@ -230,6 +230,33 @@ TEST(SyntheticTest, SameSpecGivesSameDataAndSeedChangesIt) {
   EXPECT_EQ(angular->distance, "angular");
 }
 
+TEST(SyntheticTest, ClustersSpreadAlongTheirIntrinsicSubspace) {
+  // One cluster spread along one direction: residuals from the mean are nearly (anti)parallel.
+  absl::StatusOr<AnnDataset> line = LoadDataset("synthetic:n=200,d=8,clusters=1,intrinsic=1");
+  absl::StatusOr<AnnDataset> full = LoadDataset("synthetic:n=200,d=8,clusters=1,intrinsic=0");
+  ASSERT_TRUE(line.ok() && full.ok()) << line.status();
+  auto mean_abs_cos = [](const Matrix& m) {
+    std::vector<double> mean(m.cols);
+    for (size_t i = 0; i < m.rows; ++i)
+      for (size_t j = 0; j < m.cols; ++j) mean[j] += m.Row(i)[j] / double(m.rows);
+    double sum = 0;
+    for (size_t i = 1; i < m.rows; ++i) {
+      double dot = 0, na = 0, nb = 0;
+      for (size_t j = 0; j < m.cols; ++j) {
+        const double a = m.Row(0)[j] - mean[j], b = m.Row(i)[j] - mean[j];
+        dot += a * b;
+        na += a * a;
+        nb += b * b;
+      }
+      sum += std::abs(dot) / std::sqrt(na * nb);
+    }
+    return sum / double(m.rows - 1);
+  };
+  EXPECT_GT(mean_abs_cos(line->train), 0.9);
+  EXPECT_LT(mean_abs_cos(full->train), 0.6);
+  EXPECT_NE(line->name, full->name);
+}
+
 TEST(SyntheticTest, BadSpecIsInvalidArgument) {
   EXPECT_TRUE(absl::IsInvalidArgument(LoadDataset("synthetic:n=0").status()));
   EXPECT_TRUE(absl::IsInvalidArgument(LoadDataset("synthetic:x=3").status()));

@@ -1,8 +1,10 @@
 #include "storage/dataset/synthetic.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <numbers>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -13,7 +15,11 @@
 namespace shoal::storage {
 namespace {
 
+// Each cluster's points spread about its centre with this per-dimension standard deviation
+// (isotropic mode) or the same total spread along the cluster's own low-dimensional subspace.
 constexpr float kClusterStddev = 0.3f;
+// Isotropic noise added on top of the subspace spread (per dimension).
+constexpr float kSubspaceNoiseStddev = 0.02f;
 constexpr uint64_t kMaxFloats = uint64_t{1} << 34;  // 64 GiB of floats: surely a typo beyond
 
 // SplitMix64: tiny, fast, and the same on every platform (std:: distributions are not).
@@ -41,6 +47,8 @@ class Rng {
 
 struct SyntheticSpec {
   uint64_t n = 100000, d = 128, q = 1000, clusters = 100, seed = 1;
+  // Dimension of the subspace each cluster's points spread along (0 = all d dimensions).
+  uint64_t intrinsic = 16;
   std::string distance = "euclidean";
 };
 
@@ -58,21 +66,24 @@ absl::StatusOr<SyntheticSpec> ParseSpec(const std::string& spec) {
       continue;
     }
     uint64_t value = 0;
-    uint64_t* field = kv.first == "n"          ? &s.n
-                      : kv.first == "d"        ? &s.d
-                      : kv.first == "q"        ? &s.q
-                      : kv.first == "clusters" ? &s.clusters
-                      : kv.first == "seed"     ? &s.seed
-                                               : nullptr;
+    uint64_t* field = kv.first == "n"           ? &s.n
+                      : kv.first == "d"         ? &s.d
+                      : kv.first == "q"         ? &s.q
+                      : kv.first == "clusters"  ? &s.clusters
+                      : kv.first == "seed"      ? &s.seed
+                      : kv.first == "intrinsic" ? &s.intrinsic
+                                                : nullptr;
     if (field == nullptr || !absl::SimpleAtoi(kv.second, &value)) {
       return absl::InvalidArgumentError(
           absl::StrCat("bad synthetic spec '", spec, "' at '", item,
-                       "' (keys: n, d, q, clusters, seed, distance=euclidean|angular)"));
+                       "' (keys: n, d, q, clusters, seed, intrinsic, distance=euclidean|angular)"));
     }
     *field = value;
   }
-  if (s.n == 0 || s.d == 0 || s.d > 65536 || s.clusters == 0 || s.n > kMaxFloats / s.d ||
-      s.q > kMaxFloats / s.d) {
+  s.intrinsic = std::min(s.intrinsic, s.d);
+  if (s.n == 0 || s.d == 0 || s.d > 65536 || s.clusters == 0 ||
+      s.clusters > kMaxFloats / (s.d * std::max<uint64_t>(s.intrinsic, 1)) ||
+      s.n > kMaxFloats / s.d || s.q > kMaxFloats / s.d) {
     return absl::InvalidArgumentError(absl::StrCat(
         "bad synthetic spec '", spec, "': need n >= 1, 1 <= d <= 65536, clusters >= 1, and ",
         "n*d, q*d at most ", kMaxFloats));
@@ -80,15 +91,40 @@ absl::StatusOr<SyntheticSpec> ParseSpec(const std::string& spec) {
   return s;
 }
 
-Matrix Sample(const Matrix& centres, uint64_t rows, Rng& rng) {
+// Per cluster: its centre and (intrinsic > 0) a d x intrinsic basis of random directions of unit
+// expected length. Real embedding sets have a low intrinsic dimension (SIFT's is about 16); with
+// full-rank isotropic noise (intrinsic = 0) nearest neighbours inside a cluster are as
+// structureless as uniform random data, which no partition index can search without scanning
+// most of the cluster.
+struct Clusters {
+  Matrix centres;
+  uint64_t intrinsic = 0;
+  std::vector<float> bases;  // clusters x d x intrinsic
+};
+
+Matrix Sample(const Clusters& c, uint64_t rows, Rng& rng) {
   Matrix m;
   m.rows = rows;
-  m.cols = centres.cols;
+  m.cols = c.centres.cols;
   m.data.resize(rows * m.cols);
+  const size_t d = m.cols, r = c.intrinsic;
+  const float z_stddev = r == 0 ? 0 : kClusterStddev * std::sqrt(float(d) / float(r));
+  std::vector<float> z(r);
   for (uint64_t i = 0; i < rows; ++i) {
-    const float* centre = centres.Row(rng.Next() % centres.rows);
+    const uint64_t k = rng.Next() % c.centres.rows;
+    const float* centre = c.centres.Row(k);
     float* row = m.data.data() + i * m.cols;
-    for (size_t j = 0; j < m.cols; ++j) row[j] = centre[j] + kClusterStddev * rng.Normal();
+    if (r == 0) {
+      for (size_t j = 0; j < d; ++j) row[j] = centre[j] + kClusterStddev * rng.Normal();
+      continue;
+    }
+    for (float& x : z) x = z_stddev * rng.Normal();
+    const float* basis = c.bases.data() + k * d * r;
+    for (size_t j = 0; j < d; ++j) {
+      float v = centre[j] + kSubspaceNoiseStddev * rng.Normal();
+      for (size_t t = 0; t < r; ++t) v += basis[j * r + t] * z[t];
+      row[j] = v;
+    }
   }
   return m;
 }
@@ -100,18 +136,23 @@ absl::StatusOr<AnnDataset> GenerateSynthetic(const std::string& spec) {
   if (!parsed.ok()) return parsed.status();
   const SyntheticSpec& s = *parsed;
   Rng rng(s.seed);
-  Matrix centres;
-  centres.rows = s.clusters;
-  centres.cols = s.d;
-  centres.data.resize(s.clusters * s.d);
-  for (float& x : centres.data) x = rng.Normal();
+  Clusters c;
+  c.centres.rows = s.clusters;
+  c.centres.cols = s.d;
+  c.centres.data.resize(s.clusters * s.d);
+  for (float& x : c.centres.data) x = rng.Normal();
+  c.intrinsic = s.intrinsic;
+  c.bases.resize(s.clusters * s.d * s.intrinsic);
+  const float basis_scale = 1.0f / std::sqrt(float(s.d));
+  for (float& x : c.bases) x = basis_scale * rng.Normal();
 
   AnnDataset ds;
-  ds.name = absl::StrCat("synthetic-n", s.n, "-d", s.d, "-c", s.clusters, "-s", s.seed);
+  ds.name = absl::StrCat("synthetic-n", s.n, "-d", s.d, "-c", s.clusters, "-i", s.intrinsic, "-s",
+                         s.seed);
   Rng train_rng(rng.Next());
   Rng test_rng(rng.Next());
-  ds.train = Sample(centres, s.n, train_rng);
-  ds.test = Sample(centres, s.q, test_rng);
+  ds.train = Sample(c, s.n, train_rng);
+  ds.test = Sample(c, s.q, test_rng);
   ds.distance = s.distance;
   return ds;
 }
