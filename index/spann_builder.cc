@@ -154,7 +154,7 @@ absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& in, const Spa
   std::vector<uint32_t> leaves(n * m);
   std::vector<float> dists(n * m);
   // A wider beam than searches use: replica choice is paid once, at build time.
-  SHOAL_RETURN_IF_ERROR(tree.NearestLeavesBatch(in.vectors, n, m, std::max<size_t>(64, 2 * m),
+  SHOAL_RETURN_IF_ERROR(tree.NearestLeavesBatch(in.vectors, n, m, std::max<size_t>(16, 2 * m),
                                                 threads, leaves.data(), dists.data()));
   const uint32_t cap = o.posting_cap != 0 ? o.posting_cap
                                           : static_cast<uint32_t>(std::max<size_t>(
