@@ -94,17 +94,17 @@ absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchO
                                                  const AnnDataset& ds, const GroundTruth& gt,
                                                  Metric metric, size_t nq, CsvWriter& csv) {
   SHOAL_ASSIGN_OR_RETURN(BuildInfo build, sys.Build(ds.train, metric, o.threads));
-  const double ram = sys.RamBytes();
   std::printf("\n== %s (%s): build %.2f s", sys.name().c_str(), sys.build_params().c_str(),
               build.build_seconds);
   if (build.load_seconds > 0) std::printf(", load %.2f s", build.load_seconds);
-  std::printf(", index RAM %.1f MiB\n", ram / (1 << 20));
+  std::printf(", index RAM after build %.1f MiB\n", sys.RamBytes() / (1 << 20));
   if (!build.note.empty()) std::printf("   NOTE: %s\n", build.note.c_str());
   // With --batch N the latencies are per Search call of N queries.
   const char* p50 = o.batch == 1 ? "p50 us" : "p50 us/call";
   const char* p99 = o.batch == 1 ? "p99 us" : "p99 us/call";
-  std::printf("   %-34s %8s %10s %11s %11s %12s %10s %10s\n", "params", "recall", "QPS", p50, p99,
-              "bytes/query", "posts/q", "cache/q");
+  // RAM is read after each point: caches fill while searching.
+  std::printf("   %-34s %8s %10s %11s %11s %12s %10s %10s %9s\n", "params", "recall", "QPS", p50,
+              p99, "bytes/query", "posts/q", "cache/q", "RAM MiB");
   std::fflush(stdout);
   std::vector<RecallQps> curve;
   const std::vector<std::string> points = sys.points();
@@ -112,10 +112,11 @@ absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchO
     SHOAL_RETURN_IF_ERROR(sys.SetParams(p));
     SHOAL_ASSIGN_OR_RETURN(PointResult r, RunPoint(sys, o, ds, gt, metric, nq));
     const double per_q = 1.0 / static_cast<double>(nq);
-    std::printf("   %-34s %8.4f %10.1f %11.1f %11.1f %12.0f %10.2f %10.2f\n", points[p].c_str(),
-                r.recall, r.timing.Qps(), r.timing.CallPercentileUs(50),
+    const double ram = sys.RamBytes();
+    std::printf("   %-34s %8.4f %10.1f %11.1f %11.1f %12.0f %10.2f %10.2f %9.1f\n",
+                points[p].c_str(), r.recall, r.timing.Qps(), r.timing.CallPercentileUs(50),
                 r.timing.CallPercentileUs(99), r.io.bytes_read * per_q, r.io.postings_read * per_q,
-                r.io.cache_hits * per_q);
+                r.io.cache_hits * per_q, ram / (1 << 20));
     std::fflush(stdout);
     curve.push_back({r.recall, r.timing.Qps()});
     std::string params = absl::StrCat("dataset=", o.dataset, ";queries=", nq, ";batch=", o.batch,

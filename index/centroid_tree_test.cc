@@ -10,16 +10,12 @@
 
 #include "gtest/gtest.h"
 #include "index/distance.h"
+#include "base/test_seed.h"
 
 namespace shoal::index {
 namespace {
 
-uint32_t Seed() {
-  const char* fixed = std::getenv("SHOAL_TEST_SEED");
-  const uint32_t seed = fixed != nullptr ? std::stoul(fixed) : std::random_device{}();
-  std::cout << "seed " << seed << " (rerun with SHOAL_TEST_SEED=" << seed << ")\n";
-  return seed;
-}
+uint32_t Seed() { return base::TestSeed(); }
 
 std::vector<float> Mixture(size_t n, size_t d, size_t clusters, std::mt19937& rng) {
   std::normal_distribution<float> g(0, 1);

@@ -10,18 +10,14 @@
 #include "base/cpu_features.h"
 #include "gtest/gtest.h"
 #include "index/distance_internal.h"
+#include "base/test_seed.h"
 
 namespace shoal::index {
 namespace {
 
 using internal::KernelLevelId;
 
-uint32_t Seed() {
-  const char* fixed = std::getenv("SHOAL_TEST_SEED");
-  const uint32_t seed = fixed != nullptr ? std::stoul(fixed) : std::random_device{}();
-  std::cout << "seed " << seed << " (rerun with SHOAL_TEST_SEED=" << seed << ")\n";
-  return seed;
-}
+uint32_t Seed() { return base::TestSeed(); }
 
 std::vector<KernelLevelId> SupportedLevels() {
   std::vector<KernelLevelId> levels;

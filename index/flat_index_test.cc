@@ -10,16 +10,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "base/test_seed.h"
 
 namespace shoal::index {
 namespace {
 
-uint32_t Seed() {
-  const char* fixed = std::getenv("SHOAL_TEST_SEED");
-  const uint32_t seed = fixed != nullptr ? std::stoul(fixed) : std::random_device{}();
-  std::cout << "seed " << seed << " (rerun with SHOAL_TEST_SEED=" << seed << ")\n";
-  return seed;
-}
+uint32_t Seed() { return base::TestSeed(); }
 
 struct Ref {
   double distance;

@@ -14,16 +14,12 @@
 
 #include "gtest/gtest.h"
 #include "index/distance.h"
+#include "base/test_seed.h"
 
 namespace shoal::index {
 namespace {
 
-uint32_t Seed() {
-  const char* fixed = std::getenv("SHOAL_TEST_SEED");
-  const uint32_t seed = fixed != nullptr ? std::stoul(fixed) : std::random_device{}();
-  std::cout << "seed " << seed << " (rerun with SHOAL_TEST_SEED=" << seed << ")\n";
-  return seed;
-}
+uint32_t Seed() { return base::TestSeed(); }
 
 std::vector<float> Gaussian(size_t n, size_t d, std::mt19937& rng, float offset = 0) {
   std::normal_distribution<float> g(0, 1);
