@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "base/cpu_features.h"
+#include "base/test_seed.h"
 #include "gtest/gtest.h"
 #include "index/distance_internal.h"
-#include "base/test_seed.h"
 
 namespace shoal::index {
 namespace {

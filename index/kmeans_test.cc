@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
+#include "base/test_seed.h"
 #include "gtest/gtest.h"
 #include "index/distance.h"
-#include "base/test_seed.h"
 
 namespace shoal::index {
 namespace {

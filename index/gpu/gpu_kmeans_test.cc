@@ -8,8 +8,8 @@
 #include <string>
 #include <vector>
 
-#include "gtest/gtest.h"
 #include "base/test_seed.h"
+#include "gtest/gtest.h"
 
 namespace shoal::index::gpu {
 namespace {
