@@ -43,4 +43,40 @@ absl::Status DecodePostingEntries(std::span<const uint8_t> payload, size_t dim,
   return absl::OkStatus();
 }
 
+std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& p) {
+  const uint32_t count = static_cast<uint32_t>(p.size());
+  const uint32_t cb = static_cast<uint32_t>(p.code_bytes);
+  std::vector<uint8_t> out(8 + size_t{count} * (8 + 4 + cb));
+  uint8_t* o = out.data();
+  std::memcpy(o, &count, 4);
+  std::memcpy(o + 4, &cb, 4);
+  std::memcpy(o + 8, p.ids.data(), count * 8);
+  std::memcpy(o + 8 + count * 8, p.sq_norms.data(), count * 4);
+  std::memcpy(o + 8 + count * 12, p.codes.data(), size_t{count} * cb);
+  return out;
+}
+
+absl::Status DecodeQuantizedEntries(std::span<const uint8_t> payload, size_t code_bytes,
+                                    const std::string& where, QuantizedPosting* out) {
+  uint32_t count = 0, cb = 0;
+  if (payload.size() >= 8) {
+    std::memcpy(&count, payload.data(), 4);
+    std::memcpy(&cb, payload.data() + 4, 4);
+  }
+  const uint64_t want = 8 + uint64_t{count} * (8 + 4 + code_bytes);
+  if (payload.size() < 8 || cb != code_bytes || payload.size() != want) {
+    return absl::DataLossError(absl::StrCat(where, ": quantized posting of ", payload.size(),
+                                            " bytes does not hold ", count, " codes of ",
+                                            code_bytes, " bytes (header says ", cb, ")"));
+  }
+  out->code_bytes = code_bytes;
+  out->ids.resize(count);
+  out->sq_norms.resize(count);
+  out->codes.resize(size_t{count} * code_bytes);
+  std::memcpy(out->ids.data(), payload.data() + 8, count * 8);
+  std::memcpy(out->sq_norms.data(), payload.data() + 8 + count * 8, count * 4);
+  std::memcpy(out->codes.data(), payload.data() + 8 + count * 12, out->codes.size());
+  return absl::OkStatus();
+}
+
 }  // namespace shoal::index

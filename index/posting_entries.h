@@ -33,6 +33,24 @@ std::vector<uint8_t> EncodePostingEntries(std::span<const uint64_t> ids,
 absl::Status DecodePostingEntries(std::span<const uint8_t> payload, size_t dim,
                                   const std::string& where, DecodedPosting* out);
 
+// A posting of the quantized tier, as it lives in RAM:
+//   u32 count | u32 code_bytes | count x u64 id | count x f32 |x|^2 | count x code
+struct QuantizedPosting {
+  size_t code_bytes = 0;
+  std::vector<uint64_t> ids;
+  std::vector<float> sq_norms;  // |x|^2 of the index-form vector (inner-product distances)
+  std::vector<uint8_t> codes;   // ids.size() x code_bytes
+  size_t size() const { return ids.size(); }
+  size_t MemoryBytes() const {
+    return sizeof(*this) + ids.capacity() * sizeof(uint64_t) + sq_norms.capacity() * sizeof(float) +
+           codes.capacity();
+  }
+};
+
+std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& posting);
+absl::Status DecodeQuantizedEntries(std::span<const uint8_t> payload, size_t code_bytes,
+                                    const std::string& where, QuantizedPosting* out);
+
 }  // namespace shoal::index
 
 #endif  // SHOAL_INDEX_POSTING_ENTRIES_H_

@@ -13,6 +13,7 @@
 #include "base/status_macros.h"
 #include "index/centroid_tree.h"
 #include "index/posting_entries.h"
+#include "index/quantizer.h"
 #include "storage/posting_file.h"
 #include "storage/vector_file.h"
 
@@ -103,22 +104,42 @@ std::vector<std::vector<Member>> AssignMembers(const CentroidTree& tree, const u
   return members;
 }
 
-absl::Status WritePostings(const SpannBuildInput& in,
-                           const std::vector<std::vector<Member>>& members, const std::string& path,
-                           std::vector<storage::PostingRow>* rows) {
-  SHOAL_ASSIGN_OR_RETURN(auto writer, storage::PostingFileWriter::Create(path));
-  std::vector<uint64_t> ids;
-  std::vector<const float*> vecs;
-  for (uint32_t p = 0; p < members.size(); ++p) {
-    ids.clear();
-    vecs.clear();
-    for (const Member& mb : members[p]) {
+// The payload of posting p: full vectors, or (with a quantizer) ids + |x|^2 + codes relative to
+// the posting's centroid.
+std::vector<uint8_t> PostingPayload(const SpannBuildInput& in, const std::vector<Member>& members,
+                                    const float* centroid, const PostingQuantizer* quantizer) {
+  if (quantizer == nullptr) {
+    std::vector<uint64_t> ids;
+    std::vector<const float*> vecs;
+    for (const Member& mb : members) {
       ids.push_back(in.ids[mb.row]);
       vecs.push_back(in.vectors + size_t{mb.row} * in.dim);
     }
-    std::vector<uint8_t> payload = EncodePostingEntries(ids, vecs, in.dim);
+    return EncodePostingEntries(ids, vecs, in.dim);
+  }
+  QuantizedPosting q;
+  q.code_bytes = quantizer->code_bytes();
+  q.codes.resize(members.size() * q.code_bytes);
+  for (size_t i = 0; i < members.size(); ++i) {
+    const float* x = in.vectors + size_t{members[i].row} * in.dim;
+    q.ids.push_back(in.ids[members[i].row]);
+    q.sq_norms.push_back(InnerProduct(x, x, in.dim));
+    quantizer->Encode(x, centroid, q.codes.data() + i * q.code_bytes);
+  }
+  return EncodeQuantizedEntries(q);
+}
+
+absl::Status WritePostings(const SpannBuildInput& in,
+                           const std::vector<std::vector<Member>>& members,
+                           const CentroidTree& tree, const PostingQuantizer* quantizer,
+                           const std::string& path, std::vector<storage::PostingRow>* rows) {
+  SHOAL_ASSIGN_OR_RETURN(auto writer, storage::PostingFileWriter::Create(path));
+  for (uint32_t p = 0; p < members.size(); ++p) {
+    const float* centroid = tree.centroid(tree.leaf_node(p));
+    std::vector<uint8_t> payload = PostingPayload(in, members[p], centroid, quantizer);
     SHOAL_ASSIGN_OR_RETURN(storage::Extent e, writer->Append(p, payload));
-    rows->push_back({p, e.first_page, e.num_pages, e.bytes, static_cast<uint32_t>(ids.size())});
+    rows->push_back(
+        {p, e.first_page, e.num_pages, e.bytes, static_cast<uint32_t>(members[p].size())});
   }
   return writer->Sync();
 }
@@ -164,7 +185,22 @@ absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& in, const Spa
   out.seconds_clustering = Since(t0);
 
   t0 = std::chrono::steady_clock::now();
-  SHOAL_RETURN_IF_ERROR(WritePostings(in, members, dir + "/" + kPostingFileName, &out.postings));
+  std::unique_ptr<PostingQuantizer> quantizer;
+  if (o.quant != "none") {
+    SHOAL_ASSIGN_OR_RETURN(quantizer, MakeQuantizer(o.quant, in.dim, o.seed));
+    // Train on the residuals of (up to) 65536 primary entries.
+    std::vector<float> sample;
+    const size_t step = std::max<size_t>(1, n / 65536);
+    for (size_t i = 0; i < n; i += step) {
+      const float* x = in.vectors + i * in.dim;
+      const float* c = tree.centroid(tree.leaf_node(leaves[i * m]));
+      for (size_t j = 0; j < in.dim; ++j) sample.push_back(x[j] - c[j]);
+    }
+    quantizer->Train(sample.data(), sample.size() / in.dim);
+    SHOAL_RETURN_IF_ERROR(WriteFileSynced(dir + "/" + kQuantizerFileName, quantizer->Serialize()));
+  }
+  SHOAL_RETURN_IF_ERROR(WritePostings(in, members, tree, quantizer.get(),
+                                      dir + "/" + kPostingFileName, &out.postings));
   SHOAL_RETURN_IF_ERROR(WriteVectors(in, dir + "/" + kVectorFileName));
   SHOAL_RETURN_IF_ERROR(WriteFileSynced(dir + "/" + kCentroidFileName, tree.Serialize()));
   out.seconds_writing = Since(t0);

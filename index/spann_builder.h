@@ -12,6 +12,7 @@
 //   postings.dat    posting lists as checksummed 4 KiB page extents (storage/posting_file.h)
 //   vectors.dat     every vector once, addressed by internal id (storage/vector_file.h)
 //   centroids.ckpt  the serialized centroid tree
+//   quantizer.bin   the trained quantizer (spec quant != none; postings then hold codes)
 // all fsynced before BuildSpann returns. The caller commits the posting directory afterwards,
 // so a crash mid-build leaves only an unreferenced directory.
 //
@@ -54,6 +55,7 @@ absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& input,
 inline constexpr char kPostingFileName[] = "postings.dat";
 inline constexpr char kVectorFileName[] = "vectors.dat";
 inline constexpr char kCentroidFileName[] = "centroids.ckpt";
+inline constexpr char kQuantizerFileName[] = "quantizer.bin";
 
 }  // namespace shoal::index
 

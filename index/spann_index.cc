@@ -5,6 +5,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "index/spann_builder.h"
@@ -38,7 +39,8 @@ SpannIndex::SpannIndex(SpannManifest manifest, CentroidTree tree,
       rows_(std::move(rows)),
       reader_(std::move(reader)),
       posting_path_(std::move(path)),
-      cache_(cache_bytes) {
+      cache_(cache_bytes),
+      vector_cache_(0) {
   io_backend_ = reader_->backend();
   const std::string& nav = manifest_.options.navigator;
   flat_navigator_ =
@@ -70,16 +72,57 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
   }
   const std::string path = absl::StrCat(dir, "/", kPostingFileName);
   SHOAL_ASSIGN_OR_RETURN(auto reader, storage::BlockReader::Open(path, options.io));
-  return std::unique_ptr<SpannIndex>(new SpannIndex(manifest, std::move(tree), std::move(rows),
-                                                    std::move(reader), path,
-                                                    options.posting_cache_bytes));
+  auto index = std::unique_ptr<SpannIndex>(new SpannIndex(manifest, std::move(tree),
+                                                          std::move(rows), std::move(reader), path,
+                                                          options.posting_cache_bytes));
+  if (manifest.options.quant != "none") {
+    SHOAL_RETURN_IF_ERROR(index->LoadQuantized(dir));
+    SHOAL_ASSIGN_OR_RETURN(index->vectors_,
+                           storage::VectorFile::Open(absl::StrCat(dir, "/", kVectorFileName),
+                                                     manifest.dimension, options.io));
+    index->SetCacheBudget(options.posting_cache_bytes);
+  }
+  return index;
+}
+
+// Reads every posting's codes into RAM, a few hundred extents per batch.
+absl::Status SpannIndex::LoadQuantized(const std::string& dir) {
+  const std::string qpath = absl::StrCat(dir, "/", kQuantizerFileName);
+  SHOAL_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(qpath));
+  SHOAL_ASSIGN_OR_RETURN(quantizer_, DeserializeQuantizer(bytes, qpath));
+  quantized_.resize(rows_.size());
+  constexpr size_t kBatch = 256;
+  std::vector<uint8_t> payload;
+  for (size_t first = 0; first < rows_.size(); first += kBatch) {
+    const size_t count = std::min(kBatch, rows_.size() - first);
+    std::vector<storage::ReadRequest> reads;
+    for (size_t i = 0; i < count; ++i) {
+      const auto& r = rows_[first + i];
+      reads.push_back(storage::ExtentRequest({r.first_page, r.num_pages, r.bytes}));
+    }
+    SHOAL_RETURN_IF_ERROR(
+        reader_->ReadBatch(reads, [&](size_t i, std::span<const uint8_t> pages) -> absl::Status {
+          const storage::PostingRow& r = rows_[first + i];
+          payload.clear();
+          SHOAL_RETURN_IF_ERROR(storage::DecodePosting(pages, {r.first_page, r.num_pages, r.bytes},
+                                                       r.posting, posting_path_, &payload));
+          return DecodeQuantizedEntries(payload, quantizer_->code_bytes(),
+                                        absl::StrCat(posting_path_, " posting ", r.posting),
+                                        &quantized_[r.posting]);
+        }));
+  }
+  for (const auto& p : quantized_) quantized_bytes_ += p.MemoryBytes();
+  return absl::OkStatus();
 }
 
 size_t SpannIndex::FixedMemoryBytes() const {
-  return sizeof(*this) + tree_.MemoryBytes() + rows_.capacity() * sizeof(storage::PostingRow);
+  return sizeof(*this) + tree_.MemoryBytes() + rows_.capacity() * sizeof(storage::PostingRow) +
+         quantized_bytes_;
 }
 
-size_t SpannIndex::MemoryBytes() const { return FixedMemoryBytes() + cache_.charged_bytes(); }
+size_t SpannIndex::MemoryBytes() const {
+  return FixedMemoryBytes() + cache_.charged_bytes() + vector_cache_.charged_bytes();
+}
 
 void SpannIndex::Navigate(const float* q, const SpannKnobs& knobs,
                           std::vector<uint32_t>* postings) const {
@@ -110,6 +153,7 @@ void SpannIndex::Navigate(const float* q, const SpannKnobs& knobs,
 absl::Status SpannIndex::SearchOne(const float* q, size_t k, const SpannKnobs& knobs,
                                    const absl::flat_hash_set<uint64_t>* skip,
                                    std::vector<Neighbor>* out, SearchStats* stats) const {
+  if (quantizer_ != nullptr) return SearchQuantized(q, k, knobs, skip, out, stats);
   std::vector<uint32_t> postings;
   Navigate(q, knobs, &postings);
   const size_t d = manifest_.dimension;
@@ -163,6 +207,82 @@ absl::Status SpannIndex::SearchOne(const float* q, size_t k, const SpannKnobs& k
   return absl::OkStatus();
 }
 
+absl::Status SpannIndex::SearchQuantized(const float* q, size_t k, const SpannKnobs& knobs,
+                                         const absl::flat_hash_set<uint64_t>* skip,
+                                         std::vector<Neighbor>* out, SearchStats* stats) const {
+  std::vector<uint32_t> postings;
+  Navigate(q, knobs, &postings);
+  stats->postings_read += postings.size();
+  const size_t d = manifest_.dimension;
+  const bool ip = manifest_.metric == Metric::kInnerProduct;
+  const float q_sq = ip ? InnerProduct(q, q, d) : 0;
+  // Candidate intervals [lower, upper] of the distance, one per id (replicas intersect).
+  struct Candidate {
+    uint64_t id;
+    float lower, upper;
+  };
+  std::vector<Candidate> cands;
+  absl::flat_hash_map<uint64_t, size_t> slot;
+  std::vector<float> est, err;
+  for (uint32_t p : postings) {
+    const QuantizedPosting& qp = quantized_[p];
+    est.resize(qp.size());
+    err.resize(qp.size());
+    quantizer_->Estimate(q, tree_.centroid(tree_.leaf_node(p)), qp.codes.data(), qp.size(),
+                         est.data(), err.data());
+    stats->vectors_scored += qp.size();
+    for (size_t i = 0; i < qp.size(); ++i) {
+      float lo = est[i] - err[i], hi = est[i] + err[i];
+      if (ip) {  // -<q,x> = (|q-x|^2 - |q|^2 - |x|^2) / 2
+        lo = (lo - q_sq - qp.sq_norms[i]) / 2;
+        hi = (hi - q_sq - qp.sq_norms[i]) / 2;
+      }
+      if (skip != nullptr && skip->contains(qp.ids[i])) continue;
+      auto [it, fresh] = slot.emplace(qp.ids[i], cands.size());
+      if (fresh) {
+        cands.push_back({qp.ids[i], lo, hi});
+      } else {
+        cands[it->second].lower = std::max(cands[it->second].lower, lo);
+        cands[it->second].upper = std::min(cands[it->second].upper, hi);
+      }
+    }
+  }
+  // The k-th smallest upper bound bounds the true k-th distance: only candidates whose lower
+  // bound reaches below it can be in the top-k.
+  float bound = std::numeric_limits<float>::infinity();
+  if (cands.size() >= k) {
+    std::vector<float> uppers;
+    uppers.reserve(cands.size());
+    for (const Candidate& c : cands) uppers.push_back(c.upper);
+    std::nth_element(uppers.begin(), uppers.begin() + (k - 1), uppers.end());
+    bound = uppers[k - 1];
+  }
+  TopK<uint64_t> top(k);
+  std::vector<uint64_t> fetch;
+  for (const Candidate& c : cands) {
+    if (c.lower > bound) continue;
+    if (auto v = vector_cache_.Lookup(c.id)) {
+      ++stats->cache_hits;
+      top.Push(Distance(manifest_.metric, q, v->data(), d), c.id);
+    } else {
+      fetch.push_back(c.id);
+    }
+  }
+  if (!fetch.empty()) {
+    stats->full_vectors_read += fetch.size();
+    stats->bytes_read += fetch.size() * storage::VectorFile::PagesPerVector(d) * storage::kPageSize;
+    SHOAL_RETURN_IF_ERROR(vectors_->ReadBatch(fetch, [&](size_t i, const float* v) -> absl::Status {
+      top.Push(Distance(manifest_.metric, q, v, d), fetch[i]);
+      auto copy = std::make_shared<std::vector<float>>(v, v + d);
+      vector_cache_.Insert(fetch[i], std::move(copy), d * sizeof(float) + 64);
+      return absl::OkStatus();
+    }));
+  }
+  out->clear();
+  for (const auto& e : top.TakeSorted()) out->push_back({e.id, e.distance});
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
     const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
     const absl::flat_hash_set<uint64_t>* skip, SearchStats* stats) const {
@@ -188,6 +308,7 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
       stats->vectors_scored += per_thread[t].vectors_scored;
       stats->bytes_read += per_thread[t].bytes_read;
       stats->cache_hits += per_thread[t].cache_hits;
+      stats->full_vectors_read += per_thread[t].full_vectors_read;
     }
   }
   return out;

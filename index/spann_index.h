@@ -8,6 +8,11 @@
 // squared L2 to the centroids) -> cached or read postings -> exact distances (replicas
 // deduplicated, `skip` ids ignored) -> top-k, ties to the smaller id.
 //
+// Quantized tier (spec quant=sq8|rabitq): every posting's ids and codes are loaded into RAM at
+// Open; a query estimates distances from the codes with error bounds, and reads full vectors from
+// vectors.dat (one batch) only for candidates whose lower bound is at most the k-th smallest upper
+// bound — no rerank depth to tune. Full vectors are cached within the same byte budget.
+//
 // Thread safety: Search and MemoryBytes may run concurrently; the index is immutable but for the
 // cache (internally synchronised).
 // Errors: DataLoss (a page fails its checksum: names the file and offset), I/O errors.
@@ -24,12 +29,14 @@
 #include "index/centroid_tree.h"
 #include "index/flat_index.h"
 #include "index/posting_entries.h"
+#include "index/quantizer.h"
 #include "index/spann_options.h"
 #include "shoal/types.h"
 #include "storage/block_reader.h"
 #include "storage/lru_cache.h"
 #include "storage/posting_file.h"
 #include "storage/record_store.h"
+#include "storage/vector_file.h"
 
 namespace shoal::index {
 
@@ -63,7 +70,10 @@ class SpannIndex {
   size_t MemoryBytes() const;
   // RAM without the cache (what a RAM bound must leave room for).
   size_t FixedMemoryBytes() const;
-  void SetCacheBudget(size_t bytes) { cache_.SetBudget(bytes); }
+  void SetCacheBudget(size_t bytes) {
+    cache_.SetBudget(quantizer_ ? 0 : bytes);
+    vector_cache_.SetBudget(quantizer_ ? bytes : 0);
+  }
 
  private:
   SpannIndex(SpannManifest manifest, CentroidTree tree, std::vector<storage::PostingRow> rows,
@@ -73,6 +83,10 @@ class SpannIndex {
   absl::Status SearchOne(const float* q, size_t k, const SpannKnobs& knobs,
                          const absl::flat_hash_set<uint64_t>* skip, std::vector<Neighbor>* out,
                          SearchStats* stats) const;
+  absl::Status SearchQuantized(const float* q, size_t k, const SpannKnobs& knobs,
+                               const absl::flat_hash_set<uint64_t>* skip,
+                               std::vector<Neighbor>* out, SearchStats* stats) const;
+  absl::Status LoadQuantized(const std::string& dir);
 
   const SpannManifest manifest_;
   const CentroidTree tree_;
@@ -82,6 +96,12 @@ class SpannIndex {
   std::string io_backend_;
   bool flat_navigator_ = true;
   mutable storage::ByteLruCache<uint32_t, DecodedPosting> cache_;
+  // Quantized tier only.
+  std::unique_ptr<PostingQuantizer> quantizer_;
+  std::vector<QuantizedPosting> quantized_;  // by posting id
+  size_t quantized_bytes_ = 0;
+  std::unique_ptr<storage::VectorFile> vectors_;
+  mutable storage::ByteLruCache<uint64_t, std::vector<float>> vector_cache_;
 };
 
 }  // namespace shoal::index

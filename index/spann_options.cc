@@ -54,6 +54,14 @@ const std::map<std::string, Setter>& Setters() {
       {"branching", Number(&SpannOptions::branching, 2, 1024)},
       {"iterations", Number(&SpannOptions::iterations, 1, 1000)},
       {"seed", Number(&SpannOptions::seed, 0, 9.0e15)},
+      {"quant",
+       [](const std::string& k, const std::string& v, SpannOptions* o) {
+         const bool rabitq = v.rfind("rabitq", 0) == 0;
+         if (v != "none" && v != "sq8" && !rabitq)
+           return Bad(k, "must be none, sq8 or rabitq:bits=B");
+         o->quant = v;
+         return absl::OkStatus();
+       }},
       {"navigator",
        [](const std::string& k, const std::string& v, SpannOptions* o) {
          if (v != "flat" && v != "tree" && v != "auto") return Bad(k, "must be flat, tree or auto");
@@ -94,7 +102,7 @@ std::string SpannSpecString(const SpannOptions& o) {
                       ",posting_cap=", o.posting_cap, ",max_postings=", o.max_postings,
                       ",pruning_ratio=", o.pruning_ratio, ",navigator=", o.navigator,
                       ",beam=", o.beam, ",branching=", o.branching, ",iterations=", o.iterations,
-                      ",seed=", o.seed);
+                      ",seed=", o.seed, ",quant=", o.quant);
 }
 
 std::string EncodeManifest(const SpannManifest& m) {

@@ -19,6 +19,9 @@
 //   branching       centroid tree fan-out                                   default 32
 //   iterations      k-means iterations per tree node                        default 10
 //   seed            clustering seed                                         default 1
+//   quant           none | sq8 | rabitq:bits=B — with a quantizer, postings hold ids + codes
+//                   kept in RAM, full vectors are read from vectors.dat only for candidates
+//                   whose lower bound can still enter the top-k                default none
 // Pure functions; thread-safe.
 #ifndef SHOAL_INDEX_SPANN_OPTIONS_H_
 #define SHOAL_INDEX_SPANN_OPTIONS_H_
@@ -44,6 +47,7 @@ struct SpannOptions {
   uint32_t branching = 32;
   uint32_t iterations = 10;
   uint64_t seed = 1;
+  std::string quant = "none";
 };
 
 // InvalidArgument naming the key ("spec.replicas: 0 is not in 1..16") for unknown keys, bad

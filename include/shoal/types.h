@@ -62,11 +62,14 @@ struct Record {
 
 // What a search did, summed over its queries (filled when SearchParams::stats is set).
 struct SearchStats {
-  uint64_t postings_read = 0;   // posting lists scanned
-  uint64_t vectors_scored = 0;  // exact distances computed (duplicates from replicas included)
-  uint64_t bytes_read = 0;      // bytes read from the SSD (cache hits excluded)
-  uint64_t cache_hits = 0;      // postings served from the posting cache
+  uint64_t postings_read = 0;      // posting lists scanned
+  uint64_t vectors_scored = 0;     // exact distances computed (duplicates from replicas included)
+  uint64_t bytes_read = 0;         // bytes read from the SSD (cache hits excluded)
+  uint64_t cache_hits = 0;         // postings (or, quantized, full vectors) served from RAM caches
+  uint64_t full_vectors_read = 0;  // quantized tier: full vectors fetched for exact rerank
 };
+
+struct Filter;  // shoal/filter.h
 
 // Per-request search parameters.
 struct SearchParams {
@@ -75,6 +78,9 @@ struct SearchParams {
   uint32_t max_postings = 0;     // scan at most this many nearest postings
   float pruning_ratio = 0;       // scan posting i only if dist_i <= pruning_ratio * dist_1 (>= 1)
   SearchStats* stats = nullptr;  // optional out-parameter, not owned
+  // Optional (not owned; shoal/filter.h): only records that pass it are scored and returned.
+  // nullptr = every record.
+  const Filter* filter = nullptr;
 };
 
 struct Hit {
