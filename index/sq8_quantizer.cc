@@ -7,21 +7,33 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/cpu_features.h"
 
 namespace shoal::index {
+namespace internal {
+float Sq8WeightedL2Avx512(const float* qs, const float* step2, const uint8_t* code, size_t dim);
+}  // namespace internal
 namespace {
 
 constexpr char kMagic[] = "shoal-sq8-v1";
 
 // |q' - c|^2 in quantized units, weighted back by step^2: the squared distance from the
-// (pre-shifted) query to the dequantized residual. Written so GCC vectorises it.
-float WeightedL2(const float* qs, const float* step2, const uint8_t* code, size_t dim) {
+// (pre-shifted) query to the dequantized residual. Portable version.
+float WeightedL2Portable(const float* qs, const float* step2, const uint8_t* code, size_t dim) {
   float acc = 0;
   for (size_t j = 0; j < dim; ++j) {
     const float diff = qs[j] - static_cast<float>(code[j]);
     acc += step2[j] * diff * diff;
   }
   return acc;
+}
+
+using WeightedL2Fn = float (*)(const float*, const float*, const uint8_t*, size_t);
+
+WeightedL2Fn WeightedL2() {
+  static const WeightedL2Fn fn =
+      base::Cpu().avx512bw ? internal::Sq8WeightedL2Avx512 : WeightedL2Portable;
+  return fn;
 }
 
 }  // namespace
@@ -62,17 +74,20 @@ void Sq8Quantizer::Encode(const float* x, const float* centroid, uint8_t* code) 
 void Sq8Quantizer::Estimate(const float* query, const float* centroid, const uint8_t* codes,
                             size_t n, float* estimate, float* error) const {
   // Shift and scale the query once per posting: qs_j = (q_j - c_j - min_j) / step_j.
-  std::vector<float> qs(dim_), step2(dim_);
+  thread_local std::vector<float> qs, step2;
+  qs.resize(dim_);
+  step2.resize(dim_);
   for (size_t j = 0; j < dim_; ++j) {
     qs[j] = (query[j] - centroid[j] - min_[j]) / step_[j];
     step2[j] = step_[j] * step_[j];
   }
   const size_t stride = code_bytes();
+  const WeightedL2Fn kernel = WeightedL2();
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* code = codes + i * stride;
     float e = 0;
     std::memcpy(&e, code + dim_, sizeof e);
-    const float d2 = WeightedL2(qs.data(), step2.data(), code, dim_);
+    const float d2 = kernel(qs.data(), step2.data(), code, dim_);
     const float d = std::sqrt(d2);
     // |q - x| in [d - e, d + e]; squared: [max(0, d - e)^2, (d + e)^2]. Centre and half-width:
     const float lo = std::max(0.0f, d - e), hi = d + e;
