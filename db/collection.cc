@@ -7,9 +7,14 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "db/validation.h"
+#include "shoal/filter.h"
 
 namespace shoal::db {
 namespace {
+
+// A filtered search over a SpannIndex is answered exactly when at most max(this, 64 k) ids pass:
+// reading that many records back costs about what a SPANN query does.
+constexpr size_t kExactFilterIds = 2048;
 
 index::Metric IndexMetric(Metric m) {
   return m == Metric::kL2 ? index::Metric::kL2 : index::Metric::kInnerProduct;
@@ -117,6 +122,7 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < records.size(); ++i) {
     flat_.Add(ids[i], IndexForm(records[i].vector, &scratch));
+    attrs_.Put(ids[i], records[i].attributes, records[i].tags);
     if (stale[i]) stale_.insert(ids[i]);
     if (is_new[i]) {
       id_of_.emplace(records[i].key, ids[i]);
@@ -166,6 +172,7 @@ absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
   absl::MutexLock lock(&mu_);
   for (uint64_t iid : ids) {
     flat_.Remove(iid);
+    attrs_.Remove(iid);
     if (InSpann(iid)) stale_.insert(iid);
     auto k = key_of_.find(iid);
     id_of_.erase(k->second);
@@ -189,7 +196,9 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
   const size_t threads = n == 1 ? 1 : options_.search_threads;
   absl::ReaderMutexLock lock(&mu_);
   std::vector<std::vector<index::Neighbor>> found;
-  if (spann_ != nullptr) {
+  if (params.filter != nullptr) {
+    SHOAL_ASSIGN_OR_RETURN(found, SearchFiltered(q, n, params, threads));
+  } else if (spann_ != nullptr) {
     index::SpannKnobs knobs;
     knobs.max_postings = params.max_postings;
     if (params.pruning_ratio > 0) knobs.pruning_ratio = params.pruning_ratio;
@@ -208,6 +217,61 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
     }
   }
   return out;
+}
+
+absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchFiltered(
+    const float* q, size_t n, const SearchParams& params, size_t threads) const {
+  const index::IdBitmap allowed = attrs_.Evaluate(*params.filter);
+  const size_t k = params.k;
+  if (spann_ == nullptr) return flat_.Search(q, n, k, threads, &allowed);
+  const size_t passing = allowed.Count();
+  if (passing <= std::max(kExactFilterIds, 64 * k)) {
+    return SearchAllowedExactly(q, n, k, threads, allowed, params.stats);
+  }
+  absl::flat_hash_set<uint64_t> skip(stale_.begin(), stale_.end());
+  skip.reserve(stale_.size() + indexed_below_ - std::min<size_t>(passing, indexed_below_));
+  for (uint64_t id = 0; id < indexed_below_; ++id) {
+    if (!allowed.Test(id)) skip.insert(id);
+  }
+  index::SpannKnobs knobs;
+  knobs.max_postings = params.max_postings;
+  if (params.pruning_ratio > 0) knobs.pruning_ratio = params.pruning_ratio;
+  SHOAL_ASSIGN_OR_RETURN(auto found, spann_->Search(q, n, k, knobs, threads, &skip, params.stats));
+  if (flat_.size() > 0) MergeInto(&found, flat_.Search(q, n, k, threads, &allowed), k);
+  // Queries whose nearest postings held fewer than k passing ids: answer them exactly.
+  const size_t want = std::min(k, passing);
+  std::vector<size_t> short_queries;
+  std::vector<float> redo;
+  for (size_t i = 0; i < n; ++i) {
+    if (found[i].size() >= want) continue;
+    short_queries.push_back(i);
+    redo.insert(redo.end(), q + i * spec_.dimension, q + (i + 1) * spec_.dimension);
+  }
+  if (short_queries.empty()) return found;
+  SHOAL_ASSIGN_OR_RETURN(auto exact, SearchAllowedExactly(redo.data(), short_queries.size(), k,
+                                                          threads, allowed, params.stats));
+  for (size_t j = 0; j < short_queries.size(); ++j) found[short_queries[j]] = std::move(exact[j]);
+  return found;
+}
+
+absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchAllowedExactly(
+    const float* q, size_t n, size_t k, size_t threads, const index::IdBitmap& allowed,
+    SearchStats* stats) const {
+  // The FlatIndex's rows are searched in place; only the SpannIndex's are read back.
+  std::vector<uint64_t> to_read;
+  allowed.ForEach([&](uint64_t id) {
+    if (!flat_.Contains(id)) to_read.push_back(id);
+  });
+  index::FlatIndex passing(spec_.dimension, flat_.metric());
+  std::vector<float> scratch;
+  for (uint64_t id : to_read) {
+    SHOAL_ASSIGN_OR_RETURN(std::optional<Record> r, store_->GetRecord(id_, id));
+    if (r.has_value()) passing.Add(id, IndexForm(r->vector, &scratch));
+  }
+  if (stats != nullptr) stats->vectors_scored += n * allowed.Count();
+  auto found = passing.Search(q, n, k, threads);
+  if (flat_.size() > 0) MergeInto(&found, flat_.Search(q, n, k, threads, &allowed), k);
+  return found;
 }
 
 absl::Status Collection::Drop() {

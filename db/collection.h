@@ -9,6 +9,22 @@
 // commit changes nothing. Searches take the lock shared, so they see a batch whole or not at all.
 // Search = SpannIndex (skipping stale ids) merged with the FlatIndex.
 //
+// Filtered search (SearchParams::filter): the AttributeIndex (every live record's attributes and
+// tags in RAM, maintained with the key maps on Upsert / Delete / Load) turns the filter into a
+// bitmap of passing internal ids once per request; ids outside it are never scored:
+//  - no SpannIndex: the FlatIndex scan checks the bitmap row by row (exact).
+//  - SpannIndex, few passing ids (<= max(kExactFilterIds, 64 k)): exact brute force over the
+//    passing ids — those the FlatIndex holds through its filtered scan, the SpannIndex's ones
+//    read back from RocksDB. Exact, and k hits whenever k pass.
+//  - SpannIndex, many passing ids: the SpannIndex scans with skip = stale ids + the ids it holds
+//    that fail the filter (a set of the complement built per request: O(indexed ids)), merged
+//    with the FlatIndex's filtered scan. A query left with fewer than min(k, passing) hits (its
+//    nearest postings held too few passing ids) is answered by the exact path instead.
+//    TODO(filter): once SpannIndex::Search takes `const index::IdFilter* allow` (checked beside
+//    `skip` during its scan), pass the bitmap instead of building the complement set.
+// The exact path reads records under the shared lock; a write committed to RocksDB but not yet
+// applied may then show its new vector with the old attributes (a one-request anomaly).
+//
 // Thread safety: all methods are thread-safe. Writers to one collection are serialised.
 #ifndef SHOAL_DB_COLLECTION_H_
 #define SHOAL_DB_COLLECTION_H_
@@ -24,7 +40,9 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "db/attribute_index.h"
 #include "index/flat_index.h"
+#include "index/id_filter.h"
 #include "index/spann_index.h"
 #include "shoal/options.h"
 #include "shoal/types.h"
@@ -74,6 +92,14 @@ class Collection {
   // The vector as the index stores it (unit length for cosine).
   const float* IndexForm(const std::vector<float>& v, std::vector<float>* scratch) const;
   absl::Status CheckNotDropped() const ABSL_SHARED_LOCKS_REQUIRED(write_mu_);
+  // Filtered search (see the file comment); `q` holds n queries in index form.
+  absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchFiltered(
+      const float* q, size_t n, const SearchParams& params, size_t threads) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Exact top-k over the ids in `allowed` (FlatIndex rows + records read from RocksDB).
+  absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchAllowedExactly(
+      const float* q, size_t n, size_t k, size_t threads, const index::IdBitmap& allowed,
+      SearchStats* stats) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   storage::RecordStore* const store_;
   const uint32_t id_;
@@ -94,6 +120,7 @@ class Collection {
   absl::flat_hash_set<uint64_t> stale_ ABSL_GUARDED_BY(mu_);  // SpannIndex copies out of date
   absl::flat_hash_map<Key, uint64_t> id_of_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, Key> key_of_ ABSL_GUARDED_BY(mu_);
+  AttributeIndex attrs_ ABSL_GUARDED_BY(mu_);  // attributes and tags of every live record
 };
 
 }  // namespace shoal::db

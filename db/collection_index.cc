@@ -53,6 +53,7 @@ absl::Status Collection::LoadAll() {
                                               " has dimension ", r.vector.size()));
     }
     flat_.Add(iid, IndexForm(r.vector, &scratch));
+    attrs_.Put(iid, r.attributes, r.tags);
     id_of_.emplace(r.key, iid);
     key_of_.emplace(iid, std::move(r.key));
     // Ids at or above the stored counter can only come from a counter lost with a torn catalog
@@ -62,8 +63,10 @@ absl::Status Collection::LoadAll() {
   });
 }
 
-// With an index, only records the index does not hold are read back into the FlatIndex: those
-// written after the build (ids >= indexed_below) and rewritten ones (stale marks).
+// With an index, only records the index does not hold go into the FlatIndex: those written after
+// the build (ids >= indexed_below) and rewritten ones (stale marks). Every record is still read
+// once, for the AttributeIndex (attributes are not persisted apart from the records yet; a
+// reopen costs one full scan of the records column family).
 absl::Status Collection::LoadWithIndex(const storage::StoredIndex& stored) {
   const std::string where = absl::StrCat("collection '", spec_.name, "' index manifest");
   SHOAL_ASSIGN_OR_RETURN(index::SpannManifest manifest,
@@ -81,20 +84,16 @@ absl::Status Collection::LoadWithIndex(const storage::StoredIndex& stored) {
     return absl::OkStatus();
   }));
   std::vector<float> scratch;
-  auto add = [&](uint64_t iid, Record&& r) {
+  return store_->ScanRecords(id_, [&](uint64_t iid, Record&& r) {
+    attrs_.Put(iid, r.attributes, r.tags);
+    if (iid < indexed_below_ && !stale_.contains(iid)) return absl::OkStatus();
     if (r.vector.size() != spec_.dimension) {
       return absl::DataLossError(absl::StrCat("collection '", spec_.name, "' record id ", iid,
                                               " has dimension ", r.vector.size()));
     }
     flat_.Add(iid, IndexForm(r.vector, &scratch));
     return absl::OkStatus();
-  };
-  SHOAL_RETURN_IF_ERROR(store_->ScanRecords(id_, add, indexed_below_));
-  for (uint64_t iid : stored.stale_ids) {
-    SHOAL_ASSIGN_OR_RETURN(std::optional<Record> r, store_->GetRecord(id_, iid));
-    if (r.has_value()) SHOAL_RETURN_IF_ERROR(add(iid, *std::move(r)));
-  }
-  return absl::OkStatus();
+  });
 }
 
 absl::Status Collection::BuildIndex(const std::string& spec) {

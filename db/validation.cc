@@ -87,7 +87,90 @@ absl::Status ValidateBatchSize(size_t n, size_t limit, const std::string& field)
   return absl::OkStatus();
 }
 
+const char* OpName(Filter::Op op) {
+  switch (op) {
+    case Filter::Op::kAnd:
+      return "and";
+    case Filter::Op::kOr:
+      return "or";
+    case Filter::Op::kNot:
+      return "not";
+    case Filter::Op::kEq:
+      return "eq";
+    case Filter::Op::kRange:
+      return "range";
+    case Filter::Op::kHasTag:
+      return "has_tag";
+  }
+  return nullptr;
+}
+
+absl::Status ValidateFilterLeaf(const Filter& f, const std::string& path) {
+  if (f.op == Filter::Op::kHasTag) {
+    if (f.name.empty() || f.name.size() > kMaxTagBytes) {
+      return Invalid(path, absl::StrCat("tag must be 1..", kMaxTagBytes, " bytes"));
+    }
+    return absl::OkStatus();
+  }
+  if (absl::Status s = ValidateCollectionName(f.name, path + ".name"); !s.ok()) return s;
+  if (f.op == Filter::Op::kEq) {
+    if (const auto* d = std::get_if<double>(&f.value); d && std::isnan(*d)) {
+      return Invalid(path + ".value", "NaN never equals anything");
+    }
+    if (const auto* s = std::get_if<std::string>(&f.value);
+        s && s->size() > kMaxAttributeStringBytes) {
+      return Invalid(path + ".value", absl::StrCat("string of ", s->size(), " bytes, at most ",
+                                                   kMaxAttributeStringBytes));
+    }
+    return absl::OkStatus();
+  }
+  if (std::isnan(f.lo)) return Invalid(path + ".lo", "NaN");
+  if (std::isnan(f.hi)) return Invalid(path + ".hi", "NaN");
+  if (f.lo > f.hi) return Invalid(path, absl::StrCat("lo ", f.lo, " > hi ", f.hi));
+  return absl::OkStatus();
+}
+
+// `path` names the node (e.g. "filter.and[1]"); its op is appended for leaves and Not.
+absl::Status ValidateFilterNode(const Filter& f, const std::string& path, size_t depth,
+                                size_t* nodes) {
+  if (depth > kMaxFilterDepth) {
+    return Invalid(path, absl::StrCat("nested deeper than ", kMaxFilterDepth, " levels"));
+  }
+  if (++*nodes > kMaxFilterNodes) {
+    return Invalid(path, absl::StrCat("filter has more than ", kMaxFilterNodes, " nodes"));
+  }
+  const char* op = OpName(f.op);
+  if (op == nullptr) {
+    return Invalid(path, absl::StrCat("unknown filter op ", static_cast<int>(f.op)));
+  }
+  const std::string here = absl::StrCat(path, ".", op);
+  switch (f.op) {
+    case Filter::Op::kAnd:
+    case Filter::Op::kOr:
+      if (f.operands.empty()) return Invalid(here, "needs at least one operand");
+      for (size_t i = 0; i < f.operands.size(); ++i) {
+        absl::Status s =
+            ValidateFilterNode(f.operands[i], absl::StrCat(here, "[", i, "]"), depth + 1, nodes);
+        if (!s.ok()) return s;
+      }
+      return absl::OkStatus();
+    case Filter::Op::kNot:
+      if (f.operands.size() != 1) {
+        return Invalid(here, absl::StrCat("needs exactly one operand, has ", f.operands.size()));
+      }
+      return ValidateFilterNode(f.operands[0], here, depth + 1, nodes);
+    default:
+      if (!f.operands.empty()) return Invalid(here, "a leaf takes no operands");
+      return ValidateFilterLeaf(f, here);
+  }
+}
+
 }  // namespace
+
+absl::Status ValidateFilter(const Filter& filter, const std::string& field) {
+  size_t nodes = 0;
+  return ValidateFilterNode(filter, field, 0, &nodes);
+}
 
 absl::Status ValidateCollectionName(std::string_view name, const std::string& field) {
   if (name.empty()) return Invalid(field, "must not be empty");
@@ -177,6 +260,7 @@ absl::Status ValidateSearch(const CollectionSpec& spec, std::span<const float> q
                                     absl::StrCat("queries[", i, "]"));
     if (!s.ok()) return s;
   }
+  if (params.filter != nullptr) return ValidateFilter(*params.filter);
   return absl::OkStatus();
 }
 

@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "absl/status/status.h"
+#include "shoal/filter.h"
 #include "shoal/options.h"
 #include "shoal/types.h"
 
@@ -20,6 +21,10 @@ absl::Status ValidateKey(const Key& key, const std::string& field);
 absl::Status ValidateRecords(const CollectionSpec& spec, std::span<const Record> records,
                              const Options& options);
 absl::Status ValidateKeys(std::span<const Key> keys, const Options& options);
+// Shape and values of a filter tree (see shoal/filter.h); errors name the node by its path from
+// `field`, e.g. "filter.and[1].range.lo: NaN". Unknown attribute names and tags are valid.
+absl::Status ValidateFilter(const Filter& filter, const std::string& field = "filter");
+// Also validates params.filter when set.
 absl::Status ValidateSearch(const CollectionSpec& spec, std::span<const float> queries,
                             const SearchParams& params, const Options& options);
 

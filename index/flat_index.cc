@@ -68,7 +68,8 @@ void RunOnThreads(size_t threads, const Fn& fn) {
 // chunk rather than once per query (the scan is memory-bound otherwise). The per-thread top-k
 // are then merged; TopK is order-independent, so thread count and chunking never matter.
 std::vector<std::vector<Neighbor>> SearchScan(const BaseView& base, const float* queries,
-                                              size_t num_queries, size_t k, size_t threads) {
+                                              size_t num_queries, size_t k, size_t threads,
+                                              const IdFilter* allow = nullptr) {
   constexpr size_t kChunk = 16;
   threads = std::max<size_t>(1, std::min(threads, base.n / 1024));
   std::vector<std::vector<TopK<uint64_t>>> tops(threads);
@@ -79,6 +80,7 @@ std::vector<std::vector<Neighbor>> SearchScan(const BaseView& base, const float*
     for (size_t c = 0; c < num_queries; c += kChunk) {
       const size_t chunk_end = std::min(num_queries, c + kChunk);
       for (size_t i = begin; i < end; ++i) {
+        if (allow != nullptr && !allow->Allows(base.ids[i])) continue;
         for (size_t q = c; q < chunk_end; ++q) {
           const float d = Distance(base.metric, queries + q * base.dim, base.row(i), base.dim);
           if (d <= top[q].Threshold()) top[q].Push(d, base.ids[i]);
@@ -398,15 +400,34 @@ bool FlatIndex::Remove(uint64_t id) {
 
 std::vector<std::vector<Neighbor>> FlatIndex::Search(const float* queries, size_t num_queries,
                                                      size_t k, size_t threads) const {
+  return Search(queries, num_queries, k, threads, nullptr);
+}
+
+std::vector<std::vector<Neighbor>> FlatIndex::Search(const float* queries, size_t num_queries,
+                                                     size_t k, size_t threads,
+                                                     const IdFilter* allow) const {
   std::vector<std::vector<Neighbor>> out(num_queries);
   if (k == 0 || ids_.empty() || num_queries == 0) return out;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  const BaseView base{vectors_.data(), norms_.data(), ids_.data(),
-                      ids_.size(),     dimension_,    metric_};
+  BaseView base{vectors_.data(), norms_.data(), ids_.data(), ids_.size(), dimension_, metric_};
   const bool batched = internal::ActiveKernels().level == internal::KernelLevelId::kAvx512 &&
                        num_queries >= kMinBatchQueries && ids_.size() <= UINT32_MAX &&
                        dimension_ * kPanelWidth < (size_t{1} << 31);
-  if (!batched) return SearchScan(base, queries, num_queries, k, threads);
+  if (!batched) return SearchScan(base, queries, num_queries, k, threads, allow);
+  // The batched kernel scores whole panels, so it gets a base of the allowed rows only: one copy
+  // per request, amortised over at least kMinBatchQueries queries.
+  std::vector<float> vectors, norms;
+  std::vector<uint64_t> ids;
+  if (allow != nullptr) {
+    for (size_t i = 0; i < ids_.size(); ++i) {
+      if (!allow->Allows(ids_[i])) continue;
+      vectors.insert(vectors.end(), base.row(i), base.row(i) + dimension_);
+      norms.push_back(norms_[i]);
+      ids.push_back(ids_[i]);
+    }
+    if (ids.empty()) return out;
+    base = BaseView{vectors.data(), norms.data(), ids.data(), ids.size(), dimension_, metric_};
+  }
   const BatchPlan plan = MakePlan(base, queries, num_queries);
   const size_t blocks = (num_queries + kQueryBlock - 1) / kQueryBlock;
   // Each thread packs the whole base, which pays off from ~64 queries per thread.

@@ -23,6 +23,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "index/distance.h"
+#include "index/id_filter.h"
 
 namespace shoal::index {
 
@@ -51,6 +52,11 @@ class FlatIndex {
   // nearest stored vectors, closest first. `threads` = 0 uses hardware concurrency.
   std::vector<std::vector<Neighbor>> Search(const float* queries, size_t num_queries, size_t k,
                                             size_t threads) const;
+  // Filtered: only stored ids that `allow` allows are scored (nullptr = all), so each query gets
+  // min(k, allowed stored vectors) hits. Single queries and small batches check `allow` row by
+  // row during the scan; batches that take the AVX-512 path gather the allowed rows first.
+  std::vector<std::vector<Neighbor>> Search(const float* queries, size_t num_queries, size_t k,
+                                            size_t threads, const IdFilter* allow) const;
 
  private:
   size_t dimension_;

@@ -1,0 +1,172 @@
+#include "db/attribute_index.h"
+
+#include <cmath>
+#include <variant>
+
+namespace shoal::db {
+namespace {
+
+// Three-way comparison of an int64 with a (non-NaN) double, exact: converting the int64 to
+// double would round above 2^53 and make Range("n", 2^53, 2^53) match 2^53 + 1.
+int Compare(int64_t v, double d) {
+  constexpr double kTwo63 = 9223372036854775808.0;
+  if (d >= kTwo63) return -1;
+  if (d < -kTwo63) return 1;
+  const double whole = std::trunc(d);
+  const auto t = static_cast<int64_t>(whole);
+  if (v != t) return v < t ? -1 : 1;
+  const double frac = d - whole;
+  return frac > 0 ? -1 : (frac < 0 ? 1 : 0);
+}
+
+template <typename Map, typename Pred>
+void SetMatching(const Map& column, const Pred& pred, index::IdBitmap* out) {
+  for (const auto& [id, value] : column) {
+    if (pred(value)) out->Set(id);
+  }
+}
+
+}  // namespace
+
+void AttributeIndex::Put(uint64_t id, const std::map<std::string, AttributeValue>& attributes,
+                         const std::vector<std::string>& tags) {
+  Remove(id);
+  Entry& entry = entries_[id];
+  live_.Set(id);
+  entry.columns.reserve(attributes.size());
+  for (const auto& [name, value] : attributes) {
+    auto [it, fresh] = column_of_.try_emplace(name, static_cast<uint32_t>(columns_.size()));
+    if (fresh) columns_.emplace_back();
+    Column& column = columns_[it->second];
+    entry.columns.push_back(it->second);
+    std::visit(
+        [&](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, int64_t>) column.ints[id] = v;
+          if constexpr (std::is_same_v<T, double>) column.doubles[id] = v;
+          if constexpr (std::is_same_v<T, bool>) column.bools[id] = v;
+          if constexpr (std::is_same_v<T, std::string>) column.strings[id] = v;
+        },
+        value);
+  }
+  entry.tags.reserve(tags.size());
+  for (const std::string& tag : tags) {
+    auto [it, fresh] = tag_of_.try_emplace(tag, static_cast<uint32_t>(tag_ids_.size()));
+    if (fresh) tag_ids_.emplace_back();
+    // A record may repeat a tag; the set keeps one and Remove erases it once.
+    if (tag_ids_[it->second].insert(id).second) entry.tags.push_back(it->second);
+  }
+}
+
+void AttributeIndex::Remove(uint64_t id) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  for (uint32_t c : it->second.columns) {
+    Column& column = columns_[c];
+    column.ints.erase(id);
+    column.doubles.erase(id);
+    column.bools.erase(id);
+    column.strings.erase(id);
+  }
+  for (uint32_t t : it->second.tags) tag_ids_[t].erase(id);
+  entries_.erase(it);
+  live_.Reset(id);
+}
+
+index::IdBitmap AttributeIndex::EvaluateEq(const Filter& leaf) const {
+  index::IdBitmap out;
+  auto it = column_of_.find(leaf.name);
+  if (it == column_of_.end()) return out;
+  const Column& column = columns_[it->second];
+  std::visit(
+      [&](const auto& want) {
+        using T = std::decay_t<decltype(want)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          SetMatching(
+              column.ints, [&](int64_t v) { return v == want; }, &out);
+          SetMatching(
+              column.doubles, [&](double v) { return Compare(want, v) == 0; }, &out);
+        } else if constexpr (std::is_same_v<T, double>) {
+          SetMatching(
+              column.ints, [&](int64_t v) { return Compare(v, want) == 0; }, &out);
+          SetMatching(
+              column.doubles, [&](double v) { return v == want; }, &out);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          SetMatching(
+              column.bools, [&](bool v) { return v == want; }, &out);
+        } else {
+          SetMatching(
+              column.strings, [&](const std::string& v) { return v == want; }, &out);
+        }
+      },
+      leaf.value);
+  return out;
+}
+
+index::IdBitmap AttributeIndex::EvaluateRange(const Filter& leaf) const {
+  index::IdBitmap out;
+  auto it = column_of_.find(leaf.name);
+  if (it == column_of_.end()) return out;
+  const Column& column = columns_[it->second];
+  const double lo = leaf.lo, hi = leaf.hi;
+  SetMatching(
+      column.ints, [&](int64_t v) { return Compare(v, lo) >= 0 && Compare(v, hi) <= 0; }, &out);
+  SetMatching(
+      column.doubles, [&](double v) { return lo <= v && v <= hi; }, &out);
+  return out;
+}
+
+index::IdBitmap AttributeIndex::EvaluateTag(const Filter& leaf) const {
+  index::IdBitmap out;
+  auto it = tag_of_.find(leaf.name);
+  if (it == tag_of_.end()) return out;
+  for (uint64_t id : tag_ids_[it->second]) out.Set(id);
+  return out;
+}
+
+index::IdBitmap AttributeIndex::Evaluate(const Filter& filter) const {
+  switch (filter.op) {
+    case Filter::Op::kEq:
+      return EvaluateEq(filter);
+    case Filter::Op::kRange:
+      return EvaluateRange(filter);
+    case Filter::Op::kHasTag:
+      return EvaluateTag(filter);
+    case Filter::Op::kNot: {
+      index::IdBitmap out = live_;
+      if (!filter.operands.empty()) out.AndNot(Evaluate(filter.operands[0]));
+      return out;
+    }
+    case Filter::Op::kAnd:
+    case Filter::Op::kOr: {
+      if (filter.operands.empty()) return {};
+      index::IdBitmap out = Evaluate(filter.operands[0]);
+      for (size_t i = 1; i < filter.operands.size(); ++i) {
+        if (filter.op == Filter::Op::kAnd) {
+          out.And(Evaluate(filter.operands[i]));
+        } else {
+          out.Or(Evaluate(filter.operands[i]));
+        }
+      }
+      return out;
+    }
+  }
+  return {};  // an unknown op matches nothing (ValidateFilter rejects it first)
+}
+
+size_t AttributeIndex::MemoryBytes() const {
+  constexpr size_t kSlot = sizeof(uint64_t) + 8 + 1;  // id, value, control byte
+  size_t bytes = live_.bound() / 8 + entries_.capacity() * (sizeof(uint64_t) + sizeof(Entry) + 1);
+  for (const auto& [id, entry] : entries_) {
+    bytes += (entry.columns.capacity() + entry.tags.capacity()) * sizeof(uint32_t);
+  }
+  for (const Column& c : columns_) {
+    bytes += (c.ints.capacity() + c.doubles.capacity() + c.bools.capacity()) * kSlot +
+             c.strings.capacity() * (sizeof(uint64_t) + sizeof(std::string) + 1);
+    for (const auto& [id, s] : c.strings) bytes += s.capacity();
+  }
+  for (const auto& ids : tag_ids_) bytes += ids.capacity() * (sizeof(uint64_t) + 1);
+  return bytes;
+}
+
+}  // namespace shoal::db

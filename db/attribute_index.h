@@ -1,0 +1,77 @@
+// AttributeIndex: a collection's record attributes and tags held in RAM as typed columns, so a
+// search can turn its Filter (shoal/filter.h) into the set of internal ids that pass it before
+// any vector is scored.
+//
+//   AttributeIndex attrs;
+//   attrs.Put(/*id=*/7, record.attributes, record.tags);   // on Upsert and at load
+//   attrs.Remove(7);                                       // on Delete
+//   index::IdBitmap allowed = attrs.Evaluate(filter);      // per search request
+//
+// Layout: per attribute name one column of four typed id -> value maps (int64, double, bool,
+// string), so a leaf scans only the records that carry that attribute; per tag a set of ids.
+// Every live id (with or without attributes) is in `live`, the universe Not() complements.
+// Evaluate expects a filter that passed ValidateFilter (db/validation.h); an attribute name or
+// tag that no record has matches nothing.
+//
+// Thread safety: none of its own; the Collection guards it with its reader/writer lock (Evaluate
+// is const and may run concurrently with other Evaluates).
+#ifndef SHOAL_DB_ATTRIBUTE_INDEX_H_
+#define SHOAL_DB_ATTRIBUTE_INDEX_H_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "index/id_filter.h"
+#include "shoal/filter.h"
+#include "shoal/types.h"
+
+namespace shoal::db {
+
+class AttributeIndex {
+ public:
+  // Sets the attributes and tags of `id`, replacing whatever it had.
+  void Put(uint64_t id, const std::map<std::string, AttributeValue>& attributes,
+           const std::vector<std::string>& tags);
+  // Forgets `id`; a no-op when absent.
+  void Remove(uint64_t id);
+
+  // The live ids that pass `filter`.
+  index::IdBitmap Evaluate(const Filter& filter) const;
+  size_t Count(const Filter& filter) const { return Evaluate(filter).Count(); }
+
+  size_t size() const { return entries_.size(); }
+  // Approximate RAM held, in bytes.
+  size_t MemoryBytes() const;
+
+ private:
+  struct Column {
+    absl::flat_hash_map<uint64_t, int64_t> ints;
+    absl::flat_hash_map<uint64_t, double> doubles;
+    absl::flat_hash_map<uint64_t, bool> bools;
+    absl::flat_hash_map<uint64_t, std::string> strings;
+  };
+  // What `id` appears in, so Remove finds it without the record.
+  struct Entry {
+    std::vector<uint32_t> columns;
+    std::vector<uint32_t> tags;
+  };
+
+  index::IdBitmap EvaluateEq(const Filter& leaf) const;
+  index::IdBitmap EvaluateRange(const Filter& leaf) const;
+  index::IdBitmap EvaluateTag(const Filter& leaf) const;
+
+  absl::flat_hash_map<std::string, uint32_t> column_of_;
+  std::vector<Column> columns_;
+  absl::flat_hash_map<std::string, uint32_t> tag_of_;
+  std::vector<absl::flat_hash_set<uint64_t>> tag_ids_;
+  absl::flat_hash_map<uint64_t, Entry> entries_;
+  index::IdBitmap live_;
+};
+
+}  // namespace shoal::db
+
+#endif  // SHOAL_DB_ATTRIBUTE_INDEX_H_

@@ -1,0 +1,133 @@
+#include "db/attribute_index.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+
+#include "db/validation.h"
+
+namespace shoal::db {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+std::vector<uint64_t> Ids(const index::IdBitmap& bitmap) {
+  std::vector<uint64_t> ids;
+  bitmap.ForEach([&](uint64_t id) { ids.push_back(id); });
+  return ids;
+}
+
+class AttributeIndexTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    attrs_.Put(0, {{"n", int64_t{3}}, {"lang", std::string("en")}}, {"red"});
+    attrs_.Put(1, {{"n", 3.0}, {"lang", std::string("de")}}, {"red", "blue"});
+    attrs_.Put(2, {{"n", 3.5}, {"flag", true}}, {});
+    attrs_.Put(5, {}, {"blue"});  // no attributes, but live (Not sees it)
+  }
+  AttributeIndex attrs_;
+};
+
+TEST_F(AttributeIndexTest, EqComparesNumbersAcrossIntAndDouble) {
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Eq("n", int64_t{3}))), ElementsAre(0, 1));
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Eq("n", 3.0))), ElementsAre(0, 1));
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Eq("n", 3.5))), ElementsAre(2));
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Eq("lang", "en"))), ElementsAre(0));
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Eq("flag", true))), ElementsAre(2));
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Eq("flag", int64_t{1}))), IsEmpty());  // bool != number
+}
+
+TEST_F(AttributeIndexTest, EqOfACharLiteralIsAString) {
+  EXPECT_TRUE(std::holds_alternative<std::string>(shoal::Eq("lang", "en").value));
+  EXPECT_TRUE(std::holds_alternative<int64_t>(shoal::Eq("n", 3).value));
+}
+
+TEST_F(AttributeIndexTest, RangeIsInclusiveAndNumericOnly) {
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Range("n", 3, 3))), ElementsAre(0, 1));
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Range("n", 3.1, 10))), ElementsAre(2));
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Range("n", -inf, inf))), ElementsAre(0, 1, 2));
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Range("lang", -inf, inf))), IsEmpty());
+}
+
+TEST(AttributeIndexExactTest, RangeComparesLargeIntsExactly) {
+  AttributeIndex attrs;
+  const int64_t big = (int64_t{1} << 53) + 1;  // not a double
+  attrs.Put(1, {{"n", big}}, {});
+  attrs.Put(2, {{"n", std::numeric_limits<int64_t>::max()}}, {});
+  const double two53 = std::ldexp(1.0, 53);
+  EXPECT_THAT(Ids(attrs.Evaluate(shoal::Range("n", two53, two53))), IsEmpty());
+  EXPECT_THAT(Ids(attrs.Evaluate(shoal::Range("n", two53, two53 + 2))), ElementsAre(1));
+  EXPECT_THAT(Ids(attrs.Evaluate(shoal::Range("n", 0, std::ldexp(1.0, 63)))), ElementsAre(1, 2));
+  EXPECT_THAT(Ids(attrs.Evaluate(shoal::Eq("n", two53))), IsEmpty());
+}
+
+TEST_F(AttributeIndexTest, TagsAndCombinators) {
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::HasTag("blue"))), ElementsAre(1, 5));
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::And({shoal::HasTag("red"), shoal::HasTag("blue")}))),
+              ElementsAre(1));
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Or({shoal::Eq("lang", "en"), shoal::HasTag("blue")}))),
+              ElementsAre(0, 1, 5));
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Not(shoal::HasTag("red")))), ElementsAre(2, 5));
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Not(shoal::Eq("nope", int64_t{1})))),
+              ElementsAre(0, 1, 2, 5));
+  EXPECT_EQ(attrs_.Count(shoal::HasTag("missing")), 0u);
+}
+
+TEST_F(AttributeIndexTest, PutReplacesAndRemoveForgets) {
+  attrs_.Put(0, {{"lang", std::string("fr")}}, {"green"});
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Eq("lang", "en"))), IsEmpty());
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Eq("n", int64_t{3}))), ElementsAre(1));
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::HasTag("red"))), ElementsAre(1));
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::HasTag("green"))), ElementsAre(0));
+  attrs_.Remove(1);
+  attrs_.Remove(99);  // absent: no-op
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::HasTag("red"))), IsEmpty());
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Not(shoal::HasTag("green")))), ElementsAre(2, 5));
+  EXPECT_EQ(attrs_.size(), 3u);
+  EXPECT_GT(attrs_.MemoryBytes(), 0u);
+}
+
+TEST_F(AttributeIndexTest, RepeatedTagIsOneMembership) {
+  attrs_.Put(7, {}, {"x", "x"});
+  attrs_.Remove(7);
+  EXPECT_THAT(Ids(attrs_.Evaluate(shoal::HasTag("x"))), IsEmpty());
+}
+
+TEST(ValidateFilterTest, ErrorsNameTheNode) {
+  const double nan = std::numeric_limits<double>::quiet_NaN();
+  auto message = [](const Filter& f) { return std::string(ValidateFilter(f).message()); };
+  EXPECT_TRUE(ValidateFilter(shoal::And({shoal::HasTag("a"), shoal::Range("p", 1, 2)})).ok());
+  EXPECT_THAT(message(shoal::And({shoal::HasTag("a"), shoal::Range("p", nan, 2)})),
+              HasSubstr("filter.and[1].range.lo: NaN"));
+  EXPECT_THAT(message(shoal::Range("p", 3, 2)), HasSubstr("filter.range: lo 3 > hi 2"));
+  EXPECT_THAT(message(shoal::Range("p", 1, nan)), HasSubstr("filter.range.hi"));
+  EXPECT_THAT(message(shoal::Or({})), HasSubstr("filter.or: needs at least one operand"));
+  EXPECT_THAT(message(Filter{}), HasSubstr("filter.and: needs at least one operand"));
+  EXPECT_THAT(message(shoal::Not(shoal::Eq("bad name", int64_t{1}))),
+              HasSubstr("filter.not.eq.name"));
+  EXPECT_THAT(message(shoal::Eq("x", nan)), HasSubstr("filter.eq.value"));
+  EXPECT_THAT(message(shoal::HasTag("")), HasSubstr("filter.has_tag"));
+  Filter not_two = shoal::Not(shoal::HasTag("a"));
+  not_two.operands.push_back(shoal::HasTag("b"));
+  EXPECT_THAT(message(not_two), HasSubstr("filter.not: needs exactly one operand"));
+  Filter leaf = shoal::HasTag("a");
+  leaf.operands.push_back(shoal::HasTag("b"));
+  EXPECT_THAT(message(leaf), HasSubstr("filter.has_tag: a leaf takes no operands"));
+  Filter unknown;
+  unknown.op = static_cast<Filter::Op>(42);
+  EXPECT_THAT(message(unknown), HasSubstr("unknown filter op 42"));
+  Filter deep = shoal::HasTag("a");
+  for (size_t i = 0; i < kMaxFilterDepth + 1; ++i) deep = shoal::Not(deep);
+  EXPECT_THAT(message(deep), HasSubstr("nested deeper than"));
+  for (const auto& f : {shoal::Or({}), shoal::Range("p", 3, 2)}) {
+    EXPECT_TRUE(absl::IsInvalidArgument(ValidateFilter(f)));
+  }
+}
+
+}  // namespace
+}  // namespace shoal::db
