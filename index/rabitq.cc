@@ -284,20 +284,30 @@ void RaBitQ::PrepareQuery(const float* q, const float* centroid, Query* out) con
   }
 }
 
-RaBitQ::Estimate RaBitQ::Finish(const Query& q, const uint8_t* code, uint64_t dot) const {
+RaBitQ::QueryConstants RaBitQ::Constants(const Query& q) const {
+  const double qn = q.residual_norm;
+  QueryConstants k;
+  k.delta = q.delta;
+  k.lower = q.lower;
+  k.offset = ((1u << bits_) - 1) / 2.0 * q.sum_q_bar;
+  k.qn_sq = qn * qn;
+  k.two_qn = 2 * qn;
+  k.error_coef = 2 * qn * eps0_ / std::sqrt(padded_dim() - 1.0);
+  k.error_sq = q.error_sq;
+  return k;
+}
+
+RaBitQ::Estimate RaBitQ::Finish(const QueryConstants& k, const uint8_t* code, uint64_t dot) const {
   float f[4];
   std::memcpy(f, code + code_bytes_ - kFactorBytes, sizeof(f));
-  const double norm = f[0];
-  const double qn = q.residual_norm;
+  const double norm_sq = double{f[0]} * f[0];
   // <y, q_bar> = sum u_i q_bar_i - (2^B - 1)/2 sum q_bar_i.
-  const double y_dot_q =
-      q.delta * static_cast<double>(dot) + q.lower * f[3] - ((1u << bits_) - 1) / 2.0 * q.sum_q_bar;
-  const double distance = norm * norm + qn * qn - 2 * qn * f[1] * y_dot_q;
-  const double spread = f[2] + (f[2] + norm * norm) * q.error_sq;
+  const double y_dot_q = k.delta * static_cast<double>(dot) + k.lower * f[3] - k.offset;
+  const double distance = norm_sq + k.qn_sq - k.two_qn * f[1] * y_dot_q;
+  const double spread = f[2] + (f[2] + norm_sq) * k.error_sq;
   // Plus a float-rounding allowance (the rotation and the factors are float): without it a vector
   // at its centroid, whose statistical error is 0, would be "outside" its bound by 1 ulp.
-  const double error = 2 * qn * eps0_ / std::sqrt(padded_dim() - 1.0) * std::sqrt(spread) +
-                       kRoundingSlack * (norm * norm + qn * qn);
+  const double error = k.error_coef * std::sqrt(spread) + kRoundingSlack * (norm_sq + k.qn_sq);
   return {static_cast<float>(distance), static_cast<float>(error)};
 }
 
@@ -306,7 +316,7 @@ RaBitQ::Estimate RaBitQ::EstimateOne(const Query& q, const uint8_t* code) const 
   const internal::RabitqDotArgs args = {q.planes.data(), q.shifts.data(), q.query_bits,
                                         bits_ * padded_dim() / 64, code_bytes_};
   internal::RabitqDotScalar(args, code, 1, &dot);
-  return Finish(q, code, dot);
+  return Finish(Constants(q), code, dot);
 }
 
 void RaBitQ::EstimateBatchWith(internal::KernelLevelId level, const Query& q, const uint8_t* codes,
@@ -316,11 +326,12 @@ void RaBitQ::EstimateBatchWith(internal::KernelLevelId level, const Query& q, co
                                         bits_ * padded_dim() / 64, code_bytes_};
   constexpr size_t kBlock = 128;
   uint64_t dots[kBlock];
+  const QueryConstants k = Constants(q);
   for (size_t start = 0; start < n; start += kBlock) {
     const size_t m = std::min(kBlock, n - start);
     const uint8_t* block = codes + start * code_bytes_;
     fn(args, block, m, dots);
-    for (size_t i = 0; i < m; ++i) out[start + i] = Finish(q, block + i * code_bytes_, dots[i]);
+    for (size_t i = 0; i < m; ++i) out[start + i] = Finish(k, block + i * code_bytes_, dots[i]);
   }
 }
 

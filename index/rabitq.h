@@ -181,8 +181,14 @@ class RaBitQ {
   friend void EstimateBatchAtLevel(const RaBitQ& rq, internal::KernelLevelId level, const Query& q,
                                    const uint8_t* codes, size_t n, Estimate* out);
 
-  // The float part of an estimate, given the code's exact integer dot product with qu.
-  Estimate Finish(const Query& q, const uint8_t* code, uint64_t dot) const;
+  // Per-batch constants of the float part, so that Finish is a few multiplies and one sqrt.
+  struct QueryConstants {
+    double delta, lower, offset, qn_sq, two_qn, error_coef, error_sq;
+  };
+  QueryConstants Constants(const Query& q) const;
+  // The float part of an estimate, given the code's exact integer dot product with qu; the one
+  // place float arithmetic happens, whatever the kernel level.
+  Estimate Finish(const QueryConstants& k, const uint8_t* code, uint64_t dot) const;
   void EstimateBatchWith(internal::KernelLevelId level, const Query& q, const uint8_t* codes,
                          size_t n, Estimate* out) const;
   // Chooses the Extended RaBitQ grid point for the unit vector o; writes u, returns <y, o>/|y|.
