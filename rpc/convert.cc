@@ -1,5 +1,6 @@
 #include "rpc/convert.h"
 
+#include <limits>
 #include <string>
 #include <utility>
 #include <variant>
@@ -17,6 +18,60 @@ struct Overloaded : Fs... {
 };
 template <class... Fs>
 Overloaded(Fs...) -> Overloaded<Fs...>;
+
+absl::StatusOr<Filter> FilterFromProtoAt(const v1::Filter& proto, const std::string& field,
+                                         size_t depth);
+
+absl::StatusOr<Filter> FilterListFromProto(const v1::FilterList& list, const std::string& field,
+                                           size_t depth, Filter filter) {
+  for (int i = 0; i < list.filters_size(); ++i) {
+    absl::StatusOr<Filter> operand =
+        FilterFromProtoAt(list.filters(i), absl::StrCat(field, ".filters[", i, "]"), depth + 1);
+    if (!operand.ok()) return operand.status();
+    filter.operands.push_back(*std::move(operand));
+  }
+  return filter;
+}
+
+absl::StatusOr<Filter> FilterFromProtoAt(const v1::Filter& proto, const std::string& field,
+                                         size_t depth) {
+  if (depth > kMaxFilterDepth) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(field, ": nested deeper than ", kMaxFilterDepth, " levels"));
+  }
+  switch (proto.op_case()) {
+    case v1::Filter::kEquals: {
+      absl::StatusOr<AttributeValue> value =
+          AttributeValueFromProto(proto.equals().value(), absl::StrCat(field, ".equals.value"));
+      if (!value.ok()) return value.status();
+      return Eq(proto.equals().name(), *std::move(value));
+    }
+    case v1::Filter::kRange: {
+      const v1::AttributeRange& r = proto.range();
+      Filter f = Range(r.name(), -std::numeric_limits<double>::infinity(),
+                       std::numeric_limits<double>::infinity());
+      if (r.has_lo()) f.lo = r.lo();
+      if (r.has_hi()) f.hi = r.hi();
+      return f;
+    }
+    case v1::Filter::kHasTag:
+      return HasTag(proto.has_tag());
+    case v1::Filter::kAllOf:
+      return FilterListFromProto(proto.all_of(), field + ".all_of", depth, And({}));
+    case v1::Filter::kAnyOf:
+      return FilterListFromProto(proto.any_of(), field + ".any_of", depth, Or({}));
+    case v1::Filter::kNegate: {
+      absl::StatusOr<Filter> operand =
+          FilterFromProtoAt(proto.negate(), field + ".negate", depth + 1);
+      if (!operand.ok()) return operand.status();
+      return Not(*std::move(operand));
+    }
+    case v1::Filter::OP_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": op not set (equals, range, has_tag, all_of, any_of or negate)"));
+}
 
 }  // namespace
 
@@ -160,6 +215,40 @@ void CollectionInfoToProto(const CollectionInfo& info, v1::CollectionInfo* proto
 void HitToProto(const Hit& hit, v1::Hit* proto) {
   KeyToProto(hit.key, proto->mutable_key());
   proto->set_distance(hit.distance);
+}
+
+absl::StatusOr<Filter> FilterFromProto(const v1::Filter& proto, absl::string_view field) {
+  return FilterFromProtoAt(proto, std::string(field), 0);
+}
+
+void FilterToProto(const Filter& filter, v1::Filter* proto) {
+  switch (filter.op) {
+    case Filter::Op::kEq:
+      proto->mutable_equals()->set_name(filter.name);
+      AttributeValueToProto(filter.value, proto->mutable_equals()->mutable_value());
+      return;
+    case Filter::Op::kRange: {
+      v1::AttributeRange* r = proto->mutable_range();
+      r->set_name(filter.name);
+      if (filter.lo != -std::numeric_limits<double>::infinity()) r->set_lo(filter.lo);
+      if (filter.hi != std::numeric_limits<double>::infinity()) r->set_hi(filter.hi);
+      return;
+    }
+    case Filter::Op::kHasTag:
+      proto->set_has_tag(filter.name);
+      return;
+    case Filter::Op::kAnd:
+    case Filter::Op::kOr: {
+      v1::FilterList* list =
+          filter.op == Filter::Op::kAnd ? proto->mutable_all_of() : proto->mutable_any_of();
+      for (const Filter& operand : filter.operands) FilterToProto(operand, list->add_filters());
+      return;
+    }
+    case Filter::Op::kNot:
+      // A Not without exactly one operand is invalid; the wire can only say "not of one".
+      if (!filter.operands.empty()) FilterToProto(filter.operands[0], proto->mutable_negate());
+      return;
+  }
 }
 
 }  // namespace shoal::rpc

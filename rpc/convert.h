@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "shoal/filter.h"
 #include "shoal/types.h"
 #include "shoal/v1/types.pb.h"
 
@@ -43,6 +44,13 @@ void CollectionSpecToProto(const CollectionSpec& spec, v1::CollectionSpec* proto
 void CollectionInfoToProto(const CollectionInfo& info, v1::CollectionInfo* proto);
 
 void HitToProto(const Hit& hit, v1::Hit* proto);
+
+// Shape only: every node has its op set, an equals has a value, nesting is at most
+// kMaxFilterDepth (errors name the wire path, e.g. "filter.all_of.filters[1]: op not set").
+// Values (NaN bounds, lo > hi, empty lists, names) are the DB's to check. An unset range bound
+// becomes -inf / +inf.
+absl::StatusOr<Filter> FilterFromProto(const v1::Filter& proto, absl::string_view field);
+void FilterToProto(const Filter& filter, v1::Filter* proto);
 
 }  // namespace shoal::rpc
 

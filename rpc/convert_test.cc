@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <limits>
+
 namespace shoal::rpc {
 namespace {
 
@@ -65,6 +68,51 @@ TEST(ConvertTest, MetricMapping) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(MetricFromProto(static_cast<v1::Metric>(42), "spec.metric").status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ConvertTest, FilterRoundTripsEveryOp) {
+  const Filter f =
+      And({Eq("lang", "en"), Range("price", 1.5, 9), Or({HasTag("red"), Not(Eq("n", 3))})});
+  v1::Filter proto;
+  FilterToProto(f, &proto);
+  ASSERT_EQ(proto.all_of().filters_size(), 3);
+  EXPECT_EQ(proto.all_of().filters(1).range().lo(), 1.5);
+  absl::StatusOr<Filter> back = FilterFromProto(proto, "filter");
+  ASSERT_TRUE(back.ok()) << back.status();
+  v1::Filter again;
+  FilterToProto(*back, &again);
+  EXPECT_EQ(again.SerializeAsString(), proto.SerializeAsString());
+  EXPECT_EQ(back->operands[2].operands[1].operands[0].value, AttributeValue(int64_t{3}));
+}
+
+TEST(ConvertTest, FilterUnsetRangeBoundsAreOpen) {
+  v1::Filter proto;
+  proto.mutable_range()->set_name("price");
+  proto.mutable_range()->set_hi(4);
+  absl::StatusOr<Filter> f = FilterFromProto(proto, "filter");
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ(f->op, Filter::Op::kRange);
+  EXPECT_EQ(f->lo, -std::numeric_limits<double>::infinity());
+  EXPECT_EQ(f->hi, 4);
+}
+
+TEST(ConvertTest, FilterShapeErrorsNameTheWirePath) {
+  v1::Filter proto;
+  proto.mutable_all_of()->add_filters()->set_has_tag("a");
+  proto.mutable_all_of()->add_filters();  // no op
+  absl::StatusOr<Filter> f = FilterFromProto(proto, "filter");
+  ASSERT_TRUE(absl::IsInvalidArgument(f.status()));
+  EXPECT_NE(f.status().message().find("filter.all_of.filters[1]: op not set"), std::string::npos)
+      << f.status();
+  v1::Filter eq;
+  eq.mutable_equals()->set_name("n");
+  EXPECT_NE(FilterFromProto(eq, "filter").status().message().find("filter.equals.value"),
+            std::string::npos);
+  v1::Filter deep;
+  v1::Filter* node = &deep;
+  for (size_t i = 0; i <= kMaxFilterDepth; ++i) node = node->mutable_negate();
+  node->set_has_tag("a");
+  EXPECT_TRUE(absl::IsInvalidArgument(FilterFromProto(deep, "filter").status()));
 }
 
 }  // namespace

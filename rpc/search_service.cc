@@ -1,5 +1,6 @@
 #include "rpc/search_service.h"
 
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -44,6 +45,13 @@ absl::Status DoSearch(DB& db, const v1::SearchRequest& request, v1::SearchRespon
   params.k = request.k();
   params.max_postings = request.max_postings();
   params.pruning_ratio = request.pruning_ratio();
+  std::optional<Filter> filter;
+  if (request.has_filter()) {
+    absl::StatusOr<Filter> converted = FilterFromProto(request.filter(), "filter");
+    if (!converted.ok()) return converted.status();
+    filter = *std::move(converted);
+    params.filter = &*filter;
+  }
   std::span<const float> queries(request.queries().data(), request.queries_size());
   absl::StatusOr<std::vector<std::vector<Hit>>> results =
       db.Search(request.collection(), queries, params);
