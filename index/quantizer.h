@@ -51,6 +51,12 @@ absl::StatusOr<std::unique_ptr<PostingQuantizer>> MakeQuantizer(const std::strin
 absl::StatusOr<std::unique_ptr<PostingQuantizer>> DeserializeQuantizer(const std::string& bytes,
                                                                        const std::string& where);
 
+// The RaBitQ tier (rabitq_quantizer.cc); MakeQuantizer / DeserializeQuantizer dispatch to them.
+absl::StatusOr<std::unique_ptr<PostingQuantizer>> MakeRabitqQuantizer(const std::string& spec,
+                                                                      size_t dim, uint64_t seed);
+absl::StatusOr<std::unique_ptr<PostingQuantizer>> DeserializeRabitqQuantizer(
+    const std::string& bytes, const std::string& where);
+
 }  // namespace shoal::index
 
 #endif  // SHOAL_INDEX_QUANTIZER_H_

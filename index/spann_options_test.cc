@@ -39,6 +39,7 @@ TEST(SpannOptionsTest, SpecStringAndManifestRoundTrip) {
   o.centroid_ratio = 0.0625;
   o.replicas = 3;
   o.seed = 42;
+  o.quant = "rabitq:bits=2";
   auto back = ParseSpannSpec(SpannSpecString(o));
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(SpannSpecString(*back), SpannSpecString(o));

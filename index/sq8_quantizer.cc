@@ -128,6 +128,7 @@ absl::StatusOr<std::unique_ptr<Sq8Quantizer>> Sq8Quantizer::Deserialize(const st
 absl::StatusOr<std::unique_ptr<PostingQuantizer>> MakeQuantizer(const std::string& spec, size_t dim,
                                                                 uint64_t seed) {
   if (spec == "sq8") return std::unique_ptr<PostingQuantizer>(new Sq8Quantizer(dim));
+  if (spec.rfind("rabitq", 0) == 0) return MakeRabitqQuantizer(spec, dim, seed);
   return absl::InvalidArgumentError(
       absl::StrCat("spec.quant: unknown quantizer '", spec, "' (none, sq8, rabitq:bits=N)"));
 }
@@ -139,6 +140,7 @@ absl::StatusOr<std::unique_ptr<PostingQuantizer>> DeserializeQuantizer(const std
     if (!q.ok()) return q.status();
     return std::unique_ptr<PostingQuantizer>(std::move(*q));
   }
+  if (bytes.rfind("shoal-rabitq", 0) == 0) return DeserializeRabitqQuantizer(bytes, where);
   return absl::DataLossError(absl::StrCat(where, ": unknown quantizer format"));
 }
 
