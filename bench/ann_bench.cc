@@ -4,6 +4,7 @@
 #include <cstdio>
 #include <functional>
 #include <map>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -21,29 +22,50 @@ namespace {
 constexpr size_t kK = 10;  // ann-benchmarks' recall@10
 constexpr double kRecallTargets[] = {0.90, 0.95, 0.99};
 
-using SystemFactory = std::function<absl::StatusOr<std::unique_ptr<AnnSystem>>()>;
+// Called with the dataset's dimension (the IVF-PQ peers size their codes by it).
+using SystemFactory = std::function<absl::StatusOr<std::unique_ptr<AnnSystem>>(size_t dim)>;
 
 // Every system the bench knows, by CSV name. A new peer is one entry here.
 absl::StatusOr<std::vector<std::pair<std::string, SystemFactory>>> KnownSystems(
     const AnnBenchOptions& o) {
   SHOAL_ASSIGN_OR_RETURN(std::vector<double> efs, ParseNumberList(o.hnsw_ef, "--hnsw-ef"));
-  SHOAL_ASSIGN_OR_RETURN(std::vector<double> nprobes,
-                         ParseNumberList(o.faiss_nprobe, "--faiss-nprobe"));
+  SHOAL_ASSIGN_OR_RETURN(std::vector<GridPoint> nprobe,
+                         ParseGrid(absl::StrCat("nprobe=", o.faiss_nprobe)));
+  // IndexRefineFlat's k_factor_rf varies fastest: each nprobe with every k_factor.
+  SHOAL_ASSIGN_OR_RETURN(
+      std::vector<GridPoint> nprobe_refine,
+      ParseGrid(absl::StrCat("nprobe=", o.faiss_nprobe, ";k_factor_rf=", o.faiss_k_factor)));
   std::vector<int> ef_ints(efs.begin(), efs.end());
-  const std::string nlist = absl::StrCat(o.faiss_nlist);
-  auto faiss = [&](std::string name, std::string factory) {
+  const std::string ivf = absl::StrCat("IVF", o.faiss_nlist, ",");
+  // `codes(dim)` is the factory string after "IVF{nlist},".
+  auto faiss = [&](std::string name, std::function<std::string(size_t)> codes,
+                   const std::vector<GridPoint>& sweep) {
     return std::make_pair(
-        name, SystemFactory([=, &o]() -> absl::StatusOr<std::unique_ptr<AnnSystem>> {
-          return MakeFaissSystem(name, factory, o.faiss_train_rows, "nprobe", nprobes);
+        name, SystemFactory([=, &o](size_t dim) -> absl::StatusOr<std::unique_ptr<AnnSystem>> {
+          return MakeFaissSystem(name, ivf + codes(dim), o.faiss_train_rows, sweep);
         }));
   };
+  const size_t pq_m = o.faiss_pq_m;
   return std::vector<std::pair<std::string, SystemFactory>>{
-      {"shoal", [&o] { return MakeShoalSystem(o.shoal); }},
+      {"shoal", [&o](size_t) { return MakeShoalSystem(o.shoal); }},
       {"hnswlib",
-       [&o, ef_ints]() -> absl::StatusOr<std::unique_ptr<AnnSystem>> {
+       [&o, ef_ints](size_t) -> absl::StatusOr<std::unique_ptr<AnnSystem>> {
          return MakeHnswSystem(o.hnsw_m, o.hnsw_ef_construction, ef_ints);
        }},
-      faiss("faiss-ivf-flat", absl::StrCat("IVF", nlist, ",Flat")),
+      faiss(
+          "faiss-ivf-flat", [](size_t) { return "Flat"; }, nprobe),
+      faiss(
+          "faiss-ivf-sq8", [](size_t) { return "SQ8"; }, nprobe),
+      // "np": no polysemous training (a Hamming-search aid unused here that took minutes).
+      faiss(
+          "faiss-ivf-pq",
+          [pq_m](size_t dim) { return absl::StrCat("PQ", FaissPqM(pq_m, dim), "np,RFlat"); },
+          nprobe_refine),
+      // Fast-scan: twice the sub-quantizers at 4 bits each, the same code bytes as PQ{m}.
+      faiss(
+          "faiss-ivf-pq-fs",
+          [pq_m](size_t dim) { return absl::StrCat("PQ", 2 * FaissPqM(pq_m, dim), "x4fs,RFlat"); },
+          nprobe_refine),
   };
 }
 
@@ -103,8 +125,8 @@ absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchO
   const char* p50 = o.batch == 1 ? "p50 us" : "p50 us/call";
   const char* p99 = o.batch == 1 ? "p99 us" : "p99 us/call";
   // RAM is read after each point: caches fill while searching.
-  std::printf("   %-34s %8s %10s %11s %11s %12s %10s %10s %9s\n", "params", "recall", "QPS", p50,
-              p99, "bytes/query", "posts/q", "cache/q", "RAM MiB");
+  std::printf("   %-34s %8s %10s %11s %11s %12s %10s %10s %9s %9s\n", "params", "recall", "QPS",
+              p50, p99, "bytes/query", "posts/q", "cache/q", "full/q", "RAM MiB");
   std::fflush(stdout);
   std::vector<RecallQps> curve;
   const std::vector<std::string> points = sys.points();
@@ -113,10 +135,13 @@ absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchO
     SHOAL_ASSIGN_OR_RETURN(PointResult r, RunPoint(sys, o, ds, gt, metric, nq));
     const double per_q = 1.0 / static_cast<double>(nq);
     const double ram = sys.RamBytes();
-    std::printf("   %-34s %8.4f %10.1f %11.1f %11.1f %12.0f %10.2f %10.2f %9.1f\n",
+    std::optional<double> full_reads;  // full_vector_reads_per_query; n/a without a re-rank
+    if (sys.CountsFullVectorReads()) full_reads = r.io.full_vectors_read * per_q;
+    std::printf("   %-34s %8.4f %10.1f %11.1f %11.1f %12.0f %10.2f %10.2f %9s %9.1f\n",
                 points[p].c_str(), r.recall, r.timing.Qps(), r.timing.CallPercentileUs(50),
                 r.timing.CallPercentileUs(99), r.io.bytes_read * per_q, r.io.postings_read * per_q,
-                r.io.cache_hits * per_q, ram / (1 << 20));
+                r.io.cache_hits * per_q,
+                full_reads ? absl::StrFormat("%.1f", *full_reads).c_str() : "n/a", ram / (1 << 20));
     std::fflush(stdout);
     curve.push_back({r.recall, r.timing.Qps()});
     std::string params = absl::StrCat("dataset=", o.dataset, ";queries=", nq, ";batch=", o.batch,
@@ -130,7 +155,8 @@ absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchO
                                      .p99_us = r.timing.CallPercentileUs(99),
                                      .index_ram_bytes = ram,
                                      .build_seconds = build.build_seconds,
-                                     .bytes_read_per_query = r.io.bytes_read * per_q}));
+                                     .bytes_read_per_query = r.io.bytes_read * per_q,
+                                     .full_vector_reads_per_query = full_reads}));
   }
   return curve;
 }
@@ -167,6 +193,8 @@ void PrintSummary(const std::vector<std::pair<std::string, std::vector<RecallQps
 
 }  // namespace
 
+size_t FaissPqM(size_t pq_m, size_t dim) { return pq_m != 0 ? pq_m : std::max<size_t>(dim / 4, 1); }
+
 absl::Status RunAnnBench(const AnnBenchOptions& o) {
   if (o.threads < 1 || o.batch == 0 || o.runs < 1) {
     return absl::InvalidArgumentError("--threads, --batch and --runs must be at least 1");
@@ -200,7 +228,7 @@ absl::Status RunAnnBench(const AnnBenchOptions& o) {
   if (!o.csv.empty()) SHOAL_RETURN_IF_ERROR(csv.Open(o.csv));
   std::vector<std::pair<std::string, std::vector<RecallQps>>> curves;
   for (const auto& [name, make] : chosen) {
-    SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<AnnSystem> sys, make());
+    SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<AnnSystem> sys, make(ds.train.cols));
     SHOAL_ASSIGN_OR_RETURN(std::vector<RecallQps> curve,
                            RunSystem(*sys, o, ds, gt, metric, nq, csv));
     curves.emplace_back(name, std::move(curve));
@@ -222,7 +250,9 @@ void RegisterAnnCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--batch", o->batch, "queries per Search call")->capture_default_str();
   cmd->add_option("--runs", o->runs, "timed passes per point (best kept)")->capture_default_str();
-  cmd->add_option("--systems", o->systems, "comma-separated: shoal, hnswlib, faiss-ivf-flat")
+  cmd->add_option("--systems", o->systems,
+                  "comma-separated: shoal, hnswlib, faiss-ivf-flat, faiss-ivf-sq8, faiss-ivf-pq "
+                  "(+ refine), faiss-ivf-pq-fs (fast-scan + refine)")
       ->capture_default_str();
   cmd->add_option("--csv", o->csv, "append one row per sweep point to this CSV file");
   cmd->add_option("--cache-dir", o->cache_dir, "ground-truth cache (default ~/.cache/shoal_bench)");
@@ -245,6 +275,13 @@ void RegisterAnnCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--faiss-train-rows", o->faiss_train_rows, "IVF training rows (0 = all)")
       ->capture_default_str();
   cmd->add_option("--faiss-nprobe", o->faiss_nprobe, "FAISS nprobe sweep")->capture_default_str();
+  cmd->add_option("--faiss-pq-m", o->faiss_pq_m,
+                  "IVF-PQ sub-quantizers of 8 bits (0 = dim/4, 2 bits/dim); fast-scan uses 2x "
+                  "of 4 bits")
+      ->capture_default_str();
+  cmd->add_option("--faiss-k-factor", o->faiss_k_factor,
+                  "IVF-PQ refine sweep: exact re-rank of k * k_factor candidates (x nprobe)")
+      ->capture_default_str();
   cmd->callback([o, exit_code] {
     absl::Status status = RunAnnBench(*o);
     if (!status.ok()) std::fprintf(stderr, "shoal_bench ann: %s\n", status.ToString().c_str());

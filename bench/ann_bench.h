@@ -1,9 +1,11 @@
 // `shoal_bench ann`: the ann-benchmarks protocol on one machine, in one run. Builds Shoal
-// (DB API + BuildIndex), hnswlib and FAISS IVF-Flat on a dataset's train set, sweeps each
-// one's search parameters, and for every point measures ann-benchmarks' recall@10 against
-// exact ground truth, QPS of T client threads issuing single queries (or --batch N), per-call
-// p50/p99 latency and, for Shoal, SSD bytes/postings read per query. Prints per system QPS at
-// recall 0.90 / 0.95 / 0.99 and Shoal's ratio to each peer; appends one CSV row per point.
+// (DB API + BuildIndex), hnswlib and FAISS IVF (Flat, SQ8, PQ + exact refine) on a dataset's
+// train set, sweeps each one's search parameters, and for every point measures
+// ann-benchmarks' recall@10 against exact ground truth, QPS of T client threads issuing
+// single queries (or --batch N), per-call p50/p99 latency, full-precision vectors read per
+// query to re-rank (Shoal, FAISS refine) and, for Shoal, SSD bytes/postings read per query.
+// Prints per system QPS at recall 0.90 / 0.95 / 0.99 and Shoal's ratio to each peer; appends
+// one CSV row per point.
 //
 //   shoal_bench ann --dataset fashion-mnist --threads 1 --csv ann.csv
 //   shoal_bench ann --dataset synthetic:n=2000000,d=128,seed=1 --systems shoal,faiss-ivf-flat
@@ -37,7 +39,14 @@ struct AnnBenchOptions {
   size_t faiss_nlist = 1024;
   size_t faiss_train_rows = 0;  // 0 = the whole train set
   std::string faiss_nprobe = "1,2,4,8,16,32,64,128,256";
+  // IVF-PQ sub-quantizers of 8 bits (0 = dim / 4: 2 bits per dimension, as RaBitQ's 1-4);
+  // the fast-scan peer uses 2x as many of 4 bits (the same code size).
+  size_t faiss_pq_m = 0;
+  std::string faiss_k_factor = "1,2,4,8";  // IndexRefineFlat's k_factor_rf sweep (x nprobe)
 };
+
+// Sub-quantizers of the IVF-PQ peers for `dim`-dimensional vectors: pq_m, or dim / 4 when 0.
+size_t FaissPqM(size_t pq_m, size_t dim);
 
 absl::Status RunAnnBench(const AnnBenchOptions& options);
 

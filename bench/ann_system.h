@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "bench/recall.h"
+#include "bench/sweep.h"
 #include "shoal/dataset.h"
 #include "shoal/types.h"
 
@@ -40,11 +41,15 @@ struct IoCounters {
   uint64_t postings_read = 0;
   uint64_t cache_hits = 0;
   uint64_t vectors_scored = 0;
+  // Full-precision vectors fetched to re-rank quantized candidates (Shoal's rerank, FAISS's
+  // IndexRefineFlat); meaningful only where AnnSystem::CountsFullVectorReads().
+  uint64_t full_vectors_read = 0;
   void Add(const IoCounters& o) {
     bytes_read += o.bytes_read;
     postings_read += o.postings_read;
     cache_hits += o.cache_hits;
     vectors_scored += o.vectors_scored;
+    full_vectors_read += o.full_vectors_read;
   }
 };
 
@@ -69,6 +74,10 @@ class AnnSystem {
                               size_t first, IoCounters* counters) = 0;
   // RAM the index holds (valid after Build); how it is counted is in each implementation.
   virtual double RamBytes() const = 0;
+  // Whether Search counts IoCounters::full_vectors_read (valid after Build). False for
+  // systems with no re-rank step (their column reads n/a): IVF-Flat's and hnswlib's scored
+  // vectors are full vectors, IVF-SQ8's are codes, and neither is a re-rank read.
+  virtual bool CountsFullVectorReads() const { return false; }
 };
 
 struct ShoalSystemOptions {
@@ -89,11 +98,12 @@ absl::StatusOr<std::unique_ptr<AnnSystem>> MakeShoalSystem(const ShoalSystemOpti
 // hnswlib's HierarchicalNSW, swept over efSearch.
 std::unique_ptr<AnnSystem> MakeHnswSystem(int m, int ef_construction, std::vector<int> efs);
 
-// A FAISS index from a factory string ("IVF1024,Flat"), trained on the first `train_rows`
-// train vectors (0 = all), swept over one FAISS search parameter ("nprobe") via
-// faiss::ParameterSpace.
+// A FAISS index from a factory string ("IVF1024,Flat", "IVF1024,PQ196,RFlat"), trained on the
+// first `train_rows` train vectors (0 = all), swept over a grid of faiss::ParameterSpace
+// names, e.g. ParseGrid("nprobe=1,4,16;k_factor_rf=1,4"): k_factor_rf is IndexRefine's
+// candidates-per-result factor (the base index returns k * k_factor_rf, re-ranked exactly).
 std::unique_ptr<AnnSystem> MakeFaissSystem(std::string name, std::string factory, size_t train_rows,
-                                           std::string param, std::vector<double> values);
+                                           std::vector<GridPoint> sweep);
 
 }  // namespace shoal::bench
 

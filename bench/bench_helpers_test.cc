@@ -75,8 +75,24 @@ TEST(ReportTest, CsvWritesHeaderOnceAndEmptyFieldsForUnset) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
-  EXPECT_EQ(text.str(), std::string(CsvWriter::kHeader) + "\ns,a=1;b=2,2,,10,,,,,\n" +
-                            "s,a=1;b=2,2,,10,,,,,\n");
+  EXPECT_EQ(text.str(), std::string(CsvWriter::kHeader) + "\ns,a=1;b=2,2,,10,,,,,,\n" +
+                            "s,a=1;b=2,2,,10,,,,,,\n");
+}
+
+TEST(ReportTest, CsvFullVectorReadsIsTheLastColumn) {
+  const std::string path = ::testing::TempDir() + "bench_helpers_test_full.csv";
+  std::remove(path.c_str());
+  {
+    CsvWriter csv;
+    ASSERT_TRUE(csv.Open(path).ok());
+    ASSERT_TRUE(csv.Write({.system = "s", .qps = 1, .full_vector_reads_per_query = 40}).ok());
+  }
+  std::ifstream in(path);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  EXPECT_TRUE(header.ends_with(",full_vector_reads_per_query")) << header;
+  EXPECT_EQ(row, "s,,1,,1,,,,,,40");
 }
 
 TEST(AnnRecallTest, HitWhenWithinTheTrueKthDistancePlusEpsilon) {

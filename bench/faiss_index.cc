@@ -3,8 +3,11 @@
 #include <faiss/AutoTune.h>
 #include <faiss/Index.h>
 #include <faiss/IndexIVF.h>
+#include <faiss/IndexIVFPQ.h>
+#include <faiss/IndexIVFPQFastScan.h>
 #include <faiss/IndexRefine.h>
 #include <faiss/index_factory.h>
+#include <faiss/invlists/BlockInvertedLists.h>
 #include <omp.h>
 
 #include <cmath>
@@ -118,26 +121,55 @@ absl::Status FaissIndex::SetParameter(const std::string& name, double value) {
 
 namespace {
 
-size_t IndexRamBytes(const faiss::Index* index) {
+void AddRam(const faiss::Index* index, FaissIndex::Ram* ram) {
   if (const auto* refine = dynamic_cast<const faiss::IndexRefine*>(index)) {
-    return IndexRamBytes(refine->base_index) + IndexRamBytes(refine->refine_index);
+    AddRam(refine->base_index, ram);
+    FaissIndex::Ram inner;
+    AddRam(refine->refine_index, &inner);
+    ram->refine += inner.total();
+    return;
   }
-  if (const auto* ivf = dynamic_cast<const faiss::IndexIVF*>(index)) {
-    size_t bytes = ivf->quantizer != nullptr ? IndexRamBytes(ivf->quantizer) : 0;
-    for (size_t list = 0; list < ivf->nlist; ++list) {
-      bytes += ivf->invlists->list_size(list) * (ivf->code_size + sizeof(faiss::Index::idx_t));
-    }
-    return bytes;
+  const auto* ivf = dynamic_cast<const faiss::IndexIVF*>(index);
+  if (ivf == nullptr) {
+    ram->lists += index->sa_code_size() * static_cast<size_t>(index->ntotal);
+    return;
   }
-  return index->sa_code_size() * static_cast<size_t>(index->ntotal);
+  if (ivf->quantizer != nullptr) {
+    FaissIndex::Ram coarse;
+    AddRam(ivf->quantizer, &coarse);
+    ram->centroids += coarse.total();
+  }
+  const auto* blocks = dynamic_cast<const faiss::BlockInvertedLists*>(ivf->invlists);
+  for (size_t list = 0; list < ivf->nlist; ++list) {
+    const size_t n = ivf->invlists->list_size(list);
+    // Fast-scan lists hold whole blocks of n_per_block codes.
+    ram->lists += blocks != nullptr ? blocks->codes[list].size() : n * ivf->code_size;
+    ram->lists += n * sizeof(faiss::Index::idx_t);
+  }
+  if (const auto* pq = dynamic_cast<const faiss::IndexIVFPQ*>(index)) {
+    ram->tables += pq->precomputed_table.size() * sizeof(float);
+  }
+  if (const auto* fs = dynamic_cast<const faiss::IndexIVFPQFastScan*>(index)) {
+    ram->tables += fs->precomputed_table.size() * sizeof(float);
+  }
 }
 
 }  // namespace
 
-size_t FaissIndex::RamBytes() const {
-  size_t bytes = 0;
-  if (!Guard("ram_bytes", [&] { bytes = IndexRamBytes(index_.get()); }).ok()) return 0;
-  return bytes;
+FaissIndex::Ram FaissIndex::RamParts() const {
+  Ram ram;
+  if (!Guard("ram_bytes", [&] { AddRam(index_.get(), &ram); }).ok()) return Ram();
+  return ram;
+}
+
+bool FaissIndex::has_refine() const {
+  return dynamic_cast<const faiss::IndexRefine*>(index_.get()) != nullptr;
+}
+
+size_t FaissIndex::RefineReadsPerQuery(size_t k) const {
+  const auto* refine = dynamic_cast<const faiss::IndexRefine*>(index_.get());
+  // IndexRefine::search asks its base index for k * k_factor (truncated) candidates.
+  return refine == nullptr ? 0 : static_cast<size_t>(static_cast<double>(k) * refine->k_factor);
 }
 
 size_t FaissIndex::size() const { return static_cast<size_t>(index_->ntotal); }

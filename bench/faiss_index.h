@@ -49,10 +49,22 @@ class FaissIndex {
   size_t size() const;
   // Bytes of the vectors the index stores (codes), as FAISS reports them via sa_code_size.
   size_t CodeBytes() const;
-  // RAM of the index's data: for an IVF index its inverted lists (codes + 8-byte ids) plus the
-  // coarse quantizer's vectors, and a refine index's stored vectors; otherwise CodeBytes().
-  // Allocator slack and per-query scratch are not counted.
-  size_t RamBytes() const;
+  // RAM of the index's data, by part. Allocator slack and per-query scratch are not counted.
+  struct Ram {
+    size_t lists = 0;      // IVF inverted lists: codes (fast-scan: padded blocks) + 8-byte ids;
+                           // non-IVF indexes: sa_code_size() * ntotal
+    size_t centroids = 0;  // IVF coarse quantizer's vectors
+    size_t tables = 0;     // IVF-PQ's precomputed residual tables (nlist * m * 2^nbits floats)
+    size_t refine = 0;     // a refine index's stored vectors (IndexRefineFlat: all, float32)
+    size_t total() const { return lists + centroids + tables + refine; }
+  };
+  Ram RamParts() const;
+  size_t RamBytes() const { return RamParts().total(); }
+
+  // Full-precision vectors a refine index re-ranks per query of k results: k * k_factor (an
+  // upper bound: fewer when the base index finds fewer candidates); 0 without refine.
+  size_t RefineReadsPerQuery(size_t k) const;
+  bool has_refine() const;
   const std::string& factory() const { return factory_; }
 
  private:

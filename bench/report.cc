@@ -133,11 +133,11 @@ absl::Status CsvWriter::Open(const std::string& path) {
 
 absl::Status CsvWriter::Write(const ResultRow& row) {
   if (file_ == nullptr) return absl::OkStatus();
-  std::string line =
-      absl::StrCat(Quoted(row.system), ",", Quoted(row.params), ",", row.threads, ",",
-                   Field(row.recall_at_10), ",", absl::StrFormat("%.6g", row.qps), ",",
-                   Field(row.p50_us), ",", Field(row.p99_us), ",", Field(row.index_ram_bytes), ",",
-                   Field(row.build_seconds), ",", Field(row.bytes_read_per_query), "\n");
+  std::string line = absl::StrCat(
+      Quoted(row.system), ",", Quoted(row.params), ",", row.threads, ",", Field(row.recall_at_10),
+      ",", absl::StrFormat("%.6g", row.qps), ",", Field(row.p50_us), ",", Field(row.p99_us), ",",
+      Field(row.index_ram_bytes), ",", Field(row.build_seconds), ",",
+      Field(row.bytes_read_per_query), ",", Field(row.full_vector_reads_per_query), "\n");
   if (std::fputs(line.c_str(), file_) < 0 || std::fflush(file_) != 0) {
     return absl::InternalError(absl::StrCat(path_, ": write failed: ", std::strerror(errno)));
   }

@@ -78,6 +78,9 @@ struct ResultRow {
   std::optional<double> index_ram_bytes;
   std::optional<double> build_seconds;
   std::optional<double> bytes_read_per_query;
+  // Full-precision vectors read per query to re-rank quantized candidates; unset for systems
+  // without a re-rank step.
+  std::optional<double> full_vector_reads_per_query;
 };
 
 // Appends rows to a CSV file, writing the header first when the file is new or empty.
@@ -90,7 +93,7 @@ class CsvWriter {
 
   static constexpr char kHeader[] =
       "system,params,threads,recall_at_10,qps,p50_us,p99_us,index_ram_bytes,build_seconds,"
-      "bytes_read_per_query";
+      "bytes_read_per_query,full_vector_reads_per_query";
 
   // Internal error if the file cannot be opened for appending.
   absl::Status Open(const std::string& path);

@@ -13,6 +13,22 @@
 namespace shoal::bench {
 namespace {
 
+// SearchStats::full_vectors_read (full-precision vectors read to re-rank) is new: detected
+// here so the bench builds against SearchStats with or without it.
+template <typename Stats>
+constexpr bool kHasFullVectorsRead = requires(const Stats& s) {
+  s.full_vectors_read;
+};
+
+template <typename Stats>
+uint64_t FullVectorsRead(const Stats& stats) {
+  if constexpr (kHasFullVectorsRead<Stats>) {
+    return stats.full_vectors_read;
+  } else {
+    return 0;
+  }
+}
+
 class ShoalSystem : public AnnSystem {
  public:
   ShoalSystem(ShoalSystemOptions options, std::vector<GridPoint> grid)
@@ -90,7 +106,8 @@ class ShoalSystem : public AnnSystem {
     counters->Add({.bytes_read = stats.bytes_read,
                    .postings_read = stats.postings_read,
                    .cache_hits = stats.cache_hits,
-                   .vectors_scored = stats.vectors_scored});
+                   .vectors_scored = stats.vectors_scored,
+                   .full_vectors_read = FullVectorsRead(stats)});
     return absl::OkStatus();
   }
 
@@ -102,6 +119,8 @@ class ShoalSystem : public AnnSystem {
         collection_->db().DescribeCollection(ShoalCollection::kName);
     return info.ok() ? static_cast<double>(info->index_ram_bytes) : 0;
   }
+
+  bool CountsFullVectorReads() const override { return kHasFullVectorsRead<SearchStats>; }
 
  private:
   ShoalSystemOptions options_;
