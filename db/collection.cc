@@ -202,8 +202,8 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
     index::SpannKnobs knobs;
     knobs.max_postings = params.max_postings;
     if (params.pruning_ratio > 0) knobs.pruning_ratio = params.pruning_ratio;
-    SHOAL_ASSIGN_OR_RETURN(found,
-                           spann_->Search(q, n, params.k, knobs, threads, &stale_, params.stats));
+    SHOAL_ASSIGN_OR_RETURN(
+        found, spann_->Search(q, n, params.k, knobs, threads, &stale_, nullptr, params.stats));
     if (flat_.size() > 0) MergeInto(&found, flat_.Search(q, n, params.k, threads), params.k);
   } else {
     found = flat_.Search(q, n, params.k, threads);
@@ -228,15 +228,11 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchFilt
   if (passing <= std::max(kExactFilterIds, 64 * k)) {
     return SearchAllowedExactly(q, n, k, threads, allowed, params.stats);
   }
-  absl::flat_hash_set<uint64_t> skip(stale_.begin(), stale_.end());
-  skip.reserve(stale_.size() + indexed_below_ - std::min<size_t>(passing, indexed_below_));
-  for (uint64_t id = 0; id < indexed_below_; ++id) {
-    if (!allowed.Test(id)) skip.insert(id);
-  }
   index::SpannKnobs knobs;
   knobs.max_postings = params.max_postings;
   if (params.pruning_ratio > 0) knobs.pruning_ratio = params.pruning_ratio;
-  SHOAL_ASSIGN_OR_RETURN(auto found, spann_->Search(q, n, k, knobs, threads, &skip, params.stats));
+  SHOAL_ASSIGN_OR_RETURN(auto found,
+                         spann_->Search(q, n, k, knobs, threads, &stale_, &allowed, params.stats));
   if (flat_.size() > 0) MergeInto(&found, flat_.Search(q, n, k, threads, &allowed), k);
   // Queries whose nearest postings held fewer than k passing ids: answer them exactly.
   const size_t want = std::min(k, passing);

@@ -16,12 +16,10 @@
 //  - SpannIndex, few passing ids (<= max(kExactFilterIds, 64 k)): exact brute force over the
 //    passing ids — those the FlatIndex holds through its filtered scan, the SpannIndex's ones
 //    read back from RocksDB. Exact, and k hits whenever k pass.
-//  - SpannIndex, many passing ids: the SpannIndex scans with skip = stale ids + the ids it holds
-//    that fail the filter (a set of the complement built per request: O(indexed ids)), merged
-//    with the FlatIndex's filtered scan. A query left with fewer than min(k, passing) hits (its
-//    nearest postings held too few passing ids) is answered by the exact path instead.
-//    TODO(filter): once SpannIndex::Search takes `const index::IdFilter* allow` (checked beside
-//    `skip` during its scan), pass the bitmap instead of building the complement set.
+//  - SpannIndex, many passing ids: the SpannIndex checks the bitmap (and the stale ids) during its
+//    scan, merged with the FlatIndex's filtered scan. A query left with fewer than
+//    min(k, passing) hits (its nearest postings held too few passing ids) is answered by the
+//    exact path instead.
 // The exact path reads records under the shared lock; a write committed to RocksDB but not yet
 // applied may then show its new vector with the old attributes (a one-request anomaly).
 //

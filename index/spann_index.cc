@@ -151,9 +151,9 @@ void SpannIndex::Navigate(const float* q, const SpannKnobs& knobs,
 }
 
 absl::Status SpannIndex::SearchOne(const float* q, size_t k, const SpannKnobs& knobs,
-                                   const absl::flat_hash_set<uint64_t>* skip,
-                                   std::vector<Neighbor>* out, SearchStats* stats) const {
-  if (quantizer_ != nullptr) return SearchQuantized(q, k, knobs, skip, out, stats);
+                                   const Exclusion& ex, std::vector<Neighbor>* out,
+                                   SearchStats* stats) const {
+  if (quantizer_ != nullptr) return SearchQuantized(q, k, knobs, ex, out, stats);
   std::vector<uint32_t> postings;
   Navigate(q, knobs, &postings);
   const size_t d = manifest_.dimension;
@@ -167,7 +167,7 @@ absl::Status SpannIndex::SearchOne(const float* q, size_t k, const SpannKnobs& k
       // Only a candidate that can enter the heap needs the duplicate check: a replica scored
       // again has the same distance, and the heap's bound only tightens.
       if (dist > top.Threshold()) continue;
-      if (skip != nullptr && skip->contains(p.ids[i])) continue;
+      if (ex.Excludes(p.ids[i])) continue;
       if (entered.insert(p.ids[i]).second) top.Push(dist, p.ids[i]);
     }
   };
@@ -208,8 +208,8 @@ absl::Status SpannIndex::SearchOne(const float* q, size_t k, const SpannKnobs& k
 }
 
 absl::Status SpannIndex::SearchQuantized(const float* q, size_t k, const SpannKnobs& knobs,
-                                         const absl::flat_hash_set<uint64_t>* skip,
-                                         std::vector<Neighbor>* out, SearchStats* stats) const {
+                                         const Exclusion& ex, std::vector<Neighbor>* out,
+                                         SearchStats* stats) const {
   std::vector<uint32_t> postings;
   Navigate(q, knobs, &postings);
   stats->postings_read += postings.size();
@@ -237,7 +237,7 @@ absl::Status SpannIndex::SearchQuantized(const float* q, size_t k, const SpannKn
         lo = (lo - q_sq - qp.sq_norms[i]) / 2;
         hi = (hi - q_sq - qp.sq_norms[i]) / 2;
       }
-      if (skip != nullptr && skip->contains(qp.ids[i])) continue;
+      if (ex.Excludes(qp.ids[i])) continue;
       auto [it, fresh] = slot.emplace(qp.ids[i], cands.size());
       if (fresh) {
         cands.push_back({qp.ids[i], lo, hi});
@@ -285,8 +285,9 @@ absl::Status SpannIndex::SearchQuantized(const float* q, size_t k, const SpannKn
 
 absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
     const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
-    const absl::flat_hash_set<uint64_t>* skip, SearchStats* stats) const {
+    const absl::flat_hash_set<uint64_t>* skip, const IdFilter* allow, SearchStats* stats) const {
   std::vector<std::vector<Neighbor>> out(n);
+  const Exclusion ex{skip, allow};
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = std::min(threads, n);
   std::vector<SearchStats> per_thread(threads);
@@ -294,7 +295,7 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
   auto work = [&](size_t t) {
     for (size_t i = t; i < n && status[t].ok(); i += threads) {
       status[t] =
-          SearchOne(queries + i * manifest_.dimension, k, knobs, skip, &out[i], &per_thread[t]);
+          SearchOne(queries + i * manifest_.dimension, k, knobs, ex, &out[i], &per_thread[t]);
     }
   };
   std::vector<std::thread> workers;

@@ -28,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "index/centroid_tree.h"
 #include "index/flat_index.h"
+#include "index/id_filter.h"
 #include "index/posting_entries.h"
 #include "index/quantizer.h"
 #include "index/spann_options.h"
@@ -60,11 +61,11 @@ class SpannIndex {
   const CentroidTree& tree() const { return tree_; }
   const std::string& io_backend() const { return io_backend_; }
 
-  // Top-k of each of `n` queries (index form, row-major), ignoring ids in `skip` (may be null).
-  // Adds what it did to *stats when not null.
+  // Top-k of each of `n` queries (index form, row-major), ignoring ids in `skip` and ids `allow`
+  // rejects (either may be null) during the scan. Adds what it did to *stats when not null.
   absl::StatusOr<std::vector<std::vector<Neighbor>>> Search(
       const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
-      const absl::flat_hash_set<uint64_t>* skip, SearchStats* stats) const;
+      const absl::flat_hash_set<uint64_t>* skip, const IdFilter* allow, SearchStats* stats) const;
 
   // RAM held now: centroid tree + posting directory + cached postings.
   size_t MemoryBytes() const;
@@ -80,12 +81,19 @@ class SpannIndex {
              std::unique_ptr<storage::BlockReader> reader, std::string path, size_t cache_bytes);
   // The postings to scan for one query, nearest first.
   void Navigate(const float* q, const SpannKnobs& knobs, std::vector<uint32_t>* postings) const;
-  absl::Status SearchOne(const float* q, size_t k, const SpannKnobs& knobs,
-                         const absl::flat_hash_set<uint64_t>* skip, std::vector<Neighbor>* out,
-                         SearchStats* stats) const;
+  // Ids the scan must not return: stale (`skip`) or rejected by the request's filter.
+  struct Exclusion {
+    const absl::flat_hash_set<uint64_t>* skip;
+    const IdFilter* allow;
+    bool Excludes(uint64_t id) const {
+      return (skip != nullptr && skip->contains(id)) || (allow != nullptr && !allow->Allows(id));
+    }
+  };
+  absl::Status SearchOne(const float* q, size_t k, const SpannKnobs& knobs, const Exclusion& ex,
+                         std::vector<Neighbor>* out, SearchStats* stats) const;
   absl::Status SearchQuantized(const float* q, size_t k, const SpannKnobs& knobs,
-                               const absl::flat_hash_set<uint64_t>* skip,
-                               std::vector<Neighbor>* out, SearchStats* stats) const;
+                               const Exclusion& ex, std::vector<Neighbor>* out,
+                               SearchStats* stats) const;
   absl::Status LoadQuantized(const std::string& dir);
 
   const SpannManifest manifest_;
