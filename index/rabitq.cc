@@ -233,7 +233,8 @@ void RaBitQ::Encode(const float* x, const float* centroid, uint8_t* code) const 
   double sum_u = 0;
   for (size_t i = 0; i < d; ++i) sum_u += u[i];
   const float factors[4] = {static_cast<float>(norm), static_cast<float>(norm / y_dot_o),
-                            static_cast<float>(norm_sq * (1 - a * a) / (a * a)),
+                            // max(0, ..): float rounding can put a a hair above 1.
+                            static_cast<float>(norm_sq * std::max(0.0, 1 - a * a) / (a * a)),
                             static_cast<float>(sum_u)};
   std::memcpy(code + bits_ * words * 8, factors, sizeof(factors));
 }
@@ -304,7 +305,7 @@ RaBitQ::Estimate RaBitQ::Finish(const QueryConstants& k, const uint8_t* code, ui
   // <y, q_bar> = sum u_i q_bar_i - (2^B - 1)/2 sum q_bar_i.
   const double y_dot_q = k.delta * static_cast<double>(dot) + k.lower * f[3] - k.offset;
   const double distance = norm_sq + k.qn_sq - k.two_qn * f[1] * y_dot_q;
-  const double spread = f[2] + (f[2] + norm_sq) * k.error_sq;
+  const double spread = std::max(0.0, f[2] + (f[2] + norm_sq) * k.error_sq);
   // Plus a float-rounding allowance (the rotation and the factors are float): without it a vector
   // at its centroid, whose statistical error is 0, would be "outside" its bound by 1 ulp.
   const double error = k.error_coef * std::sqrt(spread) + kRoundingSlack * (norm_sq + k.qn_sq);
