@@ -28,15 +28,7 @@ std::vector<float> AsFloats(const std::vector<T>& v) {
   return std::vector<float>(v.begin(), v.end());
 }
 
-class DatasetTest : public ::testing::Test {
- protected:
-  std::string Write(const std::string& name, const std::string& bytes) {
-    std::string path = dir_ + "/" + name;
-    WriteFile(path, bytes);
-    return path;
-  }
-  std::string dir_ = MakeTempDir();
-};
+using DatasetTest = ::shoal::storage::testing::TempFileTest;
 
 TEST_F(DatasetTest, ReadsFvecsBvecsIvecsExactly) {
   auto f = Pattern<float>(5, 3);

@@ -22,15 +22,7 @@ using ::testing::AllOf;
 using ::testing::ElementsAreArray;
 using ::testing::HasSubstr;
 
-class NpyIdxTest : public ::testing::Test {
- protected:
-  std::string Write(const std::string& name, const std::string& bytes) {
-    std::string path = dir_ + "/" + name;
-    WriteFile(path, bytes);
-    return path;
-  }
-  std::string dir_ = MakeTempDir();
-};
+using NpyIdxTest = ::shoal::storage::testing::TempFileTest;
 
 TEST_F(NpyIdxTest, ReadsEveryNpyVersionAndDtype) {
   auto f4 = Pattern<float>(4, 3);

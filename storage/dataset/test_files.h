@@ -110,6 +110,17 @@ std::string Npy(int major, const std::string& descr, const std::vector<T>& value
   return out;
 }
 
+// A test whose files live in a fresh temporary directory: Write(name, bytes) returns the path.
+class TempFileTest : public ::testing::Test {
+ protected:
+  std::string Write(const std::string& name, const std::string& bytes) {
+    std::string path = dir_ + "/" + name;
+    WriteFile(path, bytes);
+    return path;
+  }
+  std::string dir_ = MakeTempDir();
+};
+
 }  // namespace shoal::storage::testing
 
 #endif  // SHOAL_STORAGE_DATASET_TEST_FILES_H_
