@@ -1,14 +1,16 @@
-// In-process tests of the gRPC layer over FakeDB: request shape checks, status codes, health.
+// In-process tests of the gRPC layer over a real DB in a temporary directory: request shape
+// checks, status codes, health.
 // The real shoald process is exercised in tests/e2e.
 #include "rpc/server.h"
 
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
 
+#include <filesystem>
 #include <memory>
 
 #include "grpc/health/v1/health.grpc.pb.h"
-#include "rpc/fake_db.h"
 #include "shoal/v1/collection_service.grpc.pb.h"
 #include "shoal/v1/search_service.grpc.pb.h"
 #include "shoal/v1/vector_service.grpc.pb.h"
@@ -19,12 +21,34 @@ namespace {
 using ::grpc::health::v1::HealthCheckRequest;
 using ::grpc::health::v1::HealthCheckResponse;
 
+// A DB in a fresh temporary directory, removed with it.
+class TempDB {
+ public:
+  TempDB() {
+    std::string tmpl = ::testing::TempDir() + "rpc_server_test_XXXXXX";
+    EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    auto db = DB::Open(dir_, Options{});
+    EXPECT_TRUE(db.ok()) << db.status();
+    if (db.ok()) db_ = *std::move(db);
+  }
+  ~TempDB() {
+    db_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  DB* get() { return db_.get(); }
+
+ private:
+  std::string dir_;
+  std::unique_ptr<DB> db_;
+};
+
 class ServerTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ServerOptions options;
     options.listen_address = "127.0.0.1:0";
-    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(&db_, options);
+    absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(db_.get(), options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     ASSERT_GT(server_->port(), 0);
@@ -55,7 +79,7 @@ class ServerTest : public ::testing::Test {
     return response.status();
   }
 
-  FakeDB db_;
+  TempDB db_;
   std::unique_ptr<Server> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::CollectionService::Stub> collections_;
@@ -179,22 +203,22 @@ TEST_F(ServerTest, ShutdownIsIdempotent) {
 }
 
 TEST(ServerStartTest, RefusesNonLoopbackWithoutAllowRemote) {
-  FakeDB db;
+  TempDB db;
   ServerOptions options;
   options.listen_address = "0.0.0.0:0";
-  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(&db, options);
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(db.get(), options);
   EXPECT_EQ(server.status().code(), absl::StatusCode::kPermissionDenied);
   EXPECT_NE(server.status().message().find("--insecure-allow-remote"), std::string::npos);
 }
 
 TEST(ServerStartTest, BindFailureIsUnavailable) {
-  FakeDB db;
+  TempDB db;
   ServerOptions options;
   options.listen_address = "127.0.0.1:0";
-  absl::StatusOr<std::unique_ptr<Server>> first = Server::Start(&db, options);
+  absl::StatusOr<std::unique_ptr<Server>> first = Server::Start(db.get(), options);
   ASSERT_TRUE(first.ok()) << first.status();
   options.listen_address = (*first)->address();
-  absl::StatusOr<std::unique_ptr<Server>> second = Server::Start(&db, options);
+  absl::StatusOr<std::unique_ptr<Server>> second = Server::Start(db.get(), options);
   EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
 }
 
