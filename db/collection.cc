@@ -60,11 +60,8 @@ absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(storage::RecordStor
   absl::MutexLock write_lock(&c->write_mu_);
   absl::MutexLock lock(&c->mu_);
   SHOAL_ASSIGN_OR_RETURN(std::optional<storage::StoredIndex> stored, store->LoadIndex(meta.id));
-  if (stored.has_value()) {
-    SHOAL_RETURN_IF_ERROR(c->LoadWithIndex(*stored));
-  } else {
-    SHOAL_RETURN_IF_ERROR(c->LoadAll());
-  }
+  if (stored.has_value()) SHOAL_RETURN_IF_ERROR(c->OpenIndex(*stored));
+  SHOAL_RETURN_IF_ERROR(c->LoadRecords());
   return c;
 }
 

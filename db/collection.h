@@ -76,9 +76,9 @@ class Collection {
   Collection(storage::RecordStore* store, const storage::StoredCollection& meta,
              const Options& options, const std::string& index_root);
   // Load helpers (collection_index.cc).
-  absl::Status LoadAll() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_, mu_);
-  absl::Status LoadWithIndex(const storage::StoredIndex& stored)
+  absl::Status OpenIndex(const storage::StoredIndex& stored)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_, mu_);
+  absl::Status LoadRecords() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_, mu_);
   absl::Status BuildSpann(const std::string& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::Status DropSpann() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   std::string IndexDir(uint64_t generation) const;

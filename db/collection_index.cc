@@ -45,14 +45,17 @@ size_t Collection::CacheBudget(size_t fixed_bytes) const {
   return fixed_bytes >= limit ? 0 : std::min(options_.posting_cache_bytes, limit - fixed_bytes);
 }
 
-absl::Status Collection::LoadAll() {
+// One pass over the collection's records rebuilds the key maps and the attribute index, and
+// puts into the FlatIndex every vector the SpannIndex (if any) does not hold: those written after
+// its build (ids >= indexed_below) and rewritten ones (stale marks).
+absl::Status Collection::LoadRecords() {
   std::vector<float> scratch;
   return store_->ScanRecords(id_, [&](uint64_t iid, Record&& r) {
     if (r.vector.size() != spec_.dimension) {
       return absl::DataLossError(absl::StrCat("collection '", spec_.name, "' record id ", iid,
                                               " has dimension ", r.vector.size()));
     }
-    flat_.Add(iid, IndexForm(r.vector, &scratch));
+    if (!InSpann(iid) || stale_.contains(iid)) flat_.Add(iid, IndexForm(r.vector, &scratch));
     attrs_.Put(iid, r.attributes, r.tags);
     id_of_.emplace(r.key, iid);
     key_of_.emplace(iid, std::move(r.key));
@@ -63,11 +66,7 @@ absl::Status Collection::LoadAll() {
   });
 }
 
-// With an index, only records the index does not hold go into the FlatIndex: those written after
-// the build (ids >= indexed_below) and rewritten ones (stale marks). Every record is still read
-// once, for the AttributeIndex (attributes are not persisted apart from the records yet; a
-// reopen costs one full scan of the records column family).
-absl::Status Collection::LoadWithIndex(const storage::StoredIndex& stored) {
+absl::Status Collection::OpenIndex(const storage::StoredIndex& stored) {
   const std::string where = absl::StrCat("collection '", spec_.name, "' index manifest");
   SHOAL_ASSIGN_OR_RETURN(index::SpannManifest manifest,
                          index::DecodeManifest(stored.manifest, where));
@@ -77,23 +76,7 @@ absl::Status Collection::LoadWithIndex(const storage::StoredIndex& stored) {
   spann_->SetCacheBudget(CacheBudget(spann_->FixedMemoryBytes()));
   indexed_below_ = manifest.indexed_below;
   stale_.insert(stored.stale_ids.begin(), stored.stale_ids.end());
-  SHOAL_RETURN_IF_ERROR(store_->ScanKeys(id_, [&](Key&& key, uint64_t iid) {
-    id_of_.emplace(key, iid);
-    key_of_.emplace(iid, std::move(key));
-    next_internal_id_ = std::max(next_internal_id_, iid + 1);
-    return absl::OkStatus();
-  }));
-  std::vector<float> scratch;
-  return store_->ScanRecords(id_, [&](uint64_t iid, Record&& r) {
-    attrs_.Put(iid, r.attributes, r.tags);
-    if (iid < indexed_below_ && !stale_.contains(iid)) return absl::OkStatus();
-    if (r.vector.size() != spec_.dimension) {
-      return absl::DataLossError(absl::StrCat("collection '", spec_.name, "' record id ", iid,
-                                              " has dimension ", r.vector.size()));
-    }
-    flat_.Add(iid, IndexForm(r.vector, &scratch));
-    return absl::OkStatus();
-  });
+  return absl::OkStatus();
 }
 
 absl::Status Collection::BuildIndex(const std::string& spec) {
