@@ -195,15 +195,8 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
   std::vector<std::vector<index::Neighbor>> found;
   if (params.filter != nullptr) {
     SHOAL_ASSIGN_OR_RETURN(found, SearchFiltered(q, n, params, threads));
-  } else if (spann_ != nullptr) {
-    index::SpannKnobs knobs;
-    knobs.max_postings = params.max_postings;
-    if (params.pruning_ratio > 0) knobs.pruning_ratio = params.pruning_ratio;
-    SHOAL_ASSIGN_OR_RETURN(
-        found, spann_->Search(q, n, params.k, knobs, threads, &stale_, nullptr, params.stats));
-    if (flat_.size() > 0) MergeInto(&found, flat_.Search(q, n, params.k, threads), params.k);
   } else {
-    found = flat_.Search(q, n, params.k, threads);
+    SHOAL_ASSIGN_OR_RETURN(found, SearchIndexes(q, n, params, threads, nullptr));
   }
   std::vector<std::vector<Hit>> out(n);
   const float offset = spec_.metric == Metric::kCosine ? 1.0f : 0.0f;  // 1 - cos = 1 + (-ip)
@@ -216,6 +209,19 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
   return out;
 }
 
+absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchIndexes(
+    const float* q, size_t n, const SearchParams& params, size_t threads,
+    const index::IdFilter* allow) const {
+  if (spann_ == nullptr) return flat_.Search(q, n, params.k, threads, allow);
+  index::SpannKnobs knobs;
+  knobs.max_postings = params.max_postings;
+  if (params.pruning_ratio > 0) knobs.pruning_ratio = params.pruning_ratio;
+  SHOAL_ASSIGN_OR_RETURN(
+      auto found, spann_->Search(q, n, params.k, knobs, threads, &stale_, allow, params.stats));
+  if (flat_.size() > 0) MergeInto(&found, flat_.Search(q, n, params.k, threads, allow), params.k);
+  return found;
+}
+
 absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchFiltered(
     const float* q, size_t n, const SearchParams& params, size_t threads) const {
   const index::IdBitmap allowed = attrs_.Evaluate(*params.filter);
@@ -225,12 +231,7 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchFilt
   if (passing <= std::max(kExactFilterIds, 64 * k)) {
     return SearchAllowedExactly(q, n, k, threads, allowed, params.stats);
   }
-  index::SpannKnobs knobs;
-  knobs.max_postings = params.max_postings;
-  if (params.pruning_ratio > 0) knobs.pruning_ratio = params.pruning_ratio;
-  SHOAL_ASSIGN_OR_RETURN(auto found,
-                         spann_->Search(q, n, k, knobs, threads, &stale_, &allowed, params.stats));
-  if (flat_.size() > 0) MergeInto(&found, flat_.Search(q, n, k, threads, &allowed), k);
+  SHOAL_ASSIGN_OR_RETURN(auto found, SearchIndexes(q, n, params, threads, &allowed));
   // Queries whose nearest postings held fewer than k passing ids: answer them exactly.
   const size_t want = std::min(k, passing);
   std::vector<size_t> short_queries;

@@ -91,6 +91,11 @@ class Collection {
   const float* IndexForm(const std::vector<float>& v, std::vector<float>* scratch) const;
   absl::Status CheckNotDropped() const ABSL_SHARED_LOCKS_REQUIRED(write_mu_);
   // Filtered search (see the file comment); `q` holds n queries in index form.
+  // The SpannIndex (skipping stale ids) merged with the FlatIndex, or the FlatIndex alone;
+  // `allow` (nullable) is checked during both scans.
+  absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchIndexes(
+      const float* q, size_t n, const SearchParams& params, size_t threads,
+      const index::IdFilter* allow) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchFiltered(
       const float* q, size_t n, const SearchParams& params, size_t threads) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
