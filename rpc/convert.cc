@@ -210,6 +210,9 @@ void CollectionInfoToProto(const CollectionInfo& info, v1::CollectionInfo* proto
   CollectionSpecToProto(info.spec, proto->mutable_spec());
   proto->set_num_vectors(info.num_vectors);
   proto->set_index(info.index);
+  proto->set_index_ram_bytes(info.index_ram_bytes);
+  proto->set_unindexed_vectors(info.unindexed_vectors);
+  proto->set_vector_bytes(info.num_vectors * info.spec.dimension * sizeof(float));
 }
 
 void HitToProto(const Hit& hit, v1::Hit* proto) {
