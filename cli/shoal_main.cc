@@ -1,205 +1,112 @@
-// shoal: a one-shot command-line client of shoald. Each command is one RPC; the response is
-// printed as JSON and any error as "error: CODE: message" on stderr with exit status 1.
-// (The interactive admin shell, output formats and `shoal ingest` grow from here.)
+// shoal: Shoal's admin shell and tools.
 //
-//   shoal [--server HOST:PORT] health
-//   shoal list | describe NAME | drop NAME
-//   shoal create NAME --dimension D [--metric l2|ip|cosine]
-//   shoal upsert NAME KEY V1,V2,... [--sync]     KEY: a number (uint64) or any other string
-//   shoal get NAME KEY... | delete NAME KEY...
-//   shoal search NAME V1,V2,... [--k K]
-#include <google/protobuf/util/json_util.h>
-#include <grpcpp/grpcpp.h>
+//   shoal [GLOBAL FLAGS]                       interactive shell (stdin a terminal), else runs
+//                                              the commands read from stdin, one per line
+//   shoal [GLOBAL FLAGS] COMMAND ARGS...       one command (`shoal help` lists them)
+//   shoal [GLOBAL FLAGS] ingest FILE --collection NAME ...     load a vector file (cli/ingest.h)
+//   shoal offline --data DIR dump|verify       inspect a data directory, no server (cli/offline.h)
+//
+// Exit status: 0 success, 1 an error ("error: CODE: message" on stderr), 2 bad usage.
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
-#include <map>
+#include <iostream>
 #include <string>
 #include <vector>
 
-#include "absl/status/status.h"
-#include "absl/strings/numbers.h"
-#include "absl/strings/str_split.h"
-#include "grpc/health/v1/health.grpc.pb.h"
-#include "shoal/v1/collection_service.grpc.pb.h"
-#include "shoal/v1/search_service.grpc.pb.h"
-#include "shoal/v1/vector_service.grpc.pb.h"
+#include "cli/args.h"
+#include "cli/commands.h"
+#include "cli/connection.h"
+#include "cli/ingest.h"
+#include "cli/offline.h"
+#include "cli/output.h"
+#include "cli/repl.h"
 
+namespace shoal::cli {
 namespace {
 
-namespace v1 = ::shoal::v1;
+constexpr char kUsage[] = R"(usage: shoal [GLOBAL FLAGS] [COMMAND ARGS...]
+Global flags:
+  --server HOST:PORT     shoald to talk to (default 127.0.0.1:50051, or $SHOAL_SERVER)
+  --output table|json|csv
+                         output format (default: table on a terminal, json otherwise)
+  --tls                  use TLS (system roots unless --tls-ca)
+  --tls-ca FILE --tls-cert FILE --tls-key FILE --tls-server-name NAME
+  --timeout-ms N         deadline of each call (default 30000)
+The API key is read from $SHOAL_API_KEY (sent as "authorization: Bearer <key>").
+Commands (also in the shell):
+)";
 
-struct Args {
-  std::string server = "127.0.0.1:50051";
-  std::vector<std::string> positional;
-  std::map<std::string, std::string> flags;  // --name value, or --name "" for switches
-};
-
-int Usage() {
-  std::fprintf(stderr,
-               "usage: shoal [--server HOST:PORT] COMMAND ...\n"
-               "  health | list | describe NAME | drop NAME\n"
-               "  create NAME --dimension D [--metric l2|ip|cosine]\n"
-               "  upsert NAME KEY V1,V2,... [--sync]\n"
-               "  get NAME KEY... | delete NAME KEY... [--sync]\n"
-               "  search NAME V1,V2,... [--k K]\n");
-  return 2;
+int Fail(const absl::Status& status) {
+  std::cerr << "error: " << ErrorText(status) << "\n";
+  return absl::IsInvalidArgument(status) && status.message().rfind("usage:", 0) == 0 ? 2 : 1;
 }
 
-Args Parse(int argc, char** argv) {
-  Args a;
-  for (int i = 1; i < argc; ++i) {
-    std::string s = argv[i];
-    if (s.rfind("--", 0) != 0) {
-      a.positional.push_back(s);
-    } else if (s == "--sync") {
-      a.flags["sync"] = "";
-    } else if (i + 1 < argc) {
-      a.flags[s.substr(2)] = argv[++i];
-    }
+absl::StatusOr<ConnectionOptions> ConnectionFlags(const Args& args) {
+  ConnectionOptions options;
+  const char* server = std::getenv("SHOAL_SERVER");
+  options.server = args.Get("server", server != nullptr ? server : options.server);
+  if (const char* key = std::getenv("SHOAL_API_KEY"); key != nullptr) options.api_key = key;
+  options.tls = args.Has("tls");
+  options.tls_ca = args.Get("tls-ca", "");
+  options.tls_cert = args.Get("tls-cert", "");
+  options.tls_key = args.Get("tls-key", "");
+  options.tls_server_name = args.Get("tls-server-name", "");
+  absl::StatusOr<uint64_t> timeout = args.GetUint("timeout-ms", 30000, 86400000);
+  if (!timeout.ok()) return timeout.status();
+  options.timeout = std::chrono::milliseconds(*timeout);
+  return options;
+}
+
+// Commands read from a pipe or file: each line runs as a one-shot command; stops at the first
+// error.
+int RunScript(const Connection& connection, OutputFormat format) {
+  std::string line;
+  while (std::getline(std::cin, line)) {
+    absl::StatusOr<std::vector<std::string>> words = SplitLine(line);
+    if (!words.ok()) return Fail(words.status());
+    if (words->empty() || (*words)[0].starts_with("#")) continue;
+    absl::StatusOr<Args> args = ParseArgs(*words);
+    if (!args.ok()) return Fail(args.status());
+    absl::StatusOr<Table> table = RunCommand(connection, *args);
+    if (!table.ok()) return Fail(table.status());
+    std::cout << Render(*table, format) << std::flush;
   }
-  if (auto it = a.flags.find("server"); it != a.flags.end()) a.server = it->second;
-  return a;
-}
-
-int Fail(const grpc::Status& s) {
-  // gRPC and absl share the canonical code numbering.
-  const std::string code = absl::StatusCodeToString(static_cast<absl::StatusCode>(s.error_code()));
-  std::fprintf(stderr, "error: %s: %s\n", code.c_str(), s.error_message().c_str());
-  return 1;
-}
-
-int Print(const google::protobuf::Message& m) {
-  std::string json;
-  google::protobuf::util::JsonPrintOptions opts;
-  opts.always_print_primitive_fields = true;
-  (void)google::protobuf::util::MessageToJsonString(m, &json, opts);
-  std::printf("%s\n", json.c_str());
   return 0;
 }
 
-template <typename Call, typename Response>
-int Run(Call call, Response* response) {
-  grpc::Status s = call();
-  return s.ok() ? Print(*response) : Fail(s);
-}
+int Main(int argc, char** argv) {
+  std::vector<std::string> words(argv + 1, argv + argc);
+  absl::StatusOr<Args> args = ParseArgs(words);
+  if (!args.ok()) return Fail(args.status());
+  const std::string command = args->positional.empty() ? "" : args->positional[0];
+  if (args->Has("help") || command == "help") {
+    std::cout << kUsage << HelpText(args->positional.size() > 1 ? args->positional[1] : "");
+    return 0;
+  }
+  if (command == "offline") return RunOffline(*args);
 
-v1::Key ParseKey(const std::string& s) {
-  v1::Key k;
-  uint64_t id = 0;
-  if (absl::SimpleAtoi(s, &id)) {
-    k.set_id(id);
-  } else {
-    k.set_name(s);
-  }
-  return k;
-}
+  absl::StatusOr<OutputFormat> format =
+      ParseOutputFormat(args->Get("output", isatty(STDOUT_FILENO) ? "table" : "json"));
+  if (!format.ok()) return Fail(format.status());
+  absl::StatusOr<ConnectionOptions> options = ConnectionFlags(*args);
+  if (!options.ok()) return Fail(options.status());
+  absl::StatusOr<std::unique_ptr<Connection>> connection = Connection::Create(*options);
+  if (!connection.ok()) return Fail(connection.status());
 
-bool ParseVector(const std::string& s, google::protobuf::RepeatedField<float>* out) {
-  for (absl::string_view part : absl::StrSplit(s, ',')) {
-    float v = 0;
-    if (!absl::SimpleAtof(part, &v)) {
-      std::fprintf(stderr, "error: not a number: '%s'\n", std::string(part).c_str());
-      return false;
-    }
-    out->Add(v);
+  if (command.empty()) {
+    if (isatty(STDIN_FILENO)) return RunRepl(**connection, *format);
+    return RunScript(**connection, *format);
   }
-  return true;
-}
-
-v1::Metric ParseMetric(const std::string& s) {
-  if (s == "ip" || s == "inner_product") return v1::METRIC_INNER_PRODUCT;
-  if (s == "cosine") return v1::METRIC_COSINE;
-  return v1::METRIC_L2;
-}
-
-int Dispatch(const Args& a, const std::shared_ptr<grpc::Channel>& ch) {
-  const auto& p = a.positional;
-  const std::string& cmd = p[0];
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
-  auto flag = [&](const std::string& name, const std::string& def) {
-    auto it = a.flags.find(name);
-    return it == a.flags.end() ? def : it->second;
-  };
-  if (cmd == "health") {
-    grpc::health::v1::HealthCheckRequest req;
-    grpc::health::v1::HealthCheckResponse resp;
-    auto stub = grpc::health::v1::Health::NewStub(ch);
-    return Run([&] { return stub->Check(&ctx, req, &resp); }, &resp);
-  }
-  auto collections = v1::CollectionService::NewStub(ch);
-  auto vectors = v1::VectorService::NewStub(ch);
-  if (cmd == "list") {
-    v1::ListCollectionsRequest req;
-    v1::ListCollectionsResponse resp;
-    return Run([&] { return collections->ListCollections(&ctx, req, &resp); }, &resp);
-  }
-  if (p.size() < 2) return Usage();
-  if (cmd == "describe") {
-    v1::DescribeCollectionRequest req;
-    v1::DescribeCollectionResponse resp;
-    req.set_name(p[1]);
-    return Run([&] { return collections->DescribeCollection(&ctx, req, &resp); }, &resp);
-  }
-  if (cmd == "drop") {
-    v1::DropCollectionRequest req;
-    v1::DropCollectionResponse resp;
-    req.set_name(p[1]);
-    return Run([&] { return collections->DropCollection(&ctx, req, &resp); }, &resp);
-  }
-  if (cmd == "create") {
-    v1::CreateCollectionRequest req;
-    v1::CreateCollectionResponse resp;
-    req.mutable_spec()->set_name(p[1]);
-    req.mutable_spec()->set_dimension(std::strtoul(flag("dimension", "0").c_str(), nullptr, 10));
-    req.mutable_spec()->set_metric(ParseMetric(flag("metric", "l2")));
-    return Run([&] { return collections->CreateCollection(&ctx, req, &resp); }, &resp);
-  }
-  if (cmd == "get" || cmd == "delete") {
-    if (p.size() < 3) return Usage();
-    if (cmd == "get") {
-      v1::GetRequest req;
-      v1::GetResponse resp;
-      req.set_collection(p[1]);
-      for (size_t i = 2; i < p.size(); ++i) *req.add_keys() = ParseKey(p[i]);
-      return Run([&] { return vectors->Get(&ctx, req, &resp); }, &resp);
-    }
-    v1::DeleteRequest req;
-    v1::DeleteResponse resp;
-    req.set_collection(p[1]);
-    req.set_sync(a.flags.contains("sync"));
-    for (size_t i = 2; i < p.size(); ++i) *req.add_keys() = ParseKey(p[i]);
-    return Run([&] { return vectors->Delete(&ctx, req, &resp); }, &resp);
-  }
-  if (cmd == "upsert" && p.size() == 4) {
-    v1::UpsertRequest req;
-    v1::UpsertResponse resp;
-    req.set_collection(p[1]);
-    req.set_sync(a.flags.contains("sync"));
-    v1::Record* r = req.add_records();
-    *r->mutable_key() = ParseKey(p[2]);
-    if (!ParseVector(p[3], r->mutable_vector())) return 2;
-    return Run([&] { return vectors->Upsert(&ctx, req, &resp); }, &resp);
-  }
-  if (cmd == "search" && p.size() == 3) {
-    v1::SearchRequest req;
-    v1::SearchResponse resp;
-    req.set_collection(p[1]);
-    if (!ParseVector(p[2], req.mutable_queries())) return 2;
-    req.set_dimension(req.queries_size());
-    req.set_k(std::strtoul(flag("k", "10").c_str(), nullptr, 10));
-    auto stub = v1::SearchService::NewStub(ch);
-    return Run([&] { return stub->Search(&ctx, req, &resp); }, &resp);
-  }
-  return Usage();
+  if (command == "ingest") return RunIngest(**connection, *args);
+  absl::StatusOr<Table> table = RunCommand(**connection, *args);
+  if (!table.ok()) return Fail(table.status());
+  std::cout << Render(*table, *format);
+  return 0;
 }
 
 }  // namespace
+}  // namespace shoal::cli
 
-int main(int argc, char** argv) {
-  Args args = Parse(argc, argv);
-  if (args.positional.empty()) return Usage();
-  auto channel = grpc::CreateChannel(args.server, grpc::InsecureChannelCredentials());
-  return Dispatch(args, channel);
-}
+int main(int argc, char** argv) { return shoal::cli::Main(argc, argv); }

@@ -11,6 +11,7 @@ SHOAL_PACKAGES=(
   libfaiss-dev libopenblas-dev libabsl-dev liburing-dev zlib1g-dev libhdf5-dev
   libgtest-dev libgmock-dev libbenchmark-dev libhnswlib-dev
   dataset-fashion-mnist
+  libreadline-dev python3-grpcio python3-protobuf python3-numpy
 )
 
 shoal_install_deps() {

@@ -1,0 +1,121 @@
+// Unit tests of the `shoal` tool's pieces that need no server: argument parsing, output
+// formats, the ingest checkpoint and its acknowledged prefix, the progress line.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/args.h"
+#include "cli/ingest_checkpoint.h"
+#include "cli/output.h"
+#include "cli/progress.h"
+
+namespace shoal::cli {
+namespace {
+
+TEST(ArgsTest, SplitsQuotedWordsAndRejectsUnterminatedQuote) {
+  absl::StatusOr<std::vector<std::string>> words =
+      SplitLine(R"(  upsert  docs "a b" 'c"d' e\ f  )");
+  ASSERT_TRUE(words.ok()) << words.status();
+  EXPECT_EQ(*words, (std::vector<std::string>{"upsert", "docs", "a b", "c\"d", "e f"}));
+  EXPECT_EQ(SplitLine("describe 'docs").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(ArgsTest, ParsesFlagsSwitchesAndNumbers) {
+  std::vector<std::string> words = {"--server",      "h:1",    "create", "x",
+                                    "--dimension=8", "--sync", "--k",    "7"};
+  absl::StatusOr<Args> args = ParseArgs(words);
+  ASSERT_TRUE(args.ok()) << args.status();
+  EXPECT_EQ(args->positional, (std::vector<std::string>{"create", "x"}));
+  EXPECT_EQ(args->Get("server", ""), "h:1");
+  EXPECT_TRUE(args->Has("sync"));
+  EXPECT_EQ(*args->GetUint("dimension", 0), 8u);
+  EXPECT_EQ(*args->GetUint("k", 0), 7u);
+  args->flags["k"] = "-1";
+  absl::Status bad = args->GetUint("k", 0).status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("--k"), std::string::npos) << bad;
+  std::vector<std::string> dangling = {"search", "--k"};
+  EXPECT_EQ(ParseArgs(dangling).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+Table Sample() {
+  Table t{.columns = {"name", "vectors", "note"}};
+  t.rows.push_back({Cell::Text("docs"), Cell::Number(uint64_t{42}), Cell::Text("a,\"b\"")});
+  t.rows.push_back({Cell::Text("x\ny"), Cell::Number(1.5), Cell::Null()});
+  return t;
+}
+
+TEST(OutputTest, RendersJsonCsvAndTable) {
+  EXPECT_EQ(Render(Sample(), OutputFormat::kJson),
+            "[{\"name\":\"docs\",\"vectors\":42,\"note\":\"a,\\\"b\\\"\"},"
+            "{\"name\":\"x\\ny\",\"vectors\":1.5,\"note\":null}]\n");
+  EXPECT_EQ(Render(Sample(), OutputFormat::kCsv),
+            "name,vectors,note\ndocs,42,\"a,\"\"b\"\"\"\n\"x\ny\",1.5,\n");
+  const std::string table = Render(Sample(), OutputFormat::kTable);
+  EXPECT_EQ(table.substr(0, table.find('\n')), "name  vectors  note");
+  Table one{.columns = {"a"}, .single = true};
+  one.rows.push_back({Cell::Bool(true)});
+  EXPECT_EQ(Render(one, OutputFormat::kJson), "{\"a\":true}\n");
+  EXPECT_EQ(ParseOutputFormat("yaml").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AckedPrefixTest, AdvancesOnlyOverContiguousAcks) {
+  AckedPrefix acked(100);
+  EXPECT_EQ(acked.Ack(200, 100), 100u);  // gap [100, 200)
+  EXPECT_EQ(acked.Ack(300, 50), 100u);
+  EXPECT_EQ(acked.Ack(100, 100), 350u);
+  EXPECT_EQ(acked.Ack(0, 10), 350u);  // already covered
+  EXPECT_EQ(acked.done(), 350u);
+}
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/shoal-cli-test-XXXXXX";
+    ASSERT_NE(mkdtemp(dir), nullptr);
+    dir_ = dir;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+  std::string dir_;
+};
+
+TEST_F(CheckpointTest, RoundTripsAndDetectsAnotherIngest) {
+  const std::string path = dir_ + "/ck";
+  absl::StatusOr<std::optional<Checkpoint>> missing = LoadCheckpoint(path);
+  ASSERT_TRUE(missing.ok()) << missing.status();
+  EXPECT_FALSE(missing->has_value());
+  Checkpoint c{.file = "/d/a.fvecs", .collection = "docs", .key_offset = 5, .rows = 10, .done = 4};
+  ASSERT_TRUE(SaveCheckpoint(path, c).ok());
+  EXPECT_FALSE(std::filesystem::exists(path + ".tmp"));
+  absl::StatusOr<std::optional<Checkpoint>> loaded = LoadCheckpoint(path);
+  ASSERT_TRUE(loaded.ok() && loaded->has_value()) << loaded.status();
+  EXPECT_EQ((*loaded)->done, 4u);
+  EXPECT_EQ((*loaded)->Mismatch(c), "");
+  Checkpoint other = c;
+  other.collection = "images";
+  EXPECT_NE((*loaded)->Mismatch(other).find("collection"), std::string::npos);
+}
+
+TEST_F(CheckpointTest, MalformedFileIsDataLossNamingTheLine) {
+  const std::string path = dir_ + "/ck";
+  std::ofstream(path) << "file=a\ndone=x\n";
+  absl::Status s = LoadCheckpoint(path).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_NE(s.message().find(path + ":2"), std::string::npos) << s;
+}
+
+TEST(ProgressBarTest, LineShowsRowsRateAndEta) {
+  const std::string line = ProgressBar::Line(60000, 10000, 30000, absl::Seconds(2));
+  EXPECT_NE(line.find("30000/60000 rows"), std::string::npos) << line;
+  EXPECT_NE(line.find("10.0k rows/s"), std::string::npos) << line;  // (30000 - 10000) / 2 s
+  EXPECT_NE(line.find("ETA 3s"), std::string::npos) << line;
+  EXPECT_NE(line.find("[##########..........]"), std::string::npos) << line;
+}
+
+}  // namespace
+}  // namespace shoal::cli

@@ -1,0 +1,218 @@
+// Record and search commands, and the conversions the handlers share.
+#include <cmath>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "base/status_macros.h"
+#include "cli/commands_internal.h"
+
+namespace shoal::cli {
+
+namespace v1 = ::shoal::v1;
+
+absl::Status ExpectPositional(const Args& args, size_t min, size_t max) {
+  if (args.positional.size() < min || args.positional.size() > max) {
+    return absl::InvalidArgumentError(kUsageError);
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::Metric> ParseMetric(const std::string& name) {
+  if (name == "l2" || name == "euclidean") return v1::METRIC_L2;
+  if (name == "ip" || name == "inner_product") return v1::METRIC_INNER_PRODUCT;
+  if (name == "cosine" || name == "angular") return v1::METRIC_COSINE;
+  return absl::InvalidArgumentError(
+      absl::StrCat("--metric: \"", name, "\" is not one of l2, ip, cosine"));
+}
+
+std::string MetricText(v1::Metric metric) {
+  switch (metric) {
+    case v1::METRIC_L2:
+      return "l2";
+    case v1::METRIC_INNER_PRODUCT:
+      return "ip";
+    case v1::METRIC_COSINE:
+      return "cosine";
+    default:
+      return "unspecified";
+  }
+}
+
+v1::Key ParseKey(const std::string& text) {
+  v1::Key key;
+  uint64_t id = 0;
+  if (absl::SimpleAtoi(text, &id) && text.find_first_not_of("0123456789") == std::string::npos) {
+    key.set_id(id);
+  } else {
+    key.set_name(text);
+  }
+  return key;
+}
+
+Cell KeyCell(const v1::Key& key) {
+  if (key.kind_case() == v1::Key::kId) return Cell::Number(static_cast<uint64_t>(key.id()));
+  return Cell::Text(key.name());
+}
+
+absl::Status ParseFloats(const std::string& text, const std::string& field,
+                         google::protobuf::RepeatedField<float>* out) {
+  int index = 0;
+  for (absl::string_view part : absl::StrSplit(text, ',')) {
+    float value = 0;
+    if (!absl::SimpleAtof(part, &value) || !std::isfinite(value)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, "[", index, "]: \"", std::string(part), "\" is not a finite number"));
+    }
+    out->Add(value);
+    ++index;
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<std::string, v1::AttributeValue>> ParseAttribute(const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return absl::InvalidArgumentError(absl::StrCat("--attrs: \"", text, "\" is not name=value"));
+  }
+  const std::string value = text.substr(eq + 1);
+  v1::AttributeValue out;
+  int64_t i = 0;
+  double d = 0;
+  if (absl::SimpleAtoi(value, &i)) {
+    out.set_int_value(i);
+  } else if (absl::SimpleAtod(value, &d)) {
+    out.set_double_value(d);
+  } else if (value == "true" || value == "false") {
+    out.set_bool_value(value == "true");
+  } else {
+    out.set_string_value(value);
+  }
+  return std::make_pair(text.substr(0, eq), out);
+}
+
+std::string AttributeText(const v1::AttributeValue& value) {
+  switch (value.value_case()) {
+    case v1::AttributeValue::kIntValue:
+      return std::to_string(value.int_value());
+    case v1::AttributeValue::kDoubleValue:
+      return absl::StrCat(value.double_value());
+    case v1::AttributeValue::kBoolValue:
+      return value.bool_value() ? "true" : "false";
+    case v1::AttributeValue::kStringValue:
+      return value.string_value();
+    default:
+      return "";
+  }
+}
+
+Table CollectionTable() {
+  return Table{.columns = {"name", "dimension", "metric", "vectors", "index"}};
+}
+
+void AddCollectionRow(const v1::CollectionInfo& info, Table* table) {
+  table->rows.push_back(
+      {Cell::Text(info.spec().name()), Cell::Number(static_cast<uint64_t>(info.spec().dimension())),
+       Cell::Text(MetricText(info.spec().metric())),
+       Cell::Number(static_cast<uint64_t>(info.num_vectors())), Cell::Text(info.index())});
+}
+
+absl::StatusOr<Table> Upsert(const Connection& c, const Args& args) {
+  SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 4, 4));
+  v1::UpsertRequest request;
+  request.set_collection(args.positional[1]);
+  request.set_sync(args.Has("sync"));
+  v1::Record* record = request.add_records();
+  *record->mutable_key() = ParseKey(args.positional[2]);
+  SHOAL_RETURN_IF_ERROR(ParseFloats(args.positional[3], "vector", record->mutable_vector()));
+  if (args.Has("attrs")) {
+    for (absl::string_view part : absl::StrSplit(args.Get("attrs", ""), ',', absl::SkipEmpty())) {
+      SHOAL_ASSIGN_OR_RETURN(auto attribute, ParseAttribute(std::string(part)));
+      (*record->mutable_attributes())[attribute.first] = attribute.second;
+    }
+  }
+  for (absl::string_view tag : absl::StrSplit(args.Get("tags", ""), ',', absl::SkipEmpty())) {
+    record->add_tags(std::string(tag));
+  }
+  v1::UpsertResponse response;
+  SHOAL_RETURN_IF_ERROR(FromGrpc(c.vectors().Upsert(c.Context().get(), request, &response)));
+  Table t{.columns = {"upserted"}, .single = true};
+  t.rows.push_back({Cell::Number(static_cast<uint64_t>(response.upserted()))});
+  return t;
+}
+
+absl::StatusOr<Table> Get(const Connection& c, const Args& args) {
+  SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 3, SIZE_MAX));
+  v1::GetRequest request;
+  request.set_collection(args.positional[1]);
+  for (size_t i = 2; i < args.positional.size(); ++i) {
+    *request.add_keys() = ParseKey(args.positional[i]);
+  }
+  v1::GetResponse response;
+  SHOAL_RETURN_IF_ERROR(FromGrpc(c.vectors().Get(c.Context().get(), request, &response)));
+  Table t{.columns = {"key", "found", "vector", "attributes", "tags"}};
+  for (int i = 0; i < response.results_size(); ++i) {
+    const v1::GetResult& result = response.results(i);
+    const v1::Record& r = result.record();
+    std::vector<std::string> attributes;
+    for (const auto& [name, value] : r.attributes()) {
+      attributes.push_back(absl::StrCat(name, "=", AttributeText(value)));
+    }
+    std::sort(attributes.begin(), attributes.end());
+    t.rows.push_back({KeyCell(request.keys(i)), Cell::Bool(result.found()),
+                      result.found() ? Cell::Text(absl::StrJoin(r.vector(), ",")) : Cell::Null(),
+                      Cell::Text(absl::StrJoin(attributes, ",")),
+                      Cell::Text(absl::StrJoin(r.tags(), ","))});
+  }
+  return t;
+}
+
+absl::StatusOr<Table> Delete(const Connection& c, const Args& args) {
+  SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 3, SIZE_MAX));
+  v1::DeleteRequest request;
+  request.set_collection(args.positional[1]);
+  request.set_sync(args.Has("sync"));
+  for (size_t i = 2; i < args.positional.size(); ++i) {
+    *request.add_keys() = ParseKey(args.positional[i]);
+  }
+  v1::DeleteResponse response;
+  SHOAL_RETURN_IF_ERROR(FromGrpc(c.vectors().Delete(c.Context().get(), request, &response)));
+  Table t{.columns = {"deleted"}, .single = true};
+  t.rows.push_back({Cell::Number(static_cast<uint64_t>(response.deleted()))});
+  return t;
+}
+
+absl::StatusOr<Table> Search(const Connection& c, const Args& args) {
+  SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 3, 3));
+  v1::SearchRequest request;
+  request.set_collection(args.positional[1]);
+  int queries = 0;
+  for (absl::string_view query : absl::StrSplit(args.positional[2], ';', absl::SkipEmpty())) {
+    const int before = request.queries_size();
+    SHOAL_RETURN_IF_ERROR(ParseFloats(std::string(query), absl::StrCat("queries[", queries, "]"),
+                                      request.mutable_queries()));
+    if (queries == 0) request.set_dimension(request.queries_size() - before);
+    ++queries;
+  }
+  SHOAL_ASSIGN_OR_RETURN(uint64_t k, args.GetUint("k", 10, UINT32_MAX));
+  SHOAL_ASSIGN_OR_RETURN(uint64_t max_postings, args.GetUint("max-postings", 0, UINT32_MAX));
+  SHOAL_ASSIGN_OR_RETURN(double pruning_ratio, args.GetDouble("pruning-ratio", 0));
+  request.set_k(static_cast<uint32_t>(k));
+  request.set_max_postings(static_cast<uint32_t>(max_postings));
+  request.set_pruning_ratio(static_cast<float>(pruning_ratio));
+  v1::SearchResponse response;
+  SHOAL_RETURN_IF_ERROR(FromGrpc(c.search().Search(c.Context().get(), request, &response)));
+  Table t{.columns = {"query", "rank", "key", "distance"}};
+  for (int q = 0; q < response.results_size(); ++q) {
+    const auto& hits = response.results(q).hits();
+    for (int rank = 0; rank < hits.size(); ++rank) {
+      t.rows.push_back({Cell::Number(static_cast<uint64_t>(q)),
+                        Cell::Number(static_cast<uint64_t>(rank)), KeyCell(hits[rank].key()),
+                        Cell::Number(static_cast<double>(hits[rank].distance()))});
+    }
+  }
+  return t;
+}
+
+}  // namespace shoal::cli

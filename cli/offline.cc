@@ -1,0 +1,93 @@
+#include "cli/offline.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+#include <iostream>
+
+#include "absl/strings/str_cat.h"
+#include "cli/connection.h"
+#include "cli/output.h"
+#include "shoal/db.h"
+#include "shoal/verify.h"
+
+namespace shoal::cli {
+namespace {
+
+constexpr char kUsage[] = "usage: shoal offline --data DIR dump|verify [--output table|json|csv]";
+
+absl::StatusOr<Table> Dump(const std::string& dir) {
+  Options options;
+  options.create_if_missing = false;
+  absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(dir, options);
+  if (!db.ok()) return db.status();
+  absl::StatusOr<std::vector<CollectionInfo>> collections = (*db)->ListCollections();
+  if (!collections.ok()) return collections.status();
+  Table t{.columns = {"name", "dimension", "metric", "vectors", "index", "index_ram_bytes",
+                      "unindexed_vectors"}};
+  for (const CollectionInfo& info : *collections) {
+    t.rows.push_back({Cell::Text(info.spec.name),
+                      Cell::Number(static_cast<uint64_t>(info.spec.dimension)),
+                      Cell::Text(MetricName(info.spec.metric)), Cell::Number(info.num_vectors),
+                      Cell::Text(info.index), Cell::Number(info.index_ram_bytes),
+                      Cell::Number(info.unindexed_vectors)});
+  }
+  return t;
+}
+
+absl::StatusOr<Table> Verify(const std::string& dir, bool* clean) {
+  absl::StatusOr<VerifyReport> report = VerifyDatabase(dir);
+  if (!report.ok()) return report.status();
+  Table t{.columns = {"name", "records", "keys", "index", "postings_checked", "vectors_checked",
+                      "index_bytes_checked"}};
+  for (const VerifyReport::CollectionReport& c : report->collections) {
+    t.rows.push_back({Cell::Text(c.spec.name), Cell::Number(c.records), Cell::Number(c.keys),
+                      Cell::Text(c.index), Cell::Number(c.index_postings),
+                      Cell::Number(c.index_vectors), Cell::Number(c.index_bytes)});
+  }
+  for (const std::string& problem : report->problems) std::cerr << "problem: " << problem << "\n";
+  if (report->problems_not_listed > 0) {
+    std::cerr << "problem: ... and " << report->problems_not_listed << " more\n";
+  }
+  *clean = report->ok();
+  return t;
+}
+
+}  // namespace
+
+int RunOffline(const Args& args) {
+  const std::string dir = args.Get("data", "");
+  if (args.positional.size() != 2 || dir.empty()) {
+    std::cerr << kUsage << "\n";
+    return 2;
+  }
+  absl::StatusOr<OutputFormat> format =
+      ParseOutputFormat(args.Get("output", isatty(STDOUT_FILENO) ? "table" : "json"));
+  if (!format.ok()) {
+    std::cerr << "error: " << ErrorText(format.status()) << "\n";
+    return 2;
+  }
+  if (!std::filesystem::is_directory(dir)) {
+    std::cerr << "error: NOT_FOUND: --data: " << dir << " is not a directory\n";
+    return 1;
+  }
+  bool clean = true;
+  absl::StatusOr<Table> table;
+  if (args.positional[1] == "dump") {
+    table = Dump(dir);
+  } else if (args.positional[1] == "verify") {
+    table = Verify(dir, &clean);
+  } else {
+    std::cerr << kUsage << "\n";
+    return 2;
+  }
+  if (!table.ok()) {
+    std::cerr << "error: " << ErrorText(table.status()) << "\n";
+    return 1;
+  }
+  std::cout << Render(*table, *format);
+  if (!clean) std::cerr << "error: DATA_LOSS: verify found problems in " << dir << "\n";
+  return clean ? 0 : 1;
+}
+
+}  // namespace shoal::cli

@@ -1,0 +1,153 @@
+// End-to-end: the `shoal` admin shell against a real shoald — one-shot commands in json / csv
+// mode (stdout is a pipe), exit statuses and error codes, and the interactive REPL driven
+// through a pseudo-terminal (prompt, help, tab completion of commands and collection names,
+// history). Only loopback addresses are bound.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "tests/cli/child_process.h"
+#include "tests/e2e/shoald_process.h"
+
+namespace shoal::cli_test {
+namespace {
+
+class ShellE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_dir_ = e2e::MakeTempDir();
+    ASSERT_FALSE(data_dir_.empty());
+    shoald_ = std::make_unique<e2e::ShoaldProcess>();
+    absl::Status started = shoald_->Start(data_dir_);
+    ASSERT_TRUE(started.ok()) << started;
+  }
+  void TearDown() override {
+    shoald_.reset();
+    std::filesystem::remove_all(data_dir_);
+  }
+  RunResult Shoal(std::vector<std::string> args) {
+    args.insert(args.begin(), {"--server", shoald_->address()});
+    return RunShoal(args);
+  }
+
+  std::string data_dir_;
+  std::unique_ptr<e2e::ShoaldProcess> shoald_;
+};
+
+TEST_F(ShellE2eTest, OneShotCommandsPrintJsonWhenPiped) {
+  RunResult r = Shoal({"create", "docs", "--dimension", "3", "--metric", "l2"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"name\":\"docs\",\"dimension\":3,\"metric\":\"l2\",\"vectors\":0,\"index\":\"flat\"}"
+            "\n");
+  ASSERT_EQ(
+      Shoal({"upsert", "docs", "7", "1,0,0", "--attrs", "color=red", "--tags", "t"}).exit_status,
+      0);
+  ASSERT_EQ(Shoal({"upsert", "docs", "name-8", "0,1,0", "--sync"}).exit_status, 0);
+
+  r = Shoal({"describe", "docs"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"vectors\":2"), std::string::npos) << r.out;
+
+  r = Shoal({"search", "docs", "0.9,0.1,0", "--k", "2"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find("\"distance\"")), "[{\"query\":0,\"rank\":0,\"key\":7,")
+      << r.out;
+  EXPECT_NE(r.out.find("\"key\":\"name-8\""), std::string::npos) << r.out;
+
+  r = Shoal({"get", "docs", "7", "--output", "csv"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out, "key,found,vector,attributes,tags\n7,true,\"1,0,0\",color=red,t\n");
+
+  r = Shoal({"list", "--output", "table"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "name  dimension  metric  vectors  index");
+
+  r = Shoal({"delete", "docs", "7", "404"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"deleted\":1}\n");
+}
+
+TEST_F(ShellE2eTest, ErrorsExitNonZeroWithTheGrpcCode) {
+  RunResult r = Shoal({"describe", "missing"});
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_NE(r.err.find("error: NOT_FOUND: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.out, "");
+
+  ASSERT_EQ(Shoal({"create", "d2", "--dimension", "2"}).exit_status, 0);
+  r = Shoal({"upsert", "d2", "1", "1,2,3"});
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_NE(r.err.find("error: INVALID_ARGUMENT: records[0].vector"), std::string::npos) << r.err;
+
+  r = Shoal({"describe"});  // missing argument: usage, exit 2
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("usage: describe NAME"), std::string::npos) << r.err;
+  r = Shoal({"frobnicate"});
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_NE(r.err.find("unknown command"), std::string::npos) << r.err;
+
+  const std::string address = shoald_->address();
+  shoald_.reset();  // nobody listening any more
+  r = RunShoal({"--server", address, "--timeout-ms", "2000", "list"});
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_TRUE(r.err.find("UNAVAILABLE") != std::string::npos ||
+              r.err.find("DEADLINE_EXCEEDED") != std::string::npos)
+      << r.err;
+}
+
+TEST_F(ShellE2eTest, ReplCompletesCommandsAndCollectionsAndKeepsHistory) {
+  ASSERT_EQ(Shoal({"create", "zebra_images", "--dimension", "2"}).exit_status, 0);
+  ASSERT_EQ(Shoal({"upsert", "zebra_images", "1", "0.5,0.5"}).exit_status, 0);
+  const std::string history = data_dir_ + "-history";
+  PtyChild shell;
+  ASSERT_TRUE(shell.Start({"--server", shoald_->address()}, {"SHOAL_HISTORY=" + history}).ok());
+  absl::StatusOr<std::string> out = shell.ReadUntil("shoal> ");
+  ASSERT_TRUE(out.ok()) << out.status();
+
+  shell.Write("help\n");
+  out = shell.ReadUntil("shoal> ");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_NE(out->find("describe NAME"), std::string::npos) << *out;
+
+  // "desc<Tab>" completes the command, "zeb<Tab>" the collection name.
+  shell.Write("desc\t");
+  ASSERT_TRUE(shell.ReadUntil("describe ").ok());
+  shell.Write("zeb\t");
+  ASSERT_TRUE(shell.ReadUntil("zebra_images").ok());
+  shell.Write("\n");
+  out = shell.ReadUntil("shoal> ");
+  ASSERT_TRUE(out.ok()) << out.status();
+  // A terminal gets the table format.
+  EXPECT_NE(out->find("name          dimension  metric  vectors  index"), std::string::npos)
+      << *out;
+  EXPECT_NE(out->find("zebra_images  2          l2      1        flat"), std::string::npos) << *out;
+
+  shell.Write("describe nothing_here\n");
+  out = shell.ReadUntil("shoal> ");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_NE(out->find("error: NOT_FOUND"), std::string::npos) << *out;
+
+  // Ctrl-P (previous history) twice recalls "describe zebra_images"; per-line --output works.
+  shell.Write("\x10\x10 --output json\n");
+  out = shell.ReadUntil("shoal> ");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_NE(out->find("{\"name\":\"zebra_images\""), std::string::npos) << *out;
+
+  shell.Write("quit\n");
+  absl::StatusOr<int> status = shell.Wait(absl::Seconds(30));
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(*status, 0);
+  std::ifstream in(history);
+  std::stringstream saved;
+  saved << in.rdbuf();
+  EXPECT_NE(saved.str().find("describe zebra_images"), std::string::npos) << saved.str();
+  std::filesystem::remove(history);
+}
+
+}  // namespace
+}  // namespace shoal::cli_test
