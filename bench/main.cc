@@ -6,6 +6,7 @@
 #include "bench/ann_bench.h"
 #include "bench/blas_env.h"
 #include "bench/flat_bench.h"
+#include "bench/kmeans_bench.h"
 
 int main(int argc, char** argv) {
   shoal::bench::PrepareBlasEnvironment(argv);
@@ -14,6 +15,7 @@ int main(int argc, char** argv) {
   int exit_code = 0;
   shoal::bench::RegisterFlatCommand(app, &exit_code);
   shoal::bench::RegisterAnnCommand(app, &exit_code);
+  shoal::bench::RegisterKMeansCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -67,7 +67,15 @@ absl::Status Validate(const float* x, size_t n, size_t d, const KMeansOptions& o
 class Lloyd {
  public:
   Lloyd(ClusteringBackend& backend, const float* x, size_t n, size_t d, size_t k)
-      : backend_(backend), x_(x), n_(n), d_(d), k_(k), labels_(n), dists_(n), sizes_(k, 0) {}
+      : backend_(backend),
+        x_(x),
+        n_(n),
+        d_(d),
+        k_(k),
+        labels_(n),
+        dists_(n),
+        sizes_(k, 0),
+        retained_(backend.RetainPoints(x, n, d)) {}
 
   std::vector<float>& centroids() { return centroids_; }
   const std::vector<uint32_t>& sizes() const { return sizes_; }
@@ -99,29 +107,21 @@ class Lloyd {
     return absl::OkStatus();
   }
 
-  // Centroids = means of their points; empty clusters take the farthest point of the largest.
-  void Update() {
-    std::vector<double> sums(k_ * d_, 0.0);
-    for (size_t i = 0; i < n_; ++i) {
-      double* s = &sums[size_t{labels_[i]} * d_];
-      const float* p = x_ + i * d_;
-      for (size_t j = 0; j < d_; ++j) s[j] += p[j];
-    }
-    for (size_t c = 0; c < k_; ++c) {
-      if (sizes_[c] == 0) continue;
-      for (size_t j = 0; j < d_; ++j) {
-        centroids_[c * d_ + j] = static_cast<float>(sums[c * d_ + j] / sizes_[c]);
-      }
-    }
+  // Centroids = means of their points (the backend's); empty clusters take the farthest point
+  // of the largest.
+  absl::Status Update() {
+    SHOAL_RETURN_IF_ERROR(
+        backend_.UpdateCentroids(x_, n_, d_, labels_.data(), k_, centroids_.data(), nullptr));
     for (size_t e = 0; e < k_; ++e) {
       if (sizes_[e] == 0) Reseed(e);
     }
+    return absl::OkStatus();
   }
 
   absl::Status Run(uint32_t iterations, float lambda) {
     for (uint32_t it = 0; it < iterations; ++it) {
       SHOAL_RETURN_IF_ERROR(Assign(lambda));
-      Update();
+      SHOAL_RETURN_IF_ERROR(Update());
     }
     return absl::OkStatus();
   }
@@ -158,6 +158,7 @@ class Lloyd {
   std::vector<double> penalty_sizes_;
   double objective_ = 0;
   bool assigned_ = false;
+  std::shared_ptr<const void> retained_;  // the backend's device copy of x_, if any
 };
 
 // k-means++ (D^2 sampling) over a random pool of the sample when affordable, else k random
@@ -222,6 +223,36 @@ absl::StatusOr<float> ChooseLambda(const Lloyd& lloyd, size_t n, size_t k, uint3
 }
 
 }  // namespace
+
+absl::Status ClusteringBackend::UpdateCentroids(const float* points, size_t n, size_t d,
+                                                const uint32_t* labels, size_t k, float* centroids,
+                                                uint32_t* sizes) {
+  if (k == 0) return absl::InvalidArgumentError("k: need at least one centroid");
+  if (d == 0) return absl::InvalidArgumentError("d: must be positive");
+  if (centroids == nullptr || (n > 0 && (points == nullptr || labels == nullptr))) {
+    return absl::InvalidArgumentError("points, labels and centroids must not be null");
+  }
+  std::vector<double> sums(k * d, 0.0);
+  std::vector<uint32_t> counts(k, 0);
+  for (size_t i = 0; i < n; ++i) {
+    if (labels[i] >= k) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("labels[", i, "]: ", labels[i], " is not a centroid index < k = ", k));
+    }
+    double* s = &sums[size_t{labels[i]} * d];
+    const float* p = points + i * d;
+    for (size_t j = 0; j < d; ++j) s[j] += p[j];
+    ++counts[labels[i]];
+  }
+  for (size_t c = 0; c < k; ++c) {
+    if (counts[c] == 0) continue;
+    for (size_t j = 0; j < d; ++j) {
+      centroids[c * d + j] = static_cast<float>(sums[c * d + j] / counts[c]);
+    }
+  }
+  if (sizes != nullptr) std::copy(counts.begin(), counts.end(), sizes);
+  return absl::OkStatus();
+}
 
 absl::StatusOr<KMeansResult> KMeans(ClusteringBackend& backend, const float* x, size_t n, size_t d,
                                     const KMeansOptions& options) {

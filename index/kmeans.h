@@ -52,7 +52,8 @@ struct KMeansResult {
   float lambda = 0;              // penalty used
 };
 
-// The seam between index build and the hardware. CPU (AVX-512 fused kernel) now, CUDA later.
+// The seam between index build and the hardware: the CPU (AVX-512 fused kernel) or a CUDA
+// device (index/gpu).
 class ClusteringBackend {
  public:
   virtual ~ClusteringBackend() = default;
@@ -62,17 +63,38 @@ class ClusteringBackend {
   // (distances WITHOUT the bias). Fused: never materialises the n x k matrix. Thread-safe.
   // Errors: InvalidArgument for k == 0, d == 0, m == 0, m > k, k >= 2^32 or a null pointer
   // with n > 0. n == 0 is a no-op.
+  // NaN/Inf in points, centroids or bias: InvalidArgument naming the row ("points[i]").
   virtual absl::Status AssignTopM(const float* points, size_t n, const float* centroids, size_t k,
                                   size_t d, size_t m, const float* bias, uint32_t* labels,
                                   float* distances) = 0;
+
+  // centroids[c] (k x d) = mean of the points labelled c; sizes[c] = their count (sizes may be
+  // null). Centroids of empty clusters are left as they are. Bitwise repeatable for the same
+  // input: fixed summation order, no float atomics (the default sums in double in point
+  // order). Errors: InvalidArgument (k == 0, d == 0, a null pointer with n > 0, "labels[i]"
+  // >= k). Thread-safe.
+  virtual absl::Status UpdateCentroids(const float* points, size_t n, size_t d,
+                                       const uint32_t* labels, size_t k, float* centroids,
+                                       uint32_t* sizes);
+
+  // A hint: `points` (n x d) will be passed unchanged to the calls that follow until the
+  // returned handle is dropped, so a GPU backend may keep them in device memory. Null when
+  // nothing is kept (the default).
+  virtual std::shared_ptr<const void> RetainPoints(const float* points, size_t n, size_t d) {
+    return nullptr;
+  }
 };
 
 // The CPU backend at the best kernel level base::Cpu() allows. threads = 0 uses hardware
 // concurrency; small calls use fewer threads.
 std::unique_ptr<ClusteringBackend> MakeCpuClusteringBackend(uint32_t threads);
 // The GPU backend when a device is present (index/gpu), the CPU one otherwise. The GPU backend
-// runs m == 1 on the device (the bias as an extra coordinate) and hands m > 1 to the CPU.
+// runs assignment (m <= gpu::kGpuMaxTopM) and the centroid update on the device and hands
+// calls too small to pay for a launch (and larger m) to the CPU backend.
 std::unique_ptr<ClusteringBackend> MakeDefaultClusteringBackend(uint32_t threads);
+// The GPU backend whatever the device count (its calls then fail with Unavailable); for
+// benchmarks and tests that want the device path explicitly.
+std::unique_ptr<ClusteringBackend> MakeGpuClusteringBackend(uint32_t threads);
 
 // Seeded, deterministic for a given (input, options, backend) and independent of the thread
 // count: k-means++ seeding from (a subsample of) the sample when affordable, random otherwise;

@@ -1,5 +1,5 @@
 // ClusteringBackend implementations: the CPU backend (fused AVX-512 blocked kernel, or a plain
-// per-pair scan on AVX2/scalar CPUs) and the GPU adapter over index/gpu.
+// per-pair scan on AVX2/scalar CPUs) and the GPU backend over index/gpu.
 //
 // AVX-512 path: the centroids are shifted by their mean (distances are translation-invariant
 // and the shift keeps ||c||^2 - 2<x,c> from cancelling catastrophically on data with a large
@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "index/distance_internal.h"
 #include "index/gpu/gpu_kmeans.h"
 #include "index/kmeans.h"
@@ -205,6 +206,17 @@ void BlockedChunk(const Problem& p, const PackedCentroids& pc, size_t begin, siz
   Rerank(p, internal::L2SqrAvx512, begin, end, keep, ids.data());
 }
 
+// InvalidArgument naming the first row of `rows` x `width` that holds NaN or Inf.
+absl::Status CheckFinite(const float* values, size_t rows, size_t width, const char* what) {
+  for (size_t i = 0; i < rows * width; ++i) {
+    if (!std::isfinite(values[i])) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, "[", i / width, "]: holds ", values[i], " at column ", i % width));
+    }
+  }
+  return absl::OkStatus();
+}
+
 class CpuClusteringBackend final : public ClusteringBackend {
  public:
   CpuClusteringBackend(uint32_t threads, internal::KernelLevelId level)
@@ -226,6 +238,9 @@ class CpuClusteringBackend final : public ClusteringBackend {
     if (points == nullptr || centroids == nullptr || labels == nullptr) {
       return absl::InvalidArgumentError("points, centroids and labels must not be null");
     }
+    SHOAL_RETURN_IF_ERROR(CheckFinite(points, n, d, "points"));
+    SHOAL_RETURN_IF_ERROR(CheckFinite(centroids, k, d, "centroids"));
+    if (bias != nullptr) SHOAL_RETURN_IF_ERROR(CheckFinite(bias, k, 1, "bias"));
     const Problem p{points, n, centroids, k, d, m, bias, labels, distances};
     const size_t threads = std::clamp<size_t>(n / kMinPointsPerThread, 1, threads_);
     if (kernels_.level != KernelLevelId::kAvx512) {
@@ -259,9 +274,9 @@ class CpuClusteringBackend final : public ClusteringBackend {
   const internal::DistanceKernels& kernels_;
 };
 
-// m == 1 on the device; the bias rides along as one extra coordinate (0 for points,
-// sqrt(bias) for centroids), so any non-negative bias works unchanged. m > 1 and negative biases
-// go to the CPU.
+// Assignment and update on the CUDA device (index/gpu), with calls too small to pay for the
+// transfers and launches (and m > gpu::kGpuMaxTopM) on the CPU backend. The split depends
+// only on the call's shape, so results stay deterministic.
 class GpuClusteringBackend final : public ClusteringBackend {
  public:
   explicit GpuClusteringBackend(uint32_t threads) : cpu_(MakeCpuClusteringBackend(threads)) {}
@@ -270,29 +285,30 @@ class GpuClusteringBackend final : public ClusteringBackend {
   absl::Status AssignTopM(const float* points, size_t n, const float* centroids, size_t k, size_t d,
                           size_t m, const float* bias, uint32_t* labels,
                           float* distances) override {
-    const bool negative_bias =
-        bias != nullptr && std::any_of(bias, bias + k, [](float b) { return !(b >= 0); });
-    if (m != 1 || negative_bias || n == 0) {
+    if (m > gpu::kGpuMaxTopM || double(n) * k * d < kMinGpuAssignWork) {
       return cpu_->AssignTopM(points, n, centroids, k, d, m, bias, labels, distances);
     }
-    if (bias == nullptr) {
-      return gpu::GpuAssignNearest(points, n, centroids, k, d, labels, distances);
+    return gpu::GpuAssignTopM(points, n, centroids, k, d, m, bias, labels, distances);
+  }
+
+  absl::Status UpdateCentroids(const float* points, size_t n, size_t d, const uint32_t* labels,
+                               size_t k, float* centroids, uint32_t* sizes) override {
+    if (double(n) * d < kMinGpuUpdateWork) {
+      return cpu_->UpdateCentroids(points, n, d, labels, k, centroids, sizes);
     }
-    std::vector<float> xp(n * (d + 1), 0.0f), cp(k * (d + 1));
-    for (size_t i = 0; i < n; ++i) std::memcpy(&xp[i * (d + 1)], points + i * d, d * 4);
-    for (size_t c = 0; c < k; ++c) {
-      std::memcpy(&cp[c * (d + 1)], centroids + c * d, d * 4);
-      cp[c * (d + 1) + d] = std::sqrt(bias[c]);
-    }
-    std::vector<float> dist(n);
-    absl::Status s = gpu::GpuAssignNearest(xp.data(), n, cp.data(), k, d + 1, labels, dist.data());
-    if (s.ok() && distances != nullptr) {
-      for (size_t i = 0; i < n; ++i) distances[i] = std::max(0.0f, dist[i] - bias[labels[i]]);
-    }
-    return s;
+    return gpu::GpuUpdateCentroids(points, n, d, labels, k, centroids, sizes);
+  }
+
+  std::shared_ptr<const void> RetainPoints(const float* points, size_t n, size_t d) override {
+    if (double(n) * d < kMinGpuUpdateWork) return nullptr;
+    return gpu::GpuRetainPoints(points, n, d);
   }
 
  private:
+  // Multiply-adds below which a call stays on the CPU (a launch and copies cost ~0.1 ms).
+  static constexpr double kMinGpuAssignWork = 1 << 24;
+  static constexpr double kMinGpuUpdateWork = 1 << 20;
+
   std::unique_ptr<ClusteringBackend> cpu_;
 };
 
@@ -303,8 +319,12 @@ std::unique_ptr<ClusteringBackend> MakeCpuClusteringBackend(uint32_t threads) {
 }
 
 std::unique_ptr<ClusteringBackend> MakeDefaultClusteringBackend(uint32_t threads) {
-  if (gpu::GpuAvailable()) return std::make_unique<GpuClusteringBackend>(threads);
+  if (gpu::GpuAvailable()) return MakeGpuClusteringBackend(threads);
   return MakeCpuClusteringBackend(threads);
+}
+
+std::unique_ptr<ClusteringBackend> MakeGpuClusteringBackend(uint32_t threads) {
+  return std::make_unique<GpuClusteringBackend>(threads);
 }
 
 }  // namespace shoal::index

@@ -10,80 +10,25 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "base/test_seed.h"
 #include "gtest/gtest.h"
 #include "index/distance.h"
+#include "index/kmeans_testing.h"
 
 namespace shoal::index {
 namespace {
 
 uint32_t Seed() { return base::TestSeed(); }
 
-std::vector<float> Gaussian(size_t n, size_t d, std::mt19937& rng, float offset = 0) {
-  std::normal_distribution<float> g(0, 1);
-  std::vector<float> v(n * d);
-  for (float& x : v) x = offset + g(rng);
-  return v;
-}
-
-// n points around `clusters` random centres (spread 10), noise sigma 1.
-std::vector<float> Mixture(size_t n, size_t d, size_t clusters, std::mt19937& rng) {
-  std::vector<float> centres = Gaussian(clusters, d, rng);
-  for (float& c : centres) c *= 10;
-  std::normal_distribution<float> g(0, 1);
-  std::vector<float> v(n * d);
-  for (size_t i = 0; i < n; ++i) {
-    const size_t c = rng() % clusters;
-    for (size_t j = 0; j < d; ++j) v[i * d + j] = centres[c * d + j] + g(rng);
-  }
-  return v;
-}
-
-double Dist64(const float* a, const float* b, size_t d) {
-  double s = 0;
-  for (size_t j = 0; j < d; ++j) s += (double(a[j]) - b[j]) * (double(a[j]) - b[j]);
-  return s;
-}
-
-// Checks AssignTopM against a float64 brute force: at every rank the cost (distance + bias) of
-// the returned centroid equals the reference's within a tiny relative bound, the returned
-// distance is exact within that bound, and labels are distinct.
-void ExpectMatchesReference(ClusteringBackend& backend, const std::vector<float>& x,
-                            const std::vector<float>& c, size_t d, size_t m, const float* bias) {
-  const size_t n = x.size() / d, k = c.size() / d;
-  std::vector<uint32_t> labels(n * m);
-  std::vector<float> dists(n * m);
-  ASSERT_TRUE(
-      backend.AssignTopM(x.data(), n, c.data(), k, d, m, bias, labels.data(), dists.data()).ok());
-  size_t mismatched_labels = 0;
-  for (size_t i = 0; i < n; ++i) {
-    std::vector<std::pair<double, uint32_t>> ref(k);
-    double scale = 0;
-    for (size_t j = 0; j < k; ++j) {
-      const double dist = Dist64(&x[i * d], &c[j * d], d);
-      ref[j] = {dist + (bias ? bias[j] : 0.0), static_cast<uint32_t>(j)};
-      scale = std::max(scale, dist);
-    }
-    std::sort(ref.begin(), ref.end());
-    const double tol = 1e-5 * (scale + 1e-3);
-    for (size_t r = 0; r < m; ++r) {
-      const uint32_t got = labels[i * m + r];
-      ASSERT_LT(got, k) << "point " << i << " rank " << r;
-      const double got_dist = Dist64(&x[i * d], &c[got * d], d);
-      const double got_cost = got_dist + (bias ? bias[got] : 0.0);
-      ASSERT_NEAR(got_cost, ref[r].first, tol) << "point " << i << " rank " << r;
-      ASSERT_NEAR(dists[i * m + r], got_dist, tol) << "point " << i << " rank " << r;
-      if (r > 0) {
-        ASSERT_NE(got, labels[i * m + r - 1]);
-      }
-      mismatched_labels += got != ref[r].second;
-    }
-  }
-  // Labels differ only on exact near-ties; random data has very few.
-  EXPECT_LE(mismatched_labels, n * m / 100 + 2);
-}
+using kmeans_testing::ExpectMatchesReference;
+using kmeans_testing::ExpectUpdateMatchesReference;
+using kmeans_testing::Gaussian;
+using kmeans_testing::Mixture;
+using kmeans_testing::OffsetBytes;
+using kmeans_testing::UnitNorm;
 
 TEST(ClusteringBackendTest, NameNamesTheKernelLevel) {
   auto backend = MakeCpuClusteringBackend(2);
@@ -103,10 +48,11 @@ TEST(ClusteringBackendTest, AssignTopMMatchesFloat64BruteForce) {
     SCOPED_TRACE(testing::Message() << "n=" << s.n << " d=" << s.d << " k=" << s.k << " m=" << s.m);
     const std::vector<float> x = Gaussian(s.n, s.d, rng);
     const std::vector<float> c = Gaussian(s.k, s.d, rng);
-    ExpectMatchesReference(*backend, x, c, s.d, s.m, nullptr);
+    // Labels differ only on exact near-ties; random data has very few.
+    EXPECT_LE(ExpectMatchesReference(*backend, x, c, s.d, s.m, nullptr), s.n * s.m / 100 + 2);
     std::vector<float> bias(s.k);
     for (float& b : bias) b = static_cast<float>(rng() % 1000) * 0.01f * s.d;
-    ExpectMatchesReference(*backend, x, c, s.d, s.m, bias.data());
+    EXPECT_LE(ExpectMatchesReference(*backend, x, c, s.d, s.m, bias.data()), s.n * s.m / 100 + 2);
   }
 }
 
@@ -114,25 +60,68 @@ TEST(ClusteringBackendTest, AssignTopMOnUint8DataWithLargeOffset) {
   std::mt19937 rng(Seed());
   auto backend = MakeCpuClusteringBackend(2);
   const size_t n = 700, d = 96, k = 70;
-  std::vector<float> x(n * d), c(k * d);
-  for (float& v : x) v = 1000.0f + static_cast<float>(rng() % 256);
-  for (float& v : c) v = 1000.0f + static_cast<float>(rng() % 256);
-  ExpectMatchesReference(*backend, x, c, d, 4, nullptr);
+  ExpectMatchesReference(*backend, OffsetBytes(n, d, rng), OffsetBytes(k, d, rng), d, 4, nullptr);
 }
 
 TEST(ClusteringBackendTest, AssignTopMOnUnitNormData) {
   std::mt19937 rng(Seed());
   auto backend = MakeCpuClusteringBackend(2);
   const size_t d = 100;
-  std::vector<float> x = Gaussian(900, d, rng), c = Gaussian(150, d, rng);
-  for (std::vector<float>* v : {&x, &c}) {
-    for (size_t i = 0; i < v->size() / d; ++i) {
-      double norm = 0;
-      for (size_t j = 0; j < d; ++j) norm += (*v)[i * d + j] * (*v)[i * d + j];
-      for (size_t j = 0; j < d; ++j) (*v)[i * d + j] /= std::sqrt(norm);
-    }
+  ExpectMatchesReference(*backend, UnitNorm(900, d, rng), UnitNorm(150, d, rng), d, 8, nullptr);
+}
+
+TEST(ClusteringBackendTest, AssignTopMOnGaussianMixtureOddShapes) {
+  std::mt19937 rng(Seed());
+  auto backend = MakeCpuClusteringBackend(2);
+  for (auto [n, d, k] : {std::tuple<size_t, size_t, size_t>{1001, 13, 37},
+                         {517, 129, 65},
+                         {2049, 7, 3},
+                         {333, 255, 101}}) {
+    SCOPED_TRACE(testing::Message() << "n=" << n << " d=" << d << " k=" << k);
+    const std::vector<float> x = Mixture(n, d, 11, rng);
+    // Centroids: perturbed data points, so the nearest ones are close rivals.
+    std::vector<float> c(x.begin(), x.begin() + k * d);
+    for (float& v : c) v += 0.1f * static_cast<float>(rng() % 7);
+    ExpectMatchesReference(*backend, x, c, d, 1, nullptr);
+    ExpectMatchesReference(*backend, x, c, d, 3, nullptr);
   }
-  ExpectMatchesReference(*backend, x, c, d, 8, nullptr);
+}
+
+TEST(ClusteringBackendTest, AssignTopMRejectsNanNamingTheRow) {
+  std::mt19937 rng(Seed());
+  auto backend = MakeCpuClusteringBackend(2);
+  const size_t n = 50, d = 8, k = 5;
+  std::vector<float> x = Gaussian(n, d, rng), c = Gaussian(k, d, rng);
+  std::vector<uint32_t> labels(n);
+  std::vector<float> dists(n);
+  x[37 * d + 5] = std::numeric_limits<float>::quiet_NaN();
+  absl::Status s =
+      backend->AssignTopM(x.data(), n, c.data(), k, d, 1, nullptr, labels.data(), dists.data());
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("points[37]"), std::string::npos) << s;
+  x[37 * d + 5] = 0;
+  c[3 * d] = -std::numeric_limits<float>::infinity();
+  s = backend->AssignTopM(x.data(), n, c.data(), k, d, 1, nullptr, labels.data(), dists.data());
+  EXPECT_NE(s.message().find("centroids[3]"), std::string::npos) << s;
+}
+
+TEST(ClusteringBackendTest, UpdateCentroidsMatchesFloat64Means) {
+  std::mt19937 rng(Seed());
+  auto backend = MakeCpuClusteringBackend(2);
+  const size_t n = 3001, d = 19, k = 40;
+  const std::vector<float> x = OffsetBytes(n, d, rng);
+  std::vector<uint32_t> labels(n);
+  for (uint32_t& l : labels) l = rng() % (k - 3);  // the last 3 clusters stay empty
+  ExpectUpdateMatchesReference(*backend, x, d, labels, k);
+  std::vector<float> a(k * d, 0.0f), b(k * d, 0.0f);
+  ASSERT_TRUE(backend->UpdateCentroids(x.data(), n, d, labels.data(), k, a.data(), nullptr).ok());
+  ASSERT_TRUE(backend->UpdateCentroids(x.data(), n, d, labels.data(), k, b.data(), nullptr).ok());
+  EXPECT_EQ(a, b);
+  labels[1234] = static_cast<uint32_t>(k);
+  const absl::Status s =
+      backend->UpdateCentroids(x.data(), n, d, labels.data(), k, a.data(), nullptr);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(s.message().find("labels[1234]"), std::string::npos) << s;
 }
 
 TEST(ClusteringBackendTest, TiesGoToTheLowerIndex) {
