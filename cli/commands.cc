@@ -40,7 +40,7 @@ absl::StatusOr<Table> Describe(const Connection& c, const Args& args) {
   v1::DescribeCollectionResponse response;
   SHOAL_RETURN_IF_ERROR(
       FromGrpc(c.collections().DescribeCollection(c.Context().get(), request, &response)));
-  Table t = CollectionTable();
+  Table t = CollectionTable(/*detailed=*/true);
   t.single = true;
   AddCollectionRow(response.collection(), &t);
   return t;
@@ -94,6 +94,20 @@ const std::vector<Command>& Commands() {
       {"delete", "NAME KEY... [--sync]", "delete records by key", true, Delete},
       {"search", "NAME V1,V2,...[;V1,V2,...] [--k K] [--max-postings N] [--pruning-ratio R]",
        "k nearest neighbours of one or more queries (';' separates queries)", true, Search},
+      {"aliases", "[COLLECTION]", "list aliases (of one collection)", true, Aliases},
+      {"alias-create", "ALIAS COLLECTION", "make ALIAS a second name of COLLECTION", false,
+       AliasCreate},
+      {"alias-alter", "ALIAS COLLECTION", "point ALIAS at another collection", false, AliasAlter},
+      {"alias-drop", "ALIAS", "remove an alias (the collection stays)", false, AliasDrop},
+      {"build-index", "COLLECTION SPEC [--progress-ms N]",
+       "build the index, e.g. spann:centroid_ratio=0.02,replicas=4 (or flat); shows progress", true,
+       BuildIndex},
+      {"compact", "[COLLECTION]", "compact storage (of one collection or all)", true, Compact},
+      {"snapshot", "NAME", "snapshot the database into --snapshot-dir/NAME on the server", false,
+       Snapshot},
+      {"snapshots", "", "list snapshots", false, Snapshots},
+      {"restore", "NAME", "replace the whole database with snapshot NAME", false, Restore},
+      {"stats", "", "server and per-collection statistics", false, Stats},
   };
   return kCommands;
 }

@@ -37,8 +37,9 @@ absl::StatusOr<std::pair<std::string, ::shoal::v1::AttributeValue>> ParseAttribu
     const std::string& text);
 std::string AttributeText(const ::shoal::v1::AttributeValue& value);
 
-// The columns every collection listing shares, and one row of it.
-Table CollectionTable();
+// The columns every collection listing shares (`detailed`: also index RAM, unindexed vectors,
+// vector bytes), and one row of it.
+Table CollectionTable(bool detailed = false);
 void AddCollectionRow(const ::shoal::v1::CollectionInfo& info, Table* table);
 
 // Record and search handlers (commands_records.cc).
@@ -46,6 +47,18 @@ absl::StatusOr<Table> Upsert(const Connection& c, const Args& args);
 absl::StatusOr<Table> Get(const Connection& c, const Args& args);
 absl::StatusOr<Table> Delete(const Connection& c, const Args& args);
 absl::StatusOr<Table> Search(const Connection& c, const Args& args);
+
+// Alias and admin handlers (commands_admin.cc).
+absl::StatusOr<Table> Aliases(const Connection& c, const Args& args);
+absl::StatusOr<Table> AliasCreate(const Connection& c, const Args& args);
+absl::StatusOr<Table> AliasAlter(const Connection& c, const Args& args);
+absl::StatusOr<Table> AliasDrop(const Connection& c, const Args& args);
+absl::StatusOr<Table> BuildIndex(const Connection& c, const Args& args);
+absl::StatusOr<Table> Compact(const Connection& c, const Args& args);
+absl::StatusOr<Table> Snapshot(const Connection& c, const Args& args);
+absl::StatusOr<Table> Snapshots(const Connection& c, const Args& args);
+absl::StatusOr<Table> Restore(const Connection& c, const Args& args);
+absl::StatusOr<Table> Stats(const Connection& c, const Args& args);
 
 }  // namespace shoal::cli
 

@@ -107,15 +107,27 @@ std::string AttributeText(const v1::AttributeValue& value) {
   }
 }
 
-Table CollectionTable() {
-  return Table{.columns = {"name", "dimension", "metric", "vectors", "index"}};
+Table CollectionTable(bool detailed) {
+  Table t{.columns = {"name", "dimension", "metric", "vectors", "index", "aliases"}};
+  if (detailed) {
+    t.columns.insert(t.columns.end(), {"index_ram_bytes", "unindexed_vectors", "vector_bytes"});
+  }
+  return t;
 }
 
 void AddCollectionRow(const v1::CollectionInfo& info, Table* table) {
-  table->rows.push_back(
-      {Cell::Text(info.spec().name()), Cell::Number(static_cast<uint64_t>(info.spec().dimension())),
-       Cell::Text(MetricText(info.spec().metric())),
-       Cell::Number(static_cast<uint64_t>(info.num_vectors())), Cell::Text(info.index())});
+  std::vector<Cell> row = {Cell::Text(info.spec().name()),
+                           Cell::Number(static_cast<uint64_t>(info.spec().dimension())),
+                           Cell::Text(MetricText(info.spec().metric())),
+                           Cell::Number(static_cast<uint64_t>(info.num_vectors())),
+                           Cell::Text(info.index()),
+                           Cell::Text(absl::StrJoin(info.aliases(), ","))};
+  if (table->columns.size() > row.size()) {
+    row.push_back(Cell::Number(static_cast<uint64_t>(info.index_ram_bytes())));
+    row.push_back(Cell::Number(static_cast<uint64_t>(info.unindexed_vectors())));
+    row.push_back(Cell::Number(static_cast<uint64_t>(info.vector_bytes())));
+  }
+  table->rows.push_back(std::move(row));
 }
 
 absl::StatusOr<Table> Upsert(const Connection& c, const Args& args) {

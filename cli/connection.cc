@@ -52,6 +52,7 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Create(const ConnectionO
   c->collections_ = ::shoal::v1::CollectionService::NewStub(c->channel_);
   c->vectors_ = ::shoal::v1::VectorService::NewStub(c->channel_);
   c->search_ = ::shoal::v1::SearchService::NewStub(c->channel_);
+  c->admin_ = ::shoal::v1::AdminService::NewStub(c->channel_);
   c->health_ = ::grpc::health::v1::Health::NewStub(c->channel_);
   return c;
 }

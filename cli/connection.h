@@ -20,6 +20,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "grpc/health/v1/health.grpc.pb.h"
+#include "shoal/v1/admin_service.grpc.pb.h"
 #include "shoal/v1/collection_service.grpc.pb.h"
 #include "shoal/v1/search_service.grpc.pb.h"
 #include "shoal/v1/vector_service.grpc.pb.h"
@@ -58,6 +59,7 @@ class Connection {
   ::shoal::v1::CollectionService::Stub& collections() const { return *collections_; }
   ::shoal::v1::VectorService::Stub& vectors() const { return *vectors_; }
   ::shoal::v1::SearchService::Stub& search() const { return *search_; }
+  ::shoal::v1::AdminService::Stub& admin() const { return *admin_; }
   ::grpc::health::v1::Health::Stub& health() const { return *health_; }
 
  private:
@@ -67,6 +69,7 @@ class Connection {
   std::unique_ptr<::shoal::v1::CollectionService::Stub> collections_;
   std::unique_ptr<::shoal::v1::VectorService::Stub> vectors_;
   std::unique_ptr<::shoal::v1::SearchService::Stub> search_;
+  std::unique_ptr<::shoal::v1::AdminService::Stub> admin_;
   std::unique_ptr<::grpc::health::v1::Health::Stub> health_;
 };
 

@@ -43,8 +43,8 @@ TEST_F(ShellE2eTest, OneShotCommandsPrintJsonWhenPiped) {
   RunResult r = Shoal({"create", "docs", "--dimension", "3", "--metric", "l2"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_EQ(r.out,
-            "{\"name\":\"docs\",\"dimension\":3,\"metric\":\"l2\",\"vectors\":0,\"index\":\"flat\"}"
-            "\n");
+            "{\"name\":\"docs\",\"dimension\":3,\"metric\":\"l2\",\"vectors\":0,\"index\":\"flat\","
+            "\"aliases\":\"\"}\n");
   ASSERT_EQ(
       Shoal({"upsert", "docs", "7", "1,0,0", "--attrs", "color=red", "--tags", "t"}).exit_status,
       0);
@@ -66,7 +66,7 @@ TEST_F(ShellE2eTest, OneShotCommandsPrintJsonWhenPiped) {
 
   r = Shoal({"list", "--output", "table"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
-  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "name  dimension  metric  vectors  index");
+  EXPECT_EQ(r.out.substr(0, r.out.find('\n')), "name  dimension  metric  vectors  index  aliases");
 
   r = Shoal({"delete", "docs", "7", "404"});
   ASSERT_EQ(r.exit_status, 0) << r.err;

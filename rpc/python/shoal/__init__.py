@@ -9,7 +9,8 @@ build/python/; put that directory on PYTHONPATH. Needs Debian's python3-grpcio,
 python3-protobuf and python3-numpy.
 """
 
-from shoal.client import Client, CollectionInfo, Record, SearchResult  # noqa: F401
+from shoal.client import (  # noqa: F401
+    BuildProgress, Client, CollectionInfo, IngestResult, Record, SearchResult, Snapshot)
 from shoal.errors import (  # noqa: F401
     AlreadyExistsError, DataLossError, DeadlineExceededError, FailedPreconditionError,
     InvalidArgumentError, NotFoundError, PermissionDeniedError, ResourceExhaustedError,

@@ -14,11 +14,15 @@ thread-safe).
 """
 
 import collections
+import queue
+import time
 
 import grpc
 import numpy as np
 
 from shoal import errors
+from shoal.v1 import admin_service_pb2 as admin_pb2
+from shoal.v1 import admin_service_pb2_grpc as admin_grpc
 from shoal.v1 import collection_service_pb2 as collection_pb2
 from shoal.v1 import collection_service_pb2_grpc as collection_grpc
 from shoal.v1 import search_service_pb2 as search_pb2
@@ -30,7 +34,12 @@ from shoal._health import health_pb2, health_pb2_grpc
 from shoal.filters import attribute_value
 
 CollectionInfo = collections.namedtuple(
-    "CollectionInfo", ["name", "dimension", "metric", "num_vectors", "index"])
+    "CollectionInfo", ["name", "dimension", "metric", "num_vectors", "index", "aliases",
+                       "index_ram_bytes", "unindexed_vectors", "vector_bytes"])
+Snapshot = collections.namedtuple("Snapshot", ["name", "bytes", "files", "created_unix_seconds"])
+BuildProgress = collections.namedtuple(
+    "BuildProgress", ["phase", "fraction", "elapsed_seconds", "vectors", "done"])
+IngestResult = collections.namedtuple("IngestResult", ["upserted", "batches", "backoffs"])
 Record = collections.namedtuple("Record", ["key", "vector", "attributes", "tags"])
 SearchResult = collections.namedtuple("SearchResult", ["ids", "distances"])
 
@@ -66,7 +75,12 @@ def key_value(key):
 def collection_info(info):
     return CollectionInfo(info.spec.name, info.spec.dimension,
                           _METRIC_NAMES.get(info.spec.metric, "unspecified"),
-                          info.num_vectors, info.index)
+                          info.num_vectors, info.index, list(info.aliases), info.index_ram_bytes,
+                          info.unindexed_vectors, info.vector_bytes)
+
+
+def snapshot_info(s):
+    return Snapshot(s.name, s.bytes, s.files, s.created_unix_seconds)
 
 
 def as_matrix(vectors, what):
@@ -103,6 +117,7 @@ class Client:
         self._collections = collection_grpc.CollectionServiceStub(self._channel)
         self._vectors = vector_grpc.VectorServiceStub(self._channel)
         self._search = search_grpc.SearchServiceStub(self._channel)
+        self._admin = admin_grpc.AdminServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
     def close(self):
@@ -118,8 +133,7 @@ class Client:
         try:
             return method(request, timeout=timeout or self.timeout, metadata=self._metadata)
         except grpc.RpcError as e:
-            name = getattr(method, "_method", b"")
-            raise errors.from_rpc_error(e, name.decode() if isinstance(name, bytes) else "") from None
+            raise errors.from_rpc_error(e, _method_name(method)) from None
 
     # ---- health ----
     def health(self, service=""):
@@ -147,6 +161,24 @@ class Client:
     def drop_collection(self, name):
         self._call(self._collections.DropCollection,
                    collection_pb2.DropCollectionRequest(name=name))
+
+    # ---- aliases ----
+    def create_alias(self, alias, collection):
+        self._call(self._collections.CreateAlias,
+                   collection_pb2.CreateAliasRequest(alias=alias, collection=collection))
+
+    def alter_alias(self, alias, collection):
+        self._call(self._collections.AlterAlias,
+                   collection_pb2.AlterAliasRequest(alias=alias, collection=collection))
+
+    def drop_alias(self, alias):
+        self._call(self._collections.DropAlias, collection_pb2.DropAliasRequest(alias=alias))
+
+    def list_aliases(self, collection=""):
+        """{alias: collection}, of every alias or of one collection's."""
+        response = self._call(self._collections.ListAliases,
+                              collection_pb2.ListAliasesRequest(collection=collection))
+        return {a.alias: a.collection for a in response.aliases}
 
     # ---- records ----
     def records(self, keys, vectors, attributes=None, tags=None):
@@ -193,19 +225,158 @@ class Client:
                                            keys=[key_of(k) for k in keys])
         return self._call(self._vectors.Delete, request).deleted
 
+    def batch(self, operations):
+        """Several upserts and deletes in one round trip, applied in order, each all or nothing.
+        operations: ("upsert", collection, keys, vectors[, attributes, tags]) or
+        ("delete", collection, keys). Returns one count per operation (upserted / deleted)."""
+        request = vector_pb2.BatchRequest()
+        for op in operations:
+            o = request.operations.add()
+            if op[0] == "upsert":
+                o.upsert.collection = op[1]
+                o.upsert.records.extend(self.records(op[2], op[3], *op[4:]))
+            elif op[0] == "delete":
+                o.delete.collection = op[1]
+                o.delete.keys.extend(key_of(k) for k in op[2])
+            else:
+                raise ValueError(f"operation {op[0]!r}: want 'upsert' or 'delete'")
+        response = self._call(self._vectors.Batch, request)
+        return [r.upsert.upserted if r.WhichOneof("result") == "upsert" else r.delete.deleted
+                for r in response.results]
+
+    def ingest(self, collection, keys, vectors, batch_size=1000, sync=False):
+        """Bulk load over one streaming Ingest RPC: batches of batch_size records, each
+        acknowledged before the next is sent; a batch the server asks to back off is resent
+        after retry_after_ms. Returns IngestResult(upserted, batches, backoffs)."""
+        m = as_matrix(vectors, "vectors")
+        keys = list(keys)
+        if len(keys) != m.shape[0]:
+            raise ValueError(f"keys: {len(keys)} keys for {m.shape[0]} vectors")
+        outbox = queue.Queue()
+
+        def requests():
+            while True:
+                item = outbox.get()
+                if item is None:
+                    return
+                yield item
+
+        stream = self._vectors.Ingest(requests(), timeout=None, metadata=self._metadata)
+        upserted = batches = backoffs = 0
+        try:
+            for sequence, first in enumerate(range(0, len(keys), batch_size)):
+                request = vector_pb2.IngestRequest(
+                    collection=collection, sequence=sequence, sync=sync,
+                    records=self.records(keys[first:first + batch_size],
+                                         m[first:first + batch_size]))
+                while True:
+                    outbox.put(request)
+                    answer = next(stream)
+                    if answer.retry_after_ms == 0:
+                        break
+                    backoffs += 1
+                    time.sleep(answer.retry_after_ms / 1000)
+                upserted += answer.upserted
+                batches += 1
+            outbox.put(None)
+            for _ in stream:  # the server's OK
+                pass
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e, "/shoal.v1.VectorService/Ingest") from None
+        finally:
+            outbox.put(None)  # ends the request generator if we stopped early
+        return IngestResult(upserted, batches, backoffs)
+
     # ---- search ----
     def search(self, collection, queries, k=10, filter=None, max_postings=0, pruning_ratio=0.0):
         """k nearest neighbours. `queries`: shape (dimension,) -> ids, distances of shape (k,);
         shape (n, dimension) -> shape (n, k). filter: a shoal.v1.Filter (see shoal.filters)."""
         single = np.ndim(queries) == 1
+        request = self._search_request(collection, queries, k, filter, max_postings,
+                                       pruning_ratio)
+        response = self._call(self._search.Search, request)
+        return _result_arrays(response.results, k, single)
+
+
+    def batch_search(self, searches):
+        """Several searches in one round trip. searches: dicts of search()'s arguments
+        (collection, queries, k, filter, ...); returns a list of (ids, distances)."""
+        request = search_pb2.BatchSearchRequest()
+        shapes = []
+        for s in searches:
+            s = dict(s)
+            single = np.ndim(s["queries"]) == 1
+            request.searches.append(self._search_request(**s))
+            shapes.append((s.get("k", 10), single))
+        response = self._call(self._search.BatchSearch, request)
+        return [_result_arrays(r.results, k, single)
+                for r, (k, single) in zip(response.responses, shapes)]
+
+    def _search_request(self, collection, queries, k=10, filter=None, max_postings=0,
+                        pruning_ratio=0.0):
         q = as_matrix(queries, "queries")
         request = search_pb2.SearchRequest(collection=collection, k=k, dimension=q.shape[1],
                                            max_postings=max_postings, pruning_ratio=pruning_ratio)
         request.queries.extend(q.ravel().tolist())
         if filter is not None:
             request.filter.CopyFrom(filter)
-        response = self._call(self._search.Search, request)
-        return _result_arrays(response.results, k, single)
+        return request
+
+    # ---- admin ----
+    def build_index(self, collection, spec, progress=None, progress_interval_ms=1000,
+                    timeout=24 * 3600):
+        """Builds (or rebuilds, or with spec "flat" drops) the index; blocks until done and
+        returns the collection's CollectionInfo. progress: called with each BuildProgress."""
+        request = admin_pb2.BuildIndexRequest(collection=collection, spec=spec,
+                                              progress_interval_ms=progress_interval_ms)
+        last = None
+        try:
+            for message in self._admin.BuildIndex(request, timeout=timeout,
+                                                  metadata=self._metadata):
+                last = message
+                if progress is not None:
+                    progress(BuildProgress(admin_pb2.BuildIndexProgress.Phase.Name(message.phase),
+                                           message.fraction, message.elapsed_seconds,
+                                           message.vectors, message.done))
+        except grpc.RpcError as e:
+            raise errors.from_rpc_error(e, "/shoal.v1.AdminService/BuildIndex") from None
+        if last is None or not last.done:
+            raise errors.ShoalError(grpc.StatusCode.UNAVAILABLE, "build stream ended early",
+                                    "/shoal.v1.AdminService/BuildIndex")
+        return collection_info(last.collection)
+
+    def compact(self, collection="", timeout=24 * 3600):
+        """Compacts one collection's storage (or all); returns the seconds it took."""
+        return self._call(self._admin.Compact, admin_pb2.CompactRequest(collection=collection),
+                          timeout).seconds
+
+    def snapshot(self, name, timeout=3600):
+        return snapshot_info(self._call(self._admin.Snapshot, admin_pb2.SnapshotRequest(name=name),
+                                        timeout).snapshot)
+
+    def list_snapshots(self):
+        response = self._call(self._admin.ListSnapshots, admin_pb2.ListSnapshotsRequest())
+        return [snapshot_info(s) for s in response.snapshots]
+
+    def restore(self, name, timeout=3600):
+        """Replaces the whole database with snapshot `name`; returns its collections."""
+        response = self._call(self._admin.Restore, admin_pb2.RestoreRequest(name=name), timeout)
+        return [collection_info(c) for c in response.collections]
+
+    def stats(self):
+        """The GetStatsResponse as a dict (collections as CollectionInfo)."""
+        r = self._call(self._admin.GetStats, admin_pb2.GetStatsRequest())
+        return {"collections": [collection_info(c) for c in r.collections],
+                "total_vectors": r.total_vectors, "total_vector_bytes": r.total_vector_bytes,
+                "uptime_seconds": r.uptime_seconds, "builds_in_progress": r.builds_in_progress,
+                "ingest_inflight_bytes": r.ingest_inflight_bytes,
+                "ingest_inflight_budget_bytes": r.ingest_inflight_budget_bytes,
+                "version": r.version}
+
+
+def _method_name(method):
+    name = getattr(method, "_method", b"")
+    return name.decode() if isinstance(name, bytes) else str(name or "")
 
 
 def _result_arrays(results, k, single):
