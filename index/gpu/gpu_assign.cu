@@ -117,6 +117,9 @@ class ChunkedAssign {
     DeviceBuffer bad;
     SHOAL_CUDA_TRY(bad.Allocate(sizeof(unsigned long long)));
     SHOAL_CUDA_TRY(cudaMemset(bad.get<void>(), 0xFF, sizeof(unsigned long long)));
+    // Prepare's copies and this memset ran on the legacy default stream, which the slots'
+    // non-blocking streams do not wait for.
+    SHOAL_CUDA_TRY(cudaStreamSynchronize(nullptr));
     std::vector<std::unique_ptr<Slot>> slot(static_cast<size_t>(slots));
     for (auto& s : slot) {
       s = std::make_unique<Slot>();
