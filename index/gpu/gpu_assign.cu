@@ -9,31 +9,10 @@
 #include <vector>
 
 #include "index/gpu/gpu_assign_kernels.cuh"
+#include "index/gpu/gpu_error_bound.h"
 
 namespace shoal::index::gpu::backend {
 namespace {
-
-constexpr double kUnitFp32 = 0x1.0p-24;
-// __float_to_tf32 rounds to nearest (cvt.rna.tf32.f32): 10 stored mantissa bits.
-constexpr double kUnitTf32 = 0x1.0p-11;
-// Margin on top of the worst-case bound below (the bound's own fp32 evaluation, norms).
-constexpr double kBoundSafety = 1.25;
-
-// Worst-case |approximate score - exact fp32 cost| for a point x' = x - shift, r = |x'|, with
-// C = max |c'| and B = max |bias|:
-//  * tensor-core dot: inputs rounded to TF32 (2 u_t relative per product), fp32 accumulation
-//    (<= 2 d u per add, allowing truncation): 2 |<x',c'>| error <= (4 u_t + 4 d u) r C;
-//  * |c'|^2 + bias in fp32: <= (d + 1) u (C^2 + B);
-//  * the exact path's own rounding, sum of d squared differences: <= (d + 2) u (r + C)^2;
-//  * shifting x and c in fp32 moves each coordinate by <= u |.|: <= 2 u (r + C)^2.
-// Collected as dot_scale r C + fp_scale (r + C)^2 + bias_term (C^2 <= (r + C)^2).
-void BoundTerms(uint32_t d, float cmax, float bmax, AssignArgs* a) {
-  const double u = kUnitFp32;
-  a->cmax = cmax;
-  a->dot_scale = static_cast<float>(kBoundSafety * (4 * kUnitTf32 + 4.0 * d * u));
-  a->fp_scale = static_cast<float>(kBoundSafety * (2.0 * d + 5) * u);
-  a->bias_term = static_cast<float>(kBoundSafety * (d + 1.0) * u * bmax);
-}
 
 // Host-side constants of one call, uploaded once.
 struct Prepared {
@@ -88,7 +67,8 @@ Outcome Prepare(const float* centroids, size_t k, size_t d, size_t m, const floa
   a.k = static_cast<uint32_t>(k);
   a.d = static_cast<uint32_t>(d);
   a.m = static_cast<uint32_t>(m);
-  BoundTerms(a.d, cmax, bmax, &a);
+  a.cmax = cmax;
+  a.bound = Tf32ErrorBound::For(a.d, bmax);
   return {};
 }
 
@@ -243,11 +223,10 @@ Outcome AssignTopM(const float* points, size_t n, const float* centroids, size_t
   const bool tf32 = config.tf32 && major >= 8;
   Prepared prepared;
   if (Outcome o = Prepare(centroids, k, d, m, bias, &prepared); o.error != nullptr) return o;
-  const size_t keep = tf32 ? m + 1 : m;  // TF32 needs the (m+1)-th score for the bound test
-  // Three list sizes keep the build small: nearest (k-means), up to 7 (replication), 31.
-  if (keep <= 2) {
-    return ChunkedAssign<2>(points, n, d, m, tf32, labels, distances).Run(prepared, config);
-  }
+  // TF32 keeps a few candidates beyond m: rivals within the error bound of the m-th are then
+  // re-scored from the list instead of sending the point to a full exact scan. Two list
+  // sizes keep the build small: 8 (k-means, replication up to m = 4) and 32.
+  const size_t keep = tf32 ? std::min<size_t>(m + 4, 32) : m;
   if (keep <= 8) {
     return ChunkedAssign<8>(points, n, d, m, tf32, labels, distances).Run(prepared, config);
   }

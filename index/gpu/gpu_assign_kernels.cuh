@@ -2,8 +2,9 @@
 //
 //   Tf32TopMKernel   128 points x 64 centroids per tile on tensor cores (WMMA m16n16k8 TF32),
 //                    running top-KEEP of approximate scores per point in registers.
-//   RefineKernel     re-scores each point's m best candidates in exact fp32 and flags points
-//                    whose m-th and (m+1)-th approximate scores are within the error bound.
+//   RefineKernel     re-scores in exact fp32 each point's candidates that may still be in
+//                    its exact top m (within twice the error bound of the m-th score), or
+//                    flags the point when such a rival may lie beyond the kept list.
 //   ExactTopMKernel  exact fp32 top-KEEP over all centroids on CUDA cores, for every point
 //                    (the fp32 path) or for the flagged rows only (the recheck).
 // Exact fp32 distances are sum_j fmaf(x_j - c_j, x_j - c_j, acc) in increasing j in every
@@ -15,6 +16,7 @@
 #include <mma.h>
 
 #include "index/gpu/gpu_device.cuh"
+#include "index/gpu/gpu_error_bound.h"
 
 namespace shoal::index::gpu::backend {
 
@@ -26,10 +28,8 @@ struct AssignArgs {
   const float* lane_bias;  // k: |c - shift|^2 + bias[c] (TF32 path)
   const float* bias;       // k or null
   uint32_t k, d, m;
-  // Error bound of a TF32 score against the exact fp32 cost, for a point with |x'| = r:
-  // dot_scale * r * cmax + fp_scale * (r + cmax)^2 + bias_term (see BoundTerms in
-  // gpu_assign.cu for the derivation).
-  float cmax, dot_scale, fp_scale, bias_term;
+  float cmax;            // max |c - shift|
+  Tf32ErrorBound bound;  // of a TF32 score against the exact fp32 cost (gpu_error_bound.h)
 };
 
 constexpr int kExactThreads = 128;  // points per block of ExactTopMKernel
@@ -239,8 +239,11 @@ __global__ void __launch_bounds__(kTcThreads)
 static_assert(kTcPoints * 32 * 2 <= kTcSmemFloats, "merge area for KEEP = 32");
 static_assert((kTcPoints + kTcCentroids) * kTcStageLd <= kTcSmemFloats, "stage area");
 
-// One thread per point: exact fp32 re-scoring of the m best candidates, or a flag when the
-// TF32 ranking cannot certify them (their (m+1)-th rival is within twice the error bound).
+// One thread per point. With thr = (m-th approximate score) + 2 * bound, a centroid scoring
+// above thr cannot be among the exact top m (its exact cost exceeds that of each of the m
+// best candidates). So when the kept list ends above thr (every rival outside it scores
+// higher still), re-scoring the kept candidates at or below thr in exact fp32 and taking the
+// best m gives the exact fp32 answer; otherwise the point is flagged for a full exact scan.
 template <int KEEP>
 __global__ void RefineKernel(const float* __restrict__ points, uint32_t count, AssignArgs a,
                              const float* __restrict__ cand_score,
@@ -257,20 +260,18 @@ __global__ void RefineKernel(const float* __restrict__ points, uint32_t count, A
   }
   const float* s = cand_score + size_t{row} * KEEP;
   const uint32_t* ids = cand_id + size_t{row} * KEEP;
-  const float r = sqrtf(norm);
-  const float bound =
-      a.dot_scale * r * a.cmax + a.fp_scale * (r + a.cmax) * (r + a.cmax) + a.bias_term;
-  // Rivals beyond the kept list score >= s[KEEP-1] >= s[m]. NaN points (reported as errors by
-  // the caller) have no candidates; the exact kernel handles them without reading past k.
-  const bool certain =
-      ids[a.m - 1] != kNoLabel && (a.m >= a.k || s[a.m] - s[a.m - 1] > 2.0f * bound);
-  if (!certain) {
+  const float thr = s[a.m - 1] + 2.0f * a.bound.ForPoint(sqrtf(norm), a.cmax);
+  // s[KEEP-1] is +inf when k < KEEP: the list then holds every centroid. NaN points (reported
+  // as errors by the caller) have no candidates; the exact kernel copes with them.
+  if (ids[a.m - 1] == kNoLabel || !(s[KEEP - 1] > thr)) {
     flagged[atomicAdd(flagged_count, 1u)] = row;  // order irrelevant: rows are independent
     return;
   }
   TopList<KEEP> top;
   top.Init();
-  for (uint32_t r = 0; r < a.m; ++r) {
+#pragma unroll 1
+  for (int r = 0; r < KEEP; ++r) {
+    if (!(s[r] <= thr)) break;  // ascending: the rest score higher
     const uint32_t c = ids[r];
     top.Offer(
         ExactL2(x, a.centroids + size_t{c} * a.d, a.d) + (a.bias != nullptr ? a.bias[c] : 0.0f), c);
