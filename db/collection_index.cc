@@ -70,7 +70,8 @@ absl::Status Collection::OpenIndex(const storage::StoredIndex& stored) {
   const std::string where = absl::StrCat("collection '", spec_.name, "' index manifest");
   SHOAL_ASSIGN_OR_RETURN(index::SpannManifest manifest,
                          index::DecodeManifest(stored.manifest, where));
-  index::SpannRuntimeOptions runtime{IoOf(options_.io), options_.posting_cache_bytes};
+  index::SpannRuntimeOptions runtime{IoOf(options_.io), options_.posting_cache_bytes,
+                                     options_.index_ram_bytes_limit};
   SHOAL_ASSIGN_OR_RETURN(spann_, index::SpannIndex::Open(IndexDir(manifest.generation), manifest,
                                                          stored.postings, runtime));
   spann_->SetCacheBudget(CacheBudget(spann_->FixedMemoryBytes()));
@@ -117,7 +118,8 @@ absl::Status Collection::BuildSpann(const std::string& spec) {
                          index::BuildSpann(input, options, dir, *backend, options_.build_threads));
   SHOAL_RETURN_IF_ERROR(SyncDirectory(dir));
   SHOAL_RETURN_IF_ERROR(SyncDirectory(index_root_));
-  index::SpannRuntimeOptions runtime{IoOf(options_.io), options_.posting_cache_bytes};
+  index::SpannRuntimeOptions runtime{IoOf(options_.io), options_.posting_cache_bytes,
+                                     options_.index_ram_bytes_limit};
   SHOAL_ASSIGN_OR_RETURN(auto fresh,
                          index::SpannIndex::Open(dir, built.manifest, built.postings, runtime));
   if (options_.index_ram_bytes_limit != 0 &&

@@ -6,7 +6,8 @@
 //   auto q = MakeQuantizer("sq8", dim, seed);          // or "rabitq:bits=2"
 //   q->Train(sample, n);
 //   q->Encode(x, centroid, code);                       // code_bytes() bytes
-//   q->Estimate(query, centroid, codes, n, est, err);   // |query - x|^2 in [est - err, est + err]
+//   q->Prepare(query, pq); q->Prepare(centroid, pc);   // prepared_dim() floats each
+//   q->Estimate(pq, pc, codes, n, est, err);            // |query - x|^2 in [est - err, est + err]
 //
 // Tiers:
 //   sq8        per-dimension 8-bit scalar quantization of the residual x - c with ranges trained
@@ -37,10 +38,15 @@ class PostingQuantizer {
   // Learns what it needs from `n` residual-like sample rows (vectors minus their centroids).
   virtual void Train(const float* residuals, size_t n) = 0;
   virtual void Encode(const float* x, const float* centroid, uint8_t* code) const = 0;
-  // For `n` codes (code_bytes() apart) of one posting with centroid `centroid`: the squared-L2
-  // estimate of |query - x|^2 and a bound on its error.
-  virtual void Estimate(const float* query, const float* centroid, const uint8_t* codes, size_t n,
-                        float* estimate, float* error) const = 0;
+  // A query and each posting centroid are put once into the form the estimates start from
+  // (prepared_dim() floats): RaBitQ rotates them, so a query costs one rotation instead of one
+  // per posting it scans. The default form is the vector itself.
+  virtual size_t prepared_dim() const { return dim(); }
+  virtual void Prepare(const float* v, float* out) const;
+  // For `n` codes (code_bytes() apart) of one posting: the squared-L2 estimate of |query - x|^2
+  // and a bound on its error, from the prepared query and the prepared posting centroid.
+  virtual void Estimate(const float* prepared_query, const float* prepared_centroid,
+                        const uint8_t* codes, size_t n, float* estimate, float* error) const = 0;
   virtual std::string Serialize() const = 0;
 };
 

@@ -240,46 +240,65 @@ void RaBitQ::Encode(const float* x, const float* centroid, uint8_t* code) const 
 }
 
 void RaBitQ::PrepareQuery(const float* q, const float* centroid, Query* out) const {
+  out->rotated.resize(padded_dim());
+  for (size_t i = 0; i < dim(); ++i) out->rotated[i] = q[i] - centroid[i];
+  rotation_.Apply(out->rotated.data(), out->rotated.data());
+  PrepareResidual(out);
+}
+
+void RaBitQ::PrepareRotated(const float* rotated_q, const float* rotated_c, Query* out) const {
+  out->rotated.resize(padded_dim());
+  for (size_t i = 0; i < padded_dim(); ++i) out->rotated[i] = rotated_q[i] - rotated_c[i];
+  PrepareResidual(out);
+}
+
+// out->rotated holds P (q - c); normalises it, quantizes it to B_q bits and lays out the planes.
+void RaBitQ::PrepareResidual(Query* out) const {
   const size_t d = padded_dim();
   const size_t words = d / 64;
   const size_t code_words = bits_ * words;
   out->query_bits = query_bits();
-  out->rotated.assign(d, 0.0f);
+  float* r = out->rotated.data();
   double norm_sq = 0;
-  for (size_t i = 0; i < dim(); ++i) {
-    out->rotated[i] = q[i] - centroid[i];
-    norm_sq += double{out->rotated[i]} * out->rotated[i];
-  }
-  rotation_.Apply(out->rotated.data(), out->rotated.data());
+  for (size_t i = 0; i < d; ++i) norm_sq += double{r[i]} * r[i];
   const double norm = std::sqrt(norm_sq);
   out->residual_norm = static_cast<float>(norm);
-  for (float& v : out->rotated) v = norm > 0 ? static_cast<float>(v / norm) : 0.0f;
-
-  const auto [lo_it, hi_it] = std::minmax_element(out->rotated.begin(), out->rotated.end());
-  const uint32_t levels = (1u << out->query_bits) - 1;
-  out->lower = *lo_it;
-  out->delta = (double{*hi_it} - *lo_it) / levels;
-  out->sum_q_bar = 0;
-  out->error_sq = 0;
-  std::vector<uint32_t> qu(d, 0);
+  const float inv_norm = norm > 0 ? static_cast<float>(1 / norm) : 0.0f;
+  float lo = r[0] * inv_norm, hi = lo;
   for (size_t i = 0; i < d; ++i) {
-    if (out->delta > 0) {
-      const double level = std::nearbyint((out->rotated[i] - out->lower) / out->delta);
-      qu[i] = static_cast<uint32_t>(std::clamp<double>(level, 0, levels));
-    }
-    const double q_bar = out->lower + out->delta * qu[i];
-    out->sum_q_bar += q_bar;
-    out->error_sq += (q_bar - out->rotated[i]) * (q_bar - out->rotated[i]);
+    r[i] *= inv_norm;
+    lo = std::min(lo, r[i]);
+    hi = std::max(hi, r[i]);
   }
+  const uint32_t levels = (1u << out->query_bits) - 1;
+  out->lower = lo;
+  out->delta = (double{hi} - lo) / levels;
+  const float inv_delta = out->delta > 0 ? static_cast<float>(1 / out->delta) : 0.0f;
+  const float max_level = static_cast<float>(levels);
+  out->qu.resize(d);
+  uint64_t sum_qu = 0;
+  double error_sq = 0;
+  for (size_t i = 0; i < d; ++i) {
+    const float level = std::clamp(std::nearbyint((r[i] - lo) * inv_delta), 0.0f, max_level);
+    const auto u = static_cast<uint32_t>(level);
+    out->qu[i] = static_cast<uint16_t>(u);
+    sum_qu += u;
+    const double e = out->lower + out->delta * u - r[i];
+    error_sq += e * e;
+  }
+  out->sum_q_bar = out->lower * static_cast<double>(d) + out->delta * static_cast<double>(sum_qu);
+  out->error_sq = error_sq;
   // Kernels read whole SIMD registers of query words: 8 words of slack after the last plane.
   out->planes.assign(out->query_bits * code_words + 8, 0);
   out->shifts.assign(out->query_bits * code_words + 8, 0);
+  static const internal::RabitqPlanesFn planes_fn =
+      internal::RabitqPlanesFor(internal::RabitqActiveLevel());
+  planes_fn(out->qu.data(), d, out->query_bits, code_words, out->planes.data());
   for (uint32_t k = 0; k < out->query_bits; ++k) {
+    // The plane once per code plane (see Query::planes).
+    uint64_t* plane = &out->planes[k * code_words];
+    for (size_t i = words; i < code_words; ++i) plane[i] = plane[i % words];
     for (size_t i = 0; i < code_words; ++i) {
-      const size_t w = i % words;
-      uint64_t word = 0;
-      for (size_t b = 0; b < 64; ++b) word |= uint64_t{(qu[w * 64 + b] >> k) & 1u} << b;
-      out->planes[k * code_words + i] = word;
       out->shifts[k * code_words + i] = (bits_ - 1 - i / words) + k;
     }
   }
@@ -388,6 +407,10 @@ RabitqDotFn RabitqDotFor(KernelLevelId level) {
       break;
   }
   return RabitqDotScalar;
+}
+
+RabitqPlanesFn RabitqPlanesFor(KernelLevelId level) {
+  return level == KernelLevelId::kAvx512 ? RabitqPlanesAvx512 : RabitqPlanesScalar;
 }
 
 KernelLevelId RabitqActiveLevel() {

@@ -158,8 +158,13 @@ class RaBitQ {
     // For word i of a code and query plane k: the power of two of that bit pair's weight,
     // (bits() - 1 - i / (D/64)) + k; laid out like `planes`.
     std::vector<uint64_t> shifts;
+    std::vector<uint16_t> qu;  // scratch: the quantized query, padded_dim() levels
   };
   void PrepareQuery(const float* q, const float* centroid, Query* out) const;
+  // The same from the rotated query P q and rotated centroid P c (padded_dim() floats each,
+  // rotation().Apply): P (q - c) = P q - P c, so a caller that rotates each centroid once and
+  // each query once saves a rotation per (query, posting).
+  void PrepareRotated(const float* rotated_q, const float* rotated_c, Query* out) const;
 
   // Estimated |q - x|^2 and its bound: |distance - exact| <= error with the confidence of eps0.
   struct Estimate {
@@ -191,6 +196,7 @@ class RaBitQ {
   Estimate Finish(const QueryConstants& k, const uint8_t* code, uint64_t dot) const;
   void EstimateBatchWith(internal::KernelLevelId level, const Query& q, const uint8_t* codes,
                          size_t n, Estimate* out) const;
+  void PrepareResidual(Query* out) const;
   // Chooses the Extended RaBitQ grid point for the unit vector o; writes u, returns <y, o>/|y|.
   double QuantizeUnit(const float* o, uint8_t* u) const;
 

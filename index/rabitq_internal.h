@@ -31,6 +31,16 @@ void RabitqDotScalar(const RabitqDotArgs& args, const uint8_t* codes, size_t n, 
 void RabitqDotAvx2(const RabitqDotArgs& args, const uint8_t* codes, size_t n, uint64_t* dots);
 void RabitqDotAvx512(const RabitqDotArgs& args, const uint8_t* codes, size_t n, uint64_t* dots);
 
+// The query's bit planes: bit k of qu[w * 64 + b] becomes bit b of planes[k * stride + w], for
+// w < d / 64 and k < query_bits (d a multiple of 64). Exact, so every level agrees.
+using RabitqPlanesFn = void (*)(const uint16_t* qu, size_t d, size_t query_bits, size_t stride,
+                                uint64_t* planes);
+void RabitqPlanesScalar(const uint16_t* qu, size_t d, size_t query_bits, size_t stride,
+                        uint64_t* planes);
+void RabitqPlanesAvx512(const uint16_t* qu, size_t d, size_t query_bits, size_t stride,
+                        uint64_t* planes);
+RabitqPlanesFn RabitqPlanesFor(KernelLevelId level);
+
 // True if this CPU (after the SHOAL_CPU cap) can run the RaBitQ kernel of `level`; the AVX-512
 // kernel also needs AVX512_VPOPCNTDQ.
 bool RabitqLevelSupported(KernelLevelId level);

@@ -28,4 +28,18 @@ void RabitqDotAvx512(const RabitqDotArgs& args, const uint8_t* codes, size_t n, 
   }
 }
 
+void RabitqPlanesAvx512(const uint16_t* qu, size_t d, size_t query_bits, size_t stride,
+                        uint64_t* planes) {
+  for (size_t w = 0; w < d / 64; ++w) {
+    const __m512i lo = _mm512_loadu_si512(qu + w * 64);
+    const __m512i hi = _mm512_loadu_si512(qu + w * 64 + 32);
+    for (size_t k = 0; k < query_bits; ++k) {
+      const __m512i bit = _mm512_set1_epi16(static_cast<int16_t>(1u << k));
+      const uint64_t low = _mm512_test_epi16_mask(lo, bit);
+      const uint64_t high = _mm512_test_epi16_mask(hi, bit);
+      planes[k * stride + w] = low | (high << 32);
+    }
+  }
+}
+
 }  // namespace shoal::index::internal

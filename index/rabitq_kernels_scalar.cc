@@ -20,4 +20,15 @@ void RabitqDotScalar(const RabitqDotArgs& args, const uint8_t* codes, size_t n, 
   }
 }
 
+void RabitqPlanesScalar(const uint16_t* qu, size_t d, size_t query_bits, size_t stride,
+                        uint64_t* planes) {
+  for (size_t w = 0; w < d / 64; ++w) {
+    for (size_t k = 0; k < query_bits; ++k) {
+      uint64_t word = 0;
+      for (size_t b = 0; b < 64; ++b) word |= uint64_t{(qu[w * 64 + b] >> k) & 1u} << b;
+      planes[k * stride + w] = word;
+    }
+  }
+}
+
 }  // namespace shoal::index::internal

@@ -26,11 +26,14 @@ class RabitqQuantizer final : public PostingQuantizer {
   void Encode(const float* x, const float* centroid, uint8_t* code) const override {
     rq_.Encode(x, centroid, code);
   }
-  void Estimate(const float* query, const float* centroid, const uint8_t* codes, size_t n,
-                float* estimate, float* error) const override {
+  // The rotated vector: P (q - c) = P q - P c, one rotation per query and per centroid.
+  size_t prepared_dim() const override { return rq_.padded_dim(); }
+  void Prepare(const float* v, float* out) const override { rq_.rotation().Apply(v, out); }
+  void Estimate(const float* rotated_query, const float* rotated_centroid, const uint8_t* codes,
+                size_t n, float* estimate, float* error) const override {
     thread_local RaBitQ::Query q;
     thread_local std::vector<RaBitQ::Estimate> out;
-    rq_.PrepareQuery(query, centroid, &q);
+    rq_.PrepareRotated(rotated_query, rotated_centroid, &q);
     out.resize(n);
     rq_.EstimateBatch(q, codes, n, out.data());
     for (size_t i = 0; i < n; ++i) {

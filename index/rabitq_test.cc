@@ -9,6 +9,7 @@
 
 #include "base/test_seed.h"
 #include "gtest/gtest.h"
+#include "index/distance.h"
 #include "index/rabitq_internal.h"
 #include "shoal/dataset.h"
 
@@ -184,6 +185,42 @@ TEST(RaBitQTest, KernelLevelsMatchScalarReferenceExactly) {
       std::vector<RaBitQ::Estimate> active(n);
       rq.EstimateBatch(q, codes.data(), n, active.data());
       for (size_t i = 0; i < n; ++i) ASSERT_EQ(active[i].distance, ref[i].distance);
+    }
+  }
+}
+
+TEST(RaBitQTest, PlaneKernelsAgreeAndRotatedPreparationMatches) {
+  std::mt19937_64 rng(base::TestSeed());
+  for (size_t dim : {64, 100, 784}) {
+    for (uint32_t bits : {1u, 2u, 5u, 8u}) {
+      RaBitQ rq(dim, bits, rng());
+      const size_t d = rq.padded_dim();
+      // Bit planes: every level gives the scalar kernel's words.
+      std::vector<uint16_t> qu(d);
+      for (auto& u : qu) u = static_cast<uint16_t>(rng() % (1u << rq.query_bits()));
+      std::vector<uint64_t> ref(rq.query_bits() * (d / 64)), got(ref.size());
+      internal::RabitqPlanesScalar(qu.data(), d, rq.query_bits(), d / 64, ref.data());
+      if (internal::RabitqLevelSupported(KernelLevelId::kAvx512)) {
+        internal::RabitqPlanesAvx512(qu.data(), d, rq.query_bits(), d / 64, got.data());
+        EXPECT_EQ(got, ref) << "dim " << dim << " bits " << bits;
+      }
+      // P (q - c) prepared from P q and P c estimates what PrepareQuery(q, c) does, up to float
+      // rounding of the rotation.
+      const std::vector<float> c = RandomVector(rng, dim), x = RandomVector(rng, dim);
+      const std::vector<float> query = RandomVector(rng, dim);
+      std::vector<uint8_t> code(rq.code_bytes());
+      rq.Encode(x.data(), c.data(), code.data());
+      std::vector<float> pq(d), pc(d);
+      rq.rotation().Apply(query.data(), pq.data());
+      rq.rotation().Apply(c.data(), pc.data());
+      RaBitQ::Query direct, rotated;
+      rq.PrepareQuery(query.data(), c.data(), &direct);
+      rq.PrepareRotated(pq.data(), pc.data(), &rotated);
+      const RaBitQ::Estimate a = rq.EstimateOne(direct, code.data());
+      const RaBitQ::Estimate b = rq.EstimateOne(rotated, code.data());
+      const float exact = L2Sqr(query.data(), x.data(), dim);
+      EXPECT_NEAR(a.distance, b.distance, 1e-3f * exact + 1e-3f) << "dim " << dim;
+      EXPECT_NEAR(a.error, b.error, 1e-3f * exact + 1e-3f) << "dim " << dim;
     }
   }
 }

@@ -5,7 +5,6 @@
 #include <sstream>
 #include <thread>
 
-#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "index/spann_builder.h"
@@ -28,6 +27,36 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 // the same recall).
 constexpr size_t kFlatNavigatorMaxPostings = 256;
 
+// One query's candidate slot per id, without hashing: an array indexed by id whose entries count
+// only when stamped with the current query's epoch (so resetting is O(1)). Ids are the dense
+// internal ids; the array grows to the largest id seen.
+class CandidateSlots {
+ public:
+  static constexpr uint32_t kNone = ~0u;
+  void Reset() {
+    if (++epoch_ == 0) {  // wrapped: forget every stamp
+      std::fill(stamp_.begin(), stamp_.end(), 0);
+      epoch_ = 1;
+    }
+  }
+  uint32_t& Find(uint64_t id) {
+    if (id >= stamp_.size()) {
+      const size_t size = std::max<size_t>(id + 1, stamp_.size() * 3 / 2);
+      stamp_.resize(size, 0);
+      slot_.resize(size);
+    }
+    if (stamp_[id] != epoch_) {
+      stamp_[id] = epoch_;
+      slot_[id] = kNone;
+    }
+    return slot_[id];
+  }
+
+ private:
+  uint32_t epoch_ = 0;
+  std::vector<uint32_t> stamp_, slot_;
+};
+
 }  // namespace
 
 SpannIndex::SpannIndex(SpannManifest manifest, CentroidTree tree,
@@ -40,7 +69,8 @@ SpannIndex::SpannIndex(SpannManifest manifest, CentroidTree tree,
       reader_(std::move(reader)),
       posting_path_(std::move(path)),
       cache_(cache_bytes),
-      vector_cache_(0) {
+      vector_cache_(0),
+      code_cache_(0) {
   io_backend_ = reader_->backend();
   const std::string& nav = manifest_.options.navigator;
   flat_navigator_ =
@@ -76,7 +106,7 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
                                                           std::move(rows), std::move(reader), path,
                                                           options.posting_cache_bytes));
   if (manifest.options.quant != "none") {
-    SHOAL_RETURN_IF_ERROR(index->LoadQuantized(dir));
+    SHOAL_RETURN_IF_ERROR(index->LoadQuantized(dir, options.ram_limit_bytes));
     SHOAL_ASSIGN_OR_RETURN(index->vectors_,
                            storage::VectorFile::Open(absl::StrCat(dir, "/", kVectorFileName),
                                                      manifest.dimension, options.io));
@@ -85,11 +115,25 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
   return index;
 }
 
-// Reads every posting's codes into RAM, a few hundred extents per batch.
-absl::Status SpannIndex::LoadQuantized(const std::string& dir) {
+// Prepares every posting centroid, then reads every posting's codes into RAM, a few hundred
+// extents per batch — unless they would not fit in `ram_limit_bytes` (0 = no limit) beside the
+// centroids, in which case they stay on SSD and queries read them (ReadQuantized).
+absl::Status SpannIndex::LoadQuantized(const std::string& dir, size_t ram_limit_bytes) {
   const std::string qpath = absl::StrCat(dir, "/", kQuantizerFileName);
   SHOAL_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(qpath));
   SHOAL_ASSIGN_OR_RETURN(quantizer_, DeserializeQuantizer(bytes, qpath));
+  const size_t pd = quantizer_->prepared_dim();
+  prepared_centroids_.resize(rows_.size() * pd);
+  for (uint32_t p = 0; p < rows_.size(); ++p) {
+    quantizer_->Prepare(tree_.centroid(tree_.leaf_node(p)), &prepared_centroids_[p * pd]);
+  }
+  quantized_bytes_ = prepared_centroids_.size() * sizeof(float);
+  size_t code_bytes = 0;  // the payloads, about what the decoded codes hold
+  for (const storage::PostingRow& r : rows_) code_bytes += r.bytes;
+  if (ram_limit_bytes != 0 && FixedMemoryBytes() + code_bytes > ram_limit_bytes) {
+    codes_resident_ = false;
+    return absl::OkStatus();
+  }
   quantized_.resize(rows_.size());
   constexpr size_t kBatch = 256;
   std::vector<uint8_t> payload;
@@ -115,13 +159,54 @@ absl::Status SpannIndex::LoadQuantized(const std::string& dir) {
   return absl::OkStatus();
 }
 
+absl::Status SpannIndex::ReadQuantized(
+    std::span<const uint32_t> ids,
+    const std::function<void(size_t, const QuantizedPosting&)>& scan, SearchStats* stats) const {
+  std::vector<storage::ReadRequest> reads;
+  reads.reserve(ids.size());
+  for (uint32_t p : ids) {
+    const auto& r = rows_[p];
+    reads.push_back(storage::ExtentRequest({r.first_page, r.num_pages, r.bytes}));
+  }
+  std::vector<uint8_t> payload;
+  return reader_->ReadBatch(reads, [&](size_t i, std::span<const uint8_t> pages) -> absl::Status {
+    const storage::PostingRow& r = rows_[ids[i]];
+    stats->bytes_read += pages.size();
+    payload.clear();
+    SHOAL_RETURN_IF_ERROR(storage::DecodePosting(pages, {r.first_page, r.num_pages, r.bytes},
+                                                 r.posting, posting_path_, &payload));
+    auto decoded = std::make_shared<QuantizedPosting>();
+    SHOAL_RETURN_IF_ERROR(DecodeQuantizedEntries(payload, quantizer_->code_bytes(),
+                                                 absl::StrCat(posting_path_, " posting ", r.posting),
+                                                 decoded.get()));
+    scan(i, *decoded);
+    const size_t charge = decoded->MemoryBytes();
+    code_cache_.Insert(ids[i], std::move(decoded), charge);
+    return absl::OkStatus();
+  });
+}
+
+void SpannIndex::SetCacheBudget(size_t bytes) {
+  if (quantizer_ == nullptr) {
+    cache_.SetBudget(bytes);
+    return;
+  }
+  cache_.SetBudget(0);
+  // Codes read from SSD are reused by every query near them; a full vector only by queries whose
+  // top-k it is near: codes get most of the budget.
+  const size_t codes = codes_resident_ ? 0 : bytes / 4 * 3;
+  code_cache_.SetBudget(codes);
+  vector_cache_.SetBudget(bytes - codes);
+}
+
 size_t SpannIndex::FixedMemoryBytes() const {
   return sizeof(*this) + tree_.MemoryBytes() + rows_.capacity() * sizeof(storage::PostingRow) +
          quantized_bytes_;
 }
 
 size_t SpannIndex::MemoryBytes() const {
-  return FixedMemoryBytes() + cache_.charged_bytes() + vector_cache_.charged_bytes();
+  return FixedMemoryBytes() + cache_.charged_bytes() + vector_cache_.charged_bytes() +
+         code_cache_.charged_bytes();
 }
 
 void SpannIndex::Navigate(const float* q, const SpannKnobs& knobs,
@@ -221,15 +306,19 @@ absl::Status SpannIndex::SearchQuantized(const float* q, size_t k, const SpannKn
     uint64_t id;
     float lower, upper;
   };
-  std::vector<Candidate> cands;
-  absl::flat_hash_map<uint64_t, size_t> slot;
-  std::vector<float> est, err;
-  for (uint32_t p : postings) {
-    const QuantizedPosting& qp = quantized_[p];
+  thread_local std::vector<Candidate> cands;
+  thread_local CandidateSlots slots;
+  thread_local std::vector<float> est, err, prepared;
+  cands.clear();
+  slots.Reset();
+  const size_t pd = quantizer_->prepared_dim();
+  prepared.resize(pd);
+  quantizer_->Prepare(q, prepared.data());
+  auto scan = [&](uint32_t p, const QuantizedPosting& qp) {
     est.resize(qp.size());
     err.resize(qp.size());
-    quantizer_->Estimate(q, tree_.centroid(tree_.leaf_node(p)), qp.codes.data(), qp.size(),
-                         est.data(), err.data());
+    quantizer_->Estimate(prepared.data(), &prepared_centroids_[p * pd], qp.codes.data(),
+                         qp.size(), est.data(), err.data());
     stats->vectors_scored += qp.size();
     for (size_t i = 0; i < qp.size(); ++i) {
       float lo = est[i] - err[i], hi = est[i] + err[i];
@@ -238,14 +327,30 @@ absl::Status SpannIndex::SearchQuantized(const float* q, size_t k, const SpannKn
         hi = (hi - q_sq - qp.sq_norms[i]) / 2;
       }
       if (ex.Excludes(qp.ids[i])) continue;
-      auto [it, fresh] = slot.emplace(qp.ids[i], cands.size());
-      if (fresh) {
+      uint32_t& slot = slots.Find(qp.ids[i]);
+      if (slot == CandidateSlots::kNone) {
+        slot = static_cast<uint32_t>(cands.size());
         cands.push_back({qp.ids[i], lo, hi});
       } else {
-        cands[it->second].lower = std::max(cands[it->second].lower, lo);
-        cands[it->second].upper = std::min(cands[it->second].upper, hi);
+        cands[slot].lower = std::max(cands[slot].lower, lo);
+        cands[slot].upper = std::min(cands[slot].upper, hi);
       }
     }
+  };
+  std::vector<uint32_t> missing;
+  for (uint32_t p : postings) {
+    if (codes_resident_) {
+      scan(p, quantized_[p]);
+    } else if (auto cached = code_cache_.Lookup(p)) {
+      ++stats->cache_hits;
+      scan(p, *cached);
+    } else {
+      missing.push_back(p);
+    }
+  }
+  if (!missing.empty()) {
+    SHOAL_RETURN_IF_ERROR(ReadQuantized(
+        missing, [&](size_t i, const QuantizedPosting& qp) { scan(missing[i], qp); }, stats));
   }
   // The k-th smallest upper bound bounds the true k-th distance: only candidates whose lower
   // bound reaches below it can be in the top-k.

@@ -19,6 +19,7 @@
 #ifndef SHOAL_INDEX_SPANN_INDEX_H_
 #define SHOAL_INDEX_SPANN_INDEX_H_
 
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -44,6 +45,9 @@ namespace shoal::index {
 struct SpannRuntimeOptions {
   storage::IoBackend io = storage::IoBackend::kAuto;
   size_t posting_cache_bytes = 256u << 20;
+  // 0 = unbounded. Quantized tier: when every code would not fit in it beside the centroids,
+  // codes stay in postings.dat and are read per query like full-vector postings (cached).
+  size_t ram_limit_bytes = 0;
 };
 
 struct SpannKnobs {
@@ -71,10 +75,11 @@ class SpannIndex {
   size_t MemoryBytes() const;
   // RAM without the cache (what a RAM bound must leave room for).
   size_t FixedMemoryBytes() const;
-  void SetCacheBudget(size_t bytes) {
-    cache_.SetBudget(quantizer_ ? 0 : bytes);
-    vector_cache_.SetBudget(quantizer_ ? bytes : 0);
-  }
+  // Splits `bytes` between the caches this tier uses: decoded postings (full vectors or, when
+  // codes are not resident, codes) and full vectors for the quantized tier's rerank.
+  void SetCacheBudget(size_t bytes);
+  // Quantized tier: are all codes held in RAM (else read per query from postings.dat)?
+  bool codes_resident() const { return codes_resident_; }
 
  private:
   SpannIndex(SpannManifest manifest, CentroidTree tree, std::vector<storage::PostingRow> rows,
@@ -94,7 +99,11 @@ class SpannIndex {
   absl::Status SearchQuantized(const float* q, size_t k, const SpannKnobs& knobs,
                                const Exclusion& ex, std::vector<Neighbor>* out,
                                SearchStats* stats) const;
-  absl::Status LoadQuantized(const std::string& dir);
+  absl::Status LoadQuantized(const std::string& dir, size_t ram_limit_bytes);
+  // Reads and decodes the postings `ids` (codes) in one batch, calling scan(i, posting).
+  absl::Status ReadQuantized(std::span<const uint32_t> ids,
+                             const std::function<void(size_t, const QuantizedPosting&)>& scan,
+                             SearchStats* stats) const;
 
   const SpannManifest manifest_;
   const CentroidTree tree_;
@@ -106,7 +115,12 @@ class SpannIndex {
   mutable storage::ByteLruCache<uint32_t, DecodedPosting> cache_;
   // Quantized tier only.
   std::unique_ptr<PostingQuantizer> quantizer_;
-  std::vector<QuantizedPosting> quantized_;  // by posting id
+  std::vector<QuantizedPosting> quantized_;  // by posting id; empty when !codes_resident_
+  bool codes_resident_ = true;
+  mutable storage::ByteLruCache<uint32_t, QuantizedPosting> code_cache_;
+  // Each posting's centroid in the quantizer's prepared form (PostingQuantizer::Prepare),
+  // prepared_dim() floats per posting.
+  std::vector<float> prepared_centroids_;
   size_t quantized_bytes_ = 0;
   std::unique_ptr<storage::VectorFile> vectors_;
   mutable storage::ByteLruCache<uint64_t, std::vector<float>> vector_cache_;

@@ -38,7 +38,18 @@ WeightedL2Fn WeightedL2() {
 
 }  // namespace
 
-Sq8Quantizer::Sq8Quantizer(size_t dim) : dim_(dim), min_(dim, 0.0f), step_(dim, 1.0f) {}
+Sq8Quantizer::Sq8Quantizer(size_t dim) : dim_(dim), min_(dim, 0.0f), step_(dim, 1.0f) {
+  DeriveFromSteps();
+}
+
+void Sq8Quantizer::DeriveFromSteps() {
+  inv_step_.resize(dim_);
+  step_sq_.resize(dim_);
+  for (size_t j = 0; j < dim_; ++j) {
+    inv_step_[j] = 1.0f / step_[j];
+    step_sq_[j] = step_[j] * step_[j];
+  }
+}
 
 void Sq8Quantizer::Train(const float* residuals, size_t n) {
   std::vector<float> lo(dim_, std::numeric_limits<float>::infinity());
@@ -54,6 +65,7 @@ void Sq8Quantizer::Train(const float* residuals, size_t n) {
     min_[j] = lo[j];
     step_[j] = std::max((hi[j] - lo[j]) / 255.0f, 1e-12f);
   }
+  DeriveFromSteps();
 }
 
 void Sq8Quantizer::Encode(const float* x, const float* centroid, uint8_t* code) const {
@@ -71,23 +83,21 @@ void Sq8Quantizer::Encode(const float* x, const float* centroid, uint8_t* code) 
   std::memcpy(code + dim_, &err, sizeof err);
 }
 
+void PostingQuantizer::Prepare(const float* v, float* out) const { std::copy(v, v + dim(), out); }
+
 void Sq8Quantizer::Estimate(const float* query, const float* centroid, const uint8_t* codes,
                             size_t n, float* estimate, float* error) const {
   // Shift and scale the query once per posting: qs_j = (q_j - c_j - min_j) / step_j.
-  thread_local std::vector<float> qs, step2;
+  thread_local std::vector<float> qs;
   qs.resize(dim_);
-  step2.resize(dim_);
-  for (size_t j = 0; j < dim_; ++j) {
-    qs[j] = (query[j] - centroid[j] - min_[j]) / step_[j];
-    step2[j] = step_[j] * step_[j];
-  }
+  for (size_t j = 0; j < dim_; ++j) qs[j] = (query[j] - centroid[j] - min_[j]) * inv_step_[j];
   const size_t stride = code_bytes();
   const WeightedL2Fn kernel = WeightedL2();
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* code = codes + i * stride;
     float e = 0;
     std::memcpy(&e, code + dim_, sizeof e);
-    const float d2 = kernel(qs.data(), step2.data(), code, dim_);
+    const float d2 = kernel(qs.data(), step_sq_.data(), code, dim_);
     const float d = std::sqrt(d2);
     // |q - x| in [d - e, d + e]; squared: [max(0, d - e)^2, (d + e)^2]. Centre and half-width:
     const float lo = std::max(0.0f, d - e), hi = d + e;
@@ -122,6 +132,7 @@ absl::StatusOr<std::unique_ptr<Sq8Quantizer>> Sq8Quantizer::Deserialize(const st
       return absl::DataLossError(absl::StrCat(where, ": corrupt sq8 quantizer (bad step)"));
     }
   }
+  q->DeriveFromSteps();
   return q;
 }
 

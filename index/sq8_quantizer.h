@@ -27,6 +27,9 @@ class Sq8Quantizer final : public PostingQuantizer {
   size_t dim_;
   std::vector<float> min_;   // per dimension
   std::vector<float> step_;  // per dimension, > 0
+  // From step_, for Estimate: 1 / step and step^2.
+  void DeriveFromSteps();
+  std::vector<float> inv_step_, step_sq_;
 };
 
 }  // namespace shoal::index

@@ -249,6 +249,31 @@ TEST_F(SpannSyntheticTest, BadSpecNamesTheKey) {
   ASSERT_TRUE(db->BuildIndex("s", "flat").ok());
 }
 
+// Under a RAM bound too small for every code, codes stay in postings.dat and are read per query:
+// the answers are the ones the all-in-RAM index gives.
+TEST_F(SpannSyntheticTest, CodesReadFromSsdWhenTheyDoNotFitGiveTheSameAnswers) {
+  const std::string spec = "spann:centroid_ratio=0.05,quant=rabitq:bits=2";
+  std::vector<std::vector<Hit>> resident;
+  {
+    auto db = OpenDb(dir_, Options());
+    Load(db.get(), "s", ds_.train);
+    auto built = db->BuildIndex("s", spec);
+    ASSERT_TRUE(built.ok()) << built;
+    resident = MustSearch(db.get());
+  }
+  Options bounded;
+  bounded.index_ram_bytes_limit = 1 << 20;  // the codes alone take ~1.8 MB
+  bounded.io = Options::Io::kPread;
+  auto db = OpenDb(dir_, bounded);
+  SearchStats stats;
+  auto from_ssd = MustSearch(db.get(), {.k = 10, .max_postings = 16, .stats = &stats});
+  EXPECT_EQ(from_ssd, resident);
+  EXPECT_GT(stats.bytes_read, 0u);
+  auto info = db->DescribeCollection("s");
+  ASSERT_TRUE(info.ok());
+  EXPECT_LE(info->index_ram_bytes, bounded.index_ram_bytes_limit);
+}
+
 }  // namespace
 }  // namespace shoal
 
