@@ -4,6 +4,7 @@
 #include <cstdio>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "bench/ann_system.h"
 #include "bench/report.h"
@@ -46,6 +47,24 @@ class ShoalSystem : public AnnSystem {
     return out;
   }
 
+  // Does the built index `built` (DescribeCollection's canonical spec, every key spelled out)
+  // have every key=value the user's `spec` names?
+  static bool SameIndex(const std::string& built, const std::string& spec) {
+    const size_t colon = spec.find(':');
+    if (colon == std::string::npos || built.rfind(spec.substr(0, colon + 1), 0) != 0) {
+      return built == spec;
+    }
+    for (absl::string_view item : absl::StrSplit(spec.substr(colon + 1), ',')) {
+      const std::string key = std::string(item.substr(0, item.find('=') + 1));
+      const size_t at = built.find(key);
+      if (at == std::string::npos || built.compare(at, item.size(), std::string(item)) != 0 ||
+          (at + item.size() < built.size() && built[at + item.size()] != ',')) {
+        return false;
+      }
+    }
+    return true;
+  }
+
   absl::StatusOr<BuildInfo> Build(const Matrix& train, Metric metric, int threads) override {
     Options db_options;
     // Each client thread runs its own queries on one core, like every peer here.
@@ -72,7 +91,7 @@ class ShoalSystem : public AnnSystem {
     // A kept directory whose index was built from this very spec over these vectors is reused:
     // tuning a search path then costs one build, not one per run.
     if (!options_.data_dir.empty() && before.num_vectors == train.rows &&
-        before.index == options_.spec && before.unindexed_vectors == 0) {
+        SameIndex(before.index, options_.spec) && before.unindexed_vectors == 0) {
       absl::StrAppend(&info.note, "reused its index. ");
       return info;
     }

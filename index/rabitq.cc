@@ -259,8 +259,13 @@ void RaBitQ::PrepareResidual(Query* out) const {
   const size_t code_words = bits_ * words;
   out->query_bits = query_bits();
   float* r = out->rotated.data();
+  // Float sums in 16 independent lanes (vectorisable); the results only scale the estimate and
+  // size the bound, whose rounding allowance covers float sums of this length.
+  constexpr size_t kLanes = 16;
+  float lane[kLanes] = {};
+  for (size_t i = 0; i < d; ++i) lane[i % kLanes] += r[i] * r[i];
   double norm_sq = 0;
-  for (size_t i = 0; i < d; ++i) norm_sq += double{r[i]} * r[i];
+  for (float v : lane) norm_sq += v;
   const double norm = std::sqrt(norm_sq);
   out->residual_norm = static_cast<float>(norm);
   const float inv_norm = norm > 0 ? static_cast<float>(1 / norm) : 0.0f;
@@ -273,19 +278,27 @@ void RaBitQ::PrepareResidual(Query* out) const {
   const uint32_t levels = (1u << out->query_bits) - 1;
   out->lower = lo;
   out->delta = (double{hi} - lo) / levels;
-  const float inv_delta = out->delta > 0 ? static_cast<float>(1 / out->delta) : 0.0f;
+  const float delta = static_cast<float>(out->delta);
+  const float inv_delta = delta > 0 ? 1 / delta : 0.0f;
   const float max_level = static_cast<float>(levels);
   out->qu.resize(d);
-  uint64_t sum_qu = 0;
-  double error_sq = 0;
+  float err_lane[kLanes] = {};
+  uint32_t sum_lane[kLanes] = {};
   for (size_t i = 0; i < d; ++i) {
-    const float level = std::clamp(std::nearbyint((r[i] - lo) * inv_delta), 0.0f, max_level);
+    const float level = std::min(std::max(std::nearbyint((r[i] - lo) * inv_delta), 0.0f), max_level);
     const auto u = static_cast<uint32_t>(level);
     out->qu[i] = static_cast<uint16_t>(u);
-    sum_qu += u;
-    const double e = out->lower + out->delta * u - r[i];
-    error_sq += e * e;
+    sum_lane[i % kLanes] += u;
+    const float e = lo + delta * level - r[i];
+    err_lane[i % kLanes] += e * e;
   }
+  uint64_t sum_qu = 0;
+  double error_sq = 0;
+  for (size_t l = 0; l < kLanes; ++l) {
+    sum_qu += sum_lane[l];
+    error_sq += err_lane[l];
+  }
+  out->delta = delta;  // the float step the levels were cut with
   out->sum_q_bar = out->lower * static_cast<double>(d) + out->delta * static_cast<double>(sum_qu);
   out->error_sq = error_sq;
   // Kernels read whole SIMD registers of query words: 8 words of slack after the last plane.

@@ -392,7 +392,8 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
     const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
     const absl::flat_hash_set<uint64_t>* skip, const IdFilter* allow, SearchStats* stats) const {
   std::vector<std::vector<Neighbor>> out(n);
-  const Exclusion ex{skip, allow};
+  // An empty stale set excludes nothing: skip the per-entry hash probe.
+  const Exclusion ex{skip != nullptr && skip->empty() ? nullptr : skip, allow};
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = std::min(threads, n);
   std::vector<SearchStats> per_thread(threads);
