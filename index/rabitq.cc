@@ -285,7 +285,8 @@ void RaBitQ::PrepareResidual(Query* out) const {
   float err_lane[kLanes] = {};
   uint32_t sum_lane[kLanes] = {};
   for (size_t i = 0; i < d; ++i) {
-    const float level = std::min(std::max(std::nearbyint((r[i] - lo) * inv_delta), 0.0f), max_level);
+    const float level =
+        std::min(std::max(std::nearbyint((r[i] - lo) * inv_delta), 0.0f), max_level);
     const auto u = static_cast<uint32_t>(level);
     out->qu[i] = static_cast<uint16_t>(u);
     sum_lane[i % kLanes] += u;

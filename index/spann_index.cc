@@ -160,8 +160,8 @@ absl::Status SpannIndex::LoadQuantized(const std::string& dir, size_t ram_limit_
 }
 
 absl::Status SpannIndex::ReadQuantized(
-    std::span<const uint32_t> ids,
-    const std::function<void(size_t, const QuantizedPosting&)>& scan, SearchStats* stats) const {
+    std::span<const uint32_t> ids, const std::function<void(size_t, const QuantizedPosting&)>& scan,
+    SearchStats* stats) const {
   std::vector<storage::ReadRequest> reads;
   reads.reserve(ids.size());
   for (uint32_t p : ids) {
@@ -176,9 +176,9 @@ absl::Status SpannIndex::ReadQuantized(
     SHOAL_RETURN_IF_ERROR(storage::DecodePosting(pages, {r.first_page, r.num_pages, r.bytes},
                                                  r.posting, posting_path_, &payload));
     auto decoded = std::make_shared<QuantizedPosting>();
-    SHOAL_RETURN_IF_ERROR(DecodeQuantizedEntries(payload, quantizer_->code_bytes(),
-                                                 absl::StrCat(posting_path_, " posting ", r.posting),
-                                                 decoded.get()));
+    SHOAL_RETURN_IF_ERROR(
+        DecodeQuantizedEntries(payload, quantizer_->code_bytes(),
+                               absl::StrCat(posting_path_, " posting ", r.posting), decoded.get()));
     scan(i, *decoded);
     const size_t charge = decoded->MemoryBytes();
     code_cache_.Insert(ids[i], std::move(decoded), charge);
@@ -317,8 +317,8 @@ absl::Status SpannIndex::SearchQuantized(const float* q, size_t k, const SpannKn
   auto scan = [&](uint32_t p, const QuantizedPosting& qp) {
     est.resize(qp.size());
     err.resize(qp.size());
-    quantizer_->Estimate(prepared.data(), &prepared_centroids_[p * pd], qp.codes.data(),
-                         qp.size(), est.data(), err.data());
+    quantizer_->Estimate(prepared.data(), &prepared_centroids_[p * pd], qp.codes.data(), qp.size(),
+                         est.data(), err.data());
     stats->vectors_scored += qp.size();
     for (size_t i = 0; i < qp.size(); ++i) {
       float lo = est[i] - err[i], hi = est[i] + err[i];
