@@ -40,6 +40,7 @@ namespace db {
 absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const Options& options) {
   namespace fs = std::filesystem;
   if (path.empty()) return absl::InvalidArgumentError("path: must not be empty");
+  SHOAL_RETURN_IF_ERROR(FinishPendingRestore(path));
   const fs::path rocks_dir = fs::path(path) / "rocksdb";
   std::error_code ec;
   const bool exists = fs::exists(rocks_dir / "CURRENT", ec);
@@ -68,12 +69,14 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
   store_options.block_cache_bytes = options.block_cache_bytes;
   SHOAL_ASSIGN_OR_RETURN(db->store_, storage::RecordStore::Open(rocks_dir, store_options));
   SHOAL_ASSIGN_OR_RETURN(std::vector<storage::StoredCollection> catalog, db->store_->LoadCatalog());
+  SHOAL_ASSIGN_OR_RETURN(auto aliases, db->store_->LoadAliases());
   absl::MutexLock lock(&db->mu_);
   for (const storage::StoredCollection& meta : catalog) {
     SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Collection> c,
                            Collection::Load(db->store_.get(), meta, options, db->index_root_));
     db->collections_.emplace(meta.spec.name, std::move(c));
   }
+  for (auto& [alias, collection] : aliases) db->aliases_.emplace(alias, collection);
   return std::unique_ptr<DB>(std::move(db));
 }
 
@@ -82,23 +85,40 @@ DBImpl::~DBImpl() {
   collections_.clear();
 }
 
-absl::StatusOr<std::shared_ptr<Collection>> DBImpl::Find(std::string_view name) {
-  SHOAL_RETURN_IF_ERROR(ValidateCollectionName(name, "collection"));
-  const std::string key(name);
+absl::StatusOr<std::shared_ptr<Collection>> DBImpl::Find(std::string_view name,
+                                                         std::string_view field) {
+  SHOAL_RETURN_IF_ERROR(ValidateCollectionName(name, std::string(field)));
+  std::string key(name);
   absl::MutexLock lock(&mu_);
+  if (auto alias = aliases_.find(key); alias != aliases_.end()) key = alias->second;
   auto it = collections_.find(key);
   if (it == collections_.end()) {
-    return absl::NotFoundError(absl::StrCat("collection: '", key, "' not found"));
+    return absl::NotFoundError(
+        absl::StrCat(std::string(field), ": '", std::string(name), "' not found"));
   }
   return it->second;
 }
 
+CollectionInfo DBImpl::InfoWithAliases(const Collection& c) {
+  CollectionInfo info = c.Info();
+  absl::MutexLock lock(&mu_);
+  for (const auto& [alias, target] : aliases_) {
+    if (target == info.spec.name) info.aliases.push_back(alias);
+  }
+  std::sort(info.aliases.begin(), info.aliases.end());
+  return info;
+}
+
 absl::Status DBImpl::CreateCollection(const CollectionSpec& spec) {
   SHOAL_RETURN_IF_ERROR(ValidateSpec(spec));
+  absl::ReaderMutexLock change(&change_mu_);
   absl::MutexLock lock(&mu_);
   if (collections_.contains(spec.name)) {
     return absl::AlreadyExistsError(
         absl::StrCat("name: collection '", spec.name, "' already exists"));
+  }
+  if (aliases_.contains(spec.name)) {
+    return absl::AlreadyExistsError(absl::StrCat("name: '", spec.name, "' is an alias"));
   }
   SHOAL_ASSIGN_OR_RETURN(storage::StoredCollection meta, store_->CreateCollection(spec));
   SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Collection> c,
@@ -114,7 +134,7 @@ absl::StatusOr<std::vector<CollectionInfo>> DBImpl::ListCollections() {
     for (const auto& [name, c] : collections_) all.push_back(c);
   }
   std::vector<CollectionInfo> out;
-  for (const auto& c : all) out.push_back(c->Info());
+  for (const auto& c : all) out.push_back(InfoWithAliases(*c));
   std::sort(out.begin(), out.end(), [](const CollectionInfo& a, const CollectionInfo& b) {
     return a.spec.name < b.spec.name;
   });
@@ -122,17 +142,28 @@ absl::StatusOr<std::vector<CollectionInfo>> DBImpl::ListCollections() {
 }
 
 absl::StatusOr<CollectionInfo> DBImpl::DescribeCollection(std::string_view name) {
-  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(name));
-  return c->Info();
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(name, "name"));
+  return InfoWithAliases(*c);
 }
 
 absl::Status DBImpl::DropCollection(std::string_view name) {
   SHOAL_RETURN_IF_ERROR(ValidateCollectionName(name, "name"));
   const std::string key(name);
+  absl::ReaderMutexLock change(&change_mu_);
   absl::MutexLock lock(&mu_);
   auto it = collections_.find(key);
   if (it == collections_.end()) {
+    if (auto alias = aliases_.find(key); alias != aliases_.end()) {
+      return absl::NotFoundError(absl::StrCat("name: '", key, "' is an alias of '", alias->second,
+                                              "'; DropCollection takes the collection's name"));
+    }
     return absl::NotFoundError(absl::StrCat("name: collection '", key, "' not found"));
+  }
+  for (const auto& [alias, target] : aliases_) {
+    if (target == key) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "name: collection '", key, "' still has alias '", alias, "'; drop the alias first"));
+    }
   }
   SHOAL_RETURN_IF_ERROR(it->second->Drop());
   collections_.erase(it);
@@ -142,6 +173,7 @@ absl::Status DBImpl::DropCollection(std::string_view name) {
 absl::Status DBImpl::Upsert(std::string_view collection, std::span<const Record> records,
                             const WriteOptions& options) {
   SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  absl::ReaderMutexLock change(&change_mu_);
   return c->Upsert(records, options);
 }
 
@@ -154,12 +186,96 @@ absl::StatusOr<std::vector<std::optional<Record>>> DBImpl::Get(std::string_view 
 absl::StatusOr<uint64_t> DBImpl::Delete(std::string_view collection, std::span<const Key> keys,
                                         const WriteOptions& options) {
   SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  absl::ReaderMutexLock change(&change_mu_);
   return c->Delete(keys, options);
 }
 
 absl::Status DBImpl::BuildIndex(std::string_view collection, std::string_view spec) {
   SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  absl::ReaderMutexLock change(&change_mu_);
   return c->BuildIndex(std::string(spec));
+}
+
+// ---- Aliases ----
+
+absl::Status DBImpl::SetAlias(std::string_view alias, std::string_view collection, bool create) {
+  SHOAL_RETURN_IF_ERROR(ValidateCollectionName(alias, "alias"));
+  SHOAL_RETURN_IF_ERROR(ValidateCollectionName(collection, "collection"));
+  const std::string name(alias);
+  const std::string target(collection);
+  absl::ReaderMutexLock change(&change_mu_);
+  absl::MutexLock lock(&mu_);
+  if (collections_.contains(name)) {
+    return absl::AlreadyExistsError(absl::StrCat("alias: '", name, "' is a collection"));
+  }
+  const bool exists = aliases_.contains(name);
+  if (create && exists) {
+    return absl::AlreadyExistsError(absl::StrCat("alias: '", name, "' already exists"));
+  }
+  if (!create && !exists) {
+    return absl::NotFoundError(absl::StrCat("alias: '", name, "' not found"));
+  }
+  if (!collections_.contains(target)) {
+    if (aliases_.contains(target)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "collection: '", target, "' is an alias; an alias must name a collection directly"));
+    }
+    return absl::NotFoundError(absl::StrCat("collection: '", target, "' not found"));
+  }
+  SHOAL_RETURN_IF_ERROR(store_->PutAlias(name, target));
+  aliases_[name] = target;
+  return absl::OkStatus();
+}
+
+absl::Status DBImpl::CreateAlias(std::string_view alias, std::string_view collection) {
+  return SetAlias(alias, collection, /*create=*/true);
+}
+
+absl::Status DBImpl::AlterAlias(std::string_view alias, std::string_view collection) {
+  return SetAlias(alias, collection, /*create=*/false);
+}
+
+absl::Status DBImpl::DropAlias(std::string_view alias) {
+  SHOAL_RETURN_IF_ERROR(ValidateCollectionName(alias, "alias"));
+  const std::string name(alias);
+  absl::ReaderMutexLock change(&change_mu_);
+  absl::MutexLock lock(&mu_);
+  if (!aliases_.contains(name)) {
+    return absl::NotFoundError(absl::StrCat("alias: '", name, "' not found"));
+  }
+  SHOAL_RETURN_IF_ERROR(store_->PutAlias(name, ""));
+  aliases_.erase(name);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<AliasInfo>> DBImpl::ListAliases() {
+  std::vector<AliasInfo> out;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [alias, target] : aliases_) out.push_back({alias, target});
+  }
+  std::sort(out.begin(), out.end(),
+            [](const AliasInfo& a, const AliasInfo& b) { return a.alias < b.alias; });
+  return out;
+}
+
+// ---- Maintenance ----
+
+absl::Status DBImpl::Compact(std::string_view collection) {
+  std::optional<uint32_t> id;
+  if (!collection.empty()) {
+    SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+    SHOAL_ASSIGN_OR_RETURN(std::vector<storage::StoredCollection> catalog, store_->LoadCatalog());
+    for (const storage::StoredCollection& meta : catalog) {
+      if (meta.spec.name == c->spec().name) id = meta.id;
+    }
+    if (!id.has_value()) {
+      return absl::NotFoundError(
+          absl::StrCat("collection: '", std::string(collection), "' not found"));
+    }
+  }
+  absl::ReaderMutexLock change(&change_mu_);
+  return store_->Compact(id);
 }
 
 absl::StatusOr<std::vector<std::vector<Hit>>> DBImpl::Search(std::string_view collection,

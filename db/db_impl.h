@@ -1,8 +1,12 @@
-// DBImpl: the implementation of shoal::DB (include/shoal/db.h). Holds the RecordStore and the
-// open collections by name; each call finds its Collection and delegates.
+// DBImpl: the implementation of shoal::DB (include/shoal/db.h). Holds the RecordStore, the
+// open collections by name and the aliases; each call resolves its name (collection or alias),
+// finds its Collection and delegates. Snapshots and restores live in db/snapshot.cc.
 //
-// Thread safety: as shoal::DB. mu_ guards the name -> collection map and serialises create/drop;
-// a Collection stays alive (shared_ptr) while a call that found it is still running.
+// Thread safety: as shoal::DB. mu_ guards the name -> collection and alias maps and serialises
+// create/drop; a Collection stays alive (shared_ptr) while a call that found it is still
+// running. Every call that changes durable state (writes, builds, compaction, create/drop,
+// aliases) holds change_mu_ shared; Snapshot holds it exclusively, so a snapshot sees no
+// half-applied change and no index files being written.
 #ifndef SHOAL_DB_DB_IMPL_H_
 #define SHOAL_DB_DB_IMPL_H_
 
@@ -26,6 +30,12 @@ class DBImpl final : public DB {
   absl::StatusOr<std::vector<CollectionInfo>> ListCollections() override;
   absl::StatusOr<CollectionInfo> DescribeCollection(std::string_view name) override;
   absl::Status DropCollection(std::string_view name) override;
+  absl::Status CreateAlias(std::string_view alias, std::string_view collection) override;
+  absl::Status AlterAlias(std::string_view alias, std::string_view collection) override;
+  absl::Status DropAlias(std::string_view alias) override;
+  absl::StatusOr<std::vector<AliasInfo>> ListAliases() override;
+  absl::Status Compact(std::string_view collection) override;
+  absl::Status Snapshot(const std::string& dir) override;
 
   absl::Status Upsert(std::string_view collection, std::span<const Record> records,
                       const WriteOptions& options) override;
@@ -40,14 +50,29 @@ class DBImpl final : public DB {
 
  private:
   explicit DBImpl(const Options& options) : options_(options) {}
-  absl::StatusOr<std::shared_ptr<Collection>> Find(std::string_view name);
+  // Resolves a collection name or alias; errors name `field`.
+  absl::StatusOr<std::shared_ptr<Collection>> Find(std::string_view name,
+                                                   std::string_view field = "collection");
+  // The collection's info with its aliases filled in.
+  CollectionInfo InfoWithAliases(const Collection& c) ABSL_LOCKS_EXCLUDED(mu_);
+  // Create / alter an alias (`create` selects which must hold: absent or present).
+  absl::Status SetAlias(std::string_view alias, std::string_view collection, bool create);
 
   const Options options_;
   std::string index_root_;  // DIR/index: SSD index files, one directory per build
   std::unique_ptr<storage::RecordStore> store_;  // declared first: destroyed last
+  absl::Mutex change_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Collection>> collections_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::string> aliases_ ABSL_GUARDED_BY(mu_);  // alias -> name
 };
+
+// db/snapshot.cc: copies `from` (a directory tree) to `to` (must not exist), fsyncing every
+// file and directory.
+absl::Status CopyTreeDurably(const std::string& from, const std::string& to);
+// Finishes a restore that a crash interrupted in the database directory `path` (no-op when
+// none is pending). Called by Open before anything else.
+absl::Status FinishPendingRestore(const std::string& path);
 
 }  // namespace shoal::db
 

@@ -8,7 +8,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "rpc/convert.h"
-#include "rpc/status_conversion.h"
 
 namespace shoal::rpc {
 namespace {
@@ -62,30 +61,93 @@ absl::Status Drop(DB& db, const v1::DropCollectionRequest& request) {
   return db.DropCollection(request.name());
 }
 
+// CreateAlias and AlterAlias share their request shape.
+template <typename Request>
+absl::Status SetAlias(DB& db, const Request& request, bool create) {
+  if (absl::Status s = RequireName(request.alias(), "alias"); !s.ok()) return s;
+  if (absl::Status s = RequireName(request.collection(), "collection"); !s.ok()) return s;
+  return create ? db.CreateAlias(request.alias(), request.collection())
+                : db.AlterAlias(request.alias(), request.collection());
+}
+
+absl::Status ListAliases(DB& db, const v1::ListAliasesRequest& request,
+                         v1::ListAliasesResponse& response) {
+  absl::StatusOr<std::vector<AliasInfo>> aliases = db.ListAliases();
+  if (!aliases.ok()) return aliases.status();
+  for (const AliasInfo& alias : *aliases) {
+    if (!request.collection().empty() && alias.collection != request.collection()) continue;
+    v1::Alias* out = response.add_aliases();
+    out->set_alias(alias.alias);
+    out->set_collection(alias.collection);
+  }
+  return absl::OkStatus();
+}
+
+constexpr RpcMethod kCreate{"CollectionService/CreateCollection", Role::kReadWrite};
+constexpr RpcMethod kList{"CollectionService/ListCollections", Role::kReadOnly};
+constexpr RpcMethod kDescribe{"CollectionService/DescribeCollection", Role::kReadOnly};
+constexpr RpcMethod kDrop{"CollectionService/DropCollection", Role::kReadWrite};
+constexpr RpcMethod kCreateAlias{"CollectionService/CreateAlias", Role::kReadWrite};
+constexpr RpcMethod kAlterAlias{"CollectionService/AlterAlias", Role::kReadWrite};
+constexpr RpcMethod kDropAlias{"CollectionService/DropAlias", Role::kReadWrite};
+constexpr RpcMethod kListAliases{"CollectionService/ListAliases", Role::kReadOnly};
+
 }  // namespace
 
-grpc::Status CollectionServiceImpl::CreateCollection(grpc::ServerContext* /*context*/,
+grpc::Status CollectionServiceImpl::CreateCollection(grpc::ServerContext* context,
                                                      const v1::CreateCollectionRequest* request,
                                                      v1::CreateCollectionResponse* response) {
-  return ToGrpcStatus(Create(*db_, *request, *response));
+  return gate_->Unary(context, kCreate, *request,
+                      [&](DB& db) { return Create(db, *request, *response); });
 }
 
-grpc::Status CollectionServiceImpl::ListCollections(grpc::ServerContext* /*context*/,
-                                                    const v1::ListCollectionsRequest* /*request*/,
+grpc::Status CollectionServiceImpl::ListCollections(grpc::ServerContext* context,
+                                                    const v1::ListCollectionsRequest* request,
                                                     v1::ListCollectionsResponse* response) {
-  return ToGrpcStatus(List(*db_, *response));
+  return gate_->Unary(context, kList, *request, [&](DB& db) { return List(db, *response); });
 }
 
-grpc::Status CollectionServiceImpl::DescribeCollection(grpc::ServerContext* /*context*/,
+grpc::Status CollectionServiceImpl::DescribeCollection(grpc::ServerContext* context,
                                                        const v1::DescribeCollectionRequest* request,
                                                        v1::DescribeCollectionResponse* response) {
-  return ToGrpcStatus(Describe(*db_, *request, *response));
+  return gate_->Unary(context, kDescribe, *request,
+                      [&](DB& db) { return Describe(db, *request, *response); });
 }
 
-grpc::Status CollectionServiceImpl::DropCollection(grpc::ServerContext* /*context*/,
+grpc::Status CollectionServiceImpl::DropCollection(grpc::ServerContext* context,
                                                    const v1::DropCollectionRequest* request,
                                                    v1::DropCollectionResponse* /*response*/) {
-  return ToGrpcStatus(Drop(*db_, *request));
+  return gate_->Unary(context, kDrop, *request, [&](DB& db) { return Drop(db, *request); });
+}
+
+grpc::Status CollectionServiceImpl::CreateAlias(grpc::ServerContext* context,
+                                                const v1::CreateAliasRequest* request,
+                                                v1::CreateAliasResponse* /*response*/) {
+  return gate_->Unary(context, kCreateAlias, *request,
+                      [&](DB& db) { return SetAlias(db, *request, /*create=*/true); });
+}
+
+grpc::Status CollectionServiceImpl::AlterAlias(grpc::ServerContext* context,
+                                               const v1::AlterAliasRequest* request,
+                                               v1::AlterAliasResponse* /*response*/) {
+  return gate_->Unary(context, kAlterAlias, *request,
+                      [&](DB& db) { return SetAlias(db, *request, /*create=*/false); });
+}
+
+grpc::Status CollectionServiceImpl::DropAlias(grpc::ServerContext* context,
+                                              const v1::DropAliasRequest* request,
+                                              v1::DropAliasResponse* /*response*/) {
+  return gate_->Unary(context, kDropAlias, *request, [&](DB& db) {
+    if (absl::Status s = RequireName(request->alias(), "alias"); !s.ok()) return s;
+    return db.DropAlias(request->alias());
+  });
+}
+
+grpc::Status CollectionServiceImpl::ListAliases(grpc::ServerContext* context,
+                                                const v1::ListAliasesRequest* request,
+                                                v1::ListAliasesResponse* response) {
+  return gate_->Unary(context, kListAliases, *request,
+                      [&](DB& db) { return rpc::ListAliases(db, *request, *response); });
 }
 
 }  // namespace shoal::rpc

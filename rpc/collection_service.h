@@ -1,17 +1,18 @@
-// gRPC handlers of shoal.v1.CollectionService: check the request's shape, call the DB, convert
-// the result. Thread-safe (the DB is); holds no state of its own.
+// gRPC handlers of shoal.v1.CollectionService (collections and aliases): check the request's
+// shape, call the DB, convert the result; the CallGate does auth, limits and metrics.
+// Thread-safe (the DB is); holds no state of its own.
 #ifndef SHOAL_RPC_COLLECTION_SERVICE_H_
 #define SHOAL_RPC_COLLECTION_SERVICE_H_
 
-#include "shoal/db.h"
+#include "rpc/call_gate.h"
 #include "shoal/v1/collection_service.grpc.pb.h"
 
 namespace shoal::rpc {
 
 class CollectionServiceImpl final : public v1::CollectionService::Service {
  public:
-  // `db` is not owned and must outlive the service.
-  explicit CollectionServiceImpl(DB* db) : db_(db) {}
+  // `gate` is not owned and must outlive the service.
+  explicit CollectionServiceImpl(CallGate* gate) : gate_(gate) {}
 
   grpc::Status CreateCollection(grpc::ServerContext* context,
                                 const v1::CreateCollectionRequest* request,
@@ -25,9 +26,17 @@ class CollectionServiceImpl final : public v1::CollectionService::Service {
   grpc::Status DropCollection(grpc::ServerContext* context,
                               const v1::DropCollectionRequest* request,
                               v1::DropCollectionResponse* response) override;
+  grpc::Status CreateAlias(grpc::ServerContext* context, const v1::CreateAliasRequest* request,
+                           v1::CreateAliasResponse* response) override;
+  grpc::Status AlterAlias(grpc::ServerContext* context, const v1::AlterAliasRequest* request,
+                          v1::AlterAliasResponse* response) override;
+  grpc::Status DropAlias(grpc::ServerContext* context, const v1::DropAliasRequest* request,
+                         v1::DropAliasResponse* response) override;
+  grpc::Status ListAliases(grpc::ServerContext* context, const v1::ListAliasesRequest* request,
+                           v1::ListAliasesResponse* response) override;
 
  private:
-  DB* const db_;
+  CallGate* const gate_;
 };
 
 }  // namespace shoal::rpc

@@ -8,7 +8,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "rpc/convert.h"
-#include "rpc/status_conversion.h"
 
 namespace shoal::rpc {
 namespace {
@@ -52,10 +51,20 @@ absl::Status DoSearch(DB& db, const v1::SearchRequest& request, v1::SearchRespon
     filter = *std::move(converted);
     params.filter = &*filter;
   }
+  SearchStats stats;
+  if (request.include_stats()) params.stats = &stats;
   std::span<const float> queries(request.queries().data(), request.queries_size());
   absl::StatusOr<std::vector<std::vector<Hit>>> results =
       db.Search(request.collection(), queries, params);
   if (!results.ok()) return results.status();
+  if (request.include_stats()) {
+    v1::SearchStats* out = response.mutable_stats();
+    out->set_postings_read(stats.postings_read);
+    out->set_vectors_scored(stats.vectors_scored);
+    out->set_bytes_read(stats.bytes_read);
+    out->set_cache_hits(stats.cache_hits);
+    out->set_full_vectors_read(stats.full_vectors_read);
+  }
   for (const std::vector<Hit>& hits : *results) {
     v1::QueryResult* result = response.add_results();
     result->mutable_hits()->Reserve(static_cast<int>(hits.size()));
@@ -64,12 +73,37 @@ absl::Status DoSearch(DB& db, const v1::SearchRequest& request, v1::SearchRespon
   return absl::OkStatus();
 }
 
+absl::Status DoBatchSearch(grpc::ServerContext* context, CallGate& gate, DB& db,
+                           const v1::BatchSearchRequest& request,
+                           v1::BatchSearchResponse& response) {
+  if (request.searches().empty()) return absl::InvalidArgumentError("searches: empty");
+  for (int i = 0; i < request.searches_size(); ++i) {
+    if (absl::Status s = gate.CheckDeadline(context); !s.ok()) return s;
+    if (absl::Status s = DoSearch(db, request.searches(i), *response.add_responses()); !s.ok()) {
+      return absl::Status(s.code(), absl::StrCat("searches[", i, "].", s.message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
+constexpr RpcMethod kSearch{"SearchService/Search", Role::kReadOnly};
+constexpr RpcMethod kBatchSearch{"SearchService/BatchSearch", Role::kReadOnly};
+
 }  // namespace
 
-grpc::Status SearchServiceImpl::Search(grpc::ServerContext* /*context*/,
+grpc::Status SearchServiceImpl::Search(grpc::ServerContext* context,
                                        const v1::SearchRequest* request,
                                        v1::SearchResponse* response) {
-  return ToGrpcStatus(DoSearch(*db_, *request, *response));
+  return gate_->Unary(context, kSearch, *request,
+                      [&](DB& db) { return DoSearch(db, *request, *response); });
+}
+
+grpc::Status SearchServiceImpl::BatchSearch(grpc::ServerContext* context,
+                                            const v1::BatchSearchRequest* request,
+                                            v1::BatchSearchResponse* response) {
+  return gate_->Unary(context, kBatchSearch, *request, [&](DB& db) {
+    return DoBatchSearch(context, *gate_, db, *request, *response);
+  });
 }
 
 }  // namespace shoal::rpc

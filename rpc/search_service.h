@@ -1,23 +1,26 @@
-// gRPC handler of shoal.v1.SearchService: check the queries' shape, call DB::Search, convert
-// the hits. Thread-safe (the DB is); holds no state of its own.
+// gRPC handlers of shoal.v1.SearchService (Search, BatchSearch): check the queries' shape, call
+// DB::Search, convert the hits; the CallGate does auth, limits and metrics. Thread-safe (the DB
+// is); holds no state of its own.
 #ifndef SHOAL_RPC_SEARCH_SERVICE_H_
 #define SHOAL_RPC_SEARCH_SERVICE_H_
 
-#include "shoal/db.h"
+#include "rpc/call_gate.h"
 #include "shoal/v1/search_service.grpc.pb.h"
 
 namespace shoal::rpc {
 
 class SearchServiceImpl final : public v1::SearchService::Service {
  public:
-  // `db` is not owned and must outlive the service.
-  explicit SearchServiceImpl(DB* db) : db_(db) {}
+  // `gate` is not owned and must outlive the service.
+  explicit SearchServiceImpl(CallGate* gate) : gate_(gate) {}
 
   grpc::Status Search(grpc::ServerContext* context, const v1::SearchRequest* request,
                       v1::SearchResponse* response) override;
+  grpc::Status BatchSearch(grpc::ServerContext* context, const v1::BatchSearchRequest* request,
+                           v1::BatchSearchResponse* response) override;
 
  private:
-  DB* const db_;
+  CallGate* const gate_;
 };
 
 }  // namespace shoal::rpc

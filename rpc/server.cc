@@ -6,14 +6,24 @@
 #include <grpcpp/ext/proto_server_reflection_plugin.h>
 #endif
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "rpc/admin_service.h"
+#include "rpc/api_keys.h"
+#include "rpc/call_gate.h"
 #include "rpc/collection_service.h"
+#include "rpc/ingest_budget.h"
 #include "rpc/listen_address.h"
+#include "rpc/metrics.h"
+#include "rpc/rate_limiter.h"
 #include "rpc/search_service.h"
 #include "rpc/vector_service.h"
 
@@ -25,6 +35,7 @@ const char* const kServiceNames[] = {
     v1::CollectionService::service_full_name(),
     v1::VectorService::service_full_name(),
     v1::SearchService::service_full_name(),
+    v1::AdminService::service_full_name(),
 };
 
 void SetHealth(grpc::Server& server, bool serving) {
@@ -34,32 +45,79 @@ void SetHealth(grpc::Server& server, bool serving) {
   for (const char* name : kServiceNames) health->SetServingStatus(name, serving);
 }
 
+absl::StatusOr<std::string> ReadFile(const std::string& path, const char* field) {
+  std::ifstream in(path);
+  if (!in) return absl::InvalidArgumentError(absl::StrCat(field, ": cannot read ", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& options) {
+  if (options.tls_cert_file.empty() != options.tls_key_file.empty()) {
+    return absl::InvalidArgumentError("tls: set both --tls-cert and --tls-key, or neither");
+  }
+  if (options.tls_cert_file.empty()) return grpc::InsecureServerCredentials();
+  absl::StatusOr<std::string> cert = ReadFile(options.tls_cert_file, "tls-cert");
+  if (!cert.ok()) return cert.status();
+  absl::StatusOr<std::string> key = ReadFile(options.tls_key_file, "tls-key");
+  if (!key.ok()) return key.status();
+  grpc::SslServerCredentialsOptions ssl;
+  ssl.pem_key_cert_pairs.push_back({*key, *cert});
+  return grpc::SslServerCredentials(ssl);
+}
+
 }  // namespace
 
-Server::Server(std::unique_ptr<CollectionServiceImpl> collections,
-               std::unique_ptr<VectorServiceImpl> vectors,
-               std::unique_ptr<SearchServiceImpl> search)
-    : collections_(std::move(collections)),
-      vectors_(std::move(vectors)),
-      search_(std::move(search)) {}
+Server::Server() = default;
 
 absl::StatusOr<std::unique_ptr<Server>> Server::Start(DB* db, const ServerOptions& options) {
+  auto host = std::make_unique<DbHost>(db);
+  absl::StatusOr<std::unique_ptr<Server>> server = Start(host.get(), options);
+  if (server.ok()) (*server)->owned_host_ = std::move(host);
+  return server;
+}
+
+absl::StatusOr<std::unique_ptr<Server>> Server::Start(DbHost* host, const ServerOptions& options) {
+  std::unique_ptr<Server> server(new Server());
+  if (absl::Status s = server->Init(host, options); !s.ok()) return s;
+  return server;
+}
+
+absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
   absl::StatusOr<ListenAddress> listen = ParseListenAddress(options.listen_address);
   if (!listen.ok()) return listen.status();
-  if (!options.allow_remote && !IsLoopbackHost(listen->host)) {
+  if (options.key_file.empty() && !options.allow_remote && !IsLoopbackHost(listen->host)) {
     return absl::PermissionDeniedError(absl::StrCat(
         "listen: refusing to bind non-loopback address ", options.listen_address,
-        " without authentication; use a loopback address (127.0.0.1, [::1], localhost) or "
-        "--insecure-allow-remote"));
+        " without authentication; give --key-file (API keys), or use a loopback address "
+        "(127.0.0.1, [::1], localhost), or --insecure-allow-remote"));
   }
   if (options.max_message_bytes <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_message_bytes: ", options.max_message_bytes, " is not positive"));
   }
+  if (!options.key_file.empty()) {
+    absl::StatusOr<ApiKeys> keys = ApiKeys::Load(options.key_file);
+    if (!keys.ok()) return absl::InvalidArgumentError(keys.status().message());
+    keys_ = std::make_unique<ApiKeys>(*std::move(keys));
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials = Credentials(options);
+  if (!credentials.ok()) return credentials.status();
 
-  std::unique_ptr<Server> server(new Server(std::make_unique<CollectionServiceImpl>(db),
-                                            std::make_unique<VectorServiceImpl>(db),
-                                            std::make_unique<SearchServiceImpl>(db)));
+  limiter_ = std::make_unique<RateLimiter>(options.rate_limit_rps, options.rate_limit_burst);
+  metrics_ = std::make_unique<ServerMetrics>();
+  budget_ = std::make_unique<IngestBudget>(options.ingest_inflight_bytes);
+  gate_ = std::make_unique<CallGate>(keys_.get(), limiter_.get(), metrics_.get(), host,
+                                     static_cast<size_t>(options.max_message_bytes));
+  collections_ = std::make_unique<CollectionServiceImpl>(gate_.get());
+  vectors_ = std::make_unique<VectorServiceImpl>(gate_.get(), budget_.get());
+  search_ = std::make_unique<SearchServiceImpl>(gate_.get());
+  admin_ = std::make_unique<AdminServiceImpl>(gate_.get(), budget_.get(), options.snapshot_dir);
+  if (!options.metrics_listen.empty()) {
+    if (absl::Status s = metrics_->Serve(options.metrics_listen, host); !s.ok()) return s;
+  }
+
   // Process-wide switches; they only affect servers built after them.
   grpc::EnableDefaultHealthCheckService(true);
 #ifdef SHOAL_RPC_WITH_REFLECTION
@@ -67,30 +125,37 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(DB* db, const ServerOption
 #endif
   grpc::ServerBuilder builder;
   int bound_port = 0;
-  builder.AddListeningPort(listen->ToString(), grpc::InsecureServerCredentials(), &bound_port);
+  builder.AddListeningPort(listen->ToString(), *credentials, &bound_port);
   // gRPC sets SO_REUSEPORT by default, which would let a second shoald silently share the
   // port (and split the traffic) instead of failing to start.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(options.max_message_bytes);
+  // Up to twice the limit reaches the handlers, which refuse it with a clear message (and
+  // count it); gRPC refuses anything larger.
+  const int receive_limit =
+      options.max_message_bytes > INT_MAX / 2 ? INT_MAX : options.max_message_bytes * 2;
+  builder.SetMaxReceiveMessageSize(receive_limit);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
-  builder.RegisterService(server->collections_.get());
-  builder.RegisterService(server->vectors_.get());
-  builder.RegisterService(server->search_.get());
-  server->server_ = builder.BuildAndStart();
-  if (server->server_ == nullptr || bound_port == 0) {
-    if (server->server_ != nullptr) server->server_->Shutdown();
-    server->server_.reset();
+  builder.RegisterService(collections_.get());
+  builder.RegisterService(vectors_.get());
+  builder.RegisterService(search_.get());
+  builder.RegisterService(admin_.get());
+  server_ = builder.BuildAndStart();
+  if (server_ == nullptr || bound_port == 0) {
+    if (server_ != nullptr) server_->Shutdown();
+    server_.reset();
     return absl::UnavailableError(
         absl::StrCat("listen: could not bind ", options.listen_address,
                      " (address in use, or not an address of this machine?)"));
   }
-  server->port_ = bound_port;
-  server->address_ = absl::StrCat(listen->host, ":", bound_port);
-  SetHealth(*server->server_, true);
-  return server;
+  port_ = bound_port;
+  address_ = absl::StrCat(listen->host, ":", bound_port);
+  SetHealth(*server_, true);
+  return absl::OkStatus();
 }
 
 Server::~Server() { Shutdown(absl::ZeroDuration()); }
+
+int Server::metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }
 
 void Server::SetNotServing() {
   if (server_ != nullptr) SetHealth(*server_, false);

@@ -1,9 +1,13 @@
-// Shoal's gRPC server: serves a DB through shoal.v1's services, grpc.health.v1 and (when grpc++
-// reflection is available) server reflection. Used by shoald and, in-process, by tests.
+// Shoal's gRPC server: serves a DB through shoal.v1's services (collections, vectors, search,
+// admin), grpc.health.v1 and (when grpc++ reflection is available) server reflection, with API
+// keys, TLS, rate limits and Prometheus metrics as configured. Used by shoald and, in-process,
+// by tests.
 //
 //   ServerOptions options;
 //   options.listen_address = "127.0.0.1:0";
-//   SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Start(db.get(), options));
+//   options.key_file = "/etc/shoal/keys";          // optional: API keys (rpc/api_keys.h)
+//   SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<DbHost> host, DbHost::Open("/data", {}));
+//   SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Server> server, Server::Start(host.get(), options));
 //   std::cout << server->address() << "\n";   // the port actually bound
 //   ...
 //   server->Shutdown(absl::Seconds(5));          // health NOT_SERVING, drain, stop
@@ -12,13 +16,16 @@
 #ifndef SHOAL_RPC_SERVER_H_
 #define SHOAL_RPC_SERVER_H_
 
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "rpc/db_host.h"
 #include "shoal/db.h"
 
 namespace grpc {
@@ -27,24 +34,50 @@ class Server;
 
 namespace shoal::rpc {
 
+class AdminServiceImpl;
+class ApiKeys;
+class CallGate;
 class CollectionServiceImpl;
-class VectorServiceImpl;
+class IngestBudget;
+class RateLimiter;
 class SearchServiceImpl;
+class ServerMetrics;
+class VectorServiceImpl;
 
 struct ServerOptions {
   // HOST:PORT; port 0 lets the OS pick (read it back with Server::port()).
   std::string listen_address = "127.0.0.1:50051";
-  // Without authentication (a later issue) only loopback addresses may be bound.
+  // API key file (see rpc/api_keys.h); empty = no authentication (every caller is admin).
+  std::string key_file;
+  // Without a key file only loopback addresses may be bound, unless this is set.
   bool allow_remote = false;
-  // Largest request or response message, in bytes.
+  // PEM files; both set = TLS, both empty = plaintext.
+  std::string tls_cert_file;
+  std::string tls_key_file;
+  // Largest request or response message, in bytes. Requests up to twice this reach the
+  // handlers, which refuse them with a message naming the limit (and count them in metrics);
+  // gRPC itself refuses larger ones. Both are RESOURCE_EXHAUSTED.
   int max_message_bytes = 64 << 20;
+  // Per-key token bucket (requests per second, burst); 0 = off.
+  double rate_limit_rps = 0;
+  double rate_limit_burst = 0;
+  // Bytes of Ingest batches applied at once over all streams before clients are told to back
+  // off.
+  uint64_t ingest_inflight_bytes = 256ull << 20;
+  // HOST:PORT of the Prometheus endpoint (GET /metrics only); empty = not served.
+  std::string metrics_listen;
+  // Where Snapshot writes and Restore reads snapshots (by name only); empty = off.
+  std::string snapshot_dir;
 };
 
 class Server {
  public:
-  // Binds and starts serving `db`, which is not owned and must outlive the Server; health
-  // reports SERVING when this returns. Errors: INVALID_ARGUMENT (bad address or message size),
-  // PERMISSION_DENIED (non-loopback address without allow_remote), UNAVAILABLE (bind failed).
+  // Binds and starts serving `host`'s DB; `host` is not owned and must outlive the Server;
+  // health reports SERVING when this returns. Errors: INVALID_ARGUMENT (bad address, message
+  // size, key file, TLS files), PERMISSION_DENIED (non-loopback address without a key file or
+  // allow_remote), UNAVAILABLE (bind failed).
+  static absl::StatusOr<std::unique_ptr<Server>> Start(DbHost* host, const ServerOptions& options);
+  // As above for a DB that is not owned (Restore is then FAILED_PRECONDITION).
   static absl::StatusOr<std::unique_ptr<Server>> Start(DB* db, const ServerOptions& options);
 
   // Shuts down with no grace period if Shutdown was not called.
@@ -55,6 +88,8 @@ class Server {
   // "host:port" as bound (the OS-chosen port when 0 was asked for).
   const std::string& address() const { return address_; }
   int port() const { return port_; }
+  // The metrics endpoint's port; 0 when not served.
+  int metrics_port() const;
 
   // Reports NOT_SERVING (overall and for every service) through grpc.health.v1 while still
   // answering RPCs, so load balancers drain before Shutdown. Idempotent.
@@ -69,12 +104,19 @@ class Server {
   void Shutdown(absl::Duration grace);
 
  private:
-  Server(std::unique_ptr<CollectionServiceImpl> collections,
-         std::unique_ptr<VectorServiceImpl> vectors, std::unique_ptr<SearchServiceImpl> search);
+  Server();
+  absl::Status Init(DbHost* host, const ServerOptions& options);
 
+  std::unique_ptr<DbHost> owned_host_;  // Start(DB*) only
+  std::unique_ptr<ApiKeys> keys_;
+  std::unique_ptr<RateLimiter> limiter_;
+  std::unique_ptr<ServerMetrics> metrics_;
+  std::unique_ptr<IngestBudget> budget_;
+  std::unique_ptr<CallGate> gate_;
   std::unique_ptr<CollectionServiceImpl> collections_;
   std::unique_ptr<VectorServiceImpl> vectors_;
   std::unique_ptr<SearchServiceImpl> search_;
+  std::unique_ptr<AdminServiceImpl> admin_;
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
   int port_ = 0;

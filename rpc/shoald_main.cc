@@ -1,9 +1,12 @@
 // shoald: Shoal's gRPC server over one data directory.
 //
-//   shoald --listen 127.0.0.1:50051 --data ./shoal-data
+//   shoald --listen 127.0.0.1:50051 --data ./shoal-data [--key-file KEYS] [--metrics-listen
+//          127.0.0.1:9464] [--snapshot-dir DIR] [--tls-cert PEM --tls-key PEM]
 //
-// Prints exactly one line to stdout once serving (tools and tests parse it):
+// Prints one line to stdout once serving (tools and tests parse it):
 //   shoald listening on HOST:PORT data=DIR
+// and, with --metrics-listen, a second one:
+//   shoald metrics on HOST:PORT
 // SIGTERM / SIGINT: health turns NOT_SERVING, then after --shutdown-drain-ms the server stops
 // accepting RPCs, in-flight ones get --shutdown-grace-ms, the DB is closed and the process
 // exits 0. Any start-up failure is reported on stderr with exit status 1.
@@ -21,6 +24,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "rpc/db_host.h"
 #include "rpc/server.h"
 #include "shoal/db.h"
 #include "shoal/options.h"
@@ -31,8 +35,19 @@ constexpr char kUsage[] = R"(usage: shoald [flags]
   --listen HOST:PORT         address to serve on (default 127.0.0.1:50051); port 0 picks a
                              free port, printed on the start-up line
   --data DIR                 data directory, created if absent (default ./shoal-data)
-  --insecure-allow-remote    allow a non-loopback address although there is no auth yet
+  --key-file FILE            API keys, one "ROLE KEY [NAME]" per line (roles: admin,
+                             read-write, read-only); clients send "authorization: Bearer KEY".
+                             Without it there is no authentication (loopback only)
+  --insecure-allow-remote    allow a non-loopback address without --key-file
+  --tls-cert FILE            PEM certificate chain; with --tls-key, serve TLS only
+  --tls-key FILE             PEM private key
   --max-message-bytes N      largest request or response message (default 67108864)
+  --rate-limit-rps N         per-key request rate limit, requests/s (default 0 = off)
+  --rate-limit-burst N       per-key burst (default: the rate)
+  --ingest-inflight-bytes N  ingest batches applied at once over all streams before clients
+                             are told to back off (default 268435456)
+  --metrics-listen HOST:PORT serve Prometheus metrics (GET /metrics only) on this address
+  --snapshot-dir DIR         where Snapshot writes and Restore reads snapshots (by name)
   --shutdown-drain-ms N      on SIGTERM/SIGINT: report NOT_SERVING for N ms before stopping
                              (default 0)
   --shutdown-grace-ms N      on SIGTERM/SIGINT: let in-flight RPCs (and open streams and
@@ -42,8 +57,16 @@ constexpr char kUsage[] = R"(usage: shoald [flags]
 struct Flags {
   std::string listen = "127.0.0.1:50051";
   std::string data = "./shoal-data";
+  std::string key_file;
+  std::string tls_cert;
+  std::string tls_key;
+  std::string metrics_listen;
+  std::string snapshot_dir;
   bool insecure_allow_remote = false;
   int32_t max_message_bytes = 64 << 20;
+  int32_t rate_limit_rps = 0;
+  int32_t rate_limit_burst = 0;
+  int32_t ingest_inflight_bytes = 256 << 20;
   int32_t shutdown_drain_ms = 0;
   int32_t shutdown_grace_ms = 5000;
   bool help = false;
@@ -78,14 +101,27 @@ absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
     absl::Status status;
     if (arg == "--help" || arg == "-h") {
       flags.help = true;
-    } else if (arg == "--listen" || arg == "--data") {
+    } else if (std::string* target = arg == "--listen"           ? &flags.listen
+                                     : arg == "--data"           ? &flags.data
+                                     : arg == "--key-file"       ? &flags.key_file
+                                     : arg == "--tls-cert"       ? &flags.tls_cert
+                                     : arg == "--tls-key"        ? &flags.tls_key
+                                     : arg == "--metrics-listen" ? &flags.metrics_listen
+                                     : arg == "--snapshot-dir"   ? &flags.snapshot_dir
+                                                                 : nullptr) {
       absl::StatusOr<std::string> text = take();
       if (!text.ok()) return text.status();
-      (arg == "--listen" ? flags.listen : flags.data) = *text;
+      *target = *text;
     } else if (arg == "--insecure-allow-remote" && !has_value) {
       flags.insecure_allow_remote = true;
     } else if (arg == "--max-message-bytes") {
       status = take_int(&flags.max_message_bytes);
+    } else if (arg == "--rate-limit-rps") {
+      status = take_int(&flags.rate_limit_rps);
+    } else if (arg == "--rate-limit-burst") {
+      status = take_int(&flags.rate_limit_burst);
+    } else if (arg == "--ingest-inflight-bytes") {
+      status = take_int(&flags.ingest_inflight_bytes);
     } else if (arg == "--shutdown-drain-ms") {
       status = take_int(&flags.shutdown_drain_ms);
     } else if (arg == "--shutdown-grace-ms") {
@@ -121,18 +157,37 @@ int Run(const Flags& flags) {
 
   shoal::Options db_options;
   db_options.create_if_missing = true;
-  absl::StatusOr<std::unique_ptr<shoal::DB>> db = shoal::DB::Open(data, db_options);
+  absl::StatusOr<std::unique_ptr<shoal::rpc::DbHost>> db =
+      shoal::rpc::DbHost::Open(data, db_options);
   if (!db.ok()) return Fail("opening " + data, db.status());
 
   shoal::rpc::ServerOptions options;
   options.listen_address = flags.listen;
   options.allow_remote = flags.insecure_allow_remote;
+  options.key_file = flags.key_file;
+  options.tls_cert_file = flags.tls_cert;
+  options.tls_key_file = flags.tls_key;
   options.max_message_bytes = flags.max_message_bytes;
+  options.rate_limit_rps = flags.rate_limit_rps;
+  options.rate_limit_burst = flags.rate_limit_burst;
+  options.ingest_inflight_bytes = static_cast<uint64_t>(flags.ingest_inflight_bytes);
+  options.metrics_listen = flags.metrics_listen;
+  options.snapshot_dir = flags.snapshot_dir;
   absl::StatusOr<std::unique_ptr<shoal::rpc::Server>> server =
       shoal::rpc::Server::Start(db->get(), options);
   if (!server.ok()) return Fail("starting server", server.status());
 
   std::cout << "shoald listening on " << (*server)->address() << " data=" << data << std::endl;
+  if ((*server)->metrics_port() != 0) {
+    const std::string& listen = flags.metrics_listen;
+    std::cout << "shoald metrics on " << listen.substr(0, listen.rfind(':')) << ":"
+              << (*server)->metrics_port() << std::endl;
+  }
+  if (!flags.key_file.empty() && flags.tls_cert.empty()) {
+    std::cerr << "shoald: warning: API keys without TLS travel in plaintext; use --tls-cert and "
+                 "--tls-key off loopback"
+              << std::endl;
+  }
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);

@@ -9,7 +9,6 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "rpc/convert.h"
-#include "rpc/status_conversion.h"
 
 namespace shoal::rpc {
 namespace {
@@ -21,25 +20,35 @@ absl::Status CheckCollectionAndCount(const std::string& collection, int count,
   return absl::OkStatus();
 }
 
-absl::Status DoUpsert(DB& db, const v1::UpsertRequest& request, v1::UpsertResponse& response) {
+// Records of an upsert-shaped request; errors name "records[i]".
+absl::StatusOr<std::vector<Record>> RecordsFromProto(
+    const google::protobuf::RepeatedPtrField<v1::Record>& protos) {
+  std::vector<Record> records;
+  records.reserve(protos.size());
+  for (int i = 0; i < protos.size(); ++i) {
+    absl::StatusOr<Record> record = RecordFromProto(protos[i], absl::StrCat("records[", i, "]"));
+    if (!record.ok()) return record.status();
+    records.push_back(*std::move(record));
+  }
+  return records;
+}
+
+absl::Status DoUpsert(CallGate& gate, DB& db, const v1::UpsertRequest& request,
+                      v1::UpsertResponse& response) {
   if (absl::Status s =
           CheckCollectionAndCount(request.collection(), request.records_size(), "records");
       !s.ok()) {
     return s;
   }
-  std::vector<Record> records;
-  records.reserve(request.records_size());
-  for (int i = 0; i < request.records_size(); ++i) {
-    absl::StatusOr<Record> record =
-        RecordFromProto(request.records(i), absl::StrCat("records[", i, "]"));
-    if (!record.ok()) return record.status();
-    records.push_back(*std::move(record));
-  }
-  if (absl::Status s = db.Upsert(request.collection(), records, {.sync = request.sync()});
+  absl::StatusOr<std::vector<Record>> records = RecordsFromProto(request.records());
+  if (!records.ok()) return records.status();
+  if (absl::Status s = gate.TimedWrite(
+          request.sync(),
+          [&] { return db.Upsert(request.collection(), *records, {.sync = request.sync()}); });
       !s.ok()) {
     return s;
   }
-  response.set_upserted(records.size());
+  response.set_upserted(records->size());
   return absl::OkStatus();
 }
 
@@ -60,37 +69,144 @@ absl::Status DoGet(DB& db, const v1::GetRequest& request, v1::GetResponse& respo
   return absl::OkStatus();
 }
 
-absl::Status DoDelete(DB& db, const v1::DeleteRequest& request, v1::DeleteResponse& response) {
+absl::Status DoDelete(CallGate& gate, DB& db, const v1::DeleteRequest& request,
+                      v1::DeleteResponse& response) {
   if (absl::Status s = CheckCollectionAndCount(request.collection(), request.keys_size(), "keys");
       !s.ok()) {
     return s;
   }
   absl::StatusOr<std::vector<Key>> keys = KeysFromProto(request.keys(), "keys");
   if (!keys.ok()) return keys.status();
-  absl::StatusOr<uint64_t> deleted =
-      db.Delete(request.collection(), *keys, {.sync = request.sync()});
-  if (!deleted.ok()) return deleted.status();
+  absl::StatusOr<uint64_t> deleted;
+  if (absl::Status s = gate.TimedWrite(request.sync(),
+                                       [&] {
+                                         deleted = db.Delete(request.collection(), *keys,
+                                                             {.sync = request.sync()});
+                                         return deleted.status();
+                                       });
+      !s.ok()) {
+    return s;
+  }
   response.set_deleted(*deleted);
   return absl::OkStatus();
 }
 
+absl::Status DoBatch(grpc::ServerContext* context, CallGate& gate, DB& db,
+                     const v1::BatchRequest& request, v1::BatchResponse& response) {
+  if (request.operations().empty()) return absl::InvalidArgumentError("operations: empty");
+  for (int i = 0; i < request.operations_size(); ++i) {
+    const v1::BatchOperation& op = request.operations(i);
+    absl::Status s = gate.CheckDeadline(context);
+    std::string field = absl::StrCat("operations[", i, "]");
+    if (s.ok() && op.has_upsert()) {
+      absl::StrAppend(&field, ".upsert");
+      s = DoUpsert(gate, db, op.upsert(), *response.add_results()->mutable_upsert());
+    } else if (s.ok() && op.has_delete_()) {
+      absl::StrAppend(&field, ".delete");
+      s = DoDelete(gate, db, op.delete_(), *response.add_results()->mutable_delete_());
+    } else if (s.ok()) {
+      s = absl::InvalidArgumentError("op: not set (upsert or delete)");
+    }
+    if (!s.ok()) {
+      return absl::Status(s.code(), absl::StrCat(field, ".", s.message(), " (", i,
+                                                 " operation(s) before it were applied)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+constexpr RpcMethod kUpsert{"VectorService/Upsert", Role::kReadWrite};
+constexpr RpcMethod kGet{"VectorService/Get", Role::kReadOnly};
+constexpr RpcMethod kDelete{"VectorService/Delete", Role::kReadWrite};
+constexpr RpcMethod kBatch{"VectorService/Batch", Role::kReadWrite};
+constexpr RpcMethod kIngest{"VectorService/Ingest", Role::kReadWrite};
+
 }  // namespace
 
-grpc::Status VectorServiceImpl::Upsert(grpc::ServerContext* /*context*/,
+grpc::Status VectorServiceImpl::Upsert(grpc::ServerContext* context,
                                        const v1::UpsertRequest* request,
                                        v1::UpsertResponse* response) {
-  return ToGrpcStatus(DoUpsert(*db_, *request, *response));
+  return gate_->Unary(context, kUpsert, *request,
+                      [&](DB& db) { return DoUpsert(*gate_, db, *request, *response); });
 }
 
-grpc::Status VectorServiceImpl::Get(grpc::ServerContext* /*context*/, const v1::GetRequest* request,
+grpc::Status VectorServiceImpl::Get(grpc::ServerContext* context, const v1::GetRequest* request,
                                     v1::GetResponse* response) {
-  return ToGrpcStatus(DoGet(*db_, *request, *response));
+  return gate_->Unary(context, kGet, *request,
+                      [&](DB& db) { return DoGet(db, *request, *response); });
 }
 
-grpc::Status VectorServiceImpl::Delete(grpc::ServerContext* /*context*/,
+grpc::Status VectorServiceImpl::Delete(grpc::ServerContext* context,
                                        const v1::DeleteRequest* request,
                                        v1::DeleteResponse* response) {
-  return ToGrpcStatus(DoDelete(*db_, *request, *response));
+  return gate_->Unary(context, kDelete, *request,
+                      [&](DB& db) { return DoDelete(*gate_, db, *request, *response); });
+}
+
+grpc::Status VectorServiceImpl::Batch(grpc::ServerContext* context, const v1::BatchRequest* request,
+                                      v1::BatchResponse* response) {
+  return gate_->Unary(context, kBatch, *request,
+                      [&](DB& db) { return DoBatch(context, *gate_, db, *request, *response); });
+}
+
+grpc::Status VectorServiceImpl::Ingest(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream) {
+  const absl::Time start = absl::Now();
+  absl::Status status = gate_->Admit(context, kIngest).status();
+  if (status.ok()) status = RunIngest(context, stream);
+  return gate_->Finish(kIngest, start, status);
+}
+
+absl::Status VectorServiceImpl::RunIngest(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream) {
+  v1::IngestRequest request;
+  std::string collection;
+  uint64_t total = 0;
+  while (stream->Read(&request)) {
+    const std::string where = absl::StrCat("batch ", request.sequence());
+    if (!request.collection().empty()) collection = request.collection();
+    if (collection.empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": collection: required"));
+    }
+    if (absl::Status s = gate_->CheckMessage(context, request, where); !s.ok()) return s;
+    if (request.records().empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": records: empty"));
+    }
+    v1::IngestResponse ack;
+    ack.set_sequence(request.sequence());
+    const uint64_t bytes = request.ByteSizeLong();
+    if (!budget_->TryAcquire(bytes)) {
+      gate_->metrics().RecordRejection("ingest_backpressure");
+      ack.set_retry_after_ms(kRetryAfterMs);
+      ack.set_total_upserted(total);
+      if (!stream->Write(ack)) return absl::CancelledError("the client went away");
+      continue;
+    }
+    gate_->metrics().SetIngestInflightBytes(budget_->inflight());
+    absl::Status s;
+    {
+      absl::StatusOr<std::vector<Record>> records = RecordsFromProto(request.records());
+      s = records.status();
+      if (s.ok()) {
+        DbHost::Lease lease = gate_->Acquire();
+        s = !lease.ok() ? lease.status() : gate_->TimedWrite(request.sync(), [&] {
+          return lease->Upsert(collection, *records, {.sync = request.sync()});
+        });
+      }
+    }
+    budget_->Release(bytes);
+    gate_->metrics().SetIngestInflightBytes(budget_->inflight());
+    if (!s.ok()) return absl::Status(s.code(), absl::StrCat(where, ": ", s.message()));
+    const uint64_t n = static_cast<uint64_t>(request.records_size());
+    total += n;
+    gate_->metrics().RecordIngested(n);
+    ack.set_upserted(n);
+    ack.set_total_upserted(total);
+    if (!stream->Write(ack)) return absl::CancelledError("the client went away");
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace shoal::rpc

@@ -1,17 +1,25 @@
-// gRPC handlers of shoal.v1.VectorService (Upsert, Get, Delete): check the request's shape,
-// call the DB, convert the result. Thread-safe (the DB is); holds no state of its own.
+// gRPC handlers of shoal.v1.VectorService (Upsert, Get, Delete, Batch, Ingest): check the
+// request's shape, call the DB, convert the result; the CallGate does auth, limits and metrics.
+// Ingest applies one batch at a time per stream and asks the client to back off when the
+// IngestBudget (all streams together) is spent. Thread-safe; holds no per-call state.
 #ifndef SHOAL_RPC_VECTOR_SERVICE_H_
 #define SHOAL_RPC_VECTOR_SERVICE_H_
 
-#include "shoal/db.h"
+#include <cstdint>
+
+#include "rpc/call_gate.h"
+#include "rpc/ingest_budget.h"
 #include "shoal/v1/vector_service.grpc.pb.h"
 
 namespace shoal::rpc {
 
 class VectorServiceImpl final : public v1::VectorService::Service {
  public:
-  // `db` is not owned and must outlive the service.
-  explicit VectorServiceImpl(DB* db) : db_(db) {}
+  // Suggested back-off when the ingest budget is spent.
+  static constexpr uint32_t kRetryAfterMs = 20;
+
+  // Neither is owned; both must outlive the service.
+  VectorServiceImpl(CallGate* gate, IngestBudget* budget) : gate_(gate), budget_(budget) {}
 
   grpc::Status Upsert(grpc::ServerContext* context, const v1::UpsertRequest* request,
                       v1::UpsertResponse* response) override;
@@ -19,9 +27,18 @@ class VectorServiceImpl final : public v1::VectorService::Service {
                    v1::GetResponse* response) override;
   grpc::Status Delete(grpc::ServerContext* context, const v1::DeleteRequest* request,
                       v1::DeleteResponse* response) override;
+  grpc::Status Batch(grpc::ServerContext* context, const v1::BatchRequest* request,
+                     v1::BatchResponse* response) override;
+  grpc::Status Ingest(
+      grpc::ServerContext* context,
+      grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream) override;
 
  private:
-  DB* const db_;
+  absl::Status RunIngest(grpc::ServerContext* context,
+                         grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream);
+
+  CallGate* const gate_;
+  IngestBudget* const budget_;
 };
 
 }  // namespace shoal::rpc

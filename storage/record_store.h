@@ -26,6 +26,8 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -126,6 +128,17 @@ class RecordStore {
   absl::Status ClearIndex(uint32_t collection_id);
   // nullopt when the collection has no index.
   absl::StatusOr<std::optional<StoredIndex>> LoadIndex(uint32_t collection_id);
+
+  // ---- Administration (record_store_admin.cc) ----
+  // Catalog rows "alias/NAME" -> collection name: every alias, ordered by alias.
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> LoadAliases();
+  // Sets the alias row (`collection` non-empty) or removes it (empty), synced.
+  absl::Status PutAlias(std::string_view alias, std::string_view collection);
+  // Compacts every column family, or only the rows of `collection_id`.
+  absl::Status Compact(std::optional<uint32_t> collection_id);
+  // A consistent point-in-time copy of the store (RocksDB checkpoint: hard links to the
+  // immutable SST files plus copies of the live logs) in `dir`, which must not exist.
+  absl::Status Checkpoint(const std::string& dir);
 
  private:
   RecordStore() = default;

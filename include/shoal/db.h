@@ -17,7 +17,8 @@
 // Errors (absl canonical codes; the message names the offending field, e.g. "records[3].vector"):
 //   InvalidArgument    bad name, dimension, NaN/Inf, empty batch, k out of range, bad key
 //   NotFound           unknown collection
-//   AlreadyExists      CreateCollection of an existing name
+//   AlreadyExists      CreateCollection / CreateAlias of a name already used
+//   FailedPrecondition DropCollection of a collection that aliases point to
 //   ResourceExhausted  a batch larger than the configured limit
 //   Unavailable        the directory is locked by another process
 //   DataLoss           a stored record fails to decode (corruption)
@@ -48,11 +49,23 @@ class DB {
   DB& operator=(const DB&) = delete;
 
   // ---- Collections ----
+  // Every method below that takes a collection name also accepts an alias (see CreateAlias),
+  // except DropCollection.
   virtual absl::Status CreateCollection(const CollectionSpec& spec) = 0;
   virtual absl::StatusOr<std::vector<CollectionInfo>> ListCollections() = 0;
   virtual absl::StatusOr<CollectionInfo> DescribeCollection(std::string_view name) = 0;
-  // Removes the collection and every record in it.
+  // Removes the collection and every record in it. FailedPrecondition while aliases point to it.
   virtual absl::Status DropCollection(std::string_view name) = 0;
+
+  // ---- Aliases ----
+  // A second, durable name for a collection. Aliases and collections share one namespace
+  // (AlreadyExists on a clash); an alias points at a collection's real name, never at another
+  // alias. AlterAlias switches the target atomically.
+  virtual absl::Status CreateAlias(std::string_view alias, std::string_view collection) = 0;
+  virtual absl::Status AlterAlias(std::string_view alias, std::string_view collection) = 0;
+  virtual absl::Status DropAlias(std::string_view alias) = 0;
+  // Every alias, ordered by alias.
+  virtual absl::StatusOr<std::vector<AliasInfo>> ListAliases() = 0;
 
   // ---- Records ----
   // Inserts or replaces records, all or nothing: on error nothing of the batch is written.
@@ -74,6 +87,21 @@ class DB {
   // Errors: InvalidArgument (bad spec, naming the key), ResourceExhausted (over
   // Options::index_ram_bytes_limit), NotFound.
   virtual absl::Status BuildIndex(std::string_view collection, std::string_view spec) = 0;
+
+  // ---- Maintenance ----
+  // Compacts the storage of one collection (or, with an empty name, of the whole database),
+  // reclaiming the space of deleted and overwritten records. Blocks until done.
+  virtual absl::Status Compact(std::string_view collection) = 0;
+  // Writes a consistent copy of the whole database (storage checkpoint + index files) into the
+  // new directory `dir` (its parent must exist; `dir` must not: AlreadyExists). Writes, index
+  // builds and collection changes wait while it runs; reads continue. The copy is complete
+  // only once this returns OK (a crash leaves "<dir>.tmp" behind, never a partial `dir`).
+  virtual absl::Status Snapshot(const std::string& dir) = 0;
+  // Replaces the database in directory `path` with the snapshot in `snapshot_dir` (made by
+  // Snapshot). No DB may have `path` open. Crash-safe: the new contents are staged beside the
+  // old ones and swapped in; an Open after a crash mid-swap finishes the swap.
+  // Errors: NotFound / DataLoss (not a complete snapshot), IO errors.
+  static absl::Status RestoreSnapshot(const std::string& snapshot_dir, const std::string& path);
 
   // ---- Search ----
   // `queries` holds n * dimension floats (n >= 1) row-major; returns n lists of at most k hits,

@@ -50,6 +50,15 @@ struct CollectionInfo {
   uint64_t index_ram_bytes = 0;
   // Records written since the last index build (searched exactly beside the index).
   uint64_t unindexed_vectors = 0;
+  // Aliases that resolve to this collection, sorted (filled by DB, not by Collection).
+  std::vector<std::string> aliases;
+};
+
+// An alias and the collection (real name) it resolves to.
+struct AliasInfo {
+  std::string alias;
+  std::string collection;
+  friend bool operator==(const AliasInfo&, const AliasInfo&) = default;
 };
 
 // One vector with its key and attributes. Upsert replaces the whole record of an existing key.

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
@@ -120,6 +121,18 @@ absl::Status ShoaldProcess::Start(const std::string& data_dir,
     return absl::UnavailableError(absl::StrCat("unexpected start-up line: \"", *line, "\""));
   }
   address_ = line->substr(prefix.size(), space - prefix.size());
+  metrics_port_ = 0;
+  if (std::find(extra_args.begin(), extra_args.end(), "--metrics-listen") != extra_args.end()) {
+    // "shoald metrics on 127.0.0.1:PORT"
+    absl::StatusOr<std::string> metrics = ReadLine(timeout);
+    const size_t port_colon = metrics.ok() ? metrics->rfind(':') : std::string::npos;
+    if (!metrics.ok() || metrics->rfind("shoald metrics on ", 0) != 0 ||
+        port_colon == std::string::npos ||
+        !absl::SimpleAtoi(metrics->substr(port_colon + 1), &metrics_port_)) {
+      KillAndReap();
+      return absl::UnavailableError("no metrics line from shoald");
+    }
+  }
   return absl::OkStatus();
 }
 

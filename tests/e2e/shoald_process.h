@@ -30,7 +30,8 @@ class ShoaldProcess {
   ShoaldProcess& operator=(const ShoaldProcess&) = delete;
 
   // Starts `shoald --listen 127.0.0.1:0 --data <data_dir> <extra_args...>` and waits up to
-  // `timeout` for its start-up line. Its stderr goes to `stderr_path` (for assertions).
+  // `timeout` for its start-up line (and, when extra_args has --metrics-listen, the metrics
+  // line). Its stderr is kept for assertions (Stderr()).
   // FAILED_PRECONDITION if SHOAL_BIN_DIR is unset; UNAVAILABLE if the child exits or stays
   // silent (the error includes its exit status / stderr).
   absl::Status Start(const std::string& data_dir, const std::vector<std::string>& extra_args = {},
@@ -52,6 +53,8 @@ class ShoaldProcess {
   // "127.0.0.1:PORT" and PORT as printed by the child.
   const std::string& address() const { return address_; }
   int port() const { return port_; }
+  // The metrics port from "shoald metrics on HOST:PORT"; 0 without --metrics-listen.
+  int metrics_port() const { return metrics_port_; }
   // Everything the child wrote to stderr so far.
   std::string Stderr() const;
 
@@ -65,6 +68,7 @@ class ShoaldProcess {
   std::string stderr_path_;
   std::string address_;
   int port_ = 0;
+  int metrics_port_ = 0;
 };
 
 // A fresh empty directory under the test temp dir; removed by the caller.

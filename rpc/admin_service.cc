@@ -1,0 +1,260 @@
+#include "rpc/admin_service.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <system_error>
+#include <thread>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "rpc/convert.h"
+
+namespace shoal::rpc {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr RpcMethod kBuildIndex{"AdminService/BuildIndex", Role::kAdmin};
+constexpr RpcMethod kCompact{"AdminService/Compact", Role::kAdmin};
+constexpr RpcMethod kSnapshot{"AdminService/Snapshot", Role::kAdmin};
+constexpr RpcMethod kListSnapshots{"AdminService/ListSnapshots", Role::kAdmin};
+constexpr RpcMethod kRestore{"AdminService/Restore", Role::kAdmin};
+constexpr RpcMethod kGetStats{"AdminService/GetStats", Role::kAdmin};
+
+constexpr char kSnapshotMarker[] = "SNAPSHOT";  // written last by DB::Snapshot
+
+absl::StatusOr<v1::SnapshotInfo> DescribeSnapshot(const fs::path& dir) {
+  v1::SnapshotInfo info;
+  info.set_name(dir.filename().string());
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (!it->is_regular_file()) continue;
+    info.set_files(info.files() + 1);
+    info.set_bytes(info.bytes() + it->file_size());
+  }
+  if (ec) return absl::InternalError(absl::StrCat("listing snapshot ", info.name()));
+  const auto written = fs::last_write_time(dir / kSnapshotMarker, ec);
+  if (!ec) {
+    const auto system = std::chrono::file_clock::to_sys(written);
+    info.set_created_unix_seconds(
+        std::chrono::duration_cast<std::chrono::seconds>(system.time_since_epoch()).count());
+  }
+  return info;
+}
+
+}  // namespace
+
+absl::Status ValidateSnapshotName(absl::string_view name, absl::string_view field) {
+  const auto bad = [&] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, ": \"", name,
+        "\" is not a snapshot name ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}, no '/' or '..')"));
+  };
+  if (name.empty() || name.size() > 128 || absl::StrContains(name, "..")) return bad();
+  for (size_t i = 0; i < name.size(); ++i) {
+    const char c = name[i];
+    const bool plain = absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
+    if (!plain && (i == 0 || (c != '.' && c != '-'))) return bad();
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> AdminServiceImpl::SnapshotPath(absl::string_view name) const {
+  if (snapshot_dir_.empty()) {
+    return absl::FailedPreconditionError("snapshots are off: start shoald with --snapshot-dir");
+  }
+  if (absl::Status s = ValidateSnapshotName(name, "name"); !s.ok()) return s;
+  return (fs::path(snapshot_dir_) / std::string(name)).string();
+}
+
+grpc::Status AdminServiceImpl::BuildIndex(grpc::ServerContext* context,
+                                          const v1::BuildIndexRequest* request,
+                                          grpc::ServerWriter<v1::BuildIndexProgress>* writer) {
+  const absl::Time start = absl::Now();
+  absl::Status status = gate_->Admit(context, kBuildIndex).status();
+  if (status.ok()) status = gate_->CheckMessage(context, *request, "request");
+  if (status.ok()) status = RunBuild(context, *request, writer);
+  return gate_->Finish(kBuildIndex, start, status);
+}
+
+absl::Status AdminServiceImpl::RunBuild(grpc::ServerContext* context,
+                                        const v1::BuildIndexRequest& request,
+                                        grpc::ServerWriter<v1::BuildIndexProgress>* writer) {
+  if (request.collection().empty()) return absl::InvalidArgumentError("collection: required");
+  if (request.spec().empty()) return absl::InvalidArgumentError("spec: required");
+  const uint32_t interval_ms =
+      request.progress_interval_ms() == 0 ? 1000 : request.progress_interval_ms();
+  if (interval_ms < 10) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("progress_interval_ms: ", interval_ms, " is below 10"));
+  }
+  CollectionInfo before;
+  {
+    DbHost::Lease lease = gate_->Acquire();
+    if (!lease.ok()) return lease.status();
+    absl::StatusOr<CollectionInfo> info = lease->DescribeCollection(request.collection());
+    if (!info.ok()) return info.status();
+    before = *std::move(info);
+  }
+  const std::string& name = before.spec.name;  // the real name, also when asked by alias
+  const absl::Time start = absl::Now();
+  v1::BuildIndexProgress progress;
+  progress.set_vectors(before.num_vectors);
+  auto report = [&](v1::BuildIndexProgress::Phase phase) {
+    progress.set_phase(phase);
+    progress.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+    // A client that went away stops getting reports; the build still finishes.
+    if (!context->IsCancelled()) writer->Write(progress);
+  };
+
+  ++builds_in_progress_;
+  gate_->metrics().AddBuildsInProgress(1);
+  gate_->metrics().SetBuildProgress(name, 0);
+  // The build runs on its own thread (with its own lease) so this one can report progress.
+  absl::Status built;
+  absl::Notification done;
+  std::thread builder([&] {
+    {
+      DbHost::Lease lease = gate_->Acquire();
+      built = lease.ok() ? lease->BuildIndex(name, request.spec()) : lease.status();
+    }
+    done.Notify();
+  });
+  report(v1::BuildIndexProgress::PHASE_BUILDING);
+  while (!done.WaitForNotificationWithTimeout(absl::Milliseconds(interval_ms))) {
+    report(v1::BuildIndexProgress::PHASE_BUILDING);
+  }
+  builder.join();
+  --builds_in_progress_;
+  gate_->metrics().AddBuildsInProgress(-1);
+  if (!built.ok()) return built;
+  gate_->metrics().SetBuildProgress(name, 1);
+
+  DbHost::Lease lease = gate_->Acquire();
+  if (!lease.ok()) return lease.status();
+  absl::StatusOr<CollectionInfo> after = lease->DescribeCollection(name);
+  if (!after.ok()) return after.status();
+  CollectionInfoToProto(*after, progress.mutable_collection());
+  progress.set_fraction(1);
+  progress.set_done(true);
+  report(v1::BuildIndexProgress::PHASE_DONE);
+  return absl::OkStatus();
+}
+
+grpc::Status AdminServiceImpl::Compact(grpc::ServerContext* context,
+                                       const v1::CompactRequest* request,
+                                       v1::CompactResponse* response) {
+  return gate_->Unary(context, kCompact, *request, [&](DB& db) {
+    const absl::Time start = absl::Now();
+    absl::Status s = db.Compact(request->collection());
+    response->set_seconds(absl::ToDoubleSeconds(absl::Now() - start));
+    return s;
+  });
+}
+
+grpc::Status AdminServiceImpl::Snapshot(grpc::ServerContext* context,
+                                        const v1::SnapshotRequest* request,
+                                        v1::SnapshotResponse* response) {
+  return gate_->Unary(context, kSnapshot, *request, [&](DB& db) -> absl::Status {
+    std::string name = request->name();
+    if (name.empty()) {
+      const absl::Time now = absl::Now();
+      name = absl::StrCat("snapshot-", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::UTCTimeZone()),
+                          "-", absl::ToUnixMillis(now) % 1000);
+    }
+    absl::StatusOr<std::string> path = SnapshotPath(name);
+    if (!path.ok()) return path.status();
+    std::error_code ec;
+    fs::create_directories(snapshot_dir_, ec);
+    if (absl::Status s = db.Snapshot(*path); !s.ok()) {
+      if (absl::IsAlreadyExists(s)) {
+        return absl::AlreadyExistsError(absl::StrCat("name: snapshot \"", name, "\" exists"));
+      }
+      return s;
+    }
+    absl::StatusOr<v1::SnapshotInfo> info = DescribeSnapshot(*path);
+    if (!info.ok()) return info.status();
+    *response->mutable_snapshot() = *std::move(info);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status AdminServiceImpl::ListSnapshots(grpc::ServerContext* context,
+                                             const v1::ListSnapshotsRequest* request,
+                                             v1::ListSnapshotsResponse* response) {
+  return gate_->Unary(context, kListSnapshots, *request, [&](DB&) -> absl::Status {
+    if (snapshot_dir_.empty()) return SnapshotPath("x").status();
+    std::vector<fs::path> dirs;
+    std::error_code ec;
+    for (const fs::directory_entry& entry : fs::directory_iterator(snapshot_dir_, ec)) {
+      if (entry.is_directory() && fs::exists(entry.path() / kSnapshotMarker)) {
+        dirs.push_back(entry.path());
+      }
+    }
+    std::sort(dirs.begin(), dirs.end());
+    for (const fs::path& dir : dirs) {
+      absl::StatusOr<v1::SnapshotInfo> info = DescribeSnapshot(dir);
+      if (!info.ok()) return info.status();
+      *response->add_snapshots() = *std::move(info);
+    }
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status AdminServiceImpl::Restore(grpc::ServerContext* context,
+                                       const v1::RestoreRequest* request,
+                                       v1::RestoreResponse* response) {
+  const absl::Time start = absl::Now();
+  absl::Status status = gate_->Admit(context, kRestore).status();
+  if (status.ok()) status = gate_->CheckMessage(context, *request, "request");
+  absl::StatusOr<std::string> path = SnapshotPath(request->name());
+  if (status.ok()) status = path.status();
+  std::error_code ec;
+  if (status.ok() && !fs::exists(fs::path(*path) / kSnapshotMarker, ec)) {
+    status = absl::NotFoundError(absl::StrCat("name: no snapshot \"", request->name(), "\""));
+  }
+  // No lease here: Restore waits for every lease to end.
+  if (status.ok()) status = gate_->host()->Restore(*path);
+  if (status.ok()) {
+    DbHost::Lease lease = gate_->Acquire();
+    absl::StatusOr<std::vector<CollectionInfo>> infos =
+        lease.ok() ? lease->ListCollections() : lease.status();
+    status = infos.status();
+    if (status.ok()) {
+      for (const CollectionInfo& info : *infos) {
+        CollectionInfoToProto(info, response->add_collections());
+      }
+    }
+  }
+  return gate_->Finish(kRestore, start, status);
+}
+
+grpc::Status AdminServiceImpl::GetStats(grpc::ServerContext* context,
+                                        const v1::GetStatsRequest* request,
+                                        v1::GetStatsResponse* response) {
+  return gate_->Unary(context, kGetStats, *request, [&](DB& db) -> absl::Status {
+    absl::StatusOr<std::vector<CollectionInfo>> infos = db.ListCollections();
+    if (!infos.ok()) return infos.status();
+    for (const CollectionInfo& info : *infos) {
+      v1::CollectionInfo* out = response->add_collections();
+      CollectionInfoToProto(info, out);
+      response->set_total_vectors(response->total_vectors() + out->num_vectors());
+      response->set_total_vector_bytes(response->total_vector_bytes() + out->vector_bytes());
+    }
+    response->set_uptime_seconds(absl::ToDoubleSeconds(absl::Now() - started_));
+    response->set_builds_in_progress(builds_in_progress_.load());
+    response->set_ingest_inflight_bytes(budget_->inflight());
+    response->set_ingest_inflight_budget_bytes(budget_->limit());
+    response->set_version("shoald 0.1.0");
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace shoal::rpc

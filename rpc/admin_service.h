@@ -1,0 +1,58 @@
+// gRPC handlers of shoal.v1.AdminService: index builds with streamed progress, compaction,
+// snapshots and restore (only by NAME inside the server's --snapshot-dir), statistics. Every
+// RPC needs an admin key. Thread-safe.
+#ifndef SHOAL_RPC_ADMIN_SERVICE_H_
+#define SHOAL_RPC_ADMIN_SERVICE_H_
+
+#include <atomic>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "rpc/call_gate.h"
+#include "rpc/ingest_budget.h"
+#include "shoal/v1/admin_service.grpc.pb.h"
+
+namespace shoal::rpc {
+
+// INVALID_ARGUMENT unless `name` is a plain snapshot name: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}
+// without "..". Names are the only thing a client says about snapshot locations.
+absl::Status ValidateSnapshotName(absl::string_view name, absl::string_view field);
+
+class AdminServiceImpl final : public v1::AdminService::Service {
+ public:
+  // `gate` and `budget` are not owned and must outlive the service. `snapshot_dir` empty =
+  // snapshots are off (FAILED_PRECONDITION).
+  AdminServiceImpl(CallGate* gate, IngestBudget* budget, std::string snapshot_dir)
+      : gate_(gate), budget_(budget), snapshot_dir_(std::move(snapshot_dir)) {}
+
+  grpc::Status BuildIndex(grpc::ServerContext* context, const v1::BuildIndexRequest* request,
+                          grpc::ServerWriter<v1::BuildIndexProgress>* writer) override;
+  grpc::Status Compact(grpc::ServerContext* context, const v1::CompactRequest* request,
+                       v1::CompactResponse* response) override;
+  grpc::Status Snapshot(grpc::ServerContext* context, const v1::SnapshotRequest* request,
+                        v1::SnapshotResponse* response) override;
+  grpc::Status ListSnapshots(grpc::ServerContext* context, const v1::ListSnapshotsRequest* request,
+                             v1::ListSnapshotsResponse* response) override;
+  grpc::Status Restore(grpc::ServerContext* context, const v1::RestoreRequest* request,
+                       v1::RestoreResponse* response) override;
+  grpc::Status GetStats(grpc::ServerContext* context, const v1::GetStatsRequest* request,
+                        v1::GetStatsResponse* response) override;
+
+ private:
+  absl::Status RunBuild(grpc::ServerContext* context, const v1::BuildIndexRequest& request,
+                        grpc::ServerWriter<v1::BuildIndexProgress>* writer);
+  // snapshot_dir_/name after the checks (configured, valid name).
+  absl::StatusOr<std::string> SnapshotPath(absl::string_view name) const;
+
+  CallGate* const gate_;
+  IngestBudget* const budget_;
+  const std::string snapshot_dir_;
+  const absl::Time started_ = absl::Now();
+  std::atomic<int> builds_in_progress_{0};
+};
+
+}  // namespace shoal::rpc
+
+#endif  // SHOAL_RPC_ADMIN_SERVICE_H_

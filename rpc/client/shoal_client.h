@@ -1,0 +1,182 @@
+// Shoal's C++ client SDK: every shoal.v1 RPC of a running shoald as a method returning
+// absl::Status / absl::StatusOr, with the embedded API's value types (shoal/types.h,
+// shoal/filter.h) in and out: vectors are std::vector<float> / std::span<const float>, never
+// protobuf messages.
+//
+//   shoal::client::ConnectOptions options;
+//   options.api_key = std::getenv("SHOAL_API_KEY");
+//   SHOAL_ASSIGN_OR_RETURN(auto client, shoal::client::Client::Connect("127.0.0.1:50051",
+//   options)); client->CreateCollection({.name = "docs", .dimension = 768, .metric =
+//   shoal::Metric::kCosine}); client->Upsert("docs", records); SHOAL_ASSIGN_OR_RETURN(auto hits,
+//   client->Search("docs", query, {.k = 10}));
+//
+// Errors: the server's gRPC status as an absl::Status with the same canonical code and message
+// (e.g. NOT_FOUND "collection: 'x' not found", UNAUTHENTICATED, PERMISSION_DENIED,
+// RESOURCE_EXHAUSTED), or UNAVAILABLE / DEADLINE_EXCEEDED from the transport.
+//
+// Thread safety: a Client may be used from any number of threads at once (one channel, one
+// HTTP/2 connection). Each call gets ConnectOptions::timeout as its deadline.
+#ifndef SHOAL_RPC_CLIENT_SHOAL_CLIENT_H_
+#define SHOAL_RPC_CLIENT_SHOAL_CLIENT_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "shoal/filter.h"
+#include "shoal/types.h"
+
+namespace shoal::client {
+
+struct ConnectOptions {
+  // Sent as "authorization: Bearer KEY" on every call; empty = none.
+  std::string api_key;
+  // TLS: on when `tls` is set; roots = this PEM (e.g. a self-signed server certificate) or,
+  // empty, the system's roots. `tls_target_name` overrides the name checked in the
+  // certificate (e.g. "localhost" when connecting to 127.0.0.1).
+  bool tls = false;
+  std::string tls_root_certs_pem;
+  std::string tls_target_name;
+  // Deadline of every call (a BuildIndex stream: of the whole build).
+  absl::Duration timeout = absl::Seconds(60);
+  // Largest message sent or received.
+  int max_message_bytes = 64 << 20;
+};
+
+// One write of a Batch call.
+struct WriteOp {
+  enum class Kind { kUpsert, kDelete };
+  Kind kind = Kind::kUpsert;
+  std::string collection;
+  std::vector<Record> records;  // kUpsert
+  std::vector<Key> keys;        // kDelete
+  bool sync = false;
+};
+
+// One search of a BatchSearch call (params.stats and params.filter are read, not owned).
+struct SearchCall {
+  std::string collection;
+  std::vector<float> queries;  // n * dimension floats
+  SearchParams params;
+};
+
+struct IngestOptions {
+  size_t batch_records = 1000;  // records per streamed batch
+  size_t max_in_flight = 4;     // batches sent but not yet acknowledged
+  bool sync = false;
+};
+
+struct IngestResult {
+  uint64_t upserted = 0;
+  uint64_t batches = 0;
+  uint64_t retries = 0;  // batches resent because the server asked to back off
+};
+
+struct BuildProgress {
+  std::string phase;  // "building" or "done"
+  double fraction = 0;
+  double elapsed_seconds = 0;
+  uint64_t vectors = 0;
+};
+
+struct SnapshotInfo {
+  std::string name;
+  uint64_t bytes = 0;
+  uint64_t files = 0;
+  int64_t created_unix_seconds = 0;
+};
+
+struct ServerStats {
+  std::vector<CollectionInfo> collections;
+  uint64_t total_vectors = 0;
+  uint64_t total_vector_bytes = 0;
+  double uptime_seconds = 0;
+  uint32_t builds_in_progress = 0;
+  uint64_t ingest_inflight_bytes = 0;
+  uint64_t ingest_inflight_budget_bytes = 0;
+  std::string version;
+};
+
+class Client {
+ public:
+  // Creates the channel (connecting lazily, on the first call). INVALID_ARGUMENT for an empty
+  // address or bad options.
+  static absl::StatusOr<std::unique_ptr<Client>> Connect(const std::string& address,
+                                                         const ConnectOptions& options = {});
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+  // ---- Health (grpc.health.v1; "" = the whole server) ----
+  absl::StatusOr<bool> IsServing(const std::string& service = "");
+
+  // ---- Collections and aliases ----
+  absl::StatusOr<CollectionInfo> CreateCollection(const CollectionSpec& spec);
+  absl::StatusOr<std::vector<CollectionInfo>> ListCollections();
+  absl::StatusOr<CollectionInfo> DescribeCollection(const std::string& name);
+  absl::Status DropCollection(const std::string& name);
+  absl::Status CreateAlias(const std::string& alias, const std::string& collection);
+  absl::Status AlterAlias(const std::string& alias, const std::string& collection);
+  absl::Status DropAlias(const std::string& alias);
+  // All aliases, or those of `collection`.
+  absl::StatusOr<std::vector<AliasInfo>> ListAliases(const std::string& collection = "");
+
+  // ---- Records ----
+  // Returns the number of records written.
+  absl::StatusOr<uint64_t> Upsert(const std::string& collection, std::span<const Record> records,
+                                  bool sync = false);
+  absl::StatusOr<std::vector<std::optional<Record>>> Get(const std::string& collection,
+                                                         std::span<const Key> keys);
+  // Returns how many of the keys existed.
+  absl::StatusOr<uint64_t> Delete(const std::string& collection, std::span<const Key> keys,
+                                  bool sync = false);
+  // Applies `ops` in order in one round trip; per op the records upserted or keys deleted.
+  absl::StatusOr<std::vector<uint64_t>> Batch(std::span<const WriteOp> ops);
+  // Streams `records` in batches over one Ingest stream, keeping up to max_in_flight batches
+  // unacknowledged and resending those the server asks to back off.
+  absl::StatusOr<IngestResult> Ingest(const std::string& collection,
+                                      std::span<const Record> records,
+                                      const IngestOptions& options = {});
+
+  // ---- Search ----
+  // `queries` holds n * dimension floats; n lists of hits. params.stats, when set, is filled.
+  absl::StatusOr<std::vector<std::vector<Hit>>> Search(const std::string& collection,
+                                                       std::span<const float> queries,
+                                                       const SearchParams& params = {});
+  // One result (n lists of hits) per call, in order.
+  absl::StatusOr<std::vector<std::vector<std::vector<Hit>>>> BatchSearch(
+      std::span<const SearchCall> calls);
+
+  // ---- Admin (admin key) ----
+  // Blocks until the build is done; `on_progress` (optional) sees every progress report.
+  absl::StatusOr<CollectionInfo> BuildIndex(
+      const std::string& collection, const std::string& spec,
+      const std::function<void(const BuildProgress&)>& on_progress = nullptr,
+      uint32_t progress_interval_ms = 0);
+  // Returns the seconds it took. Empty collection = the whole database.
+  absl::StatusOr<double> Compact(const std::string& collection = "");
+  // Empty name = the server picks one.
+  absl::StatusOr<SnapshotInfo> Snapshot(const std::string& name = "");
+  absl::StatusOr<std::vector<SnapshotInfo>> ListSnapshots();
+  // The collections of the restored database.
+  absl::StatusOr<std::vector<CollectionInfo>> Restore(const std::string& name);
+  absl::StatusOr<ServerStats> GetStats();
+
+ private:
+  struct Stubs;
+  Client(std::unique_ptr<Stubs> stubs, ConnectOptions options);
+
+  std::unique_ptr<Stubs> stubs_;
+  const ConnectOptions options_;
+};
+
+}  // namespace shoal::client
+
+#endif  // SHOAL_RPC_CLIENT_SHOAL_CLIENT_H_

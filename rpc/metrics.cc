@@ -1,0 +1,179 @@
+#include "rpc/metrics.h"
+
+#include <prometheus/collectable.h>
+#include <prometheus/counter.h>
+#include <prometheus/exposer.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+
+#include <exception>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "rpc/db_host.h"
+#include "shoal/db.h"
+
+namespace shoal::rpc {
+namespace {
+
+const prometheus::Histogram::BucketBoundaries& LatencyBuckets() {
+  static const auto* buckets = new prometheus::Histogram::BucketBoundaries{
+      0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+      0.1,    0.25,    0.5,    1,     2.5,    5,     10,   30};
+  return *buckets;
+}
+
+prometheus::MetricFamily GaugeFamily(const std::string& name, const std::string& help) {
+  prometheus::MetricFamily family;
+  family.name = name;
+  family.help = help;
+  family.type = prometheus::MetricType::Gauge;
+  return family;
+}
+
+}  // namespace
+
+std::string GrpcCodeName(int code) {
+  static const char* const kNames[] = {"OK",
+                                       "CANCELLED",
+                                       "UNKNOWN",
+                                       "INVALID_ARGUMENT",
+                                       "DEADLINE_EXCEEDED",
+                                       "NOT_FOUND",
+                                       "ALREADY_EXISTS",
+                                       "PERMISSION_DENIED",
+                                       "RESOURCE_EXHAUSTED",
+                                       "FAILED_PRECONDITION",
+                                       "ABORTED",
+                                       "OUT_OF_RANGE",
+                                       "UNIMPLEMENTED",
+                                       "INTERNAL",
+                                       "UNAVAILABLE",
+                                       "DATA_LOSS",
+                                       "UNAUTHENTICATED"};
+  if (code >= 0 && code < static_cast<int>(std::size(kNames))) return kNames[code];
+  return absl::StrCat("CODE_", code);
+}
+
+// Per-collection gauges, read from the DB when Prometheus scrapes (never stale, no upkeep on
+// the write path).
+class ServerMetrics::CollectionCollector : public prometheus::Collectable {
+ public:
+  explicit CollectionCollector(DbHost* host) : host_(host) {}
+
+  std::vector<prometheus::MetricFamily> Collect() const override {
+    prometheus::MetricFamily vectors =
+        GaugeFamily("shoal_collection_vectors", "Live records per collection.");
+    prometheus::MetricFamily bytes =
+        GaugeFamily("shoal_collection_vector_bytes", "Bytes of vector data per collection.");
+    prometheus::MetricFamily ram =
+        GaugeFamily("shoal_collection_index_ram_bytes", "RAM held by each collection's index.");
+    DbHost::Lease lease = host_->Acquire();
+    if (lease.ok()) {
+      absl::StatusOr<std::vector<CollectionInfo>> infos = lease->ListCollections();
+      if (infos.ok()) {
+        for (const CollectionInfo& info : *infos) {
+          const double vector_bytes =
+              static_cast<double>(info.num_vectors) * info.spec.dimension * sizeof(float);
+          Add(vectors, info.spec.name, static_cast<double>(info.num_vectors));
+          Add(bytes, info.spec.name, vector_bytes);
+          Add(ram, info.spec.name, static_cast<double>(info.index_ram_bytes));
+        }
+      }
+    }
+    return {vectors, bytes, ram};
+  }
+
+ private:
+  static void Add(prometheus::MetricFamily& family, const std::string& collection, double value) {
+    prometheus::ClientMetric metric;
+    metric.label.push_back({"collection", collection});
+    metric.gauge.value = value;
+    family.metric.push_back(std::move(metric));
+  }
+
+  DbHost* const host_;
+};
+
+ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+  rpc_duration_ = &prometheus::BuildHistogram()
+                       .Name("shoal_rpc_duration_seconds")
+                       .Help("Time to answer an RPC, by method and gRPC status code.")
+                       .Register(*registry_);
+  rejections_ = &prometheus::BuildCounter()
+                     .Name("shoal_rejections_total")
+                     .Help("Requests refused before reaching the database, by reason.")
+                     .Register(*registry_);
+  build_progress_ = &prometheus::BuildGauge()
+                         .Name("shoal_index_build_progress")
+                         .Help("Progress of the collection's latest index build, 0..1.")
+                         .Register(*registry_);
+  wal_sync_ = &prometheus::BuildHistogram()
+                   .Name("shoal_wal_sync_seconds")
+                   .Help("Latency of writes acknowledged after a WAL fsync (sync=true).")
+                   .Register(*registry_)
+                   .Add({}, LatencyBuckets());
+  ingested_ = &prometheus::BuildCounter()
+                   .Name("shoal_ingested_records_total")
+                   .Help("Records written through the Ingest stream.")
+                   .Register(*registry_)
+                   .Add({});
+  ingest_inflight_ = &prometheus::BuildGauge()
+                          .Name("shoal_ingest_inflight_bytes")
+                          .Help("Bytes of ingest batches being applied now.")
+                          .Register(*registry_)
+                          .Add({});
+  builds_in_progress_ = &prometheus::BuildGauge()
+                             .Name("shoal_index_builds_in_progress")
+                             .Help("Index builds running now.")
+                             .Register(*registry_)
+                             .Add({});
+}
+
+ServerMetrics::~ServerMetrics() = default;
+
+absl::Status ServerMetrics::Serve(const std::string& listen, DbHost* host) {
+  if (exposer_ != nullptr) return absl::FailedPreconditionError("metrics: already serving");
+  try {
+    exposer_ = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/1);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(
+        absl::StrCat("metrics-listen: cannot bind ", listen, ": ", e.what()));
+  }
+  collections_ = std::make_shared<CollectionCollector>(host);
+  exposer_->RegisterCollectable(registry_);
+  exposer_->RegisterCollectable(collections_);
+  const std::vector<int> ports = exposer_->GetListeningPorts();
+  port_ = ports.empty() ? 0 : ports.front();
+  return absl::OkStatus();
+}
+
+void ServerMetrics::RecordRpc(const std::string& method, const std::string& code, double seconds) {
+  rpc_duration_->Add({{"method", method}, {"code", code}}, LatencyBuckets()).Observe(seconds);
+}
+
+void ServerMetrics::RecordRejection(const std::string& reason) {
+  rejections_->Add({{"reason", reason}}).Increment();
+}
+
+void ServerMetrics::RecordWalSync(double seconds) { wal_sync_->Observe(seconds); }
+
+void ServerMetrics::RecordIngested(uint64_t records) {
+  ingested_->Increment(static_cast<double>(records));
+}
+
+void ServerMetrics::SetIngestInflightBytes(uint64_t bytes) {
+  ingest_inflight_->Set(static_cast<double>(bytes));
+}
+
+void ServerMetrics::AddBuildsInProgress(int delta) { builds_in_progress_->Increment(delta); }
+
+void ServerMetrics::SetBuildProgress(const std::string& collection, double fraction) {
+  build_progress_->Add({{"collection", collection}}).Set(fraction);
+}
+
+}  // namespace shoal::rpc

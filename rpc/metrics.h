@@ -1,0 +1,87 @@
+// ServerMetrics: shoald's Prometheus metrics (prometheus-cpp), served over HTTP on their own
+// port (--metrics-listen), which answers GET /metrics and nothing else.
+//
+//   shoal_rpc_duration_seconds{method,code}       histogram, every RPC (auth failures included)
+//   shoal_rejections_total{reason}                counter: unauthenticated, permission_denied,
+//                                                 rate_limited, message_too_large,
+//                                                 ingest_backpressure, deadline_exceeded
+//   shoal_wal_sync_seconds                        histogram: writes asked to sync (Upsert,
+//                                                 Delete, Batch, Ingest with sync=true)
+//   shoal_ingested_records_total                  counter: records written by Ingest
+//   shoal_ingest_inflight_bytes                   gauge: ingest batches being applied
+//   shoal_index_builds_in_progress                gauge
+//   shoal_index_build_progress{collection}        gauge 0..1 (1 once the last build finished)
+//   shoal_collection_vectors{collection}          gauge, read from the DB at scrape time
+//   shoal_collection_vector_bytes{collection}     gauge, read from the DB at scrape time
+//   shoal_collection_index_ram_bytes{collection}  gauge, read from the DB at scrape time
+//
+// Recording works whether or not the endpoint is served. Thread safety: all methods are
+// thread-safe.
+#ifndef SHOAL_RPC_METRICS_H_
+#define SHOAL_RPC_METRICS_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace prometheus {
+class Counter;
+class Exposer;
+class Gauge;
+class Histogram;
+class Registry;
+template <typename T>
+class Family;
+}  // namespace prometheus
+
+namespace shoal::rpc {
+
+class DbHost;
+
+class ServerMetrics {
+ public:
+  ServerMetrics();
+  ~ServerMetrics();
+  ServerMetrics(const ServerMetrics&) = delete;
+  ServerMetrics& operator=(const ServerMetrics&) = delete;
+
+  // Serves GET /metrics on `listen` (HOST:PORT; port 0 picks one, see port()). Per-collection
+  // gauges are read from `host` (not owned; must outlive this) at each scrape.
+  // UNAVAILABLE when the address cannot be bound.
+  absl::Status Serve(const std::string& listen, DbHost* host);
+  // The bound port; 0 when not serving.
+  int port() const { return port_; }
+
+  // `code` is the gRPC status code's name, e.g. "OK", "INVALID_ARGUMENT".
+  void RecordRpc(const std::string& method, const std::string& code, double seconds);
+  void RecordRejection(const std::string& reason);
+  void RecordWalSync(double seconds);
+  void RecordIngested(uint64_t records);
+  void SetIngestInflightBytes(uint64_t bytes);
+  void AddBuildsInProgress(int delta);
+  void SetBuildProgress(const std::string& collection, double fraction);
+
+ private:
+  class CollectionCollector;
+
+  std::shared_ptr<prometheus::Registry> registry_;
+  std::shared_ptr<CollectionCollector> collections_;
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  int port_ = 0;
+  prometheus::Family<prometheus::Histogram>* rpc_duration_;
+  prometheus::Family<prometheus::Counter>* rejections_;
+  prometheus::Family<prometheus::Gauge>* build_progress_;
+  prometheus::Histogram* wal_sync_;
+  prometheus::Counter* ingested_;
+  prometheus::Gauge* ingest_inflight_;
+  prometheus::Gauge* builds_in_progress_;
+};
+
+// The canonical name of a gRPC status code ("OK", "NOT_FOUND", ...).
+std::string GrpcCodeName(int code);
+
+}  // namespace shoal::rpc
+
+#endif  // SHOAL_RPC_METRICS_H_
