@@ -44,4 +44,6 @@ class Shoald:
 
     def __exit__(self, *exc):
         self.stop()
+        self.process.stdout.close()
+        self.stderr.close()
         shutil.rmtree(self.data, ignore_errors=True)

@@ -1,0 +1,106 @@
+// End-to-end: the `shoal` admin commands (aliases, build-index, compact, stats) against a real
+// shoald that requires API keys: the key comes from $SHOAL_API_KEY, a wrong key or a key
+// without the role fails with the gRPC code and a non-zero exit.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "storage/dataset/test_files.h"
+#include "tests/cli/child_process.h"
+#include "tests/e2e/shoald_process.h"
+
+namespace shoal::cli_test {
+namespace {
+
+constexpr char kAdmin[] = "SHOAL_API_KEY=cli-admin-key-42";
+constexpr char kReader[] = "SHOAL_API_KEY=cli-reader-key-42";
+
+class ShellAdminE2eTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    data_dir_ = e2e::MakeTempDir();
+    ASSERT_FALSE(data_dir_.empty());
+    key_file_ = data_dir_ + "-keys";
+    std::ofstream(key_file_) << "admin cli-admin-key-42 ops\nread-only cli-reader-key-42 ro\n";
+    shoald_ = std::make_unique<e2e::ShoaldProcess>();
+    absl::Status started = shoald_->Start(data_dir_, {"--key-file", key_file_});
+    ASSERT_TRUE(started.ok()) << started;
+  }
+  void TearDown() override {
+    shoald_.reset();
+    std::filesystem::remove_all(data_dir_);
+    std::filesystem::remove(key_file_);
+  }
+  RunResult Shoal(std::vector<std::string> args, const std::string& key = kAdmin) {
+    args.insert(args.begin(), {"--server", shoald_->address()});
+    return RunShoal(args, {key});
+  }
+
+  std::string data_dir_;
+  std::string key_file_;
+  std::unique_ptr<e2e::ShoaldProcess> shoald_;
+};
+
+TEST_F(ShellAdminE2eTest, KeysFromTheEnvironmentAndRoles) {
+  RunResult r = Shoal({"list"}, "SHOAL_API_KEY=not-a-key");
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_NE(r.err.find("error: UNAUTHENTICATED"), std::string::npos) << r.err;
+  ASSERT_EQ(Shoal({"create", "docs", "--dimension", "2"}).exit_status, 0);
+  r = Shoal({"upsert", "docs", "1", "1,2"}, kReader);
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_NE(r.err.find("error: PERMISSION_DENIED"), std::string::npos) << r.err;
+  r = Shoal({"describe", "docs"}, kReader);
+  EXPECT_EQ(r.exit_status, 0) << r.err;
+}
+
+TEST_F(ShellAdminE2eTest, AliasesBuildIndexCompactStats) {
+  ASSERT_EQ(Shoal({"create", "v1", "--dimension", "4"}).exit_status, 0);
+  // Row i = (i % 17, i % 5, 1, i), loaded with `shoal ingest` (keys = row numbers).
+  std::vector<float> rows;
+  for (int i = 0; i < 300; ++i) {
+    rows.insert(rows.end(), {static_cast<float>(i % 17), static_cast<float>(i % 5), 1.0f,
+                             static_cast<float>(i)});
+  }
+  const std::string file = data_dir_ + "-rows.fvecs";
+  storage::testing::WriteFile(file, storage::testing::Vecs<float>(rows, 4));
+  RunResult loaded = Shoal({"ingest", file, "--collection", "v1", "--batch", "64"});
+  std::filesystem::remove(file);
+  ASSERT_EQ(loaded.exit_status, 0) << loaded.err;
+  ASSERT_EQ(Shoal({"alias-create", "live", "v1"}).exit_status, 0);
+  RunResult r = Shoal({"aliases", "--output", "csv"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out, "alias,collection\nlive,v1\n");
+  r = Shoal({"describe", "live"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"name\":\"v1\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"aliases\":\"live\""), std::string::npos) << r.out;
+
+  r = Shoal({"build-index", "live", "spann:centroid_ratio=0.05,replicas=2", "--progress-ms", "10"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"index\":\"spann"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"vectors\":300"), std::string::npos) << r.out;
+  r = Shoal({"build-index", "v1", "spann:bogus=1"});
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_NE(r.err.find("error: INVALID_ARGUMENT"), std::string::npos) << r.err;
+
+  r = Shoal({"search", "live", "3,3,1,3", "--k", "1", "--output", "csv"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("\n0,0,3,0\n"), std::string::npos) << r.out;
+
+  EXPECT_EQ(Shoal({"compact", "v1"}).exit_status, 0);
+  r = Shoal({"stats"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"total_vectors\":300"), std::string::npos) << r.out;
+  r = Shoal({"alias-drop", "live"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  r = Shoal({"snapshot", "s1"});  // shoald has no --snapshot-dir
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_NE(r.err.find("error: FAILED_PRECONDITION"), std::string::npos) << r.err;
+}
+
+}  // namespace
+}  // namespace shoal::cli_test
