@@ -155,19 +155,34 @@ absl::StatusOr<RaBitQ> RaBitQ::Create(size_t dim, uint32_t bits, uint64_t seed, 
 double RaBitQ::QuantizeUnit(const float* o, uint8_t* u) const {
   const size_t d = padded_dim();
   const uint32_t half = 1u << (bits_ - 1);
-  double max_abs = 0;
-  for (size_t i = 0; i < d; ++i) max_abs = std::max(max_abs, std::fabs(double{o[i]}));
+  thread_local std::vector<float> abs_o;
+  abs_o.resize(d);
+  float max_abs = 0;
+  for (size_t i = 0; i < d; ++i) {
+    abs_o[i] = std::fabs(o[i]);
+    max_abs = std::max(max_abs, abs_o[i]);
+  }
   double best_t = 0;
   if (bits_ > 1 && max_abs > 0) {
+    // <y, o> / |y| for the grid point of scale t: in float over 16 independent lanes, so that
+    // the compiler vectorises it (t * a >= 0, so truncation is floor). Only the choice of t
+    // depends on this; the stored factors are recomputed exactly below.
+    const float top = static_cast<float>(half - 1);
     auto score = [&](double t) {
-      double dot = 0, sq = 0;
-      for (size_t i = 0; i < d; ++i) {
-        const double a = std::fabs(double{o[i]});
-        const double k = std::min<double>(half - 1, std::floor(t * a)) + 0.5;
-        dot += a * k;
-        sq += k * k;
+      constexpr size_t kLanes = 16;
+      float dot[kLanes] = {}, sq[kLanes] = {};
+      const float tf = static_cast<float>(t);
+      for (size_t i = 0; i < d; i += kLanes) {  // d is a multiple of 64
+        for (size_t l = 0; l < kLanes; ++l) {
+          const float a = abs_o[i + l];
+          const float k = std::min(top, static_cast<float>(static_cast<int32_t>(tf * a))) + 0.5f;
+          dot[l] += a * k;
+          sq[l] += k * k;
+        }
       }
-      return dot / std::sqrt(sq);
+      double dot_sum = 0, sq_sum = 0;
+      for (size_t l = 0; l < kLanes; ++l) dot_sum += dot[l], sq_sum += sq[l];
+      return dot_sum / std::sqrt(sq_sum);
     };
     constexpr int kSteps = 40;
     const double lo = 1.0 / max_abs;
@@ -188,7 +203,7 @@ double RaBitQ::QuantizeUnit(const float* o, uint8_t* u) const {
   }
   double dot = 0, sq = 0;
   for (size_t i = 0; i < d; ++i) {
-    const double a = std::fabs(double{o[i]});
+    const double a = abs_o[i];
     const uint32_t k = static_cast<uint32_t>(std::min<double>(half - 1, std::floor(best_t * a)));
     u[i] = static_cast<uint8_t>(o[i] >= 0 ? half + k : half - 1 - k);
     dot += a * (k + 0.5);
@@ -263,7 +278,9 @@ void RaBitQ::PrepareResidual(Query* out) const {
   // size the bound, whose rounding allowance covers float sums of this length.
   constexpr size_t kLanes = 16;
   float lane[kLanes] = {};
-  for (size_t i = 0; i < d; ++i) lane[i % kLanes] += r[i] * r[i];
+  for (size_t i = 0; i < d; i += kLanes) {  // d is a multiple of 64
+    for (size_t l = 0; l < kLanes; ++l) lane[l] += r[i + l] * r[i + l];
+  }
   double norm_sq = 0;
   for (float v : lane) norm_sq += v;
   const double norm = std::sqrt(norm_sq);

@@ -63,6 +63,20 @@ void BM_PrepareQuery(benchmark::State& state) {
   }
 }
 
+// Encoding cost (what an index build pays per posting entry): extended codes search for their
+// grid scale, 1-bit codes do not.
+void BM_Encode(benchmark::State& state) {
+  const size_t dim = state.range(0);
+  RaBitQ rq(dim, static_cast<uint32_t>(state.range(1)), 1);
+  const std::vector<float> centroid(dim, 0.0f);
+  const std::vector<float> x = RandomRows(1, dim, 4);
+  std::vector<uint8_t> code(rq.code_bytes());
+  for (auto _ : state) {
+    rq.Encode(x.data(), centroid.data(), code.data());
+    benchmark::DoNotOptimize(code.data());
+  }
+}
+
 void BM_L2Sqr(benchmark::State& state) {
   const size_t dim = state.range(0);
   const std::vector<float> base = RandomRows(kCodes, dim, 2);
@@ -81,6 +95,7 @@ BENCHMARK(BM_EstimateBatch)
     ->ArgNames({"d", "bits", "level"})
     ->ArgsProduct({{128, 784}, {1, 4}, {0, 1, 2}});
 BENCHMARK(BM_PrepareQuery)->ArgNames({"d", "bits"})->ArgsProduct({{128, 784}, {1, 4}});
+BENCHMARK(BM_Encode)->ArgNames({"d", "bits"})->ArgsProduct({{128, 784}, {1, 2, 4}});
 BENCHMARK(BM_L2Sqr)->ArgNames({"d"})->Arg(128)->Arg(784);
 
 }  // namespace
