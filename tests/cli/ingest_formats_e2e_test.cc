@@ -115,5 +115,24 @@ TEST_F(IngestFormatsE2eTest, LoadsEveryFormatExactly) {
       << r.err;
 }
 
+TEST_F(IngestFormatsE2eTest, ProgressBarOnATerminal) {
+  WriteFile(work_dir_ + "/p.fvecs",
+            Vecs<float>(storage::testing::Pattern<float>(kRows, kCols), kCols));
+  PtyChild ingest;
+  ASSERT_TRUE(ingest
+                  .Start({"--server", shoald_->address(), "ingest", work_dir_ + "/p.fvecs",
+                          "--collection", "progress", "--create", "--batch", "5"},
+                         {})
+                  .ok());
+  absl::StatusOr<std::string> out = ingest.ReadUntil("rows/s");
+  ASSERT_TRUE(out.ok()) << out.status();
+  out = ingest.ReadUntil("backoffs");  // the result table follows the bar
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_NE(out->find("[####################] 20/20 rows 100%"), std::string::npos) << *out;
+  absl::StatusOr<int> status = ingest.Wait(absl::Seconds(30));
+  ASSERT_TRUE(status.ok()) << status.status();
+  EXPECT_EQ(*status, 0);
+}
+
 }  // namespace
 }  // namespace shoal::cli_test
