@@ -10,12 +10,15 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/commands_internal.h"
 #include "cli/ingest_checkpoint.h"
 #include "cli/output.h"
 #include "cli/progress.h"
 
 namespace shoal::cli {
 namespace {
+
+namespace v1 = ::shoal::v1;
 
 TEST(ArgsTest, SplitsQuotedWordsAndRejectsUnterminatedQuote) {
   absl::StatusOr<std::vector<std::string>> words =
@@ -62,6 +65,26 @@ TEST(OutputTest, RendersJsonCsvAndTable) {
   one.rows.push_back({Cell::Bool(true)});
   EXPECT_EQ(Render(one, OutputFormat::kJson), "{\"a\":true}\n");
   EXPECT_EQ(ParseOutputFormat("yaml").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(FilterTest, ParsesTermsIntoTheWireFilter) {
+  absl::StatusOr<v1::Filter> f = ParseFilter("lang=en,year>=2020,!tag:draft,n<=3.5");
+  ASSERT_TRUE(f.ok()) << f.status();
+  ASSERT_EQ(f->all_of().filters_size(), 4);
+  EXPECT_EQ(f->all_of().filters(0).equals().name(), "lang");
+  EXPECT_EQ(f->all_of().filters(0).equals().value().string_value(), "en");
+  EXPECT_EQ(f->all_of().filters(1).range().name(), "year");
+  EXPECT_EQ(f->all_of().filters(1).range().lo(), 2020);
+  EXPECT_FALSE(f->all_of().filters(1).range().has_hi());
+  EXPECT_EQ(f->all_of().filters(2).negate().has_tag(), "draft");
+  EXPECT_EQ(f->all_of().filters(3).range().hi(), 3.5);
+  absl::StatusOr<v1::Filter> one = ParseFilter("n=3");
+  ASSERT_TRUE(one.ok()) << one.status();
+  EXPECT_EQ(one->equals().value().int_value(), 3);
+  absl::Status bad = ParseFilter("a=1,year>2020").status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(bad.message().find("term 1 \"year>2020\""), std::string::npos) << bad;
+  EXPECT_EQ(ParseFilter("").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(AckedPrefixTest, AdvancesOnlyOverContiguousAcks) {

@@ -92,8 +92,12 @@ const std::vector<Command>& Commands() {
        "insert or replace one record (KEY: a number, or any other text)", true, Upsert},
       {"get", "NAME KEY...", "read records by key", true, Get},
       {"delete", "NAME KEY... [--sync]", "delete records by key", true, Delete},
-      {"search", "NAME V1,V2,...[;V1,V2,...] [--k K] [--max-postings N] [--pruning-ratio R]",
-       "k nearest neighbours of one or more queries (';' separates queries)", true, Search},
+      {"search",
+       "NAME V1,V2,...[;V1,V2,...] [--k K] [--filter TERM,...] [--max-postings N] "
+       "[--pruning-ratio R]",
+       "k nearest neighbours of one or more queries (';' separates queries); filter terms "
+       "(all must hold): NAME=VALUE, NAME>=X, NAME<=X, tag:T, ! negates",
+       true, Search},
       {"aliases", "[COLLECTION]", "list aliases (of one collection)", true, Aliases},
       {"alias-create", "ALIAS COLLECTION", "make ALIAS a second name of COLLECTION", false,
        AliasCreate},

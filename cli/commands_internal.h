@@ -37,6 +37,11 @@ absl::StatusOr<std::pair<std::string, ::shoal::v1::AttributeValue>> ParseAttribu
     const std::string& text);
 std::string AttributeText(const ::shoal::v1::AttributeValue& value);
 
+// `search --filter`: comma-separated terms, all of which must hold; a leading '!' negates one.
+//   NAME=VALUE (typed as ParseAttribute)   NAME>=NUMBER   NAME<=NUMBER   tag:TAG
+// e.g. "lang=en,year>=2020,!tag:draft". InvalidArgument naming the term.
+absl::StatusOr<::shoal::v1::Filter> ParseFilter(const std::string& text);
+
 // The columns every collection listing shares (`detailed`: also index RAM, unindexed vectors,
 // vector bytes), and one row of it.
 Table CollectionTable(bool detailed = false);

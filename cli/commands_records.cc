@@ -195,6 +195,50 @@ absl::StatusOr<Table> Delete(const Connection& c, const Args& args) {
   return t;
 }
 
+absl::StatusOr<v1::Filter> ParseFilter(const std::string& text) {
+  v1::Filter all;
+  int index = 0;
+  for (absl::string_view part : absl::StrSplit(text, ',', absl::SkipEmpty())) {
+    std::string term(part);
+    const std::string where = absl::StrCat("--filter: term ", index++, " \"", term, "\"");
+    v1::Filter* f = all.mutable_all_of()->add_filters();
+    if (term.starts_with("!")) {
+      f = f->mutable_negate();
+      term = term.substr(1);
+    }
+    if (term.starts_with("tag:") && term.size() > 4) {
+      f->set_has_tag(term.substr(4));
+      continue;
+    }
+    const size_t op = term.find_first_of("<>=");
+    if (op == std::string::npos || op == 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": want NAME=VALUE, NAME>=NUMBER, NAME<=NUMBER or tag:TAG"));
+    }
+    const std::string name = term.substr(0, op);
+    if (term[op] == '=') {
+      SHOAL_ASSIGN_OR_RETURN(auto attribute, ParseAttribute(term));
+      f->mutable_equals()->set_name(name);
+      *f->mutable_equals()->mutable_value() = attribute.second;
+      continue;
+    }
+    double bound = 0;
+    if (term.size() < op + 2 || term[op + 1] != '=' ||
+        !absl::SimpleAtod(term.substr(op + 2), &bound)) {
+      return absl::InvalidArgumentError(absl::StrCat(where, ": want NAME>=NUMBER or NAME<=NUMBER"));
+    }
+    f->mutable_range()->set_name(name);
+    if (term[op] == '>') {
+      f->mutable_range()->set_lo(bound);
+    } else {
+      f->mutable_range()->set_hi(bound);
+    }
+  }
+  if (all.all_of().filters_size() == 1) return v1::Filter(all.all_of().filters(0));
+  if (all.all_of().filters_size() == 0) return absl::InvalidArgumentError("--filter: empty");
+  return all;
+}
+
 absl::StatusOr<Table> Search(const Connection& c, const Args& args) {
   SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 3, 3));
   v1::SearchRequest request;
@@ -213,6 +257,9 @@ absl::StatusOr<Table> Search(const Connection& c, const Args& args) {
   request.set_k(static_cast<uint32_t>(k));
   request.set_max_postings(static_cast<uint32_t>(max_postings));
   request.set_pruning_ratio(static_cast<float>(pruning_ratio));
+  if (args.Has("filter")) {
+    SHOAL_ASSIGN_OR_RETURN(*request.mutable_filter(), ParseFilter(args.Get("filter", "")));
+  }
   v1::SearchResponse response;
   SHOAL_RETURN_IF_ERROR(FromGrpc(c.search().Search(c.Context().get(), request, &response)));
   Table t{.columns = {"query", "rank", "key", "distance"}};

@@ -60,6 +60,13 @@ TEST_F(ShellE2eTest, OneShotCommandsPrintJsonWhenPiped) {
       << r.out;
   EXPECT_NE(r.out.find("\"key\":\"name-8\""), std::string::npos) << r.out;
 
+  r = Shoal({"search", "docs", "0,1,0", "--k", "5", "--filter", "color=red", "--output", "csv"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.rfind(',')), "query,rank,key,distance\n0,0,7") << r.out;
+  r = Shoal({"search", "docs", "1,0,0", "--k", "5", "--filter", "!tag:t", "--output", "csv"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out.substr(0, r.out.rfind(',')), "query,rank,key,distance\n0,0,name-8") << r.out;
+
   r = Shoal({"get", "docs", "7", "--output", "csv"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_EQ(r.out, "key,found,vector,attributes,tags\n7,true,\"1,0,0\",color=red,t\n");
