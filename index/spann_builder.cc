@@ -1,12 +1,7 @@
 #include "index/spann_builder.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
-#include <cstring>
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
@@ -22,25 +17,6 @@ namespace {
 
 double Since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-absl::Status WriteFileSynced(const std::string& path, const std::string& bytes) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return absl::InternalError(absl::StrCat(path, ": open: ", std::strerror(errno)));
-  size_t done = 0;
-  while (done < bytes.size()) {
-    ssize_t w = ::write(fd, bytes.data() + done, bytes.size() - done);
-    if (w < 0 && errno == EINTR) continue;
-    if (w < 0) {
-      ::close(fd);
-      return absl::InternalError(absl::StrCat(path, ": write: ", std::strerror(errno)));
-    }
-    done += static_cast<size_t>(w);
-  }
-  const bool synced = ::fdatasync(fd) == 0;
-  ::close(fd);
-  if (!synced) return absl::InternalError(absl::StrCat(path, ": fdatasync failed"));
-  return absl::OkStatus();
 }
 
 // Squared L2 between two leaf centroids, memoised per vector's candidate list.
@@ -133,7 +109,7 @@ absl::Status WritePostings(const SpannBuildInput& in,
                            const std::vector<std::vector<Member>>& members,
                            const CentroidTree& tree, const PostingQuantizer* quantizer,
                            const std::string& path, std::vector<storage::PostingRow>* rows) {
-  SHOAL_ASSIGN_OR_RETURN(auto writer, storage::PostingFileWriter::Create(path));
+  SHOAL_ASSIGN_OR_RETURN(auto writer, storage::PostingFileWriter::Create(path, in.fs));
   for (uint32_t p = 0; p < members.size(); ++p) {
     const float* centroid = tree.centroid(tree.leaf_node(p));
     std::vector<uint8_t> payload = PostingPayload(in, members[p], centroid, quantizer);
@@ -146,7 +122,7 @@ absl::Status WritePostings(const SpannBuildInput& in,
 
 absl::Status WriteVectors(const SpannBuildInput& in, const std::string& path) {
   SHOAL_ASSIGN_OR_RETURN(auto file, storage::VectorFile::Create(path, static_cast<uint32_t>(in.dim),
-                                                                storage::IoBackend::kPread));
+                                                                storage::IoBackend::kPread, in.fs));
   for (size_t i = 0; i < in.ids.size(); ++i) {
     SHOAL_RETURN_IF_ERROR(file->Put(in.ids[i], in.vectors + i * in.dim));
   }
@@ -160,6 +136,7 @@ absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& in, const Spa
                                             uint32_t threads) {
   const size_t n = in.ids.size();
   if (n == 0) return absl::InvalidArgumentError("collection: cannot build an index of 0 vectors");
+  if (in.fs == nullptr) return absl::InvalidArgumentError("BuildSpann: no file system");
   auto t0 = std::chrono::steady_clock::now();
   TreeOptions tree_options;
   tree_options.num_leaves = std::clamp<size_t>(static_cast<size_t>(n * o.centroid_ratio), 1, n);
@@ -197,12 +174,14 @@ absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& in, const Spa
       for (size_t j = 0; j < in.dim; ++j) sample.push_back(x[j] - c[j]);
     }
     quantizer->Train(sample.data(), sample.size() / in.dim);
-    SHOAL_RETURN_IF_ERROR(WriteFileSynced(dir + "/" + kQuantizerFileName, quantizer->Serialize()));
+    SHOAL_RETURN_IF_ERROR(
+        storage::WriteFileSynced(*in.fs, dir + "/" + kQuantizerFileName, quantizer->Serialize()));
   }
   SHOAL_RETURN_IF_ERROR(WritePostings(in, members, tree, quantizer.get(),
                                       dir + "/" + kPostingFileName, &out.postings));
   SHOAL_RETURN_IF_ERROR(WriteVectors(in, dir + "/" + kVectorFileName));
-  SHOAL_RETURN_IF_ERROR(WriteFileSynced(dir + "/" + kCentroidFileName, tree.Serialize()));
+  SHOAL_RETURN_IF_ERROR(
+      storage::WriteFileSynced(*in.fs, dir + "/" + kCentroidFileName, tree.Serialize()));
   out.seconds_writing = Since(t0);
 
   out.manifest.options = o;

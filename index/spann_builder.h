@@ -13,8 +13,9 @@
 //   vectors.dat     every vector once, addressed by internal id (storage/vector_file.h)
 //   centroids.ckpt  the serialized centroid tree
 //   quantizer.bin   the trained quantizer (spec quant != none; postings then hold codes)
-// all fsynced before BuildSpann returns. The caller commits the posting directory afterwards,
-// so a crash mid-build leaves only an unreferenced directory.
+// all written through `input.fs` and fsynced before BuildSpann returns (the directory's entries
+// are the caller's: it syncs the directory and publishes it). The caller commits the posting
+// directory afterwards, so a crash mid-build leaves only an unreferenced directory.
 //
 // Thread-safe (no shared state). Errors: InvalidArgument (empty input), I/O errors from storage.
 #ifndef SHOAL_INDEX_SPANN_BUILDER_H_
@@ -27,6 +28,7 @@
 #include "absl/status/statusor.h"
 #include "index/kmeans.h"
 #include "index/spann_options.h"
+#include "storage/file_system.h"
 #include "storage/record_store.h"
 
 namespace shoal::index {
@@ -38,6 +40,8 @@ struct SpannBuildInput {
   Metric metric = Metric::kL2;
   uint64_t indexed_below = 0;
   uint64_t generation = 0;
+  // Where the files are written (not owned): the POSIX one, or a fault-injecting one in tests.
+  storage::FileSystem* fs = storage::FileSystem::Default();
 };
 
 struct SpannBuildOutput {

@@ -1,66 +1,32 @@
 #include "storage/posting_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
 #include <cstring>
 #include <limits>
 
 #include "absl/strings/str_cat.h"
 
 namespace shoal::storage {
-namespace {
 
-absl::Status ErrnoStatus(const std::string& what, const std::string& path, int err) {
-  std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(err));
-  if (err == ENOENT) return absl::NotFoundError(msg);
-  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(msg);
-  return absl::InternalError(msg);
-}
+PostingFileWriter::PostingFileWriter(std::unique_ptr<File> file, uint64_t next_page)
+    : file_(std::move(file)), path_(file_->path()), next_page_(next_page) {}
 
-// pwrite all of [data, data + n) at `offset`; returns 0 or an errno.
-int WriteFully(int fd, const uint8_t* data, size_t n, uint64_t offset) {
-  while (n > 0) {
-    ssize_t w = ::pwrite(fd, data, n, static_cast<off_t>(offset));
-    if (w < 0) {
-      if (errno == EINTR) continue;
-      return errno;
-    }
-    data += w;
-    n -= static_cast<size_t>(w);
-    offset += static_cast<uint64_t>(w);
-  }
-  return 0;
-}
-
-}  // namespace
-
-PostingFileWriter::PostingFileWriter(int fd, std::string path, uint64_t next_page)
-    : fd_(fd), path_(std::move(path)), next_page_(next_page) {}
-
-PostingFileWriter::~PostingFileWriter() { ::close(fd_); }
+PostingFileWriter::~PostingFileWriter() = default;
 
 absl::StatusOr<std::unique_ptr<PostingFileWriter>> PostingFileWriter::Create(
-    const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return ErrnoStatus("create", path, errno);
-  return std::unique_ptr<PostingFileWriter>(new PostingFileWriter(fd, path, 0));
+    const std::string& path, FileSystem* fs) {
+  absl::StatusOr<std::unique_ptr<File>> file = fs->Open(path, OpenMode::kCreate);
+  if (!file.ok()) return file.status();
+  return std::unique_ptr<PostingFileWriter>(new PostingFileWriter(*std::move(file), 0));
 }
 
 absl::StatusOr<std::unique_ptr<PostingFileWriter>> PostingFileWriter::OpenForAppend(
-    const std::string& path) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CLOEXEC);
-  if (fd < 0) return ErrnoStatus("open", path, errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return ErrnoStatus("stat", path, err);
-  }
-  const uint64_t pages = (static_cast<uint64_t>(st.st_size) + kPageSize - 1) / kPageSize;
-  return std::unique_ptr<PostingFileWriter>(new PostingFileWriter(fd, path, pages));
+    const std::string& path, FileSystem* fs) {
+  absl::StatusOr<std::unique_ptr<File>> file = fs->Open(path, OpenMode::kExisting);
+  if (!file.ok()) return file.status();
+  absl::StatusOr<uint64_t> size = (*file)->Size();
+  if (!size.ok()) return size.status();
+  const uint64_t pages = (*size + kPageSize - 1) / kPageSize;
+  return std::unique_ptr<PostingFileWriter>(new PostingFileWriter(*std::move(file), pages));
 }
 
 absl::StatusOr<Extent> PostingFileWriter::Append(uint64_t posting_id,
@@ -86,8 +52,8 @@ absl::StatusOr<Extent> PostingFileWriter::Append(uint64_t posting_id,
         absl::StrCat(path_, ": writer failed earlier: ", failed_.message()));
   }
   Extent e{next_page_, pages, static_cast<uint32_t>(payload.size())};
-  if (int err = WriteFully(fd_, buf.data(), buf.size(), next_page_ * kPageSize); err != 0) {
-    failed_ = ErrnoStatus("write", path_, err);
+  if (absl::Status s = file_->Write(next_page_ * kPageSize, buf); !s.ok()) {
+    failed_ = s;
     return failed_;
   }
   next_page_ += pages;
@@ -97,9 +63,9 @@ absl::StatusOr<Extent> PostingFileWriter::Append(uint64_t posting_id,
 absl::Status PostingFileWriter::Sync() {
   absl::MutexLock lock(&mu_);
   if (!failed_.ok()) return failed_;
-  if (::fdatasync(fd_) != 0) {
+  if (absl::Status s = file_->Sync(); !s.ok()) {
     // After a failed fsync the kernel may have dropped the dirty pages: never trust the file.
-    failed_ = ErrnoStatus("fdatasync", path_, errno);
+    failed_ = s;
     return failed_;
   }
   return absl::OkStatus();

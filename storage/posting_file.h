@@ -27,6 +27,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "storage/block_reader.h"
+#include "storage/file_system.h"
 #include "storage/page_format.h"
 
 namespace shoal::storage {
@@ -52,31 +53,33 @@ inline ReadRequest ExtentRequest(const Extent& e) {
   return {e.first_page * kPageSize, e.num_pages * static_cast<uint32_t>(kPageSize)};
 }
 
-// Appends postings to one file through an ordinary (buffered) descriptor. Thread-safe (calls are
-// serialised). Data is durable only after Sync() returns OK.
+// Appends postings to one file through the FileSystem seam (buffered writes). Thread-safe (calls
+// are serialised). Data is durable only after Sync() returns OK.
 class PostingFileWriter {
  public:
-  // Creates or truncates `path`. Internal on I/O errors.
-  static absl::StatusOr<std::unique_ptr<PostingFileWriter>> Create(const std::string& path);
+  // Creates or truncates `path`. Internal on I/O errors. `fs` is not owned.
+  static absl::StatusOr<std::unique_ptr<PostingFileWriter>> Create(
+      const std::string& path, FileSystem* fs = FileSystem::Default());
   // Opens an existing file and appends after its last whole page (a torn partial page at the
   // end, left by a crash, is skipped, never overwritten). NotFound if it does not exist.
-  static absl::StatusOr<std::unique_ptr<PostingFileWriter>> OpenForAppend(const std::string& path);
+  static absl::StatusOr<std::unique_ptr<PostingFileWriter>> OpenForAppend(
+      const std::string& path, FileSystem* fs = FileSystem::Default());
   ~PostingFileWriter();
 
   // Writes `payload` as a new extent at the end of the file. InvalidArgument if the payload is
-  // 4 GiB or more; Internal (errno text) on write errors, after which the writer refuses writes
-  // (FailedPrecondition) since the file's tail is unknown.
+  // 4 GiB or more; Internal / ResourceExhausted (ENOSPC) on write errors, after which the writer
+  // refuses writes (FailedPrecondition) since the file's tail is unknown.
   absl::StatusOr<Extent> Append(uint64_t posting_id, std::span<const uint8_t> payload);
-  // fdatasync: every extent returned so far is durable.
+  // fdatasync: every extent returned so far is durable. A failure is sticky (see File::Sync).
   absl::Status Sync();
   // Bytes of the file including everything appended (a multiple of kPageSize).
   uint64_t size_bytes() const;
   const std::string& path() const { return path_; }
 
  private:
-  PostingFileWriter(int fd, std::string path, uint64_t next_page);
+  PostingFileWriter(std::unique_ptr<File> file, uint64_t next_page);
 
-  const int fd_;
+  const std::unique_ptr<File> file_;
   const std::string path_;
   mutable absl::Mutex mu_;
   uint64_t next_page_ ABSL_GUARDED_BY(mu_);

@@ -5,13 +5,17 @@
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "rocksdb/cache.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
+#include "rocksdb/merge_operator.h"
 #include "rocksdb/options.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/table.h"
 #include "rocksdb/write_batch.h"
 #include "storage/record_codec.h"
+#include "storage/rocksdb_env.h"
 
 namespace shoal::storage {
 namespace {
@@ -97,6 +101,24 @@ std::string PrefixEnd(const std::string& prefix) {
   return std::string(end.size() + 1, '\xff');
 }
 
+// Merge operator of the catalog family: keeps the larger of two 8-byte big-endian counters
+// (byte order = numeric order), so id counters only grow whatever order batches commit in.
+class MaxCounterOperator final : public rocksdb::AssociativeMergeOperator {
+ public:
+  bool Merge(const rocksdb::Slice& /*key*/, const rocksdb::Slice* existing,
+             const rocksdb::Slice& value, std::string* new_value,
+             rocksdb::Logger* /*logger*/) const override {
+    if (existing == nullptr || existing->size() != 8 ||
+        (value.size() == 8 && value.compare(*existing) > 0)) {
+      new_value->assign(value.data(), value.size());
+    } else {
+      new_value->assign(existing->data(), existing->size());
+    }
+    return true;
+  }
+  const char* Name() const override { return "shoal.MaxCounter"; }
+};
+
 }  // namespace
 
 absl::Status FromRocks(const rocksdb::Status& s, std::string_view context) {
@@ -107,7 +129,10 @@ absl::Status FromRocks(const rocksdb::Status& s, std::string_view context) {
   if (s.IsInvalidArgument()) return absl::InvalidArgumentError(msg);
   if (s.IsNotSupported()) return absl::UnimplementedError(msg);
   if (s.IsBusy() || s.IsTimedOut() || s.IsTryAgain()) return absl::UnavailableError(msg);
-  if (s.IsNoSpace()) return absl::ResourceExhaustedError(msg);
+  // NoSpace may arrive as a plain retryable I/O error (rocksdb_env.cc): the text tells.
+  if (s.IsNoSpace() || absl::StrContains(msg, "No space left on device")) {
+    return absl::ResourceExhaustedError(msg);
+  }
   if (s.IsIOError() && absl::StrContains(s.ToString(), "lock")) {
     return absl::UnavailableError(absl::StrCat(msg, " (is another process using it?)"));
   }
@@ -132,7 +157,7 @@ void RecordStore::Batch::DeleteRecord(uint32_t cid, uint64_t iid, const Key& key
 }
 
 void RecordStore::Batch::SetNextInternalId(uint32_t cid, uint64_t next) {
-  batch_->Put(store_->catalog_, NextIdRow(cid), EncodeU64(next));
+  batch_->Merge(store_->catalog_, NextIdRow(cid), EncodeU64(next));
 }
 
 void RecordStore::Batch::MarkStale(uint32_t cid, uint64_t iid) {
@@ -150,13 +175,22 @@ absl::StatusOr<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string
   db_options.create_missing_column_families = true;
   db_options.paranoid_checks = true;
   db_options.IncreaseParallelism(2);
+  auto env = NewRecoverableEnv(options.env != nullptr ? options.env : rocksdb::Env::Default());
+  db_options.env = env.get();
+  db_options.listeners.push_back(NewManualRecoveryListener());
+  db_options.max_bgerror_resume_count = 0;
+  // Everything acknowledged is in the WAL; the WAL-less marker (KeepMemtableNonEmpty) is not
+  // worth a flush at close.
+  db_options.avoid_flush_during_shutdown = true;
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
   rocksdb::ColumnFamilyOptions cf_options(db_options);
   cf_options.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
 
+  rocksdb::ColumnFamilyOptions catalog_options = cf_options;
+  catalog_options.merge_operator = std::make_shared<MaxCounterOperator>();
   std::vector<rocksdb::ColumnFamilyDescriptor> families = {
-      {rocksdb::kDefaultColumnFamilyName, cf_options},
+      {rocksdb::kDefaultColumnFamilyName, catalog_options},
       {"records", cf_options},
       {"keys", cf_options},
       {"index", cf_options}};
@@ -165,11 +199,13 @@ absl::StatusOr<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string
   rocksdb::Status s = rocksdb::DB::Open(db_options, dir, families, &handles, &db);
   if (!s.ok()) return FromRocks(s, absl::StrCat("opening ", dir));
   auto store = std::unique_ptr<RecordStore>(new RecordStore());
+  store->env_ = std::move(env);
   store->db_ = db;
   store->catalog_ = handles[0];
   store->records_ = handles[1];
   store->keys_ = handles[2];
   store->index_ = handles[3];
+  SHOAL_RETURN_IF_ERROR(store->KeepMemtableNonEmpty());
   return store;
 }
 
@@ -217,10 +253,7 @@ absl::StatusOr<StoredCollection> RecordStore::CreateCollection(const CollectionS
   rocksdb::WriteBatch batch;
   batch.Put(catalog_, kNextCollectionIdRow, EncodeU64(id + 1));
   batch.Put(catalog_, CollectionRow(spec.name), EncodeCatalogRow(static_cast<uint32_t>(id), spec));
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  s = db_->Write(wo, &batch);
-  if (!s.ok()) return FromRocks(s, "creating collection");
+  SHOAL_RETURN_IF_ERROR(Write(&batch, /*sync=*/true, "creating collection"));
   return StoredCollection{static_cast<uint32_t>(id), spec, 0};
 }
 
@@ -233,15 +266,43 @@ absl::Status RecordStore::DropCollection(const StoredCollection& c) {
   batch.DeleteRange(records_, begin, end);
   batch.DeleteRange(keys_, begin, end);
   batch.DeleteRange(index_, begin, end);
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  return FromRocks(db_->Write(wo, &batch), "dropping collection");
+  return Write(&batch, /*sync=*/true, "dropping collection");
+}
+
+// Resume() replaces a failed WAL writer only as a side effect of flushing a memtable, and RocksDB
+// 7.8 flushes only non-empty ones: after a failure on an empty memtable the next write would
+// reuse the failed writer. A WAL-less marker written at open and after each recovery keeps a
+// memtable non-empty until the next failure.
+absl::Status RecordStore::KeepMemtableNonEmpty() {
+  rocksdb::WriteOptions no_wal;
+  no_wal.disableWAL = true;
+  return FromRocks(db_->Put(no_wal, catalog_, "memtable_marker", ""), "writing marker");
 }
 
 absl::Status RecordStore::Commit(Batch& batch, bool sync) {
+  return Write(batch.batch_.get(), sync, "writing batch");
+}
+
+absl::Status RecordStore::Write(rocksdb::WriteBatch* batch, bool sync, std::string_view context) {
+  if (stopped_.load()) {
+    // An earlier write failed and RocksDB stopped writes; Resume() flushes what it can and
+    // starts a fresh WAL. It fails while the fault lasts.
+    rocksdb::Status r = db_->Resume();
+    if (!r.ok()) {
+      const std::string msg = absl::StrCat(
+          std::string(context),
+          ": writes are stopped after an I/O error and cannot resume yet: ", r.ToString());
+      return absl::StrContains(msg, "No space left on device") ? absl::ResourceExhaustedError(msg)
+                                                               : absl::UnavailableError(msg);
+    }
+    SHOAL_RETURN_IF_ERROR(KeepMemtableNonEmpty());
+    stopped_.store(false);
+  }
   rocksdb::WriteOptions wo;
   wo.sync = sync;
-  return FromRocks(db_->Write(wo, batch.batch_.get()), "writing batch");
+  rocksdb::Status s = db_->Write(wo, batch);
+  if (!s.ok()) stopped_.store(true);
+  return FromRocks(s, context);
 }
 
 absl::StatusOr<std::optional<Record>> RecordStore::GetRecord(uint32_t cid, uint64_t iid) {
@@ -321,18 +382,14 @@ absl::Status RecordStore::CommitIndex(uint32_t cid, const std::string& manifest,
   for (const PostingRow& row : postings) {
     batch.Put(index_, IndexRowKey(cid, kIndexPosting, row.posting), EncodePostingRow(row));
   }
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  return FromRocks(db_->Write(wo, &batch), "committing index");
+  return Write(&batch, /*sync=*/true, "committing index");
 }
 
 absl::Status RecordStore::ClearIndex(uint32_t cid) {
   const std::string begin = CollectionPrefix(cid);
   rocksdb::WriteBatch batch;
   batch.DeleteRange(index_, begin, PrefixEnd(begin));
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  return FromRocks(db_->Write(wo, &batch), "clearing index");
+  return Write(&batch, /*sync=*/true, "clearing index");
 }
 
 absl::StatusOr<std::optional<StoredIndex>> RecordStore::LoadIndex(uint32_t cid) {

@@ -16,10 +16,21 @@
 // batches for one collection is the caller's business. A Batch is not thread-safe.
 //
 // Errors: Unavailable (directory locked by another process), DataLoss (corruption, names the
-// key), Internal/IOError mapped to canonical codes by FromRocks.
+// key), Internal/IOError mapped to canonical codes by FromRocks (ENOSPC: ResourceExhausted).
+//
+// Write failures: when a WAL write or sync fails RocksDB stops accepting writes (a "background
+// error"); reads go on. The next write first asks RocksDB to resume (storage/rocksdb_env.h:
+// flush the memtables, start a fresh WAL); while it cannot (the fault persists) writes fail with
+// Unavailable (ResourceExhausted when the disk is full), and they succeed again once the fault
+// clears. A write that failed may or may not be found after a reopen (it was never
+// acknowledged).
+//
+// Durability: Commit(sync=true) returns after the WAL is fsynced. Concurrent committers share
+// fsyncs (RocksDB's group commit: the leader of a write group syncs for all of it).
 #ifndef SHOAL_STORAGE_RECORD_STORE_H_
 #define SHOAL_STORAGE_RECORD_STORE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +46,7 @@
 
 namespace rocksdb {
 class DB;
+class Env;
 class ColumnFamilyHandle;
 class WriteBatch;
 class Status;
@@ -45,6 +57,9 @@ namespace shoal::storage {
 struct StoreOptions {
   bool create_if_missing = true;
   size_t block_cache_bytes = 256u << 20;
+  // RocksDB's Env (not owned); nullptr = the default. Tests pass a fault-injecting one
+  // (storage/fault_injection.h).
+  rocksdb::Env* env = nullptr;
 };
 
 // A collection as the catalog records it.
@@ -84,6 +99,8 @@ class RecordStore {
     void PutRecord(uint32_t collection_id, uint64_t internal_id, const Record& record,
                    bool new_key);
     void DeleteRecord(uint32_t collection_id, uint64_t internal_id, const Key& key);
+    // Raises the collection's id counter to `next` (never lowers it: concurrent batches may
+    // commit in any order).
     void SetNextInternalId(uint32_t collection_id, uint64_t next);
     // Records that the index's copy of `internal_id` is out of date (rewritten or deleted).
     void MarkStale(uint32_t collection_id, uint64_t internal_id);
@@ -142,6 +159,11 @@ class RecordStore {
 
  private:
   RecordStore() = default;
+  // Writes `batch`, resuming first if an earlier write stopped RocksDB (see the file comment).
+  absl::Status Write(rocksdb::WriteBatch* batch, bool sync, std::string_view context);
+  absl::Status KeepMemtableNonEmpty();
+  std::atomic<bool> stopped_{false};   // a write failed: Resume() before the next one
+  std::unique_ptr<rocksdb::Env> env_;  // storage/rocksdb_env.h; outlives db_
   rocksdb::DB* db_ = nullptr;
   rocksdb::ColumnFamilyHandle* catalog_ = nullptr;
   rocksdb::ColumnFamilyHandle* records_ = nullptr;

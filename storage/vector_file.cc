@@ -1,29 +1,18 @@
 #include "storage/vector_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "storage/page_format.h"
 
 namespace shoal::storage {
 namespace {
 
 constexpr size_t kMaxDirtyPages = 4096;  // 16 MiB buffered before a write-out.
-
-absl::Status ErrnoStatus(const std::string& what, const std::string& path, int err) {
-  std::string msg = absl::StrCat(what, " ", path, ": ", std::strerror(err));
-  if (err == ENOENT) return absl::NotFoundError(msg);
-  if (err == ENOSPC || err == EDQUOT) return absl::ResourceExhaustedError(msg);
-  return absl::InternalError(msg);
-}
 
 uint32_t BitmapBytes(uint32_t slots) { return slots > 1 ? (slots + 7) / 8 : 0; }
 
@@ -41,50 +30,43 @@ uint32_t VectorFile::PagesPerVector(uint32_t dim) {
   return vec <= kPagePayload ? 1 : static_cast<uint32_t>((vec + kPagePayload - 1) / kPagePayload);
 }
 
-VectorFile::VectorFile(int fd, std::string path, uint32_t dim, uint64_t file_pages,
+VectorFile::VectorFile(std::unique_ptr<File> file, uint32_t dim, uint64_t file_pages,
                        std::unique_ptr<BlockReader> reader)
-    : fd_(fd),
-      path_(std::move(path)),
+    : file_(std::move(file)),
+      path_(file_->path()),
       dim_(dim),
       slots_(SlotsPerPage(dim)),
       pages_per_(PagesPerVector(dim)),
       file_pages_(file_pages),
       reader_(std::move(reader)) {}
 
-VectorFile::~VectorFile() { ::close(fd_); }
+VectorFile::~VectorFile() = default;
 
 absl::StatusOr<std::unique_ptr<VectorFile>> VectorFile::Create(const std::string& path,
-                                                               uint32_t dim, IoBackend io) {
-  return Make(path, dim, io, /*create=*/true);
+                                                               uint32_t dim, IoBackend io,
+                                                               FileSystem* fs) {
+  return Make(path, dim, io, fs, /*create=*/true);
 }
 
 absl::StatusOr<std::unique_ptr<VectorFile>> VectorFile::Open(const std::string& path, uint32_t dim,
-                                                             IoBackend io) {
-  return Make(path, dim, io, /*create=*/false);
+                                                             IoBackend io, FileSystem* fs) {
+  return Make(path, dim, io, fs, /*create=*/false);
 }
 
 absl::StatusOr<std::unique_ptr<VectorFile>> VectorFile::Make(const std::string& path, uint32_t dim,
-                                                             IoBackend io, bool create) {
+                                                             IoBackend io, FileSystem* fs,
+                                                             bool create) {
   if (dim == 0 || dim > kMaxDim) {
     return absl::InvalidArgumentError(absl::StrCat("vector file ", path, ": bad dim ", dim));
   }
-  const int flags = O_RDWR | O_CLOEXEC | (create ? O_CREAT | O_TRUNC : 0);
-  int fd = ::open(path.c_str(), flags, 0644);
-  if (fd < 0) return ErrnoStatus(create ? "create" : "open", path, errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    const int err = errno;
-    ::close(fd);
-    return ErrnoStatus("stat", path, err);
-  }
-  auto reader = BlockReader::Open(path, io);
-  if (!reader.ok()) {
-    ::close(fd);
-    return reader.status();
-  }
+  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<File> file,
+                         fs->Open(path, create ? OpenMode::kCreate : OpenMode::kExisting));
+  SHOAL_ASSIGN_OR_RETURN(uint64_t size, file->Size());
+  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<BlockReader> reader, BlockReader::Open(path, io));
   // A torn partial page at the end (crash mid-write) is ignored: its ids read as NotFound.
-  const uint64_t pages = static_cast<uint64_t>(st.st_size) / kPageSize;
-  return std::unique_ptr<VectorFile>(new VectorFile(fd, path, dim, pages, *std::move(reader)));
+  const uint64_t pages = size / kPageSize;
+  return std::unique_ptr<VectorFile>(
+      new VectorFile(std::move(file), dim, pages, std::move(reader)));
 }
 
 uint32_t VectorFile::PayloadBytes(uint32_t piece) const {
@@ -99,12 +81,8 @@ absl::StatusOr<uint8_t*> VectorFile::DirtyPage(uint64_t page, bool load) {
   auto buf = std::make_unique<uint8_t[]>(kPageSize);
   std::memset(buf.get(), 0, kPageSize);
   if (load && page < file_pages_.load(std::memory_order_relaxed)) {
-    ssize_t n;
-    do {
-      n = ::pread(fd_, buf.get(), kPageSize, static_cast<off_t>(page * kPageSize));
-    } while (n < 0 && errno == EINTR);
-    if (n < 0) return ErrnoStatus("read", path_, errno);
-    if (n == static_cast<ssize_t>(kPageSize) && !PageIsZero(buf.get())) {
+    SHOAL_ASSIGN_OR_RETURN(size_t n, file_->Read(page * kPageSize, {buf.get(), kPageSize}));
+    if (n == kPageSize && !PageIsZero(buf.get())) {
       if (absl::Status s =
               CheckPage(buf.get(), PageKind::kVector, page, 0, path_, page * kPageSize);
           !s.ok()) {
@@ -151,14 +129,7 @@ absl::Status VectorFile::Flush() {
   std::vector<uint8_t> run;
   uint64_t run_start = 0, max_page = 0;
   auto write_run = [&]() -> absl::Status {
-    size_t done = 0;
-    while (done < run.size()) {
-      ssize_t w = ::pwrite(fd_, run.data() + done, run.size() - done,
-                           static_cast<off_t>(run_start * kPageSize + done));
-      if (w < 0 && errno == EINTR) continue;
-      if (w < 0) return failed_ = ErrnoStatus("write", path_, errno);
-      done += static_cast<size_t>(w);
-    }
+    if (absl::Status s = file_->Write(run_start * kPageSize, run); !s.ok()) return failed_ = s;
     run.clear();
     return absl::OkStatus();
   };
@@ -188,7 +159,7 @@ absl::Status VectorFile::Sync() {
   absl::MutexLock lock(&mu_);
   if (!failed_.ok()) return failed_;
   if (absl::Status s = Flush(); !s.ok()) return s;
-  if (::fdatasync(fd_) != 0) return failed_ = ErrnoStatus("fdatasync", path_, errno);
+  if (absl::Status s = file_->Sync(); !s.ok()) return failed_ = s;
   return absl::OkStatus();
 }
 

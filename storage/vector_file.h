@@ -37,6 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "storage/block_reader.h"
+#include "storage/file_system.h"
 
 namespace shoal::storage {
 
@@ -45,12 +46,14 @@ class VectorFile {
   using VectorCallback = std::function<absl::Status(size_t index, const float* vector)>;
 
   // Creates (truncating) or opens `path` for vectors of `dim` floats (1 <= dim <= kMaxDim, else
-  // InvalidArgument), read through `io` (see BlockReader::Open). Open: NotFound when the file
-  // does not exist.
+  // InvalidArgument), read through `io` (see BlockReader::Open) and written through `fs` (not
+  // owned). Open: NotFound when the file does not exist.
   static absl::StatusOr<std::unique_ptr<VectorFile>> Create(const std::string& path, uint32_t dim,
-                                                            IoBackend io);
+                                                            IoBackend io,
+                                                            FileSystem* fs = FileSystem::Default());
   static absl::StatusOr<std::unique_ptr<VectorFile>> Open(const std::string& path, uint32_t dim,
-                                                          IoBackend io);
+                                                          IoBackend io,
+                                                          FileSystem* fs = FileSystem::Default());
   ~VectorFile();
 
   // Ids are below 2^40 (so that page offsets cannot overflow).
@@ -81,16 +84,17 @@ class VectorFile {
   static uint32_t PagesPerVector(uint32_t dim);
 
  private:
-  VectorFile(int fd, std::string path, uint32_t dim, uint64_t file_pages,
+  VectorFile(std::unique_ptr<File> file, uint32_t dim, uint64_t file_pages,
              std::unique_ptr<BlockReader> reader);
   static absl::StatusOr<std::unique_ptr<VectorFile>> Make(const std::string& path, uint32_t dim,
-                                                          IoBackend io, bool create);
+                                                          IoBackend io, FileSystem* fs,
+                                                          bool create);
   // A page to modify in memory: loaded from disk when it exists there.
   absl::StatusOr<uint8_t*> DirtyPage(uint64_t page, bool load) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Flush() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint32_t PayloadBytes(uint32_t piece) const;
 
-  const int fd_;  // Buffered read/write descriptor of the writer.
+  const std::unique_ptr<File> file_;  // Buffered read/write handle of the writer.
   const std::string path_;
   const uint32_t dim_;
   const uint32_t slots_;              // 0: large vectors.

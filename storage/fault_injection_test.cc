@@ -1,0 +1,149 @@
+#include "storage/fault_injection.h"
+
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "storage/posting_file.h"
+#include "storage/vector_file.h"
+
+namespace shoal::storage {
+namespace {
+
+class FaultInjectionTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "fault_injection_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string ReadAll(const std::string& path) {
+    auto f = FileSystem::Default()->Open(path, OpenMode::kExisting);
+    EXPECT_TRUE(f.ok()) << f.status();
+    std::string out(*(*f)->Size(), '\0');
+    auto n = (*f)->Read(0, {reinterpret_cast<uint8_t*>(out.data()), out.size()});
+    EXPECT_TRUE(n.ok());
+    return out;
+  }
+
+  std::string dir_;
+};
+
+std::span<const uint8_t> Bytes(const std::string& s) {
+  return {reinterpret_cast<const uint8_t*>(s.data()), s.size()};
+}
+
+TEST_F(FaultInjectionTest, FailsMatchingOperationOnceThenRecovers) {
+  FaultInjectingFileSystem fs;
+  const std::string path = dir_ + "/a.dat";
+  fs.Fail(FaultOp::kWrite, "a.dat", ENOSPC);
+  auto f = fs.Open(path, OpenMode::kCreate);
+  ASSERT_TRUE(f.ok());
+  absl::Status s = (*f)->Write(0, Bytes("hello"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("a.dat"), std::string::npos) << s;
+  EXPECT_TRUE((*f)->Write(0, Bytes("hello")).ok());
+  fs.Fail(FaultOp::kSync, "a.dat", EIO);
+  EXPECT_EQ((*f)->Sync().code(), absl::StatusCode::kInternal);
+  EXPECT_TRUE((*f)->Sync().ok());
+  EXPECT_EQ(fs.injected(), 2u);
+  EXPECT_EQ(fs.Count(FaultOp::kWrite, "a.dat"), 2u);
+  EXPECT_EQ(fs.Count(FaultOp::kSync, "a.dat"), 2u);
+}
+
+TEST_F(FaultInjectionTest, PersistentRuleHoldsUntilCleared) {
+  FaultInjectingFileSystem fs;
+  fs.Fail(FaultOp::kRename, "x", EIO, /*one_shot=*/false);
+  ASSERT_TRUE(WriteFileSynced(fs, dir_ + "/x1", "1").ok());
+  EXPECT_FALSE(fs.Rename(dir_ + "/x1", dir_ + "/y").ok());
+  EXPECT_FALSE(fs.Rename(dir_ + "/x1", dir_ + "/y").ok());
+  fs.Clear();
+  EXPECT_TRUE(fs.Rename(dir_ + "/x1", dir_ + "/y").ok());
+  EXPECT_EQ(ReadAll(dir_ + "/y"), "1");
+}
+
+TEST_F(FaultInjectionTest, TornWriteStoresOnlyAPrefix) {
+  FaultInjectingFileSystem fs;
+  fs.TearWrite("t.dat", 3);
+  auto f = fs.Open(dir_ + "/t.dat", OpenMode::kCreate);
+  ASSERT_TRUE(f.ok());
+  EXPECT_EQ((*f)->Write(0, Bytes("abcdef")).code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(ReadAll(dir_ + "/t.dat"), "abc");
+}
+
+TEST_F(FaultInjectionTest, PowerLossKeepsOnlySyncedContent) {
+  FaultInjectingFileSystem fs;
+  auto f = fs.Open(dir_ + "/p.dat", OpenMode::kCreate);
+  ASSERT_TRUE(f.ok());
+  ASSERT_TRUE((*f)->Write(0, Bytes("synced")).ok());
+  ASSERT_TRUE((*f)->Sync().ok());
+  ASSERT_TRUE((*f)->Write(0, Bytes("SYNCED and more")).ok());
+  auto g = fs.Open(dir_ + "/never_synced.dat", OpenMode::kCreate);
+  ASSERT_TRUE((*g)->Write(0, Bytes("gone")).ok());
+  fs.PowerOff();
+  EXPECT_FALSE((*f)->Write(0, Bytes("after power off")).ok());
+  f->reset();
+  g->reset();
+  ASSERT_TRUE(fs.DropUnsyncedData().ok());
+  EXPECT_EQ(ReadAll(dir_ + "/p.dat"), "synced");
+  EXPECT_FALSE(std::filesystem::exists(dir_ + "/never_synced.dat"));
+}
+
+TEST_F(FaultInjectionTest, PostingWriterRefusesWritesAfterAFailureAndNamesTheFile) {
+  FaultInjectingFileSystem fs;
+  const std::string path = dir_ + "/postings.dat";
+  auto w = PostingFileWriter::Create(path, &fs);
+  ASSERT_TRUE(w.ok());
+  std::vector<uint8_t> payload(100, 7);
+  ASSERT_TRUE((*w)->Append(0, payload).ok());
+  fs.TearWrite("postings.dat", 10);
+  auto e = (*w)->Append(1, payload);
+  ASSERT_FALSE(e.ok());
+  EXPECT_NE(e.status().message().find("postings.dat"), std::string::npos) << e.status();
+  EXPECT_FALSE((*w)->Append(2, payload).ok());  // the tail is unknown: sticky
+  EXPECT_FALSE((*w)->Sync().ok());
+}
+
+TEST_F(FaultInjectionTest, VectorFileSyncFailureIsStickyAndPowerLossKeepsSyncedVectors) {
+  FaultInjectingFileSystem fs;
+  const std::string path = dir_ + "/vectors.dat";
+  std::vector<float> v(8, 1.5f), w(8, 2.5f);
+  {
+    auto vf = VectorFile::Create(path, 8, IoBackend::kPread, &fs);
+    ASSERT_TRUE(vf.ok());
+    ASSERT_TRUE((*vf)->Put(1, v.data()).ok());
+    ASSERT_TRUE((*vf)->Sync().ok());
+    ASSERT_TRUE((*vf)->Put(1, w.data()).ok());
+    ASSERT_TRUE((*vf)->Put(500, w.data()).ok());
+    fs.Fail(FaultOp::kSync, "vectors.dat", EIO);
+    EXPECT_EQ((*vf)->Sync().code(), absl::StatusCode::kInternal);
+    EXPECT_FALSE((*vf)->Put(2, v.data()).ok());
+    fs.PowerOff();
+  }
+  ASSERT_TRUE(fs.DropUnsyncedData().ok());
+  auto vf = VectorFile::Open(path, 8, IoBackend::kPread);
+  ASSERT_TRUE(vf.ok());
+  std::vector<float> got;
+  const uint64_t id = 1;
+  ASSERT_TRUE((*vf)
+                  ->ReadBatch({&id, 1},
+                              [&](size_t, const float* x) {
+                                got.assign(x, x + 8);
+                                return absl::OkStatus();
+                              })
+                  .ok());
+  EXPECT_EQ(got, v);
+  const uint64_t lost = 500;
+  EXPECT_EQ(
+      (*vf)->ReadBatch({&lost, 1}, [](size_t, const float*) { return absl::OkStatus(); }).code(),
+      absl::StatusCode::kNotFound);
+}
+
+}  // namespace
+}  // namespace shoal::storage
