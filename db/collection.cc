@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -42,21 +41,57 @@ void Normalize(const float* v, size_t n, float* out) {
 
 }  // namespace
 
+// Claims the keys of one write: waits (holding nothing) until no write in flight holds any of
+// them, then holds write_mu_ until Unlock(). The keys stay claimed until destruction, after the
+// write is applied.
+class Collection::KeyClaim {
+ public:
+  KeyClaim(Collection* c, std::vector<Key> keys) ABSL_NO_THREAD_SAFETY_ANALYSIS
+      : c_(c),
+        keys_(std::move(keys)) {
+    auto free = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+      for (const Key& k : keys_) {
+        if (c_->in_flight_.contains(k)) return false;
+      }
+      return true;
+    };
+    c_->write_mu_.LockWhen(absl::Condition(&free));
+    c_->in_flight_.insert(keys_.begin(), keys_.end());
+  }
+  void Unlock() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    c_->write_mu_.Unlock();
+    locked_ = false;
+  }
+  ~KeyClaim() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (!locked_) c_->write_mu_.Lock();
+    for (const Key& k : keys_) c_->in_flight_.erase(k);
+    c_->write_mu_.Unlock();
+  }
+
+ private:
+  Collection* const c_;
+  const std::vector<Key> keys_;
+  bool locked_ = true;
+};
+
 Collection::Collection(storage::RecordStore* store, const storage::StoredCollection& meta,
-                       const Options& options, const std::string& index_root)
+                       const Options& options, const std::string& index_root,
+                       storage::FileSystem* fs)
     : store_(store),
       id_(meta.id),
       spec_(meta.spec),
       options_(options),
       index_root_(index_root),
+      fs_(fs),
       next_internal_id_(meta.next_internal_id),
       flat_(meta.spec.dimension, IndexMetric(meta.spec.metric)) {}
 
 absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(storage::RecordStore* store,
                                                              const storage::StoredCollection& meta,
                                                              const Options& options,
-                                                             const std::string& index_root) {
-  auto c = std::unique_ptr<Collection>(new Collection(store, meta, options, index_root));
+                                                             const std::string& index_root,
+                                                             storage::FileSystem* fs) {
+  auto c = std::unique_ptr<Collection>(new Collection(store, meta, options, index_root, fs));
   absl::MutexLock write_lock(&c->write_mu_);
   absl::MutexLock lock(&c->mu_);
   SHOAL_ASSIGN_OR_RETURN(std::optional<storage::StoredIndex> stored, store->LoadIndex(meta.id));
@@ -74,11 +109,15 @@ CollectionInfo Collection::Info() const {
   return info;
 }
 
-const float* Collection::IndexForm(const std::vector<float>& v, std::vector<float>* scratch) const {
-  if (spec_.metric != Metric::kCosine) return v.data();
+const float* IndexForm(Metric metric, const std::vector<float>& v, std::vector<float>* scratch) {
+  if (metric != Metric::kCosine) return v.data();
   scratch->resize(v.size());
   Normalize(v.data(), v.size(), scratch->data());
   return scratch->data();
+}
+
+const float* Collection::IndexForm(const std::vector<float>& v, std::vector<float>* scratch) const {
+  return db::IndexForm(spec_.metric, v, scratch);
 }
 
 absl::Status Collection::CheckNotDropped() const {
@@ -88,7 +127,10 @@ absl::Status Collection::CheckNotDropped() const {
 
 absl::Status Collection::Upsert(std::span<const Record> records, const WriteOptions& options) {
   SHOAL_RETURN_IF_ERROR(ValidateRecords(spec_, records, options_));
-  absl::MutexLock write_lock(&write_mu_);
+  std::vector<Key> keys;
+  keys.reserve(records.size());
+  for (const Record& r : records) keys.push_back(r.key);
+  KeyClaim claim(this, std::move(keys));
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
   std::vector<uint64_t> ids(records.size());
   std::vector<bool> is_new(records.size());
@@ -112,8 +154,11 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
     }
   }
   if (next != next_internal_id_) batch.SetNextInternalId(id_, next);
-  SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
+  // Ids are taken even if the commit fails: a failed batch may still be found after a reopen
+  // (its outcome is unknown), so its ids must never name other records.
   next_internal_id_ = next;
+  claim.Unlock();  // commit (and fsync) beside other writers: group commit
+  SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
 
   std::vector<float> scratch;
   absl::MutexLock lock(&mu_);
@@ -149,7 +194,10 @@ absl::StatusOr<std::vector<std::optional<Record>>> Collection::Get(std::span<con
 absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
                                             const WriteOptions& options) {
   SHOAL_RETURN_IF_ERROR(ValidateKeys(keys, options_));
-  absl::MutexLock write_lock(&write_mu_);
+  std::vector<Key> unique_keys(keys.begin(), keys.end());
+  std::sort(unique_keys.begin(), unique_keys.end());
+  unique_keys.erase(std::unique(unique_keys.begin(), unique_keys.end()), unique_keys.end());
+  KeyClaim claim(this, std::move(unique_keys));
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
   std::vector<uint64_t> ids;
   auto batch = store_->NewBatch();
@@ -165,6 +213,7 @@ absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
     }
   }
   if (ids.empty()) return 0;
+  claim.Unlock();
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
   absl::MutexLock lock(&mu_);
   for (uint64_t iid : ids) {
@@ -268,8 +317,14 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchAllo
   return found;
 }
 
+uint64_t Collection::IndexGeneration() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return spann_ != nullptr ? spann_->manifest().generation : 0;
+}
+
 absl::Status Collection::Drop() {
-  absl::MutexLock write_lock(&write_mu_);
+  auto idle = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return in_flight_.empty(); };
+  absl::MutexLock write_lock(&write_mu_, absl::Condition(&idle));
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
   storage::StoredCollection meta{id_, spec_, next_internal_id_};
   SHOAL_RETURN_IF_ERROR(store_->DropCollection(meta));
@@ -278,8 +333,8 @@ absl::Status Collection::Drop() {
   if (spann_ != nullptr) {
     const std::string dir = IndexDir(spann_->manifest().generation);
     spann_.reset();
-    std::error_code ec;
-    std::filesystem::remove_all(dir, ec);  // unreferenced now; a leftover is only garbage
+    // Unreferenced now; a leftover is only garbage, removed at the next open.
+    fs_->RemoveAll(dir).IgnoreError();
   }
   return absl::OkStatus();
 }

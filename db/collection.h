@@ -23,7 +23,13 @@
 // The exact path reads records under the shared lock; a write committed to RocksDB but not yet
 // applied may then show its new vector with the old attributes (a one-request anomaly).
 //
-// Thread safety: all methods are thread-safe. Writers to one collection are serialised.
+// Group commit: a write claims its keys (in_flight_) under write_mu_, allocates ids and builds its
+// batch, then releases write_mu_ before the commit, so synced writers to one collection wait on
+// the WAL fsync together and RocksDB syncs once per write group. Writes that share a key are
+// ordered: the later one waits until the earlier one is applied, so memory and disk agree on the
+// last value. Index builds and Drop wait until no write is in flight.
+//
+// Thread safety: all methods are thread-safe.
 #ifndef SHOAL_DB_COLLECTION_H_
 #define SHOAL_DB_COLLECTION_H_
 
@@ -44,18 +50,25 @@
 #include "index/spann_index.h"
 #include "shoal/options.h"
 #include "shoal/types.h"
+#include "shoal/verify.h"
+#include "storage/file_system.h"
 #include "storage/record_store.h"
 
 namespace shoal::db {
 
+// The vector as an index stores it: unit length for cosine, else `v` itself. May use *scratch.
+const float* IndexForm(Metric metric, const std::vector<float>& v, std::vector<float>* scratch);
+
 class Collection {
  public:
   // Loads the collection's records from `store` (not owned; must outlive the collection).
-  // Index files live under `index_root`/c<id>.g<generation>/.
+  // Index files live under `index_root`/c<id>.g<generation>/ and are written through `fs`
+  // (not owned; must outlive the collection).
   static absl::StatusOr<std::unique_ptr<Collection>> Load(storage::RecordStore* store,
                                                           const storage::StoredCollection& meta,
                                                           const Options& options,
-                                                          const std::string& index_root);
+                                                          const std::string& index_root,
+                                                          storage::FileSystem* fs);
 
   const CollectionSpec& spec() const { return spec_; }
   CollectionInfo Info() const;
@@ -72,9 +85,19 @@ class Collection {
   // Deletes everything durably; later calls get NotFound.
   absl::Status Drop();
 
+  // Checks the collection's invariants, durable and in memory (db/verify.cc; shoal/verify.h),
+  // adding to *report. Waits for writes in flight and holds writers off while it runs. Returns
+  // errors that stopped the check (I/O), not broken invariants.
+  absl::Status Verify(VerifyReport* report) const;
+
+  uint32_t id() const { return id_; }
+  // The generation of the SSD index in use (its directory's name), 0 when there is none.
+  uint64_t IndexGeneration() const;
+
  private:
+  class KeyClaim;
   Collection(storage::RecordStore* store, const storage::StoredCollection& meta,
-             const Options& options, const std::string& index_root);
+             const Options& options, const std::string& index_root, storage::FileSystem* fs);
   // Load helpers (collection_index.cc).
   absl::Status OpenIndex(const storage::StoredIndex& stored)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_, mu_);
@@ -109,10 +132,14 @@ class Collection {
   const CollectionSpec spec_;
   const Options options_;
   const std::string index_root_;
+  storage::FileSystem* const fs_;
 
-  // Serialises writers: id allocation, commit, apply. Taken before mu_.
+  // Guards id allocation and the keys of writes in flight (see group commit above); held across
+  // an index build. Taken before mu_.
   mutable absl::Mutex write_mu_;
   uint64_t next_internal_id_ ABSL_GUARDED_BY(write_mu_);
+  absl::flat_hash_set<Key> in_flight_ ABSL_GUARDED_BY(write_mu_);
+  uint64_t last_generation_ ABSL_GUARDED_BY(write_mu_) = 0;  // of the last index build tried
   bool dropped_ ABSL_GUARDED_BY(write_mu_) = false;
 
   // Guards what searches read.

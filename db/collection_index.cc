@@ -1,10 +1,4 @@
 // Collection: loading from RocksDB, and building / opening / dropping the SSD-resident index.
-#include <fcntl.h>
-#include <unistd.h>
-
-#include <filesystem>
-#include <system_error>
-
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "db/collection.h"
@@ -23,14 +17,6 @@ storage::IoBackend IoOf(Options::Io io) {
     default:
       return storage::IoBackend::kAuto;
   }
-}
-
-absl::Status SyncDirectory(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return absl::InternalError(absl::StrCat(dir, ": cannot open directory"));
-  const bool ok = ::fsync(fd) == 0;
-  ::close(fd);
-  return ok ? absl::OkStatus() : absl::InternalError(absl::StrCat(dir, ": fsync failed"));
 }
 
 }  // namespace
@@ -81,7 +67,9 @@ absl::Status Collection::OpenIndex(const storage::StoredIndex& stored) {
 }
 
 absl::Status Collection::BuildIndex(const std::string& spec) {
-  absl::MutexLock write_lock(&write_mu_);
+  // Holds writers off for the whole build, once those in flight are applied.
+  auto idle = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return in_flight_.empty(); };
+  absl::MutexLock write_lock(&write_mu_, absl::Condition(&idle));
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
   if (spec == "flat") return DropSpann();
   return BuildSpann(spec);
@@ -100,40 +88,51 @@ absl::Status Collection::BuildSpann(const std::string& spec) {
     vectors.insert(vectors.end(), v, v + spec_.dimension);
     return absl::OkStatus();
   }));
-  uint64_t generation = 1;
+  // Never a generation tried before in this process: a failed commit may have named it.
+  uint64_t generation = last_generation_ + 1;
   {
     absl::ReaderMutexLock lock(&mu_);
-    if (spann_ != nullptr) generation = spann_->manifest().generation + 1;
+    if (spann_ != nullptr) generation = std::max(generation, spann_->manifest().generation + 1);
   }
+  last_generation_ = generation;
+  // Built under a temporary name and renamed once complete and synced, so a directory with a
+  // generation's name is always whole. Leftovers of a failed or crashed build are never
+  // referenced (the manifest names the generation in use); they are removed here and at open.
   const std::string dir = IndexDir(generation);
-  std::error_code ec;
-  std::filesystem::remove_all(dir, ec);  // a leftover of a crashed build: never referenced
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return absl::InternalError(absl::StrCat(dir, ": ", ec.message()));
-
+  const std::string tmp = dir + ".tmp";
+  SHOAL_RETURN_IF_ERROR(fs_->RemoveAll(dir));
+  SHOAL_RETURN_IF_ERROR(fs_->RemoveAll(tmp));
+  SHOAL_RETURN_IF_ERROR(fs_->CreateDirs(tmp));
   index::SpannBuildInput input{
-      ids, vectors.data(), spec_.dimension, flat_.metric(), next_internal_id_, generation};
+      ids, vectors.data(), spec_.dimension, flat_.metric(), next_internal_id_, generation, fs_};
   auto backend = index::MakeDefaultClusteringBackend(options_.build_threads);
-  SHOAL_ASSIGN_OR_RETURN(index::SpannBuildOutput built,
-                         index::BuildSpann(input, options, dir, *backend, options_.build_threads));
-  SHOAL_RETURN_IF_ERROR(SyncDirectory(dir));
-  SHOAL_RETURN_IF_ERROR(SyncDirectory(index_root_));
+  absl::StatusOr<index::SpannBuildOutput> built =
+      index::BuildSpann(input, options, tmp, *backend, options_.build_threads);
+  absl::Status published = built.ok() ? storage::PublishDir(*fs_, tmp, dir) : built.status();
+  if (!published.ok()) {
+    fs_->RemoveAll(tmp).IgnoreError();
+    fs_->RemoveAll(dir).IgnoreError();
+    return published;
+  }
   index::SpannRuntimeOptions runtime{IoOf(options_.io), options_.posting_cache_bytes,
                                      options_.index_ram_bytes_limit};
   SHOAL_ASSIGN_OR_RETURN(auto fresh,
-                         index::SpannIndex::Open(dir, built.manifest, built.postings, runtime));
+                         index::SpannIndex::Open(dir, built->manifest, built->postings, runtime));
   if (options_.index_ram_bytes_limit != 0 &&
       fresh->FixedMemoryBytes() > options_.index_ram_bytes_limit) {
-    std::filesystem::remove_all(dir, ec);
+    fs_->RemoveAll(dir).IgnoreError();
     return absl::ResourceExhaustedError(
         absl::StrCat("spec: the index's centroids need ", fresh->FixedMemoryBytes(),
                      " bytes, over Options::index_ram_bytes_limit (",
                      options_.index_ram_bytes_limit, "); lower centroid_ratio"));
   }
   fresh->SetCacheBudget(CacheBudget(fresh->FixedMemoryBytes()));
-  // The commit point: from here on a reopen finds the new index.
+  // The commit point (a synced RocksDB write): from here on a reopen finds the new index. If it
+  // fails the old index keeps serving; the new directory stays, since the failed commit may
+  // still be found after a reopen (its outcome is unknown), and the next open removes whichever
+  // directory the manifest does not name.
   SHOAL_RETURN_IF_ERROR(
-      store_->CommitIndex(id_, index::EncodeManifest(built.manifest), built.postings));
+      store_->CommitIndex(id_, index::EncodeManifest(built->manifest), built->postings));
   std::string old_dir;
   {
     absl::MutexLock lock(&mu_);
@@ -143,7 +142,8 @@ absl::Status Collection::BuildSpann(const std::string& spec) {
     stale_.clear();
     flat_ = index::FlatIndex(spec_.dimension, flat_.metric());
   }
-  if (!old_dir.empty()) std::filesystem::remove_all(old_dir, ec);
+  // Freed only now that the commit that stopped referencing it is durable.
+  if (!old_dir.empty()) fs_->RemoveAll(old_dir).IgnoreError();
   return absl::OkStatus();
 }
 
@@ -168,8 +168,7 @@ absl::Status Collection::DropSpann() {
     indexed_below_ = 0;
     flat_ = std::move(all);
   }
-  std::error_code ec;
-  std::filesystem::remove_all(old_dir, ec);
+  fs_->RemoveAll(old_dir).IgnoreError();
   return absl::OkStatus();
 }
 

@@ -1,6 +1,7 @@
 #include "db/db_impl.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <system_error>
 
@@ -37,7 +38,8 @@ absl::StatusOr<std::unique_ptr<DB>> DB::Open(const std::string& path, const Opti
 
 namespace db {
 
-absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const Options& options) {
+absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const Options& options,
+                                                 const StorageHooks& hooks) {
   namespace fs = std::filesystem;
   if (path.empty()) return absl::InvalidArgumentError("path: must not be empty");
   SHOAL_RETURN_IF_ERROR(FinishPendingRestore(path));
@@ -57,7 +59,8 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
           absl::StrCat("cannot create ", rocks_dir.string(), ": ", ec.message()));
     }
   }
-  auto db = std::unique_ptr<DBImpl>(new DBImpl(options));
+  auto db = std::unique_ptr<DBImpl>(
+      new DBImpl(options, hooks.fs != nullptr ? hooks.fs : storage::FileSystem::Default()));
   db->index_root_ = (fs::path(path) / "index").string();
   fs::create_directories(db->index_root_, ec);
   if (ec) {
@@ -67,17 +70,38 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
   storage::StoreOptions store_options;
   store_options.create_if_missing = options.create_if_missing;
   store_options.block_cache_bytes = options.block_cache_bytes;
+  store_options.env = hooks.rocksdb_env;
   SHOAL_ASSIGN_OR_RETURN(db->store_, storage::RecordStore::Open(rocks_dir, store_options));
   SHOAL_ASSIGN_OR_RETURN(std::vector<storage::StoredCollection> catalog, db->store_->LoadCatalog());
   SHOAL_ASSIGN_OR_RETURN(auto aliases, db->store_->LoadAliases());
   absl::MutexLock lock(&db->mu_);
   for (const storage::StoredCollection& meta : catalog) {
-    SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Collection> c,
-                           Collection::Load(db->store_.get(), meta, options, db->index_root_));
+    SHOAL_ASSIGN_OR_RETURN(
+        std::unique_ptr<Collection> c,
+        Collection::Load(db->store_.get(), meta, options, db->index_root_, db->fs_));
     db->collections_.emplace(meta.spec.name, std::move(c));
   }
   for (auto& [alias, collection] : aliases) db->aliases_.emplace(alias, collection);
+  db->RemoveUnreferencedIndexDirs();
   return std::unique_ptr<DB>(std::move(db));
+}
+
+void DBImpl::RemoveUnreferencedIndexDirs() {
+  absl::flat_hash_map<uint32_t, uint64_t> generation_of;  // collection id -> generation in use
+  for (const auto& [name, c] : collections_) generation_of[c->id()] = c->IndexGeneration();
+  absl::StatusOr<std::vector<std::string>> names = fs_->ListDir(index_root_);
+  if (!names.ok()) return;  // garbage stays; nothing depends on it
+  for (const std::string& name : *names) {
+    // c<id>.g<generation>, possibly with .tmp (a build that never finished).
+    unsigned id = 0;
+    unsigned long long generation = 0;
+    char tail = 0;
+    const int n = std::sscanf(name.c_str(), "c%u.g%llu%c", &id, &generation, &tail);
+    if (n < 2) continue;  // not ours
+    auto it = generation_of.find(id);
+    if (n == 2 && it != generation_of.end() && it->second == generation) continue;
+    fs_->RemoveAll(absl::StrCat(index_root_, "/", name)).IgnoreError();
+  }
 }
 
 DBImpl::~DBImpl() {
@@ -122,7 +146,7 @@ absl::Status DBImpl::CreateCollection(const CollectionSpec& spec) {
   }
   SHOAL_ASSIGN_OR_RETURN(storage::StoredCollection meta, store_->CreateCollection(spec));
   SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Collection> c,
-                         Collection::Load(store_.get(), meta, options_, index_root_));
+                         Collection::Load(store_.get(), meta, options_, index_root_, fs_));
   collections_.emplace(spec.name, std::move(c));
   return absl::OkStatus();
 }

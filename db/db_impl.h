@@ -17,13 +17,25 @@
 #include "absl/synchronization/mutex.h"
 #include "db/collection.h"
 #include "shoal/db.h"
+#include "storage/file_system.h"
 #include "storage/record_store.h"
+
+namespace rocksdb {
+class Env;
+}  // namespace rocksdb
 
 namespace shoal::db {
 
+// Where a DB's files go: test seams, not part of the public API. Both must outlive the DB.
+struct StorageHooks {
+  storage::FileSystem* fs = nullptr;    // Shoal's own files; nullptr = POSIX
+  rocksdb::Env* rocksdb_env = nullptr;  // RocksDB's files; nullptr = RocksDB's default
+};
+
 class DBImpl final : public DB {
  public:
-  static absl::StatusOr<std::unique_ptr<DB>> Open(const std::string& path, const Options& options);
+  static absl::StatusOr<std::unique_ptr<DB>> Open(const std::string& path, const Options& options,
+                                                  const StorageHooks& hooks = {});
   ~DBImpl() override;
 
   absl::Status CreateCollection(const CollectionSpec& spec) override;
@@ -47,9 +59,10 @@ class DBImpl final : public DB {
   absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::string_view collection,
                                                        std::span<const float> queries,
                                                        const SearchParams& params) override;
+  absl::Status Verify(std::string_view collection, VerifyReport* report) override;
 
  private:
-  explicit DBImpl(const Options& options) : options_(options) {}
+  DBImpl(const Options& options, storage::FileSystem* fs) : options_(options), fs_(fs) {}
   // Resolves a collection name or alias; errors name `field`.
   absl::StatusOr<std::shared_ptr<Collection>> Find(std::string_view name,
                                                    std::string_view field = "collection");
@@ -57,8 +70,12 @@ class DBImpl final : public DB {
   CollectionInfo InfoWithAliases(const Collection& c) ABSL_LOCKS_EXCLUDED(mu_);
   // Create / alter an alias (`create` selects which must hold: absent or present).
   absl::Status SetAlias(std::string_view alias, std::string_view collection, bool create);
+  // Removes index directories no collection's manifest names (leftovers of crashed or failed
+  // builds and drops).
+  void RemoveUnreferencedIndexDirs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
+  storage::FileSystem* const fs_;
   std::string index_root_;  // DIR/index: SSD index files, one directory per build
   std::unique_ptr<storage::RecordStore> store_;  // declared first: destroyed last
   absl::Mutex change_mu_ ABSL_ACQUIRED_BEFORE(mu_);

@@ -1,15 +1,23 @@
-// VerifyDatabase (include/shoal/verify.h): reads everything durable once, without DB::Open, and
-// reports what does not check out. The one place verification lives: a new durable structure
-// adds its check here.
+// Verification (include/shoal/verify.h), the one place it lives: Checker reads everything
+// durable of a collection once; VerifyDatabase runs it offline (no DB::Open), Collection::Verify
+// runs it on an open collection and adds the in-memory state. A new durable structure adds its
+// check here.
 #include "shoal/verify.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
-#include <set>
+#include <functional>
+#include <variant>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "db/collection.h"
+#include "db/db_impl.h"
+#include "index/posting_entries.h"
 #include "index/spann_builder.h"
 #include "index/spann_index.h"
 #include "index/spann_options.h"
@@ -18,172 +26,317 @@
 #include "storage/vector_file.h"
 
 namespace shoal {
+namespace db {
 namespace {
 
 namespace fs = std::filesystem;
+
+std::string KeyString(const Key& key) {
+  if (const auto* n = std::get_if<uint64_t>(&key)) return absl::StrCat(*n);
+  return absl::StrCat("\"", std::get<std::string>(key), "\"");
+}
+
+size_t VectorHash(const float* v, size_t dim) {
+  return std::hash<std::string_view>()(
+      std::string_view(reinterpret_cast<const char*>(v), dim * sizeof(float)));
+}
+
+// The ids a posting payload holds (full-vector or quantized layout).
+absl::Status PostingIds(std::span<const uint8_t> payload, bool quantized, size_t dim,
+                        const std::string& where, std::vector<uint64_t>* ids) {
+  if (!quantized) {
+    index::DecodedPosting p;
+    SHOAL_RETURN_IF_ERROR(index::DecodePostingEntries(payload, dim, where, &p));
+    *ids = std::move(p.ids);
+    return absl::OkStatus();
+  }
+  if (payload.size() < 8) return absl::DataLossError(absl::StrCat(where, ": short payload"));
+  uint32_t code_bytes = 0;
+  std::memcpy(&code_bytes, payload.data() + 4, 4);
+  index::QuantizedPosting q;
+  SHOAL_RETURN_IF_ERROR(index::DecodeQuantizedEntries(payload, code_bytes, where, &q));
+  *ids = std::move(q.ids);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+// What the durable check saw of one collection, for the in-memory checks that follow.
+struct DurableView {
+  absl::flat_hash_map<uint64_t, Key> record_key;  // every record: id -> key
+  absl::flat_hash_set<uint64_t> stale;            // stored stale marks
+  bool has_index = false;
+  uint64_t generation = 0;
+  uint64_t indexed_below = 0;
+  bool InIndex(uint64_t iid) const { return has_index && iid < indexed_below; }
+};
 
 class Checker {
  public:
   Checker(storage::RecordStore* store, std::string index_root, VerifyReport* report)
       : store_(store), index_root_(std::move(index_root)), report_(report) {}
 
-  absl::Status Collection(const storage::StoredCollection& meta) {
-    VerifyReport::CollectionReport& c = report_->collections.emplace_back();
-    c.spec = meta.spec;
-    const std::string where = absl::StrCat("collection '", meta.spec.name, "'");
-    // Records: decode (ScanRecords fails with DataLoss on the first that does not), shape.
-    std::set<uint64_t> ids;
-    absl::Status scan = store_->ScanRecords(meta.id, [&](uint64_t iid, Record&& r) {
-      ++c.records;
-      ids.insert(iid);
-      if (r.vector.size() != meta.spec.dimension) {
-        Problem(absl::StrCat(where, " record ", iid, ": ", r.vector.size(), " floats, want ",
-                             meta.spec.dimension));
-      }
-      for (size_t j = 0; j < r.vector.size(); ++j) {
-        if (!std::isfinite(r.vector[j])) {
-          Problem(absl::StrCat(where, " record ", iid, ": vector[", j, "] is not finite"));
-          break;
-        }
-      }
-      if (iid >= meta.next_internal_id) {
-        Problem(absl::StrCat(where, " record ", iid, ": at or above the id counter ",
-                             meta.next_internal_id));
-      }
-      return absl::OkStatus();
-    });
-    if (!scan.ok()) Problem(absl::StrCat(where, ": ", scan.message()));
-    // Key map: each row points at an existing record that carries the same key.
-    absl::Status keys = store_->ScanKeys(meta.id, [&](Key&& key, uint64_t iid) {
-      ++c.keys;
-      if (!ids.contains(iid)) {
-        Problem(absl::StrCat(where, " key map: a key points at missing record ", iid));
-        return absl::OkStatus();
-      }
-      absl::StatusOr<std::optional<Record>> r = store_->GetRecord(meta.id, iid);
-      if (r.ok() && r->has_value() && (*r)->key != key) {
-        Problem(absl::StrCat(where, " key map: record ", iid, " holds a different key"));
-      }
-      return absl::OkStatus();
-    });
-    if (!keys.ok()) Problem(absl::StrCat(where, " key map: ", keys.message()));
-    if (scan.ok() && keys.ok() && c.keys != c.records) {
-      Problem(absl::StrCat(where, ": ", c.records, " records but ", c.keys, " keys"));
+  absl::Status Collection(const storage::StoredCollection& meta, DurableView* view) {
+    c_ = &report_->collections.emplace_back();
+    c_->spec = meta.spec;
+    vector_hash_.clear();
+    where_ = absl::StrCat("collection '", meta.spec.name, "'");
+    Records(meta, view);
+    Index(meta, view);
+    for (const auto& [iid, key] : view->record_key) {
+      if (view->InIndex(iid) && !view->stale.contains(iid)) continue;
+      ++c_->vectors_in_delta;
     }
-    return Index(meta, ids, &c);
+    return absl::OkStatus();
   }
 
- private:
   void Problem(std::string text) {
     if (report_->problems.size() < VerifyReport::kMaxProblems) {
-      report_->problems.push_back(std::move(text));
+      report_->problems.push_back(absl::StrCat(where_, ": ", text));
     } else {
       ++report_->problems_not_listed;
     }
   }
 
-  absl::Status Index(const storage::StoredCollection& meta, const std::set<uint64_t>& ids,
-                     VerifyReport::CollectionReport* c) {
-    const std::string where = absl::StrCat("collection '", meta.spec.name, "' index");
+ private:
+  // Records decode with their shape, key map <-> records.
+  void Records(const storage::StoredCollection& meta, DurableView* view) {
+    std::vector<float> scratch;
+    absl::Status scan = store_->ScanRecords(meta.id, [&](uint64_t iid, Record&& r) {
+      ++c_->records;
+      view->record_key.emplace(iid, r.key);
+      const std::string what = absl::StrCat("record ", iid, " (key ", KeyString(r.key), ")");
+      if (r.vector.size() != meta.spec.dimension) {
+        Problem(absl::StrCat(what, ": ", r.vector.size(), " floats, want ", meta.spec.dimension));
+        return absl::OkStatus();
+      }
+      for (size_t j = 0; j < r.vector.size(); ++j) {
+        if (!std::isfinite(r.vector[j])) {
+          Problem(absl::StrCat(what, ": vector[", j, "] is not finite"));
+          break;
+        }
+      }
+      if (iid >= meta.next_internal_id) {
+        Problem(absl::StrCat(what, ": at or above the id counter ", meta.next_internal_id));
+      }
+      vector_hash_[iid] =
+          VectorHash(IndexForm(meta.spec.metric, r.vector, &scratch), meta.spec.dimension);
+      return absl::OkStatus();
+    });
+    if (!scan.ok()) Problem(std::string(scan.message()));
+    absl::Status keys = store_->ScanKeys(meta.id, [&](Key&& key, uint64_t iid) {
+      ++c_->keys;
+      auto it = view->record_key.find(iid);
+      if (it == view->record_key.end()) {
+        Problem(absl::StrCat("key map: key ", KeyString(key), " points at missing record ", iid));
+      } else if (it->second != key) {
+        Problem(absl::StrCat("key map: key ", KeyString(key), " points at record ", iid,
+                             ", which holds key ", KeyString(it->second)));
+      }
+      return absl::OkStatus();
+    });
+    if (!keys.ok()) Problem(absl::StrCat("key map: ", keys.message()));
+    if (scan.ok() && keys.ok() && c_->keys != c_->records) {
+      Problem(absl::StrCat(c_->records, " records but ", c_->keys, " keys"));
+    }
+  }
+
+  void Index(const storage::StoredCollection& meta, DurableView* view) {
     absl::StatusOr<std::optional<storage::StoredIndex>> stored = store_->LoadIndex(meta.id);
-    if (!stored.ok()) {
-      Problem(absl::StrCat(where, ": ", stored.status().message()));
-      return absl::OkStatus();
-    }
-    if (!stored->has_value()) return absl::OkStatus();
+    if (!stored.ok()) return Problem(absl::StrCat("index: ", stored.status().message()));
+    if (!stored->has_value()) return;
     const storage::StoredIndex& s = **stored;
-    absl::StatusOr<index::SpannManifest> manifest = index::DecodeManifest(s.manifest, where);
-    if (!manifest.ok()) {
-      Problem(std::string(manifest.status().message()));
-      return absl::OkStatus();
-    }
-    c->index = absl::StrCat("spann generation ", manifest->generation);
+    absl::StatusOr<index::SpannManifest> manifest =
+        index::DecodeManifest(s.manifest, absl::StrCat(where_, " index manifest"));
+    if (!manifest.ok()) return Problem(std::string(manifest.status().message()));
+    view->has_index = true;
+    view->generation = manifest->generation;
+    view->indexed_below = manifest->indexed_below;
+    view->stale.insert(s.stale_ids.begin(), s.stale_ids.end());
+    c_->stale_marks = view->stale.size();
+    c_->index = absl::StrCat("spann generation ", manifest->generation);
     const std::string dir = absl::StrCat(index_root_, "/c", meta.id, ".g", manifest->generation);
     // Open checks the centroid tree's checksum, the posting directory and the quantizer.
     index::SpannRuntimeOptions runtime{storage::IoBackend::kPread, 0};
     absl::StatusOr<std::unique_ptr<index::SpannIndex>> opened =
         index::SpannIndex::Open(dir, *manifest, s.postings, runtime);
-    if (!opened.ok()) {
-      Problem(absl::StrCat(where, ": ", opened.status().message()));
-      return absl::OkStatus();
-    }
-    Postings(dir, s.postings, where, c);
-    Vectors(dir, *manifest, s, ids, where, c);
-    return absl::OkStatus();
+    if (!opened.ok()) return Problem(absl::StrCat("index: ", opened.status().message()));
+    absl::flat_hash_set<uint64_t> in_postings;
+    Postings(dir, *manifest, s.postings, &in_postings);
+    Reachability(*view, in_postings);
+    Vectors(dir, *manifest, *view);
   }
 
-  // Every page of every posting list: checksum, owner, sequence, payload size.
-  void Postings(const std::string& dir, const std::vector<storage::PostingRow>& rows,
-                const std::string& where, VerifyReport::CollectionReport* c) {
+  // Every page of every posting list (checksum, owner, sequence, payload size); the ids held.
+  void Postings(const std::string& dir, const index::SpannManifest& m,
+                const std::vector<storage::PostingRow>& rows,
+                absl::flat_hash_set<uint64_t>* in_postings) {
     const std::string path = absl::StrCat(dir, "/", index::kPostingFileName);
     auto reader = storage::BlockReader::Open(path, storage::IoBackend::kPread);
-    if (!reader.ok()) {
-      Problem(absl::StrCat(where, ": ", reader.status().message()));
-      return;
-    }
+    if (!reader.ok()) return Problem(absl::StrCat("index: ", reader.status().message()));
     std::vector<storage::ReadRequest> requests;
     for (const storage::PostingRow& r : rows) {
       requests.push_back(storage::ExtentRequest({r.first_page, r.num_pages, r.bytes}));
     }
+    const bool quantized = m.options.quant != "none";
     std::vector<uint8_t> payload;
+    std::vector<uint64_t> ids;
     absl::Status read = (*reader)->ReadBatch(requests, [&](size_t i, std::span<const uint8_t> b) {
       payload.clear();
       const storage::PostingRow& r = rows[i];
+      const std::string where = absl::StrCat("index posting ", r.posting);
       absl::Status s = storage::DecodePosting(b, {r.first_page, r.num_pages, r.bytes}, r.posting,
                                               path, &payload);
+      if (s.ok()) s = PostingIds(payload, quantized, m.dimension, path, &ids);
       if (!s.ok()) {
-        Problem(absl::StrCat(where, " posting ", r.posting, ": ", s.message()));
-      } else {
-        ++c->index_postings;
-        c->index_bytes += b.size();
+        Problem(absl::StrCat(where, ": ", s.message()));
+        return absl::OkStatus();
+      }
+      ++c_->index_postings;
+      c_->index_bytes += b.size();
+      if (ids.size() != r.count) {
+        Problem(absl::StrCat(where, ": ", ids.size(), " entries, its row says ", r.count));
+      }
+      for (uint64_t id : ids) {
+        if (id >= m.indexed_below) {
+          Problem(absl::StrCat(where, ": id ", id, " >= indexed_below ", m.indexed_below));
+        }
+        in_postings->insert(id);
       }
       return absl::OkStatus();
     });
-    if (!read.ok()) Problem(absl::StrCat(where, ": ", read.message()));
+    if (!read.ok()) Problem(absl::StrCat("index: ", read.message()));
   }
 
-  // The vector file's copy of every record the index holds (built before it and not stale).
-  void Vectors(const std::string& dir, const index::SpannManifest& manifest,
-               const storage::StoredIndex& s, const std::set<uint64_t>& ids,
-               const std::string& where, VerifyReport::CollectionReport* c) {
+  // Each live indexed vector is in a posting; each posting id is live or marked stale, so a
+  // search never returns a deleted record or an old vector.
+  void Reachability(const DurableView& view, const absl::flat_hash_set<uint64_t>& in_postings) {
+    for (const auto& [iid, key] : view.record_key) {
+      if (!view.InIndex(iid) || view.stale.contains(iid)) continue;
+      if (in_postings.contains(iid)) {
+        ++c_->vectors_in_postings;
+      } else {
+        Problem(absl::StrCat("record ", iid, " (key ", KeyString(key),
+                             ") is indexed and not stale but in no posting: unreachable"));
+      }
+    }
+    std::vector<uint64_t> unexpected;
+    for (uint64_t id : in_postings) {
+      if (!view.stale.contains(id) && !view.record_key.contains(id)) unexpected.push_back(id);
+    }
+    std::sort(unexpected.begin(), unexpected.end());
+    for (uint64_t id : unexpected) {
+      Problem(absl::StrCat("index: posting id ", id,
+                           " is a deleted record without a stale mark (search could return it)"));
+    }
+  }
+
+  // The vector file's copy of every record the index holds equals the record (index form).
+  void Vectors(const std::string& dir, const index::SpannManifest& m, const DurableView& view) {
     const std::string path = absl::StrCat(dir, "/", index::kVectorFileName);
-    auto file = storage::VectorFile::Open(path, manifest.dimension, storage::IoBackend::kPread);
-    if (!file.ok()) {
-      Problem(absl::StrCat(where, ": ", file.status().message()));
-      return;
-    }
-    const absl::flat_hash_set<uint64_t> stale(s.stale_ids.begin(), s.stale_ids.end());
+    auto file = storage::VectorFile::Open(path, m.dimension, storage::IoBackend::kPread);
+    if (!file.ok()) return Problem(absl::StrCat("index: ", file.status().message()));
     std::vector<uint64_t> indexed;
-    for (uint64_t iid : ids) {
-      if (iid < manifest.indexed_below && !stale.contains(iid)) indexed.push_back(iid);
+    for (const auto& [iid, key] : view.record_key) {
+      if (view.InIndex(iid) && !view.stale.contains(iid)) indexed.push_back(iid);
     }
-    absl::Status read = (*file)->ReadBatch(indexed, [&](size_t, const float*) {
-      ++c->index_vectors;
+    std::sort(indexed.begin(), indexed.end());
+    absl::Status read = (*file)->ReadBatch(indexed, [&](size_t i, const float* v) {
+      ++c_->index_vectors;
+      auto h = vector_hash_.find(indexed[i]);
+      if (h != vector_hash_.end() && h->second != VectorHash(v, m.dimension)) {
+        Problem(absl::StrCat(path, ": vector ", indexed[i], " differs from its record"));
+      }
       return absl::OkStatus();
     });
-    if (!read.ok()) Problem(absl::StrCat(where, ": ", read.message()));
-    c->index_bytes += (*file)->bytes_read();
+    if (!read.ok()) Problem(absl::StrCat("index: ", read.message()));
+    c_->index_bytes += (*file)->bytes_read();
   }
 
   storage::RecordStore* store_;
   const std::string index_root_;
   VerifyReport* report_;
+  VerifyReport::CollectionReport* c_ = nullptr;
+  std::string where_;
+  absl::flat_hash_map<uint64_t, size_t> vector_hash_;  // record id -> hash of its index form
 };
 
-}  // namespace
+absl::Status Collection::Verify(VerifyReport* report) const {
+  auto idle = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return in_flight_.empty(); };
+  absl::MutexLock write_lock(&write_mu_, absl::Condition(&idle));
+  absl::ReaderMutexLock lock(&mu_);
+  Checker checker(store_, index_root_, report);
+  DurableView view;
+  SHOAL_RETURN_IF_ERROR(
+      checker.Collection(storage::StoredCollection{id_, spec_, next_internal_id_}, &view));
+  // The in-memory state that answers queries agrees with the durable one.
+  for (const auto& [iid, key] : view.record_key) {
+    auto mem = id_of_.find(key);
+    if (mem == id_of_.end() || mem->second != iid) {
+      checker.Problem(absl::StrCat("in memory: key ", KeyString(key), " of record ", iid,
+                                   mem == id_of_.end() ? std::string(" is missing")
+                                                       : absl::StrCat(" maps to ", mem->second)));
+    }
+    const bool indexed = InSpann(iid) && !stale_.contains(iid);
+    if (!indexed && !flat_.Contains(iid)) {
+      checker.Problem(
+          absl::StrCat("in memory: record ", iid, " is neither indexed nor in the delta"));
+    }
+  }
+  const VerifyReport::CollectionReport& c = report->collections.back();
+  if (id_of_.size() != c.records || key_of_.size() != c.records) {
+    checker.Problem(absl::StrCat("in memory: ", id_of_.size(), " / ", key_of_.size(), " keys for ",
+                                 c.records, " records"));
+  }
+  if (flat_.size() != c.vectors_in_delta) {
+    checker.Problem(absl::StrCat("in memory: the delta holds ", flat_.size(), " vectors, not ",
+                                 c.vectors_in_delta));
+  }
+  const uint64_t generation = spann_ ? spann_->manifest().generation : 0;
+  if (view.has_index != (spann_ != nullptr) || (view.has_index && generation != view.generation)) {
+    checker.Problem(absl::StrCat("in memory: index generation ", generation, ", stored ",
+                                 view.has_index ? view.generation : 0));
+  }
+  if (stale_ != view.stale) {
+    checker.Problem(absl::StrCat("in memory: ", stale_.size(), " stale marks, stored ",
+                                 view.stale.size(), " (or different ids)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status DBImpl::Verify(std::string_view collection, VerifyReport* report) {
+  std::vector<std::shared_ptr<Collection>> targets;
+  if (!collection.empty()) {
+    SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+    targets.push_back(std::move(c));
+  } else {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, c] : collections_) targets.push_back(c);
+    std::sort(targets.begin(), targets.end(),
+              [](const auto& a, const auto& b) { return a->spec().name < b->spec().name; });
+  }
+  for (const auto& c : targets) SHOAL_RETURN_IF_ERROR(c->Verify(report));
+  if (report->ok()) return absl::OkStatus();
+  return absl::DataLossError(absl::StrCat("verify found ",
+                                          report->problems.size() + report->problems_not_listed,
+                                          " problem(s); the first: ", report->problems.front()));
+}
+
+}  // namespace db
 
 absl::StatusOr<VerifyReport> VerifyDatabase(const std::string& path) {
-  const fs::path rocks = fs::path(path) / "rocksdb";
-  if (!fs::exists(rocks)) {
+  const db::fs::path rocks = db::fs::path(path) / "rocksdb";
+  if (!db::fs::exists(rocks)) {
     return absl::NotFoundError(absl::StrCat(path, ": not a Shoal data directory (no rocksdb/)"));
   }
   SHOAL_ASSIGN_OR_RETURN(auto store,
                          storage::RecordStore::Open(rocks.string(), {.create_if_missing = false}));
   SHOAL_ASSIGN_OR_RETURN(std::vector<storage::StoredCollection> catalog, store->LoadCatalog());
   VerifyReport report;
-  Checker checker(store.get(), (fs::path(path) / "index").string(), &report);
+  db::Checker checker(store.get(), (db::fs::path(path) / "index").string(), &report);
   for (const storage::StoredCollection& meta : catalog) {
-    SHOAL_RETURN_IF_ERROR(checker.Collection(meta));
+    db::DurableView view;
+    SHOAL_RETURN_IF_ERROR(checker.Collection(meta, &view));
   }
   return report;
 }

@@ -36,6 +36,7 @@
 #include "absl/status/statusor.h"
 #include "shoal/options.h"
 #include "shoal/types.h"
+#include "shoal/verify.h"
 
 namespace shoal {
 
@@ -109,6 +110,14 @@ class DB {
   virtual absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::string_view collection,
                                                                std::span<const float> queries,
                                                                const SearchParams& params) = 0;
+
+  // ---- Integrity ----
+  // Checks every invariant of `collection` ("" = all collections; see shoal/verify.h) and fills
+  // *report (counts, and one line per problem). Reads every record, key row, posting page and
+  // indexed vector: O(data size). Writes to a collection wait while it is checked; searches
+  // go on. Errors: DataLoss when any invariant is broken (the first problem and how many);
+  // NotFound (unknown collection); I/O errors that stopped the check.
+  virtual absl::Status Verify(std::string_view collection, VerifyReport* report) = 0;
 
  protected:
   DB() = default;
