@@ -159,26 +159,32 @@ TEST_F(FaultTest, PowerLossKeepsEverySyncedWrite) {
 }
 
 TEST_F(FaultTest, ConcurrentSyncedWritersShareWalFsyncs) {
-  // A slow fsync makes the writers queue up behind the group leader.
-  fs_.SetSyncDelay(".log", absl::Milliseconds(3));
   constexpr int kThreads = 8, kPerThread = 25;
-  const uint64_t syncs_before = fs_.Count(FaultOp::kSync, ".log");
-  std::vector<std::thread> threads;
-  std::atomic<int> failed{0};
-  for (int t = 0; t < kThreads; ++t) {
-    threads.emplace_back([&, t] {
-      for (int i = 0; i < kPerThread; ++i) {
-        Record r = R(static_cast<uint64_t>(t * 1000 + i));
-        if (!db_->Upsert("c", {&r, 1}, {.sync = true}).ok()) ++failed;
-      }
-    });
-  }
-  for (auto& th : threads) th.join();
-  const uint64_t syncs = fs_.Count(FaultOp::kSync, ".log") - syncs_before;
-  std::printf("%d synced writes, %lu WAL fsyncs\n", kThreads * kPerThread,
-              static_cast<unsigned long>(syncs));
-  EXPECT_EQ(failed.load(), 0);
-  EXPECT_LT(syncs, static_cast<uint64_t>(kThreads * kPerThread));
+  auto run = [&](uint64_t first_key) {
+    const uint64_t syncs_before = fs_.Count(FaultOp::kSync, ".log");
+    std::vector<std::thread> threads;
+    std::atomic<int> failed{0};
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] {
+        for (int i = 0; i < kPerThread; ++i) {
+          Record r = R(first_key + static_cast<uint64_t>(t * 1000 + i));
+          if (!db_->Upsert("c", {&r, 1}, {.sync = true}).ok()) ++failed;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+    EXPECT_EQ(failed.load(), 0);
+    return fs_.Count(FaultOp::kSync, ".log") - syncs_before;
+  };
+  // The disk's own fsync latency: printed, not asserted (it may be too fast to group).
+  const uint64_t plain = run(0);
+  // A slow fsync (3 ms) makes the writers queue up behind the group leader.
+  fs_.SetSyncDelay(".log", absl::Milliseconds(3));
+  const uint64_t slow = run(100000);
+  std::printf("%d synced writes from %d threads: %lu WAL fsyncs (disk as is), %lu (3 ms fsyncs)\n",
+              kThreads * kPerThread, kThreads, static_cast<unsigned long>(plain),
+              static_cast<unsigned long>(slow));
+  EXPECT_LT(slow, static_cast<uint64_t>(kThreads * kPerThread));
 }
 
 TEST_F(FaultTest, ConcurrentWritesToTheSameKeysAgreeInMemoryAndOnDisk) {

@@ -80,6 +80,7 @@ class Checker {
     c_ = &report_->collections.emplace_back();
     c_->spec = meta.spec;
     vector_hash_.clear();
+    unreadable_postings_ = 0;
     where_ = absl::StrCat("collection '", meta.spec.name, "'");
     Records(meta, view);
     Index(meta, view);
@@ -92,7 +93,7 @@ class Checker {
 
   void Problem(std::string text) {
     if (report_->problems.size() < VerifyReport::kMaxProblems) {
-      report_->problems.push_back(absl::StrCat(where_, ": ", text));
+      report_->problems.push_back(absl::StrCat(where_, " ", text));
     } else {
       ++report_->problems_not_listed;
     }
@@ -137,7 +138,7 @@ class Checker {
     });
     if (!keys.ok()) Problem(absl::StrCat("key map: ", keys.message()));
     if (scan.ok() && keys.ok() && c_->keys != c_->records) {
-      Problem(absl::StrCat(c_->records, " records but ", c_->keys, " keys"));
+      Problem(absl::StrCat("has ", c_->records, " records but ", c_->keys, " keys"));
     }
   }
 
@@ -190,6 +191,7 @@ class Checker {
       if (s.ok()) s = PostingIds(payload, quantized, m.dimension, path, &ids);
       if (!s.ok()) {
         Problem(absl::StrCat(where, ": ", s.message()));
+        ++unreadable_postings_;
         return absl::OkStatus();
       }
       ++c_->index_postings;
@@ -205,7 +207,10 @@ class Checker {
       }
       return absl::OkStatus();
     });
-    if (!read.ok()) Problem(absl::StrCat("index: ", read.message()));
+    if (!read.ok()) {
+      Problem(absl::StrCat("index: ", read.message()));
+      ++unreadable_postings_;
+    }
   }
 
   // Each live indexed vector is in a posting; each posting id is live or marked stale, so a
@@ -215,7 +220,7 @@ class Checker {
       if (!view.InIndex(iid) || view.stale.contains(iid)) continue;
       if (in_postings.contains(iid)) {
         ++c_->vectors_in_postings;
-      } else {
+      } else if (unreadable_postings_ == 0) {  // else already reported: the ids are unknown
         Problem(absl::StrCat("record ", iid, " (key ", KeyString(key),
                              ") is indexed and not stale but in no posting: unreachable"));
       }
@@ -259,6 +264,7 @@ class Checker {
   VerifyReport::CollectionReport* c_ = nullptr;
   std::string where_;
   absl::flat_hash_map<uint64_t, size_t> vector_hash_;  // record id -> hash of its index form
+  uint64_t unreadable_postings_ = 0;                   // of the current collection
 };
 
 absl::Status Collection::Verify(VerifyReport* report) const {
