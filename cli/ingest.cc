@@ -17,6 +17,7 @@
 #include "base/status_macros.h"
 #include "cli/commands_internal.h"
 #include "cli/ingest_checkpoint.h"
+#include "cli/ingest_pipeline.h"
 #include "cli/ingest_sender.h"
 #include "cli/ingest_source.h"
 #include "cli/progress.h"
@@ -25,11 +26,6 @@ namespace shoal::cli {
 namespace {
 
 namespace v1 = ::shoal::v1;
-
-struct Batch {
-  uint64_t first = 0;  // row number of records[0]
-  v1::UpsertRequest request;
-};
 
 // "records[3].vector[5]: NaN" from the server -> "FILE: record <first + 3>: vector[5]: NaN".
 absl::Status NameRecord(const absl::Status& status, const std::string& file, uint64_t first) {
@@ -83,50 +79,6 @@ absl::Status PrepareCollection(const Connection& c, const IngestOptions& o, size
   }
   return absl::OkStatus();
 }
-
-// The reader -> senders hand-off: a bounded queue, and the first error (which stops everyone).
-class Pipeline {
- public:
-  explicit Pipeline(size_t capacity) : capacity_(capacity) {}
-  // false when the pipeline failed (stop producing).
-  bool Push(Batch batch) {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(
-        +[](Pipeline* p) { return p->queue_.size() < p->capacity_ || !p->error_.ok(); }, this));
-    if (!error_.ok()) return false;
-    queue_.push_back(std::move(batch));
-    return true;
-  }
-  void Close() {
-    absl::MutexLock lock(&mu_);
-    closed_ = true;
-  }
-  // nullopt when closed and drained, or failed.
-  std::optional<Batch> Pop() {
-    absl::MutexLock lock(&mu_);
-    mu_.Await(absl::Condition(
-        +[](Pipeline* p) { return !p->queue_.empty() || p->closed_ || !p->error_.ok(); }, this));
-    if (!error_.ok() || queue_.empty()) return std::nullopt;
-    Batch batch = std::move(queue_.front());
-    queue_.pop_front();
-    return batch;
-  }
-  void Fail(const absl::Status& status) {
-    absl::MutexLock lock(&mu_);
-    if (error_.ok()) error_ = status;
-  }
-  absl::Status error() {
-    absl::MutexLock lock(&mu_);
-    return error_;
-  }
-
- private:
-  const size_t capacity_;
-  absl::Mutex mu_;
-  std::deque<Batch> queue_ ABSL_GUARDED_BY(mu_);
-  bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status error_ ABSL_GUARDED_BY(mu_);
-};
 
 // Reads rows [start, rows) into batches; runs on its own thread.
 void ReadBatches(RowSource& source, const IngestOptions& o, uint64_t start, uint64_t rows,
@@ -198,7 +150,7 @@ absl::StatusOr<IngestResult> Ingest(const Connection& c, const IngestOptions& o)
   const absl::Time began = absl::Now();
   AckedPrefix acked(checkpoint.done);
   ProgressBar progress(rows, checkpoint.done, o.progress);
-  Pipeline pipeline(2 * static_cast<size_t>(o.streams));
+  Pipeline pipeline(2 * static_cast<size_t>(o.streams) * (o.use_stream ? o.window : 1));
   std::atomic<uint64_t> sent{0};
   std::atomic<uint64_t> backoffs{0};
   std::atomic<int> senders_left{o.streams};
@@ -207,18 +159,19 @@ absl::StatusOr<IngestResult> Ingest(const Connection& c, const IngestOptions& o)
   std::vector<std::thread> senders;
   for (int i = 0; i < o.streams; ++i) {
     senders.emplace_back([&] {
-      std::unique_ptr<BatchSender> sender = o.use_stream ? NewStreamSender(c) : NewUpsertSender(c);
-      while (std::optional<Batch> batch = pipeline.Pop()) {
-        const uint64_t count = batch->request.records_size();
-        absl::Status s = sender->Send(batch->request);
-        if (!s.ok()) {
-          pipeline.Fail(NameRecord(s, o.file, batch->first));
-          break;
-        }
-        sent += count;
-        progress.Update(acked.Ack(batch->first, count));
+      std::unique_ptr<BatchSender> sender =
+          o.use_stream ? NewStreamSender(c, o.window) : NewUpsertSender(c);
+      uint64_t failed_first = UINT64_MAX;
+      absl::Status s = sender->Run(
+          pipeline,
+          [&](uint64_t first, uint64_t count) {
+            sent += count;
+            progress.Update(acked.Ack(first, count));
+          },
+          &failed_first);
+      if (!s.ok()) {
+        pipeline.Fail(failed_first == UINT64_MAX ? s : NameRecord(s, o.file, failed_first));
       }
-      if (absl::Status s = sender->Finish(); !s.ok()) pipeline.Fail(s);
       backoffs += sender->backoffs();
       --senders_left;
     });
@@ -252,7 +205,7 @@ absl::StatusOr<IngestOptions> ParseIngestOptions(const Args& args) {
         "usage: ingest FILE --collection NAME [--create [--dimension D] [--metric l2|ip|cosine]]"
         " [--format auto] [--batch N] [--streams P] [--checkpoint PATH [--restart]]"
         " [--key-prefix P | --key-offset N] [--limit N] [--max-rate ROWS_PER_S] [--sync]"
-        " [--rpc ingest|upsert] [--no-progress]");
+        " [--rpc ingest|upsert] [--window W] [--no-progress]");
   }
   IngestOptions o;
   o.file = args.positional[1];
@@ -280,6 +233,9 @@ absl::StatusOr<IngestOptions> ParseIngestOptions(const Args& args) {
     return absl::InvalidArgumentError("--rpc: must be ingest or upsert");
   }
   o.use_stream = rpc == "ingest";
+  SHOAL_ASSIGN_OR_RETURN(uint64_t window, args.GetUint("window", 4, 64));
+  if (window == 0) return absl::InvalidArgumentError("--window: must be at least 1");
+  o.window = static_cast<int>(window);
   o.progress = isatty(STDERR_FILENO) && !args.Has("no-progress");
   return o;
 }

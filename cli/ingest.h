@@ -5,12 +5,12 @@
 //
 // One reader thread turns rows into batches (checking every value is finite: a bad value is an
 // InvalidArgument naming the file and record); `streams` sender threads each keep one
-// streaming Ingest RPC (or plain Upserts, --rpc upsert) and send a batch at a time, waiting
-// out the server's back-off answers. Row r gets key `key_offset + r` (or the string
-// `key_prefix + r`), so re-sending a row overwrites it with itself: the ingest is idempotent.
-// The checkpoint records the contiguous prefix of acknowledged rows (atomically replaced, at
-// most every 200 ms and at the end); a rerun with the same checkpoint continues after it. A
-// progress bar (rows/s, ETA) goes to stderr when it is a terminal.
+// streaming Ingest RPC with up to `window` batches in flight (or send plain Upserts, --rpc
+// upsert), waiting out the server's back-off answers. Row r gets key `key_offset + r` (or the
+// string `key_prefix + r`), so re-sending a row overwrites it with itself: the ingest is
+// idempotent. The checkpoint records the contiguous prefix of acknowledged rows (atomically
+// replaced, at most every 200 ms and at the end); a rerun with the same checkpoint continues after
+// it. A progress bar (rows/s, ETA) goes to stderr when it is a terminal.
 #ifndef SHOAL_CLI_INGEST_H_
 #define SHOAL_CLI_INGEST_H_
 
@@ -43,6 +43,7 @@ struct IngestOptions {
   double max_rate = 0;          // rows per second, 0 = unlimited
   bool progress = false;
   bool use_stream = true;  // streaming Ingest RPC; false = unary Upsert batches
+  int window = 4;          // batches in flight per stream
 };
 
 struct IngestResult {

@@ -1,5 +1,7 @@
 #include "cli/ingest_sender.h"
 
+#include <deque>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 
@@ -11,82 +13,118 @@ namespace v1 = ::shoal::v1;
 class UpsertSender final : public BatchSender {
  public:
   explicit UpsertSender(const Connection& c) : c_(c) {}
-  absl::Status Send(v1::UpsertRequest& batch) override {
+
+  absl::Status Send(Batch& batch) {
     v1::UpsertResponse response;
-    return FromGrpc(c_.vectors().Upsert(c_.Context().get(), batch, &response));
+    return FromGrpc(c_.vectors().Upsert(c_.Context().get(), batch.request, &response));
+  }
+
+  absl::Status Run(Pipeline& pipeline, const AckFn& on_ack, uint64_t* failed_first) override {
+    bool done = false;
+    while (std::optional<Batch> batch = pipeline.Pop(/*wait=*/true, &done)) {
+      const uint64_t rows = batch->request.records_size();
+      if (absl::Status s = Send(*batch); !s.ok()) {
+        *failed_first = batch->first;
+        return s;
+      }
+      on_ack(batch->first, rows);
+    }
+    return absl::OkStatus();
   }
 
  private:
   const Connection& c_;
 };
 
-// One Ingest stream, one batch in flight: write it, read its answer, resend after the server's
-// back-off. Sequences count batches on this stream.
+// One Ingest stream. Batches are written while fewer than `window` are unanswered; answers come
+// in order, so the oldest in-flight batch is the one answered. Sequences number the messages
+// written on this stream (a resent batch gets a new one).
 class StreamSender final : public BatchSender {
  public:
-  explicit StreamSender(const Connection& c) : c_(c) {}
+  StreamSender(const Connection& c, int window) : c_(c), window_(window) {}
 
-  absl::Status Send(v1::UpsertRequest& batch) override {
-    if (unary_ != nullptr) return unary_->Send(batch);
-    if (stream_ == nullptr) {
-      // A stream lives as long as the ingest: no per-call deadline (each batch is bounded by
-      // the server's answer; a dead server breaks the stream).
-      context_ = c_.Context(std::chrono::hours(24 * 365));
-      stream_ = c_.vectors().Ingest(context_.get());
-    }
-    v1::IngestRequest request;
-    request.set_collection(batch.collection());
-    request.set_sync(batch.sync());
-    request.mutable_records()->Swap(batch.mutable_records());
+  absl::Status Run(Pipeline& pipeline, const AckFn& on_ack, uint64_t* failed_first) override {
+    // The stream lives as long as the ingest: no per-call deadline (a dead server breaks it).
+    auto context = c_.Context(std::chrono::hours(24 * 365));
+    auto stream = c_.vectors().Ingest(context.get());
+    std::deque<InFlight> in_flight;
+    bool drained = false;
+    bool answered = false;
     while (true) {
-      request.set_sequence(next_sequence_++);
-      v1::IngestResponse response;
-      if (!stream_->Write(request) || !stream_->Read(&response)) {
-        absl::Status broken = Broken();
-        if (absl::IsUnimplemented(broken) && !acked_) {
-          // A server without the Ingest RPC: plain Upserts do the same, one batch per call.
-          unary_ = std::make_unique<UpsertSender>(c_);
-          batch.mutable_records()->Swap(request.mutable_records());
-          return unary_->Send(batch);
-        }
-        return broken;
+      // Fill the window; block for a batch only when nothing is in flight.
+      while (!drained && in_flight.size() < static_cast<size_t>(window_)) {
+        std::optional<Batch> batch = pipeline.Pop(/*wait=*/in_flight.empty(), &drained);
+        if (!batch.has_value()) break;
+        InFlight& f = in_flight.emplace_back(InFlight{batch->first, {}});
+        f.request.set_collection(batch->request.collection());
+        f.request.set_sync(batch->request.sync());
+        f.request.mutable_records()->Swap(batch->request.mutable_records());
+        f.request.set_sequence(next_sequence_++);
+        if (!stream->Write(f.request)) break;
       }
-      if (response.sequence() != request.sequence()) {
-        return absl::InternalError(absl::StrCat("Ingest: answer for batch ", response.sequence(),
-                                                ", expected ", request.sequence()));
+      if (in_flight.empty()) break;
+      v1::IngestResponse response;
+      if (!stream->Read(&response)) {
+        absl::Status broken = FromGrpc(stream->Finish());
+        if (absl::IsUnimplemented(broken) && !answered) {
+          return FallBack(in_flight, pipeline, on_ack, failed_first);
+        }
+        *failed_first = in_flight.front().first;
+        return broken.ok() ? absl::UnavailableError("Ingest: the server closed the stream early")
+                           : broken;
+      }
+      answered = true;
+      InFlight f = std::move(in_flight.front());
+      in_flight.pop_front();
+      if (response.sequence() != f.request.sequence()) {
+        *failed_first = f.first;
+        return absl::InternalError(absl::StrCat("Ingest: answer for message ", response.sequence(),
+                                                ", expected ", f.request.sequence()));
       }
       if (response.retry_after_ms() == 0) {
-        acked_ = true;
-        return absl::OkStatus();
+        on_ack(f.first, f.request.records_size());
+        continue;
       }
       ++backoffs_;
       absl::SleepFor(absl::Milliseconds(response.retry_after_ms()));
+      f.request.set_sequence(next_sequence_++);
+      in_flight.push_back(std::move(f));
+      if (!stream->Write(in_flight.back().request)) continue;  // Read() reports why
     }
-  }
-
-  absl::Status Finish() override {
-    if (stream_ == nullptr) return absl::OkStatus();
-    stream_->WritesDone();
-    absl::Status status = FromGrpc(stream_->Finish());
-    stream_.reset();
-    return status;
+    stream->WritesDone();
+    absl::Status finished = FromGrpc(stream->Finish());
+    if (!finished.ok()) *failed_first = UINT64_MAX;  // no particular batch
+    return finished;
   }
 
  private:
-  // The stream ended early: its status says why.
-  absl::Status Broken() {
-    absl::Status status = FromGrpc(stream_->Finish());
-    stream_.reset();
-    if (status.ok()) return absl::UnavailableError("Ingest: the server closed the stream early");
-    return status;
+  struct InFlight {
+    uint64_t first;
+    v1::IngestRequest request;
+  };
+
+  // The server has no Ingest RPC: send what was in flight, and the rest, as unary Upserts.
+  absl::Status FallBack(std::deque<InFlight>& in_flight, Pipeline& pipeline, const AckFn& on_ack,
+                        uint64_t* failed_first) {
+    UpsertSender unary(c_);
+    for (InFlight& f : in_flight) {
+      Batch batch{.first = f.first};
+      batch.request.set_collection(f.request.collection());
+      batch.request.set_sync(f.request.sync());
+      batch.request.mutable_records()->Swap(f.request.mutable_records());
+      const uint64_t rows = batch.request.records_size();
+      if (absl::Status s = unary.Send(batch); !s.ok()) {
+        *failed_first = f.first;
+        return s;
+      }
+      on_ack(f.first, rows);
+    }
+    return unary.Run(pipeline, on_ack, failed_first);
   }
 
   const Connection& c_;
-  std::unique_ptr<grpc::ClientContext> context_;
-  std::unique_ptr<grpc::ClientReaderWriter<v1::IngestRequest, v1::IngestResponse>> stream_;
+  const int window_;
   uint64_t next_sequence_ = 0;
-  bool acked_ = false;
-  std::unique_ptr<BatchSender> unary_;  // set when the server lacks Ingest
 };
 
 }  // namespace
@@ -95,8 +133,8 @@ std::unique_ptr<BatchSender> NewUpsertSender(const Connection& connection) {
   return std::make_unique<UpsertSender>(connection);
 }
 
-std::unique_ptr<BatchSender> NewStreamSender(const Connection& connection) {
-  return std::make_unique<StreamSender>(connection);
+std::unique_ptr<BatchSender> NewStreamSender(const Connection& connection, int window) {
+  return std::make_unique<StreamSender>(connection, window);
 }
 
 }  // namespace shoal::cli

@@ -115,6 +115,30 @@ TEST_F(IngestFormatsE2eTest, LoadsEveryFormatExactly) {
       << r.err;
 }
 
+// A server whose ingest budget admits one batch at a time makes concurrent streams back off
+// (each batch is fsynced, so it stays in flight long enough for the others to collide);
+// the resent batches still land exactly once.
+TEST(IngestBackoffE2eTest, BacksOffAndStillLoadsEveryRow) {
+  const std::string data_dir = e2e::MakeTempDir();
+  e2e::ShoaldProcess shoald;
+  absl::Status started = shoald.Start(data_dir, {"--ingest-inflight-bytes", "1"});
+  ASSERT_TRUE(started.ok()) << started;
+  constexpr size_t kMany = 3000;
+  const std::string file = data_dir + "-many.fvecs";
+  WriteFile(file, Vecs<float>(storage::testing::Pattern<float>(kMany, 32), 32));
+  RunResult r =
+      RunShoal({"--server", shoald.address(), "ingest", file, "--collection", "many", "--create",
+                "--batch", "100", "--streams", "4", "--window", "4", "--sync"});
+  std::filesystem::remove(file);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"sent\":3000,"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("\"backoffs\":0}"), std::string::npos) << r.out;  // some backed off
+  r = RunShoal({"--server", shoald.address(), "describe", "many"});
+  EXPECT_NE(r.out.find("\"vectors\":3000,"), std::string::npos) << r.out;
+  EXPECT_EQ(shoald.Terminate(), 0);
+  std::filesystem::remove_all(data_dir);
+}
+
 TEST_F(IngestFormatsE2eTest, ProgressBarOnATerminal) {
   WriteFile(work_dir_ + "/p.fvecs",
             Vecs<float>(storage::testing::Pattern<float>(kRows, kCols), kCols));
