@@ -11,7 +11,7 @@ SHOAL_PACKAGES=(
   libfaiss-dev libopenblas-dev libabsl-dev liburing-dev zlib1g-dev libhdf5-dev
   libgtest-dev libgmock-dev libbenchmark-dev libhnswlib-dev prometheus-cpp-dev
   dataset-fashion-mnist
-  libreadline-dev python3-grpcio python3-protobuf python3-numpy
+  libreadline-dev python3-grpcio python3-protobuf python3-numpy openssl
 )
 
 shoal_install_deps() {
