@@ -27,13 +27,17 @@ class ShellAdminE2eTest : public ::testing::Test {
     key_file_ = data_dir_ + "-keys";
     std::ofstream(key_file_) << "admin cli-admin-key-42 ops\nread-only cli-reader-key-42 ro\n";
     shoald_ = std::make_unique<e2e::ShoaldProcess>();
-    absl::Status started = shoald_->Start(data_dir_, {"--key-file", key_file_});
+    snapshot_dir_ = data_dir_ + "-snapshots";
+    std::filesystem::create_directories(snapshot_dir_);
+    absl::Status started =
+        shoald_->Start(data_dir_, {"--key-file", key_file_, "--snapshot-dir", snapshot_dir_});
     ASSERT_TRUE(started.ok()) << started;
   }
   void TearDown() override {
     shoald_.reset();
     std::filesystem::remove_all(data_dir_);
     std::filesystem::remove(key_file_);
+    std::filesystem::remove_all(snapshot_dir_);
   }
   RunResult Shoal(std::vector<std::string> args, const std::string& key = kAdmin) {
     args.insert(args.begin(), {"--server", shoald_->address()});
@@ -42,6 +46,7 @@ class ShellAdminE2eTest : public ::testing::Test {
 
   std::string data_dir_;
   std::string key_file_;
+  std::string snapshot_dir_;
   std::unique_ptr<e2e::ShoaldProcess> shoald_;
 };
 
@@ -95,11 +100,42 @@ TEST_F(ShellAdminE2eTest, AliasesBuildIndexCompactStats) {
   r = Shoal({"stats"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_NE(r.out.find("\"total_vectors\":300"), std::string::npos) << r.out;
+  ASSERT_EQ(Shoal({"create", "v2", "--dimension", "4"}).exit_status, 0);
+  ASSERT_EQ(Shoal({"alias-alter", "live", "v2"}).exit_status, 0);
+  r = Shoal({"aliases", "v2", "--output", "csv"});
+  EXPECT_EQ(r.out, "alias,collection\nlive,v2\n") << r.err;
   r = Shoal({"alias-drop", "live"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
-  r = Shoal({"snapshot", "s1"});  // shoald has no --snapshot-dir
+  r = Shoal({"aliases", "--output", "csv"});
+  EXPECT_EQ(r.out, "alias,collection\n") << r.err;
+}
+
+TEST_F(ShellAdminE2eTest, HealthSnapshotRestoreDrop) {
+  RunResult r = Shoal({"health"}, "SHOAL_API_KEY=");  // health needs no key
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"status\":\"SERVING\""), std::string::npos) << r.out;
+  ASSERT_EQ(Shoal({"create", "keep", "--dimension", "2"}).exit_status, 0);
+  ASSERT_EQ(Shoal({"upsert", "keep", "1", "1,1"}).exit_status, 0);
+  r = Shoal({"snapshot", "s1"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("{\"name\":\"s1\""), std::string::npos) << r.out;
+  r = Shoal({"snapshots", "--output", "csv"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("\ns1,"), std::string::npos) << r.out;
+  r = Shoal({"drop", "keep"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(Shoal({"describe", "keep"}).exit_status, 1);
+  r = Shoal({"restore", "s1"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("\"name\":\"keep\""), std::string::npos) << r.out;
+  r = Shoal({"describe", "keep"});
+  EXPECT_NE(r.out.find("\"vectors\":1,"), std::string::npos) << r.out;
+  r = Shoal({"restore", "../s1"});
   EXPECT_EQ(r.exit_status, 1);
-  EXPECT_NE(r.err.find("error: FAILED_PRECONDITION"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("error: INVALID_ARGUMENT"), std::string::npos) << r.err;
+  r = Shoal({"snapshot", "s1"}, kReader);  // admin only
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_NE(r.err.find("error: PERMISSION_DENIED"), std::string::npos) << r.err;
 }
 
 }  // namespace
