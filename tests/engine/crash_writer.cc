@@ -50,7 +50,7 @@ int main(int argc, char** argv) {
     const int dice = static_cast<int>(rng() % 200);
     std::string line = "op " + std::to_string(op);
     absl::Status s;
-    if (dice == 0) {
+    if (dice < 2) {
       Say(line + " build\n");
       s = (*db)->BuildIndex("crash", shoal::test::kCrashIndexSpec);
     } else if (dice < 60) {
