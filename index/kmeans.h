@@ -1,4 +1,4 @@
-// Balanced k-means on the CPU (or a GPU later) behind one seam, ClusteringBackend.
+// Balanced k-means on the CPU or a CUDA GPU behind one seam, ClusteringBackend.
 //
 //   auto backend = shoal::index::MakeDefaultClusteringBackend(/*threads=*/0);
 //   shoal::index::KMeansOptions options;
@@ -12,7 +12,8 @@
 // top-m (the n x k matrix never exists). The CPU backend uses a register-blocked AVX-512
 // kernel ranking by ||c||^2 - 2<x,c> + bias over L2-resident centroid tiles, then re-scores
 // its few candidates with the exact kernel; AVX2/scalar CPUs (or SHOAL_CPU=avx2|scalar) take a
-// plain per-pair scan with the same results up to float rounding.
+// plain per-pair scan with the same results up to float rounding. The CUDA backend
+// (index/gpu/gpu_kmeans.h) ranks on TF32 tensor cores and re-scores near-ties in exact fp32.
 //
 // The balance penalty (SPANN): assignment cost = squared distance + lambda * size, where size
 // is the cluster's size in the previous iteration, so assignment stays parallel.
