@@ -220,6 +220,12 @@ grpc::Status AdminServiceImpl::Restore(grpc::ServerContext* context,
   if (status.ok() && !fs::exists(fs::path(*path) / kSnapshotMarker, ec)) {
     status = absl::NotFoundError(absl::StrCat("name: no snapshot \"", request->name(), "\""));
   }
+  // The name is plain, but the entry could be a symbolic link: restore only from a directory
+  // that really lies inside --snapshot-dir.
+  if (status.ok() && fs::canonical(*path, ec).parent_path() != fs::canonical(snapshot_dir_, ec)) {
+    status = absl::InvalidArgumentError(absl::StrCat("name: snapshot \"", request->name(),
+                                                     "\" does not resolve inside --snapshot-dir"));
+  }
   // No lease here: Restore waits for every lease to end.
   if (status.ok()) status = gate_->host()->Restore(*path);
   if (status.ok()) {

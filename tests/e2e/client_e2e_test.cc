@@ -251,6 +251,14 @@ TEST_F(ClientE2eTest, BuildIndexCompactStatsSnapshotAndRestore) {
   EXPECT_TRUE(absl::IsInvalidArgument(client_->Snapshot("../escape").status()));
   EXPECT_FALSE(std::filesystem::exists(std::filesystem::path(snapshot_dir_) / ".." / "escape"));
   EXPECT_TRUE(absl::IsNotFound(client_->Restore("never-taken").status()));
+  // A plain name that is a symbolic link out of --snapshot-dir is refused too.
+  const std::string outside = MakeTempDir();
+  std::filesystem::copy(snapshot_dir_ + "/snap-1", outside + "/copy",
+                        std::filesystem::copy_options::recursive);
+  std::filesystem::create_directory_symlink(outside + "/copy", snapshot_dir_ + "/linked");
+  absl::Status linked = client_->Restore("linked").status();
+  EXPECT_TRUE(absl::IsInvalidArgument(linked)) << linked;
+  std::filesystem::remove_all(outside);
 
   // The restored database is what a restart finds.
   client_.reset();
