@@ -124,6 +124,30 @@ TEST_F(FaultTest, WalWriteEnospcIsResourceExhaustedUntilCleared) {
   ReopenAndCheck();
 }
 
+TEST_F(FaultTest, WalFsyncEnospcIsResourceExhaustedThenWritesResume) {
+  PutRange(0, 10);
+  fs_.Fail(FaultOp::kSync, ".log", ENOSPC);
+  absl::Status s = Put(10);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  ExpectReadable();
+  PutRange(11, 20);
+  ReopenAndCheck();
+}
+
+TEST_F(FaultTest, RenameFailureAtOpenIsAClearErrorAndTheNextOpenWorks) {
+  PutRange(0, 10);
+  db_.reset();
+  // Opening rewrites CURRENT through a temporary file renamed over it.
+  fs_.Fail(FaultOp::kRename, "dbtmp", EIO, /*one_shot=*/false);
+  auto failed = db::DBImpl::Open(dir_, Options{}, {&fs_, fs_.rocksdb_env()});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_THAT(std::string(failed.status().message()), HasSubstr("injected")) << failed.status();
+  fs_.Clear();
+  OpenWithFaults();
+  PutRange(10, 20);
+  ReopenAndCheck();
+}
+
 TEST_F(FaultTest, WalWriteEioWithUnsyncedWrites) {
   PutRange(0, 5);
   fs_.Fail(FaultOp::kWrite, ".log", EIO);
