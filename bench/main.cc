@@ -7,6 +7,7 @@
 #include "bench/blas_env.h"
 #include "bench/flat_bench.h"
 #include "bench/kmeans_bench.h"
+#include "bench/updates_bench.h"
 #include "bench/serve_bench.h"
 
 int main(int argc, char** argv) {
@@ -17,6 +18,7 @@ int main(int argc, char** argv) {
   shoal::bench::RegisterFlatCommand(app, &exit_code);
   shoal::bench::RegisterAnnCommand(app, &exit_code);
   shoal::bench::RegisterKMeansCommand(app, &exit_code);
+  shoal::bench::RegisterUpdatesCommand(app, &exit_code);
   shoal::bench::RegisterServeCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;

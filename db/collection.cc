@@ -76,7 +76,7 @@ class Collection::KeyClaim {
 
 Collection::Collection(storage::RecordStore* store, const storage::StoredCollection& meta,
                        const Options& options, const std::string& index_root,
-                       storage::FileSystem* fs)
+                       storage::FileSystem* fs, MaintenanceBudget* budget)
     : store_(store),
       id_(meta.id),
       spec_(meta.spec),
@@ -84,19 +84,28 @@ Collection::Collection(storage::RecordStore* store, const storage::StoredCollect
       index_root_(index_root),
       fs_(fs),
       next_internal_id_(meta.next_internal_id),
+      budget_(budget),
       flat_(meta.spec.dimension, IndexMetric(meta.spec.metric)) {}
 
 absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(storage::RecordStore* store,
                                                              const storage::StoredCollection& meta,
                                                              const Options& options,
                                                              const std::string& index_root,
-                                                             storage::FileSystem* fs) {
-  auto c = std::unique_ptr<Collection>(new Collection(store, meta, options, index_root, fs));
+                                                             storage::FileSystem* fs,
+                                                             MaintenanceBudget* budget) {
+  auto c = std::unique_ptr<Collection>(
+      new Collection(store, meta, options, index_root, fs, budget));
   absl::MutexLock write_lock(&c->write_mu_);
-  absl::MutexLock lock(&c->mu_);
-  SHOAL_ASSIGN_OR_RETURN(std::optional<storage::StoredIndex> stored, store->LoadIndex(meta.id));
-  if (stored.has_value()) SHOAL_RETURN_IF_ERROR(c->OpenIndex(*stored));
-  SHOAL_RETURN_IF_ERROR(c->LoadRecords());
+  absl::MutexLock work_lock(&c->work_mu_);
+  {
+    absl::MutexLock lock(&c->mu_);
+    SHOAL_ASSIGN_OR_RETURN(std::optional<storage::StoredIndex> stored, store->LoadIndex(meta.id));
+    if (stored.has_value()) SHOAL_RETURN_IF_ERROR(c->OpenIndex(*stored));
+    SHOAL_RETURN_IF_ERROR(c->LoadRecords());
+  }
+  SHOAL_RETURN_IF_ERROR(c->StartUpdates());
+  if (options.index_update_threads > 0)
+    c->worker_ = std::thread([p = c.get()] { p->WorkerLoop(); });
   return c;
 }
 
@@ -106,6 +115,14 @@ CollectionInfo Collection::Info() const {
   info.index = spann_ ? index::SpannSpecString(spann_->manifest().options) : "flat";
   info.index_ram_bytes = flat_.MemoryBytes() + (spann_ ? spann_->MemoryBytes() : 0);
   info.unindexed_vectors = spann_ ? flat_.size() : 0;
+  info.tombstones = stale_.size();
+  if (spann_ != nullptr) {
+    const auto dir = spann_->directory();
+    info.postings = std::count(dir->live.begin(), dir->live.end(), 1);
+  }
+  info.posting_splits = update_stats_.splits;
+  info.posting_merges = update_stats_.merges;
+  info.vectors_reassigned = update_stats_.reassigned;
   return info;
 }
 
@@ -132,44 +149,59 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
   for (const Record& r : records) keys.push_back(r.key);
   KeyClaim claim(this, std::move(keys));
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
+  SHOAL_RETURN_IF_ERROR(AwaitBacklog());
+  // Every record gets a fresh internal id (an id's vector never changes, so a copy of it left in
+  // a posting is never wrong); a replaced record's old id is tombstoned.
   std::vector<uint64_t> ids(records.size());
-  std::vector<bool> is_new(records.size());
+  std::vector<std::optional<uint64_t>> old(records.size());
   uint64_t next = next_internal_id_;
-  {
-    absl::ReaderMutexLock lock(&mu_);
-    for (size_t i = 0; i < records.size(); ++i) {
-      auto it = id_of_.find(records[i].key);
-      is_new[i] = it == id_of_.end();
-      ids[i] = is_new[i] ? next++ : it->second;
-    }
-  }
-  std::vector<bool> stale(records.size());
+  bool indexed;
   auto batch = store_->NewBatch();
   {
     absl::ReaderMutexLock lock(&mu_);
+    indexed = spann_ != nullptr;
     for (size_t i = 0; i < records.size(); ++i) {
-      batch.PutRecord(id_, ids[i], records[i], is_new[i]);
-      stale[i] = !is_new[i] && InSpann(ids[i]) && !stale_.contains(ids[i]);
-      if (stale[i]) batch.MarkStale(id_, ids[i]);
+      ids[i] = next++;
+      if (auto it = id_of_.find(records[i].key); it != id_of_.end()) {
+        old[i] = it->second;
+        batch.DeleteRecordRow(id_, it->second);
+        if (indexed) batch.MarkStale(id_, it->second);
+      }
+      batch.PutRecord(id_, ids[i], records[i], /*new_key=*/true);
     }
   }
-  if (next != next_internal_id_) batch.SetNextInternalId(id_, next);
+  batch.SetNextInternalId(id_, next);
   // Ids are taken even if the commit fails: a failed batch may still be found after a reopen
   // (its outcome is unknown), so its ids must never name other records.
   next_internal_id_ = next;
+  if (indexed) {
+    // Until they reach the buffer, these ids hold the watermark of online updates below them
+    // (batches commit and apply in any order). A failed commit leaves them there: its outcome
+    // is unknown until a reopen re-reads the records.
+    absl::MutexLock unapplied_lock(&unapplied_mu_);
+    unapplied_.insert(ids[0]);
+  }
   claim.Unlock();  // commit (and fsync) beside other writers: group commit
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
 
   std::vector<float> scratch;
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < records.size(); ++i) {
+    if (old[i].has_value()) {
+      flat_.Remove(*old[i]);
+      attrs_.Remove(*old[i]);
+      key_of_.erase(*old[i]);
+      if (indexed) stale_.insert(*old[i]);
+    }
     flat_.Add(ids[i], IndexForm(records[i].vector, &scratch));
     attrs_.Put(ids[i], records[i].attributes, records[i].tags);
-    if (stale[i]) stale_.insert(ids[i]);
-    if (is_new[i]) {
-      id_of_.emplace(records[i].key, ids[i]);
-      key_of_.emplace(ids[i], records[i].key);
-    }
+    id_of_[records[i].key] = ids[i];
+    key_of_.emplace(ids[i], records[i].key);
+    if (indexed) pending_.insert(ids[i]);
+  }
+  if (indexed) {
+    absl::MutexLock unapplied_lock(&unapplied_mu_);
+    unapplied_.erase(unapplied_.find(ids[0]));
   }
   return absl::OkStatus();
 }
@@ -209,7 +241,8 @@ absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
       if (it == id_of_.end() || !seen.emplace(it->second, true).second) continue;
       ids.push_back(it->second);
       batch.DeleteRecord(id_, it->second, key);
-      if (InSpann(it->second) && !stale_.contains(it->second)) batch.MarkStale(id_, it->second);
+      // Tombstoned even while only the buffer holds it: a drain may be writing it to postings.
+      if (spann_ != nullptr) batch.MarkStale(id_, it->second);
     }
   }
   if (ids.empty()) return 0;
@@ -219,7 +252,7 @@ absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
   for (uint64_t iid : ids) {
     flat_.Remove(iid);
     attrs_.Remove(iid);
-    if (InSpann(iid)) stale_.insert(iid);
+    if (spann_ != nullptr) stale_.insert(iid);
     auto k = key_of_.find(iid);
     id_of_.erase(k->second);
     key_of_.erase(k);
@@ -326,10 +359,13 @@ absl::Status Collection::Drop() {
   auto idle = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return in_flight_.empty(); };
   absl::MutexLock write_lock(&write_mu_, absl::Condition(&idle));
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
+  absl::MutexLock work_lock(&work_mu_);
+  updater_.reset();
   storage::StoredCollection meta{id_, spec_, next_internal_id_};
   SHOAL_RETURN_IF_ERROR(store_->DropCollection(meta));
   dropped_ = true;
   absl::MutexLock lock(&mu_);
+  pending_.clear();
   if (spann_ != nullptr) {
     const std::string dir = IndexDir(spann_->manifest().generation);
     spann_.reset();

@@ -3,11 +3,20 @@
 // when there is no SpannIndex) — and writes through to the RecordStore (RocksDB) before anything
 // becomes visible.
 //
-// Write path: validate -> allocate internal ids -> one RocksDB WriteBatch (records, key map,
-// id counter, stale marks for ids the SpannIndex holds an old copy of) committed with the
-// caller's sync level -> apply to the FlatIndex under an exclusive lock. A write that fails to
-// commit changes nothing. Searches take the lock shared, so they see a batch whole or not at all.
-// Search = SpannIndex (skipping stale ids) merged with the FlatIndex.
+// Write path: validate -> allocate internal ids (a rewritten key gets a new one, so an id's
+// vector never changes) -> one RocksDB WriteBatch (records, key map, id counter, tombstones for
+// the ids a SpannIndex exists beside: deleted or replaced) committed with the caller's sync
+// level -> apply to the FlatIndex (the exact buffer of vectors not yet in the posting lists)
+// under an exclusive lock. A write that fails to commit changes nothing. Searches take the lock
+// shared, so they see a batch whole or not at all.
+// Search = SpannIndex (skipping tombstoned ids) merged with the FlatIndex.
+//
+// Online updates (collection_updates.cc): a maintenance thread moves buffered vectors into the
+// SpannIndex's postings through a SpannUpdater — data pages first, then one RocksDB batch with
+// the new directory rows and the advanced watermark `indexed_below_` (ids below it are in the
+// postings or tombstoned), then, under the exclusive lock, the new directory is published and
+// the ids leave the buffer: a reader sees each vector in exactly one of the two. Tombstones
+// accumulate until a sweep has rewritten every posting holding them; then they are erased.
 //
 // Filtered search (SearchParams::filter): the AttributeIndex (every live record's attributes and
 // tags in RAM, maintained with the key maps on Upsert / Delete / Load) turns the filter into a
@@ -33,10 +42,12 @@
 #ifndef SHOAL_DB_COLLECTION_H_
 #define SHOAL_DB_COLLECTION_H_
 
+#include <set>
 #include <memory>
 #include <optional>
 #include <span>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -45,9 +56,11 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "db/attribute_index.h"
+#include "db/maintenance_budget.h"
 #include "index/flat_index.h"
 #include "index/id_filter.h"
 #include "index/spann_index.h"
+#include "index/spann_updater.h"
 #include "shoal/options.h"
 #include "shoal/types.h"
 #include "shoal/verify.h"
@@ -63,12 +76,15 @@ class Collection {
  public:
   // Loads the collection's records from `store` (not owned; must outlive the collection).
   // Index files live under `index_root`/c<id>.g<generation>/ and are written through `fs`
-  // (not owned; must outlive the collection).
+  // (not owned; must outlive the collection). `budget` (not owned, may be null = unbounded)
+  // bounds background index maintenance DB-wide.
   static absl::StatusOr<std::unique_ptr<Collection>> Load(storage::RecordStore* store,
                                                           const storage::StoredCollection& meta,
                                                           const Options& options,
                                                           const std::string& index_root,
-                                                          storage::FileSystem* fs);
+                                                          storage::FileSystem* fs,
+                                                          MaintenanceBudget* budget = nullptr);
+  ~Collection();
 
   const CollectionSpec& spec() const { return spec_; }
   CollectionInfo Info() const;
@@ -88,16 +104,21 @@ class Collection {
   // Checks the collection's invariants, durable and in memory (db/verify.cc; shoal/verify.h),
   // adding to *report. Waits for writes in flight and holds writers off while it runs. Returns
   // errors that stopped the check (I/O), not broken invariants.
-  absl::Status Verify(VerifyReport* report) const;
+  absl::Status Verify(VerifyReport* report);
 
   uint32_t id() const { return id_; }
   // The generation of the SSD index in use (its directory's name), 0 when there is none.
   uint64_t IndexGeneration() const;
 
+  // Moves every write acknowledged so far into the SSD index's postings and, when some are
+  // tombstoned, sweeps them out; returns the first error. OK at once without an SSD index.
+  absl::Status FlushIndexUpdates();
+
  private:
   class KeyClaim;
   Collection(storage::RecordStore* store, const storage::StoredCollection& meta,
-             const Options& options, const std::string& index_root, storage::FileSystem* fs);
+             const Options& options, const std::string& index_root, storage::FileSystem* fs,
+             MaintenanceBudget* budget);
   // Load helpers (collection_index.cc).
   absl::Status OpenIndex(const storage::StoredIndex& stored)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_, mu_);
@@ -113,6 +134,22 @@ class Collection {
   // The vector as the index stores it (unit length for cosine).
   const float* IndexForm(const std::vector<float>& v, std::vector<float>* scratch) const;
   absl::Status CheckNotDropped() const ABSL_SHARED_LOCKS_REQUIRED(write_mu_);
+  // ---- Online updates (collection_updates.cc) ----
+  // (Re)creates the updater and maintenance thread for the current SpannIndex.
+  absl::Status StartUpdates() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  void StopWorker();
+  void WorkerLoop();
+  // One drain step: up to index_update_batch buffered vectors into the postings. Sets *done
+  // when the buffer was empty.
+  absl::Status DrainStep(bool* done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // GC / merge / split over all postings, then erases the tombstones it made unreferenced.
+  absl::Status Sweep() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // Commits and publishes one updater change.
+  absl::Status Apply(index::SpannUpdater::Change change, const std::vector<uint64_t>& drained)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  bool SweepDue() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Writers wait here (before committing) while the buffer is over the backlog.
+  absl::Status AwaitBacklog();
   // Filtered search (see the file comment); `q` holds n queries in index form.
   // The SpannIndex (skipping stale ids) merged with the FlatIndex, or the FlatIndex alone;
   // `allow` (nullable) is checked during both scans.
@@ -142,12 +179,31 @@ class Collection {
   uint64_t last_generation_ ABSL_GUARDED_BY(write_mu_) = 0;  // of the last index build tried
   bool dropped_ ABSL_GUARDED_BY(write_mu_) = false;
 
+  MaintenanceBudget* const budget_;
+
+  // Serialises index mutation: the maintenance worker vs builds and drops. After write_mu_.
+  mutable absl::Mutex work_mu_ ABSL_ACQUIRED_AFTER(write_mu_);
+  std::unique_ptr<index::SpannUpdater> updater_ ABSL_GUARDED_BY(work_mu_);
+  std::thread worker_;  // started/stopped with write_mu_ held (or in Load / the destructor)
+
   // Guards what searches read.
-  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(write_mu_);
+  mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(work_mu_);
   index::FlatIndex flat_ ABSL_GUARDED_BY(mu_);  // vectors the SpannIndex does not hold
   std::unique_ptr<index::SpannIndex> spann_ ABSL_GUARDED_BY(mu_);
-  uint64_t indexed_below_ ABSL_GUARDED_BY(mu_) = 0;           // ids < this were there at build
-  absl::flat_hash_set<uint64_t> stale_ ABSL_GUARDED_BY(mu_);  // SpannIndex copies out of date
+  // Ids below this are in the SpannIndex's postings or tombstoned (the build's indexed_below,
+  // advanced by online updates).
+  uint64_t indexed_below_ ABSL_GUARDED_BY(mu_) = 0;
+  // Tombstones: ids deleted or replaced that some posting may still hold.
+  absl::flat_hash_set<uint64_t> stale_ ABSL_GUARDED_BY(mu_);
+  std::set<uint64_t> pending_ ABSL_GUARDED_BY(mu_);  // buffered ids awaiting the postings
+  // First id of each write batch committed or committing but not yet in the buffer (taken after
+  // mu_): the watermark stays below them.
+  mutable absl::Mutex unapplied_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::multiset<uint64_t> unapplied_ ABSL_GUARDED_BY(unapplied_mu_);
+  size_t tombstones_at_sweep_ ABSL_GUARDED_BY(mu_) = 0;  // stale_.size() after the last sweep
+  bool closing_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Status update_error_ ABSL_GUARDED_BY(mu_);  // last failed maintenance step
+  index::UpdateStats update_stats_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<Key, uint64_t> id_of_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, Key> key_of_ ABSL_GUARDED_BY(mu_);
   AttributeIndex attrs_ ABSL_GUARDED_BY(mu_);  // attributes and tags of every live record

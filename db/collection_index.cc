@@ -32,8 +32,10 @@ size_t Collection::CacheBudget(size_t fixed_bytes) const {
 }
 
 // One pass over the collection's records rebuilds the key maps and the attribute index, and
-// puts into the FlatIndex every vector the SpannIndex (if any) does not hold: those written after
-// its build (ids >= indexed_below) and rewritten ones (stale marks).
+// puts into the FlatIndex every vector the SpannIndex (if any) does not hold: those at or above
+// the watermark (written after the build and not yet moved into the postings), which are queued
+// for the maintenance thread again, and records whose id carries a tombstone (rewritten in place
+// by versions before online updates), which stay in the buffer until the next build.
 absl::Status Collection::LoadRecords() {
   std::vector<float> scratch;
   return store_->ScanRecords(id_, [&](uint64_t iid, Record&& r) {
@@ -42,6 +44,7 @@ absl::Status Collection::LoadRecords() {
                                               " has dimension ", r.vector.size()));
     }
     if (!InSpann(iid) || stale_.contains(iid)) flat_.Add(iid, IndexForm(r.vector, &scratch));
+    if (spann_ != nullptr && !InSpann(iid) && !stale_.contains(iid)) pending_.insert(iid);
     attrs_.Put(iid, r.attributes, r.tags);
     id_of_.emplace(r.key, iid);
     key_of_.emplace(iid, std::move(r.key));
@@ -61,8 +64,9 @@ absl::Status Collection::OpenIndex(const storage::StoredIndex& stored) {
   SHOAL_ASSIGN_OR_RETURN(spann_, index::SpannIndex::Open(IndexDir(manifest.generation), manifest,
                                                          stored.postings, runtime));
   spann_->SetCacheBudget(CacheBudget(spann_->FixedMemoryBytes()));
-  indexed_below_ = manifest.indexed_below;
+  indexed_below_ = std::max(manifest.indexed_below, stored.indexed_below);
   stale_.insert(stored.stale_ids.begin(), stored.stale_ids.end());
+  tombstones_at_sweep_ = stale_.size();
   return absl::OkStatus();
 }
 
@@ -72,7 +76,9 @@ absl::Status Collection::BuildIndex(const std::string& spec) {
   absl::MutexLock write_lock(&write_mu_, absl::Condition(&idle));
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
   if (spec == "flat") return DropSpann();
-  return BuildSpann(spec);
+  SHOAL_RETURN_IF_ERROR(BuildSpann(spec));
+  absl::MutexLock work_lock(&work_mu_);
+  return StartUpdates();
 }
 
 absl::Status Collection::BuildSpann(const std::string& spec) {
@@ -135,11 +141,15 @@ absl::Status Collection::BuildSpann(const std::string& spec) {
       store_->CommitIndex(id_, index::EncodeManifest(built->manifest), built->postings));
   std::string old_dir;
   {
+    absl::MutexLock work_lock(&work_mu_);
+    updater_.reset();
     absl::MutexLock lock(&mu_);
     if (spann_ != nullptr) old_dir = IndexDir(spann_->manifest().generation);
     spann_ = std::move(fresh);
     indexed_below_ = next_internal_id_;
     stale_.clear();
+    tombstones_at_sweep_ = 0;
+    pending_.clear();
     flat_ = index::FlatIndex(spec_.dimension, flat_.metric());
   }
   // Freed only now that the commit that stopped referencing it is durable.
@@ -162,9 +172,12 @@ absl::Status Collection::DropSpann() {
     return absl::OkStatus();
   }));
   {
+    absl::MutexLock work_lock(&work_mu_);
+    updater_.reset();
     absl::MutexLock lock(&mu_);
     spann_.reset();
     stale_.clear();
+    pending_.clear();
     indexed_below_ = 0;
     flat_ = std::move(all);
   }

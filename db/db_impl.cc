@@ -62,6 +62,7 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
   auto db = std::unique_ptr<DBImpl>(
       new DBImpl(options, hooks.fs != nullptr ? hooks.fs : storage::FileSystem::Default()));
   db->index_root_ = (fs::path(path) / "index").string();
+  db->budget_ = std::make_unique<MaintenanceBudget>(std::max(1u, options.index_update_threads));
   fs::create_directories(db->index_root_, ec);
   if (ec) {
     return absl::PermissionDeniedError(
@@ -78,7 +79,8 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
   for (const storage::StoredCollection& meta : catalog) {
     SHOAL_ASSIGN_OR_RETURN(
         std::unique_ptr<Collection> c,
-        Collection::Load(db->store_.get(), meta, options, db->index_root_, db->fs_));
+        Collection::Load(db->store_.get(), meta, options, db->index_root_, db->fs_,
+                         db->budget_.get()));
     db->collections_.emplace(meta.spec.name, std::move(c));
   }
   for (auto& [alias, collection] : aliases) db->aliases_.emplace(alias, collection);
@@ -145,8 +147,9 @@ absl::Status DBImpl::CreateCollection(const CollectionSpec& spec) {
     return absl::AlreadyExistsError(absl::StrCat("name: '", spec.name, "' is an alias"));
   }
   SHOAL_ASSIGN_OR_RETURN(storage::StoredCollection meta, store_->CreateCollection(spec));
-  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Collection> c,
-                         Collection::Load(store_.get(), meta, options_, index_root_, fs_));
+  SHOAL_ASSIGN_OR_RETURN(
+      std::unique_ptr<Collection> c,
+      Collection::Load(store_.get(), meta, options_, index_root_, fs_, budget_.get()));
   collections_.emplace(spec.name, std::move(c));
   return absl::OkStatus();
 }
@@ -212,6 +215,11 @@ absl::StatusOr<uint64_t> DBImpl::Delete(std::string_view collection, std::span<c
   SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
   absl::ReaderMutexLock change(&change_mu_);
   return c->Delete(keys, options);
+}
+
+absl::Status DBImpl::FlushIndexUpdates(std::string_view collection) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  return c->FlushIndexUpdates();
 }
 
 absl::Status DBImpl::BuildIndex(std::string_view collection, std::string_view spec) {

@@ -56,6 +56,7 @@ class DBImpl final : public DB {
   absl::StatusOr<uint64_t> Delete(std::string_view collection, std::span<const Key> keys,
                                   const WriteOptions& options) override;
   absl::Status BuildIndex(std::string_view collection, std::string_view spec) override;
+  absl::Status FlushIndexUpdates(std::string_view collection) override;
   absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::string_view collection,
                                                        std::span<const float> queries,
                                                        const SearchParams& params) override;
@@ -77,6 +78,8 @@ class DBImpl final : public DB {
   const Options options_;
   storage::FileSystem* const fs_;
   std::string index_root_;  // DIR/index: SSD index files, one directory per build
+  // Bounds background index maintenance over all collections (Options::index_update_threads).
+  std::unique_ptr<MaintenanceBudget> budget_;
   std::unique_ptr<storage::RecordStore> store_;  // declared first: destroyed last
   absl::Mutex change_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;

@@ -47,6 +47,11 @@ class FlatIndex {
   // Removes `id`; returns false if it was absent.
   bool Remove(uint64_t id);
   bool Contains(uint64_t id) const { return slot_of_.contains(id); }
+  // The stored vector of `id` (dimension() floats, valid until the next Add/Remove), or null.
+  const float* Vector(uint64_t id) const {
+    auto it = slot_of_.find(id);
+    return it == slot_of_.end() ? nullptr : vectors_.data() + it->second * dimension_;
+  }
 
   // For each of `num_queries` queries (row-major, dimension() floats each) the min(k, size())
   // nearest stored vectors, closest first. `threads` = 0 uses hardware concurrency.

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "index/posting_navigator.h"
 #include "index/spann_builder.h"
 #include "index/topk.h"
 
@@ -60,12 +61,10 @@ class CandidateSlots {
 }  // namespace
 
 SpannIndex::SpannIndex(SpannManifest manifest, CentroidTree tree,
-                       std::vector<storage::PostingRow> rows,
                        std::unique_ptr<storage::BlockReader> reader, std::string path,
                        size_t cache_bytes)
     : manifest_(std::move(manifest)),
       tree_(std::move(tree)),
-      rows_(std::move(rows)),
       reader_(std::move(reader)),
       posting_path_(std::move(path)),
       cache_(cache_bytes),
@@ -88,25 +87,14 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
                                             tree.dim(), ", manifest says ", manifest.num_postings,
                                             " of dim ", manifest.dimension));
   }
-  std::vector<storage::PostingRow> rows(manifest.num_postings);
-  std::vector<bool> seen(manifest.num_postings);
-  for (const storage::PostingRow& r : postings) {
-    if (r.posting >= rows.size() || seen[r.posting]) {
-      return absl::DataLossError(absl::StrCat("posting directory: unexpected posting ", r.posting));
-    }
-    seen[r.posting] = true;
-    rows[r.posting] = r;
-  }
-  if (std::find(seen.begin(), seen.end(), false) != seen.end()) {
-    return absl::DataLossError("posting directory: postings missing");
-  }
+  SHOAL_ASSIGN_OR_RETURN(auto directory, InitialDirectory(tree, postings));
   const std::string path = absl::StrCat(dir, "/", kPostingFileName);
   SHOAL_ASSIGN_OR_RETURN(auto reader, storage::BlockReader::Open(path, options.io));
-  auto index = std::unique_ptr<SpannIndex>(new SpannIndex(manifest, std::move(tree),
-                                                          std::move(rows), std::move(reader), path,
-                                                          options.posting_cache_bytes));
+  auto index = std::unique_ptr<SpannIndex>(new SpannIndex(
+      manifest, std::move(tree), std::move(reader), path, options.posting_cache_bytes));
+  index->PublishDirectory(directory);
   if (manifest.options.quant != "none") {
-    SHOAL_RETURN_IF_ERROR(index->LoadQuantized(dir, options.ram_limit_bytes));
+    SHOAL_RETURN_IF_ERROR(index->LoadQuantized(dir, options.ram_limit_bytes, directory.get()));
     SHOAL_ASSIGN_OR_RETURN(index->vectors_,
                            storage::VectorFile::Open(absl::StrCat(dir, "/", kVectorFileName),
                                                      manifest.dimension, options.io));
@@ -118,59 +106,66 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
 // Prepares every posting centroid, then reads every posting's codes into RAM, a few hundred
 // extents per batch — unless they would not fit in `ram_limit_bytes` (0 = no limit) beside the
 // centroids, in which case they stay on SSD and queries read them (ReadQuantized).
-absl::Status SpannIndex::LoadQuantized(const std::string& dir, size_t ram_limit_bytes) {
+absl::Status SpannIndex::LoadQuantized(const std::string& dir, size_t ram_limit_bytes,
+                                       PostingDirectory* directory) {
   const std::string qpath = absl::StrCat(dir, "/", kQuantizerFileName);
   SHOAL_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(qpath));
   SHOAL_ASSIGN_OR_RETURN(quantizer_, DeserializeQuantizer(bytes, qpath));
   const size_t pd = quantizer_->prepared_dim();
-  prepared_centroids_.resize(rows_.size() * pd);
-  for (uint32_t p = 0; p < rows_.size(); ++p) {
-    quantizer_->Prepare(tree_.centroid(tree_.leaf_node(p)), &prepared_centroids_[p * pd]);
-  }
-  quantized_bytes_ = prepared_centroids_.size() * sizeof(float);
+  const auto& rows = directory->rows;
+  directory->prepared_dim = pd;
+  directory->prepared.resize(rows.size() * pd);
+  std::vector<uint32_t> live;
   size_t code_bytes = 0;  // the payloads, about what the decoded codes hold
-  for (const storage::PostingRow& r : rows_) code_bytes += r.bytes;
+  for (uint32_t p = 0; p < rows.size(); ++p) {
+    if (!directory->live[p]) continue;
+    quantizer_->Prepare(directory->centroid(p), &directory->prepared[p * pd]);
+    live.push_back(p);
+    code_bytes += rows[p].bytes;
+  }
   if (ram_limit_bytes != 0 && FixedMemoryBytes() + code_bytes > ram_limit_bytes) {
     codes_resident_ = false;
     return absl::OkStatus();
   }
-  quantized_.resize(rows_.size());
   constexpr size_t kBatch = 256;
   std::vector<uint8_t> payload;
-  for (size_t first = 0; first < rows_.size(); first += kBatch) {
-    const size_t count = std::min(kBatch, rows_.size() - first);
+  for (size_t first = 0; first < live.size(); first += kBatch) {
+    const size_t count = std::min(kBatch, live.size() - first);
     std::vector<storage::ReadRequest> reads;
     for (size_t i = 0; i < count; ++i) {
-      const auto& r = rows_[first + i];
+      const auto& r = rows[live[first + i]];
       reads.push_back(storage::ExtentRequest({r.first_page, r.num_pages, r.bytes}));
     }
     SHOAL_RETURN_IF_ERROR(
         reader_->ReadBatch(reads, [&](size_t i, std::span<const uint8_t> pages) -> absl::Status {
-          const storage::PostingRow& r = rows_[first + i];
+          const storage::PostingRow& r = rows[live[first + i]];
           payload.clear();
           SHOAL_RETURN_IF_ERROR(storage::DecodePosting(pages, {r.first_page, r.num_pages, r.bytes},
                                                        r.posting, posting_path_, &payload));
-          return DecodeQuantizedEntries(payload, quantizer_->code_bytes(),
-                                        absl::StrCat(posting_path_, " posting ", r.posting),
-                                        &quantized_[r.posting]);
+          auto qp = std::make_shared<QuantizedPosting>();
+          SHOAL_RETURN_IF_ERROR(DecodeQuantizedEntries(
+              payload, quantizer_->code_bytes(),
+              absl::StrCat(posting_path_, " posting ", r.posting), qp.get()));
+          directory->codes_bytes += qp->MemoryBytes();
+          directory->codes[r.posting] = std::move(qp);
+          return absl::OkStatus();
         }));
   }
-  for (const auto& p : quantized_) quantized_bytes_ += p.MemoryBytes();
   return absl::OkStatus();
 }
 
 absl::Status SpannIndex::ReadQuantized(
-    std::span<const uint32_t> ids, const std::function<void(size_t, const QuantizedPosting&)>& scan,
-    SearchStats* stats) const {
+    const PostingDirectory& dir, std::span<const uint32_t> ids,
+    const std::function<void(size_t, const QuantizedPosting&)>& scan, SearchStats* stats) const {
   std::vector<storage::ReadRequest> reads;
   reads.reserve(ids.size());
   for (uint32_t p : ids) {
-    const auto& r = rows_[p];
+    const auto& r = dir.rows[p];
     reads.push_back(storage::ExtentRequest({r.first_page, r.num_pages, r.bytes}));
   }
   std::vector<uint8_t> payload;
   return reader_->ReadBatch(reads, [&](size_t i, std::span<const uint8_t> pages) -> absl::Status {
-    const storage::PostingRow& r = rows_[ids[i]];
+    const storage::PostingRow& r = dir.rows[ids[i]];
     stats->bytes_read += pages.size();
     payload.clear();
     SHOAL_RETURN_IF_ERROR(storage::DecodePosting(pages, {r.first_page, r.num_pages, r.bytes},
@@ -181,7 +176,7 @@ absl::Status SpannIndex::ReadQuantized(
                                absl::StrCat(posting_path_, " posting ", r.posting), decoded.get()));
     scan(i, *decoded);
     const size_t charge = decoded->MemoryBytes();
-    code_cache_.Insert(ids[i], std::move(decoded), charge);
+    code_cache_.Insert(dir.serials[ids[i]], std::move(decoded), charge);
     return absl::OkStatus();
   });
 }
@@ -200,8 +195,7 @@ void SpannIndex::SetCacheBudget(size_t bytes) {
 }
 
 size_t SpannIndex::FixedMemoryBytes() const {
-  return sizeof(*this) + tree_.MemoryBytes() + rows_.capacity() * sizeof(storage::PostingRow) +
-         quantized_bytes_;
+  return sizeof(*this) + tree_.MemoryBytes() + directory()->MemoryBytes();
 }
 
 size_t SpannIndex::MemoryBytes() const {
@@ -209,23 +203,13 @@ size_t SpannIndex::MemoryBytes() const {
          code_cache_.charged_bytes();
 }
 
-void SpannIndex::Navigate(const float* q, const SpannKnobs& knobs,
+void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const SpannKnobs& knobs,
                           std::vector<uint32_t>* postings) const {
-  const size_t m = std::min<size_t>(
-      knobs.max_postings != 0 ? knobs.max_postings : manifest_.options.max_postings,
-      tree_.num_leaves());
+  const size_t m = knobs.max_postings != 0 ? knobs.max_postings : manifest_.options.max_postings;
   const float ratio =
       knobs.pruning_ratio >= 0 ? knobs.pruning_ratio : manifest_.options.pruning_ratio;
   std::vector<std::pair<float, uint32_t>> nearest;
-  if (flat_navigator_) {
-    TopK<uint32_t> top(m);
-    const float* c = tree_.leaf_centroids();
-    const size_t d = tree_.dim();
-    for (uint32_t p = 0; p < tree_.num_leaves(); ++p) top.Push(L2Sqr(q, c + p * d, d), p);
-    for (const auto& e : top.TakeSorted()) nearest.emplace_back(e.distance, e.id);
-  } else {
-    tree_.NearestLeaves(q, m, std::max<size_t>(manifest_.options.beam, m), &nearest);
-  }
+  NearestPostings(tree_, dir, q, m, manifest_.options.beam, flat_navigator_, &nearest);
   postings->clear();
   const float limit = ratio > 0 && !nearest.empty() ? ratio * std::max(nearest[0].first, 1e-12f)
                                                     : std::numeric_limits<float>::infinity();
@@ -235,12 +219,12 @@ void SpannIndex::Navigate(const float* q, const SpannKnobs& knobs,
   }
 }
 
-absl::Status SpannIndex::SearchOne(const float* q, size_t k, const SpannKnobs& knobs,
-                                   const Exclusion& ex, std::vector<Neighbor>* out,
-                                   SearchStats* stats) const {
-  if (quantizer_ != nullptr) return SearchQuantized(q, k, knobs, ex, out, stats);
+absl::Status SpannIndex::SearchOne(const PostingDirectory& dir, const float* q, size_t k,
+                                   const SpannKnobs& knobs, const Exclusion& ex,
+                                   std::vector<Neighbor>* out, SearchStats* stats) const {
+  if (quantizer_ != nullptr) return SearchQuantized(dir, q, k, knobs, ex, out, stats);
   std::vector<uint32_t> postings;
-  Navigate(q, knobs, &postings);
+  Navigate(dir, q, knobs, &postings);
   const size_t d = manifest_.dimension;
   const Metric metric = manifest_.metric;
   TopK<uint64_t> top(k);
@@ -259,12 +243,12 @@ absl::Status SpannIndex::SearchOne(const float* q, size_t k, const SpannKnobs& k
   std::vector<storage::ReadRequest> reads;
   std::vector<uint32_t> missing;
   for (uint32_t p : postings) {
-    if (auto cached = cache_.Lookup(p)) {
+    if (auto cached = cache_.Lookup(dir.serials[p])) {
       ++stats->cache_hits;
       score(*cached);
     } else {
       missing.push_back(p);
-      const auto& r = rows_[p];
+      const auto& r = dir.rows[p];
       reads.push_back(storage::ExtentRequest({r.first_page, r.num_pages, r.bytes}));
     }
   }
@@ -273,7 +257,7 @@ absl::Status SpannIndex::SearchOne(const float* q, size_t k, const SpannKnobs& k
     std::vector<uint8_t> payload;
     SHOAL_RETURN_IF_ERROR(
         reader_->ReadBatch(reads, [&](size_t i, std::span<const uint8_t> bytes) -> absl::Status {
-          const storage::PostingRow& r = rows_[missing[i]];
+          const storage::PostingRow& r = dir.rows[missing[i]];
           stats->bytes_read += bytes.size();
           payload.clear();
           SHOAL_RETURN_IF_ERROR(storage::DecodePosting(bytes, {r.first_page, r.num_pages, r.bytes},
@@ -283,7 +267,7 @@ absl::Status SpannIndex::SearchOne(const float* q, size_t k, const SpannKnobs& k
               payload, d, absl::StrCat(posting_path_, " posting ", r.posting), decoded.get()));
           score(*decoded);
           const size_t charge = decoded->MemoryBytes();
-          cache_.Insert(missing[i], std::move(decoded), charge);
+          cache_.Insert(dir.serials[missing[i]], std::move(decoded), charge);
           return absl::OkStatus();
         }));
   }
@@ -292,11 +276,11 @@ absl::Status SpannIndex::SearchOne(const float* q, size_t k, const SpannKnobs& k
   return absl::OkStatus();
 }
 
-absl::Status SpannIndex::SearchQuantized(const float* q, size_t k, const SpannKnobs& knobs,
-                                         const Exclusion& ex, std::vector<Neighbor>* out,
-                                         SearchStats* stats) const {
+absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const float* q, size_t k,
+                                         const SpannKnobs& knobs, const Exclusion& ex,
+                                         std::vector<Neighbor>* out, SearchStats* stats) const {
   std::vector<uint32_t> postings;
-  Navigate(q, knobs, &postings);
+  Navigate(dir, q, knobs, &postings);
   stats->postings_read += postings.size();
   const size_t d = manifest_.dimension;
   const bool ip = manifest_.metric == Metric::kInnerProduct;
@@ -317,7 +301,7 @@ absl::Status SpannIndex::SearchQuantized(const float* q, size_t k, const SpannKn
   auto scan = [&](uint32_t p, const QuantizedPosting& qp) {
     est.resize(qp.size());
     err.resize(qp.size());
-    quantizer_->Estimate(prepared.data(), &prepared_centroids_[p * pd], qp.codes.data(), qp.size(),
+    quantizer_->Estimate(prepared.data(), dir.prepared_centroid(p), qp.codes.data(), qp.size(),
                          est.data(), err.data());
     stats->vectors_scored += qp.size();
     for (size_t i = 0; i < qp.size(); ++i) {
@@ -340,8 +324,8 @@ absl::Status SpannIndex::SearchQuantized(const float* q, size_t k, const SpannKn
   std::vector<uint32_t> missing;
   for (uint32_t p : postings) {
     if (codes_resident_) {
-      scan(p, quantized_[p]);
-    } else if (auto cached = code_cache_.Lookup(p)) {
+      scan(p, *dir.codes[p]);
+    } else if (auto cached = code_cache_.Lookup(dir.serials[p])) {
       ++stats->cache_hits;
       scan(p, *cached);
     } else {
@@ -350,7 +334,7 @@ absl::Status SpannIndex::SearchQuantized(const float* q, size_t k, const SpannKn
   }
   if (!missing.empty()) {
     SHOAL_RETURN_IF_ERROR(ReadQuantized(
-        missing, [&](size_t i, const QuantizedPosting& qp) { scan(missing[i], qp); }, stats));
+        dir, missing, [&](size_t i, const QuantizedPosting& qp) { scan(missing[i], qp); }, stats));
   }
   // The k-th smallest upper bound bounds the true k-th distance: only candidates whose lower
   // bound reaches below it can be in the top-k.
@@ -394,6 +378,7 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
   std::vector<std::vector<Neighbor>> out(n);
   // An empty stale set excludes nothing: skip the per-entry hash probe.
   const Exclusion ex{skip != nullptr && skip->empty() ? nullptr : skip, allow};
+  const std::shared_ptr<const PostingDirectory> dir = directory();
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
   threads = std::min(threads, n);
   std::vector<SearchStats> per_thread(threads);
@@ -401,7 +386,7 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
   auto work = [&](size_t t) {
     for (size_t i = t; i < n && status[t].ok(); i += threads) {
       status[t] =
-          SearchOne(queries + i * manifest_.dimension, k, knobs, ex, &out[i], &per_thread[t]);
+          SearchOne(*dir, queries + i * manifest_.dimension, k, knobs, ex, &out[i], &per_thread[t]);
     }
   };
   std::vector<std::thread> workers;

@@ -13,8 +13,11 @@
 // vectors.dat (one batch) only for candidates whose lower bound is at most the k-th smallest upper
 // bound — no rerank depth to tune. Full vectors are cached within the same byte budget.
 //
-// Thread safety: Search and MemoryBytes may run concurrently; the index is immutable but for the
-// cache (internally synchronised).
+// Updates: the posting set is a PostingDirectory (index/posting_directory.h) that a SpannUpdater
+// replaces whole; each Search call reads the version current when it starts.
+//
+// Thread safety: Search and MemoryBytes may run concurrently with each other and with
+// PublishDirectory; caches are internally synchronised.
 // Errors: DataLoss (a page fails its checksum: names the file and offset), I/O errors.
 #ifndef SHOAL_INDEX_SPANN_INDEX_H_
 #define SHOAL_INDEX_SPANN_INDEX_H_
@@ -27,9 +30,11 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "index/centroid_tree.h"
 #include "index/flat_index.h"
 #include "index/id_filter.h"
+#include "index/posting_directory.h"
 #include "index/posting_entries.h"
 #include "index/quantizer.h"
 #include "index/spann_options.h"
@@ -78,14 +83,30 @@ class SpannIndex {
   // Splits `bytes` between the caches this tier uses: decoded postings (full vectors or, when
   // codes are not resident, codes) and full vectors for the quantized tier's rerank.
   void SetCacheBudget(size_t bytes);
+  // The posting set searches read now.
+  std::shared_ptr<const PostingDirectory> directory() const {
+    absl::MutexLock lock(&dir_mu_);
+    return dir_;
+  }
+  // Makes `next` the version later searches read (the updater's commit point in RAM).
+  void PublishDirectory(std::shared_ptr<const PostingDirectory> next) {
+    absl::MutexLock lock(&dir_mu_);
+    dir_ = std::move(next);
+  }
+  // Quantized tier only (null otherwise): the codec and the vector file rerank reads.
+  const PostingQuantizer* quantizer() const { return quantizer_.get(); }
+  storage::VectorFile* vector_file() const { return vectors_.get(); }
+  storage::BlockReader* posting_reader() const { return reader_.get(); }
+  const std::string& posting_path() const { return posting_path_; }
   // Quantized tier: are all codes held in RAM (else read per query from postings.dat)?
   bool codes_resident() const { return codes_resident_; }
 
  private:
-  SpannIndex(SpannManifest manifest, CentroidTree tree, std::vector<storage::PostingRow> rows,
+  SpannIndex(SpannManifest manifest, CentroidTree tree,
              std::unique_ptr<storage::BlockReader> reader, std::string path, size_t cache_bytes);
   // The postings to scan for one query, nearest first.
-  void Navigate(const float* q, const SpannKnobs& knobs, std::vector<uint32_t>* postings) const;
+  void Navigate(const PostingDirectory& dir, const float* q, const SpannKnobs& knobs,
+                std::vector<uint32_t>* postings) const;
   // Ids the scan must not return: stale (`skip`) or rejected by the request's filter.
   struct Exclusion {
     const absl::flat_hash_set<uint64_t>* skip;
@@ -94,34 +115,36 @@ class SpannIndex {
       return (skip != nullptr && skip->contains(id)) || (allow != nullptr && !allow->Allows(id));
     }
   };
-  absl::Status SearchOne(const float* q, size_t k, const SpannKnobs& knobs, const Exclusion& ex,
-                         std::vector<Neighbor>* out, SearchStats* stats) const;
-  absl::Status SearchQuantized(const float* q, size_t k, const SpannKnobs& knobs,
-                               const Exclusion& ex, std::vector<Neighbor>* out,
-                               SearchStats* stats) const;
-  absl::Status LoadQuantized(const std::string& dir, size_t ram_limit_bytes);
+  absl::Status SearchOne(const PostingDirectory& dir, const float* q, size_t k,
+                         const SpannKnobs& knobs, const Exclusion& ex, std::vector<Neighbor>* out,
+                         SearchStats* stats) const;
+  absl::Status SearchQuantized(const PostingDirectory& dir, const float* q, size_t k,
+                               const SpannKnobs& knobs, const Exclusion& ex,
+                               std::vector<Neighbor>* out, SearchStats* stats) const;
+  absl::Status LoadQuantized(const std::string& dir, size_t ram_limit_bytes,
+                             PostingDirectory* directory);
   // Reads and decodes the postings `ids` (codes) in one batch, calling scan(i, posting).
-  absl::Status ReadQuantized(std::span<const uint32_t> ids,
+  absl::Status ReadQuantized(const PostingDirectory& dir, std::span<const uint32_t> ids,
                              const std::function<void(size_t, const QuantizedPosting&)>& scan,
                              SearchStats* stats) const;
 
   const SpannManifest manifest_;
   const CentroidTree tree_;
-  const std::vector<storage::PostingRow> rows_;  // by posting id
+  mutable absl::Mutex dir_mu_;
+  // Extents, centroids, in-RAM codes (PostingDirectory::codes, when resident) and prepared
+  // centroids (PostingQuantizer::Prepare form) of every posting.
+  std::shared_ptr<const PostingDirectory> dir_ ABSL_GUARDED_BY(dir_mu_);
   const std::unique_ptr<storage::BlockReader> reader_;
   const std::string posting_path_;
   std::string io_backend_;
   bool flat_navigator_ = true;
-  mutable storage::ByteLruCache<uint32_t, DecodedPosting> cache_;
+  // Decoded postings by extent serial (PostingDirectory::serials): a rewritten posting gets a
+  // new key, so a stale copy is never served.
+  mutable storage::ByteLruCache<uint64_t, DecodedPosting> cache_;
   // Quantized tier only.
   std::unique_ptr<PostingQuantizer> quantizer_;
-  std::vector<QuantizedPosting> quantized_;  // by posting id; empty when !codes_resident_
   bool codes_resident_ = true;
-  mutable storage::ByteLruCache<uint32_t, QuantizedPosting> code_cache_;
-  // Each posting's centroid in the quantizer's prepared form (PostingQuantizer::Prepare),
-  // prepared_dim() floats per posting.
-  std::vector<float> prepared_centroids_;
-  size_t quantized_bytes_ = 0;
+  mutable storage::ByteLruCache<uint64_t, QuantizedPosting> code_cache_;  // by extent serial
   std::unique_ptr<storage::VectorFile> vectors_;
   mutable storage::ByteLruCache<uint64_t, std::vector<float>> vector_cache_;
 };

@@ -1,5 +1,6 @@
 #include "storage/posting_file.h"
 
+#include <algorithm>
 #include <cstring>
 #include <limits>
 
@@ -31,6 +32,17 @@ absl::StatusOr<std::unique_ptr<PostingFileWriter>> PostingFileWriter::OpenForApp
 
 absl::StatusOr<Extent> PostingFileWriter::Append(uint64_t posting_id,
                                                  std::span<const uint8_t> payload) {
+  return Write(std::nullopt, posting_id, payload);
+}
+
+absl::StatusOr<Extent> PostingFileWriter::WriteAt(uint64_t first_page, uint64_t posting_id,
+                                                  std::span<const uint8_t> payload) {
+  return Write(first_page, posting_id, payload);
+}
+
+absl::StatusOr<Extent> PostingFileWriter::Write(std::optional<uint64_t> first_page,
+                                                uint64_t posting_id,
+                                                std::span<const uint8_t> payload) {
   if (payload.size() >= std::numeric_limits<uint32_t>::max()) {
     return absl::InvalidArgumentError(
         absl::StrCat("posting ", posting_id, ": payload of ", payload.size(), " bytes >= 4 GiB"));
@@ -51,12 +63,12 @@ absl::StatusOr<Extent> PostingFileWriter::Append(uint64_t posting_id,
     return absl::FailedPreconditionError(
         absl::StrCat(path_, ": writer failed earlier: ", failed_.message()));
   }
-  Extent e{next_page_, pages, static_cast<uint32_t>(payload.size())};
-  if (absl::Status s = file_->Write(next_page_ * kPageSize, buf); !s.ok()) {
+  Extent e{first_page.value_or(next_page_), pages, static_cast<uint32_t>(payload.size())};
+  if (absl::Status s = file_->Write(e.first_page * kPageSize, buf); !s.ok()) {
     failed_ = s;
     return failed_;
   }
-  next_page_ += pages;
+  next_page_ = std::max(next_page_, e.first_page + pages);
   return e;
 }
 

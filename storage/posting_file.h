@@ -18,6 +18,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -70,6 +71,10 @@ class PostingFileWriter {
   // 4 GiB or more; Internal / ResourceExhausted (ENOSPC) on write errors, after which the writer
   // refuses writes (FailedPrecondition) since the file's tail is unknown.
   absl::StatusOr<Extent> Append(uint64_t posting_id, std::span<const uint8_t> payload);
+  // Writes `payload` as an extent starting at page `first_page` (pages the caller owns: free or
+  // past the end; online updates rewrite postings copy-on-write this way). Errors as Append.
+  absl::StatusOr<Extent> WriteAt(uint64_t first_page, uint64_t posting_id,
+                                 std::span<const uint8_t> payload);
   // fdatasync: every extent returned so far is durable. A failure is sticky (see File::Sync).
   absl::Status Sync();
   // Bytes of the file including everything appended (a multiple of kPageSize).
@@ -78,6 +83,9 @@ class PostingFileWriter {
 
  private:
   PostingFileWriter(std::unique_ptr<File> file, uint64_t next_page);
+  // Writes at `first_page`, or at the end when nullopt.
+  absl::StatusOr<Extent> Write(std::optional<uint64_t> first_page, uint64_t posting_id,
+                               std::span<const uint8_t> payload);
 
   const std::unique_ptr<File> file_;
   const std::string path_;

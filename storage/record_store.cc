@@ -70,7 +70,7 @@ absl::StatusOr<StoredCollection> DecodeCatalogRow(std::string_view name, std::st
   return c;
 }
 
-enum : char { kIndexManifest = 'M', kIndexPosting = 'P', kIndexStale = 'S' };
+enum : char { kIndexManifest = 'M', kIndexPosting = 'P', kIndexStale = 'S', kIndexWatermark = 'W' };
 
 std::string IndexRowKey(uint32_t cid, char kind, uint64_t id = 0) {
   std::string key = CollectionPrefix(cid);
@@ -86,6 +86,14 @@ std::string EncodePostingRow(const PostingRow& row) {
   PutFixed32BE(&out, row.num_pages);
   PutFixed32BE(&out, row.bytes);
   PutFixed32BE(&out, row.count);
+  if (row.origin != UINT32_MAX || !row.centroid.empty()) {
+    PutFixed32BE(&out, row.origin);
+    for (float f : row.centroid) {
+      uint32_t bits;
+      std::memcpy(&bits, &f, 4);
+      PutFixed32BE(&out, bits);
+    }
+  }
   return out;
 }
 
@@ -154,6 +162,10 @@ void RecordStore::Batch::PutRecord(uint32_t cid, uint64_t iid, const Record& rec
 void RecordStore::Batch::DeleteRecord(uint32_t cid, uint64_t iid, const Key& key) {
   batch_->Delete(store_->records_, RecordRowKey(cid, iid));
   batch_->Delete(store_->keys_, KeyMapRowKey(cid, key));
+}
+
+void RecordStore::Batch::DeleteRecordRow(uint32_t cid, uint64_t iid) {
+  batch_->Delete(store_->records_, RecordRowKey(cid, iid));
 }
 
 void RecordStore::Batch::SetNextInternalId(uint32_t cid, uint64_t next) {
@@ -385,6 +397,23 @@ absl::Status RecordStore::CommitIndex(uint32_t cid, const std::string& manifest,
   return Write(&batch, /*sync=*/true, "committing index");
 }
 
+absl::Status RecordStore::CommitIndexChange(uint32_t cid, const IndexChange& change, bool sync) {
+  rocksdb::WriteBatch batch;
+  for (const PostingRow& row : change.put) {
+    batch.Put(index_, IndexRowKey(cid, kIndexPosting, row.posting), EncodePostingRow(row));
+  }
+  for (uint32_t p : change.removed) batch.Delete(index_, IndexRowKey(cid, kIndexPosting, p));
+  for (uint64_t iid : change.erase_tombstones) {
+    batch.Delete(index_, IndexRowKey(cid, kIndexStale, iid));
+  }
+  if (change.indexed_below != 0) {
+    batch.Put(index_, IndexRowKey(cid, kIndexWatermark), EncodeU64(change.indexed_below));
+  }
+  rocksdb::WriteOptions wo;
+  wo.sync = sync;
+  return FromRocks(db_->Write(wo, &batch), "committing index change");
+}
+
 absl::Status RecordStore::ClearIndex(uint32_t cid) {
   const std::string begin = CollectionPrefix(cid);
   rocksdb::WriteBatch batch;
@@ -408,14 +437,26 @@ absl::StatusOr<std::optional<StoredIndex>> RecordStore::LoadIndex(uint32_t cid) 
     std::string_view key = it->key().ToStringView();
     std::string_view value = it->value().ToStringView();
     const char kind = key.size() > 4 ? key[4] : 0;
-    if (kind == kIndexPosting && key.size() == 9 && value.size() == 20) {
+    if (kind == kIndexPosting && key.size() == 9 &&
+        (value.size() == 20 || (value.size() >= 24 && value.size() % 4 == 0))) {
       PostingRow row;
       row.posting = GetFixed32BE(key.data() + 5);
       row.first_page = GetFixed64BE(value.data());
       row.num_pages = GetFixed32BE(value.data() + 8);
       row.bytes = GetFixed32BE(value.data() + 12);
       row.count = GetFixed32BE(value.data() + 16);
-      out.postings.push_back(row);
+      if (value.size() >= 24) {
+        row.origin = GetFixed32BE(value.data() + 20);
+        for (size_t o = 24; o < value.size(); o += 4) {
+          const uint32_t bits = GetFixed32BE(value.data() + o);
+          float f;
+          std::memcpy(&f, &bits, 4);
+          row.centroid.push_back(f);
+        }
+      }
+      out.postings.push_back(std::move(row));
+    } else if (kind == kIndexWatermark && key.size() == 5 && value.size() == 8) {
+      out.indexed_below = GetFixed64BE(value.data());
     } else if (kind == kIndexStale && key.size() == 13) {
       out.stale_ids.push_back(GetFixed64BE(key.data() + 5));
     } else if (kind != kIndexManifest) {

@@ -9,8 +9,8 @@
 //
 // Column families: "default" (catalog: collection rows, id counters), "records"
 // (cid|iid -> encoded record), "keys" (cid|key -> iid), "index" (cid|'M' -> index manifest,
-// cid|'P'|posting -> posting directory row, cid|'S'|iid -> stale mark). A Batch commits
-// atomically.
+// cid|'P'|posting -> posting directory row, cid|'S'|iid -> tombstone, cid|'W' -> indexed-below
+// watermark of online updates). A Batch commits atomically.
 //
 // Thread safety: all methods may be called concurrently (RocksDB is thread-safe); ordering of
 // batches for one collection is the caller's business. A Batch is not thread-safe.
@@ -76,13 +76,29 @@ struct PostingRow {
   uint32_t num_pages = 0;
   uint32_t bytes = 0;
   uint32_t count = 0;
+  // Postings made or re-centred by online updates (splits) also record the build-time tree leaf
+  // they descend from and their own centroid; UINT32_MAX / empty: tree leaf `posting` and its
+  // centroid.
+  uint32_t origin = UINT32_MAX;
+  std::vector<float> centroid;
 };
 
 // A collection's built index as the "index" column family records it.
 struct StoredIndex {
   std::string manifest;              // the index's own description (opaque here)
   std::vector<PostingRow> postings;  // the posting directory, by posting id
-  std::vector<uint64_t> stale_ids;   // internal ids rewritten or deleted since the build
+  std::vector<uint64_t> stale_ids;   // tombstones: internal ids deleted or replaced since the build
+  // Internal ids below this are in the posting lists (or tombstoned); 0 = the manifest's
+  // indexed_below (no update applied yet).
+  uint64_t indexed_below = 0;
+};
+
+// A change of a built index's directory made by online updates, committed as one batch.
+struct IndexChange {
+  std::vector<PostingRow> put;             // new or rewritten postings
+  std::vector<uint32_t> removed;           // merged-away postings
+  uint64_t indexed_below = 0;              // 0 = unchanged
+  std::vector<uint64_t> erase_tombstones;  // ids no posting holds any more
 };
 
 // Converts a RocksDB status to a canonical absl::Status, prefixing `context`.
@@ -99,6 +115,8 @@ class RecordStore {
     void PutRecord(uint32_t collection_id, uint64_t internal_id, const Record& record,
                    bool new_key);
     void DeleteRecord(uint32_t collection_id, uint64_t internal_id, const Key& key);
+    // Deletes only the record row (the key now maps to a newer internal id).
+    void DeleteRecordRow(uint32_t collection_id, uint64_t internal_id);
     // Raises the collection's id counter to `next` (never lowers it: concurrent batches may
     // commit in any order).
     void SetNextInternalId(uint32_t collection_id, uint64_t next);
@@ -141,6 +159,8 @@ class RecordStore {
   // synced batch.
   absl::Status CommitIndex(uint32_t collection_id, const std::string& manifest,
                            std::span<const PostingRow> postings);
+  // Applies an online update's directory change in one batch (synced when `sync`).
+  absl::Status CommitIndexChange(uint32_t collection_id, const IndexChange& change, bool sync);
   // Removes them (back to exact search).
   absl::Status ClearIndex(uint32_t collection_id);
   // nullopt when the collection has no index.

@@ -211,8 +211,20 @@ absl::Status VectorFile::ReadBatch(std::span<const uint64_t> ids, const VectorCa
     const uint64_t page_no = requests[r].offset / kPageSize;
     if (slots_ > 0) {
       const uint64_t first_id = ids[order[group_begin[r]].second];
-      if (absl::Status s = check(bytes.data(), page_no, page_no, 0, first_id); !s.ok()) return s;
-      const uint8_t* payload = bytes.data() + kPageHeader;
+      const uint8_t* page = bytes.data();
+      absl::Status s = check(page, page_no, page_no, 0, first_id);
+      // A page holding several slots is rewritten in place when a later id joins it; a read
+      // racing with that write may see it torn. Its checksum tells, and a re-read settles it.
+      thread_local std::vector<uint8_t> reread;
+      for (int attempt = 0; absl::IsDataLoss(s) && slots_ > 1 && attempt < 3; ++attempt) {
+        reread.resize(kPageSize);
+        absl::StatusOr<size_t> n = file_->Read(page_no * kPageSize, {reread.data(), kPageSize});
+        if (!n.ok() || *n != kPageSize) break;
+        page = reread.data();
+        s = check(page, page_no, page_no, 0, first_id);
+      }
+      if (!s.ok()) return s;
+      const uint8_t* payload = page + kPageHeader;
       for (size_t g = group_begin[r]; g < group_begin[r + 1]; ++g) {
         const size_t i = order[g].second;
         const uint32_t slot = static_cast<uint32_t>(ids[i] % slots_);

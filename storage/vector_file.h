@@ -19,8 +19,9 @@
 // Thread safety: Put and Sync are serialised by a mutex. ReadBatch may be called from any
 // number of threads; it sees the vectors Put before the last Sync() (Put buffers pages in
 // memory and writes them out when 16 MiB are dirty, so later ones may or may not be visible
-// before Sync()). A ReadBatch racing with the write-out of a page it reads may see a torn page
-// (DataLoss); build, Sync, then read.
+// before Sync()). A ReadBatch racing with the write-out of a page shared by several slots (an
+// online insert joining a page readers use) re-reads a page that fails its checksum a few times
+// before reporting DataLoss.
 #ifndef SHOAL_STORAGE_VECTOR_FILE_H_
 #define SHOAL_STORAGE_VECTOR_FILE_H_
 

@@ -88,6 +88,11 @@ class DB {
   // Errors: InvalidArgument (bad spec, naming the key), ResourceExhausted (over
   // Options::index_ram_bytes_limit), NotFound.
   virtual absl::Status BuildIndex(std::string_view collection, std::string_view spec) = 0;
+  // Blocks until every write acknowledged so far is in the SSD index's posting lists and
+  // deleted vectors are swept out of them (background maintenance does this by itself; this is
+  // for tests, benchmarks and before a backup). OK at once without an SSD index or with
+  // Options::index_update_threads = 0. Errors: I/O errors of the index files, NotFound.
+  virtual absl::Status FlushIndexUpdates(std::string_view collection) = 0;
 
   // ---- Maintenance ----
   // Compacts the storage of one collection (or, with an empty name, of the whole database),

@@ -32,6 +32,25 @@ struct Options {
   // BuildIndex fails with ResourceExhausted when the centroids alone would not fit, and the
   // posting cache shrinks to what is left.
   size_t index_ram_bytes_limit = 0;
+
+  // ---- Online index updates (SSD index) ----
+  // Writes after a build are acknowledged once in RocksDB and are searchable at once from a
+  // small exact buffer; background maintenance moves them into the posting lists (RNG replica
+  // choice, copy-on-write rewrites), splits postings over their cap, merges nearly empty ones
+  // and garbage-collects deleted vectors. At most this many collections run maintenance at
+  // once (one thread each); 0 = no online updates: writes stay in the exact buffer until the
+  // next BuildIndex.
+  uint32_t index_update_threads = 1;
+  // Vectors moved from the buffer into the postings per step.
+  uint32_t index_update_batch = 1024;
+  // Writers wait (up to 10 s, then Unavailable, nothing written) while the buffer holds more
+  // vectors than this.
+  size_t index_update_backlog = 100000;
+  // Merge a posting with fewer live entries than this (0 = a tenth of the posting cap).
+  uint32_t posting_merge_floor = 0;
+  // fdatasync posting and vector pages before each directory change, and sync the change
+  // (false: faster; the index still survives a process crash, but not a machine crash).
+  bool index_update_sync = true;
 };
 
 struct WriteOptions {

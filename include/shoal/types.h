@@ -48,10 +48,20 @@ struct CollectionInfo {
   std::string index = "flat";
   // RAM held by the index: vectors or centroids, navigator, caches (not RocksDB's own cache).
   uint64_t index_ram_bytes = 0;
-  // Records written since the last index build (searched exactly beside the index).
+  // Records not yet in the SSD index's posting lists (searched exactly beside the index until
+  // background maintenance moves them in, or the next build).
   uint64_t unindexed_vectors = 0;
   // Aliases that resolve to this collection, sorted (filled by DB, not by Collection).
   std::vector<std::string> aliases;
+  // SSD index: ids deleted or replaced that some posting list may still hold (skipped by
+  // searches, removed by the next sweep).
+  uint64_t tombstones = 0;
+  // SSD index: live posting lists, and what online updates did since the index was opened or
+  // built: postings split and merged, vectors moved between postings.
+  uint64_t postings = 0;
+  uint64_t posting_splits = 0;
+  uint64_t posting_merges = 0;
+  uint64_t vectors_reassigned = 0;
 };
 
 // An alias and the collection (real name) it resolves to.

@@ -201,8 +201,10 @@ TEST_F(SpannSyntheticTest, IndexRamStaysUnderTheConfiguredBound) {
 }
 
 TEST_F(SpannSyntheticTest, WritesAfterBuildAreSearchableAndSurviveReopen) {
+  Options no_updates;  // writes stay in the exact buffer (spann_updates_test covers the rest)
+  no_updates.index_update_threads = 0;
   {
-    auto db = OpenDb(dir_);
+    auto db = OpenDb(dir_, no_updates);
     Load(db.get(), "s", ds_.train);
     ASSERT_TRUE(db->BuildIndex("s", "spann:centroid_ratio=0.05").ok());
     // Move key 0 onto query 0, delete the true nearest neighbour of query 1, add a new key.
@@ -217,7 +219,7 @@ TEST_F(SpannSyntheticTest, WritesAfterBuildAreSearchableAndSurviveReopen) {
     EXPECT_EQ(db->DescribeCollection("s")->unindexed_vectors, 2u);
   }
   for (int round = 0; round < 2; ++round) {
-    auto db = OpenDb(dir_);
+    auto db = OpenDb(dir_, no_updates);
     auto hits = MustSearch(db.get());
     EXPECT_EQ(hits[0][0].key, Key(uint64_t{0}));
     EXPECT_EQ(hits[0][0].distance, 0.0f);

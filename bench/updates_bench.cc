@@ -1,0 +1,234 @@
+#include "bench/updates_bench.h"
+
+#include <stdlib.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <filesystem>
+#include <thread>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "bench/report.h"
+#include "rocksdb/db.h"
+#include "rocksdb/write_batch.h"
+#include "shoal/dataset.h"
+#include "shoal/db.h"
+#include "storage/record_codec.h"
+
+namespace shoal::bench {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Latencies {
+  std::vector<double> ms;
+  double Percentile(double p) {
+    if (ms.empty()) return 0;
+    std::sort(ms.begin(), ms.end());
+    return ms[std::min(ms.size() - 1, static_cast<size_t>(p * ms.size()))];
+  }
+};
+
+Record Rec(const Matrix& m, size_t row) {
+  return {uint64_t{row}, std::vector<float>(m.Row(row), m.Row(row) + m.cols)};
+}
+
+// One thread searching single queries round-robin until *stop; latencies in ms.
+absl::Status SearchLoop(DB* db, const Matrix& q, const SearchParams& p, std::atomic<bool>* stop,
+                        Latencies* out) {
+  for (size_t i = 0; !stop->load(); i = (i + 1) % q.rows) {
+    const double t0 = NowSeconds();
+    auto hits = db->Search("c", std::span<const float>(q.Row(i), q.cols), p);
+    if (!hits.ok()) return hits.status();
+    out->ms.push_back((NowSeconds() - t0) * 1e3);
+  }
+  return absl::OkStatus();
+}
+
+// Recall@k of collection "c" against an exact collection "truth" of the same live set.
+absl::StatusOr<double> Recall(DB* db, const Matrix& q, const SearchParams& p) {
+  SHOAL_ASSIGN_OR_RETURN(auto got, db->Search("c", {q.data.data(), q.rows * q.cols}, p));
+  SearchParams exact{.k = p.k};
+  SHOAL_ASSIGN_OR_RETURN(auto want, db->Search("truth", {q.data.data(), q.rows * q.cols}, exact));
+  size_t found = 0, total = 0;
+  for (size_t i = 0; i < q.rows; ++i) {
+    absl::flat_hash_set<uint64_t> g;
+    for (const Hit& h : got[i]) g.insert(std::get<uint64_t>(h.key));
+    for (const Hit& h : want[i]) found += g.contains(std::get<uint64_t>(h.key)), ++total;
+  }
+  return double(found) / double(std::max<size_t>(total, 1));
+}
+
+absl::Status LoadRows(DB* db, const std::string& name, const Matrix& m, size_t begin, size_t end) {
+  for (size_t b = begin; b < end; b += 10000) {
+    std::vector<Record> batch;
+    for (size_t i = b; i < std::min(end, b + 10000); ++i) batch.push_back(Rec(m, i));
+    SHOAL_RETURN_IF_ERROR(db->Upsert(name, batch, {}));
+  }
+  return absl::OkStatus();
+}
+
+// The same writes Shoal's insert path makes (record row, key row, id counter per batch),
+// straight into RocksDB; returns records per second.
+absl::StatusOr<double> RawRocksInserts(const std::string& dir, const Matrix& m, size_t begin,
+                                       size_t end, size_t batch, bool sync) {
+  rocksdb::Options options;
+  options.create_if_missing = true;
+  options.IncreaseParallelism(2);
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::Open(options, dir, &raw);
+  if (!s.ok()) return absl::InternalError(s.ToString());
+  std::unique_ptr<rocksdb::DB> db(raw);
+  rocksdb::WriteOptions wo;
+  wo.sync = sync;
+  const double t0 = NowSeconds();
+  for (size_t b = begin; b < end; b += batch) {
+    rocksdb::WriteBatch wb;
+    for (size_t i = b; i < std::min(end, b + batch); ++i) {
+      wb.Put(storage::RecordRowKey(1, i), storage::EncodeRecord(Rec(m, i)));
+      std::string key = "k", id;
+      storage::PutFixed64BE(&key, i);
+      storage::PutFixed64BE(&id, i);
+      wb.Put(key, id);
+    }
+    std::string counter;
+    storage::PutFixed64BE(&counter, b + batch);
+    wb.Put("next_id", counter);
+    s = db->Write(wo, &wb);
+    if (!s.ok()) return absl::InternalError(s.ToString());
+  }
+  return double(end - begin) / (NowSeconds() - t0);
+}
+
+}  // namespace
+
+absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
+  SHOAL_ASSIGN_OR_RETURN(AnnDataset ds, LoadDataset(o.dataset));
+  const Matrix& base = ds.train;
+  const size_t half = base.rows / 2;
+  std::string root = o.dir;
+  if (root.empty()) {
+    std::string tmpl = (fs::temp_directory_path() / "shoal_updates_XXXXXX").string();
+    if (mkdtemp(tmpl.data()) == nullptr) return absl::InternalError("mkdtemp failed");
+    root = tmpl;
+  }
+  const SearchParams params{.k = static_cast<uint32_t>(o.k), .max_postings = o.max_postings};
+  const WriteOptions wo{.sync = o.sync};
+  std::printf("dataset %s: %zu x %zu, spec %s, batch %zu, sync %d\n", o.dataset.c_str(), base.rows,
+              base.cols, o.spec.c_str(), o.batch, o.sync);
+
+  SHOAL_ASSIGN_OR_RETURN(auto db, DB::Open(root + "/churn", Options{}));
+  const CollectionSpec spec{"c", static_cast<uint32_t>(base.cols), Metric::kL2};
+  SHOAL_RETURN_IF_ERROR(db->CreateCollection(spec));
+  SHOAL_RETURN_IF_ERROR(LoadRows(db.get(), "c", base, 0, half));
+  double t0 = NowSeconds();
+  SHOAL_RETURN_IF_ERROR(db->BuildIndex("c", o.spec));
+  std::printf("build of %zu vectors: %.1f s\n", half, NowSeconds() - t0);
+
+  // Idle latency.
+  std::atomic<bool> stop{false};
+  Latencies idle, busy;
+  absl::Status search_status;
+  std::thread idle_thread(
+      [&] { search_status = SearchLoop(db.get(), ds.test, params, &stop, &idle); });
+  std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_seconds));
+  stop = true;
+  idle_thread.join();
+  SHOAL_RETURN_IF_ERROR(search_status);
+
+  // Churn: insert the new half, delete the whole old half, one batch of each in turn.
+  stop = false;
+  std::thread busy_thread(
+      [&] { search_status = SearchLoop(db.get(), ds.test, params, &stop, &busy); });
+  double insert_s = 0, delete_s = 0;
+  const double churn_start = NowSeconds();
+  for (size_t b = 0; b < half; b += o.batch) {
+    std::vector<Record> ins;
+    std::vector<Key> del;
+    for (size_t i = b; i < std::min(half, b + o.batch); ++i) {
+      ins.push_back(Rec(base, half + i));
+      del.push_back(uint64_t{i});
+    }
+    t0 = NowSeconds();
+    SHOAL_RETURN_IF_ERROR(db->Upsert("c", ins, wo));
+    insert_s += NowSeconds() - t0;
+    t0 = NowSeconds();
+    SHOAL_RETURN_IF_ERROR(db->Delete("c", del, wo).status());
+    delete_s += NowSeconds() - t0;
+  }
+  const double acked = NowSeconds() - churn_start;
+  t0 = NowSeconds();
+  SHOAL_RETURN_IF_ERROR(db->FlushIndexUpdates("c"));
+  const double drain = NowSeconds() - t0;
+  stop = true;
+  busy_thread.join();
+  SHOAL_RETURN_IF_ERROR(search_status);
+  SHOAL_ASSIGN_OR_RETURN(CollectionInfo info, db->DescribeCollection("c"));
+
+  // Recall: churned index vs a fresh build of the same live set.
+  SHOAL_RETURN_IF_ERROR(db->CreateCollection({"truth", spec.dimension, Metric::kL2}));
+  SHOAL_RETURN_IF_ERROR(LoadRows(db.get(), "truth", base, half, 2 * half));
+  SHOAL_ASSIGN_OR_RETURN(double churned, Recall(db.get(), ds.test, params));
+  {
+    SHOAL_ASSIGN_OR_RETURN(auto fresh, DB::Open(root + "/fresh", Options{}));
+    SHOAL_RETURN_IF_ERROR(fresh->CreateCollection(spec));
+    SHOAL_RETURN_IF_ERROR(LoadRows(fresh.get(), "c", base, half, 2 * half));
+    SHOAL_RETURN_IF_ERROR(fresh->BuildIndex("c", o.spec));
+    SHOAL_RETURN_IF_ERROR(fresh->CreateCollection({"truth", spec.dimension, Metric::kL2}));
+    SHOAL_RETURN_IF_ERROR(LoadRows(fresh.get(), "truth", base, half, 2 * half));
+    SHOAL_ASSIGN_OR_RETURN(double rebuilt, Recall(fresh.get(), ds.test, params));
+    SHOAL_ASSIGN_OR_RETURN(
+        double raw, RawRocksInserts(root + "/rocksdb", base, half, 2 * half, o.batch, o.sync));
+    const double ins_rate = half / insert_s, del_rate = half / delete_s;
+    const double sustained = half / (acked + drain);
+    std::printf("inserts acknowledged: %.0f /s (%.2f s), deletes: %.0f /s (%.2f s)\n", ins_rate,
+                insert_s, del_rate, delete_s);
+    std::printf("drain after churn: %.2f s; sustained inserts incl. index work: %.0f /s\n", drain,
+                sustained);
+    std::printf("index after churn: %lu postings, %lu splits, %lu merges, %lu reassigned\n",
+                info.postings, info.posting_splits, info.posting_merges, info.vectors_reassigned);
+    std::printf("raw RocksDB, same bytes and batches: %.0f records/s\n", raw);
+    const double p50i = idle.Percentile(0.5), p99i = idle.Percentile(0.99);
+    const double p50b = busy.Percentile(0.5), p99b = busy.Percentile(0.99);
+    std::printf("search idle: p50 %.3f ms p99 %.3f ms (%zu queries)\n", p50i, p99i, idle.ms.size());
+    std::printf("search during updates: p50 %.3f ms p99 %.3f ms (%zu queries)\n", p50b, p99b,
+                busy.ms.size());
+    std::printf("recall@%zu after 100%% churn %.4f, fresh build %.4f\n", o.k, churned, rebuilt);
+    std::printf("GOAL p99 updates/idle %.2f (<= 1.5): %s\n", p99b / p99i,
+                p99b <= 1.5 * p99i ? "met" : "NOT met");
+    std::printf("GOAL recall churned - fresh %+.4f (>= -0.01): %s\n", churned - rebuilt,
+                churned >= rebuilt - 0.01 ? "met" : "NOT met");
+    std::printf("GOAL inserts / raw RocksDB %.2f acknowledged, %.2f sustained (>= 0.5): %s\n",
+                ins_rate / raw, sustained / raw, ins_rate >= 0.5 * raw ? "met" : "NOT met");
+  }
+  db.reset();
+  if (o.dir.empty()) fs::remove_all(root);
+  return absl::OkStatus();
+}
+
+void RegisterUpdatesCommand(CLI::App& app, int* exit_code) {
+  auto options = std::make_shared<UpdatesBenchOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "updates", "Online inserts/deletes of the SSD index: throughput, latency, recall vs rebuild");
+  cmd->add_option("--dataset", options->dataset, "synthetic:... | fashion-mnist | PATH.hdf5")
+      ->capture_default_str();
+  cmd->add_option("--spec", options->spec, "index spec")->capture_default_str();
+  cmd->add_option("--batch", options->batch, "records per write")->capture_default_str();
+  cmd->add_option("--sync", options->sync, "WriteOptions::sync")->capture_default_str();
+  cmd->add_option("--k", options->k, "neighbours per query")->capture_default_str();
+  cmd->add_option("--max-postings", options->max_postings, "search knob")->capture_default_str();
+  cmd->add_option("--idle-seconds", options->idle_seconds, "idle latency phase")
+      ->capture_default_str();
+  cmd->add_option("--dir", options->dir, "scratch directory (kept)");
+  cmd->callback([options, exit_code] {
+    absl::Status status = RunUpdatesBench(*options);
+    if (!status.ok()) std::fprintf(stderr, "shoal_bench updates: %s\n", status.ToString().c_str());
+    *exit_code = status.ok() ? 0 : 1;
+  });
+}
+
+}  // namespace shoal::bench

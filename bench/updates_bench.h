@@ -1,0 +1,45 @@
+// `shoal_bench updates`: online updates of the SSD index, all in one run on one dataset:
+//  1. load the first half of the base vectors ("old"), BuildIndex(spec);
+//  2. idle: single-query search latency (p50/p99) from one thread;
+//  3. churn: a writer inserts the second half ("new") and deletes every old key (100% churn),
+//     batch by batch with WriteOptions::sync, while one thread keeps searching: acknowledged
+//     insert and delete throughput, search p50/p99 during updates; then the time until
+//     background maintenance has moved everything into the postings (FlushIndexUpdates), and
+//     the sustained insert throughput that includes it;
+//  4. recall@k of the churned index vs a fresh BuildIndex of the same live set, same knobs;
+//  5. raw RocksDB: the same number of synced WriteBatches with the same key + record bytes
+//     written straight to a RocksDB instance (same options class as Shoal's store).
+// Prints each number and the ratios the issue sets goals for: p99 updates/idle (<= 1.5),
+// recall churned - fresh (>= -0.01), insert throughput / RocksDB (>= 0.5).
+#ifndef SHOAL_BENCH_UPDATES_BENCH_H_
+#define SHOAL_BENCH_UPDATES_BENCH_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace shoal::bench {
+
+struct UpdatesBenchOptions {
+  std::string dataset = "synthetic:n=100000,d=64,q=500,clusters=100,seed=3";
+  std::string spec = "spann:centroid_ratio=0.02,replicas=4";
+  size_t batch = 100;  // records per Upsert / keys per Delete
+  bool sync = true;    // WriteOptions::sync of every write
+  size_t k = 10;
+  uint32_t max_postings = 16;  // search knob, the same for every measurement
+  double idle_seconds = 5;     // idle latency phase
+  std::string dir;             // scratch directory (default: a fresh one under /tmp)
+};
+
+absl::Status RunUpdatesBench(const UpdatesBenchOptions& options);
+
+// Adds the `updates` subcommand; when it runs, its exit status goes to *exit_code.
+void RegisterUpdatesCommand(CLI::App& app, int* exit_code);
+
+}  // namespace shoal::bench
+
+#endif  // SHOAL_BENCH_UPDATES_BENCH_H_

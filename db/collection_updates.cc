@@ -1,0 +1,198 @@
+// Collection: online updates of the SSD index — the maintenance thread that moves buffered writes
+// into the posting lists and sweeps tombstones out of them (see collection.h and
+// index/spann_updater.h).
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
+#include "base/status_macros.h"
+#include "db/collection.h"
+
+namespace shoal::db {
+namespace {
+
+// A sweep (every posting read, those holding tombstones rewritten) is due once this many ids
+// were tombstoned since the last one, or a fifth of the live ids if more.
+constexpr size_t kMinSweepTombstones = 1000;
+// Postings per sweep step (one directory change each).
+constexpr uint32_t kSweepPostingsPerStep = 64;
+constexpr absl::Duration kBacklogWait = absl::Seconds(10);
+
+}  // namespace
+
+Collection::~Collection() {
+  {
+    absl::MutexLock lock(&mu_);
+    closing_ = true;
+  }
+  if (worker_.joinable()) worker_.join();
+}
+
+absl::Status Collection::StartUpdates() {
+  updater_.reset();
+  absl::MutexLock lock(&mu_);
+  update_stats_ = {};
+  if (spann_ == nullptr || options_.index_update_threads == 0) return absl::OkStatus();
+  index::UpdaterOptions o;
+  o.merge_floor = options_.posting_merge_floor;
+  o.sync = options_.index_update_sync;
+  SHOAL_ASSIGN_OR_RETURN(updater_, index::SpannUpdater::Open(
+                                       spann_.get(), IndexDir(spann_->manifest().generation), o));
+  return absl::OkStatus();
+}
+
+bool Collection::SweepDue() const {
+  const size_t fresh = stale_.size() - std::min(stale_.size(), tombstones_at_sweep_);
+  return spann_ != nullptr && fresh >= std::max(kMinSweepTombstones, id_of_.size() / 5);
+}
+
+void Collection::WorkerLoop() {
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return closing_ || (spann_ != nullptr && !pending_.empty()) || SweepDue();
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Seconds(1));
+      if (closing_) return;
+      if (!ready()) continue;
+    }
+    absl::Status s;
+    {
+      MaintenanceBudget::Slot slot(budget_);
+      absl::MutexLock work(&work_mu_);
+      if (updater_ == nullptr) {
+        // No updater (index dropped or being rebuilt): nothing to drain into.
+        absl::MutexLock lock(&mu_);
+        mu_.AwaitWithTimeout(absl::Condition(&closing_), absl::Milliseconds(100));
+        continue;
+      }
+      bool done = false;
+      auto closing = [this] {
+        absl::ReaderMutexLock lock(&mu_);
+        return closing_;
+      };
+      for (int steps = 0; s.ok() && !done && steps < 64 && !closing(); ++steps) {
+        s = DrainStep(&done);
+      }
+      bool sweep = false;
+      if (s.ok() && done) {
+        absl::ReaderMutexLock lock(&mu_);
+        sweep = SweepDue();
+      }
+      if (sweep) s = Sweep();
+    }
+    absl::MutexLock lock(&mu_);
+    update_error_ = s;
+    if (!s.ok()) mu_.AwaitWithTimeout(absl::Condition(&closing_), absl::Milliseconds(200));
+  }
+}
+
+absl::Status Collection::FlushIndexUpdates() {
+  absl::MutexLock work(&work_mu_);
+  if (updater_ == nullptr) return absl::OkStatus();
+  bool done = false;
+  while (!done) SHOAL_RETURN_IF_ERROR(DrainStep(&done));
+  bool sweep;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    sweep = stale_.size() > 0;
+  }
+  return sweep ? Sweep() : absl::OkStatus();
+}
+
+absl::Status Collection::AwaitBacklog() {
+  absl::MutexLock lock(&mu_);
+  auto below = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return closing_ || pending_.size() < options_.index_update_backlog;
+  };
+  if (options_.index_update_threads == 0 || spann_ == nullptr) return absl::OkStatus();
+  if (mu_.AwaitWithTimeout(absl::Condition(&below), kBacklogWait)) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat(
+      "collection '", spec_.name, "': ", pending_.size(),
+      " writes wait for the index (Options::index_update_backlog = ", options_.index_update_backlog,
+      ")",
+      update_error_.ok() ? ""
+                         : absl::StrCat("; last index update error: ", update_error_.ToString())));
+}
+
+absl::Status Collection::DrainStep(bool* done) {
+  std::vector<uint64_t> taken, ids;
+  std::vector<float> vectors;
+  absl::flat_hash_set<uint64_t> dead;
+  uint64_t watermark = 0;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    const size_t n = std::min<size_t>(pending_.size(), options_.index_update_batch);
+    *done = n == 0;
+    if (n == 0) return absl::OkStatus();
+    auto it = pending_.begin();
+    for (size_t i = 0; i < n; ++i, ++it) {
+      const uint64_t iid = *it;
+      taken.push_back(iid);
+      const float* v = flat_.Vector(iid);
+      if (v == nullptr) continue;  // deleted or replaced meanwhile
+      ids.push_back(iid);
+      vectors.insert(vectors.end(), v, v + spec_.dimension);
+    }
+    // Ids below the watermark are in the postings or dead: it stays at the next buffered id and
+    // below every batch not yet in the buffer.
+    watermark = it != pending_.end() ? *it : taken.back() + 1;
+    absl::MutexLock unapplied_lock(&unapplied_mu_);
+    if (!unapplied_.empty()) watermark = std::min(watermark, *unapplied_.begin());
+    dead = stale_;
+  }
+  index::SpannUpdater::Change change;
+  if (!ids.empty()) {
+    SHOAL_ASSIGN_OR_RETURN(change, updater_->Insert(ids, vectors.data(), [&](uint64_t id) {
+      return dead.contains(id);
+    }));
+  } else {
+    change.next = nullptr;
+  }
+  change.commit.indexed_below = watermark;
+  return Apply(std::move(change), taken);
+}
+
+absl::Status Collection::Apply(index::SpannUpdater::Change change,
+                               const std::vector<uint64_t>& drained) {
+  const bool sync = options_.index_update_sync;
+  SHOAL_RETURN_IF_ERROR(store_->CommitIndexChange(id_, change.commit, sync));
+  const uint64_t watermark = change.commit.indexed_below;
+  const std::vector<uint64_t> erased = std::move(change.commit.erase_tombstones);
+  absl::MutexLock lock(&mu_);
+  if (change.next != nullptr) updater_->Publish(std::move(change));
+  update_stats_ = updater_->stats();
+  for (uint64_t iid : drained) flat_.Remove(iid);
+  for (uint64_t iid : drained) pending_.erase(iid);
+  if (watermark != 0) indexed_below_ = std::max(indexed_below_, watermark);
+  for (uint64_t iid : erased) stale_.erase(iid);
+  return absl::OkStatus();
+}
+
+absl::Status Collection::Sweep() {
+  absl::flat_hash_set<uint64_t> dead;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    dead = stale_;
+  }
+  auto is_dead = [&](uint64_t id) { return dead.contains(id); };
+  auto postings = [this]() {
+    absl::ReaderMutexLock lock(&mu_);
+    return spann_->directory()->size();
+  };
+  for (uint32_t first = 0; first < postings(); first += kSweepPostingsPerStep) {
+    SHOAL_ASSIGN_OR_RETURN(auto change, updater_->Sweep(first, kSweepPostingsPerStep, is_dead));
+    SHOAL_RETURN_IF_ERROR(Apply(std::move(change), {}));
+  }
+  // Every posting that held one of `dead` was rewritten without it, and the buffer holds none of
+  // them: no reader can meet them again, so their tombstones go.
+  index::SpannUpdater::Change erase;
+  erase.commit.erase_tombstones.assign(dead.begin(), dead.end());
+  SHOAL_RETURN_IF_ERROR(Apply(std::move(erase), {}));
+  absl::MutexLock lock(&mu_);
+  tombstones_at_sweep_ = stale_.size();
+  return absl::OkStatus();
+}
+
+}  // namespace shoal::db

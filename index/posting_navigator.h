@@ -1,0 +1,29 @@
+// NearestPostings: the navigator over a PostingDirectory — the m postings whose current centroids
+// are nearest to a point (squared L2), nearest first, ties to the lower posting id.
+//
+//   std::vector<std::pair<float, uint32_t>> near;
+//   NearestPostings(tree, *dir, q, /*m=*/32, /*beam=*/8, /*flat=*/false, &near);
+//
+// flat: every live posting's centroid is scanned (exact). Otherwise the build's centroid tree is
+// descended (CentroidTree::NearestLeaves, approximate) and, once postings were split or merged,
+// each leaf found is expanded into the postings descending from it, ranked by their own
+// centroids. Pure function of its inputs; thread-safe.
+#ifndef SHOAL_INDEX_POSTING_NAVIGATOR_H_
+#define SHOAL_INDEX_POSTING_NAVIGATOR_H_
+
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "index/centroid_tree.h"
+#include "index/posting_directory.h"
+
+namespace shoal::index {
+
+void NearestPostings(const CentroidTree& tree, const PostingDirectory& dir, const float* q,
+                     size_t m, size_t beam, bool flat,
+                     std::vector<std::pair<float, uint32_t>>* out);
+
+}  // namespace shoal::index
+
+#endif  // SHOAL_INDEX_POSTING_NAVIGATOR_H_

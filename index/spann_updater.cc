@@ -1,0 +1,177 @@
+#include "index/spann_updater.h"
+
+#include <sys/stat.h>
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "index/spann_builder.h"
+#include "index/update_work.h"
+
+namespace shoal::index {
+
+SpannUpdater::SpannUpdater(SpannIndex* index, const UpdaterOptions& options)
+    : index_(index), options_(options) {}
+
+SpannUpdater::~SpannUpdater() = default;
+
+absl::StatusOr<std::unique_ptr<SpannUpdater>> SpannUpdater::Open(SpannIndex* index,
+                                                                 const std::string& dir,
+                                                                 const UpdaterOptions& options) {
+  auto up = std::unique_ptr<SpannUpdater>(new SpannUpdater(index, options));
+  up->cap_ = std::max<uint32_t>(index->manifest().posting_cap, 4);
+  up->floor_ =
+      options.merge_floor != 0 ? options.merge_floor : std::max<uint32_t>(up->cap_ / 10, 1);
+  SHOAL_ASSIGN_OR_RETURN(up->writer_,
+                         storage::PostingFileWriter::OpenForAppend(index->posting_path()));
+  if (index->vector_file() == nullptr) {
+    SHOAL_ASSIGN_OR_RETURN(
+        up->own_vectors_,
+        storage::VectorFile::Open(absl::StrCat(dir, "/", kVectorFileName),
+                                  index->manifest().dimension, storage::IoBackend::kPread));
+  }
+  // Free pages: every page of the posting file that no live directory row references (extents
+  // written by a change that crashed before its commit, or retired before a restart).
+  const auto current = index->directory();
+  std::vector<storage::Extent> used;
+  for (uint32_t p = 0; p < current->size(); ++p) {
+    if (!current->live[p]) continue;
+    const auto& r = current->rows[p];
+    used.push_back({r.first_page, r.num_pages, r.bytes});
+  }
+  up->pages_ = std::make_shared<storage::PageAllocator>(
+      storage::PageAllocator::FromUsed(up->writer_->size_bytes() / storage::kPageSize, used));
+  return up;
+}
+
+absl::StatusOr<SpannUpdater::Change> SpannUpdater::Insert(std::span<const uint64_t> ids,
+                                                          const float* vectors,
+                                                          const DeadFn& dead) {
+  const size_t d = index_->manifest().dimension;
+  storage::VectorFile* vf = index_->vector_file() ? index_->vector_file() : own_vectors_.get();
+  for (size_t i = 0; i < ids.size(); ++i) SHOAL_RETURN_IF_ERROR(vf->Put(ids[i], vectors + i * d));
+  SHOAL_RETURN_IF_ERROR(vf->Sync());
+  const auto current = index_->directory();
+  UpdateWork work(this, *current, dead);
+  std::vector<uint32_t> chosen;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const float* x = vectors + i * d;
+    work.AddFresh(ids[i], x);
+    work.Choose(x, &chosen);
+    for (uint32_t p : chosen) SHOAL_RETURN_IF_ERROR(work.Append(p, ids[i], x, /*known_new=*/true));
+  }
+  SHOAL_RETURN_IF_ERROR(work.SplitOverfull());
+  SHOAL_ASSIGN_OR_RETURN(Change change, work.Finish());
+  absl::MutexLock lock(&stats_mu_);
+  stats_.inserted += ids.size();
+  return change;
+}
+
+absl::StatusOr<SpannUpdater::Change> SpannUpdater::Sweep(uint32_t first, uint32_t count,
+                                                         const DeadFn& dead) {
+  const auto current = index_->directory();
+  UpdateWork work(this, *current, dead);
+  const uint32_t end = static_cast<uint32_t>(std::min<size_t>(current->size(), first + count));
+  for (uint32_t p = first; p < end; ++p) {
+    if (!work.dir().live[p]) continue;
+    if (const auto& codes = current->codes[p]; codes != nullptr) {
+      // Quantized tier: the ids are in RAM, so a posting that needs nothing is not loaded.
+      const bool any_dead =
+          std::any_of(codes->ids.begin(), codes->ids.end(), [&](uint64_t id) { return dead(id); });
+      if (!any_dead && codes->size() >= floor_ && codes->size() <= cap_) continue;
+    }
+    SHOAL_ASSIGN_OR_RETURN(WorkEntries * e, work.Load(p));
+    if (e->size() < floor_ && work.live_postings() > 1) {
+      SHOAL_RETURN_IF_ERROR(work.Merge(p));
+    } else if (e->size() > cap_) {
+      SHOAL_RETURN_IF_ERROR(work.Split(p, 0));
+    }
+  }
+  return work.Finish();
+}
+
+absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
+  SpannUpdater::Change change;
+  PostingDirectory& n = *next_;
+  std::vector<storage::Extent> written;
+  auto fail = [&](absl::Status s) {
+    for (const auto& e : written) up_->pages_->Free(e.first_page, e.num_pages);
+    return s;
+  };
+  for (auto& [p, e] : touched_) {
+    if (!e.dirty || !n.live[p]) continue;
+    std::vector<uint8_t> payload;
+    if (index_.quantizer() == nullptr) {
+      std::vector<const float*> rows(e.size());
+      for (size_t i = 0; i < e.size(); ++i) rows[i] = e.vecs.data() + i * dim_;
+      payload = EncodePostingEntries(e.q.ids, rows, dim_);
+    } else {
+      payload = EncodeQuantizedEntries(e.q);
+    }
+    const uint32_t pages = storage::PostingPages(payload.size());
+    const uint64_t first = up_->pages_->Allocate(pages);
+    written.push_back({first, pages, 0});
+    absl::StatusOr<storage::Extent> ext = up_->writer_->WriteAt(first, p, payload);
+    if (!ext.ok()) return fail(ext.status());
+    if (p < cur_.size() && cur_.live[p]) {
+      const auto& old = cur_.rows[p];
+      change.retired.push_back({old.first_page, old.num_pages, old.bytes});
+    }
+    storage::PostingRow row{p, ext->first_page, ext->num_pages, ext->bytes,
+                            static_cast<uint32_t>(e.size())};
+    row.origin = n.origin[p];
+    row.centroid.assign(n.centroid(p), n.centroid(p) + dim_);
+    change.commit.put.push_back(row);
+    row.centroid.clear();
+    n.rows[p] = row;
+    n.serials[p] = NextExtentSerial();
+    if (index_.quantizer() != nullptr && index_.codes_resident()) {
+      if (n.codes[p] != nullptr) n.codes_bytes -= n.codes[p]->MemoryBytes();
+      auto codes = std::make_shared<QuantizedPosting>(std::move(e.q));
+      n.codes_bytes += codes->MemoryBytes();
+      n.codes[p] = std::move(codes);
+    }
+    ++stats_.postings_written;
+  }
+  for (uint32_t p : removed_) {
+    if (p < cur_.size() && cur_.live[p]) {
+      const auto& old = cur_.rows[p];
+      change.retired.push_back({old.first_page, old.num_pages, old.bytes});
+    }
+    if (n.codes[p] != nullptr) n.codes_bytes -= n.codes[p]->MemoryBytes();
+    n.codes[p] = nullptr;
+    change.commit.removed.push_back(p);
+  }
+  if (up_->options_.sync && !written.empty()) {
+    if (absl::Status s = up_->writer_->Sync(); !s.ok()) return fail(s);
+  }
+  change.next = std::move(next_);
+  absl::MutexLock lock(&up_->stats_mu_);
+  up_->stats_.splits += stats_.splits;
+  up_->stats_.merges += stats_.merges;
+  up_->stats_.reassigned += stats_.reassigned;
+  up_->stats_.gc_entries += stats_.gc_entries;
+  up_->stats_.postings_written += stats_.postings_written;
+  return change;
+}
+
+void SpannUpdater::Publish(Change change) {
+  std::shared_ptr<const PostingDirectory> old = index_->directory();
+  if (!change.retired.empty()) {
+    // Only this thread touches `retired` / `on_release`; readers never do.
+    auto* o = const_cast<PostingDirectory*>(old.get());
+    o->retired = std::move(change.retired);
+    o->on_release = [pages = pages_](const std::vector<storage::Extent>& extents) {
+      for (const auto& e : extents) pages->Free(e.first_page, e.num_pages);
+    };
+  }
+  index_->PublishDirectory(std::move(change.next));
+}
+
+UpdateStats SpannUpdater::stats() const {
+  absl::MutexLock lock(&stats_mu_);
+  return stats_;
+}
+
+}  // namespace shoal::index

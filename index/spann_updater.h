@@ -1,0 +1,122 @@
+// SpannUpdater: online inserts and background maintenance of a built SpannIndex (after SPFresh's
+// LIRE). It never changes what a reader sees in place: each call builds the next
+// PostingDirectory beside the current one and returns it as a Change; the caller commits the
+// Change's rows to RocksDB and then calls Publish, which swaps the directory in whole.
+//
+//   SHOAL_ASSIGN_OR_RETURN(auto up, SpannUpdater::Open(index.get(), dir, {}));
+//   SHOAL_ASSIGN_OR_RETURN(SpannUpdater::Change c, up->Insert(ids, vectors, is_dead));
+//   c.commit.indexed_below = watermark;
+//   SHOAL_RETURN_IF_ERROR(store->CommitIndexChange(cid, c.commit, /*sync=*/true));
+//   up->Publish(std::move(c));
+//
+// Insert: each vector is written to vectors.dat, then joins up to `replicas` postings chosen by
+// SPANN's RNG rule over the current centroids (as the builder does). A touched posting is
+// rewritten copy-on-write: its entries (tombstoned ones dropped) plus the new ones go to freshly
+// allocated pages; the old extent is retired. Quantized tier: codes are encoded against the
+// posting's centroid and kept in RAM as well as in the posting.
+// Split (a posting over the manifest's posting_cap): balanced 2-means (index/posting_split.h);
+// the posting keeps one half and centroid, a new posting (a new number, descending from the same
+// tree leaf) takes the other; codes are rebuilt. Then LIRE's reassignment: (1) a vector of the
+// split posting that was no farther from the old centroid than from both new ones moves to its
+// nearest posting when that is neither half; (2) a vector of the `reassign_postings` postings
+// nearest the old centroid moves to the nearer half when a new centroid is closer than its own.
+// Appends from reassignment may split again, at most `max_cascade` levels per change; a posting
+// still over the cap waits for the next change (the cap is soft: a full posting never fails).
+// Sweep: rewrites postings holding tombstoned ids (GC), merges a posting with fewer than
+// `merge_floor` live entries into the postings its vectors' RNG choice picks, splits over-full
+// ones.
+//
+// Durability: data pages (posting extents, vectors.dat) are written and fdatasynced (when
+// `sync`) before Insert/Sweep return, i.e. before the caller's directory commit; retired extents
+// return to the free pool only after Publish and after the last reader of the older directory
+// let go of it.
+//
+// Thread safety: Insert, Sweep and Publish must be called by one thread at a time (the
+// collection's maintenance worker); searches on the index may run concurrently with all of them.
+// Errors: I/O errors and DataLoss from the files; after an error nothing is published and the
+// index is unchanged.
+#ifndef SHOAL_INDEX_SPANN_UPDATER_H_
+#define SHOAL_INDEX_SPANN_UPDATER_H_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "index/posting_directory.h"
+#include "index/spann_index.h"
+#include "storage/page_allocator.h"
+#include "storage/posting_file.h"
+#include "storage/record_store.h"
+#include "storage/vector_file.h"
+
+namespace shoal::index {
+
+// True for internal ids that are tombstoned (deleted or replaced).
+using DeadFn = std::function<bool(uint64_t)>;
+
+struct UpdaterOptions {
+  uint32_t merge_floor = 0;        // merge below this many live entries; 0 = posting_cap / 10
+  uint32_t reassign_postings = 8;  // LIRE condition 2: postings nearest a split one to check
+  uint32_t max_cascade = 2;        // split levels one change may chain
+  bool sync = true;                // fdatasync data files before a change is returned
+};
+
+struct UpdateStats {
+  uint64_t inserted = 0;          // vectors added
+  uint64_t splits = 0;            // postings split in two
+  uint64_t merges = 0;            // postings merged away
+  uint64_t reassigned = 0;        // vectors moved by LIRE's reassignment or a merge
+  uint64_t gc_entries = 0;        // tombstoned entries dropped from rewritten postings
+  uint64_t postings_written = 0;  // extents written (copy-on-write)
+};
+
+class SpannUpdater {
+ public:
+  struct Change {
+    std::shared_ptr<PostingDirectory> next;  // the directory to publish
+    storage::IndexChange commit;             // rows to commit (caller adds the watermark)
+    std::vector<storage::Extent> retired;    // extents `next` no longer references
+  };
+
+  // `index` (not owned) must outlive the updater; `dir` is its directory.
+  static absl::StatusOr<std::unique_ptr<SpannUpdater>> Open(SpannIndex* index,
+                                                            const std::string& dir,
+                                                            const UpdaterOptions& options);
+  ~SpannUpdater();
+
+  // `vectors` holds ids.size() x dim floats (index form).
+  absl::StatusOr<Change> Insert(std::span<const uint64_t> ids, const float* vectors,
+                                const DeadFn& dead);
+  // GC / merge / split over postings [first, first + count) of the current directory.
+  absl::StatusOr<Change> Sweep(uint32_t first, uint32_t count, const DeadFn& dead);
+  // Makes `change.next` the searched directory (call after its commit is durable).
+  void Publish(Change change);
+
+  UpdateStats stats() const;
+  uint32_t posting_cap() const { return cap_; }
+  uint32_t merge_floor() const { return floor_; }
+
+ private:
+  friend class UpdateWork;
+  SpannUpdater(SpannIndex* index, const UpdaterOptions& options);
+
+  SpannIndex* const index_;
+  const UpdaterOptions options_;
+  uint32_t cap_ = 0;
+  uint32_t floor_ = 0;
+  std::unique_ptr<storage::PostingFileWriter> writer_;
+  std::unique_ptr<storage::VectorFile> own_vectors_;  // full-vector tier (quantized: the index's)
+  std::shared_ptr<storage::PageAllocator> pages_;
+  mutable absl::Mutex stats_mu_;
+  UpdateStats stats_ ABSL_GUARDED_BY(stats_mu_);
+};
+
+}  // namespace shoal::index
+
+#endif  // SHOAL_INDEX_SPANN_UPDATER_H_

@@ -1,0 +1,358 @@
+#include "index/update_work.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "index/posting_navigator.h"
+#include "index/posting_split.h"
+
+namespace shoal::index {
+namespace {
+
+// Keeps the entries whose `keep(i)` holds, in order.
+template <typename Keep>
+size_t Filter(WorkEntries* e, size_t dim, size_t code_bytes, Keep keep) {
+  size_t out = 0;
+  const size_t n = e->size();
+  const bool full = !e->vecs.empty();
+  const bool quant = !e->q.codes.empty();
+  for (size_t i = 0; i < n; ++i) {
+    if (!keep(i)) continue;
+    if (out != i) {
+      e->q.ids[out] = e->q.ids[i];
+      if (full) std::copy_n(e->vecs.data() + i * dim, dim, e->vecs.data() + out * dim);
+      if (quant) {
+        e->q.sq_norms[out] = e->q.sq_norms[i];
+        std::copy_n(e->q.codes.data() + i * code_bytes, code_bytes,
+                    e->q.codes.data() + out * code_bytes);
+      }
+    }
+    ++out;
+  }
+  e->q.ids.resize(out);
+  if (full) e->vecs.resize(out * dim);
+  if (quant) {
+    e->q.sq_norms.resize(out);
+    e->q.codes.resize(out * code_bytes);
+  }
+  e->has_idset = false;
+  e->idset.clear();
+  return n - out;
+}
+
+}  // namespace
+
+UpdateWork::UpdateWork(SpannUpdater* up, const PostingDirectory& current, const DeadFn& dead)
+    : up_(up), index_(*up->index_), cur_(current), dead_(dead), dim_(current.dim) {
+  next_ = std::make_shared<PostingDirectory>();
+  PostingDirectory& n = *next_;
+  n.dim = current.dim;
+  n.centroids = current.centroids;
+  n.rows = current.rows;
+  n.serials = current.serials;
+  n.origin = current.origin;
+  n.live = current.live;
+  n.codes = current.codes;
+  n.prepared_dim = current.prepared_dim;
+  n.prepared = current.prepared;
+  n.by_leaf = current.by_leaf;
+  n.reshaped = current.reshaped;
+  n.codes_bytes = current.codes_bytes;
+}
+
+size_t UpdateWork::live_postings() const {
+  return std::count(next_->live.begin(), next_->live.end(), 1);
+}
+
+std::vector<std::vector<uint32_t>>& UpdateWork::MutableByLeaf() {
+  if (by_leaf_ == nullptr) {
+    by_leaf_ = std::make_shared<std::vector<std::vector<uint32_t>>>(*next_->by_leaf);
+    next_->by_leaf = by_leaf_;
+  }
+  next_->reshaped = true;
+  return *by_leaf_;
+}
+
+absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p) {
+  if (auto it = touched_.find(p); it != touched_.end()) return &it->second;
+  WorkEntries e;
+  const PostingQuantizer* quant = index_.quantizer();
+  if (p >= cur_.size() || !cur_.live[p]) {
+    // A posting made by this change: starts empty.
+  } else if (quant != nullptr && next_->codes[p] != nullptr) {
+    e.q = *next_->codes[p];
+  } else {
+    const storage::PostingRow& r = next_->rows[p];
+    const storage::Extent extent{r.first_page, r.num_pages, r.bytes};
+    std::vector<storage::ReadRequest> reads = {storage::ExtentRequest(extent)};
+    std::vector<uint8_t> payload;
+    DecodedPosting decoded;
+    const std::string where = absl::StrCat(index_.posting_path(), " posting ", p);
+    SHOAL_RETURN_IF_ERROR(index_.posting_reader()->ReadBatch(
+        reads, [&](size_t, std::span<const uint8_t> pages) -> absl::Status {
+          SHOAL_RETURN_IF_ERROR(
+              storage::DecodePosting(pages, extent, p, index_.posting_path(), &payload));
+          if (quant != nullptr) {  // codes not resident in RAM
+            return DecodeQuantizedEntries(payload, quant->code_bytes(), where, &e.q);
+          }
+          return DecodePostingEntries(payload, dim_, where, &decoded);
+        }));
+    if (quant == nullptr) {
+      e.q.ids = std::move(decoded.ids);
+      e.vecs = std::move(decoded.vectors);
+    }
+  }
+  if (quant != nullptr) e.q.code_bytes = quant->code_bytes();
+  const size_t dropped =
+      Filter(&e, dim_, e.q.code_bytes, [&](size_t i) { return !dead_(e.q.ids[i]); });
+  if (dropped > 0) {
+    e.dirty = true;
+    stats_.gc_entries += dropped;
+  }
+  return &touched_.emplace(p, std::move(e)).first->second;
+}
+
+void UpdateWork::Encode(uint32_t p, const float* x, uint8_t* code) const {
+  index_.quantizer()->Encode(x, next_->centroid(p), code);
+}
+
+absl::Status UpdateWork::Append(uint32_t p, uint64_t id, const float* x, bool known_new) {
+  SHOAL_ASSIGN_OR_RETURN(WorkEntries * e, Load(p));
+  if (!known_new) {
+    if (!e->has_idset) {
+      e->idset.insert(e->q.ids.begin(), e->q.ids.end());
+      e->has_idset = true;
+    }
+    if (!e->idset.insert(id).second) return absl::OkStatus();
+  } else if (e->has_idset) {
+    e->idset.insert(id);
+  }
+  e->q.ids.push_back(id);
+  if (index_.quantizer() == nullptr) {
+    e->vecs.insert(e->vecs.end(), x, x + dim_);
+  } else {
+    e->q.sq_norms.push_back(InnerProduct(x, x, dim_));
+    e->q.codes.resize(e->q.codes.size() + e->q.code_bytes);
+    Encode(p, x, e->q.codes.data() + e->q.codes.size() - e->q.code_bytes);
+  }
+  e->dirty = true;
+  return absl::OkStatus();
+}
+
+void UpdateWork::Choose(const float* x, std::vector<uint32_t>* out) const {
+  const SpannOptions& o = index_.manifest().options;
+  const size_t m = std::max<size_t>(2 * o.replicas, 8);
+  std::vector<std::pair<float, uint32_t>> cands;
+  NearestPostings(index_.tree(), *next_, x, m, std::max<size_t>(16, 2 * m), next_->size() <= 256,
+                  &cands);
+  out->clear();
+  if (cands.empty()) return;
+  out->push_back(cands[0].second);
+  const float limit = o.closure * std::max(cands[0].first, 1e-12f);
+  for (size_t j = 1; j < cands.size() && out->size() < o.replicas; ++j) {
+    if (cands[j].first > limit) break;
+    const float* cj = next_->centroid(cands[j].second);
+    bool accept = true;
+    for (uint32_t c : *out) {
+      if (o.rng_factor * L2Sqr(cj, next_->centroid(c), dim_) <= cands[j].first) {
+        accept = false;
+        break;
+      }
+    }
+    if (accept) out->push_back(cands[j].second);
+  }
+}
+
+absl::Status UpdateWork::VectorsOf(const WorkEntries& e, std::vector<float>* out) {
+  const size_t n = e.size();
+  if (index_.quantizer() == nullptr) {
+    *out = e.vecs;
+    return absl::OkStatus();
+  }
+  out->resize(n * dim_);
+  std::vector<uint64_t> missing;
+  std::vector<size_t> where;
+  for (size_t i = 0; i < n; ++i) {
+    if (auto it = fresh_.find(e.q.ids[i]); it != fresh_.end()) {
+      std::copy_n(it->second, dim_, out->data() + i * dim_);
+    } else {
+      missing.push_back(e.q.ids[i]);
+      where.push_back(i);
+    }
+  }
+  if (missing.empty()) return absl::OkStatus();
+  return index_.vector_file()->ReadBatch(missing, [&](size_t i, const float* v) {
+    std::copy_n(v, dim_, out->data() + where[i] * dim_);
+    return absl::OkStatus();
+  });
+}
+
+void UpdateWork::Assign(uint32_t p, std::vector<uint64_t> ids, const std::vector<float>& vecs) {
+  WorkEntries& e = touched_[p];
+  const PostingQuantizer* quant = index_.quantizer();
+  e.q.ids = std::move(ids);
+  e.has_idset = false;
+  e.idset.clear();
+  e.dirty = true;
+  if (quant == nullptr) {
+    e.vecs = vecs;
+    return;
+  }
+  const size_t n = e.q.ids.size();
+  e.q.code_bytes = quant->code_bytes();
+  e.q.sq_norms.resize(n);
+  e.q.codes.resize(n * e.q.code_bytes);
+  for (size_t i = 0; i < n; ++i) {
+    const float* x = vecs.data() + i * dim_;
+    e.q.sq_norms[i] = InnerProduct(x, x, dim_);
+    Encode(p, x, e.q.codes.data() + i * e.q.code_bytes);
+  }
+}
+
+void UpdateWork::SetCentroid(uint32_t p, const float* centroid) {
+  PostingDirectory& n = *next_;
+  std::copy(centroid, centroid + dim_, n.centroids.begin() + size_t{p} * dim_);
+  if (index_.quantizer() != nullptr) {
+    index_.quantizer()->Prepare(centroid, n.prepared.data() + size_t{p} * n.prepared_dim);
+  }
+}
+
+uint32_t UpdateWork::AddPosting(uint32_t origin, const float* centroid) {
+  PostingDirectory& n = *next_;
+  const uint32_t q = static_cast<uint32_t>(n.size());
+  n.centroids.resize(n.centroids.size() + dim_);
+  n.prepared.resize(n.prepared.size() + n.prepared_dim);
+  SetCentroid(q, centroid);
+  storage::PostingRow row;
+  row.posting = q;
+  n.rows.push_back(row);
+  n.serials.push_back(0);
+  n.origin.push_back(origin);
+  n.live.push_back(1);
+  n.codes.push_back(nullptr);
+  MutableByLeaf()[origin].push_back(q);
+  touched_[q].dirty = true;
+  return q;
+}
+
+absl::Status UpdateWork::SplitOverfull() {
+  std::vector<uint32_t> over;
+  for (const auto& [p, e] : touched_) {
+    if (next_->live[p] && e.size() > up_->cap_) over.push_back(p);
+  }
+  for (uint32_t p : over) SHOAL_RETURN_IF_ERROR(Split(p, 0));
+  return absl::OkStatus();
+}
+
+absl::Status UpdateWork::Split(uint32_t p, uint32_t depth) {
+  SHOAL_ASSIGN_OR_RETURN(WorkEntries * e, Load(p));
+  const size_t n = e->size();
+  if (n <= up_->cap_ || n < 2) return absl::OkStatus();
+  std::vector<float> vecs;
+  SHOAL_RETURN_IF_ERROR(VectorsOf(*e, &vecs));
+  const std::vector<uint64_t> ids = e->q.ids;
+  const std::vector<float> c0(next_->centroid(p), next_->centroid(p) + dim_);
+  TwoMeans tm = BalancedTwoMeans(vecs.data(), n, dim_, /*iterations=*/8, /*balance=*/0.25f);
+  SetCentroid(p, tm.centroid[0].data());
+  MutableByLeaf();
+  const uint32_t q = AddPosting(next_->origin[p], tm.centroid[1].data());
+  ++stats_.splits;
+  // LIRE condition 1: a vector no farther from the old centroid than from both new ones may now
+  // belong to another posting altogether.
+  std::vector<uint64_t> half_ids[2];
+  std::vector<float> half_vecs[2];
+  std::vector<std::pair<uint64_t, size_t>> moving;
+  std::vector<uint32_t> chosen;
+  for (size_t i = 0; i < n; ++i) {
+    const float* x = vecs.data() + i * dim_;
+    const float d0 = L2Sqr(x, c0.data(), dim_);
+    if (d0 <= L2Sqr(x, tm.centroid[0].data(), dim_) &&
+        d0 <= L2Sqr(x, tm.centroid[1].data(), dim_)) {
+      Choose(x, &chosen);
+      if (!chosen.empty() && chosen[0] != p && chosen[0] != q) {
+        moving.emplace_back(chosen[0], i);
+        continue;
+      }
+    }
+    half_ids[tm.side[i]].push_back(ids[i]);
+    half_vecs[tm.side[i]].insert(half_vecs[tm.side[i]].end(), x, x + dim_);
+  }
+  Assign(p, std::move(half_ids[0]), half_vecs[0]);
+  Assign(q, std::move(half_ids[1]), half_vecs[1]);
+  for (const auto& [target, i] : moving) {
+    SHOAL_RETURN_IF_ERROR(Append(target, ids[i], vecs.data() + i * dim_, /*known_new=*/false));
+    ++stats_.reassigned;
+  }
+  SHOAL_RETURN_IF_ERROR(ReassignNeighbours(p, q, c0, depth));
+  if (depth + 1 >= up_->options_.max_cascade) return absl::OkStatus();
+  std::vector<uint32_t> over;
+  for (const auto& [t, te] : touched_) {
+    if (next_->live[t] && te.size() > up_->cap_) over.push_back(t);
+  }
+  for (uint32_t t : over) SHOAL_RETURN_IF_ERROR(Split(t, depth + 1));
+  return absl::OkStatus();
+}
+
+// LIRE condition 2: a vector of a nearby posting moves to the nearer half when a new centroid is
+// closer to it than its own posting's centroid.
+absl::Status UpdateWork::ReassignNeighbours(uint32_t p, uint32_t q,
+                                            const std::vector<float>& old_centroid,
+                                            uint32_t depth) {
+  std::vector<std::pair<float, uint32_t>> near;
+  NearestPostings(index_.tree(), *next_, old_centroid.data(), up_->options_.reassign_postings + 2,
+                  16, next_->size() <= 256, &near);
+  const float* c[2] = {next_->centroid(p), next_->centroid(q)};
+  for (const auto& [unused, b] : near) {
+    if (b == p || b == q) continue;
+    SHOAL_ASSIGN_OR_RETURN(WorkEntries * e, Load(b));
+    if (e->size() == 0) continue;
+    std::vector<float> vecs;
+    SHOAL_RETURN_IF_ERROR(VectorsOf(*e, &vecs));
+    const float* cb = next_->centroid(b);
+    std::vector<uint8_t> move(e->size(), 0);
+    std::vector<std::pair<uint32_t, size_t>> moves;
+    for (size_t i = 0; i < e->size(); ++i) {
+      const float* x = vecs.data() + i * dim_;
+      const float db = L2Sqr(x, cb, dim_);
+      const float d1 = L2Sqr(x, c[0], dim_), d2 = L2Sqr(x, c[1], dim_);
+      if (std::min(d1, d2) < db) {
+        move[i] = 1;
+        moves.emplace_back(d1 <= d2 ? p : q, i);
+      }
+    }
+    if (moves.empty()) continue;
+    std::vector<uint64_t> ids = e->q.ids;
+    Filter(e, dim_, e->q.code_bytes, [&](size_t i) { return !move[i]; });
+    e->dirty = true;
+    for (const auto& [target, i] : moves) {
+      SHOAL_RETURN_IF_ERROR(Append(target, ids[i], vecs.data() + i * dim_, /*known_new=*/false));
+      ++stats_.reassigned;
+    }
+  }
+  (void)depth;
+  return absl::OkStatus();
+}
+
+absl::Status UpdateWork::Merge(uint32_t p) {
+  SHOAL_ASSIGN_OR_RETURN(WorkEntries * e, Load(p));
+  std::vector<float> vecs;
+  SHOAL_RETURN_IF_ERROR(VectorsOf(*e, &vecs));
+  const std::vector<uint64_t> ids = e->q.ids;
+  next_->live[p] = 0;
+  auto& siblings = MutableByLeaf()[next_->origin[p]];
+  siblings.erase(std::remove(siblings.begin(), siblings.end(), p), siblings.end());
+  touched_.erase(p);
+  removed_.push_back(p);
+  ++stats_.merges;
+  std::vector<uint32_t> chosen;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const float* x = vecs.data() + i * dim_;
+    Choose(x, &chosen);
+    for (uint32_t t : chosen) SHOAL_RETURN_IF_ERROR(Append(t, ids[i], x, /*known_new=*/false));
+    ++stats_.reassigned;
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace shoal::index
