@@ -37,10 +37,17 @@ Record Rec(const Matrix& m, size_t row) {
   return {uint64_t{row}, std::vector<float>(m.Row(row), m.Row(row) + m.cols)};
 }
 
-// One thread searching single queries round-robin until *stop; latencies in ms.
-absl::Status SearchLoop(DB* db, const Matrix& q, const SearchParams& p, std::atomic<bool>* stop,
-                        Latencies* out) {
-  for (size_t i = 0; !stop->load(); i = (i + 1) % q.rows) {
+// One thread searching single queries round-robin until *stop, `qps` a second (open loop: a
+// query is sent at its scheduled time, or at once when the previous one ran late); latencies
+// in ms.
+absl::Status SearchLoop(DB* db, const Matrix& q, const SearchParams& p, double qps,
+                        std::atomic<bool>* stop, Latencies* out) {
+  const double start = NowSeconds();
+  for (size_t i = 0, n = 0; !stop->load(); i = (i + 1) % q.rows, ++n) {
+    const double due = start + static_cast<double>(n) / qps;
+    if (const double wait = due - NowSeconds(); wait > 0) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+    }
     const double t0 = NowSeconds();
     auto hits = db->Search("c", std::span<const float>(q.Row(i), q.cols), p);
     if (!hits.ok()) return hits.status();
@@ -134,7 +141,7 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
   Latencies idle, busy;
   absl::Status search_status;
   std::thread idle_thread(
-      [&] { search_status = SearchLoop(db.get(), ds.test, params, &stop, &idle); });
+      [&] { search_status = SearchLoop(db.get(), ds.test, params, o.search_qps, &stop, &idle); });
   std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_seconds));
   stop = true;
   idle_thread.join();
@@ -143,7 +150,7 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
   // Churn: insert the new half, delete the whole old half, one batch of each in turn.
   stop = false;
   std::thread busy_thread(
-      [&] { search_status = SearchLoop(db.get(), ds.test, params, &stop, &busy); });
+      [&] { search_status = SearchLoop(db.get(), ds.test, params, o.search_qps, &stop, &busy); });
   double insert_s = 0, delete_s = 0;
   const double churn_start = NowSeconds();
   for (size_t b = 0; b < half; b += o.batch) {
@@ -222,6 +229,8 @@ void RegisterUpdatesCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--k", options->k, "neighbours per query")->capture_default_str();
   cmd->add_option("--max-postings", options->max_postings, "search knob")->capture_default_str();
   cmd->add_option("--idle-seconds", options->idle_seconds, "idle latency phase")
+      ->capture_default_str();
+  cmd->add_option("--search-qps", options->search_qps, "paced single-query searches per second")
       ->capture_default_str();
   cmd->add_option("--dir", options->dir, "scratch directory (kept)");
   cmd->callback([options, exit_code] {

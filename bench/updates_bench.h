@@ -1,8 +1,9 @@
 // `shoal_bench updates`: online updates of the SSD index, all in one run on one dataset:
 //  1. load the first half of the base vectors ("old"), BuildIndex(spec);
-//  2. idle: single-query search latency (p50/p99) from one thread;
+//  2. idle: single-query search latency (p50/p99) from one thread at a fixed pace;
 //  3. churn: a writer inserts the second half ("new") and deletes every old key (100% churn),
-//     batch by batch with WriteOptions::sync, while one thread keeps searching: acknowledged
+//     batch by batch with WriteOptions::sync, while one thread keeps searching at the same pace:
+//     acknowledged
 //     insert and delete throughput, search p50/p99 during updates; then the time until
 //     background maintenance has moved everything into the postings (FlushIndexUpdates), and
 //     the sustained insert throughput that includes it;
@@ -32,6 +33,7 @@ struct UpdatesBenchOptions {
   size_t k = 10;
   uint32_t max_postings = 16;  // search knob, the same for every measurement
   double idle_seconds = 5;     // idle latency phase
+  double search_qps = 500;     // the searching thread's pace, idle and during updates
   std::string dir;             // scratch directory (default: a fresh one under /tmp)
 };
 
