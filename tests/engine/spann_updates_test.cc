@@ -178,8 +178,14 @@ TEST_P(SpannUpdatesTest, StreamingWorkloadKeepsRecallSplitsMergesAndSurvivesReop
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Tiers, SpannUpdatesTest, ::testing::Values("quant=none", "quant=sq8"),
-                         [](const auto& info) { return info.param.substr(6); });
+INSTANTIATE_TEST_SUITE_P(Tiers, SpannUpdatesTest,
+                         ::testing::Values("quant=none", "quant=sq8", "quant=rabitq:bits=4"),
+                         [](const auto& info) {
+                           std::string name = info.param.substr(6);
+                           std::replace_if(
+                               name.begin(), name.end(), [](char c) { return !isalnum(c); }, '_');
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace shoal
