@@ -113,6 +113,10 @@ class Collection {
   // Moves every write acknowledged so far into the SSD index's postings and, when some are
   // tombstoned, sweeps them out; returns the first error. OK at once without an SSD index.
   absl::Status FlushIndexUpdates();
+  // Holds background index maintenance (e.g. while a snapshot copies the index files) until
+  // ResumeIndexUpdates; calls pair up on one thread.
+  void PauseIndexUpdates() ABSL_EXCLUSIVE_LOCK_FUNCTION(work_mu_) { work_mu_.Lock(); }
+  void ResumeIndexUpdates() ABSL_UNLOCK_FUNCTION(work_mu_) { work_mu_.Unlock(); }
 
  private:
   class KeyClaim;

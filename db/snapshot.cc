@@ -123,8 +123,18 @@ absl::Status DBImpl::Snapshot(const std::string& dir) {
     // No write, build, compaction or catalog change runs while both halves are copied, so the
     // index files match the manifests in the checkpoint.
     absl::WriterMutexLock lock(&change_mu_);
-    SHOAL_RETURN_IF_ERROR(store_->Checkpoint((fs::path(tmp) / "rocksdb").string()));
-    SHOAL_RETURN_IF_ERROR(CopyTreeDurably(index_root_, (fs::path(tmp) / "index").string()));
+    // Nor does background index maintenance (it would commit directory rows and reuse freed
+    // posting pages while the files are copied).
+    std::vector<std::shared_ptr<Collection>> all;
+    {
+      absl::MutexLock collections_lock(&mu_);
+      for (const auto& [name, c] : collections_) all.push_back(c);
+    }
+    for (const auto& c : all) c->PauseIndexUpdates();
+    absl::Status s = store_->Checkpoint((fs::path(tmp) / "rocksdb").string());
+    if (s.ok()) s = CopyTreeDurably(index_root_, (fs::path(tmp) / "index").string());
+    for (const auto& c : all) c->ResumeIndexUpdates();
+    SHOAL_RETURN_IF_ERROR(s);
   }
   SHOAL_RETURN_IF_ERROR(SyncPath(fs::path(tmp) / "rocksdb", /*directory=*/true));
   SHOAL_RETURN_IF_ERROR(WriteMarker(fs::path(tmp) / kSnapshotMarker, "shoal snapshot v1\n"));
