@@ -7,8 +7,8 @@
 #include "bench/blas_env.h"
 #include "bench/flat_bench.h"
 #include "bench/kmeans_bench.h"
-#include "bench/updates_bench.h"
 #include "bench/serve_bench.h"
+#include "bench/updates_bench.h"
 
 int main(int argc, char** argv) {
   shoal::bench::PrepareBlasEnvironment(argv);

@@ -87,14 +87,11 @@ Collection::Collection(storage::RecordStore* store, const storage::StoredCollect
       budget_(budget),
       flat_(meta.spec.dimension, IndexMetric(meta.spec.metric)) {}
 
-absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(storage::RecordStore* store,
-                                                             const storage::StoredCollection& meta,
-                                                             const Options& options,
-                                                             const std::string& index_root,
-                                                             storage::FileSystem* fs,
-                                                             MaintenanceBudget* budget) {
-  auto c = std::unique_ptr<Collection>(
-      new Collection(store, meta, options, index_root, fs, budget));
+absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(
+    storage::RecordStore* store, const storage::StoredCollection& meta, const Options& options,
+    const std::string& index_root, storage::FileSystem* fs, MaintenanceBudget* budget) {
+  auto c =
+      std::unique_ptr<Collection>(new Collection(store, meta, options, index_root, fs, budget));
   absl::MutexLock write_lock(&c->write_mu_);
   absl::MutexLock work_lock(&c->work_mu_);
   {

@@ -42,9 +42,9 @@
 #ifndef SHOAL_DB_COLLECTION_H_
 #define SHOAL_DB_COLLECTION_H_
 
-#include <set>
 #include <memory>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <thread>
@@ -78,12 +78,9 @@ class Collection {
   // Index files live under `index_root`/c<id>.g<generation>/ and are written through `fs`
   // (not owned; must outlive the collection). `budget` (not owned, may be null = unbounded)
   // bounds background index maintenance DB-wide.
-  static absl::StatusOr<std::unique_ptr<Collection>> Load(storage::RecordStore* store,
-                                                          const storage::StoredCollection& meta,
-                                                          const Options& options,
-                                                          const std::string& index_root,
-                                                          storage::FileSystem* fs,
-                                                          MaintenanceBudget* budget = nullptr);
+  static absl::StatusOr<std::unique_ptr<Collection>> Load(
+      storage::RecordStore* store, const storage::StoredCollection& meta, const Options& options,
+      const std::string& index_root, storage::FileSystem* fs, MaintenanceBudget* budget = nullptr);
   ~Collection();
 
   const CollectionSpec& spec() const { return spec_; }

@@ -137,12 +137,14 @@ absl::Status Collection::BuildSpann(const std::string& spec) {
   // fails the old index keeps serving; the new directory stays, since the failed commit may
   // still be found after a reopen (its outcome is unknown), and the next open removes whichever
   // directory the manifest does not name.
-  SHOAL_RETURN_IF_ERROR(
-      store_->CommitIndex(id_, index::EncodeManifest(built->manifest), built->postings));
+  // Online updates of the old index commit no directory rows beside (or, should this commit's
+  // outcome be unknown, after) the new index's.
   std::string old_dir;
   {
     absl::MutexLock work_lock(&work_mu_);
     updater_.reset();
+    SHOAL_RETURN_IF_ERROR(
+        store_->CommitIndex(id_, index::EncodeManifest(built->manifest), built->postings));
     absl::MutexLock lock(&mu_);
     if (spann_ != nullptr) old_dir = IndexDir(spann_->manifest().generation);
     spann_ = std::move(fresh);
@@ -164,6 +166,8 @@ absl::Status Collection::DropSpann() {
     if (spann_ == nullptr) return absl::OkStatus();
     old_dir = IndexDir(spann_->manifest().generation);
   }
+  absl::MutexLock work_lock(&work_mu_);  // no online update commits beside the clear
+  updater_.reset();
   SHOAL_RETURN_IF_ERROR(store_->ClearIndex(id_));
   index::FlatIndex all(spec_.dimension, flat_.metric());
   std::vector<float> scratch;
@@ -172,8 +176,6 @@ absl::Status Collection::DropSpann() {
     return absl::OkStatus();
   }));
   {
-    absl::MutexLock work_lock(&work_mu_);
-    updater_.reset();
     absl::MutexLock lock(&mu_);
     spann_.reset();
     stale_.clear();

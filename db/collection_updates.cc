@@ -42,6 +42,7 @@ absl::Status Collection::StartUpdates() {
   index::UpdaterOptions o;
   o.merge_floor = options_.posting_merge_floor;
   o.sync = options_.index_update_sync;
+  o.fs = fs_;
   SHOAL_ASSIGN_OR_RETURN(updater_, index::SpannUpdater::Open(
                                        spann_.get(), IndexDir(spann_->manifest().generation), o));
   return absl::OkStatus();

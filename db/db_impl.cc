@@ -77,10 +77,9 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
   SHOAL_ASSIGN_OR_RETURN(auto aliases, db->store_->LoadAliases());
   absl::MutexLock lock(&db->mu_);
   for (const storage::StoredCollection& meta : catalog) {
-    SHOAL_ASSIGN_OR_RETURN(
-        std::unique_ptr<Collection> c,
-        Collection::Load(db->store_.get(), meta, options, db->index_root_, db->fs_,
-                         db->budget_.get()));
+    SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Collection> c,
+                           Collection::Load(db->store_.get(), meta, options, db->index_root_,
+                                            db->fs_, db->budget_.get()));
     db->collections_.emplace(meta.spec.name, std::move(c));
   }
   for (auto& [alias, collection] : aliases) db->aliases_.emplace(alias, collection);

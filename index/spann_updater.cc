@@ -23,13 +23,14 @@ absl::StatusOr<std::unique_ptr<SpannUpdater>> SpannUpdater::Open(SpannIndex* ind
   up->cap_ = std::max<uint32_t>(index->manifest().posting_cap, 4);
   up->floor_ =
       options.merge_floor != 0 ? options.merge_floor : std::max<uint32_t>(up->cap_ / 10, 1);
+  storage::FileSystem* fs = options.fs != nullptr ? options.fs : storage::FileSystem::Default();
   SHOAL_ASSIGN_OR_RETURN(up->writer_,
-                         storage::PostingFileWriter::OpenForAppend(index->posting_path()));
+                         storage::PostingFileWriter::OpenForAppend(index->posting_path(), fs));
   if (index->vector_file() == nullptr) {
     SHOAL_ASSIGN_OR_RETURN(
         up->own_vectors_,
         storage::VectorFile::Open(absl::StrCat(dir, "/", kVectorFileName),
-                                  index->manifest().dimension, storage::IoBackend::kPread));
+                                  index->manifest().dimension, storage::IoBackend::kPread, fs));
   }
   // Free pages: every page of the posting file that no live directory row references (extents
   // written by a change that crashed before its commit, or retired before a restart).

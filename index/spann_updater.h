@@ -61,10 +61,11 @@ namespace shoal::index {
 using DeadFn = std::function<bool(uint64_t)>;
 
 struct UpdaterOptions {
-  uint32_t merge_floor = 0;        // merge below this many live entries; 0 = posting_cap / 10
-  uint32_t reassign_postings = 8;  // LIRE condition 2: postings nearest a split one to check
-  uint32_t max_cascade = 2;        // split levels one change may chain
-  bool sync = true;                // fdatasync data files before a change is returned
+  uint32_t merge_floor = 0;           // merge below this many live entries; 0 = posting_cap / 10
+  uint32_t reassign_postings = 8;     // LIRE condition 2: postings nearest a split one to check
+  uint32_t max_cascade = 2;           // split levels one change may chain
+  bool sync = true;                   // fdatasync data files before a change is returned
+  storage::FileSystem* fs = nullptr;  // posting / vector file writes (null = the default)
 };
 
 struct UpdateStats {
