@@ -23,6 +23,7 @@ constexpr uint32_t kSweepPostingsPerStep = 64;
 constexpr absl::Duration kBacklogWait = absl::Seconds(10);
 constexpr absl::Duration kGroupWait = absl::Milliseconds(20);
 constexpr int kMaintenanceNice = 10;
+constexpr size_t kMaxDrainStep = 16384;
 
 }  // namespace
 
@@ -140,7 +141,12 @@ absl::Status Collection::DrainStep(bool* done) {
   uint64_t watermark = 0;
   {
     absl::ReaderMutexLock lock(&mu_);
-    const size_t n = std::min<size_t>(pending_.size(), options_.index_update_batch);
+    // A backlog is drained in bigger steps: each touched posting is rewritten once per step, so
+    // the write amplification falls as the step grows (up to kMaxDrainStep vectors).
+    const size_t step =
+        std::clamp<size_t>(pending_.size() / 2, options_.index_update_batch,
+                           std::max<size_t>(kMaxDrainStep, options_.index_update_batch));
+    const size_t n = std::min<size_t>(pending_.size(), step);
     *done = n == 0;
     if (n == 0) return absl::OkStatus();
     auto it = pending_.begin();

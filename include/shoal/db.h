@@ -83,7 +83,8 @@ class DB {
   // ---- Index ----
   // Builds the collection's approximate index from a spec string and makes it serve searches;
   // blocks until done. Records written afterwards are searchable at once (searched exactly
-  // beside the index until the next build). "flat" returns to exact search.
+  // beside the index until background maintenance moves them into its posting lists; see
+  // Options::index_update_threads). "flat" returns to exact search.
   //   "spann:centroid_ratio=0.02,replicas=4,posting_cap=256,seed=1"
   // Errors: InvalidArgument (bad spec, naming the key), ResourceExhausted (over
   // Options::index_ram_bytes_limit), NotFound.

@@ -41,7 +41,8 @@ struct Options {
   // once (one thread each); 0 = no online updates: writes stay in the exact buffer until the
   // next BuildIndex.
   uint32_t index_update_threads = 1;
-  // Vectors moved from the buffer into the postings per step.
+  // Vectors moved from the buffer into the postings per step (a backlog goes in bigger steps,
+  // up to half of it or 16384).
   uint32_t index_update_batch = 1024;
   // Writers wait (up to 10 s, then Unavailable, nothing written) while the buffer holds more
   // vectors than this.
