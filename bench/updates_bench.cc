@@ -209,8 +209,11 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
                 p99b <= 1.5 * p99i ? "met" : "NOT met");
     std::printf("GOAL recall churned - fresh %+.4f (>= -0.01): %s\n", churned - rebuilt,
                 churned >= rebuilt - 0.01 ? "met" : "NOT met");
-    std::printf("GOAL inserts / raw RocksDB %.2f acknowledged, %.2f sustained (>= 0.5): %s\n",
-                ins_rate / raw, sustained / raw, ins_rate >= 0.5 * raw ? "met" : "NOT met");
+    std::printf(
+        "GOAL inserts / raw RocksDB %.2f acknowledged (>= 0.5): %s; %.2f sustained, "
+        "index work included (>= 0.5): %s\n",
+        ins_rate / raw, ins_rate >= 0.5 * raw ? "met" : "NOT met", sustained / raw,
+        sustained >= 0.5 * raw ? "met" : "NOT met");
   }
   db.reset();
   if (o.dir.empty()) fs::remove_all(root);
