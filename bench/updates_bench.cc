@@ -125,10 +125,12 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
   }
   const SearchParams params{.k = static_cast<uint32_t>(o.k), .max_postings = o.max_postings};
   const WriteOptions wo{.sync = o.sync};
-  std::printf("dataset %s: %zu x %zu, spec %s, batch %zu, sync %d\n", o.dataset.c_str(), base.rows,
-              base.cols, o.spec.c_str(), o.batch, o.sync);
+  std::printf("dataset %s: %zu x %zu, spec %s, batch %zu, sync %d, backlog %zu\n",
+              o.dataset.c_str(), base.rows, base.cols, o.spec.c_str(), o.batch, o.sync, o.backlog);
 
-  SHOAL_ASSIGN_OR_RETURN(auto db, DB::Open(root + "/churn", Options{}));
+  Options db_options;
+  db_options.index_update_backlog = o.backlog;
+  SHOAL_ASSIGN_OR_RETURN(auto db, DB::Open(root + "/churn", db_options));
   const CollectionSpec spec{"c", static_cast<uint32_t>(base.cols), Metric::kL2};
   SHOAL_RETURN_IF_ERROR(db->CreateCollection(spec));
   SHOAL_RETURN_IF_ERROR(LoadRows(db.get(), "c", base, 0, half));
@@ -234,6 +236,9 @@ void RegisterUpdatesCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--idle-seconds", options->idle_seconds, "idle latency phase")
       ->capture_default_str();
   cmd->add_option("--search-qps", options->search_qps, "paced single-query searches per second")
+      ->capture_default_str();
+  cmd->add_option("--backlog", options->backlog,
+                  "Options::index_update_backlog: buffered writes before writers wait")
       ->capture_default_str();
   cmd->add_option("--dir", options->dir, "scratch directory (kept)");
   cmd->callback([options, exit_code] {

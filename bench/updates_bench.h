@@ -34,6 +34,7 @@ struct UpdatesBenchOptions {
   uint32_t max_postings = 16;  // search knob, the same for every measurement
   double idle_seconds = 5;     // idle latency phase
   double search_qps = 500;     // the searching thread's pace, idle and during updates
+  size_t backlog = 100000;     // Options::index_update_backlog (writers wait above it)
   std::string dir;             // scratch directory (default: a fresh one under /tmp)
 };
 
