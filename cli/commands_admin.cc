@@ -96,7 +96,9 @@ absl::StatusOr<Table> BuildIndex(const Connection& c, const Args& args) {
     ++messages;
     if (show) {
       std::fprintf(stderr, "\rbuilding %s: %s %3.0f%% %.1fs\x1b[K", args.positional[1].c_str(),
-                   v1::BuildIndexProgress::Phase_Name(progress.phase()).c_str(),
+                   progress.step().empty()
+                       ? v1::BuildIndexProgress::Phase_Name(progress.phase()).c_str()
+                       : progress.step().c_str(),
                    progress.fraction() * 100, progress.elapsed_seconds());
     }
     last = progress;

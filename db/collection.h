@@ -93,7 +93,7 @@ class Collection {
                                                        const SearchParams& params) const;
 
   // Builds the index named by `spec` ("flat" or "spann:..."); writes are held while it builds.
-  absl::Status BuildIndex(const std::string& spec);
+  absl::Status BuildIndex(const std::string& spec, const IndexBuildProgressFn& progress = nullptr);
 
   // Deletes everything durably; later calls get NotFound.
   absl::Status Drop();
@@ -124,7 +124,8 @@ class Collection {
   absl::Status OpenIndex(const storage::StoredIndex& stored)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_, mu_);
   absl::Status LoadRecords() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_, mu_);
-  absl::Status BuildSpann(const std::string& spec) ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
+  absl::Status BuildSpann(const std::string& spec, const IndexBuildProgressFn& progress)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   absl::Status DropSpann() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
   std::string IndexDir(uint64_t generation) const;
   // Index RAM: Options::index_ram_bytes_limit minus the fixed parts, for the posting cache.

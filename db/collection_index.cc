@@ -1,4 +1,7 @@
 // Collection: loading from RocksDB, and building / opening / dropping the SSD-resident index.
+#include <algorithm>
+#include <string_view>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "db/collection.h"
@@ -70,19 +73,60 @@ absl::Status Collection::OpenIndex(const storage::StoredIndex& stored) {
   return absl::OkStatus();
 }
 
-absl::Status Collection::BuildIndex(const std::string& spec) {
+absl::Status Collection::BuildIndex(const std::string& spec, const IndexBuildProgressFn& progress) {
   // Holds writers off for the whole build, once those in flight are applied.
   auto idle = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return in_flight_.empty(); };
   absl::MutexLock write_lock(&write_mu_, absl::Condition(&idle));
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
   if (spec == "flat") return DropSpann();
-  SHOAL_RETURN_IF_ERROR(BuildSpann(spec));
+  SHOAL_RETURN_IF_ERROR(BuildSpann(spec, progress));
   absl::MutexLock work_lock(&work_mu_);
   return StartUpdates();
 }
 
-absl::Status Collection::BuildSpann(const std::string& spec) {
+namespace {
+
+// Each phase's share of a whole build (roughly what each costs: clustering dominates).
+struct PhaseSpan {
+  std::string_view phase;
+  double begin, end;
+};
+constexpr PhaseSpan kBuildPhases[] = {{"reading", 0.00, 0.10},   {"clustering", 0.10, 0.60},
+                                      {"assigning", 0.60, 0.72}, {"encoding", 0.72, 0.75},
+                                      {"writing", 0.75, 0.97},   {"committing", 0.97, 1.00}};
+
+// Turns (phase, fraction of the phase) into IndexBuildProgress over the whole build, never
+// going backwards.
+class BuildReporter {
+ public:
+  explicit BuildReporter(const IndexBuildProgressFn& fn) : fn_(fn) {}
+  void operator()(std::string_view phase, double done) {
+    if (!fn_) return;
+    for (const PhaseSpan& s : kBuildPhases) {
+      if (s.phase != phase) continue;
+      const double f = s.begin + (s.end - s.begin) * std::clamp(done, 0.0, 1.0);
+      last_ = std::max(last_, f);
+      fn_({std::string(phase), last_});
+    }
+  }
+
+ private:
+  const IndexBuildProgressFn& fn_;
+  double last_ = 0;
+};
+
+}  // namespace
+
+absl::Status Collection::BuildSpann(const std::string& spec, const IndexBuildProgressFn& progress) {
   SHOAL_ASSIGN_OR_RETURN(index::SpannOptions options, index::ParseSpannSpec(spec));
+  BuildReporter report(progress);
+  report("reading", 0);
+  size_t expected = 1;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    expected = std::max<size_t>(1, id_of_.size());
+  }
+  const size_t every = std::max<size_t>(1, expected / 32);
   // Every live vector, in index form, read back from RocksDB (the FlatIndex may hold only the
   // vectors written since the previous build).
   std::vector<uint64_t> ids;
@@ -90,6 +134,7 @@ absl::Status Collection::BuildSpann(const std::string& spec) {
   std::vector<float> scratch;
   SHOAL_RETURN_IF_ERROR(store_->ScanRecords(id_, [&](uint64_t iid, Record&& r) {
     ids.push_back(iid);
+    if (ids.size() % every == 0) report("reading", double(ids.size()) / expected);
     const float* v = IndexForm(r.vector, &scratch);
     vectors.insert(vectors.end(), v, v + spec_.dimension);
     return absl::OkStatus();
@@ -111,6 +156,7 @@ absl::Status Collection::BuildSpann(const std::string& spec) {
   SHOAL_RETURN_IF_ERROR(fs_->CreateDirs(tmp));
   index::SpannBuildInput input{
       ids, vectors.data(), spec_.dimension, flat_.metric(), next_internal_id_, generation, fs_};
+  input.progress = [&](std::string_view phase, double done) { report(phase, done); };
   auto backend = index::MakeDefaultClusteringBackend(options_.build_threads);
   absl::StatusOr<index::SpannBuildOutput> built =
       index::BuildSpann(input, options, tmp, *backend, options_.build_threads);
@@ -133,6 +179,7 @@ absl::Status Collection::BuildSpann(const std::string& spec) {
                      options_.index_ram_bytes_limit, "); lower centroid_ratio"));
   }
   fresh->SetCacheBudget(CacheBudget(fresh->FixedMemoryBytes()));
+  report("committing", 0);
   // The commit point (a synced RocksDB write): from here on a reopen finds the new index. If it
   // fails the old index keeps serving; the new directory stays, since the failed commit may
   // still be found after a reopen (its outcome is unknown), and the next open removes whichever
@@ -156,6 +203,7 @@ absl::Status Collection::BuildSpann(const std::string& spec) {
   }
   // Freed only now that the commit that stopped referencing it is durable.
   if (!old_dir.empty()) fs_->RemoveAll(old_dir).IgnoreError();
+  report("committing", 1);
   return absl::OkStatus();
 }
 

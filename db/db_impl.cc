@@ -221,10 +221,11 @@ absl::Status DBImpl::FlushIndexUpdates(std::string_view collection) {
   return c->FlushIndexUpdates();
 }
 
-absl::Status DBImpl::BuildIndex(std::string_view collection, std::string_view spec) {
+absl::Status DBImpl::BuildIndex(std::string_view collection, std::string_view spec,
+                                const IndexBuildProgressFn& progress) {
   SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
   absl::ReaderMutexLock change(&change_mu_);
-  return c->BuildIndex(std::string(spec));
+  return c->BuildIndex(std::string(spec), progress);
 }
 
 // ---- Aliases ----

@@ -55,7 +55,9 @@ class DBImpl final : public DB {
                                                          std::span<const Key> keys) override;
   absl::StatusOr<uint64_t> Delete(std::string_view collection, std::span<const Key> keys,
                                   const WriteOptions& options) override;
-  absl::Status BuildIndex(std::string_view collection, std::string_view spec) override;
+  using DB::BuildIndex;
+  absl::Status BuildIndex(std::string_view collection, std::string_view spec,
+                          const IndexBuildProgressFn& progress) override;
   absl::Status FlushIndexUpdates(std::string_view collection) override;
   absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::string_view collection,
                                                        std::span<const float> queries,

@@ -110,7 +110,9 @@ absl::Status WritePostings(const SpannBuildInput& in,
                            const CentroidTree& tree, const PostingQuantizer* quantizer,
                            const std::string& path, std::vector<storage::PostingRow>* rows) {
   SHOAL_ASSIGN_OR_RETURN(auto writer, storage::PostingFileWriter::Create(path, in.fs));
+  const size_t every = std::max<size_t>(1, members.size() / 64);
   for (uint32_t p = 0; p < members.size(); ++p) {
+    if (in.progress && p % every == 0) in.progress("writing", double(p) / members.size());
     const float* centroid = tree.centroid(tree.leaf_node(p));
     std::vector<uint8_t> payload = PostingPayload(in, members[p], centroid, quantizer);
     SHOAL_ASSIGN_OR_RETURN(storage::Extent e, writer->Append(p, payload));
@@ -144,6 +146,10 @@ absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& in, const Spa
   tree_options.iterations = o.iterations;
   tree_options.seed = o.seed;
   tree_options.threads = threads;
+  auto phase = [&](std::string_view name) {
+    if (in.progress) in.progress(name, 0);
+  };
+  phase("clustering");
   SHOAL_ASSIGN_OR_RETURN(CentroidTree tree,
                          CentroidTree::Build(backend, in.vectors, n, in.dim, tree_options));
 
@@ -151,6 +157,7 @@ absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& in, const Spa
   const size_t m = std::min<size_t>(tree.num_leaves(), std::max<uint32_t>(o.replicas * 2, 1));
   std::vector<uint32_t> leaves(n * m);
   std::vector<float> dists(n * m);
+  phase("assigning");
   // A wider beam than searches use: replica choice is paid once, at build time.
   SHOAL_RETURN_IF_ERROR(tree.NearestLeavesBatch(in.vectors, n, m, std::max<size_t>(16, 2 * m),
                                                 threads, leaves.data(), dists.data()));
@@ -164,6 +171,7 @@ absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& in, const Spa
   t0 = std::chrono::steady_clock::now();
   std::unique_ptr<PostingQuantizer> quantizer;
   if (o.quant != "none") {
+    phase("encoding");
     SHOAL_ASSIGN_OR_RETURN(quantizer, MakeQuantizer(o.quant, in.dim, o.seed));
     // Train on the residuals of (up to) 65536 primary entries.
     std::vector<float> sample;
@@ -179,6 +187,7 @@ absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& in, const Spa
   }
   SHOAL_RETURN_IF_ERROR(WritePostings(in, members, tree, quantizer.get(),
                                       dir + "/" + kPostingFileName, &out.postings));
+  if (in.progress) in.progress("writing", 1);
   SHOAL_RETURN_IF_ERROR(WriteVectors(in, dir + "/" + kVectorFileName));
   SHOAL_RETURN_IF_ERROR(
       storage::WriteFileSynced(*in.fs, dir + "/" + kCentroidFileName, tree.Serialize()));

@@ -21,8 +21,10 @@
 #ifndef SHOAL_INDEX_SPANN_BUILDER_H_
 #define SHOAL_INDEX_SPANN_BUILDER_H_
 
+#include <functional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -42,6 +44,9 @@ struct SpannBuildInput {
   uint64_t generation = 0;
   // Where the files are written (not owned): the POSIX one, or a fault-injecting one in tests.
   storage::FileSystem* fs = storage::FileSystem::Default();
+  // Called as each phase starts ("clustering", "assigning", "encoding", "writing") and as it
+  // advances, with the fraction of that phase done (0..1). May be empty.
+  std::function<void(std::string_view phase, double done)> progress;
 };
 
 struct SpannBuildOutput {

@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "rpc/convert.h"
@@ -107,7 +108,17 @@ absl::Status AdminServiceImpl::RunBuild(grpc::ServerContext* context,
   const absl::Time start = absl::Now();
   v1::BuildIndexProgress progress;
   progress.set_vectors(before.num_vectors);
+  absl::Mutex engine_mu;
+  IndexBuildProgress engine;  // the builder's latest report
   auto report = [&](v1::BuildIndexProgress::Phase phase) {
+    {
+      absl::MutexLock lock(&engine_mu);
+      if (phase == v1::BuildIndexProgress::PHASE_BUILDING) {
+        progress.set_step(engine.phase);
+        progress.set_fraction(engine.fraction);
+        gate_->metrics().SetBuildProgress(name, engine.fraction);
+      }
+    }
     progress.set_phase(phase);
     progress.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start));
     // A client that went away stops getting reports; the build still finishes.
@@ -123,7 +134,12 @@ absl::Status AdminServiceImpl::RunBuild(grpc::ServerContext* context,
   std::thread builder([&] {
     {
       DbHost::Lease lease = gate_->Acquire();
-      built = lease.ok() ? lease->BuildIndex(name, request.spec()) : lease.status();
+      built = lease.ok() ? lease->BuildIndex(name, request.spec(),
+                                             [&](const IndexBuildProgress& p) {
+                                               absl::MutexLock lock(&engine_mu);
+                                               engine = p;
+                                             })
+                         : lease.status();
     }
     done.Notify();
   });
@@ -142,6 +158,7 @@ absl::Status AdminServiceImpl::RunBuild(grpc::ServerContext* context,
   absl::StatusOr<CollectionInfo> after = lease->DescribeCollection(name);
   if (!after.ok()) return after.status();
   CollectionInfoToProto(*after, progress.mutable_collection());
+  progress.clear_step();
   progress.set_fraction(1);
   progress.set_done(true);
   report(v1::BuildIndexProgress::PHASE_DONE);

@@ -88,7 +88,12 @@ class DB {
   //   "spann:centroid_ratio=0.02,replicas=4,posting_cap=256,seed=1"
   // Errors: InvalidArgument (bad spec, naming the key), ResourceExhausted (over
   // Options::index_ram_bytes_limit), NotFound.
-  virtual absl::Status BuildIndex(std::string_view collection, std::string_view spec) = 0;
+  // `progress`, when set, is called on the building thread as phases start and advance.
+  virtual absl::Status BuildIndex(std::string_view collection, std::string_view spec,
+                                  const IndexBuildProgressFn& progress) = 0;
+  absl::Status BuildIndex(std::string_view collection, std::string_view spec) {
+    return BuildIndex(collection, spec, nullptr);
+  }
   // Blocks until every write acknowledged so far is in the SSD index's posting lists and
   // deleted vectors are swept out of them (background maintenance does this by itself; this is
   // for tests, benchmarks and before a backup). OK at once without an SSD index or with

@@ -4,6 +4,7 @@
 #define SHOAL_TYPES_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -78,6 +79,16 @@ struct Record {
   std::map<std::string, AttributeValue> attributes;  // names as collection names
   std::vector<std::string> tags;                     // string tags (set membership)
 };
+
+// How far a running DB::BuildIndex is. Phases in order: "reading" (the vectors, from RocksDB),
+// "clustering" (the centroid tree), "assigning" (each vector's postings), "encoding" (quantizer
+// training, quantized tiers only), "writing" (posting and vector files, synced), "committing";
+// `fraction` (0..1) is of the whole build and never decreases.
+struct IndexBuildProgress {
+  std::string phase;
+  double fraction = 0;
+};
+using IndexBuildProgressFn = std::function<void(const IndexBuildProgress&)>;
 
 // What a search did, summed over its queries (filled when SearchParams::stats is set).
 struct SearchStats {

@@ -101,7 +101,7 @@ absl::StatusOr<CollectionInfo> Client::BuildIndex(
   while (reader->Read(&progress)) {
     if (on_progress) {
       on_progress(BuildProgress{progress.done() ? "done" : "building", progress.fraction(),
-                                progress.elapsed_seconds(), progress.vectors()});
+                                progress.elapsed_seconds(), progress.vectors(), progress.step()});
     }
     if (progress.done()) built = InfoFromProto(progress.collection());
   }

@@ -84,6 +84,7 @@ struct BuildProgress {
   double fraction = 0;
   double elapsed_seconds = 0;
   uint64_t vectors = 0;
+  std::string step;  // while building: "reading", "clustering", ... (shoal::IndexBuildProgress)
 };
 
 struct SnapshotInfo {

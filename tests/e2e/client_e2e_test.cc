@@ -209,6 +209,9 @@ TEST_F(ClientE2eTest, BuildIndexCompactStatsSnapshotAndRestore) {
   EXPECT_EQ(reports.back().phase, "done");
   EXPECT_EQ(reports.back().fraction, 1.0);
   EXPECT_EQ(reports.front().vectors, 600u);
+  for (size_t i = 1; i < reports.size(); ++i) {
+    EXPECT_GE(reports[i].fraction, reports[i - 1].fraction) << reports[i].step;
+  }
   EXPECT_TRUE(absl::IsInvalidArgument(client_->BuildIndex("vecs", "spann:bogus=1").status()));
   ASSERT_TRUE(client_->Compact("vecs").ok());
   ASSERT_TRUE(client_->Compact().ok());

@@ -251,6 +251,25 @@ TEST_F(SpannSyntheticTest, BadSpecNamesTheKey) {
   ASSERT_TRUE(db->BuildIndex("s", "flat").ok());
 }
 
+TEST_F(SpannSyntheticTest, BuildReportsItsPhasesWithAFractionThatNeverDecreases) {
+  auto db = OpenDb(dir_);
+  Load(db.get(), "s", ds_.train);
+  std::vector<IndexBuildProgress> seen;
+  auto built = db->BuildIndex("s", "spann:centroid_ratio=0.05,quant=sq8",
+                              [&](const IndexBuildProgress& p) { seen.push_back(p); });
+  ASSERT_TRUE(built.ok()) << built;
+  std::vector<std::string> phases;
+  for (size_t i = 0; i < seen.size(); ++i) {
+    if (i > 0) EXPECT_GE(seen[i].fraction, seen[i - 1].fraction) << seen[i].phase;
+    if (phases.empty() || phases.back() != seen[i].phase) phases.push_back(seen[i].phase);
+  }
+  EXPECT_EQ(phases, (std::vector<std::string>{"reading", "clustering", "assigning", "encoding",
+                                              "writing", "committing"}));
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back().fraction, 1.0);
+  EXPECT_GT(seen.size(), 10u);  // the reading and writing steps report as they advance
+}
+
 // Under a RAM bound too small for every code, codes stay in postings.dat and are read per query:
 // the answers are the ones the all-in-RAM index gives.
 TEST_F(SpannSyntheticTest, CodesReadFromSsdWhenTheyDoNotFitGiveTheSameAnswers) {

@@ -38,7 +38,7 @@ CollectionInfo = collections.namedtuple(
                        "index_ram_bytes", "unindexed_vectors", "vector_bytes"])
 Snapshot = collections.namedtuple("Snapshot", ["name", "bytes", "files", "created_unix_seconds"])
 BuildProgress = collections.namedtuple(
-    "BuildProgress", ["phase", "fraction", "elapsed_seconds", "vectors", "done"])
+    "BuildProgress", ["phase", "fraction", "elapsed_seconds", "vectors", "done", "step"])
 IngestResult = collections.namedtuple("IngestResult", ["upserted", "batches", "backoffs"])
 Record = collections.namedtuple("Record", ["key", "vector", "attributes", "tags"])
 SearchResult = collections.namedtuple("SearchResult", ["ids", "distances"])
@@ -337,7 +337,7 @@ class Client:
                 if progress is not None:
                     progress(BuildProgress(admin_pb2.BuildIndexProgress.Phase.Name(message.phase),
                                            message.fraction, message.elapsed_seconds,
-                                           message.vectors, message.done))
+                                           message.vectors, message.done, message.step))
         except grpc.RpcError as e:
             raise errors.from_rpc_error(e, "/shoal.v1.AdminService/BuildIndex") from None
         if last is None or not last.done:
