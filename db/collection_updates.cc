@@ -120,6 +120,14 @@ absl::Status Collection::FlushIndexUpdates() {
 }
 
 absl::Status Collection::AwaitBacklog() {
+  {
+    // The common case under a shared lock: searches are not held up.
+    absl::ReaderMutexLock lock(&mu_);
+    if (options_.index_update_threads == 0 || spann_ == nullptr ||
+        pending_.size() < options_.index_update_backlog) {
+      return absl::OkStatus();
+    }
+  }
   absl::MutexLock lock(&mu_);
   auto below = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
     return closing_ || pending_.size() < options_.index_update_backlog;
