@@ -101,8 +101,6 @@ absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(
     SHOAL_RETURN_IF_ERROR(c->LoadRecords());
   }
   SHOAL_RETURN_IF_ERROR(c->StartUpdates());
-  if (options.index_update_threads > 0)
-    c->worker_ = std::thread([p = c.get()] { p->WorkerLoop(); });
   return c;
 }
 

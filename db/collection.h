@@ -186,7 +186,7 @@ class Collection {
   // Serialises index mutation: the maintenance worker vs builds and drops. After write_mu_.
   mutable absl::Mutex work_mu_ ABSL_ACQUIRED_AFTER(write_mu_);
   std::unique_ptr<index::SpannUpdater> updater_ ABSL_GUARDED_BY(work_mu_);
-  std::thread worker_;  // started/stopped with write_mu_ held (or in Load / the destructor)
+  std::thread worker_;  // started by StartUpdates (work_mu_ held), joined by the destructor
 
   // Guards what searches read.
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(work_mu_);

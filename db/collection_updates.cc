@@ -46,6 +46,8 @@ absl::Status Collection::StartUpdates() {
   o.fs = fs_;
   SHOAL_ASSIGN_OR_RETURN(updater_, index::SpannUpdater::Open(
                                        spann_.get(), IndexDir(spann_->manifest().generation), o));
+  // The maintenance thread starts with the first SSD index and lives as long as the collection.
+  if (!worker_.joinable()) worker_ = std::thread([this] { WorkerLoop(); });
   return absl::OkStatus();
 }
 
