@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "index/distance_internal.h"
+#include "index/finite_check.h"
 #include "index/gpu/gpu_kmeans.h"
 #include "index/kmeans.h"
 
@@ -206,17 +207,6 @@ void BlockedChunk(const Problem& p, const PackedCentroids& pc, size_t begin, siz
   Rerank(p, internal::L2SqrAvx512, begin, end, keep, ids.data());
 }
 
-// InvalidArgument naming the first row of `rows` x `width` that holds NaN or Inf.
-absl::Status CheckFinite(const float* values, size_t rows, size_t width, const char* what) {
-  for (size_t i = 0; i < rows * width; ++i) {
-    if (!std::isfinite(values[i])) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, "[", i / width, "]: holds ", values[i], " at column ", i % width));
-    }
-  }
-  return absl::OkStatus();
-}
-
 class CpuClusteringBackend final : public ClusteringBackend {
  public:
   CpuClusteringBackend(uint32_t threads, internal::KernelLevelId level)
@@ -238,9 +228,9 @@ class CpuClusteringBackend final : public ClusteringBackend {
     if (points == nullptr || centroids == nullptr || labels == nullptr) {
       return absl::InvalidArgumentError("points, centroids and labels must not be null");
     }
-    SHOAL_RETURN_IF_ERROR(CheckFinite(points, n, d, "points"));
-    SHOAL_RETURN_IF_ERROR(CheckFinite(centroids, k, d, "centroids"));
-    if (bias != nullptr) SHOAL_RETURN_IF_ERROR(CheckFinite(bias, k, 1, "bias"));
+    SHOAL_RETURN_IF_ERROR(CheckFiniteRows(points, n, d, "points"));
+    SHOAL_RETURN_IF_ERROR(CheckFiniteRows(centroids, k, d, "centroids"));
+    if (bias != nullptr) SHOAL_RETURN_IF_ERROR(CheckFiniteRows(bias, k, 1, "bias"));
     const Problem p{points, n, centroids, k, d, m, bias, labels, distances};
     const size_t threads = std::clamp<size_t>(n / kMinPointsPerThread, 1, threads_);
     if (kernels_.level != KernelLevelId::kAvx512) {

@@ -7,6 +7,7 @@
 #include <string_view>
 
 #include "absl/strings/str_cat.h"
+#include "index/finite_check.h"
 #include "index/gpu/gpu_kmeans_backend.h"
 
 namespace shoal::index::gpu {
@@ -19,17 +20,6 @@ backend::Config ConfigOf(const GpuOptions& options) {
 absl::Status CheckOptions(const GpuOptions& options) {
   if (options.streams < 1 || options.streams > 3) {
     return absl::InvalidArgumentError(absl::StrCat("streams: ", options.streams, " not in [1, 3]"));
-  }
-  return absl::OkStatus();
-}
-
-// "what[row]" for the first row of `rows` x `width` floats holding NaN/Inf.
-absl::Status CheckFinite(const float* values, size_t rows, size_t width, const char* what) {
-  for (size_t i = 0; i < rows * width; ++i) {
-    if (!std::isfinite(values[i])) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(what, "[", i / width, "]: holds ", values[i], " at column ", i % width));
-    }
   }
   return absl::OkStatus();
 }
@@ -83,9 +73,9 @@ absl::Status GpuAssignTopM(const float* points, size_t n, const float* centroids
   if (n >= std::numeric_limits<uint32_t>::max()) {
     return absl::InvalidArgumentError(absl::StrCat("n: ", n, " >= 2^32 - 1"));
   }
-  if (auto s = CheckFinite(centroids, k, d, "centroids"); !s.ok()) return s;
+  if (auto s = CheckFiniteRows(centroids, k, d, "centroids"); !s.ok()) return s;
   if (bias != nullptr) {
-    if (auto s = CheckFinite(bias, k, 1, "bias"); !s.ok()) return s;
+    if (auto s = CheckFiniteRows(bias, k, 1, "bias"); !s.ok()) return s;
   }
   if (auto s = CheckDevice(); !s.ok()) return s;
   // NaN/Inf in the points is found on the device, while they stream past.

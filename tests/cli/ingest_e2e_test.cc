@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "shoal/db.h"
 #include "tests/cli/child_process.h"
+#include "tests/cli/shoald_test.h"
 #include "tests/e2e/shoald_process.h"
 
 namespace shoal::cli_test {
@@ -48,21 +49,8 @@ uint64_t CheckpointDone(const std::string& path) {
   return done;
 }
 
-class IngestE2eTest : public ::testing::Test {
+class IngestE2eTest : public ShoaldTest {
  protected:
-  void SetUp() override {
-    data_dir_ = e2e::MakeTempDir();
-    work_dir_ = e2e::MakeTempDir();
-    ASSERT_FALSE(data_dir_.empty() || work_dir_.empty());
-    shoald_ = std::make_unique<e2e::ShoaldProcess>();
-    absl::Status started = shoald_->Start(data_dir_);
-    ASSERT_TRUE(started.ok()) << started;
-  }
-  void TearDown() override {
-    shoald_.reset();
-    std::filesystem::remove_all(data_dir_);
-    std::filesystem::remove_all(work_dir_);
-  }
   std::vector<std::string> Ingest(const std::vector<std::string>& more) {
     std::vector<std::string> args = {"--server", shoald_->address(), "ingest"};
     args.insert(args.end(), more.begin(), more.end());
@@ -73,10 +61,6 @@ class IngestE2eTest : public ::testing::Test {
     EXPECT_EQ(r.exit_status, 0) << r.err;
     return JsonNumber(r.out, "vectors");
   }
-
-  std::string data_dir_;
-  std::string work_dir_;
-  std::unique_ptr<e2e::ShoaldProcess> shoald_;
 };
 
 TEST_F(IngestE2eTest, FashionMnistKilledMidwayResumesToExactly60000) {

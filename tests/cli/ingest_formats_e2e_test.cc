@@ -12,6 +12,7 @@
 #include "absl/strings/str_join.h"
 #include "storage/dataset/test_files.h"
 #include "tests/cli/child_process.h"
+#include "tests/cli/shoald_test.h"
 #include "tests/e2e/shoald_process.h"
 
 namespace shoal::cli_test {
@@ -41,20 +42,8 @@ void WriteHdf5(const std::string& path, const std::vector<float>& train) {
   H5Fclose(file);
 }
 
-class IngestFormatsE2eTest : public ::testing::Test {
+class IngestFormatsE2eTest : public ShoaldTest {
  protected:
-  void SetUp() override {
-    data_dir_ = e2e::MakeTempDir();
-    work_dir_ = e2e::MakeTempDir();
-    shoald_ = std::make_unique<e2e::ShoaldProcess>();
-    absl::Status started = shoald_->Start(data_dir_);
-    ASSERT_TRUE(started.ok()) << started;
-  }
-  void TearDown() override {
-    shoald_.reset();
-    std::filesystem::remove_all(data_dir_);
-    std::filesystem::remove_all(work_dir_);
-  }
   // Ingests `path` into a new collection and checks rows 0 and kRows - 1 come back as `rows`.
   void IngestAndCheck(const std::string& path, const std::string& collection,
                       const std::vector<float>& rows, std::vector<std::string> extra = {}) {
@@ -82,10 +71,6 @@ class IngestFormatsE2eTest : public ::testing::Test {
         << path << "\n"
         << r.out;
   }
-
-  std::string data_dir_;
-  std::string work_dir_;
-  std::unique_ptr<e2e::ShoaldProcess> shoald_;
 };
 
 TEST_F(IngestFormatsE2eTest, LoadsEveryFormatExactly) {

@@ -12,31 +12,18 @@
 #include <vector>
 
 #include "tests/cli/child_process.h"
+#include "tests/cli/shoald_test.h"
 #include "tests/e2e/shoald_process.h"
 
 namespace shoal::cli_test {
 namespace {
 
-class ShellE2eTest : public ::testing::Test {
+class ShellE2eTest : public ShoaldTest {
  protected:
-  void SetUp() override {
-    data_dir_ = e2e::MakeTempDir();
-    ASSERT_FALSE(data_dir_.empty());
-    shoald_ = std::make_unique<e2e::ShoaldProcess>();
-    absl::Status started = shoald_->Start(data_dir_);
-    ASSERT_TRUE(started.ok()) << started;
-  }
-  void TearDown() override {
-    shoald_.reset();
-    std::filesystem::remove_all(data_dir_);
-  }
   RunResult Shoal(std::vector<std::string> args) {
     args.insert(args.begin(), {"--server", shoald_->address()});
     return RunShoal(args);
   }
-
-  std::string data_dir_;
-  std::unique_ptr<e2e::ShoaldProcess> shoald_;
 };
 
 TEST_F(ShellE2eTest, OneShotCommandsPrintJsonWhenPiped) {
