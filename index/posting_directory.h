@@ -40,7 +40,8 @@ struct PostingDirectory {
   std::vector<uint8_t> live;              // 0 = merged away
   // Quantized tier: ids + codes of each posting when codes are resident in RAM (else null, as
   // for dead postings and the full-vector tier), and each centroid in the quantizer's prepared
-  // form (PostingQuantizer::Prepare, prepared_dim floats per posting).
+  // form (PostingQuantizer::Prepare, prepared_dim floats per posting; prepared_dim = 0 and
+  // `prepared` empty when that form is the centroid itself).
   std::vector<std::shared_ptr<const QuantizedPosting>> codes;
   size_t prepared_dim = 0;
   std::vector<float> prepared;
@@ -62,7 +63,7 @@ struct PostingDirectory {
   size_t size() const { return rows.size(); }
   const float* centroid(uint32_t p) const { return centroids.data() + size_t{p} * dim; }
   const float* prepared_centroid(uint32_t p) const {
-    return prepared.data() + size_t{p} * prepared_dim;
+    return prepared_dim == 0 ? centroid(p) : prepared.data() + size_t{p} * prepared_dim;
   }
   size_t MemoryBytes() const {
     return sizeof(*this) + centroids.capacity() * sizeof(float) +

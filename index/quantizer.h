@@ -43,6 +43,8 @@ class PostingQuantizer {
   // per posting it scans. The default form is the vector itself.
   virtual size_t prepared_dim() const { return dim(); }
   virtual void Prepare(const float* v, float* out) const;
+  // False when Prepare is the identity (the index then uses its centroids as they are).
+  virtual bool prepares() const { return false; }
   // For `n` codes (code_bytes() apart) of one posting: the squared-L2 estimate of |query - x|^2
   // and a bound on its error, from the prepared query and the prepared posting centroid.
   virtual void Estimate(const float* prepared_query, const float* prepared_centroid,

@@ -29,6 +29,7 @@ class RabitqQuantizer final : public PostingQuantizer {
   // The rotated vector: P (q - c) = P q - P c, one rotation per query and per centroid.
   size_t prepared_dim() const override { return rq_.padded_dim(); }
   void Prepare(const float* v, float* out) const override { rq_.rotation().Apply(v, out); }
+  bool prepares() const override { return true; }
   void Estimate(const float* rotated_query, const float* rotated_centroid, const uint8_t* codes,
                 size_t n, float* estimate, float* error) const override {
     thread_local RaBitQ::Query q;

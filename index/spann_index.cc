@@ -111,7 +111,7 @@ absl::Status SpannIndex::LoadQuantized(const std::string& dir, size_t ram_limit_
   const std::string qpath = absl::StrCat(dir, "/", kQuantizerFileName);
   SHOAL_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(qpath));
   SHOAL_ASSIGN_OR_RETURN(quantizer_, DeserializeQuantizer(bytes, qpath));
-  const size_t pd = quantizer_->prepared_dim();
+  const size_t pd = quantizer_->prepares() ? quantizer_->prepared_dim() : 0;
   const auto& rows = directory->rows;
   directory->prepared_dim = pd;
   directory->prepared.resize(rows.size() * pd);
@@ -119,7 +119,7 @@ absl::Status SpannIndex::LoadQuantized(const std::string& dir, size_t ram_limit_
   size_t code_bytes = 0;  // the payloads, about what the decoded codes hold
   for (uint32_t p = 0; p < rows.size(); ++p) {
     if (!directory->live[p]) continue;
-    quantizer_->Prepare(directory->centroid(p), &directory->prepared[p * pd]);
+    if (pd != 0) quantizer_->Prepare(directory->centroid(p), &directory->prepared[p * pd]);
     live.push_back(p);
     code_bytes += rows[p].bytes;
   }

@@ -213,7 +213,7 @@ void UpdateWork::Assign(uint32_t p, std::vector<uint64_t> ids, const std::vector
 void UpdateWork::SetCentroid(uint32_t p, const float* centroid) {
   PostingDirectory& n = *next_;
   std::copy(centroid, centroid + dim_, n.centroids.begin() + size_t{p} * dim_);
-  if (index_.quantizer() != nullptr) {
+  if (n.prepared_dim != 0) {
     index_.quantizer()->Prepare(centroid, n.prepared.data() + size_t{p} * n.prepared_dim);
   }
 }
