@@ -181,6 +181,31 @@ absl::Status SpannIndex::ReadQuantized(
   });
 }
 
+void SpannIndex::RecacheRewritten(uint64_t old_serial, uint64_t new_serial,
+                                  const std::function<DecodedPosting()>& entries) const {
+  if (quantizer_ != nullptr || cache_.budget_bytes() == 0) return;
+  if (old_serial != 0 && cache_.Lookup(old_serial) == nullptr) return;
+  auto decoded = std::make_shared<DecodedPosting>(entries());
+  const size_t charge = decoded->MemoryBytes();
+  cache_.Insert(new_serial, std::move(decoded), charge);
+}
+
+void SpannIndex::RecacheRewrittenCodes(uint64_t old_serial, uint64_t new_serial,
+                                       const std::function<QuantizedPosting()>& entries) const {
+  if (quantizer_ == nullptr || codes_resident_ || code_cache_.budget_bytes() == 0) return;
+  if (old_serial != 0 && code_cache_.Lookup(old_serial) == nullptr) return;
+  auto codes = std::make_shared<QuantizedPosting>(entries());
+  const size_t charge = codes->MemoryBytes();
+  code_cache_.Insert(new_serial, std::move(codes), charge);
+}
+
+void SpannIndex::Uncache(std::span<const uint64_t> serials) const {
+  for (uint64_t s : serials) {
+    cache_.Erase(s);
+    code_cache_.Erase(s);
+  }
+}
+
 void SpannIndex::SetCacheBudget(size_t bytes) {
   if (quantizer_ == nullptr) {
     cache_.SetBudget(bytes);

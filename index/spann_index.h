@@ -93,6 +93,17 @@ class SpannIndex {
     absl::MutexLock lock(&dir_mu_);
     dir_ = std::move(next);
   }
+  // Online updates: posting extent `old_serial` was rewritten as `new_serial` (0 = a posting new
+  // in this change). When the search cache holds the old extent (searches read that posting) or
+  // the posting is new, the rewritten entries — made by `entries` only then — are cached under
+  // the new serial, so a rewrite does not send the posting's next reader to the SSD. Full-vector
+  // tier: decoded postings; quantized tier with codes not resident: codes (else a no-op).
+  void RecacheRewritten(uint64_t old_serial, uint64_t new_serial,
+                        const std::function<DecodedPosting()>& entries) const;
+  void RecacheRewrittenCodes(uint64_t old_serial, uint64_t new_serial,
+                             const std::function<QuantizedPosting()>& entries) const;
+  // Drops the cached extents `serials` (replaced in a directory published since).
+  void Uncache(std::span<const uint64_t> serials) const;
   // Quantized tier only (null otherwise): the codec and the vector file rerank reads.
   const PostingQuantizer* quantizer() const { return quantizer_.get(); }
   storage::VectorFile* vector_file() const { return vectors_.get(); }

@@ -115,9 +115,12 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
     written.push_back({first, pages, 0});
     absl::StatusOr<storage::Extent> ext = up_->writer_->WriteAt(first, p, payload);
     if (!ext.ok()) return fail(ext.status());
+    uint64_t old_serial = 0;
     if (p < cur_.size() && cur_.live[p]) {
       const auto& old = cur_.rows[p];
       change.retired.push_back({old.first_page, old.num_pages, old.bytes});
+      old_serial = cur_.serials[p];
+      change.uncache.push_back(old_serial);
     }
     storage::PostingRow row{p, ext->first_page, ext->num_pages, ext->bytes,
                             static_cast<uint32_t>(e.size())};
@@ -127,6 +130,14 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
     row.centroid.clear();
     n.rows[p] = row;
     n.serials[p] = NextExtentSerial();
+    // A posting searches keep reading stays cached across its rewrite (the entries are at hand).
+    if (index_.quantizer() == nullptr) {
+      index_.RecacheRewritten(old_serial, n.serials[p], [&] {
+        return DecodedPosting{dim_, e.q.ids, e.vecs};
+      });
+    } else {
+      index_.RecacheRewrittenCodes(old_serial, n.serials[p], [&] { return e.q; });
+    }
     if (index_.quantizer() != nullptr && index_.codes_resident()) {
       if (n.codes[p] != nullptr) n.codes_bytes -= n.codes[p]->MemoryBytes();
       auto codes = std::make_shared<QuantizedPosting>(std::move(e.q));
@@ -139,6 +150,7 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
     if (p < cur_.size() && cur_.live[p]) {
       const auto& old = cur_.rows[p];
       change.retired.push_back({old.first_page, old.num_pages, old.bytes});
+      change.uncache.push_back(cur_.serials[p]);
     }
     if (n.codes[p] != nullptr) n.codes_bytes -= n.codes[p]->MemoryBytes();
     n.codes[p] = nullptr;
@@ -168,6 +180,7 @@ void SpannUpdater::Publish(Change change) {
     };
   }
   index_->PublishDirectory(std::move(change.next));
+  index_->Uncache(change.uncache);
 }
 
 UpdateStats SpannUpdater::stats() const {

@@ -83,6 +83,7 @@ class SpannUpdater {
     std::shared_ptr<PostingDirectory> next;  // the directory to publish
     storage::IndexChange commit;             // rows to commit (caller adds the watermark)
     std::vector<storage::Extent> retired;    // extents `next` no longer references
+    std::vector<uint64_t> uncache;           // their serials: dropped from the caches at Publish
   };
 
   // `index` (not owned) must outlive the updater; `dir` is its directory.
