@@ -151,9 +151,11 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
   std::vector<std::optional<uint64_t>> old(records.size());
   uint64_t next = next_internal_id_;
   bool indexed;
+  const index::SpannIndex* spann;
   auto batch = store_->NewBatch();
   {
     absl::ReaderMutexLock lock(&mu_);
+    spann = spann_.get();
     indexed = spann_ != nullptr;
     for (size_t i = 0; i < records.size(); ++i) {
       ids[i] = next++;
@@ -179,16 +181,26 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
   claim.Unlock();  // commit (and fsync) beside other writers: group commit
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
 
+  // The index form and buffer bucket of each vector, before the exclusive lock (the SpannIndex
+  // stays while this write is in flight: builds and drops wait for it).
+  const size_t dim = spec_.dimension;
+  std::vector<float> forms(records.size() * dim);
+  std::vector<uint32_t> leaves(records.size(), 0);
   std::vector<float> scratch;
+  for (size_t i = 0; i < records.size(); ++i) {
+    const float* v = IndexForm(records[i].vector, &scratch);
+    std::copy_n(v, dim, forms.data() + i * dim);
+    if (spann != nullptr) leaves[i] = BufferLeaf(*spann, v);
+  }
   absl::MutexLock lock(&mu_);
   for (size_t i = 0; i < records.size(); ++i) {
     if (old[i].has_value()) {
-      flat_.Remove(*old[i]);
+      BufferRemove(*old[i]);
       attrs_.Remove(*old[i]);
       key_of_.erase(*old[i]);
       if (indexed) stale_.insert(*old[i]);
     }
-    flat_.Add(ids[i], IndexForm(records[i].vector, &scratch));
+    BufferAdd(ids[i], forms.data() + i * dim, leaves[i]);
     attrs_.Put(ids[i], records[i].attributes, records[i].tags);
     id_of_[records[i].key] = ids[i];
     key_of_.emplace(ids[i], records[i].key);
@@ -245,7 +257,7 @@ absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
   absl::MutexLock lock(&mu_);
   for (uint64_t iid : ids) {
-    flat_.Remove(iid);
+    BufferRemove(iid);
     attrs_.Remove(iid);
     if (spann_ != nullptr) stale_.insert(iid);
     auto k = key_of_.find(iid);
@@ -295,7 +307,7 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchInde
   if (params.pruning_ratio > 0) knobs.pruning_ratio = params.pruning_ratio;
   SHOAL_ASSIGN_OR_RETURN(
       auto found, spann_->Search(q, n, params.k, knobs, threads, &stale_, allow, params.stats));
-  if (flat_.size() > 0) MergeInto(&found, flat_.Search(q, n, params.k, threads, allow), params.k);
+  if (flat_.size() > 0) MergeInto(&found, SearchBuffer(q, n, params, threads, allow), params.k);
   return found;
 }
 
@@ -364,6 +376,7 @@ absl::Status Collection::Drop() {
   if (spann_ != nullptr) {
     const std::string dir = IndexDir(spann_->manifest().generation);
     spann_.reset();
+    buckets_.reset();
     // Unreferenced now; a leftover is only garbage, removed at the next open.
     fs_->RemoveAll(dir).IgnoreError();
   }

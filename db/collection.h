@@ -9,7 +9,11 @@
 // level -> apply to the FlatIndex (the exact buffer of vectors not yet in the posting lists)
 // under an exclusive lock. A write that fails to commit changes nothing. Searches take the lock
 // shared, so they see a batch whole or not at all.
-// Search = SpannIndex (skipping tombstoned ids) merged with the FlatIndex.
+// Search = SpannIndex (skipping tombstoned ids) merged with the FlatIndex. With a SpannIndex the
+// buffer is also kept in LeafBuckets (each vector under its nearest tree leaf, bucket chosen
+// outside the lock); while it holds over 2^18 floats a search scans only the buckets of the
+// query's nearest leaves (as many as the postings it scans), so a backlog of index work does not
+// make every search scan the whole buffer (collection_buffer.cc).
 //
 // Online updates (collection_updates.cc): a maintenance thread moves buffered vectors into the
 // SpannIndex's postings through a SpannUpdater — data pages first, then one RocksDB batch with
@@ -59,6 +63,7 @@
 #include "db/maintenance_budget.h"
 #include "index/flat_index.h"
 #include "index/id_filter.h"
+#include "index/leaf_buckets.h"
 #include "index/spann_index.h"
 #include "index/spann_updater.h"
 #include "shoal/options.h"
@@ -136,6 +141,19 @@ class Collection {
   // The vector as the index stores it (unit length for cosine).
   const float* IndexForm(const std::vector<float>& v, std::vector<float>* scratch) const;
   absl::Status CheckNotDropped() const ABSL_SHARED_LOCKS_REQUIRED(write_mu_);
+  // ---- The exact buffer (flat_, and with an SSD index buckets_) ----
+  // The tree leaf nearest to `v` (index form): its bucket in buckets_.
+  static uint32_t BufferLeaf(const index::SpannIndex& spann, const float* v);
+  void BufferAdd(uint64_t iid, const float* v, uint32_t leaf) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void BufferRemove(uint64_t iid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Empties the buffer, shaped for the current spann_ (or none).
+  void ResetBuffer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The buffer's top-k for each query: exact while small, else from the buckets of each query's
+  // nearest leaves.
+  std::vector<std::vector<index::Neighbor>> SearchBuffer(const float* q, size_t n,
+                                                         const SearchParams& params, size_t threads,
+                                                         const index::IdFilter* allow) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // ---- Online updates (collection_updates.cc) ----
   // (Re)creates the updater and maintenance thread for the current SpannIndex.
   absl::Status StartUpdates() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
@@ -191,6 +209,9 @@ class Collection {
   // Guards what searches read.
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(work_mu_);
   index::FlatIndex flat_ ABSL_GUARDED_BY(mu_);  // vectors the SpannIndex does not hold
+  // With a SpannIndex: the same vectors grouped by their nearest tree leaf, so that a large buffer
+  // costs a search only the buckets of its nearest leaves (null without a SpannIndex).
+  std::unique_ptr<index::LeafBuckets> buckets_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<index::SpannIndex> spann_ ABSL_GUARDED_BY(mu_);
   // Ids below this are in the SpannIndex's postings or tombstoned (the build's indexed_below,
   // advanced by online updates).

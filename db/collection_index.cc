@@ -46,7 +46,10 @@ absl::Status Collection::LoadRecords() {
       return absl::DataLossError(absl::StrCat("collection '", spec_.name, "' record id ", iid,
                                               " has dimension ", r.vector.size()));
     }
-    if (!InSpann(iid) || stale_.contains(iid)) flat_.Add(iid, IndexForm(r.vector, &scratch));
+    if (!InSpann(iid) || stale_.contains(iid)) {
+      const float* v = IndexForm(r.vector, &scratch);
+      BufferAdd(iid, v, spann_ != nullptr ? BufferLeaf(*spann_, v) : 0);
+    }
     if (spann_ != nullptr && !InSpann(iid) && !stale_.contains(iid)) pending_.insert(iid);
     attrs_.Put(iid, r.attributes, r.tags);
     id_of_.emplace(r.key, iid);
@@ -70,6 +73,7 @@ absl::Status Collection::OpenIndex(const storage::StoredIndex& stored) {
   indexed_below_ = std::max(manifest.indexed_below, stored.indexed_below);
   stale_.insert(stored.stale_ids.begin(), stored.stale_ids.end());
   tombstones_at_sweep_ = stale_.size();
+  ResetBuffer();
   return absl::OkStatus();
 }
 
@@ -199,7 +203,7 @@ absl::Status Collection::BuildSpann(const std::string& spec, const IndexBuildPro
     stale_.clear();
     tombstones_at_sweep_ = 0;
     pending_.clear();
-    flat_ = index::FlatIndex(spec_.dimension, flat_.metric());
+    ResetBuffer();
   }
   // Freed only now that the commit that stopped referencing it is durable.
   if (!old_dir.empty()) fs_->RemoveAll(old_dir).IgnoreError();
@@ -229,6 +233,7 @@ absl::Status Collection::DropSpann() {
     stale_.clear();
     pending_.clear();
     indexed_below_ = 0;
+    buckets_.reset();
     flat_ = std::move(all);
   }
   fs_->RemoveAll(old_dir).IgnoreError();

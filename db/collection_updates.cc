@@ -196,7 +196,7 @@ absl::Status Collection::Apply(index::SpannUpdater::Change change,
   absl::MutexLock lock(&mu_);
   if (change.next != nullptr) updater_->Publish(std::move(change));
   update_stats_ = updater_->stats();
-  for (uint64_t iid : drained) flat_.Remove(iid);
+  for (uint64_t iid : drained) BufferRemove(iid);
   for (uint64_t iid : drained) pending_.erase(iid);
   if (watermark != 0) indexed_below_ = std::max(indexed_below_, watermark);
   for (uint64_t iid : erased) stale_.erase(iid);

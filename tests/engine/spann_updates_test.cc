@@ -49,9 +49,10 @@ class SpannUpdatesTest : public ::testing::TestWithParam<std::string> {
   Record Rec(size_t row) const {
     return {uint64_t{row}, std::vector<float>(ds_.train.Row(row), ds_.train.Row(row) + 32)};
   }
-  std::unique_ptr<DB> Open() {
+  std::unique_ptr<DB> Open(uint32_t update_threads = 1) {
     Options o;
     o.index_update_batch = 512;
+    o.index_update_threads = update_threads;
     auto db = DB::Open(dir_, o);
     EXPECT_TRUE(db.ok()) << db.status();
     return db.ok() ? *std::move(db) : nullptr;
@@ -176,6 +177,57 @@ TEST_P(SpannUpdatesTest, StreamingWorkloadKeepsRecallSplitsMergesAndSurvivesReop
                             [](const Hit& h) { return h.key == Key(uint64_t{kOld}); }),
               1);
   }
+}
+
+// With no maintenance thread every write stays in the exact buffer; once it holds more than the
+// collection scans whole (kExactBufferFloats), a search scans the buffer's buckets of the query's
+// nearest tree leaves instead: recall stays, a buffered vector is found by itself, and deleted or
+// replaced buffered vectors are never returned.
+TEST_P(SpannUpdatesTest, LargeBufferIsSearchedThroughItsNearestLeaves) {
+  auto db = Open(/*update_threads=*/0);
+  ASSERT_TRUE(db->CreateCollection({"s", 32, Metric::kL2}).ok());
+  std::vector<Record> batch;
+  for (size_t i = 0; i < kOld; ++i) {
+    batch.push_back(Rec(i));
+    live_.insert(i);
+  }
+  ASSERT_TRUE(db->Upsert("s", batch, {}).ok());
+  ASSERT_TRUE(db->BuildIndex("s", "spann:centroid_ratio=0.02,replicas=4," + GetParam()).ok());
+  batch.clear();
+  for (size_t i = kOld; i < kOld + kNew; ++i) {
+    batch.push_back(Rec(i));
+    live_.insert(i);
+  }
+  ASSERT_TRUE(db->Upsert("s", batch, {}).ok());
+  std::vector<Key> del;
+  for (size_t i = 0; i < kNew; i += 10) {  // buffered rows, and old ones
+    del.push_back(uint64_t{kOld + i});
+    del.push_back(uint64_t{i});
+    live_.erase(kOld + i);
+    live_.erase(i);
+  }
+  ASSERT_TRUE(db->Delete("s", del, {}).ok());
+  const size_t buffered = kNew - kNew / 10;  // 9000 x 32 floats > 2^18
+  EXPECT_EQ(db->DescribeCollection("s")->unindexed_vectors, buffered);
+  const double r = Recall(Search(db.get()));
+  std::printf("recall@10 %.3f with %zu vectors buffered\n", r, buffered);
+  EXPECT_GE(r, 0.9);
+  // A buffered vector is its own nearest neighbour; replacing it moves it.
+  const Record probe = Rec(kOld + 1);
+  auto hits = db->Search("s", probe.vector, kParams);
+  ASSERT_TRUE(hits.ok());
+  ASSERT_FALSE((*hits)[0].empty());
+  EXPECT_EQ((*hits)[0][0].key, Key(uint64_t{kOld + 1}));
+  EXPECT_EQ((*hits)[0][0].distance, 0.0f);
+  std::vector<float> elsewhere(32, 100.0f);
+  ASSERT_TRUE(db->Upsert("s", std::vector<Record>{{uint64_t{kOld + 1}, elsewhere}}, {}).ok());
+  hits = db->Search("s", probe.vector, kParams);
+  ASSERT_TRUE(hits.ok());
+  for (const Hit& h : (*hits)[0]) EXPECT_NE(h.key, Key(uint64_t{kOld + 1}));
+  hits = db->Search("s", elsewhere, kParams);
+  ASSERT_TRUE(hits.ok());
+  ASSERT_FALSE((*hits)[0].empty());
+  EXPECT_EQ((*hits)[0][0].key, Key(uint64_t{kOld + 1}));
 }
 
 INSTANTIATE_TEST_SUITE_P(Tiers, SpannUpdatesTest,
