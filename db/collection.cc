@@ -118,6 +118,7 @@ CollectionInfo Collection::Info() const {
   info.posting_splits = update_stats_.splits;
   info.posting_merges = update_stats_.merges;
   info.vectors_reassigned = update_stats_.reassigned;
+  info.vector_file_compactions = update_stats_.vector_compactions;
   return info;
 }
 

@@ -164,6 +164,9 @@ class Collection {
   absl::Status DrainStep(bool* done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
   // GC / merge / split over all postings, then erases the tombstones it made unreferenced.
   absl::Status Sweep() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // Rewrites vectors.dat without its dead slots when Options::index_update_compact_live_fraction
+  // says so (SpannUpdater::CompactVectors); `now_retry`: even right after a failed one.
+  absl::Status CompactVectorsIfDue(bool now_retry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
   // Commits and publishes one updater change.
   absl::Status Apply(index::SpannUpdater::Change change, const std::vector<uint64_t>& drained)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);

@@ -101,6 +101,7 @@ void Collection::WorkerLoop() {
         sweep = SweepDue();
       }
       if (sweep) s = Sweep();
+      if (s.ok() && done) s = CompactVectorsIfDue(/*now_retry=*/false);
     }
     absl::MutexLock lock(&mu_);
     update_error_ = s;
@@ -118,7 +119,8 @@ absl::Status Collection::FlushIndexUpdates() {
     absl::ReaderMutexLock lock(&mu_);
     sweep = stale_.size() > 0;
   }
-  return sweep ? Sweep() : absl::OkStatus();
+  if (sweep) SHOAL_RETURN_IF_ERROR(Sweep());
+  return CompactVectorsIfDue(/*now_retry=*/true);
 }
 
 absl::Status Collection::AwaitBacklog() {
@@ -225,6 +227,30 @@ absl::Status Collection::Sweep() {
   SHOAL_RETURN_IF_ERROR(Apply(std::move(erase), {}));
   absl::MutexLock lock(&mu_);
   tombstones_at_sweep_ = stale_.size();
+  return absl::OkStatus();
+}
+
+absl::Status Collection::CompactVectorsIfDue(bool now_retry) {
+  uint64_t watermark, retained;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    watermark = indexed_below_;
+    retained = key_of_.size() + stale_.size();
+  }
+  if (!updater_->VectorCompactionDue(retained, options_.index_update_compact_live_fraction,
+                                     now_retry)) {
+    return absl::OkStatus();
+  }
+  // A posting holds only live or tombstoned ids (a tombstone goes only once no posting holds
+  // it), and deletes drop the key and add the tombstone under one lock: an id kept by neither
+  // test is in no posting and never will be.
+  auto keep = [this](uint64_t iid) {
+    absl::ReaderMutexLock lock(&mu_);
+    return key_of_.contains(iid) || stale_.contains(iid);
+  };
+  SHOAL_RETURN_IF_ERROR(updater_->CompactVectors(watermark, keep).status());
+  absl::MutexLock lock(&mu_);
+  update_stats_ = updater_->stats();
   return absl::OkStatus();
 }
 

@@ -42,6 +42,12 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
                                                  const StorageHooks& hooks) {
   namespace fs = std::filesystem;
   if (path.empty()) return absl::InvalidArgumentError("path: must not be empty");
+  if (!(options.index_update_compact_live_fraction >= 0 &&
+        options.index_update_compact_live_fraction <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.index_update_compact_live_fraction: must be in [0, 1], not ",
+                     options.index_update_compact_live_fraction));
+  }
   SHOAL_RETURN_IF_ERROR(FinishPendingRestore(path));
   const fs::path rocks_dir = fs::path(path) / "rocksdb";
   std::error_code ec;

@@ -12,6 +12,25 @@ uint64_t NextExtentSerial() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
+std::shared_ptr<PostingDirectory> NextVersion(const PostingDirectory& cur) {
+  auto next = std::make_shared<PostingDirectory>();
+  PostingDirectory& n = *next;
+  n.dim = cur.dim;
+  n.centroids = cur.centroids;
+  n.rows = cur.rows;
+  n.serials = cur.serials;
+  n.origin = cur.origin;
+  n.live = cur.live;
+  n.codes = cur.codes;
+  n.prepared_dim = cur.prepared_dim;
+  n.prepared = cur.prepared;
+  n.by_leaf = cur.by_leaf;
+  n.reshaped = cur.reshaped;
+  n.codes_bytes = cur.codes_bytes;
+  n.vectors = cur.vectors;
+  return next;
+}
+
 absl::StatusOr<std::shared_ptr<PostingDirectory>> InitialDirectory(
     const CentroidTree& tree, std::span<const storage::PostingRow> rows) {
   auto dir = std::make_shared<PostingDirectory>();

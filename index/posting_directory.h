@@ -28,6 +28,7 @@
 #include "index/posting_entries.h"
 #include "storage/posting_file.h"
 #include "storage/record_store.h"
+#include "storage/vector_file.h"
 
 namespace shoal::index {
 
@@ -50,6 +51,10 @@ struct PostingDirectory {
   std::shared_ptr<const std::vector<std::vector<uint32_t>>> by_leaf;
   bool reshaped = false;   // some posting was split or merged since the build
   size_t codes_bytes = 0;  // RAM held by `codes`
+  // Quantized tier: the vector file rerank reads (null in the full-vector tier). A vector-file
+  // compaction publishes a version with the compacted file; the old file closes (and its
+  // unlinked inode is freed) when the last version naming it is destroyed.
+  std::shared_ptr<storage::VectorFile> vectors;
 
   // Extents this version referenced that the next version no longer does; handed to
   // `on_release` when this version is destroyed (no reader can still be reading them).
@@ -72,6 +77,9 @@ struct PostingDirectory {
            prepared.capacity() * sizeof(float);
   }
 };
+
+// A copy of `cur` to build the next version from: everything but `retired` / `on_release`.
+std::shared_ptr<PostingDirectory> NextVersion(const PostingDirectory& cur);
 
 // A fresh number for each extent written (process-wide, never 0).
 uint64_t NextExtentSerial();

@@ -95,7 +95,7 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
   index->PublishDirectory(directory);
   if (manifest.options.quant != "none") {
     SHOAL_RETURN_IF_ERROR(index->LoadQuantized(dir, options.ram_limit_bytes, directory.get()));
-    SHOAL_ASSIGN_OR_RETURN(index->vectors_,
+    SHOAL_ASSIGN_OR_RETURN(directory->vectors,
                            storage::VectorFile::Open(absl::StrCat(dir, "/", kVectorFileName),
                                                      manifest.dimension, options.io));
     index->SetCacheBudget(options.posting_cache_bytes);
@@ -385,12 +385,13 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   if (!fetch.empty()) {
     stats->full_vectors_read += fetch.size();
     stats->bytes_read += fetch.size() * storage::VectorFile::PagesPerVector(d) * storage::kPageSize;
-    SHOAL_RETURN_IF_ERROR(vectors_->ReadBatch(fetch, [&](size_t i, const float* v) -> absl::Status {
-      top.Push(Distance(manifest_.metric, q, v, d), fetch[i]);
-      auto copy = std::make_shared<std::vector<float>>(v, v + d);
-      vector_cache_.Insert(fetch[i], std::move(copy), d * sizeof(float) + 64);
-      return absl::OkStatus();
-    }));
+    SHOAL_RETURN_IF_ERROR(
+        dir.vectors->ReadBatch(fetch, [&](size_t i, const float* v) -> absl::Status {
+          top.Push(Distance(manifest_.metric, q, v, d), fetch[i]);
+          auto copy = std::make_shared<std::vector<float>>(v, v + d);
+          vector_cache_.Insert(fetch[i], std::move(copy), d * sizeof(float) + 64);
+          return absl::OkStatus();
+        }));
   }
   out->clear();
   for (const auto& e : top.TakeSorted()) out->push_back({e.id, e.distance});

@@ -104,9 +104,9 @@ class SpannIndex {
                              const std::function<QuantizedPosting()>& entries) const;
   // Drops the cached extents `serials` (replaced in a directory published since).
   void Uncache(std::span<const uint64_t> serials) const;
-  // Quantized tier only (null otherwise): the codec and the vector file rerank reads.
+  // Quantized tier only (null otherwise): the codec. (The vector file rerank reads is the
+  // directory's: PostingDirectory::vectors.)
   const PostingQuantizer* quantizer() const { return quantizer_.get(); }
-  storage::VectorFile* vector_file() const { return vectors_.get(); }
   storage::BlockReader* posting_reader() const { return reader_.get(); }
   const std::string& posting_path() const { return posting_path_; }
   // Quantized tier: are all codes held in RAM (else read per query from postings.dat)?
@@ -156,7 +156,6 @@ class SpannIndex {
   std::unique_ptr<PostingQuantizer> quantizer_;
   bool codes_resident_ = true;
   mutable storage::ByteLruCache<uint64_t, QuantizedPosting> code_cache_;  // by extent serial
-  std::unique_ptr<storage::VectorFile> vectors_;
   mutable storage::ByteLruCache<uint64_t, std::vector<float>> vector_cache_;
 };
 

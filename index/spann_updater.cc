@@ -24,9 +24,12 @@ absl::StatusOr<std::unique_ptr<SpannUpdater>> SpannUpdater::Open(SpannIndex* ind
   up->floor_ =
       options.merge_floor != 0 ? options.merge_floor : std::max<uint32_t>(up->cap_ / 10, 1);
   storage::FileSystem* fs = options.fs != nullptr ? options.fs : storage::FileSystem::Default();
+  up->dir_ = dir;
+  up->fs_ = fs;
+  SHOAL_RETURN_IF_ERROR(up->RemoveCompactionLeftover());
   SHOAL_ASSIGN_OR_RETURN(up->writer_,
                          storage::PostingFileWriter::OpenForAppend(index->posting_path(), fs));
-  if (index->vector_file() == nullptr) {
+  if (index->quantizer() == nullptr) {
     SHOAL_ASSIGN_OR_RETURN(
         up->own_vectors_,
         storage::VectorFile::Open(absl::StrCat(dir, "/", kVectorFileName),
@@ -50,7 +53,8 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Insert(std::span<const uint64
                                                           const float* vectors,
                                                           const DeadFn& dead) {
   const size_t d = index_->manifest().dimension;
-  storage::VectorFile* vf = index_->vector_file() ? index_->vector_file() : own_vectors_.get();
+  SHOAL_RETURN_IF_ERROR(FinishVectorSwitch());
+  storage::VectorFile* vf = vector_file();
   for (size_t i = 0; i < ids.size(); ++i) SHOAL_RETURN_IF_ERROR(vf->Put(ids[i], vectors + i * d));
   SHOAL_RETURN_IF_ERROR(vf->Sync());
   const auto current = index_->directory();

@@ -26,6 +26,13 @@
 // `merge_floor` live entries into the postings its vectors' RNG choice picks, splits over-full
 // ones.
 //
+// CompactVectors (spann_updater_vectors.cc): when most slots of vectors.dat hold vectors no one
+// needs (deleted records whose tombstones were swept), the vectors still needed are copied into
+// vectors.dat.compact (packed, ascending ids), which is fsynced and renamed over vectors.dat
+// (the directory fsynced: the switch's commit point); the updater then writes to the new file
+// and, quantized tier, publishes a directory naming it. Searches still holding the old
+// directory read the old file, whose inode is freed when the last of them lets go.
+//
 // Durability: data pages (posting extents, vectors.dat) are written and fdatasynced (when
 // `sync`) before Insert/Sweep return, i.e. before the caller's directory commit; retired extents
 // return to the free pool only after Publish and after the last reader of the older directory
@@ -48,6 +55,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "index/posting_directory.h"
 #include "index/spann_index.h"
 #include "storage/page_allocator.h"
@@ -69,12 +77,13 @@ struct UpdaterOptions {
 };
 
 struct UpdateStats {
-  uint64_t inserted = 0;          // vectors added
-  uint64_t splits = 0;            // postings split in two
-  uint64_t merges = 0;            // postings merged away
-  uint64_t reassigned = 0;        // vectors moved by LIRE's reassignment or a merge
-  uint64_t gc_entries = 0;        // tombstoned entries dropped from rewritten postings
-  uint64_t postings_written = 0;  // extents written (copy-on-write)
+  uint64_t inserted = 0;            // vectors added
+  uint64_t splits = 0;              // postings split in two
+  uint64_t merges = 0;              // postings merged away
+  uint64_t reassigned = 0;          // vectors moved by LIRE's reassignment or a merge
+  uint64_t gc_entries = 0;          // tombstoned entries dropped from rewritten postings
+  uint64_t postings_written = 0;    // extents written (copy-on-write)
+  uint64_t vector_compactions = 0;  // vectors.dat rewritten without its dead slots
 };
 
 class SpannUpdater {
@@ -100,6 +109,23 @@ class SpannUpdater {
   // Makes `change.next` the searched directory (call after its commit is durable).
   void Publish(Change change);
 
+  // ---- Vector-file compaction (spann_updater_vectors.cc) ----
+  // True when vectors.dat is at least kMinCompactBytes and `retained` (the ids it may still
+  // need to hold: live records plus tombstoned ids) is below `live_fraction` (capped at 1) of its
+  // slots. False for live_fraction <= 0, and within kCompactRetryDelay of a failed compaction
+  // unless `now_retry` (an explicit flush retries at once).
+  bool VectorCompactionDue(uint64_t retained, double live_fraction, bool now_retry) const;
+  // Rewrites vectors.dat with only the vectors keep(id) accepts (it must accept every id a
+  // posting holds; ids the file lacks are not asked about). Ids at or above `base_id` (the
+  // watermark: every id a later Insert may write is at or above it) can still be written
+  // afterwards; ids below it that were not kept cannot. On an error before the rename the old
+  // file stays in use, unchanged; if the rename happened but the directory fsync or the reopen
+  // failed, Insert and CompactVectors finish the switch first and fail until they can.
+  absl::StatusOr<storage::VectorFile::Compaction> CompactVectors(
+      uint64_t base_id, const std::function<bool(uint64_t)>& keep);
+  static constexpr uint64_t kMinCompactBytes = 64 << 10;
+  static constexpr absl::Duration kCompactRetryDelay = absl::Seconds(30);
+
   UpdateStats stats() const;
   uint32_t posting_cap() const { return cap_; }
   uint32_t merge_floor() const { return floor_; }
@@ -107,13 +133,26 @@ class SpannUpdater {
  private:
   friend class UpdateWork;
   SpannUpdater(SpannIndex* index, const UpdaterOptions& options);
+  // The vector file inserts write: the directory's (quantized tier) or own_vectors_.
+  storage::VectorFile* vector_file() const;
+  // CompactVectors without the bookkeeping of failures.
+  absl::StatusOr<storage::VectorFile::Compaction> RewriteVectors(
+      uint64_t base_id, const std::function<bool(uint64_t)>& keep);
+  // Finishes a switch to a compacted vectors.dat whose rename is done (no-op otherwise).
+  absl::Status FinishVectorSwitch();
+  // Removes vectors.dat.compact left by a compaction a crash cut short (before its rename).
+  absl::Status RemoveCompactionLeftover();
 
   SpannIndex* const index_;
   const UpdaterOptions options_;
   uint32_t cap_ = 0;
   uint32_t floor_ = 0;
   std::unique_ptr<storage::PostingFileWriter> writer_;
-  std::unique_ptr<storage::VectorFile> own_vectors_;  // full-vector tier (quantized: the index's)
+  std::shared_ptr<storage::VectorFile> own_vectors_;  // full-vector tier (quantized: the index's)
+  std::string dir_;
+  storage::FileSystem* fs_ = nullptr;
+  bool switch_pending_ = false;  // vectors.dat.compact was renamed over vectors.dat
+  absl::Time compact_failed_at_ = absl::InfinitePast();
   std::shared_ptr<storage::PageAllocator> pages_;
   mutable absl::Mutex stats_mu_;
   UpdateStats stats_ ABSL_GUARDED_BY(stats_mu_);

@@ -45,20 +45,7 @@ size_t Filter(WorkEntries* e, size_t dim, size_t code_bytes, Keep keep) {
 
 UpdateWork::UpdateWork(SpannUpdater* up, const PostingDirectory& current, const DeadFn& dead)
     : up_(up), index_(*up->index_), cur_(current), dead_(dead), dim_(current.dim) {
-  next_ = std::make_shared<PostingDirectory>();
-  PostingDirectory& n = *next_;
-  n.dim = current.dim;
-  n.centroids = current.centroids;
-  n.rows = current.rows;
-  n.serials = current.serials;
-  n.origin = current.origin;
-  n.live = current.live;
-  n.codes = current.codes;
-  n.prepared_dim = current.prepared_dim;
-  n.prepared = current.prepared;
-  n.by_leaf = current.by_leaf;
-  n.reshaped = current.reshaped;
-  n.codes_bytes = current.codes_bytes;
+  next_ = NextVersion(current);
 }
 
 size_t UpdateWork::live_postings() const {
@@ -182,7 +169,7 @@ absl::Status UpdateWork::VectorsOf(const WorkEntries& e, std::vector<float>* out
     }
   }
   if (missing.empty()) return absl::OkStatus();
-  return index_.vector_file()->ReadBatch(missing, [&](size_t i, const float* v) {
+  return next_->vectors->ReadBatch(missing, [&](size_t i, const float* v) {
     std::copy_n(v, dim_, out->data() + where[i] * dim_);
     return absl::OkStatus();
   });

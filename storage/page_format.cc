@@ -26,6 +26,10 @@ const char* KindName(uint32_t magic) {
       return "posting";
     case PageKind::kVector:
       return "vector";
+    case PageKind::kVectorHeader:
+      return "vector file header";
+    case PageKind::kVectorTable:
+      return "vector id table";
   }
   return "unknown";
 }

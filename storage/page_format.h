@@ -34,7 +34,9 @@ namespace shoal::storage {
 
 enum class PageKind : uint32_t {
   kPosting = 0x53504f31 /*"SPO1"*/,
-  kVector = 0x53564531 /*"SVE1"*/
+  kVector = 0x53564531 /*"SVE1"*/,
+  kVectorHeader = 0x53564831 /*"SVH1": page 0 of a compacted vector file*/,
+  kVectorTable = 0x53565431 /*"SVT1": its table of packed ids*/
 };
 
 inline constexpr size_t kPageHeader = 24;

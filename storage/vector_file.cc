@@ -13,6 +13,10 @@ namespace shoal::storage {
 namespace {
 
 constexpr size_t kMaxDirtyPages = 4096;  // 16 MiB buffered before a write-out.
+constexpr uint32_t kHeaderVersion = 1;
+// Header payload: version u32, dim u32, base_id, packed_count, packed_first_page,
+// table_first_page, direct_first_page (u64 each, little-endian).
+constexpr size_t kHeaderBytes = 8 + 5 * 8;
 
 uint32_t BitmapBytes(uint32_t slots) { return slots > 1 ? (slots + 7) / 8 : 0; }
 
@@ -65,9 +69,103 @@ absl::StatusOr<std::unique_ptr<VectorFile>> VectorFile::Make(const std::string& 
   SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<BlockReader> reader, BlockReader::Open(path, io));
   // A torn partial page at the end (crash mid-write) is ignored: its ids read as NotFound.
   const uint64_t pages = size / kPageSize;
-  return std::unique_ptr<VectorFile>(
-      new VectorFile(std::move(file), dim, pages, std::move(reader)));
+  auto vf =
+      std::unique_ptr<VectorFile>(new VectorFile(std::move(file), dim, pages, std::move(reader)));
+  vf->io_ = io;
+  if (!create) SHOAL_RETURN_IF_ERROR(vf->ReadHeader());
+  return vf;
 }
+
+void VectorFile::SealHeader(uint8_t* page, uint32_t dim, const Header& h) {
+  std::memset(page, 0, kPageSize);
+  uint8_t* p = page + kPageHeader;
+  const uint32_t head[2] = {kHeaderVersion, dim};
+  const uint64_t fields[5] = {h.base_id, h.packed_count, h.packed_first_page, h.table_first_page,
+                              h.direct_first_page};
+  std::memcpy(p, head, sizeof(head));
+  std::memcpy(p + sizeof(head), fields, sizeof(fields));
+  SealPage(page, PageKind::kVectorHeader, 0, 0, kHeaderBytes);
+}
+
+absl::Status VectorFile::ReadHeader() {
+  const uint64_t pages = file_pages_.load();
+  if (pages == 0) return absl::OkStatus();
+  auto page = std::make_unique<uint8_t[]>(kPageSize);
+  SHOAL_ASSIGN_OR_RETURN(size_t n, file_->Read(0, {page.get(), kPageSize}));
+  uint32_t magic = 0;
+  if (n == kPageSize) std::memcpy(&magic, page.get() + 4, sizeof(magic));
+  if (magic != static_cast<uint32_t>(PageKind::kVectorHeader)) return absl::OkStatus();
+  SHOAL_RETURN_IF_ERROR(CheckPage(page.get(), PageKind::kVectorHeader, 0, 0, path_, 0));
+  uint32_t head[2];
+  uint64_t f[5];
+  std::memcpy(head, page.get() + kPageHeader, sizeof(head));
+  std::memcpy(f, page.get() + kPageHeader + sizeof(head), sizeof(f));
+  const Header h{f[0], f[1], f[2], f[3], f[4]};
+  const uint64_t packed_pages =
+      slots_ > 0 ? (h.packed_count + slots_ - 1) / slots_ : h.packed_count * pages_per_;
+  const uint64_t table_pages = (h.packed_count + kIdsPerTablePage - 1) / kIdsPerTablePage;
+  auto bad = [&](const std::string& what) {
+    return absl::DataLossError(absl::StrCat(path_, ": header page: ", what));
+  };
+  if (head[0] != kHeaderVersion) return bad(absl::StrCat("unknown version ", head[0]));
+  if (head[1] != dim_) return bad(absl::StrCat("dim ", head[1], ", expected ", dim_));
+  if (h.packed_first_page != 1 || h.table_first_page != 1 + packed_pages ||
+      h.direct_first_page != h.table_first_page + table_pages || h.direct_first_page > pages ||
+      h.base_id > kMaxId + 1) {
+    return bad("region offsets do not match the packed count (or the file is short)");
+  }
+  packed_ids_.resize(h.packed_count);
+  for (uint64_t t = 0; t < table_pages; ++t) {
+    const uint64_t at = (h.table_first_page + t) * kPageSize;
+    SHOAL_ASSIGN_OR_RETURN(n, file_->Read(at, {page.get(), kPageSize}));
+    if (n != kPageSize) return bad("id table cut short");
+    SHOAL_RETURN_IF_ERROR(
+        CheckPage(page.get(), PageKind::kVectorTable, 0, static_cast<uint32_t>(t), path_, at));
+    const size_t count =
+        std::min<uint64_t>(kIdsPerTablePage, h.packed_count - t * kIdsPerTablePage);
+    if (PagePayloadBytes(page.get()) != count * 8) return bad("id table page size");
+    std::memcpy(packed_ids_.data() + t * kIdsPerTablePage, page.get() + kPageHeader, count * 8);
+  }
+  for (size_t i = 1; i < packed_ids_.size(); ++i) {
+    if (packed_ids_[i] <= packed_ids_[i - 1]) return bad("id table not ascending");
+  }
+  base_id_ = h.base_id;
+  packed_first_page_ = h.packed_first_page;
+  direct_first_page_ = h.direct_first_page;
+  return absl::OkStatus();
+}
+
+bool VectorFile::Locate(uint64_t id, Slot* where) const {
+  uint64_t index, first;
+  auto it = std::lower_bound(packed_ids_.begin(), packed_ids_.end(), id);
+  if (it != packed_ids_.end() && *it == id) {
+    index = static_cast<uint64_t>(it - packed_ids_.begin());
+    first = packed_first_page_;
+  } else if (id >= base_id_ && id <= kMaxId) {
+    index = id - base_id_;
+    first = direct_first_page_;
+  } else {
+    return false;
+  }
+  if (slots_ > 0) {
+    where->page = first + index / slots_;
+    where->slot = static_cast<uint32_t>(index % slots_);
+    where->owner = where->page;
+  } else {
+    where->page = first + index * pages_per_;
+    where->slot = 0;
+    where->owner = id;
+  }
+  return true;
+}
+
+uint64_t VectorFile::SlotCapacity() const {
+  const uint64_t pages = file_pages_.load();
+  const uint64_t direct = pages > direct_first_page_ ? pages - direct_first_page_ : 0;
+  return packed_ids_.size() + (slots_ > 0 ? direct * slots_ : direct / pages_per_);
+}
+
+uint64_t VectorFile::size_bytes() const { return file_pages_.load() * kPageSize; }
 
 uint32_t VectorFile::PayloadBytes(uint32_t piece) const {
   const size_t vec = 4 * static_cast<size_t>(dim_);
@@ -75,16 +173,17 @@ uint32_t VectorFile::PayloadBytes(uint32_t piece) const {
   return static_cast<uint32_t>(std::min(kPagePayload, vec - piece * kPagePayload));
 }
 
-absl::StatusOr<uint8_t*> VectorFile::DirtyPage(uint64_t page, bool load) {
+absl::StatusOr<uint8_t*> VectorFile::DirtyPage(uint64_t page, uint64_t owner, uint32_t sequence,
+                                               bool load) {
   auto it = dirty_.find(page);
-  if (it != dirty_.end()) return it->second.get();
+  if (it != dirty_.end()) return it->second.bytes.get();
   auto buf = std::make_unique<uint8_t[]>(kPageSize);
   std::memset(buf.get(), 0, kPageSize);
   if (load && page < file_pages_.load(std::memory_order_relaxed)) {
     SHOAL_ASSIGN_OR_RETURN(size_t n, file_->Read(page * kPageSize, {buf.get(), kPageSize}));
     if (n == kPageSize && !PageIsZero(buf.get())) {
       if (absl::Status s =
-              CheckPage(buf.get(), PageKind::kVector, page, 0, path_, page * kPageSize);
+              CheckPage(buf.get(), PageKind::kVector, owner, sequence, path_, page * kPageSize);
           !s.ok()) {
         return s;
       }
@@ -93,7 +192,7 @@ absl::StatusOr<uint8_t*> VectorFile::DirtyPage(uint64_t page, bool load) {
     }
   }
   uint8_t* p = buf.get();
-  dirty_.emplace(page, std::move(buf));
+  dirty_.emplace(page, DirtyPageBuf{std::move(buf), owner, sequence});
   return p;
 }
 
@@ -101,21 +200,27 @@ absl::Status VectorFile::Put(uint64_t id, const float* vector) {
   if (id > kMaxId) {
     return absl::InvalidArgumentError(absl::StrCat(path_, ": vector id ", id, " > ", kMaxId));
   }
+  Slot where;
+  if (!Locate(id, &where)) {
+    return absl::FailedPreconditionError(absl::StrCat(path_, ": vector id ", id,
+                                                      " is below the compacted base ", base_id_,
+                                                      " and was not kept: it cannot be written"));
+  }
   absl::MutexLock lock(&mu_);
   if (!failed_.ok()) return failed_;
   const size_t vec = 4 * static_cast<size_t>(dim_);
   const auto* src = reinterpret_cast<const uint8_t*>(vector);
   if (slots_ > 0) {
-    const uint64_t page_no = id / slots_;
-    const uint32_t slot = static_cast<uint32_t>(id % slots_);
-    absl::StatusOr<uint8_t*> page = DirtyPage(page_no, /*load=*/slots_ > 1);
+    const uint32_t slot = where.slot;
+    absl::StatusOr<uint8_t*> page = DirtyPage(where.page, where.owner, 0, /*load=*/slots_ > 1);
     if (!page.ok()) return page.status();
     uint8_t* payload = *page + kPageHeader;
     std::memcpy(payload + slot * vec, src, vec);
     if (slots_ > 1) payload[slots_ * vec + slot / 8] |= static_cast<uint8_t>(1u << (slot % 8));
   } else {
     for (uint32_t piece = 0; piece < pages_per_; ++piece) {
-      absl::StatusOr<uint8_t*> page = DirtyPage(id * pages_per_ + piece, /*load=*/false);
+      absl::StatusOr<uint8_t*> page =
+          DirtyPage(where.page + piece, where.owner, piece, /*load=*/false);
       if (!page.ok()) return page.status();
       std::memcpy(*page + kPageHeader, src + piece * kPagePayload, PayloadBytes(piece));
     }
@@ -133,18 +238,14 @@ absl::Status VectorFile::Flush() {
     run.clear();
     return absl::OkStatus();
   };
-  for (auto& [page_no, page] : dirty_) {
-    if (slots_ > 0) {
-      SealPage(page.get(), PageKind::kVector, page_no, 0, PayloadBytes(0));
-    } else {
-      const uint32_t piece = static_cast<uint32_t>(page_no % pages_per_);
-      SealPage(page.get(), PageKind::kVector, page_no / pages_per_, piece, PayloadBytes(piece));
-    }
+  for (auto& [page_no, dirty] : dirty_) {
+    uint8_t* page = dirty.bytes.get();
+    SealPage(page, PageKind::kVector, dirty.owner, dirty.sequence, PayloadBytes(dirty.sequence));
     if (!run.empty() && page_no != run_start + run.size() / kPageSize) {
       if (absl::Status s = write_run(); !s.ok()) return s;
     }
     if (run.empty()) run_start = page_no;
-    run.insert(run.end(), page.get(), page.get() + kPageSize);
+    run.insert(run.end(), page, page + kPageSize);
     max_page = page_no;
   }
   if (!run.empty()) {
@@ -171,14 +272,11 @@ absl::Status VectorFile::ReadBatch(std::span<const uint64_t> ids, const VectorCa
   // reads go out in file order.
   std::vector<std::pair<uint64_t, size_t>> order(ids.size());
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (ids[i] > kMaxId) {
+    Slot where;
+    if (!Locate(ids[i], &where) || where.page + pages_per_ > file_pages) {
       return absl::NotFoundError(absl::StrCat(path_, ": vector ", ids[i], " not found"));
     }
-    const uint64_t first = slots_ > 0 ? ids[i] / slots_ : ids[i] * pages_per_;
-    if (first + pages_per_ > file_pages) {
-      return absl::NotFoundError(absl::StrCat(path_, ": vector ", ids[i], " not found"));
-    }
-    order[i] = {first, i};
+    order[i] = {where.page, i};
   }
   std::sort(order.begin(), order.end());
   std::vector<ReadRequest> requests;
@@ -227,7 +325,9 @@ absl::Status VectorFile::ReadBatch(std::span<const uint64_t> ids, const VectorCa
       const uint8_t* payload = page + kPageHeader;
       for (size_t g = group_begin[r]; g < group_begin[r + 1]; ++g) {
         const size_t i = order[g].second;
-        const uint32_t slot = static_cast<uint32_t>(ids[i] % slots_);
+        Slot where;
+        Locate(ids[i], &where);
+        const uint32_t slot = where.slot;
         if (slots_ > 1 && !(payload[slots_ * vec + slot / 8] & (1u << (slot % 8)))) {
           return absl::NotFoundError(absl::StrCat(path_, ": vector ", ids[i], " not found"));
         }
@@ -237,7 +337,7 @@ absl::Status VectorFile::ReadBatch(std::span<const uint64_t> ids, const VectorCa
       }
       return absl::OkStatus();
     }
-    const uint64_t id = page_no / pages_per_;
+    const uint64_t id = ids[order[group_begin[r]].second];
     auto* dst = reinterpret_cast<uint8_t*>(joined.data());
     for (uint32_t piece = 0; piece < pages_per_; ++piece) {
       const uint8_t* page = bytes.data() + piece * kPageSize;

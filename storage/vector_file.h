@@ -2,14 +2,25 @@
 // (never replicated across postings), in checksummed 4 KiB pages (page_format.h, kind kVector).
 //
 // Layout, chosen so that no vector straddles a page unless it must:
-// - Small vectors (4*dim <= kPagePayload): SlotsPerPage(dim) slots per page; id lives in page
-//   id / slots, slot id % slots. SlotsPerPage is floor(kPagePayload / (4*dim)), less a few where
-//   a page holds several slots and their presence bitmap (ceil(slots/8) bytes after the slots)
-//   would not fit. Page owner = page number, sequence 0.
-// - Large vectors (4*dim > kPagePayload): each id takes PagesPerVector(dim) =
-//   ceil(4*dim / kPagePayload) consecutive pages starting at id * PagesPerVector(dim);
-//   owner = id, sequence = piece.
-// Reading an id that was never written gives NotFound (slot bit clear, hole, or past the end).
+// - Small vectors (4*dim <= kPagePayload): SlotsPerPage(dim) slots per page. SlotsPerPage is
+//   floor(kPagePayload / (4*dim)), less a few where a page holds several slots and their presence
+//   bitmap (ceil(slots/8) bytes after the slots) would not fit. Page owner = page number,
+//   sequence 0.
+// - Large vectors (4*dim > kPagePayload): each vector takes PagesPerVector(dim) =
+//   ceil(4*dim / kPagePayload) consecutive pages; owner = id, sequence = piece.
+// Slots come in two regions:
+// - The direct region: id `base_id + j` has slot j, so any id >= base_id can be written.
+// - The packed region (only in a file written by WriteCompacted): the slots of a sorted table of
+//   ids kept when the file was compacted, slot k holding the k-th id of the table. An id in the
+//   table lives there (also one >= base_id); an id below base_id outside it cannot be written.
+// A file made by Create (the build) has no packed region and base_id 0: page id / slots, slot
+// id % slots. A compacted file starts with a header page (kind kVectorHeader: base id, region
+// offsets), then the packed slots, the id table (kind kVectorTable), and the direct region last,
+// where it grows. Reading an id that was never written gives NotFound (slot bit clear, hole, past
+// the end, or below base_id and not in the table).
+//
+// Compaction (vector_file_compaction.cc): WriteCompacted copies the vectors some predicate keeps
+// into a new file whose packed region holds them; the caller renames it over the old file.
 //
 //   SHOAL_ASSIGN_OR_RETURN(auto vf, VectorFile::Create(path, 128, IoBackend::kAuto));
 //   for (...) SHOAL_RETURN_IF_ERROR(vf->Put(id, v));
@@ -21,7 +32,8 @@
 // memory and writes them out when 16 MiB are dirty, so later ones may or may not be visible
 // before Sync()). A ReadBatch racing with the write-out of a page shared by several slots (an
 // online insert joining a page readers use) re-reads a page that fails its checksum a few times
-// before reporting DataLoss.
+// before reporting DataLoss. Scan and WriteCompacted (reading this file) must not run
+// concurrently with Put or Sync on it.
 #ifndef SHOAL_STORAGE_VECTOR_FILE_H_
 #define SHOAL_STORAGE_VECTOR_FILE_H_
 
@@ -32,6 +44,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -39,12 +52,14 @@
 #include "absl/synchronization/mutex.h"
 #include "storage/block_reader.h"
 #include "storage/file_system.h"
+#include "storage/page_format.h"
 
 namespace shoal::storage {
 
 class VectorFile {
  public:
   using VectorCallback = std::function<absl::Status(size_t index, const float* vector)>;
+  using IdVectorCallback = std::function<absl::Status(uint64_t id, const float* vector)>;
 
   // Creates (truncating) or opens `path` for vectors of `dim` floats (1 <= dim <= kMaxDim, else
   // InvalidArgument), read through `io` (see BlockReader::Open) and written through `fs` (not
@@ -62,7 +77,8 @@ class VectorFile {
   static constexpr uint32_t kMaxDim = 1 << 16;
 
   // Stores `vector` (dim floats) as id's slot; ids may come in any order; a later Put of the same
-  // id replaces it. InvalidArgument for an id > kMaxId; Internal/ResourceExhausted on write errors;
+  // id replaces it. InvalidArgument for an id > kMaxId; FailedPrecondition for an id below
+  // base_id() that the packed table does not hold; Internal/ResourceExhausted on write errors;
   // DataLoss when the page holding the slot is corrupt on disk.
   absl::Status Put(uint64_t id, const float* vector);
   // Writes out buffered pages and fdatasyncs: every Put so far is durable and readable.
@@ -75,23 +91,80 @@ class VectorFile {
   // for a corrupt page; BlockReader errors; or the first error returned by on_vector.
   absl::Status ReadBatch(std::span<const uint64_t> ids, const VectorCallback& on_vector);
 
+  // Calls on_vector(id, vector) for every vector written, ascending by id (buffered pages are
+  // written out first); stops at the first error it returns. DataLoss for a corrupt page.
+  absl::Status Scan(const IdVectorCallback& on_vector);
+
+  // Writes a compacted copy of `source` to `path` (created or truncated through `fs`) and
+  // fdatasyncs it: every vector of `source` for which keep(id) holds goes to the packed region;
+  // the direct region starts empty at `base_id`. On error `path` is removed (best effort). The
+  // caller publishes it (rename over the old file, directory fsync) and opens it with Open.
+  struct Compaction {
+    uint64_t kept = 0;          // vectors copied
+    uint64_t dropped = 0;       // vectors of `source` not kept
+    uint64_t bytes_before = 0;  // source's size
+    uint64_t bytes_after = 0;   // the new file's size
+  };
+  static absl::StatusOr<Compaction> WriteCompacted(VectorFile& source, const std::string& path,
+                                                   uint64_t base_id,
+                                                   const std::function<bool(uint64_t)>& keep,
+                                                   FileSystem* fs);
+
+  // Slots the file spans: packed slots plus direct slots up to the end of the file (the live
+  // fraction of the file is live vectors / this).
+  uint64_t SlotCapacity() const;
+  uint64_t size_bytes() const;
+  uint64_t base_id() const { return base_id_; }
+  uint64_t packed_count() const { return packed_ids_.size(); }
+
   uint64_t bytes_read() const;
   uint32_t dim() const { return dim_; }
   const std::string& path() const { return path_; }
   std::string backend() const { return reader_->backend(); }
+  IoBackend io() const { return io_; }  // as asked at Create / Open
 
   // Layout (see above). SlotsPerPage is 0 for large vectors; PagesPerVector is 1 for small.
   static uint32_t SlotsPerPage(uint32_t dim);
   static uint32_t PagesPerVector(uint32_t dim);
 
  private:
+  class RegionScan;
+  // Where an id's slot is: its first page, the slot within it (small vectors) and the owner its
+  // pages are sealed with.
+  struct Slot {
+    uint64_t page = 0;
+    uint32_t slot = 0;
+    uint64_t owner = 0;
+  };
+  // A page not yet written out, with the owner it is sealed with.
+  struct DirtyPageBuf {
+    std::unique_ptr<uint8_t[]> bytes;
+    uint64_t owner = 0;
+    uint32_t sequence = 0;
+  };
+
   VectorFile(std::unique_ptr<File> file, uint32_t dim, uint64_t file_pages,
              std::unique_ptr<BlockReader> reader);
   static absl::StatusOr<std::unique_ptr<VectorFile>> Make(const std::string& path, uint32_t dim,
                                                           IoBackend io, FileSystem* fs,
                                                           bool create);
+  // The header page of a compacted file (see the file comment), and reading it back with the
+  // id table (a file without one has a build's layout).
+  struct Header {
+    uint64_t base_id = 0;
+    uint64_t packed_count = 0;
+    uint64_t packed_first_page = 0;
+    uint64_t table_first_page = 0;
+    uint64_t direct_first_page = 0;
+  };
+  static void SealHeader(uint8_t* page, uint32_t dim, const Header& h);
+  static constexpr size_t kIdsPerTablePage = kPagePayload / 8;
+  absl::Status ReadHeader();
+  // False when `id` has no slot (below base_id and not in the packed table).
+  bool Locate(uint64_t id, Slot* where) const;
   // A page to modify in memory: loaded from disk when it exists there.
-  absl::StatusOr<uint8_t*> DirtyPage(uint64_t page, bool load) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<uint8_t*> DirtyPage(uint64_t page, uint64_t owner, uint32_t sequence, bool load)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Flush() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   uint32_t PayloadBytes(uint32_t piece) const;
 
@@ -102,9 +175,15 @@ class VectorFile {
   const uint32_t pages_per_;          // Pages per vector (1 for small).
   std::atomic<uint64_t> file_pages_;  // Whole pages written out.
   std::unique_ptr<BlockReader> reader_;
+  IoBackend io_ = IoBackend::kAuto;
+  // Regions (see the file comment); set at open, then constant.
+  uint64_t base_id_ = 0;
+  uint64_t packed_first_page_ = 0;
+  uint64_t direct_first_page_ = 0;
+  std::vector<uint64_t> packed_ids_;  // ascending
   absl::Mutex mu_;
   // Pages not yet written out: page number -> page bytes (header sealed at write-out).
-  std::map<uint64_t, std::unique_ptr<uint8_t[]>> dirty_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, DirtyPageBuf> dirty_ ABSL_GUARDED_BY(mu_);
   absl::Status failed_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -120,6 +120,103 @@ TEST_P(VectorFileTest, CorruptPageIsDataLossNamingFileAndOffset) {
               HasSubstr(path_ + ": page at offset " + std::to_string(page * kPageSize)));
 }
 
+// Scan yields every vector written, ascending, with its content.
+std::vector<uint64_t> ScanIds(VectorFile& vf) {
+  std::vector<uint64_t> out;
+  absl::Status s = vf.Scan([&](uint64_t id, const float* v) {
+    std::vector<float> want = Vec(id, vf.dim());
+    EXPECT_TRUE(std::equal(want.begin(), want.end(), v)) << id;
+    out.push_back(id);
+    return absl::OkStatus();
+  });
+  EXPECT_TRUE(s.ok()) << s;
+  EXPECT_TRUE(std::is_sorted(out.begin(), out.end()));
+  return out;
+}
+
+TEST_P(VectorFileTest, CompactedCopyKeepsChosenIdsAndTakesNewOnes) {
+  const uint32_t dim = GetParam().dim;
+  std::vector<uint64_t> ids;
+  for (uint64_t i = 0; i < 200; ++i) ids.push_back(i * 3 + i % 3);  // gaps
+  ids.push_back(1200);  // already at or above the base the compaction picks
+  auto keep = [](uint64_t id) { return id % 4 != 1; };
+  std::vector<uint64_t> kept;
+  for (uint64_t id : ids) {
+    if (keep(id)) kept.push_back(id);
+  }
+  {
+    auto vf = VectorFile::Create(path_, dim, GetParam().io);
+    ASSERT_TRUE(vf.ok());
+    for (uint64_t id : ids) ASSERT_TRUE((*vf)->Put(id, Vec(id, dim).data()).ok());
+    ASSERT_TRUE((*vf)->Sync().ok());
+    EXPECT_EQ(ScanIds(**vf), ids);
+    auto c = VectorFile::WriteCompacted(**vf, path_ + ".c", 1000, keep, FileSystem::Default());
+    ASSERT_TRUE(c.ok()) << c.status();
+    EXPECT_EQ(c->kept, kept.size());
+    EXPECT_EQ(c->dropped, ids.size() - kept.size());
+    EXPECT_LT(c->bytes_after, c->bytes_before);
+  }
+  std::filesystem::rename(path_ + ".c", path_);
+  auto vf = VectorFile::Open(path_, dim, GetParam().io);
+  ASSERT_TRUE(vf.ok()) << vf.status();
+  EXPECT_EQ((*vf)->base_id(), 1000u);
+  EXPECT_EQ((*vf)->packed_count(), kept.size());
+  ExpectReads(**vf, kept);
+  const std::vector<uint64_t> dropped = {1, 4 * 3 + 1};  // id % 4 == 1
+  for (uint64_t id : dropped) {
+    const std::vector<uint64_t> one = {id};
+    EXPECT_EQ((*vf)->ReadBatch(one, [](size_t, const float*) { return absl::OkStatus(); }).code(),
+              absl::StatusCode::kNotFound);
+    EXPECT_EQ((*vf)->Put(id, Vec(id, dim).data()).code(), absl::StatusCode::kFailedPrecondition);
+  }
+  // New ids go to the direct region; kept ones are rewritten in place.
+  for (uint64_t id : {uint64_t{1000}, uint64_t{1001}, uint64_t{1500}, kept[3], uint64_t{1200}}) {
+    ASSERT_TRUE((*vf)->Put(id, Vec(id, dim).data()).ok()) << id;
+  }
+  ASSERT_TRUE((*vf)->Sync().ok());
+  std::vector<uint64_t> all = kept;
+  for (uint64_t id : {uint64_t{1000}, uint64_t{1001}, uint64_t{1500}}) all.push_back(id);
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(ScanIds(**vf), all);
+  vf->reset();
+  vf = VectorFile::Open(path_, dim, GetParam().io);
+  ASSERT_TRUE(vf.ok()) << vf.status();
+  ExpectReads(**vf, all);
+  // A compacted file compacts again: both regions are read.
+  auto c = VectorFile::WriteCompacted(
+      **vf, path_ + ".c", 2000, [](uint64_t id) { return id >= 1000; }, FileSystem::Default());
+  ASSERT_TRUE(c.ok()) << c.status();
+  EXPECT_EQ(c->kept, 4u);
+  std::filesystem::rename(path_ + ".c", path_);
+  vf = VectorFile::Open(path_, dim, GetParam().io);
+  ASSERT_TRUE(vf.ok()) << vf.status();
+  EXPECT_EQ(ScanIds(**vf), (std::vector<uint64_t>{1000, 1001, 1200, 1500}));
+  EXPECT_EQ((*vf)->SlotCapacity(), 4u);
+}
+
+TEST(VectorFileCompactionTest, CorruptIdTableIsDataLoss) {
+  const std::string dir = MakeTestDir(), path = dir + "/v";
+  {
+    auto vf = VectorFile::Create(path, 8, IoBackend::kPread);
+    ASSERT_TRUE(vf.ok());
+    for (uint64_t id = 0; id < 100; ++id) ASSERT_TRUE((*vf)->Put(id, Vec(id, 8).data()).ok());
+    ASSERT_TRUE((*vf)->Sync().ok());
+    auto c = VectorFile::WriteCompacted(
+        **vf, path + ".c", 100, [](uint64_t id) { return id % 2 == 0; }, FileSystem::Default());
+    ASSERT_TRUE(c.ok()) << c.status();
+  }
+  // 50 slots of 8 floats fit one page: the table is page 2.
+  int fd = ::open((path + ".c").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  const uint8_t junk = 0x55;
+  ASSERT_EQ(::pwrite(fd, &junk, 1, 2 * kPageSize + 40), 1);
+  ::close(fd);
+  auto vf = VectorFile::Open(path + ".c", 8, IoBackend::kPread);
+  EXPECT_EQ(vf.status().code(), absl::StatusCode::kDataLoss) << vf.status();
+  EXPECT_THAT(vf.status().message(), HasSubstr("vector id table"));
+  std::filesystem::remove_all(dir);
+}
+
 INSTANTIATE_TEST_SUITE_P(
     DimsAndBackends, VectorFileTest,
     ::testing::Values(Case{3, IoBackend::kIoUring}, Case{3, IoBackend::kPread},

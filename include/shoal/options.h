@@ -52,6 +52,11 @@ struct Options {
   // fdatasync posting and vector pages before each directory change, and sync the change
   // (false: faster; the index still survives a process crash, but not a machine crash).
   bool index_update_sync = true;
+  // vectors.dat keeps a slot for every vector ever indexed (ids are never reused); once fewer
+  // than this fraction of its slots hold vectors still needed (live records and not yet swept
+  // tombstones) and it is at least 64 KiB, maintenance rewrites it with the live ones only.
+  // In [0, 1]; 0 = never.
+  double index_update_compact_live_fraction = 0.5;
 };
 
 struct WriteOptions {

@@ -63,6 +63,8 @@ struct CollectionInfo {
   uint64_t posting_splits = 0;
   uint64_t posting_merges = 0;
   uint64_t vectors_reassigned = 0;
+  // Times the index's vector file was rewritten without its dead slots.
+  uint64_t vector_file_compactions = 0;
 };
 
 // An alias and the collection (real name) it resolves to.
