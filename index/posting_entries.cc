@@ -1,5 +1,7 @@
 #include "index/posting_entries.h"
 
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 
 #include "absl/strings/str_cat.h"
@@ -44,6 +46,10 @@ absl::Status DecodePostingEntries(std::span<const uint8_t> payload, size_t dim,
 }
 
 std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& p) {
+  if (p.packed) {
+    std::fprintf(stderr, "EncodeQuantizedEntries: codes in the scan form (Unpack first)\n");
+    std::abort();
+  }
   const uint32_t count = static_cast<uint32_t>(p.size());
   const uint32_t cb = static_cast<uint32_t>(p.code_bytes);
   std::vector<uint8_t> out(8 + size_t{count} * (8 + 4 + cb));

@@ -39,7 +39,10 @@ struct QuantizedPosting {
   size_t code_bytes = 0;
   std::vector<uint64_t> ids;
   std::vector<float> sq_norms;  // |x|^2 of the index-form vector (inner-product distances)
-  std::vector<uint8_t> codes;   // ids.size() x code_bytes
+  // ids.size() x code_bytes, or, when `packed`, the quantizer's scan form of them
+  // (PostingQuantizer::Pack: what the index keeps in RAM; Unpack before encoding to disk).
+  std::vector<uint8_t> codes;
+  bool packed = false;
   size_t size() const { return ids.size(); }
   size_t MemoryBytes() const {
     return sizeof(*this) + ids.capacity() * sizeof(uint64_t) + sq_norms.capacity() * sizeof(float) +

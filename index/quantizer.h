@@ -7,7 +7,8 @@
 //   q->Train(sample, n);
 //   q->Encode(x, centroid, code);                       // code_bytes() bytes
 //   q->Prepare(query, pq); q->Prepare(centroid, pc);   // prepared_dim() floats each
-//   q->Estimate(pq, pc, codes, n, est, err);            // |query - x|^2 in [est - err, est + err]
+//   q->Pack(&posting);                                  // the form kept in RAM and scanned
+//   q->Estimate(pq, pc, posting, est, err);             // |query - x|^2 in [est - err, est + err]
 //
 // Tiers:
 //   sq8        per-dimension 8-bit scalar quantization of the residual x - c with ranges trained
@@ -25,6 +26,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "index/posting_entries.h"
 
 namespace shoal::index {
 
@@ -45,10 +47,14 @@ class PostingQuantizer {
   virtual void Prepare(const float* v, float* out) const;
   // False when Prepare is the identity (the index then uses its centroids as they are).
   virtual bool prepares() const { return false; }
-  // For `n` codes (code_bytes() apart) of one posting: the squared-L2 estimate of |query - x|^2
+  // Puts a posting's codes into the form the index keeps in RAM and scans (RaBitQ: 32-code
+  // fast-scan blocks), and back; both are no-ops for a tier without one and when already done.
+  virtual void Pack(QuantizedPosting* posting) const {}
+  virtual void Unpack(QuantizedPosting* posting) const {}
+  // For every code of one posting (packed or not): the squared-L2 estimate of |query - x|^2
   // and a bound on its error, from the prepared query and the prepared posting centroid.
   virtual void Estimate(const float* prepared_query, const float* prepared_centroid,
-                        const uint8_t* codes, size_t n, float* estimate, float* error) const = 0;
+                        const QuantizedPosting& posting, float* estimate, float* error) const = 0;
   virtual std::string Serialize() const = 0;
 };
 

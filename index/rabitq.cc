@@ -1,6 +1,7 @@
-// RandomRotation, RaBitQ encoding, query preparation and the float half of the estimator. The
-// integer half (the popcount dot product) lives in rabitq_kernels_*.cc; everything after it is
-// RaBitQ::Finish, shared by every kernel level so their estimates are bit-identical.
+// RandomRotation, RaBitQ encoding, query preparation, the fast-scan packing and the float half of
+// the estimator. The integer half (the lookup-table dot product) lives in rabitq_kernels_*.cc;
+// everything after it is RaBitQ::Finish, shared by every kernel level so their estimates are
+// bit-identical.
 #include "index/rabitq.h"
 
 #include <algorithm>
@@ -258,80 +259,35 @@ void RaBitQ::PrepareQuery(const float* q, const float* centroid, Query* out) con
   out->rotated.resize(padded_dim());
   for (size_t i = 0; i < dim(); ++i) out->rotated[i] = q[i] - centroid[i];
   rotation_.Apply(out->rotated.data(), out->rotated.data());
-  PrepareResidual(out);
+  PrepareResidual(out->rotated.data(), nullptr, out);
 }
 
 void RaBitQ::PrepareRotated(const float* rotated_q, const float* rotated_c, Query* out) const {
   out->rotated.resize(padded_dim());
-  for (size_t i = 0; i < padded_dim(); ++i) out->rotated[i] = rotated_q[i] - rotated_c[i];
-  PrepareResidual(out);
+  PrepareResidual(rotated_q, rotated_c, out);
 }
 
-// out->rotated holds P (q - c); normalises it, quantizes it to B_q bits and lays out the planes.
-void RaBitQ::PrepareResidual(Query* out) const {
+// P (q - c) = a - b (or a); normalises it into out->rotated, quantizes it to B_q bits and builds
+// the lookup tables. The float sums run in 16 lanes; the results only scale the estimate and size
+// the bound, whose rounding allowance covers float sums of this length.
+void RaBitQ::PrepareResidual(const float* a, const float* b, Query* out) const {
   const size_t d = padded_dim();
-  const size_t words = d / 64;
-  const size_t code_words = bits_ * words;
   out->query_bits = query_bits();
-  float* r = out->rotated.data();
-  // Float sums in 16 independent lanes (vectorisable); the results only scale the estimate and
-  // size the bound, whose rounding allowance covers float sums of this length.
-  constexpr size_t kLanes = 16;
-  float lane[kLanes] = {};
-  for (size_t i = 0; i < d; i += kLanes) {  // d is a multiple of 64
-    for (size_t l = 0; l < kLanes; ++l) lane[l] += r[i + l] * r[i + l];
-  }
-  double norm_sq = 0;
-  for (float v : lane) norm_sq += v;
-  const double norm = std::sqrt(norm_sq);
-  out->residual_norm = static_cast<float>(norm);
-  const float inv_norm = norm > 0 ? static_cast<float>(1 / norm) : 0.0f;
-  float lo = r[0] * inv_norm, hi = lo;
-  for (size_t i = 0; i < d; ++i) {
-    r[i] *= inv_norm;
-    lo = std::min(lo, r[i]);
-    hi = std::max(hi, r[i]);
-  }
-  const uint32_t levels = (1u << out->query_bits) - 1;
-  out->lower = lo;
-  out->delta = (double{hi} - lo) / levels;
-  const float delta = static_cast<float>(out->delta);
-  const float inv_delta = delta > 0 ? 1 / delta : 0.0f;
-  const float max_level = static_cast<float>(levels);
   out->qu.resize(d);
-  float err_lane[kLanes] = {};
-  uint32_t sum_lane[kLanes] = {};
-  for (size_t i = 0; i < d; ++i) {
-    const float level =
-        std::min(std::max(std::nearbyint((r[i] - lo) * inv_delta), 0.0f), max_level);
-    const auto u = static_cast<uint32_t>(level);
-    out->qu[i] = static_cast<uint16_t>(u);
-    sum_lane[i % kLanes] += u;
-    const float e = lo + delta * level - r[i];
-    err_lane[i % kLanes] += e * e;
-  }
-  uint64_t sum_qu = 0;
-  double error_sq = 0;
-  for (size_t l = 0; l < kLanes; ++l) {
-    sum_qu += sum_lane[l];
-    error_sq += err_lane[l];
-  }
-  out->delta = delta;  // the float step the levels were cut with
-  out->sum_q_bar = out->lower * static_cast<double>(d) + out->delta * static_cast<double>(sum_qu);
-  out->error_sq = error_sq;
-  // Kernels read whole SIMD registers of query words: 8 words of slack after the last plane.
-  out->planes.assign(out->query_bits * code_words + 8, 0);
-  out->shifts.assign(out->query_bits * code_words + 8, 0);
-  static const internal::RabitqPlanesFn planes_fn =
-      internal::RabitqPlanesFor(internal::RabitqActiveLevel());
-  planes_fn(out->qu.data(), d, out->query_bits, code_words, out->planes.data());
-  for (uint32_t k = 0; k < out->query_bits; ++k) {
-    // The plane once per code plane (see Query::planes).
-    uint64_t* plane = &out->planes[k * code_words];
-    for (size_t i = words; i < code_words; ++i) plane[i] = plane[i % words];
-    for (size_t i = 0; i < code_words; ++i) {
-      out->shifts[k * code_words + i] = (bits_ - 1 - i / words) + k;
-    }
+  static const internal::RabitqQuantizeFn quantize_fn =
+      internal::RabitqQuantizeFor(internal::RabitqActiveLevel());
+  internal::RabitqQuantized r;
+  quantize_fn(a, b, d, (1u << out->query_bits) - 1, out->rotated.data(), out->qu.data(), &r);
+  out->residual_norm = static_cast<float>(r.norm);
+  out->lower = r.lo;
+  out->delta = r.delta;  // the float step the levels were cut with
+  out->sum_q_bar = out->lower * static_cast<double>(d) + out->delta * static_cast<double>(r.sum_qu);
+  out->error_sq = r.error_sq;
+  static const internal::RabitqLutFn lut_fn = internal::RabitqLutFor(internal::RabitqActiveLevel());
+  const size_t table_bytes = d / 4 * 16;
+  out->luts.resize(lut_groups() * table_bytes);
+  for (size_t g = 0; g < lut_groups(); ++g) {
+    lut_fn(out->qu.data(), d, static_cast<uint32_t>(6 * g), out->luts.data() + g * table_bytes);
   }
 }
 
@@ -348,51 +304,146 @@ RaBitQ::QueryConstants RaBitQ::Constants(const Query& q) const {
   return k;
 }
 
-RaBitQ::Estimate RaBitQ::Finish(const QueryConstants& k, const uint8_t* code, uint64_t dot) const {
-  float f[4];
-  std::memcpy(f, code + code_bytes_ - kFactorBytes, sizeof(f));
-  const double norm_sq = double{f[0]} * f[0];
-  // <y, q_bar> = sum u_i q_bar_i - (2^B - 1)/2 sum q_bar_i.
-  const double y_dot_q = k.delta * static_cast<double>(dot) + k.lower * f[3] - k.offset;
-  const double distance = norm_sq + k.qn_sq - k.two_qn * f[1] * y_dot_q;
-  const double spread = std::max(0.0, f[2] + (f[2] + norm_sq) * k.error_sq);
-  // Plus a float-rounding allowance (the rotation and the factors are float): without it a vector
-  // at its centroid, whose statistical error is 0, would be "outside" its bound by 1 ulp.
-  const double error = k.error_coef * std::sqrt(spread) + kRoundingSlack * (norm_sq + k.qn_sq);
-  return {static_cast<float>(distance), static_cast<float>(error)};
-}
-
-RaBitQ::Estimate RaBitQ::EstimateOne(const Query& q, const uint8_t* code) const {
-  uint64_t dot = 0;
-  const internal::RabitqDotArgs args = {q.planes.data(), q.shifts.data(), q.query_bits,
-                                        bits_ * padded_dim() / 64, code_bytes_};
-  internal::RabitqDotScalar(args, code, 1, &dot);
-  return Finish(Constants(q), code, dot);
-}
-
-void RaBitQ::EstimateBatchWith(internal::KernelLevelId level, const Query& q, const uint8_t* codes,
-                               size_t n, Estimate* out) const {
-  const internal::RabitqDotFn fn = internal::RabitqDotFor(level);
-  const internal::RabitqDotArgs args = {q.planes.data(), q.shifts.data(), q.query_bits,
-                                        bits_ * padded_dim() / 64, code_bytes_};
-  constexpr size_t kBlock = 128;
-  uint64_t dots[kBlock];
-  const QueryConstants k = Constants(q);
-  for (size_t start = 0; start < n; start += kBlock) {
-    const size_t m = std::min(kBlock, n - start);
-    const uint8_t* block = codes + start * code_bytes_;
-    fn(args, block, m, dots);
-    for (size_t i = 0; i < m; ++i) out[start + i] = Finish(k, block + i * code_bytes_, dots[i]);
+// The estimate and its bound for 32 codes from their factors (four arrays of 32, the packed
+// block's layout) and exact dot products with qu. The one place float arithmetic happens,
+// whatever the kernel level, so every level's estimates are bit-identical.
+void RaBitQ::FinishBlock(const QueryConstants& k, const float* f, const double* dots,
+                         float* distance, float* error) const {
+  for (size_t i = 0; i < kScanBlock; ++i) {
+    const double norm_sq = double{f[i]} * f[i];
+    // <y, q_bar> = sum u_i q_bar_i - (2^B - 1)/2 sum q_bar_i.
+    const double y_dot_q = k.delta * dots[i] + k.lower * f[3 * kScanBlock + i] - k.offset;
+    distance[i] = static_cast<float>(norm_sq + k.qn_sq - k.two_qn * f[kScanBlock + i] * y_dot_q);
+    const double spread_f = f[2 * kScanBlock + i];
+    const double spread = std::max(0.0, spread_f + (spread_f + norm_sq) * k.error_sq);
+    // Plus a float-rounding allowance (the rotation and the factors are float): without it a
+    // vector at its centroid, whose statistical error is 0, would be "outside" its bound by 1 ulp.
+    error[i] =
+        static_cast<float>(k.error_coef * std::sqrt(spread) + kRoundingSlack * (norm_sq + k.qn_sq));
   }
 }
 
-void RaBitQ::EstimateBatch(const Query& q, const uint8_t* codes, size_t n, Estimate* out) const {
-  EstimateBatchWith(internal::RabitqActiveLevel(), q, codes, n, out);
+RaBitQ::Estimate RaBitQ::EstimateOne(const Query& q, const uint8_t* code) const {
+  const size_t d = padded_dim();
+  const size_t words = d / 64;
+  uint64_t dot = 0;
+  for (size_t p = 0; p < bits_; ++p) {
+    for (size_t i = 0; i < d; ++i) {
+      uint64_t word;
+      std::memcpy(&word, code + (p * words + i / 64) * 8, 8);
+      if ((word >> (i % 64)) & 1) dot += uint64_t{q.qu[i]} << (bits_ - 1 - p);
+    }
+  }
+  float f[4];
+  std::memcpy(f, code + code_bytes_ - kFactorBytes, sizeof(f));
+  // Through the block routine, as the first of a block of one.
+  float factors[4 * kScanBlock] = {};
+  for (size_t t = 0; t < 4; ++t) factors[t * kScanBlock] = f[t];
+  double dots[kScanBlock] = {static_cast<double>(dot)};
+  float distance[kScanBlock], error[kScanBlock];
+  FinishBlock(Constants(q), factors, dots, distance, error);
+  return {distance[0], error[0]};
 }
 
-void EstimateBatchAtLevel(const RaBitQ& rq, internal::KernelLevelId level, const RaBitQ::Query& q,
-                          const uint8_t* codes, size_t n, RaBitQ::Estimate* out) {
-  rq.EstimateBatchWith(level, q, codes, n, out);
+size_t RaBitQ::PackedBytes(size_t n) const {
+  return (n + kScanBlock - 1) / kScanBlock * block_bytes();
+}
+
+void RaBitQ::Pack(const uint8_t* codes, size_t n, uint8_t* packed) const {
+  const size_t d = padded_dim();
+  const size_t words = d / 64;
+  const size_t positions = d / 4;
+  std::memset(packed, 0, PackedBytes(n));
+  for (size_t i = 0; i < n; ++i) {
+    const uint8_t* code = codes + i * code_bytes_;
+    uint8_t* block = packed + i / kScanBlock * block_bytes();
+    const size_t slot = i % kScanBlock;
+    const unsigned nibble_shift = slot < 16 ? 0 : 4;
+    for (size_t p = 0; p < bits_; ++p) {
+      for (size_t j = 0; j < positions; ++j) {
+        uint64_t word;
+        std::memcpy(&word, code + (p * words + j / 16) * 8, 8);
+        const auto nibble = static_cast<uint8_t>((word >> (4 * (j % 16))) & 15);
+        block[(p * positions + j) * 16 + slot % 16] |= static_cast<uint8_t>(nibble << nibble_shift);
+      }
+    }
+    float f[4];
+    std::memcpy(f, code + code_bytes_ - kFactorBytes, sizeof(f));
+    float* factors = reinterpret_cast<float*>(block + bits_ * positions * 16);
+    for (size_t t = 0; t < 4; ++t) factors[t * kScanBlock + slot] = f[t];
+  }
+}
+
+void RaBitQ::Unpack(const uint8_t* packed, size_t n, uint8_t* codes) const {
+  const size_t d = padded_dim();
+  const size_t words = d / 64;
+  const size_t positions = d / 4;
+  for (size_t i = 0; i < n; ++i) {
+    uint8_t* code = codes + i * code_bytes_;
+    const uint8_t* block = packed + i / kScanBlock * block_bytes();
+    const size_t slot = i % kScanBlock;
+    const unsigned nibble_shift = slot < 16 ? 0 : 4;
+    for (size_t p = 0; p < bits_; ++p) {
+      for (size_t w = 0; w < words; ++w) {
+        uint64_t word = 0;
+        for (size_t j = 0; j < 16; ++j) {
+          const uint8_t byte = block[(p * positions + w * 16 + j) * 16 + slot % 16];
+          word |= uint64_t{(byte >> nibble_shift) & 15u} << (4 * j);
+        }
+        std::memcpy(code + (p * words + w) * 8, &word, 8);
+      }
+    }
+    const float* factors = reinterpret_cast<const float*>(block + bits_ * positions * 16);
+    float f[4];
+    for (size_t t = 0; t < 4; ++t) f[t] = factors[t * kScanBlock + slot];
+    std::memcpy(code + code_bytes_ - kFactorBytes, f, sizeof(f));
+  }
+}
+
+void RaBitQ::EstimatePackedWith(internal::KernelLevelId level, const Query& q,
+                                const uint8_t* packed, size_t n, Estimate* out) const {
+  const internal::RabitqScanFn scan = internal::RabitqScanFor(level);
+  const size_t positions = padded_dim() / 4;
+  const size_t groups = lut_groups();
+  const QueryConstants k = Constants(q);
+  uint32_t sums[kMaxBits * kScanBlock];
+  // Exact integer dot products held in doubles (they stay far below 2^53), so that the float
+  // part below is one loop the compiler vectorises.
+  double dots[kScanBlock];
+  float distance[kScanBlock], error[kScanBlock];
+  for (size_t start = 0; start < n; start += kScanBlock) {
+    const uint8_t* block = packed + start / kScanBlock * block_bytes();
+    std::fill(dots, dots + kScanBlock, 0.0);
+    for (size_t g = 0; g < groups; ++g) {
+      scan(q.luts.data() + g * positions * 16, positions, block, bits_, sums);
+      for (size_t p = 0; p < bits_; ++p) {
+        const double weight = std::ldexp(1.0, static_cast<int>(6 * g + (bits_ - 1 - p)));
+        for (size_t i = 0; i < kScanBlock; ++i) {
+          dots[i] += static_cast<double>(static_cast<int32_t>(sums[p * kScanBlock + i])) * weight;
+        }
+      }
+    }
+    const float* f = reinterpret_cast<const float*>(block + bits_ * positions * 16);
+    FinishBlock(k, f, dots, distance, error);
+    const size_t m = std::min(kScanBlock, n - start);
+    for (size_t i = 0; i < m; ++i) out[start + i] = {distance[i], error[i]};
+  }
+}
+
+void RaBitQ::EstimatePacked(const Query& q, const uint8_t* packed, size_t n, Estimate* out) const {
+  EstimatePackedWith(internal::RabitqActiveLevel(), q, packed, n, out);
+}
+
+void RaBitQ::EstimateBatch(const Query& q, const uint8_t* codes, size_t n, Estimate* out) const {
+  thread_local std::vector<uint8_t> packed;
+  packed.resize(PackedBytes(n));
+  Pack(codes, n, packed.data());
+  EstimatePacked(q, packed.data(), n, out);
+}
+
+void EstimatePackedAtLevel(const RaBitQ& rq, internal::KernelLevelId level, const RaBitQ::Query& q,
+                           const uint8_t* packed, size_t n, RaBitQ::Estimate* out) {
+  rq.EstimatePackedWith(level, q, packed, n, out);
 }
 
 std::string RaBitQ::Serialize() const {
@@ -423,25 +474,26 @@ absl::StatusOr<RaBitQ> RaBitQ::Deserialize(std::string_view bytes, const std::st
 
 namespace internal {
 
-bool RabitqLevelSupported(KernelLevelId level) {
-  if (level == KernelLevelId::kAvx512 && !base::Cpu().avx512vpopcntdq) return false;
-  return LevelSupported(level);
-}
+bool RabitqLevelSupported(KernelLevelId level) { return LevelSupported(level); }
 
-RabitqDotFn RabitqDotFor(KernelLevelId level) {
+RabitqScanFn RabitqScanFor(KernelLevelId level) {
   switch (level) {
     case KernelLevelId::kAvx512:
-      return RabitqDotAvx512;
+      return RabitqScanAvx512;
     case KernelLevelId::kAvx2:
-      return RabitqDotAvx2;
+      return RabitqScanAvx2;
     case KernelLevelId::kScalar:
       break;
   }
-  return RabitqDotScalar;
+  return RabitqScanScalar;
 }
 
-RabitqPlanesFn RabitqPlanesFor(KernelLevelId level) {
-  return level == KernelLevelId::kAvx512 ? RabitqPlanesAvx512 : RabitqPlanesScalar;
+RabitqLutFn RabitqLutFor(KernelLevelId level) {
+  return level == KernelLevelId::kAvx512 ? RabitqLutAvx512 : RabitqLutScalar;
+}
+
+RabitqQuantizeFn RabitqQuantizeFor(KernelLevelId level) {
+  return level == KernelLevelId::kAvx512 ? RabitqQuantizeAvx512 : RabitqQuantizeScalar;
 }
 
 KernelLevelId RabitqActiveLevel() {

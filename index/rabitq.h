@@ -1,17 +1,19 @@
 // RaBitQ codes for posting entries: each vector x is stored as a B-bit-per-dimension code of its
 // residual to the posting centroid c, plus three correction factors, and a query scores a code
-// with an integer popcount kernel (AVX-512 VPOPCNTDQ, AVX2 pshufb, scalar; chosen at run time
-// from base::Cpu(), SHOAL_CPU caps it). Every kernel level gives bit-identical estimates: the
-// kernels only compute an exact integer dot product, and the float arithmetic after it is one
-// shared function.
+// with an integer fast-scan kernel (32 codes at a time through in-register lookup tables:
+// AVX-512BW, AVX2 or scalar vpshufb-style; chosen at run time from base::Cpu(), SHOAL_CPU caps it).
+// Every kernel level gives bit-identical estimates: the kernels only compute an exact integer dot
+// product, and the float arithmetic after it is one shared function.
 //
 //   RaBitQ rq(/*dim=*/128, /*bits=*/1, /*seed=*/42);
 //   std::vector<uint8_t> codes(n * rq.code_bytes());
 //   for (size_t i = 0; i < n; ++i) rq.Encode(x[i], centroid, &codes[i * rq.code_bytes()]);
 //   RaBitQ::Query q;
 //   rq.PrepareQuery(query, centroid, &q);            // once per (query, posting)
+//   std::vector<uint8_t> packed(rq.PackedBytes(n));  // the fast-scan form, kept in RAM
+//   rq.Pack(codes.data(), n, packed.data());
 //   std::vector<RaBitQ::Estimate> est(n);
-//   rq.EstimateBatch(q, codes.data(), n, est.data());
+//   rq.EstimatePacked(q, packed.data(), n, est.data());
 //   // est[i].distance - est[i].error <= |query - x[i]|^2 <= est[i].distance + est[i].error
 //   // holds with the confidence of eps0 (see below); fetch x[i] only when its lower bound can
 //   // still beat the current k-th distance.
@@ -148,34 +150,48 @@ class RaBitQ {
     float residual_norm = 0;     // |q - c|
     double lower = 0;            // q_bar_i = lower + delta * qu_i
     double delta = 0;
-    double sum_q_bar = 0;     // sum_i q_bar_i
-    double error_sq = 0;      // |q_bar - q'|^2
-    uint32_t query_bits = 0;  // B_q
-    // Bit k of qu_i as plane k (k = 0 is the least significant), each plane bits() * D / 64
-    // words long: the D/64 words of the plane repeated once per code plane, so that a kernel
-    // can AND a run of code words with the same run of query words.
-    std::vector<uint64_t> planes;
-    // For word i of a code and query plane k: the power of two of that bit pair's weight,
-    // (bits() - 1 - i / (D/64)) + k; laid out like `planes`.
-    std::vector<uint64_t> shifts;
-    std::vector<uint16_t> qu;  // scratch: the quantized query, padded_dim() levels
+    double sum_q_bar = 0;      // sum_i q_bar_i
+    double error_sq = 0;       // |q_bar - q'|^2
+    uint32_t query_bits = 0;   // B_q
+    std::vector<uint16_t> qu;  // the quantized query: padded_dim() levels in [0, 2^B_q)
+    // Fast-scan lookup tables, lut_groups() x padded_dim()/4 x 16 bytes: qu split into 6-bit
+    // groups (group g = bits 6g..6g+5 of each level), and for each group of 4 dimensions j and
+    // each 4-bit pattern e, the sum of that group's values over the dimensions whose bit is set
+    // in e (at most 4 * 63 = 252, one byte).
+    std::vector<uint8_t> luts;
   };
   void PrepareQuery(const float* q, const float* centroid, Query* out) const;
   // The same from the rotated query P q and rotated centroid P c (padded_dim() floats each,
   // rotation().Apply): P (q - c) = P q - P c, so a caller that rotates each centroid once and
   // each query once saves a rotation per (query, posting).
   void PrepareRotated(const float* rotated_q, const float* rotated_c, Query* out) const;
+  // 6-bit groups the quantized query is split into for the lookup tables.
+  size_t lut_groups() const { return (query_bits() + 5) / 6; }
 
   // Estimated |q - x|^2 and its bound: |distance - exact| <= error with the confidence of eps0.
   struct Estimate {
     float distance;
     float error;
   };
-  // One code, through the scalar reference kernel.
+  // One code, through the plain scalar reference (the dot product straight from the bits).
   Estimate EstimateOne(const Query& q, const uint8_t* code) const;
-  // n codes at codes + i * code_bytes(): the hot loop, through the best kernel for this CPU.
-  // Identical results to EstimateOne on every kernel level.
+  // n codes at codes + i * code_bytes(): packs them (below) and scans them. Identical results
+  // to EstimateOne on every kernel level.
   void EstimateBatch(const Query& q, const uint8_t* codes, size_t n, Estimate* out) const;
+
+  // ---- Fast-scan form (in RAM; postings on disk keep the code layout above) ----
+  // n codes regrouped in blocks of kScanBlock: per block, for each bit plane and each group j of
+  // 4 dimensions (padded_dim()/4 per plane), 16 bytes whose byte i holds the 4 bits of code i in
+  // its low nibble and those of code i + 16 in its high nibble; then the block's factors as four
+  // arrays of 32 floats. Codes past n in the last block are zero. A kernel scores a block with
+  // one byte shuffle per 4 dimensions and 32 codes (the lookup tables of Query::luts), instead
+  // of one popcount per 64 dimensions, query bit and code.
+  static constexpr size_t kScanBlock = 32;
+  size_t PackedBytes(size_t n) const;
+  void Pack(const uint8_t* codes, size_t n, uint8_t* packed) const;
+  void Unpack(const uint8_t* packed, size_t n, uint8_t* codes) const;
+  // The hot loop, through the best kernel for this CPU; identical results on every level.
+  void EstimatePacked(const Query& q, const uint8_t* packed, size_t n, Estimate* out) const;
 
   // 48 bytes: magic, version, bits, eps0, the rotation's 28 bytes, CRC-32C; Deserialize returns
   // DataLoss (naming `where`) for anything malformed.
@@ -183,20 +199,21 @@ class RaBitQ {
   static absl::StatusOr<RaBitQ> Deserialize(std::string_view bytes, const std::string& where);
 
  private:
-  friend void EstimateBatchAtLevel(const RaBitQ& rq, internal::KernelLevelId level, const Query& q,
-                                   const uint8_t* codes, size_t n, Estimate* out);
+  friend void EstimatePackedAtLevel(const RaBitQ& rq, internal::KernelLevelId level, const Query& q,
+                                    const uint8_t* packed, size_t n, Estimate* out);
+  size_t block_bytes() const { return bits_ * padded_dim() * 4 + kScanBlock * 4 * sizeof(float); }
 
   // Per-batch constants of the float part, so that Finish is a few multiplies and one sqrt.
   struct QueryConstants {
     double delta, lower, offset, qn_sq, two_qn, error_coef, error_sq;
   };
   QueryConstants Constants(const Query& q) const;
-  // The float part of an estimate, given the code's exact integer dot product with qu; the one
-  // place float arithmetic happens, whatever the kernel level.
-  Estimate Finish(const QueryConstants& k, const uint8_t* code, uint64_t dot) const;
-  void EstimateBatchWith(internal::KernelLevelId level, const Query& q, const uint8_t* codes,
-                         size_t n, Estimate* out) const;
-  void PrepareResidual(Query* out) const;
+  // The float part of the estimates of one block of codes (rabitq.cc).
+  void FinishBlock(const QueryConstants& k, const float* factors, const double* dots,
+                   float* distance, float* error) const;
+  void EstimatePackedWith(internal::KernelLevelId level, const Query& q, const uint8_t* packed,
+                          size_t n, Estimate* out) const;
+  void PrepareResidual(const float* a, const float* b, Query* out) const;
   // Chooses the Extended RaBitQ grid point for the unit vector o; writes u, returns <y, o>/|y|.
   double QuantizeUnit(const float* o, uint8_t* u) const;
 
@@ -206,10 +223,10 @@ class RaBitQ {
   size_t code_bytes_;
 };
 
-// Test hook: EstimateBatch through a specific kernel level (which must be supported, see
+// Test hook: EstimatePacked through a specific kernel level (which must be supported, see
 // rabitq_internal.h).
-void EstimateBatchAtLevel(const RaBitQ& rq, internal::KernelLevelId level, const RaBitQ::Query& q,
-                          const uint8_t* codes, size_t n, RaBitQ::Estimate* out);
+void EstimatePackedAtLevel(const RaBitQ& rq, internal::KernelLevelId level, const RaBitQ::Query& q,
+                           const uint8_t* packed, size_t n, RaBitQ::Estimate* out);
 
 }  // namespace shoal::index
 

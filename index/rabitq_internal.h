@@ -1,11 +1,12 @@
-// Private to index/: the per-ISA RaBitQ dot-product kernels behind rabitq.h. Like
+// Private to index/: the per-ISA RaBitQ fast-scan kernels behind rabitq.h. Like
 // distance_internal.h, each ISA's kernel sits in its own translation unit with its own -m flags
 // and includes no shared inline code, so no AVX instruction leaks into portable code.
 //
-// A kernel computes, for each code, the exact integer dot product
-//   dot = sum_i u_i * qu_i = sum over code words w and query planes k of
-//         popcount(code_word[w] & planes[k][w]) << shifts[k][w]
-// (see RaBitQ::Query). Integer sums are exact, so every level returns the same values.
+// The dot product sum_i u_i * qu_i of a code u with the quantized query qu is computed per bit
+// plane p of the code and per 6-bit group g of qu (see RaBitQ::Query::luts) as
+//   sums[p][i] = sum over 4-dimension groups j of lut_g[j][nibble of code i, plane p, group j]
+// for a block of 32 codes in the fast-scan form (RaBitQ::Pack). Integer sums are exact, so
+// every level returns the same values.
 #ifndef SHOAL_INDEX_RABITQ_INTERNAL_H_
 #define SHOAL_INDEX_RABITQ_INTERNAL_H_
 
@@ -16,35 +17,45 @@
 
 namespace shoal::index::internal {
 
-struct RabitqDotArgs {
-  const uint64_t* planes;  // query_bits rows of code_words words
-  const uint64_t* shifts;  // same layout
-  size_t query_bits;
-  size_t code_words;  // bits * D / 64: the bit-plane words at the start of each code
-  size_t code_bytes;  // stride between codes (a multiple of 8)
+// One block: `planes` bit planes of `positions` 16-byte nibble groups each (block layout of
+// RaBitQ::Pack); lut has positions x 16 bytes; sums gets planes x 32 values.
+using RabitqScanFn = void (*)(const uint8_t* lut, size_t positions, const uint8_t* block,
+                              size_t planes, uint32_t* sums);
+void RabitqScanScalar(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
+                      uint32_t* sums);
+void RabitqScanAvx2(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
+                    uint32_t* sums);
+void RabitqScanAvx512(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
+                      uint32_t* sums);
+
+// The lookup table of one 6-bit group: for j < d / 4 and e < 16,
+//   lut[j * 16 + e] = sum over bits t of e of ((qu[4 j + t] >> shift) & 63).
+using RabitqLutFn = void (*)(const uint16_t* qu, size_t d, uint32_t shift, uint8_t* lut);
+void RabitqLutScalar(const uint16_t* qu, size_t d, uint32_t shift, uint8_t* lut);
+void RabitqLutAvx512(const uint16_t* qu, size_t d, uint32_t shift, uint8_t* lut);
+
+// Query quantization (RaBitQ::PrepareResidual's loops), in 16 float lanes so that every level
+// computes the same sums in the same order: r = a - b (b may be null: r = a, then a == r is
+// allowed), |r|, r /= |r|, and each r_i cut to qu_i = round((r_i - lo) / delta) in
+// [0, levels] with lo / hi the extremes of r; d a multiple of 64.
+struct RabitqQuantized {
+  double norm = 0;  // |r| before normalising
+  float lo = 0, delta = 0;
+  uint64_t sum_qu = 0;
+  double error_sq = 0;  // sum of (lo + delta qu_i - r_i)^2
 };
+using RabitqQuantizeFn = void (*)(const float* a, const float* b, size_t d, uint32_t levels,
+                                  float* r, uint16_t* qu, RabitqQuantized* out);
+void RabitqQuantizeScalar(const float* a, const float* b, size_t d, uint32_t levels, float* r,
+                          uint16_t* qu, RabitqQuantized* out);
+void RabitqQuantizeAvx512(const float* a, const float* b, size_t d, uint32_t levels, float* r,
+                          uint16_t* qu, RabitqQuantized* out);
+RabitqQuantizeFn RabitqQuantizeFor(KernelLevelId level);
 
-using RabitqDotFn = void (*)(const RabitqDotArgs& args, const uint8_t* codes, size_t n,
-                             uint64_t* dots);
-
-void RabitqDotScalar(const RabitqDotArgs& args, const uint8_t* codes, size_t n, uint64_t* dots);
-void RabitqDotAvx2(const RabitqDotArgs& args, const uint8_t* codes, size_t n, uint64_t* dots);
-void RabitqDotAvx512(const RabitqDotArgs& args, const uint8_t* codes, size_t n, uint64_t* dots);
-
-// The query's bit planes: bit k of qu[w * 64 + b] becomes bit b of planes[k * stride + w], for
-// w < d / 64 and k < query_bits (d a multiple of 64). Exact, so every level agrees.
-using RabitqPlanesFn = void (*)(const uint16_t* qu, size_t d, size_t query_bits, size_t stride,
-                                uint64_t* planes);
-void RabitqPlanesScalar(const uint16_t* qu, size_t d, size_t query_bits, size_t stride,
-                        uint64_t* planes);
-void RabitqPlanesAvx512(const uint16_t* qu, size_t d, size_t query_bits, size_t stride,
-                        uint64_t* planes);
-RabitqPlanesFn RabitqPlanesFor(KernelLevelId level);
-
-// True if this CPU (after the SHOAL_CPU cap) can run the RaBitQ kernel of `level`; the AVX-512
-// kernel also needs AVX512_VPOPCNTDQ.
+// True if this CPU (after the SHOAL_CPU cap) can run the RaBitQ kernels of `level`.
 bool RabitqLevelSupported(KernelLevelId level);
-RabitqDotFn RabitqDotFor(KernelLevelId level);
+RabitqScanFn RabitqScanFor(KernelLevelId level);
+RabitqLutFn RabitqLutFor(KernelLevelId level);
 // The best supported level, chosen once.
 KernelLevelId RabitqActiveLevel();
 

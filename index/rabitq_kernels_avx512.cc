@@ -1,44 +1,155 @@
-// AVX-512 RaBitQ kernel: 8 code words per step, AND + VPOPCNTQ, per-lane shifts (vpsllvq).
-// Compiled with -mavx512f -mavx512bw -mavx512vl -mavx512vpopcntdq; only entered when
-// base::Cpu() reports those (see RabitqLevelSupported).
+// AVX-512 RaBitQ fast-scan kernels: 4 groups of 4 dimensions x 32 codes per step, one vpshufb
+// per 32 codes and group pair, 16-bit accumulation. Compiled with -mavx512f -mavx512bw
+// -mavx512vl; only entered when base::Cpu() reports those (see RabitqLevelSupported).
 #include <immintrin.h>
+
+#include <cmath>
 
 #include "index/rabitq_internal.h"
 
 namespace shoal::index::internal {
+namespace {
 
-void RabitqDotAvx512(const RabitqDotArgs& args, const uint8_t* codes, size_t n, uint64_t* dots) {
-  const size_t words = args.code_words;
-  const __mmask8 tail_mask = static_cast<__mmask8>((1u << (words % 8)) - 1);
-  for (size_t c = 0; c < n; ++c) {
-    const uint8_t* code = codes + c * args.code_bytes;
-    __m512i acc = _mm512_setzero_si512();
-    for (size_t w = 0; w < words; w += 8) {
-      const __mmask8 m = w + 8 <= words ? __mmask8{0xFF} : tail_mask;
-      const __m512i x = _mm512_maskz_loadu_epi64(m, code + 8 * w);
-      for (size_t k = 0; k < args.query_bits; ++k) {
-        const size_t at = k * words + w;
-        const __m512i q = _mm512_loadu_si512(args.planes + at);
-        const __m512i s = _mm512_loadu_si512(args.shifts + at);
-        acc = _mm512_add_epi64(acc,
-                               _mm512_sllv_epi64(_mm512_popcnt_epi64(_mm512_and_si512(x, q)), s));
+// Steps per 16-bit accumulation round: each step adds at most 252 to a code's 16-bit sum.
+constexpr size_t kStepsPerRound = 256;
+
+// a, b: 16-bit accumulators of shuffle results for 16 codes (a: whole words, b: their high
+// bytes), one 128-bit lane per group-of-4 offset. Adds the 16 codes' sums (code order) to *total.
+void Fold(__m512i a, __m512i b, __m512i* total) {
+  const __m512i even = _mm512_sub_epi16(a, _mm512_slli_epi16(b, 8));
+  const __m512i first = _mm512_unpacklo_epi16(even, b);   // per lane: codes 0..7
+  const __m512i second = _mm512_unpackhi_epi16(even, b);  // per lane: codes 8..15
+  auto lanes = [](__m512i v) {
+    const __m512i x = _mm512_add_epi32(_mm512_cvtepu16_epi32(_mm512_castsi512_si256(v)),
+                                       _mm512_cvtepu16_epi32(_mm512_extracti64x4_epi64(v, 1)));
+    return _mm256_add_epi32(_mm512_castsi512_si256(x), _mm512_extracti64x4_epi64(x, 1));
+  };
+  const __m512i sums = _mm512_inserti64x4(_mm512_castsi256_si512(lanes(first)), lanes(second), 1);
+  *total = _mm512_add_epi32(*total, sums);
+}
+
+}  // namespace
+
+void RabitqScanAvx512(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
+                      uint32_t* sums) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  for (size_t p = 0; p < planes; ++p) {
+    const uint8_t* codes = block + p * positions * 16;
+    __m512i total_lo = _mm512_setzero_si512(), total_hi = _mm512_setzero_si512();
+    for (size_t start = 0; start < positions; start += 4 * kStepsPerRound) {
+      const size_t end =
+          start + 4 * kStepsPerRound < positions ? start + 4 * kStepsPerRound : positions;
+      __m512i a_lo = _mm512_setzero_si512(), b_lo = _mm512_setzero_si512();
+      __m512i a_hi = _mm512_setzero_si512(), b_hi = _mm512_setzero_si512();
+      for (size_t j = start; j < end; j += 4) {
+        const __m512i v = _mm512_loadu_si512(codes + j * 16);
+        const __m512i table = _mm512_loadu_si512(lut + j * 16);
+        const __m512i r_lo = _mm512_shuffle_epi8(table, _mm512_and_si512(v, low4));
+        const __m512i r_hi =
+            _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+        a_lo = _mm512_add_epi16(a_lo, r_lo);
+        b_lo = _mm512_add_epi16(b_lo, _mm512_srli_epi16(r_lo, 8));
+        a_hi = _mm512_add_epi16(a_hi, r_hi);
+        b_hi = _mm512_add_epi16(b_hi, _mm512_srli_epi16(r_hi, 8));
       }
+      Fold(a_lo, b_lo, &total_lo);
+      Fold(a_hi, b_hi, &total_hi);
     }
-    dots[c] = static_cast<uint64_t>(_mm512_reduce_add_epi64(acc));
+    _mm512_storeu_si512(sums + p * 32, total_lo);
+    _mm512_storeu_si512(sums + p * 32 + 16, total_hi);
   }
 }
 
-void RabitqPlanesAvx512(const uint16_t* qu, size_t d, size_t query_bits, size_t stride,
-                        uint64_t* planes) {
-  for (size_t w = 0; w < d / 64; ++w) {
-    const __m512i lo = _mm512_loadu_si512(qu + w * 64);
-    const __m512i hi = _mm512_loadu_si512(qu + w * 64 + 32);
-    for (size_t k = 0; k < query_bits; ++k) {
-      const __m512i bit = _mm512_set1_epi16(static_cast<int16_t>(1u << k));
-      const uint64_t low = _mm512_test_epi16_mask(lo, bit);
-      const uint64_t high = _mm512_test_epi16_mask(hi, bit);
-      planes[k * stride + w] = low | (high << 32);
+void RabitqLutAvx512(const uint16_t* qu, size_t d, uint32_t shift, uint8_t* lut) {
+  // Lane L of step j holds group j + L: byte e = sum of q[4 (j + L) + t] over bits t of e.
+  __m512i index[4], mask[4];
+  for (int t = 0; t < 4; ++t) {
+    alignas(64) uint8_t idx[64], m[64];
+    for (int lane = 0; lane < 4; ++lane) {
+      for (int e = 0; e < 16; ++e) {
+        idx[lane * 16 + e] = static_cast<uint8_t>(4 * lane + t);
+        m[lane * 16 + e] = (e >> t) & 1 ? 0xFF : 0;
+      }
     }
+    index[t] = _mm512_load_si512(idx);
+    mask[t] = _mm512_load_si512(m);
+  }
+  const __m256i six = _mm256_set1_epi16(63);
+  const __m128i count = _mm_cvtsi32_si128(static_cast<int>(shift));
+  for (size_t j = 0; j < d / 4; j += 4) {
+    const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qu + 4 * j));
+    const __m128i bytes = _mm256_cvtepi16_epi8(_mm256_and_si256(_mm256_srl_epi16(q, count), six));
+    const __m512i all = _mm512_broadcast_i32x4(bytes);
+    __m512i table = _mm512_setzero_si512();
+    for (int t = 0; t < 4; ++t) {
+      table = _mm512_add_epi8(table, _mm512_and_si512(_mm512_shuffle_epi8(all, index[t]), mask[t]));
+    }
+    _mm512_storeu_si512(lut + j * 16, table);
+  }
+}
+
+// RabitqQuantizeScalar with each of its 16 lanes in one register lane: the same operations in
+// the same order (this file is compiled with -ffp-contract=off), so the same bits.
+void RabitqQuantizeAvx512(const float* a, const float* b, size_t d, uint32_t levels, float* r,
+                          uint16_t* qu, RabitqQuantized* out) {
+  __m512 sq = _mm512_setzero_ps();
+  for (size_t i = 0; i < d; i += 16) {
+    __m512 v = _mm512_loadu_ps(a + i);
+    if (b != nullptr) v = _mm512_sub_ps(v, _mm512_loadu_ps(b + i));
+    _mm512_storeu_ps(r + i, v);
+    sq = _mm512_add_ps(sq, _mm512_mul_ps(v, v));
+  }
+  alignas(64) float lanes[16];
+  _mm512_store_ps(lanes, sq);
+  double norm_sq = 0;
+  for (float v : lanes) norm_sq += v;
+  out->norm = std::sqrt(norm_sq);
+  const __m512 inv_norm = _mm512_set1_ps(out->norm > 0 ? static_cast<float>(1 / out->norm) : 0.0f);
+  __m512 lo = _mm512_mul_ps(_mm512_loadu_ps(r), inv_norm), hi = lo;
+  for (size_t i = 0; i < d; i += 16) {
+    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(r + i), inv_norm);
+    _mm512_storeu_ps(r + i, v);
+    lo = _mm512_min_ps(v, lo);  // v < lo ? v : lo
+    hi = _mm512_max_ps(v, hi);  // v > hi ? v : hi
+  }
+  alignas(64) float lo_lanes[16], hi_lanes[16];
+  _mm512_store_ps(lo_lanes, lo);
+  _mm512_store_ps(hi_lanes, hi);
+  float low = lo_lanes[0], high = hi_lanes[0];
+  for (size_t l = 1; l < 16; ++l) {
+    low = lo_lanes[l] < low ? lo_lanes[l] : low;
+    high = hi_lanes[l] > high ? hi_lanes[l] : high;
+  }
+  const float delta = static_cast<float>((double{high} - low) / levels);
+  const float inv_delta = delta > 0 ? 1 / delta : 0.0f;
+  const __m512 v_low = _mm512_set1_ps(low), v_inv = _mm512_set1_ps(inv_delta);
+  const __m512 v_delta = _mm512_set1_ps(delta), v_max = _mm512_set1_ps(static_cast<float>(levels));
+  const __m512 round = _mm512_set1_ps(12582912.0f), zero = _mm512_setzero_ps();
+  __m512 err = _mm512_setzero_ps();
+  __m512i sum = _mm512_setzero_si512();
+  for (size_t i = 0; i < d; i += 16) {
+    const __m512 v = _mm512_loadu_ps(r + i);
+    __m512 s = _mm512_mul_ps(_mm512_sub_ps(v, v_low), v_inv);
+    s = _mm512_max_ps(s, zero);   // s > 0 ? s : 0
+    s = _mm512_min_ps(s, v_max);  // s < max ? s : max
+    const __m512 level = _mm512_sub_ps(_mm512_add_ps(s, round), round);
+    const __m512i u = _mm512_cvttps_epi32(level);
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(qu + i), _mm512_cvtepi32_epi16(u));
+    sum = _mm512_add_epi32(sum, u);
+    const __m512 e = _mm512_sub_ps(_mm512_add_ps(v_low, _mm512_mul_ps(v_delta, level)), v);
+    err = _mm512_add_ps(err, _mm512_mul_ps(e, e));
+  }
+  alignas(64) float err_lanes[16];
+  alignas(64) uint32_t sum_lanes[16];
+  _mm512_store_ps(err_lanes, err);
+  _mm512_store_si512(sum_lanes, sum);
+  out->lo = low;
+  out->delta = delta;
+  out->sum_qu = 0;
+  out->error_sq = 0;
+  for (size_t l = 0; l < 16; ++l) {
+    out->sum_qu += sum_lanes[l];
+    out->error_sq += err_lanes[l];
   }
 }
 

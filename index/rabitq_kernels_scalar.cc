@@ -1,33 +1,99 @@
-// Scalar RaBitQ kernel: the reference every other level must match. Compiled without AVX and
-// without tree vectorization (see CMakeLists.txt), so it runs on any x86-64.
+// Scalar RaBitQ kernels: the reference every other level must match. Compiled without AVX and
+// without tree vectorization (see CMakeLists.txt), so they run on any x86-64.
+#include <cmath>
+
 #include "index/rabitq_internal.h"
 
 namespace shoal::index::internal {
 
-void RabitqDotScalar(const RabitqDotArgs& args, const uint8_t* codes, size_t n, uint64_t* dots) {
-  for (size_t c = 0; c < n; ++c) {
-    const uint8_t* code = codes + c * args.code_bytes;
-    uint64_t dot = 0;
-    for (size_t w = 0; w < args.code_words; ++w) {
-      uint64_t x;
-      __builtin_memcpy(&x, code + 8 * w, 8);
-      for (size_t k = 0; k < args.query_bits; ++k) {
-        const size_t at = k * args.code_words + w;
-        dot += static_cast<uint64_t>(__builtin_popcountll(x & args.planes[at])) << args.shifts[at];
+void RabitqScanScalar(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
+                      uint32_t* sums) {
+  for (size_t p = 0; p < planes; ++p) {
+    uint32_t* out = sums + p * 32;
+    for (size_t i = 0; i < 32; ++i) out[i] = 0;
+    const uint8_t* codes = block + p * positions * 16;
+    for (size_t j = 0; j < positions; ++j) {
+      const uint8_t* table = lut + j * 16;
+      const uint8_t* bytes = codes + j * 16;
+      for (size_t i = 0; i < 16; ++i) {
+        out[i] += table[bytes[i] & 15];
+        out[i + 16] += table[bytes[i] >> 4];
       }
     }
-    dots[c] = dot;
   }
 }
 
-void RabitqPlanesScalar(const uint16_t* qu, size_t d, size_t query_bits, size_t stride,
-                        uint64_t* planes) {
-  for (size_t w = 0; w < d / 64; ++w) {
-    for (size_t k = 0; k < query_bits; ++k) {
-      uint64_t word = 0;
-      for (size_t b = 0; b < 64; ++b) word |= uint64_t{(qu[w * 64 + b] >> k) & 1u} << b;
-      planes[k * stride + w] = word;
+void RabitqLutScalar(const uint16_t* qu, size_t d, uint32_t shift, uint8_t* lut) {
+  for (size_t j = 0; j < d / 4; ++j) {
+    uint8_t* table = lut + j * 16;
+    table[0] = 0;
+    for (uint32_t e = 1; e < 16; ++e) {
+      const uint32_t t = static_cast<uint32_t>(__builtin_ctz(e));
+      table[e] = static_cast<uint8_t>(table[e & (e - 1)] + ((qu[4 * j + t] >> shift) & 63));
     }
+  }
+}
+
+void RabitqQuantizeScalar(const float* a, const float* b, size_t d, uint32_t levels, float* r,
+                          uint16_t* qu, RabitqQuantized* out) {
+  constexpr size_t kLanes = 16;
+  float sq[kLanes] = {};
+  for (size_t i = 0; i < d; i += kLanes) {
+    for (size_t l = 0; l < kLanes; ++l) {
+      const float v = b != nullptr ? a[i + l] - b[i + l] : a[i + l];
+      r[i + l] = v;
+      const float v2 = v * v;
+      sq[l] = sq[l] + v2;
+    }
+  }
+  double norm_sq = 0;
+  for (float v : sq) norm_sq += v;
+  out->norm = std::sqrt(norm_sq);
+  const float inv_norm = out->norm > 0 ? static_cast<float>(1 / out->norm) : 0.0f;
+  float lo[kLanes], hi[kLanes];
+  for (size_t l = 0; l < kLanes; ++l) lo[l] = hi[l] = r[l] * inv_norm;
+  for (size_t i = 0; i < d; i += kLanes) {
+    for (size_t l = 0; l < kLanes; ++l) {
+      const float v = r[i + l] * inv_norm;
+      r[i + l] = v;
+      lo[l] = v < lo[l] ? v : lo[l];
+      hi[l] = v > hi[l] ? v : hi[l];
+    }
+  }
+  float low = lo[0], high = hi[0];
+  for (size_t l = 1; l < kLanes; ++l) {
+    low = lo[l] < low ? lo[l] : low;
+    high = hi[l] > high ? hi[l] : high;
+  }
+  const float delta = static_cast<float>((double{high} - low) / levels);
+  const float inv_delta = delta > 0 ? 1 / delta : 0.0f;
+  const float max_level = static_cast<float>(levels);
+  // Round to nearest (ties to even) by adding and removing 1.5 * 2^23.
+  constexpr float kRound = 12582912.0f;
+  float err[kLanes] = {};
+  uint32_t sum[kLanes] = {};
+  for (size_t i = 0; i < d; i += kLanes) {
+    for (size_t l = 0; l < kLanes; ++l) {
+      float s = (r[i + l] - low) * inv_delta;
+      s = s > 0.0f ? s : 0.0f;
+      s = s < max_level ? s : max_level;
+      const float level = (s + kRound) - kRound;
+      const auto u = static_cast<uint32_t>(static_cast<int32_t>(level));
+      qu[i + l] = static_cast<uint16_t>(u);
+      sum[l] += u;
+      const float step = delta * level;
+      const float e = (low + step) - r[i + l];
+      const float e2 = e * e;
+      err[l] = err[l] + e2;
+    }
+  }
+  out->lo = low;
+  out->delta = delta;
+  out->sum_qu = 0;
+  out->error_sq = 0;
+  for (size_t l = 0; l < kLanes; ++l) {
+    out->sum_qu += sum[l];
+    out->error_sq += err[l];
   }
 }
 

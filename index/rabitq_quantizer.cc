@@ -30,13 +30,32 @@ class RabitqQuantizer final : public PostingQuantizer {
   size_t prepared_dim() const override { return rq_.padded_dim(); }
   void Prepare(const float* v, float* out) const override { rq_.rotation().Apply(v, out); }
   bool prepares() const override { return true; }
-  void Estimate(const float* rotated_query, const float* rotated_centroid, const uint8_t* codes,
-                size_t n, float* estimate, float* error) const override {
+  void Pack(QuantizedPosting* p) const override {
+    if (p->packed) return;
+    std::vector<uint8_t> packed(rq_.PackedBytes(p->size()));
+    rq_.Pack(p->codes.data(), p->size(), packed.data());
+    p->codes = std::move(packed);
+    p->packed = true;
+  }
+  void Unpack(QuantizedPosting* p) const override {
+    if (!p->packed) return;
+    std::vector<uint8_t> codes(p->size() * rq_.code_bytes());
+    rq_.Unpack(p->codes.data(), p->size(), codes.data());
+    p->codes = std::move(codes);
+    p->packed = false;
+  }
+  void Estimate(const float* rotated_query, const float* rotated_centroid,
+                const QuantizedPosting& p, float* estimate, float* error) const override {
     thread_local RaBitQ::Query q;
     thread_local std::vector<RaBitQ::Estimate> out;
     rq_.PrepareRotated(rotated_query, rotated_centroid, &q);
+    const size_t n = p.size();
     out.resize(n);
-    rq_.EstimateBatch(q, codes, n, out.data());
+    if (p.packed) {
+      rq_.EstimatePacked(q, p.codes.data(), n, out.data());
+    } else {
+      rq_.EstimateBatch(q, p.codes.data(), n, out.data());
+    }
     for (size_t i = 0; i < n; ++i) {
       estimate[i] = out[i].distance;
       error[i] = out[i].error;

@@ -156,8 +156,10 @@ TEST(RaBitQTest, VectorAtItsCentroidAndQueryAtCentroidAreExact) {
 // Every supported kernel level gives exactly the scalar reference's estimates.
 TEST(RaBitQTest, KernelLevelsMatchScalarReferenceExactly) {
   std::mt19937_64 rng(base::TestSeed());
-  for (size_t dim : {1, 64, 100, 128, 200, 784}) {
+  // 5000: more than 4096 dimensions, so the kernels' 16-bit sums are flushed mid-code.
+  for (size_t dim : {1, 64, 100, 128, 200, 784, 5000}) {
     for (uint32_t bits = 1; bits <= 8; ++bits) {
+      if (dim == 5000 && bits != 1 && bits != 8) continue;
       RaBitQ rq(dim, bits, rng());
       const size_t n = 37;
       const std::vector<float> c = RandomVector(rng, dim);
@@ -171,11 +173,13 @@ TEST(RaBitQTest, KernelLevelsMatchScalarReferenceExactly) {
       rq.PrepareQuery(query.data(), c.data(), &q);
       std::vector<RaBitQ::Estimate> ref(n);
       for (size_t i = 0; i < n; ++i) ref[i] = rq.EstimateOne(q, &codes[i * rq.code_bytes()]);
+      std::vector<uint8_t> packed(rq.PackedBytes(n));
+      rq.Pack(codes.data(), n, packed.data());
       for (KernelLevelId level :
            {KernelLevelId::kScalar, KernelLevelId::kAvx2, KernelLevelId::kAvx512}) {
         if (!internal::RabitqLevelSupported(level)) continue;
         std::vector<RaBitQ::Estimate> got(n);
-        EstimateBatchAtLevel(rq, level, q, codes.data(), n, got.data());
+        EstimatePackedAtLevel(rq, level, q, packed.data(), n, got.data());
         for (size_t i = 0; i < n; ++i) {
           ASSERT_EQ(got[i].distance, ref[i].distance)
               << "dim " << dim << " bits " << bits << " level " << static_cast<int>(level);
@@ -189,21 +193,54 @@ TEST(RaBitQTest, KernelLevelsMatchScalarReferenceExactly) {
   }
 }
 
-TEST(RaBitQTest, PlaneKernelsAgreeAndRotatedPreparationMatches) {
+TEST(RaBitQTest, LutKernelsAgreePackRoundTripsAndRotatedPreparationMatches) {
   std::mt19937_64 rng(base::TestSeed());
   for (size_t dim : {64, 100, 784}) {
     for (uint32_t bits : {1u, 2u, 5u, 8u}) {
       RaBitQ rq(dim, bits, rng());
       const size_t d = rq.padded_dim();
-      // Bit planes: every level gives the scalar kernel's words.
+      // Lookup tables: every level gives the scalar kernel's bytes, for every 6-bit group.
       std::vector<uint16_t> qu(d);
       for (auto& u : qu) u = static_cast<uint16_t>(rng() % (1u << rq.query_bits()));
-      std::vector<uint64_t> ref(rq.query_bits() * (d / 64)), got(ref.size());
-      internal::RabitqPlanesScalar(qu.data(), d, rq.query_bits(), d / 64, ref.data());
-      if (internal::RabitqLevelSupported(KernelLevelId::kAvx512)) {
-        internal::RabitqPlanesAvx512(qu.data(), d, rq.query_bits(), d / 64, got.data());
-        EXPECT_EQ(got, ref) << "dim " << dim << " bits " << bits;
+      for (uint32_t shift : {0u, 6u}) {
+        std::vector<uint8_t> ref(d / 4 * 16), got(ref.size());
+        internal::RabitqLutScalar(qu.data(), d, shift, ref.data());
+        if (internal::RabitqLevelSupported(KernelLevelId::kAvx512)) {
+          internal::RabitqLutAvx512(qu.data(), d, shift, got.data());
+          EXPECT_EQ(got, ref) << "dim " << dim << " bits " << bits << " shift " << shift;
+        }
       }
+      // Query quantization: the AVX-512 lanes give the scalar lanes' bits.
+      if (internal::RabitqLevelSupported(KernelLevelId::kAvx512)) {
+        const std::vector<float> a = RandomVector(rng, d), b = RandomVector(rng, d);
+        const uint32_t levels = (1u << rq.query_bits()) - 1;
+        std::vector<float> r_ref(d), r_got(d);
+        std::vector<uint16_t> qu_ref(d), qu_got(d);
+        internal::RabitqQuantized ref, got;
+        internal::RabitqQuantizeScalar(a.data(), b.data(), d, levels, r_ref.data(), qu_ref.data(),
+                                       &ref);
+        internal::RabitqQuantizeAvx512(a.data(), b.data(), d, levels, r_got.data(), qu_got.data(),
+                                       &got);
+        EXPECT_EQ(r_got, r_ref);
+        EXPECT_EQ(qu_got, qu_ref);
+        EXPECT_EQ(got.norm, ref.norm);
+        EXPECT_EQ(got.lo, ref.lo);
+        EXPECT_EQ(got.delta, ref.delta);
+        EXPECT_EQ(got.sum_qu, ref.sum_qu);
+        EXPECT_EQ(got.error_sq, ref.error_sq);
+      }
+      // Pack then Unpack gives the codes back, for a partial last block too.
+      const std::vector<float> centroid = RandomVector(rng, dim);
+      const size_t n = 45;
+      std::vector<uint8_t> codes(n * rq.code_bytes()), back(codes.size());
+      for (size_t i = 0; i < n; ++i) {
+        const std::vector<float> v = RandomVector(rng, dim);
+        rq.Encode(v.data(), centroid.data(), &codes[i * rq.code_bytes()]);
+      }
+      std::vector<uint8_t> packed(rq.PackedBytes(n));
+      rq.Pack(codes.data(), n, packed.data());
+      rq.Unpack(packed.data(), n, back.data());
+      EXPECT_EQ(back, codes) << "dim " << dim << " bits " << bits;
       // P (q - c) prepared from P q and P c estimates what PrepareQuery(q, c) does, up to float
       // rounding of the rotation.
       const std::vector<float> c = RandomVector(rng, dim), x = RandomVector(rng, dim);

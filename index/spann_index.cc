@@ -146,6 +146,7 @@ absl::Status SpannIndex::LoadQuantized(const std::string& dir, size_t ram_limit_
           SHOAL_RETURN_IF_ERROR(DecodeQuantizedEntries(
               payload, quantizer_->code_bytes(),
               absl::StrCat(posting_path_, " posting ", r.posting), qp.get()));
+          quantizer_->Pack(qp.get());
           directory->codes_bytes += qp->MemoryBytes();
           directory->codes[r.posting] = std::move(qp);
           return absl::OkStatus();
@@ -174,6 +175,7 @@ absl::Status SpannIndex::ReadQuantized(
     SHOAL_RETURN_IF_ERROR(
         DecodeQuantizedEntries(payload, quantizer_->code_bytes(),
                                absl::StrCat(posting_path_, " posting ", r.posting), decoded.get()));
+    quantizer_->Pack(decoded.get());
     scan(i, *decoded);
     const size_t charge = decoded->MemoryBytes();
     code_cache_.Insert(dir.serials[ids[i]], std::move(decoded), charge);
@@ -323,11 +325,16 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   const size_t pd = quantizer_->prepared_dim();
   prepared.resize(pd);
   quantizer_->Prepare(q, prepared.data());
+  // The k-th smallest upper bound among the distinct candidates so far (each counted with the
+  // first interval it got) bounds the true k-th distance from above: a code whose lower bound
+  // lies beyond it cannot be in the top-k, and is dropped before any bookkeeping.
+  thread_local std::vector<float> uppers;  // max-heap of at most k upper bounds
+  uppers.clear();
+  float running = std::numeric_limits<float>::infinity();
   auto scan = [&](uint32_t p, const QuantizedPosting& qp) {
     est.resize(qp.size());
     err.resize(qp.size());
-    quantizer_->Estimate(prepared.data(), dir.prepared_centroid(p), qp.codes.data(), qp.size(),
-                         est.data(), err.data());
+    quantizer_->Estimate(prepared.data(), dir.prepared_centroid(p), qp, est.data(), err.data());
     stats->vectors_scored += qp.size();
     for (size_t i = 0; i < qp.size(); ++i) {
       float lo = est[i] - err[i], hi = est[i] + err[i];
@@ -335,11 +342,21 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
         lo = (lo - q_sq - qp.sq_norms[i]) / 2;
         hi = (hi - q_sq - qp.sq_norms[i]) / 2;
       }
+      if (lo > running) continue;
       if (ex.Excludes(qp.ids[i])) continue;
       uint32_t& slot = slots.Find(qp.ids[i]);
       if (slot == CandidateSlots::kNone) {
         slot = static_cast<uint32_t>(cands.size());
         cands.push_back({qp.ids[i], lo, hi});
+        if (k > 0 && (uppers.size() < k || hi < uppers.front())) {
+          if (uppers.size() == k) {
+            std::pop_heap(uppers.begin(), uppers.end());
+            uppers.pop_back();
+          }
+          uppers.push_back(hi);
+          std::push_heap(uppers.begin(), uppers.end());
+          if (uppers.size() == k) running = uppers.front();
+        }
       } else {
         cands[slot].lower = std::max(cands[slot].lower, lo);
         cands[slot].upper = std::min(cands[slot].upper, hi);
@@ -361,12 +378,11 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
     SHOAL_RETURN_IF_ERROR(ReadQuantized(
         dir, missing, [&](size_t i, const QuantizedPosting& qp) { scan(missing[i], qp); }, stats));
   }
-  // The k-th smallest upper bound bounds the true k-th distance: only candidates whose lower
-  // bound reaches below it can be in the top-k.
+  // The same over the final (replica-tightened) intervals: only candidates whose lower bound
+  // reaches below it can be in the top-k.
   float bound = std::numeric_limits<float>::infinity();
-  if (cands.size() >= k) {
-    std::vector<float> uppers;
-    uppers.reserve(cands.size());
+  if (k > 0 && cands.size() >= k) {
+    uppers.clear();
     for (const Candidate& c : cands) uppers.push_back(c.upper);
     std::nth_element(uppers.begin(), uppers.begin() + (k - 1), uppers.end());
     bound = uppers[k - 1];

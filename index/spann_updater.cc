@@ -145,6 +145,7 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
     if (index_.quantizer() != nullptr && index_.codes_resident()) {
       if (n.codes[p] != nullptr) n.codes_bytes -= n.codes[p]->MemoryBytes();
       auto codes = std::make_shared<QuantizedPosting>(std::move(e.q));
+      index_.quantizer()->Pack(codes.get());
       n.codes_bytes += codes->MemoryBytes();
       n.codes[p] = std::move(codes);
     }

@@ -85,8 +85,10 @@ void Sq8Quantizer::Encode(const float* x, const float* centroid, uint8_t* code) 
 
 void PostingQuantizer::Prepare(const float* v, float* out) const { std::copy(v, v + dim(), out); }
 
-void Sq8Quantizer::Estimate(const float* query, const float* centroid, const uint8_t* codes,
-                            size_t n, float* estimate, float* error) const {
+void Sq8Quantizer::Estimate(const float* query, const float* centroid,
+                            const QuantizedPosting& posting, float* estimate, float* error) const {
+  const uint8_t* codes = posting.codes.data();
+  const size_t n = posting.size();
   // Shift and scale the query once per posting: qs_j = (q_j - c_j - min_j) / step_j.
   thread_local std::vector<float> qs;
   qs.resize(dim_);

@@ -17,7 +17,7 @@ class Sq8Quantizer final : public PostingQuantizer {
   size_t code_bytes() const override { return dim_ + sizeof(float); }
   void Train(const float* residuals, size_t n) override;
   void Encode(const float* x, const float* centroid, uint8_t* code) const override;
-  void Estimate(const float* query, const float* centroid, const uint8_t* codes, size_t n,
+  void Estimate(const float* query, const float* centroid, const QuantizedPosting& posting,
                 float* estimate, float* error) const override;
   std::string Serialize() const override;
   static absl::StatusOr<std::unique_ptr<Sq8Quantizer>> Deserialize(const std::string& bytes,

@@ -69,6 +69,7 @@ absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p) {
     // A posting made by this change: starts empty.
   } else if (quant != nullptr && next_->codes[p] != nullptr) {
     e.q = *next_->codes[p];
+    quant->Unpack(&e.q);
   } else {
     const storage::PostingRow& r = next_->rows[p];
     const storage::Extent extent{r.first_page, r.num_pages, r.bytes};
