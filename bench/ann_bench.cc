@@ -125,8 +125,9 @@ absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchO
   const char* p50 = o.batch == 1 ? "p50 us" : "p50 us/call";
   const char* p99 = o.batch == 1 ? "p99 us" : "p99 us/call";
   // RAM is read after each point: caches fill while searching.
-  std::printf("   %-34s %8s %10s %11s %11s %12s %10s %10s %9s %9s\n", "params", "recall", "QPS",
-              p50, p99, "bytes/query", "posts/q", "cache/q", "full/q", "RAM MiB");
+  std::printf("   %-34s %8s %10s %11s %11s %12s %10s %10s %10s %9s %9s\n", "params", "recall",
+              "QPS", p50, p99, "bytes/query", "posts/q", "scored/q", "cache/q", "full/q",
+              "RAM MiB");
   std::fflush(stdout);
   std::vector<RecallQps> curve;
   const std::vector<std::string> points = sys.points();
@@ -137,10 +138,10 @@ absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchO
     const double ram = sys.RamBytes();
     std::optional<double> full_reads;  // full_vector_reads_per_query; n/a without a re-rank
     if (sys.CountsFullVectorReads()) full_reads = r.io.full_vectors_read * per_q;
-    std::printf("   %-34s %8.4f %10.1f %11.1f %11.1f %12.0f %10.2f %10.2f %9s %9.1f\n",
+    std::printf("   %-34s %8.4f %10.1f %11.1f %11.1f %12.0f %10.2f %10.1f %10.2f %9s %9.1f\n",
                 points[p].c_str(), r.recall, r.timing.Qps(), r.timing.CallPercentileUs(50),
                 r.timing.CallPercentileUs(99), r.io.bytes_read * per_q, r.io.postings_read * per_q,
-                r.io.cache_hits * per_q,
+                r.io.vectors_scored * per_q, r.io.cache_hits * per_q,
                 full_reads ? absl::StrFormat("%.1f", *full_reads).c_str() : "n/a", ram / (1 << 20));
     std::fflush(stdout);
     curve.push_back({r.recall, r.timing.Qps()});

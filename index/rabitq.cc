@@ -31,17 +31,13 @@ constexpr double kRoundingSlack = 1e-5;
 
 size_t PadTo64(size_t dim) { return (dim + 63) / 64 * 64; }
 
-// Orthonormal in-place Walsh-Hadamard transform of n (a power of two) floats.
+// Orthonormal in-place Walsh-Hadamard transform of n (a power of two, >= 64) floats.
 void Fht(float* v, size_t n) {
-  for (size_t h = 1; h < n; h *= 2) {
-    for (size_t i = 0; i < n; i += 2 * h) {
-      for (size_t j = i; j < i + h; ++j) {
-        const float a = v[j];
-        const float b = v[j + h];
-        v[j] = a + b;
-        v[j + h] = a - b;
-      }
-    }
+  static const bool avx512 = internal::RabitqActiveLevel() == internal::KernelLevelId::kAvx512;
+  if (avx512) {
+    internal::RabitqFhtAvx512(v, n);
+  } else {
+    internal::RabitqFhtPortable(v, n);
   }
   const float scale = 1.0f / std::sqrt(static_cast<float>(n));
   for (size_t i = 0; i < n; ++i) v[i] *= scale;
@@ -473,6 +469,19 @@ absl::StatusOr<RaBitQ> RaBitQ::Deserialize(std::string_view bytes, const std::st
 // ---- Kernel dispatch ----
 
 namespace internal {
+
+void RabitqFhtPortable(float* v, size_t n) {
+  for (size_t h = 1; h < n; h *= 2) {
+    for (size_t i = 0; i < n; i += 2 * h) {
+      for (size_t j = i; j < i + h; ++j) {
+        const float a = v[j];
+        const float b = v[j + h];
+        v[j] = a + b;
+        v[j + h] = a - b;
+      }
+    }
+  }
+}
 
 bool RabitqLevelSupported(KernelLevelId level) { return LevelSupported(level); }
 

@@ -52,6 +52,12 @@ void RabitqQuantizeAvx512(const float* a, const float* b, size_t d, uint32_t lev
                           uint16_t* qu, RabitqQuantized* out);
 RabitqQuantizeFn RabitqQuantizeFor(KernelLevelId level);
 
+// Walsh-Hadamard butterflies (unnormalised) of n floats in place, n a power of two >= 16: the
+// portable loop (rabitq.cc, compiled for any x86-64 and left to the auto-vectoriser) and the
+// AVX-512 one, which does the same additions in the same order, so gives the same bits.
+void RabitqFhtPortable(float* v, size_t n);
+void RabitqFhtAvx512(float* v, size_t n);
+
 // True if this CPU (after the SHOAL_CPU cap) can run the RaBitQ kernels of `level`.
 bool RabitqLevelSupported(KernelLevelId level);
 RabitqScanFn RabitqScanFor(KernelLevelId level);

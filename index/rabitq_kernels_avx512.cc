@@ -88,6 +88,41 @@ void RabitqLutAvx512(const uint16_t* qu, size_t d, uint32_t shift, uint8_t* lut)
   }
 }
 
+void RabitqFhtAvx512(float* v, size_t n) {
+  // h = 1, 2, 4, 8 inside each register: lane j pairs with lane j ^ h; the lane with bit h set
+  // takes (partner - self) = v[j - h] - v[j], the other self + partner.
+  __m512i partner[4];
+  __mmask16 upper[4];
+  for (int s = 0; s < 4; ++s) {
+    alignas(64) int32_t idx[16];
+    __mmask16 m = 0;
+    for (int j = 0; j < 16; ++j) {
+      idx[j] = j ^ (1 << s);
+      if (j & (1 << s)) m = static_cast<__mmask16>(m | (1u << j));
+    }
+    partner[s] = _mm512_load_si512(idx);
+    upper[s] = m;
+  }
+  for (size_t i = 0; i < n; i += 16) {
+    __m512 x = _mm512_loadu_ps(v + i);
+    for (int s = 0; s < 4; ++s) {
+      const __m512 t = _mm512_permutexvar_ps(partner[s], x);
+      x = _mm512_mask_sub_ps(_mm512_add_ps(x, t), upper[s], t, x);
+    }
+    _mm512_storeu_ps(v + i, x);
+  }
+  for (size_t h = 16; h < n; h *= 2) {
+    for (size_t i = 0; i < n; i += 2 * h) {
+      for (size_t j = i; j < i + h; j += 16) {
+        const __m512 a = _mm512_loadu_ps(v + j);
+        const __m512 b = _mm512_loadu_ps(v + j + h);
+        _mm512_storeu_ps(v + j, _mm512_add_ps(a, b));
+        _mm512_storeu_ps(v + j + h, _mm512_sub_ps(a, b));
+      }
+    }
+  }
+}
+
 // RabitqQuantizeScalar with each of its 16 lanes in one register lane: the same operations in
 // the same order (this file is compiled with -ffp-contract=off), so the same bits.
 void RabitqQuantizeAvx512(const float* a, const float* b, size_t d, uint32_t levels, float* r,

@@ -210,6 +210,15 @@ TEST(RaBitQTest, LutKernelsAgreePackRoundTripsAndRotatedPreparationMatches) {
           EXPECT_EQ(got, ref) << "dim " << dim << " bits " << bits << " shift " << shift;
         }
       }
+      // Walsh-Hadamard butterflies: the AVX-512 kernel gives the portable loop's bits.
+      if (internal::RabitqLevelSupported(KernelLevelId::kAvx512)) {
+        for (size_t n : {16, 64, 512, 1024}) {
+          std::vector<float> ref = RandomVector(rng, n), got = ref;
+          internal::RabitqFhtPortable(ref.data(), n);
+          internal::RabitqFhtAvx512(got.data(), n);
+          EXPECT_EQ(got, ref) << "n " << n;
+        }
+      }
       // Query quantization: the AVX-512 lanes give the scalar lanes' bits.
       if (internal::RabitqLevelSupported(KernelLevelId::kAvx512)) {
         const std::vector<float> a = RandomVector(rng, d), b = RandomVector(rng, d);

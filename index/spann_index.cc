@@ -68,8 +68,8 @@ SpannIndex::SpannIndex(SpannManifest manifest, CentroidTree tree,
       reader_(std::move(reader)),
       posting_path_(std::move(path)),
       cache_(cache_bytes),
-      vector_cache_(0),
-      code_cache_(0) {
+      code_cache_(0),
+      vector_cache_(manifest_.dimension) {
   io_backend_ = reader_->backend();
   const std::string& nav = manifest_.options.navigator;
   flat_navigator_ =
@@ -388,24 +388,28 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
     bound = uppers[k - 1];
   }
   TopK<uint64_t> top(k);
-  std::vector<uint64_t> fetch;
+  thread_local std::vector<uint64_t> rerank;
+  thread_local std::vector<size_t> missing_vectors;
+  rerank.clear();
+  missing_vectors.clear();
   for (const Candidate& c : cands) {
-    if (c.lower > bound) continue;
-    if (auto v = vector_cache_.Lookup(c.id)) {
-      ++stats->cache_hits;
-      top.Push(Distance(manifest_.metric, q, v->data(), d), c.id);
-    } else {
-      fetch.push_back(c.id);
-    }
+    if (c.lower <= bound) rerank.push_back(c.id);
   }
+  vector_cache_.LookupBatch(
+      rerank,
+      [&](size_t i, const float* v) { top.Push(Distance(manifest_.metric, q, v, d), rerank[i]); },
+      &missing_vectors);
+  stats->cache_hits += rerank.size() - missing_vectors.size();
+  std::vector<uint64_t> fetch;
+  fetch.reserve(missing_vectors.size());
+  for (size_t i : missing_vectors) fetch.push_back(rerank[i]);
   if (!fetch.empty()) {
     stats->full_vectors_read += fetch.size();
     stats->bytes_read += fetch.size() * storage::VectorFile::PagesPerVector(d) * storage::kPageSize;
     SHOAL_RETURN_IF_ERROR(
         dir.vectors->ReadBatch(fetch, [&](size_t i, const float* v) -> absl::Status {
           top.Push(Distance(manifest_.metric, q, v, d), fetch[i]);
-          auto copy = std::make_shared<std::vector<float>>(v, v + d);
-          vector_cache_.Insert(fetch[i], std::move(copy), d * sizeof(float) + 64);
+          vector_cache_.Insert(fetch[i], v);
           return absl::OkStatus();
         }));
   }

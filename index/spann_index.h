@@ -43,6 +43,7 @@
 #include "storage/lru_cache.h"
 #include "storage/posting_file.h"
 #include "storage/record_store.h"
+#include "storage/vector_cache.h"
 #include "storage/vector_file.h"
 
 namespace shoal::index {
@@ -156,7 +157,7 @@ class SpannIndex {
   std::unique_ptr<PostingQuantizer> quantizer_;
   bool codes_resident_ = true;
   mutable storage::ByteLruCache<uint64_t, QuantizedPosting> code_cache_;  // by extent serial
-  mutable storage::ByteLruCache<uint64_t, std::vector<float>> vector_cache_;
+  mutable storage::VectorCache vector_cache_;
 };
 
 }  // namespace shoal::index
