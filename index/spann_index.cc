@@ -364,8 +364,17 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
     }
   };
   std::vector<uint32_t> missing;
-  for (uint32_t p : postings) {
+  for (size_t i = 0; i < postings.size(); ++i) {
+    const uint32_t p = postings[i];
     if (codes_resident_) {
+      // Start loading the next posting's first codes while this one is scanned (the kernel
+      // prefetches ahead within a posting).
+      if (i + 1 < postings.size()) {
+        const std::vector<uint8_t>& next = dir.codes[postings[i + 1]]->codes;
+        for (size_t b = 0; b < std::min<size_t>(next.size(), 2048); b += 64) {
+          __builtin_prefetch(next.data() + b);
+        }
+      }
       scan(p, *dir.codes[p]);
     } else if (auto cached = code_cache_.Lookup(dir.serials[p])) {
       ++stats->cache_hits;

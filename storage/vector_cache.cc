@@ -37,14 +37,28 @@ void VectorCache::LookupBatch(std::span<const uint64_t> ids,
                               absl::FunctionRef<void(size_t, const float*)> fn,
                               std::vector<size_t>* missing) const {
   absl::ReaderMutexLock lock(&mu_);
+  if (table_.empty()) {
+    for (size_t i = 0; i < ids.size(); ++i) missing->push_back(i);
+    return;
+  }
+  // The vectors are cold in the CPU caches: find them all and start their loads before the
+  // first is scored, so that their memory latencies overlap.
+  thread_local std::vector<uint32_t> slots;
+  slots.resize(ids.size());
+  for (uint64_t id : ids) __builtin_prefetch(&table_[Home(id)]);
   for (size_t i = 0; i < ids.size(); ++i) {
-    const Entry& e = table_.empty() ? Entry{0, kEmpty} : table_[Probe(ids[i])];
-    if (e.slot == kEmpty) {
+    slots[i] = table_[Probe(ids[i])].slot;
+    if (slots[i] == kEmpty) continue;
+    const char* v = reinterpret_cast<const char*>(SlotVector(slots[i]));
+    for (size_t b = 0; b < dim_ * sizeof(float); b += 64) __builtin_prefetch(v + b);
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (slots[i] == kEmpty) {
       missing->push_back(i);
       continue;
     }
-    referenced_[e.slot].store(1, std::memory_order_relaxed);
-    fn(i, SlotVector(e.slot));
+    referenced_[slots[i]].store(1, std::memory_order_relaxed);
+    fn(i, SlotVector(slots[i]));
   }
 }
 
