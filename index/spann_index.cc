@@ -370,7 +370,8 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
       // Start loading the next posting's prepared centroid and first codes while this one is
       // scanned (the kernel prefetches ahead within a posting).
       if (i + 1 < postings.size()) {
-        const auto* centroid = reinterpret_cast<const char*>(dir.prepared_centroid(postings[i + 1]));
+        const auto* centroid =
+            reinterpret_cast<const char*>(dir.prepared_centroid(postings[i + 1]));
         for (size_t b = 0; b < pd * sizeof(float); b += 64) __builtin_prefetch(centroid + b);
         const std::vector<uint8_t>& next = dir.codes[postings[i + 1]]->codes;
         for (size_t b = 0; b < std::min<size_t>(next.size(), 2048); b += 64) {
