@@ -50,6 +50,8 @@ class PostingQuantizer {
   // Puts a posting's codes into the form the index keeps in RAM and scans (RaBitQ: 32-code
   // fast-scan blocks), and back; both are no-ops for a tier without one and when already done.
   virtual void Pack(QuantizedPosting* posting) const {}
+  // Bytes of n codes in that form.
+  virtual size_t PackedBytes(size_t n) const { return n * code_bytes(); }
   virtual void Unpack(QuantizedPosting* posting) const {}
   // For every code of one posting (packed or not): the squared-L2 estimate of |query - x|^2
   // and a bound on its error, from the prepared query and the prepared posting centroid.

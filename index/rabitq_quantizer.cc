@@ -30,6 +30,7 @@ class RabitqQuantizer final : public PostingQuantizer {
   size_t prepared_dim() const override { return rq_.padded_dim(); }
   void Prepare(const float* v, float* out) const override { rq_.rotation().Apply(v, out); }
   bool prepares() const override { return true; }
+  size_t PackedBytes(size_t n) const override { return rq_.PackedBytes(n); }
   void Pack(QuantizedPosting* p) const override {
     if (p->packed) return;
     std::vector<uint8_t> packed(rq_.PackedBytes(p->size()));

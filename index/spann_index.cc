@@ -116,12 +116,13 @@ absl::Status SpannIndex::LoadQuantized(const std::string& dir, size_t ram_limit_
   directory->prepared_dim = pd;
   directory->prepared.resize(rows.size() * pd);
   std::vector<uint32_t> live;
-  size_t code_bytes = 0;  // the payloads, about what the decoded codes hold
+  size_t code_bytes = 0;  // what the codes will hold in RAM (their scan form), ids and norms
   for (uint32_t p = 0; p < rows.size(); ++p) {
     if (!directory->live[p]) continue;
     if (pd != 0) quantizer_->Prepare(directory->centroid(p), &directory->prepared[p * pd]);
     live.push_back(p);
-    code_bytes += rows[p].bytes;
+    code_bytes += sizeof(QuantizedPosting) + quantizer_->PackedBytes(rows[p].count) +
+                  rows[p].count * (sizeof(uint64_t) + sizeof(float));
   }
   if (ram_limit_bytes != 0 && FixedMemoryBytes() + code_bytes > ram_limit_bytes) {
     codes_resident_ = false;

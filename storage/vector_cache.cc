@@ -22,7 +22,9 @@ void VectorCache::SetBudget(size_t bytes) {
 
 size_t VectorCache::charged_bytes() const {
   absl::ReaderMutexLock lock(&mu_);
-  return table_.size() * sizeof(Entry) + chunks_.size() * chunk_slots_ * dim_ * sizeof(float) +
+  const size_t chunk_slots =
+      std::min(capacity_, (slot_id_.size() + chunk_slots_ - 1) / chunk_slots_ * chunk_slots_);
+  return table_.size() * sizeof(Entry) + chunk_slots * dim_ * sizeof(float) +
          slot_id_.size() * sizeof(uint64_t) + capacity_;
 }
 
@@ -95,8 +97,8 @@ void VectorCache::Insert(uint64_t id, const float* v) {
   uint32_t slot;
   if (slot_id_.size() < capacity_) {
     slot = static_cast<uint32_t>(slot_id_.size());
-    if (slot % chunk_slots_ == 0) {
-      chunks_.push_back(std::make_unique<float[]>(chunk_slots_ * dim_));
+    if (slot % chunk_slots_ == 0) {  // the last chunk holds only what the capacity leaves
+      chunks_.push_back(std::make_unique<float[]>(std::min(chunk_slots_, capacity_ - slot) * dim_));
     }
     slot_id_.push_back(id);
   } else {

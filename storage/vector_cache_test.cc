@@ -74,6 +74,32 @@ TEST(VectorCacheTest, EvictsWithinTheBudgetAndKeepsReferencedVectors) {
   EXPECT_LT(held, 5000u);
 }
 
+// A capacity just over one chunk: the second chunk holds only what the budget leaves.
+TEST(VectorCacheTest, ChargedBytesStayWithinABudgetOfSeveralChunks) {
+  constexpr size_t kWide = 256;
+  VectorCache cache(kWide);
+  const size_t budget = 1536 * 1024;
+  cache.SetBudget(budget);
+  std::vector<float> v(kWide);
+  for (uint64_t id = 0; id < 3000; ++id) {
+    v[0] = static_cast<float>(id);
+    cache.Insert(id, v.data());
+    ASSERT_LE(cache.charged_bytes(), budget) << "after " << id + 1 << " inserts";
+  }
+  std::vector<uint64_t> ids(3000);
+  for (uint64_t id = 0; id < 3000; ++id) ids[id] = id;
+  size_t held = 0;
+  std::vector<size_t> missing;
+  cache.LookupBatch(
+      ids,
+      [&](size_t i, const float* got) {
+        ++held;
+        EXPECT_EQ(got[0], static_cast<float>(ids[i]));
+      },
+      &missing);
+  EXPECT_GT(held, VectorCache::kChunkSlots);  // more than one chunk in use
+}
+
 TEST(VectorCacheTest, ZeroBudgetCachesNothingAndSetBudgetDropsEverything) {
   VectorCache cache(kDim);
   cache.Insert(1, VectorOf(1).data());  // before any budget: ignored
