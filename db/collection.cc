@@ -19,7 +19,9 @@ index::Metric IndexMetric(Metric m) {
   return m == Metric::kL2 ? index::Metric::kL2 : index::Metric::kInnerProduct;
 }
 
-// Merges `extra` into `found` query by query, keeping the k closest (ties: smaller id).
+// Merges `extra` into `found` query by query, keeping the k closest (ties: smaller id), each id
+// once: a drained vector leaves the buffer in slices after the postings holding it are published,
+// so both may return it meanwhile.
 void MergeInto(std::vector<std::vector<index::Neighbor>>* found,
                const std::vector<std::vector<index::Neighbor>>& extra, size_t k) {
   for (size_t i = 0; i < found->size(); ++i) {
@@ -28,6 +30,9 @@ void MergeInto(std::vector<std::vector<index::Neighbor>>* found,
     std::sort(f.begin(), f.end(), [](const index::Neighbor& a, const index::Neighbor& b) {
       return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
     });
+    absl::flat_hash_set<uint64_t> seen;
+    auto dup = [&](const index::Neighbor& nb) { return !seen.insert(nb.id).second; };
+    f.erase(std::remove_if(f.begin(), f.end(), dup), f.end());
     if (f.size() > k) f.resize(k);
   }
 }
@@ -199,7 +204,7 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
       BufferRemove(*old[i]);
       attrs_.Remove(*old[i]);
       key_of_.erase(*old[i]);
-      if (indexed) stale_.insert(*old[i]);
+      if (indexed) MarkStale(*old[i]);
     }
     BufferAdd(ids[i], forms.data() + i * dim, leaves[i]);
     attrs_.Put(ids[i], records[i].attributes, records[i].tags);
@@ -260,7 +265,7 @@ absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
   for (uint64_t iid : ids) {
     BufferRemove(iid);
     attrs_.Remove(iid);
-    if (spann_ != nullptr) stale_.insert(iid);
+    if (spann_ != nullptr) MarkStale(iid);
     auto k = key_of_.find(iid);
     id_of_.erase(k->second);
     key_of_.erase(k);

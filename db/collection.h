@@ -171,6 +171,12 @@ class Collection {
   absl::Status Apply(index::SpannUpdater::Change change, const std::vector<uint64_t>& drained)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
   bool SweepDue() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Brings dead_ up to stale_ from stale_log_ (without holding mu_).
+  void SyncDead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // Tombstones `iid` in RAM (stale_, and stale_log_ for the maintenance thread's copy).
+  void MarkStale(uint64_t iid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Forgets every tombstone (a new index, or none).
+  void ClearStale() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_, mu_);
   // Writers wait here (before committing) while the buffer is over the backlog.
   absl::Status AwaitBacklog();
   // Filtered search (see the file comment); `q` holds n queries in index form.
@@ -207,6 +213,9 @@ class Collection {
   // Serialises index mutation: the maintenance worker vs builds and drops. After write_mu_.
   mutable absl::Mutex work_mu_ ABSL_ACQUIRED_AFTER(write_mu_);
   std::unique_ptr<index::SpannUpdater> updater_ ABSL_GUARDED_BY(work_mu_);
+  // The maintenance thread's copy of stale_ (as of its last SyncDead): what drains and sweeps
+  // drop from postings, read without holding mu_.
+  absl::flat_hash_set<uint64_t> dead_ ABSL_GUARDED_BY(work_mu_);
   std::thread worker_;  // started by StartUpdates (work_mu_ held), joined by the destructor
 
   // Guards what searches read.
@@ -222,6 +231,9 @@ class Collection {
   // Tombstones: ids deleted or replaced that some posting may still hold.
   absl::flat_hash_set<uint64_t> stale_ ABSL_GUARDED_BY(mu_);
   std::set<uint64_t> pending_ ABSL_GUARDED_BY(mu_);  // buffered ids awaiting the postings
+  // Ids added to stale_ since the maintenance thread last took them into dead_ (taken after mu_).
+  mutable absl::Mutex stale_log_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  std::vector<uint64_t> stale_log_ ABSL_GUARDED_BY(stale_log_mu_);
   // First id of each write batch committed or committing but not yet in the buffer (taken after
   // mu_): the watermark stays below them.
   mutable absl::Mutex unapplied_mu_ ABSL_ACQUIRED_AFTER(mu_);

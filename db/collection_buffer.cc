@@ -23,6 +23,19 @@ uint32_t Collection::BufferLeaf(const index::SpannIndex& spann, const float* v) 
   return nearest.empty() ? 0 : nearest[0].second;
 }
 
+void Collection::MarkStale(uint64_t iid) {
+  stale_.insert(iid);
+  absl::MutexLock lock(&stale_log_mu_);
+  stale_log_.push_back(iid);
+}
+
+void Collection::ClearStale() {
+  stale_.clear();
+  dead_.clear();
+  absl::MutexLock lock(&stale_log_mu_);
+  stale_log_.clear();
+}
+
 void Collection::BufferAdd(uint64_t iid, const float* v, uint32_t leaf) {
   flat_.Add(iid, v);
   if (buckets_ != nullptr) buckets_->Add(iid, v, leaf);

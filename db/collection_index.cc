@@ -71,7 +71,7 @@ absl::Status Collection::OpenIndex(const storage::StoredIndex& stored) {
                                                          stored.postings, runtime));
   spann_->SetCacheBudget(CacheBudget(spann_->FixedMemoryBytes()));
   indexed_below_ = std::max(manifest.indexed_below, stored.indexed_below);
-  stale_.insert(stored.stale_ids.begin(), stored.stale_ids.end());
+  for (uint64_t iid : stored.stale_ids) MarkStale(iid);
   tombstones_at_sweep_ = stale_.size();
   ResetBuffer();
   return absl::OkStatus();
@@ -200,7 +200,7 @@ absl::Status Collection::BuildSpann(const std::string& spec, const IndexBuildPro
     if (spann_ != nullptr) old_dir = IndexDir(spann_->manifest().generation);
     spann_ = std::move(fresh);
     indexed_below_ = next_internal_id_;
-    stale_.clear();
+    ClearStale();
     tombstones_at_sweep_ = 0;
     pending_.clear();
     ResetBuffer();
@@ -230,7 +230,7 @@ absl::Status Collection::DropSpann() {
   {
     absl::MutexLock lock(&mu_);
     spann_.reset();
-    stale_.clear();
+    ClearStale();
     pending_.clear();
     indexed_below_ = 0;
     buckets_.reset();

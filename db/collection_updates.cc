@@ -24,6 +24,11 @@ constexpr absl::Duration kBacklogWait = absl::Seconds(10);
 constexpr absl::Duration kGroupWait = absl::Milliseconds(20);
 constexpr int kMaintenanceNice = 10;
 constexpr size_t kMaxDrainStep = 16384;
+// Buffered ids per hold of mu_ while a drain step reads the buffer (shared) or removes what it
+// moved into the postings (exclusive). The maintenance thread runs at a lower priority and may
+// be preempted holding the lock; a short hold keeps searches — and writers, which searches queue
+// behind — from waiting on it.
+constexpr size_t kLockSlice = 512;
 
 }  // namespace
 
@@ -147,10 +152,7 @@ absl::Status Collection::AwaitBacklog() {
 }
 
 absl::Status Collection::DrainStep(bool* done) {
-  std::vector<uint64_t> taken, ids;
-  std::vector<float> vectors;
-  absl::flat_hash_set<uint64_t> dead;
-  uint64_t watermark = 0;
+  size_t n;
   {
     absl::ReaderMutexLock lock(&mu_);
     // A backlog is drained in bigger steps: each touched posting is rewritten once per step, so
@@ -158,11 +160,21 @@ absl::Status Collection::DrainStep(bool* done) {
     const size_t step =
         std::clamp<size_t>(pending_.size() / 2, options_.index_update_batch,
                            std::max<size_t>(kMaxDrainStep, options_.index_update_batch));
-    const size_t n = std::min<size_t>(pending_.size(), step);
-    *done = n == 0;
-    if (n == 0) return absl::OkStatus();
-    auto it = pending_.begin();
-    for (size_t i = 0; i < n; ++i, ++it) {
+    n = std::min<size_t>(pending_.size(), step);
+  }
+  *done = n == 0;
+  if (n == 0) return absl::OkStatus();
+  // The first n buffered ids, read kLockSlice at a time (only this thread erases from pending_,
+  // so the ids taken stay there). Ids below the watermark are in the postings or dead: it stays
+  // at the next buffered id and below every batch that was not yet in the buffer while a slice
+  // was read (a batch applied between two slices may hold ids below those taken).
+  std::vector<uint64_t> taken, ids;
+  std::vector<float> vectors;
+  uint64_t watermark = UINT64_MAX;
+  while (taken.size() < n) {
+    absl::ReaderMutexLock lock(&mu_);
+    auto it = taken.empty() ? pending_.begin() : pending_.upper_bound(taken.back());
+    for (size_t i = 0; i < kLockSlice && taken.size() < n && it != pending_.end(); ++i, ++it) {
       const uint64_t iid = *it;
       taken.push_back(iid);
       const float* v = flat_.Vector(iid);
@@ -170,23 +182,37 @@ absl::Status Collection::DrainStep(bool* done) {
       ids.push_back(iid);
       vectors.insert(vectors.end(), v, v + spec_.dimension);
     }
-    // Ids below the watermark are in the postings or dead: it stays at the next buffered id and
-    // below every batch not yet in the buffer.
-    watermark = it != pending_.end() ? *it : taken.back() + 1;
-    absl::MutexLock unapplied_lock(&unapplied_mu_);
-    if (!unapplied_.empty()) watermark = std::min(watermark, *unapplied_.begin());
-    dead = stale_;
+    {
+      absl::MutexLock unapplied_lock(&unapplied_mu_);
+      if (!unapplied_.empty()) watermark = std::min(watermark, *unapplied_.begin());
+    }
+    if (taken.size() == n || it == pending_.end()) {
+      watermark = std::min(watermark, it != pending_.end() ? *it : taken.back() + 1);
+      break;
+    }
   }
+  SyncDead();
   index::SpannUpdater::Change change;
   if (!ids.empty()) {
-    SHOAL_ASSIGN_OR_RETURN(change, updater_->Insert(ids, vectors.data(), [&](uint64_t id) {
-      return dead.contains(id);
-    }));
+    SHOAL_ASSIGN_OR_RETURN(
+        change,
+        updater_->Insert(ids, vectors.data(), [this](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return dead_.contains(id);
+        }));
   } else {
     change.next = nullptr;
   }
   change.commit.indexed_below = watermark;
   return Apply(std::move(change), taken);
+}
+
+void Collection::SyncDead() {
+  std::vector<uint64_t> fresh;
+  {
+    absl::MutexLock lock(&stale_log_mu_);
+    fresh.swap(stale_log_);
+  }
+  dead_.insert(fresh.begin(), fresh.end());
 }
 
 absl::Status Collection::Apply(index::SpannUpdater::Change change,
@@ -195,23 +221,37 @@ absl::Status Collection::Apply(index::SpannUpdater::Change change,
   SHOAL_RETURN_IF_ERROR(store_->CommitIndexChange(id_, change.commit, sync));
   const uint64_t watermark = change.commit.indexed_below;
   const std::vector<uint64_t> erased = std::move(change.commit.erase_tombstones);
-  absl::MutexLock lock(&mu_);
+  // Searches take the directory from the SpannIndex (its own lock), so the swap needs no mu_.
   if (change.next != nullptr) updater_->Publish(std::move(change));
-  update_stats_ = updater_->stats();
-  for (uint64_t iid : drained) BufferRemove(iid);
-  for (uint64_t iid : drained) pending_.erase(iid);
-  if (watermark != 0) indexed_below_ = std::max(indexed_below_, watermark);
-  for (uint64_t iid : erased) stale_.erase(iid);
+  {
+    absl::MutexLock lock(&mu_);
+    update_stats_ = updater_->stats();
+    if (watermark != 0) indexed_below_ = std::max(indexed_below_, watermark);
+  }
+  // The drained vectors are in the published postings now; they leave the buffer a slice at a
+  // time, so a search meanwhile may find one in both (MergeInto keeps it once), never in neither.
+  for (size_t i = 0; i < drained.size(); i += kLockSlice) {
+    absl::MutexLock lock(&mu_);
+    for (size_t j = i; j < std::min(drained.size(), i + kLockSlice); ++j) {
+      BufferRemove(drained[j]);
+      pending_.erase(drained[j]);
+    }
+  }
+  // Erased tombstones name ids no posting or buffer holds any more: when each goes is moot.
+  for (size_t i = 0; i < erased.size(); i += 8 * kLockSlice) {
+    absl::MutexLock lock(&mu_);
+    for (size_t j = i; j < std::min(erased.size(), i + 8 * kLockSlice); ++j)
+      stale_.erase(erased[j]);
+  }
+  for (uint64_t iid : erased) dead_.erase(iid);
   return absl::OkStatus();
 }
 
 absl::Status Collection::Sweep() {
-  absl::flat_hash_set<uint64_t> dead;
-  {
-    absl::ReaderMutexLock lock(&mu_);
-    dead = stale_;
-  }
-  auto is_dead = [&](uint64_t id) { return dead.contains(id); };
+  SyncDead();
+  // The tombstones this sweep clears: those known now (later ones wait for the next sweep).
+  const std::vector<uint64_t> dead(dead_.begin(), dead_.end());
+  auto is_dead = [this](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS { return dead_.contains(id); };
   auto postings = [this]() {
     absl::ReaderMutexLock lock(&mu_);
     return spann_->directory()->size();
@@ -223,7 +263,7 @@ absl::Status Collection::Sweep() {
   // Every posting that held one of `dead` was rewritten without it, and the buffer holds none of
   // them: no reader can meet them again, so their tombstones go.
   index::SpannUpdater::Change erase;
-  erase.commit.erase_tombstones.assign(dead.begin(), dead.end());
+  erase.commit.erase_tombstones = dead;
   SHOAL_RETURN_IF_ERROR(Apply(std::move(erase), {}));
   absl::MutexLock lock(&mu_);
   tombstones_at_sweep_ = stale_.size();
