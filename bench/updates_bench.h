@@ -1,10 +1,12 @@
 // `shoal_bench updates`: online updates of the SSD index, all in one run on one dataset:
 //  1. load the first half of the base vectors ("old"), BuildIndex(spec);
-//  2. idle: single-query search latency (p50/p99) from one thread at a fixed pace;
+//  2. idle: single-query search latency (p50/p99) from one thread at a fixed pace, after one
+//     untimed pass over the queries (cold reads after the build count in neither phase);
 //  3. churn: a writer inserts the second half ("new") and deletes every old key (100% churn),
 //     batch by batch with WriteOptions::sync, while one thread keeps searching at the same pace:
-//     acknowledged
-//     insert and delete throughput, search p50/p99 during updates; then the time until
+//     acknowledged insert and delete throughput, search p50/p99 during updates (also split into
+//     while writing / while draining, with postings, cache hits, bytes read and the exact
+//     buffer's size per query, to tell why a phase is slower); then the time until
 //     background maintenance has moved everything into the postings (FlushIndexUpdates), and
 //     the sustained insert throughput that includes it;
 //  4. recall@k of the churned index vs a fresh BuildIndex of the same live set, same knobs;
