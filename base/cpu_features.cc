@@ -11,6 +11,7 @@ CpuFeatures Detect() {
   CpuFeatures f;
   f.avx2 = __builtin_cpu_supports("avx2");
   f.fma = __builtin_cpu_supports("fma");
+  f.f16c = __builtin_cpu_supports("f16c");
   f.avx512f = __builtin_cpu_supports("avx512f");
   f.avx512bw = __builtin_cpu_supports("avx512bw");
   f.avx512vl = __builtin_cpu_supports("avx512vl");
@@ -21,7 +22,7 @@ CpuFeatures Detect() {
   if (level == "scalar" || level == "avx2") {
     f.avx512f = f.avx512bw = f.avx512vl = f.avx512vnni = f.avx512vpopcntdq = false;
   }
-  if (level == "scalar") f.avx2 = f.fma = false;
+  if (level == "scalar") f.avx2 = f.fma = f.f16c = false;
   return f;
 }
 

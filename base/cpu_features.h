@@ -10,6 +10,7 @@ namespace shoal::base {
 struct CpuFeatures {
   bool avx2 = false;
   bool fma = false;
+  bool f16c = false;  // vcvtph2ps / vcvtps2ph (half <-> float)
   bool avx512f = false;
   bool avx512bw = false;
   bool avx512vl = false;

@@ -1,6 +1,8 @@
 // Run-time dispatch of the distance kernels: the level is chosen once from base::Cpu().
 #include "index/distance.h"
 
+#include <cmath>
+
 #include "base/cpu_features.h"
 #include "index/distance_internal.h"
 
@@ -9,10 +11,11 @@ namespace internal {
 namespace {
 
 constexpr DistanceKernels kScalar = {KernelLevelId::kScalar, "scalar", L2SqrScalar,
-                                     InnerProductScalar};
-constexpr DistanceKernels kAvx2 = {KernelLevelId::kAvx2, "avx2", L2SqrAvx2, InnerProductAvx2};
+                                     InnerProductScalar, L2SqrHalfBoundedScalar};
+constexpr DistanceKernels kAvx2 = {KernelLevelId::kAvx2, "avx2", L2SqrAvx2, InnerProductAvx2,
+                                   L2SqrHalfBoundedAvx2};
 constexpr DistanceKernels kAvx512 = {KernelLevelId::kAvx512, "avx512", L2SqrAvx512,
-                                     InnerProductAvx512};
+                                     InnerProductAvx512, L2SqrHalfBoundedAvx512};
 
 }  // namespace
 
@@ -22,9 +25,9 @@ bool LevelSupported(KernelLevelId level) {
     case KernelLevelId::kScalar:
       return true;
     case KernelLevelId::kAvx2:
-      return cpu.avx2 && cpu.fma;
+      return cpu.avx2 && cpu.fma && cpu.f16c;  // every AVX2 CPU has F16C
     case KernelLevelId::kAvx512:
-      return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.fma;
+      return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.fma;  // F16C is in AVX-512F
   }
   return false;
 }
@@ -58,6 +61,14 @@ float L2Sqr(const float* a, const float* b, size_t dim) {
 
 float InnerProduct(const float* a, const float* b, size_t dim) {
   return internal::ActiveKernels().inner_product(a, b, dim);
+}
+
+float L2SqrHalf(const float* a, const uint16_t* b, size_t dim) {
+  return internal::ActiveKernels().l2_sqr_half_bounded(a, b, dim, INFINITY);
+}
+
+float L2SqrHalfBounded(const float* a, const uint16_t* b, size_t dim, float bound) {
+  return internal::ActiveKernels().l2_sqr_half_bounded(a, b, dim, bound);
 }
 
 float Distance(Metric metric, const float* a, const float* b, size_t dim) {

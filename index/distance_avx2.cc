@@ -1,5 +1,6 @@
-// AVX2 + FMA kernels. Compiled with -mavx2 -mfma (see CMakeLists.txt); only entered when
-// base::Cpu() reports avx2 and fma. Tails use masked loads, so any dimension is handled.
+// AVX2 + FMA (+ F16C) kernels. Compiled with -mavx2 -mfma -mf16c (see CMakeLists.txt); only
+// entered when base::Cpu() reports avx2, fma and f16c. Tails use masked loads, so any dimension is
+// handled.
 #include <immintrin.h>
 
 #include "index/distance_internal.h"
@@ -67,6 +68,57 @@ float InnerProductAvx2(const float* a, const float* b, size_t dim) {
     s1 = _mm256_fmadd_ps(_mm256_maskload_ps(a + i, mask), _mm256_maskload_ps(b + i, mask), s1);
   }
   return HorizontalSum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+}
+
+// Halves: 32 (64 bytes, one cache line) per step, converted by vcvtph2ps; the partial sum is
+// looked at every kHalfCheckDims dimensions.
+float L2SqrHalfBoundedAvx2(const float* a, const uint16_t* b, size_t dim, float bound) {
+  auto load = [](const uint16_t* p) {
+    return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  };
+  __m256 s0 = _mm256_setzero_ps(), s1 = _mm256_setzero_ps();
+  __m256 s2 = _mm256_setzero_ps(), s3 = _mm256_setzero_ps();
+  auto sum = [&] {
+    return HorizontalSum(_mm256_add_ps(_mm256_add_ps(s0, s1), _mm256_add_ps(s2, s3)));
+  };
+  size_t i = 0;
+  while (i + 32 <= dim) {
+    const size_t stop = i + kHalfCheckDims <= dim ? i + kHalfCheckDims : dim;
+    for (; i + 32 <= stop; i += 32) {
+      const __m256 d0 = _mm256_sub_ps(_mm256_loadu_ps(a + i), load(b + i));
+      const __m256 d1 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 8), load(b + i + 8));
+      const __m256 d2 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 16), load(b + i + 16));
+      const __m256 d3 = _mm256_sub_ps(_mm256_loadu_ps(a + i + 24), load(b + i + 24));
+      s0 = _mm256_fmadd_ps(d0, d0, s0);
+      s1 = _mm256_fmadd_ps(d1, d1, s1);
+      s2 = _mm256_fmadd_ps(d2, d2, s2);
+      s3 = _mm256_fmadd_ps(d3, d3, s3);
+    }
+    if (i + 32 <= dim) {
+      const float partial = sum();
+      if (partial > bound) return partial;
+    }
+  }
+  for (; i + 8 <= dim; i += 8) {
+    const __m256 d = _mm256_sub_ps(_mm256_loadu_ps(a + i), load(b + i));
+    s0 = _mm256_fmadd_ps(d, d, s0);
+  }
+  float tail = 0;
+  for (; i < dim; ++i) {
+    const float d = a[i] - _cvtsh_ss(b[i]);
+    tail += d * d;
+  }
+  return sum() + tail;
+}
+
+void FloatsToHalvesF16c(const float* in, size_t n, uint16_t* out) {
+  for (size_t i = 0; i < n; ++i) {
+    out[i] = static_cast<uint16_t>(_cvtss_sh(in[i], _MM_FROUND_TO_NEAREST_INT));
+  }
+}
+
+void HalvesToFloatsF16c(const uint16_t* in, size_t n, float* out) {
+  for (size_t i = 0; i < n; ++i) out[i] = _cvtsh_ss(in[i]);
 }
 
 }  // namespace shoal::index::internal

@@ -14,6 +14,10 @@
 namespace shoal::index::internal {
 
 using DistanceFn = float (*)(const float* a, const float* b, size_t dim);
+using HalfBoundedFn = float (*)(const float* a, const uint16_t* b, size_t dim, float bound);
+
+// How often (in dimensions) the bounded half kernels compare their partial sum with the bound.
+inline constexpr size_t kHalfCheckDims = 128;
 
 enum class KernelLevelId { kScalar, kAvx2, kAvx512 };
 
@@ -22,6 +26,7 @@ struct DistanceKernels {
   const char* name;  // "scalar", "avx2", "avx512"
   DistanceFn l2_sqr;
   DistanceFn inner_product;
+  HalfBoundedFn l2_sqr_half_bounded;  // L2SqrHalfBounded
 };
 
 float L2SqrScalar(const float* a, const float* b, size_t dim);
@@ -30,6 +35,13 @@ float L2SqrAvx2(const float* a, const float* b, size_t dim);
 float InnerProductAvx2(const float* a, const float* b, size_t dim);
 float L2SqrAvx512(const float* a, const float* b, size_t dim);
 float InnerProductAvx512(const float* a, const float* b, size_t dim);
+float L2SqrHalfBoundedScalar(const float* a, const uint16_t* b, size_t dim, float bound);
+float L2SqrHalfBoundedAvx2(const float* a, const uint16_t* b, size_t dim, float bound);
+float L2SqrHalfBoundedAvx512(const float* a, const uint16_t* b, size_t dim, float bound);
+// F16C's own conversions (AVX2 unit; only with base::Cpu().f16c): tests check the portable
+// FloatToHalf / HalfToFloat against them bit for bit.
+void FloatsToHalvesF16c(const float* in, size_t n, uint16_t* out);
+void HalvesToFloatsF16c(const uint16_t* in, size_t n, float* out);
 
 // True if this CPU (after the SHOAL_CPU cap) can run `level`.
 bool LevelSupported(KernelLevelId level);

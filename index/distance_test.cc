@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <iostream>
 #include <random>
 #include <string>
@@ -109,7 +110,7 @@ TEST(DistanceTest, PublicFunctionsUseTheActiveLevel) {
   const auto& cpu = base::Cpu();
   if (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.fma) {
     EXPECT_EQ(level, "avx512");
-  } else if (cpu.avx2 && cpu.fma) {
+  } else if (cpu.avx2 && cpu.fma && cpu.f16c) {
     EXPECT_EQ(level, "avx2");
   } else {
     EXPECT_EQ(level, "scalar");
@@ -155,6 +156,108 @@ TEST(DistanceTest, BlockKernelMatchesPlainDotProducts) {
       }
     }
   }
+}
+
+uint32_t Bits(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  return b;
+}
+
+TEST(DistanceTest, PortableHalfConversionsMatchF16cBitForBit) {
+  if (!base::Cpu().f16c) GTEST_SKIP() << "no F16C";
+  std::vector<uint16_t> halves(65536);
+  for (uint32_t h = 0; h < 65536; ++h) halves[h] = static_cast<uint16_t>(h);
+  std::vector<float> want(65536);
+  internal::HalvesToFloatsF16c(halves.data(), halves.size(), want.data());
+  for (uint32_t h = 0; h < 65536; ++h) {
+    ASSERT_EQ(Bits(HalfToFloat(static_cast<uint16_t>(h))), Bits(want[h])) << "half " << h;
+  }
+  // Every half, its neighbours in float and the midpoints (ties), plus random bit patterns.
+  std::vector<float> floats;
+  for (float f : want) {
+    const uint32_t b = Bits(f);
+    for (uint32_t delta : {0u, 1u, 0xFFFu, 0x1000u, 0x1001u, 0x1FFFu}) {
+      for (uint32_t v : {b + delta, b - delta}) {
+        float x;
+        std::memcpy(&x, &v, 4);
+        floats.push_back(x);
+      }
+    }
+  }
+  std::mt19937 rng(Seed());
+  for (int i = 0; i < 1000000; ++i) {
+    const uint32_t v = rng();
+    float x;
+    std::memcpy(&x, &v, 4);
+    floats.push_back(x);
+  }
+  std::vector<uint16_t> got(floats.size());
+  internal::FloatsToHalvesF16c(floats.data(), floats.size(), got.data());
+  for (size_t i = 0; i < floats.size(); ++i) {
+    ASSERT_EQ(FloatToHalf(floats[i]), got[i]) << "float bits " << std::hex << Bits(floats[i]);
+  }
+}
+
+TEST(DistanceTest, FloatsToHalvesRefusesWhatAHalfCannotHold) {
+  std::vector<uint16_t> out(2);
+  const float fine[2] = {65504.0f, -1e-9f};
+  EXPECT_TRUE(FloatsToHalves(fine, 2, out.data()));
+  EXPECT_EQ(HalfToFloat(out[0]), 65504.0f);
+  for (float bad : {65505.0f, -70000.0f, std::nanf(""), INFINITY}) {
+    const float in[2] = {1.0f, bad};
+    EXPECT_FALSE(FloatsToHalves(in, 2, out.data())) << bad;
+  }
+}
+
+// Every level against a double reference over the halves' exact values; on small integers
+// (exact in float) bit-equal to each other; with a bound, either the same value (below it) or a
+// partial sum above the bound and at most the distance.
+TEST(DistanceTest, HalfKernelsEveryLevelMatchReference) {
+  std::mt19937 rng(Seed());
+  std::uniform_real_distribution<float> uniform(-300.0f, 300.0f);
+  std::uniform_int_distribution<int> small(0, 15);
+  for (size_t dim : {1,   2,   7,   8,   15,  16,  17,  31,  33,  63,  64, 65,
+                     100, 128, 129, 200, 255, 256, 257, 783, 784, 785, 960}) {
+    std::vector<float> a(dim), b(dim), ia(dim), ib(dim);
+    for (auto& x : a) x = uniform(rng);
+    for (auto& x : b) x = uniform(rng);
+    for (auto& x : ia) x = static_cast<float>(small(rng));
+    for (auto& x : ib) x = static_cast<float>(small(rng));
+    std::vector<uint16_t> h(dim + 1), ih(dim);
+    ASSERT_TRUE(FloatsToHalves(b.data(), dim, h.data() + 1));  // +1: unaligned
+    ASSERT_TRUE(FloatsToHalves(ib.data(), dim, ih.data()));
+    for (size_t i = 0; i < dim; ++i) b[i] = HalfToFloat(h[i + 1]);
+    const Reference ref = L2Reference(a.data(), b.data(), dim);
+    for (KernelLevelId level : SupportedLevels()) {
+      const auto& kernels = internal::KernelsFor(level);
+      const std::string what = std::string(kernels.name) + " dim " + std::to_string(dim);
+      const float full = kernels.l2_sqr_half_bounded(a.data(), h.data() + 1, dim, INFINITY);
+      ExpectNear(full, ref, what);
+      EXPECT_EQ(kernels.l2_sqr_half_bounded(ia.data(), ih.data(), dim, INFINITY),
+                L2Reference(ia.data(), ib.data(), dim).value)
+          << what;
+      for (float fraction : {0.0f, 0.1f, 0.5f, 0.9f, 1.0f, 1.1f}) {
+        const float bound = fraction * full;
+        const float got = kernels.l2_sqr_half_bounded(a.data(), h.data() + 1, dim, bound);
+        if (got <= bound) {
+          EXPECT_EQ(got, full) << what << " bound " << bound;
+        } else {
+          EXPECT_LE(got, full) << what << " bound " << bound;
+        }
+        if (fraction > 1) EXPECT_EQ(got, full) << what;
+        // Dimensions beyond the first check always allow an early stop below a tiny bound.
+        if (fraction == 0 && dim >= 2 * internal::kHalfCheckDims && full > 0) {
+          EXPECT_LT(got, full) << what;
+        }
+      }
+    }
+  }
+  const float a = 1;
+  const uint16_t b = FloatToHalf(2);
+  EXPECT_EQ(L2SqrHalf(&a, &b, 1), 1.0f);
+  EXPECT_EQ(L2SqrHalf(&a, &b, 0), 0.0f);
+  EXPECT_EQ(L2SqrHalfBounded(&a, &b, 1, 0.5f), 1.0f);
 }
 
 }  // namespace
