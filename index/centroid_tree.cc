@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <numeric>
 #include <optional>
 #include <thread>
 
@@ -228,6 +229,7 @@ class CentroidTreeBuilder {
     }
     tree.point_leaf_.resize(n_);
     for (size_t i = 0; i < n_; ++i) tree.point_leaf_[i] = tree.slot_[point_node_[i]];
+    tree.BuildNavigationCopy();
     return tree;
   }
 
@@ -249,28 +251,58 @@ const float* CentroidTree::centroid(uint32_t node) const {
          size_t{slot_[node]} * dim_;
 }
 
+void CentroidTree::BuildNavigationCopy() {
+  std::vector<float> rows(num_nodes() * dim_);
+  for (uint32_t node = 0; node < num_nodes(); ++node) {
+    std::copy(centroid(node), centroid(node) + dim_, rows.begin() + size_t{node} * dim_);
+  }
+  nav_ = NavigationCopy::Build(rows.data(), num_nodes(), dim_);
+}
+
 void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
-                                 std::vector<std::pair<float, uint32_t>>* out) const {
+                                 std::vector<std::pair<float, uint32_t>>* out,
+                                 CentroidScoring scoring) const {
   out->clear();
   if (m == 0) return;
   beam = std::max(beam, m);
-  auto score = [&](uint32_t node) {
-    const float dist = L2Sqr(q, centroid(node), dim_);
-    return std::pair<float, uint32_t>(std::isnan(dist) ? kInf : dist, node);
-  };
-  std::vector<std::pair<float, uint32_t>> frontier = {score(root())}, next;
+  // With a beam that keeps every node the float descent is exact; keep that promise.
+  const bool half = scoring == CentroidScoring::kHalf && !nav_.empty() && beam < num_nodes();
+  thread_local NavigationCopy::Query prepared;
+  if (half) nav_.Prepare(q, &prepared);
+  thread_local std::vector<std::pair<float, uint32_t>> frontier, next;
+  thread_local std::vector<float> kept;  // max-heap: the `beam` smallest distances of a level
+  frontier.clear();
+  frontier.emplace_back(0.0f, root());  // the root's own distance only matters for a 1-leaf tree
+  if (is_leaf(root())) frontier[0].first = L2Sqr(q, centroid(root()), dim_);
   while (!frontier.empty()) {
     if (frontier.size() > beam) {
       std::nth_element(frontier.begin(), frontier.begin() + beam, frontier.end());
       frontier.resize(beam);
     }
+    // Nearest first: the level's bound tightens early. The set kept does not depend on it.
+    std::sort(frontier.begin(), frontier.end());
     next.clear();
+    kept.clear();
     for (const auto& [dist, node] : frontier) {
       if (is_leaf(node)) {
         out->emplace_back(dist, slot_[node]);
         continue;
       }
-      for (uint32_t child : children(node)) next.push_back(score(child));
+      for (uint32_t child : children(node)) {
+        // A child farther than the level's beam-th nearest so far cannot be kept: its score
+        // may stop early (half) or it is dropped (float).
+        const float bound = kept.size() == beam ? kept.front() : kInf;
+        float d = half ? nav_.Distance(prepared, child, bound) : L2Sqr(q, centroid(child), dim_);
+        if (std::isnan(d)) d = kInf;
+        if (d > bound) continue;
+        next.emplace_back(d, child);
+        if (kept.size() == beam) {
+          std::pop_heap(kept.begin(), kept.end());
+          kept.pop_back();
+        }
+        kept.push_back(d);
+        std::push_heap(kept.begin(), kept.end());
+      }
     }
     frontier.swap(next);
   }
@@ -306,7 +338,8 @@ size_t CentroidTree::MemoryBytes() const {
   return sizeof(*this) +
          sizeof(uint32_t) * (child_begin_.capacity() + children_.capacity() + slot_.capacity() +
                              leaf_node_.capacity() + point_leaf_.capacity()) +
-         sizeof(float) * (inner_centroids_.capacity() + leaf_centroids_.capacity());
+         sizeof(float) * (inner_centroids_.capacity() + leaf_centroids_.capacity()) +
+         nav_.MemoryBytes();
 }
 
 }  // namespace shoal::index

@@ -168,6 +168,7 @@ absl::StatusOr<CentroidTree> CentroidTree::Deserialize(std::string_view bytes,
   }
   tree.children_.resize(nodes - 1);
   std::iota(tree.children_.begin(), tree.children_.end(), 1u);
+  tree.BuildNavigationCopy();
   return tree;
 }
 

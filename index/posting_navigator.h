@@ -5,9 +5,13 @@
 //   NearestPostings(tree, *dir, q, /*m=*/32, /*beam=*/8, /*flat=*/false, &near);
 //
 // flat: every live posting's centroid is scanned (exact). Otherwise the build's centroid tree is
-// descended (CentroidTree::NearestLeaves, approximate) and, once postings were split or merged,
-// each leaf found is expanded into the postings descending from it, ranked by their own
-// centroids. Pure function of its inputs; thread-safe.
+// descended (CentroidTree::NearestLeaves with `scoring`, approximate) and, once postings were
+// split or merged, each leaf found is expanded into the postings descending from it, ranked by
+// their own (float) centroids. Queries navigate with kHalf (a fraction of the memory traffic);
+// the builder and the updater keep kFloat. The distances are float ones, except with kHalf on a
+// directory that was never reshaped, where they are the tree's half copy's (typically within
+// ~1e-4 relative): re-score against dir.centroid(p) where exact values matter. Pure function of its
+// inputs; thread-safe.
 #ifndef SHOAL_INDEX_POSTING_NAVIGATOR_H_
 #define SHOAL_INDEX_POSTING_NAVIGATOR_H_
 
@@ -21,8 +25,8 @@
 namespace shoal::index {
 
 void NearestPostings(const CentroidTree& tree, const PostingDirectory& dir, const float* q,
-                     size_t m, size_t beam, bool flat,
-                     std::vector<std::pair<float, uint32_t>>* out);
+                     size_t m, size_t beam, bool flat, std::vector<std::pair<float, uint32_t>>* out,
+                     CentroidScoring scoring = CentroidScoring::kFloat);
 
 }  // namespace shoal::index
 

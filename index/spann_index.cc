@@ -1,7 +1,9 @@
 #include "index/spann_index.h"
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
+#include <limits>
 #include <sstream>
 #include <thread>
 
@@ -236,8 +238,16 @@ void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const Spa
   const size_t m = knobs.max_postings != 0 ? knobs.max_postings : manifest_.options.max_postings;
   const float ratio =
       knobs.pruning_ratio >= 0 ? knobs.pruning_ratio : manifest_.options.pruning_ratio;
-  std::vector<std::pair<float, uint32_t>> nearest;
-  NearestPostings(tree_, dir, q, m, manifest_.options.beam, flat_navigator_, &nearest);
+  thread_local std::vector<std::pair<float, uint32_t>> nearest;
+  NearestPostings(tree_, dir, q, m, manifest_.options.beam, flat_navigator_, &nearest,
+                  CentroidScoring::kHalf);
+  if (ratio > 0) {  // prune on exact distances, not the half copy's
+    for (auto& [dist, p] : nearest) {
+      dist = L2Sqr(q, dir.centroid(p), dir.dim);
+      if (std::isnan(dist)) dist = std::numeric_limits<float>::infinity();
+    }
+    std::sort(nearest.begin(), nearest.end());
+  }
   postings->clear();
   const float limit = ratio > 0 && !nearest.empty() ? ratio * std::max(nearest[0].first, 1e-12f)
                                                     : std::numeric_limits<float>::infinity();
