@@ -27,7 +27,6 @@ constexpr size_t kRaBitQBytes = 48;
 constexpr size_t kMaxDim = size_t{1} << 20;
 constexpr int kRounds = 3;
 constexpr size_t kFactorBytes = 4 * sizeof(float);
-constexpr double kRoundingSlack = 1e-5;
 
 size_t PadTo64(size_t dim) { return (dim + 63) / 64 * 64; }
 
@@ -287,9 +286,9 @@ void RaBitQ::PrepareResidual(const float* a, const float* b, Query* out) const {
   }
 }
 
-RaBitQ::QueryConstants RaBitQ::Constants(const Query& q) const {
+internal::RabitqFinishConstants RaBitQ::Constants(const Query& q) const {
   const double qn = q.residual_norm;
-  QueryConstants k;
+  internal::RabitqFinishConstants k;
   k.delta = q.delta;
   k.lower = q.lower;
   k.offset = ((1u << bits_) - 1) / 2.0 * q.sum_q_bar;
@@ -298,25 +297,6 @@ RaBitQ::QueryConstants RaBitQ::Constants(const Query& q) const {
   k.error_coef = 2 * qn * eps0_ / std::sqrt(padded_dim() - 1.0);
   k.error_sq = q.error_sq;
   return k;
-}
-
-// The estimate and its bound for 32 codes from their factors (four arrays of 32, the packed
-// block's layout) and exact dot products with qu. The one place float arithmetic happens,
-// whatever the kernel level, so every level's estimates are bit-identical.
-void RaBitQ::FinishBlock(const QueryConstants& k, const float* f, const double* dots,
-                         float* distance, float* error) const {
-  for (size_t i = 0; i < kScanBlock; ++i) {
-    const double norm_sq = double{f[i]} * f[i];
-    // <y, q_bar> = sum u_i q_bar_i - (2^B - 1)/2 sum q_bar_i.
-    const double y_dot_q = k.delta * dots[i] + k.lower * f[3 * kScanBlock + i] - k.offset;
-    distance[i] = static_cast<float>(norm_sq + k.qn_sq - k.two_qn * f[kScanBlock + i] * y_dot_q);
-    const double spread_f = f[2 * kScanBlock + i];
-    const double spread = std::max(0.0, spread_f + (spread_f + norm_sq) * k.error_sq);
-    // Plus a float-rounding allowance (the rotation and the factors are float): without it a
-    // vector at its centroid, whose statistical error is 0, would be "outside" its bound by 1 ulp.
-    error[i] =
-        static_cast<float>(k.error_coef * std::sqrt(spread) + kRoundingSlack * (norm_sq + k.qn_sq));
-  }
 }
 
 RaBitQ::Estimate RaBitQ::EstimateOne(const Query& q, const uint8_t* code) const {
@@ -337,7 +317,7 @@ RaBitQ::Estimate RaBitQ::EstimateOne(const Query& q, const uint8_t* code) const 
   for (size_t t = 0; t < 4; ++t) factors[t * kScanBlock] = f[t];
   double dots[kScanBlock] = {static_cast<double>(dot)};
   float distance[kScanBlock], error[kScanBlock];
-  FinishBlock(Constants(q), factors, dots, distance, error);
+  internal::RabitqFinishScalar(Constants(q), factors, dots, distance, error);
   return {distance[0], error[0]};
 }
 
@@ -399,9 +379,10 @@ void RaBitQ::Unpack(const uint8_t* packed, size_t n, uint8_t* codes) const {
 void RaBitQ::EstimatePackedWith(internal::KernelLevelId level, const Query& q,
                                 const uint8_t* packed, size_t n, Estimate* out) const {
   const internal::RabitqScanFn scan = internal::RabitqScanFor(level);
+  const internal::RabitqFinishFn finish = internal::RabitqFinishFor(level);
   const size_t positions = padded_dim() / 4;
   const size_t groups = lut_groups();
-  const QueryConstants k = Constants(q);
+  const internal::RabitqFinishConstants k = Constants(q);
   uint32_t sums[kMaxBits * kScanBlock];
   // Exact integer dot products held in doubles (they stay far below 2^53), so that the float
   // part below is one loop the compiler vectorises.
@@ -420,7 +401,7 @@ void RaBitQ::EstimatePackedWith(internal::KernelLevelId level, const Query& q,
       }
     }
     const float* f = reinterpret_cast<const float*>(block + bits_ * positions * 16);
-    FinishBlock(k, f, dots, distance, error);
+    finish(k, f, dots, distance, error);
     const size_t m = std::min(kScanBlock, n - start);
     for (size_t i = 0; i < m; ++i) out[start + i] = {distance[i], error[i]};
   }
@@ -499,6 +480,10 @@ RabitqScanFn RabitqScanFor(KernelLevelId level) {
 
 RabitqLutFn RabitqLutFor(KernelLevelId level) {
   return level == KernelLevelId::kAvx512 ? RabitqLutAvx512 : RabitqLutScalar;
+}
+
+RabitqFinishFn RabitqFinishFor(KernelLevelId level) {
+  return level == KernelLevelId::kAvx512 ? RabitqFinishAvx512 : RabitqFinishScalar;
 }
 
 RabitqQuantizeFn RabitqQuantizeFor(KernelLevelId level) {

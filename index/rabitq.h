@@ -72,6 +72,7 @@ namespace shoal::index {
 
 namespace internal {
 enum class KernelLevelId;
+struct RabitqFinishConstants;
 }  // namespace internal
 
 // A seeded randomized Hadamard rotation of R^dim. D = padded_dim() = dim rounded up to a
@@ -203,14 +204,9 @@ class RaBitQ {
                                     const uint8_t* packed, size_t n, Estimate* out);
   size_t block_bytes() const { return bits_ * padded_dim() * 4 + kScanBlock * 4 * sizeof(float); }
 
-  // Per-batch constants of the float part, so that Finish is a few multiplies and one sqrt.
-  struct QueryConstants {
-    double delta, lower, offset, qn_sq, two_qn, error_coef, error_sq;
-  };
-  QueryConstants Constants(const Query& q) const;
-  // The float part of the estimates of one block of codes (rabitq.cc).
-  void FinishBlock(const QueryConstants& k, const float* factors, const double* dots,
-                   float* distance, float* error) const;
+  // Per-query constants of the float part (internal::RabitqFinishConstants), so that finishing
+  // an estimate is a few multiplies and one sqrt.
+  internal::RabitqFinishConstants Constants(const Query& q) const;
   void EstimatePackedWith(internal::KernelLevelId level, const Query& q, const uint8_t* packed,
                           size_t n, Estimate* out) const;
   void PrepareResidual(const float* a, const float* b, Query* out) const;

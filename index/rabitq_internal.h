@@ -52,6 +52,24 @@ void RabitqQuantizeAvx512(const float* a, const float* b, size_t d, uint32_t lev
                           uint16_t* qu, RabitqQuantized* out);
 RabitqQuantizeFn RabitqQuantizeFor(KernelLevelId level);
 
+// The float part of 32 estimates (RaBitQ's estimator and bound, see rabitq.h) from the codes'
+// factors f (four arrays of 32: |r|, |r| / <y, o>, the spread term, sum u_i) and their exact dot
+// products with qu. Every level does the same double operations in the same order (the AVX-512
+// file is compiled with -ffp-contract=off), so the same bits.
+struct RabitqFinishConstants {
+  double delta, lower, offset, qn_sq, two_qn, error_coef, error_sq;
+};
+using RabitqFinishFn = void (*)(const RabitqFinishConstants& k, const float* f, const double* dots,
+                                float* distance, float* error);
+void RabitqFinishScalar(const RabitqFinishConstants& k, const float* f, const double* dots,
+                        float* distance, float* error);
+void RabitqFinishAvx512(const RabitqFinishConstants& k, const float* f, const double* dots,
+                        float* distance, float* error);
+RabitqFinishFn RabitqFinishFor(KernelLevelId level);
+// Plus a float-rounding allowance on the bound (the rotation and the factors are float): without
+// it a vector at its centroid, whose statistical error is 0, would be "outside" its bound by 1 ulp.
+constexpr double kRabitqRoundingSlack = 1e-5;
+
 // Walsh-Hadamard butterflies (unnormalised) of n floats in place, n a power of two >= 16: the
 // portable loop (rabitq.cc, compiled for any x86-64 and left to the auto-vectoriser) and the
 // AVX-512 one, which does the same additions in the same order, so gives the same bits.

@@ -34,6 +34,21 @@ void RabitqLutScalar(const uint16_t* qu, size_t d, uint32_t shift, uint8_t* lut)
   }
 }
 
+void RabitqFinishScalar(const RabitqFinishConstants& k, const float* f, const double* dots,
+                        float* distance, float* error) {
+  for (size_t i = 0; i < 32; ++i) {
+    const double norm_sq = double{f[i]} * f[i];
+    // <y, q_bar> = sum u_i q_bar_i - (2^B - 1)/2 sum q_bar_i.
+    const double y_dot_q = k.delta * dots[i] + k.lower * f[96 + i] - k.offset;
+    distance[i] = static_cast<float>(norm_sq + k.qn_sq - k.two_qn * f[32 + i] * y_dot_q);
+    const double spread_f = f[64 + i];
+    double spread = spread_f + (spread_f + norm_sq) * k.error_sq;
+    spread = spread > 0.0 ? spread : 0.0;
+    error[i] = static_cast<float>(k.error_coef * std::sqrt(spread) +
+                                  kRabitqRoundingSlack * (norm_sq + k.qn_sq));
+  }
+}
+
 void RabitqQuantizeScalar(const float* a, const float* b, size_t d, uint32_t levels, float* r,
                           uint16_t* qu, RabitqQuantized* out) {
   constexpr size_t kLanes = 16;
