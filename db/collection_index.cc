@@ -67,6 +67,7 @@ absl::Status Collection::OpenIndex(const storage::StoredIndex& stored) {
                          index::DecodeManifest(stored.manifest, where));
   index::SpannRuntimeOptions runtime{IoOf(options_.io), options_.posting_cache_bytes,
                                      options_.index_ram_bytes_limit};
+  runtime.fs = fs_;
   SHOAL_ASSIGN_OR_RETURN(spann_, index::SpannIndex::Open(IndexDir(manifest.generation), manifest,
                                                          stored.postings, runtime));
   spann_->SetCacheBudget(CacheBudget(spann_->FixedMemoryBytes()));
@@ -172,6 +173,7 @@ absl::Status Collection::BuildSpann(const std::string& spec, const IndexBuildPro
   }
   index::SpannRuntimeOptions runtime{IoOf(options_.io), options_.posting_cache_bytes,
                                      options_.index_ram_bytes_limit};
+  runtime.fs = fs_;
   SHOAL_ASSIGN_OR_RETURN(auto fresh,
                          index::SpannIndex::Open(dir, built->manifest, built->postings, runtime));
   if (options_.index_ram_bytes_limit != 0 &&

@@ -97,9 +97,11 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
   index->PublishDirectory(directory);
   if (manifest.options.quant != "none") {
     SHOAL_RETURN_IF_ERROR(index->LoadQuantized(dir, options.ram_limit_bytes, directory.get()));
-    SHOAL_ASSIGN_OR_RETURN(directory->vectors,
-                           storage::VectorFile::Open(absl::StrCat(dir, "/", kVectorFileName),
-                                                     manifest.dimension, options.io));
+    SHOAL_ASSIGN_OR_RETURN(
+        directory->vectors,
+        storage::VectorFile::Open(
+            absl::StrCat(dir, "/", kVectorFileName), manifest.dimension, options.io,
+            options.fs != nullptr ? options.fs : storage::FileSystem::Default()));
     index->SetCacheBudget(options.posting_cache_bytes);
   }
   return index;

@@ -54,6 +54,8 @@ struct SpannRuntimeOptions {
   // 0 = unbounded. Quantized tier: when every code would not fit in it beside the centroids,
   // codes stay in postings.dat and are read per query like full-vector postings (cached).
   size_t ram_limit_bytes = 0;
+  // Quantized tier: what vectors.dat is opened through (online inserts write it); null = POSIX.
+  storage::FileSystem* fs = nullptr;
 };
 
 struct SpannKnobs {
