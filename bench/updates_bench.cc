@@ -242,6 +242,11 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
                 sustained);
     std::printf("index after churn: %lu postings, %lu splits, %lu merges, %lu reassigned\n",
                 info.postings, info.posting_splits, info.posting_merges, info.vectors_reassigned);
+    std::printf(
+        "posting file: %.0f bytes written per inserted vector (appends: %lu), vectors.dat "
+        "compactions: %lu\n",
+        static_cast<double>(info.posting_bytes_written) / static_cast<double>(half),
+        info.posting_appends, info.vector_file_compactions);
     std::printf("raw RocksDB, same bytes and batches: %.0f records/s\n", raw);
     const double p99i = idle.Percentile(0.99), p99b = busy.Percentile(0.99);
     idle.Print("idle");

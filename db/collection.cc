@@ -124,6 +124,8 @@ CollectionInfo Collection::Info() const {
   info.posting_merges = update_stats_.merges;
   info.vectors_reassigned = update_stats_.reassigned;
   info.vector_file_compactions = update_stats_.vector_compactions;
+  info.posting_appends = update_stats_.posting_appends;
+  info.posting_bytes_written = update_stats_.posting_bytes_written;
   return info;
 }
 

@@ -21,6 +21,7 @@ std::shared_ptr<PostingDirectory> NextVersion(const PostingDirectory& cur) {
   n.serials = cur.serials;
   n.origin = cur.origin;
   n.live = cur.live;
+  n.reserved = cur.reserved;
   n.codes = cur.codes;
   n.prepared_dim = cur.prepared_dim;
   n.prepared = cur.prepared;
@@ -44,6 +45,7 @@ absl::StatusOr<std::shared_ptr<PostingDirectory>> InitialDirectory(
   dir->serials.resize(n);
   dir->origin.assign(n, UINT32_MAX);
   dir->live.assign(n, 0);
+  dir->reserved.assign(n, 0);
   dir->codes.resize(n);
   for (const auto& r : rows) {
     const uint32_t p = r.posting;

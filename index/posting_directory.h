@@ -39,6 +39,9 @@ struct PostingDirectory {
   std::vector<uint64_t> serials;          // unique per written extent: the posting cache's key
   std::vector<uint32_t> origin;           // tree leaf each posting descends from
   std::vector<uint8_t> live;              // 0 = merged away
+  // Pages right after each posting's extent that the updater keeps free for appends to it (RAM
+  // only: after a reopen they are free pages and the count is 0).
+  std::vector<uint32_t> reserved;
   // Quantized tier: ids + codes of each posting when codes are resident in RAM (else null, as
   // for dead postings and the full-vector tier), and each centroid in the quantizer's prepared
   // form (PostingQuantizer::Prepare, prepared_dim floats per posting; prepared_dim = 0 and
@@ -73,8 +76,8 @@ struct PostingDirectory {
   size_t MemoryBytes() const {
     return sizeof(*this) + centroids.capacity() * sizeof(float) +
            rows.capacity() * sizeof(storage::PostingRow) + serials.capacity() * 8 +
-           origin.capacity() * 4 + live.capacity() + codes.capacity() * 16 + codes_bytes +
-           prepared.capacity() * sizeof(float);
+           origin.capacity() * 4 + live.capacity() + reserved.capacity() * 4 +
+           codes.capacity() * 16 + codes_bytes + prepared.capacity() * sizeof(float);
   }
 };
 

@@ -1,5 +1,6 @@
 #include "index/posting_entries.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -26,62 +27,83 @@ std::vector<uint8_t> EncodePostingEntries(std::span<const uint64_t> ids,
 
 absl::Status DecodePostingEntries(std::span<const uint8_t> payload, size_t dim,
                                   const std::string& where, DecodedPosting* out) {
-  uint32_t count = 0, d = 0;
-  if (payload.size() >= 8) {
-    std::memcpy(&count, payload.data(), 4);
-    std::memcpy(&d, payload.data() + 4, 4);
-  }
-  const uint64_t want = 8 + uint64_t{count} * (8 + dim * sizeof(float));
-  if (payload.size() < 8 || d != dim || payload.size() != want) {
-    return absl::DataLossError(
-        absl::StrCat(where, ": posting payload of ", payload.size(), " bytes does not hold ", count,
-                     " entries of dimension ", dim, " (header says dimension ", d, ")"));
-  }
   out->dim = dim;
-  out->ids.resize(count);
-  out->vectors.resize(size_t{count} * dim);
-  std::memcpy(out->ids.data(), payload.data() + 8, count * 8);
-  std::memcpy(out->vectors.data(), payload.data() + 8 + count * 8, count * dim * sizeof(float));
+  out->ids.clear();
+  out->vectors.clear();
+  size_t at = 0;
+  do {  // one segment per write: the posting's, then one per append
+    const std::span<const uint8_t> seg = payload.subspan(at);
+    uint32_t count = 0, d = 0;
+    if (seg.size() >= 8) {
+      std::memcpy(&count, seg.data(), 4);
+      std::memcpy(&d, seg.data() + 4, 4);
+    }
+    const uint64_t want = 8 + uint64_t{count} * (8 + dim * sizeof(float));
+    if (seg.size() < 8 || d != dim || seg.size() < want) {
+      return absl::DataLossError(absl::StrCat(
+          where, ": posting payload of ", payload.size(), " bytes does not hold ", count,
+          " entries of dimension ", dim, " at byte ", at, " (header says dimension ", d, ")"));
+    }
+    const size_t n = out->ids.size();
+    out->ids.resize(n + count);
+    out->vectors.resize((n + count) * dim);
+    std::memcpy(out->ids.data() + n, seg.data() + 8, count * 8);
+    std::memcpy(out->vectors.data() + n * dim, seg.data() + 8 + count * 8,
+                count * dim * sizeof(float));
+    at += want;
+  } while (at < payload.size());
   return absl::OkStatus();
 }
 
-std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& p) {
+std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& p, size_t begin, size_t end) {
   if (p.packed) {
     std::fprintf(stderr, "EncodeQuantizedEntries: codes in the scan form (Unpack first)\n");
     std::abort();
   }
-  const uint32_t count = static_cast<uint32_t>(p.size());
+  end = std::min(end, p.size());
+  begin = std::min(begin, end);
+  const uint32_t count = static_cast<uint32_t>(end - begin);
   const uint32_t cb = static_cast<uint32_t>(p.code_bytes);
   std::vector<uint8_t> out(8 + size_t{count} * (8 + 4 + cb));
   uint8_t* o = out.data();
   std::memcpy(o, &count, 4);
   std::memcpy(o + 4, &cb, 4);
-  std::memcpy(o + 8, p.ids.data(), count * 8);
-  std::memcpy(o + 8 + count * 8, p.sq_norms.data(), count * 4);
-  std::memcpy(o + 8 + count * 12, p.codes.data(), size_t{count} * cb);
+  std::memcpy(o + 8, p.ids.data() + begin, count * 8);
+  std::memcpy(o + 8 + count * 8, p.sq_norms.data() + begin, count * 4);
+  std::memcpy(o + 8 + count * 12, p.codes.data() + begin * cb, size_t{count} * cb);
   return out;
 }
 
 absl::Status DecodeQuantizedEntries(std::span<const uint8_t> payload, size_t code_bytes,
                                     const std::string& where, QuantizedPosting* out) {
-  uint32_t count = 0, cb = 0;
-  if (payload.size() >= 8) {
-    std::memcpy(&count, payload.data(), 4);
-    std::memcpy(&cb, payload.data() + 4, 4);
-  }
-  const uint64_t want = 8 + uint64_t{count} * (8 + 4 + code_bytes);
-  if (payload.size() < 8 || cb != code_bytes || payload.size() != want) {
-    return absl::DataLossError(absl::StrCat(where, ": quantized posting of ", payload.size(),
-                                            " bytes does not hold ", count, " codes of ",
-                                            code_bytes, " bytes (header says ", cb, ")"));
-  }
   out->code_bytes = code_bytes;
-  out->ids.resize(count);
-  out->sq_norms.resize(count);
-  out->codes.resize(size_t{count} * code_bytes);
-  std::memcpy(out->ids.data(), payload.data() + 8, count * 8);
-  std::memcpy(out->sq_norms.data(), payload.data() + 8 + count * 8, count * 4);
-  std::memcpy(out->codes.data(), payload.data() + 8 + count * 12, out->codes.size());
+  out->ids.clear();
+  out->sq_norms.clear();
+  out->codes.clear();
+  size_t at = 0;
+  do {  // one segment per write: the posting's, then one per append
+    const std::span<const uint8_t> seg = payload.subspan(at);
+    uint32_t count = 0, cb = 0;
+    if (seg.size() >= 8) {
+      std::memcpy(&count, seg.data(), 4);
+      std::memcpy(&cb, seg.data() + 4, 4);
+    }
+    const uint64_t want = 8 + uint64_t{count} * (8 + 4 + code_bytes);
+    if (seg.size() < 8 || cb != code_bytes || seg.size() < want) {
+      return absl::DataLossError(absl::StrCat(
+          where, ": quantized posting of ", payload.size(), " bytes does not hold ", count,
+          " codes of ", code_bytes, " bytes at byte ", at, " (header says ", cb, ")"));
+    }
+    const size_t n = out->ids.size();
+    out->ids.resize(n + count);
+    out->sq_norms.resize(n + count);
+    out->codes.resize((n + count) * code_bytes);
+    std::memcpy(out->ids.data() + n, seg.data() + 8, count * 8);
+    std::memcpy(out->sq_norms.data() + n, seg.data() + 8 + count * 8, count * 4);
+    std::memcpy(out->codes.data() + n * code_bytes, seg.data() + 8 + count * 12,
+                size_t{count} * code_bytes);
+    at += want;
+  } while (at < payload.size());
   return absl::OkStatus();
 }
 

@@ -1,6 +1,8 @@
 // The payload of one posting list (the bytes storage/posting_file.h seals into pages):
 //   u32 count | u32 dim | count x u64 internal id | count x dim x f32 vector (index form)
 // Vectors sit contiguously after the ids so a decoded posting is scanned without gathering.
+// A payload may hold several such segments back to back: an online insert appends one to a
+// posting (new pages after its extent) instead of rewriting it; decoding concatenates them.
 // Pure functions; thread-safe.
 #ifndef SHOAL_INDEX_POSTING_ENTRIES_H_
 #define SHOAL_INDEX_POSTING_ENTRIES_H_
@@ -29,11 +31,11 @@ struct DecodedPosting {
 std::vector<uint8_t> EncodePostingEntries(std::span<const uint64_t> ids,
                                           std::span<const float* const> vectors, size_t dim);
 
-// DataLoss naming `where` when the payload does not hold what its header says.
+// DataLoss naming `where` when the payload does not hold what its segment headers say.
 absl::Status DecodePostingEntries(std::span<const uint8_t> payload, size_t dim,
                                   const std::string& where, DecodedPosting* out);
 
-// A posting of the quantized tier, as it lives in RAM:
+// A posting of the quantized tier, as it lives in RAM (segments as above):
 //   u32 count | u32 code_bytes | count x u64 id | count x f32 |x|^2 | count x code
 struct QuantizedPosting {
   size_t code_bytes = 0;
@@ -50,7 +52,9 @@ struct QuantizedPosting {
   }
 };
 
-std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& posting);
+// Entries [begin, end) of `posting` (all by default) as one segment.
+std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& posting, size_t begin = 0,
+                                            size_t end = SIZE_MAX);
 absl::Status DecodeQuantizedEntries(std::span<const uint8_t> payload, size_t code_bytes,
                                     const std::string& where, QuantizedPosting* out);
 

@@ -99,30 +99,25 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Sweep(uint32_t first, uint32_
 absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
   SpannUpdater::Change change;
   PostingDirectory& n = *next_;
-  std::vector<storage::Extent> written;
+  std::vector<storage::Extent> written;  // runs allocated by this change
+  bool wrote = false;
   auto fail = [&](absl::Status s) {
     for (const auto& e : written) up_->pages_->Free(e.first_page, e.num_pages);
     return s;
   };
   for (auto& [p, e] : touched_) {
     if (!e.dirty || !n.live[p]) continue;
-    std::vector<uint8_t> payload;
-    if (index_.quantizer() == nullptr) {
-      std::vector<const float*> rows(e.size());
-      for (size_t i = 0; i < e.size(); ++i) rows[i] = e.vecs.data() + i * dim_;
-      payload = EncodePostingEntries(e.q.ids, rows, dim_);
-    } else {
-      payload = EncodeQuantizedEntries(e.q);
-    }
-    const uint32_t pages = storage::PostingPages(payload.size());
-    const uint64_t first = up_->pages_->Allocate(pages);
-    written.push_back({first, pages, 0});
-    absl::StatusOr<storage::Extent> ext = up_->writer_->WriteAt(first, p, payload);
+    bool appended = false;
+    absl::StatusOr<storage::Extent> ext = WritePosting(p, e, &written, &appended);
     if (!ext.ok()) return fail(ext.status());
+    wrote = true;
     uint64_t old_serial = 0;
     if (p < cur_.size() && cur_.live[p]) {
       const auto& old = cur_.rows[p];
-      change.retired.push_back({old.first_page, old.num_pages, old.bytes});
+      // An append keeps the old extent (and the pages kept after it) in the new one.
+      if (!appended) {
+        change.retired.push_back({old.first_page, old.num_pages + cur_.reserved[p], old.bytes});
+      }
       old_serial = cur_.serials[p];
       change.uncache.push_back(old_serial);
     }
@@ -154,14 +149,14 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
   for (uint32_t p : removed_) {
     if (p < cur_.size() && cur_.live[p]) {
       const auto& old = cur_.rows[p];
-      change.retired.push_back({old.first_page, old.num_pages, old.bytes});
+      change.retired.push_back({old.first_page, old.num_pages + cur_.reserved[p], old.bytes});
       change.uncache.push_back(cur_.serials[p]);
     }
     if (n.codes[p] != nullptr) n.codes_bytes -= n.codes[p]->MemoryBytes();
     n.codes[p] = nullptr;
     change.commit.removed.push_back(p);
   }
-  if (up_->options_.sync && !written.empty()) {
+  if (up_->options_.sync && wrote) {
     if (absl::Status s = up_->writer_->Sync(); !s.ok()) return fail(s);
   }
   change.next = std::move(next_);
@@ -171,6 +166,8 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
   up_->stats_.reassigned += stats_.reassigned;
   up_->stats_.gc_entries += stats_.gc_entries;
   up_->stats_.postings_written += stats_.postings_written;
+  up_->stats_.posting_appends += stats_.posting_appends;
+  up_->stats_.posting_bytes_written += stats_.posting_bytes_written;
   return change;
 }
 

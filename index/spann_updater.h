@@ -10,21 +10,24 @@
 //   up->Publish(std::move(c));
 //
 // Insert: each vector is written to vectors.dat, then joins up to `replicas` postings chosen by
-// SPANN's RNG rule over the current centroids (as the builder does). A touched posting is
-// rewritten copy-on-write: its entries (tombstoned ones dropped) plus the new ones go to freshly
-// allocated pages; the old extent is retired. Quantized tier: codes are encoded against the
-// posting's centroid and kept in RAM as well as in the posting.
-// Split (a posting over the manifest's posting_cap): balanced 2-means (index/posting_split.h);
-// the posting keeps one half and centroid, a new posting (a new number, descending from the same
-// tree leaf) takes the other; codes are rebuilt. Then LIRE's reassignment: (1) a vector of the
-// split posting that was no farther from the old centroid than from both new ones moves to its
-// nearest posting when that is neither half; (2) a vector of the `reassign_postings` postings
-// nearest the old centroid moves to the nearer half when a new centroid is closer than its own.
-// Appends from reassignment may split again, at most `max_cascade` levels per change; a posting
-// still over the cap waits for the next change (the cap is soft: a full posting never fails).
-// Sweep: rewrites postings holding tombstoned ids (GC), merges a posting with fewer than
-// `merge_floor` live entries into the postings its vectors' RNG choice picks, splits over-full
-// ones.
+// SPANN's RNG rule over the current centroids (as the builder does). A posting that only gained
+// entries is appended to: a segment of the new entries goes to the pages right after its extent,
+// which the updater keeps free for it when it writes the posting (half its pages, at least 4); the
+// row then covers the longer extent and no page a committed row names is touched. Otherwise
+// (tombstoned entries to drop, no pages kept, or too much of the extent would be partly filled
+// pages) the posting is rewritten copy-on-write: its entries (tombstoned ones dropped) plus the new
+// ones go to freshly allocated pages; the old extent is retired. Quantized tier: codes are encoded
+// against the posting's centroid and kept in RAM as well as in the posting. Split (a posting over
+// the manifest's posting_cap): balanced 2-means (index/posting_split.h); the posting keeps one half
+// and centroid, a new posting (a new number, descending from the same tree leaf) takes the other;
+// codes are rebuilt. Then LIRE's reassignment: (1) a vector of the split posting that was no
+// farther from the old centroid than from both new ones moves to its nearest posting when that is
+// neither half; (2) a vector of the `reassign_postings` postings nearest the old centroid moves to
+// the nearer half when a new centroid is closer than its own. Appends from reassignment may split
+// again, at most `max_cascade` levels per change; a posting still over the cap waits for the next
+// change (the cap is soft: a full posting never fails). Sweep: rewrites postings holding tombstoned
+// ids (GC), merges a posting with fewer than `merge_floor` live entries into the postings its
+// vectors' RNG choice picks, splits over-full ones.
 //
 // CompactVectors (spann_updater_vectors.cc): when most slots of vectors.dat hold vectors no one
 // needs (deleted records whose tombstones were swept), the vectors still needed are copied into
@@ -69,21 +72,26 @@ namespace shoal::index {
 using DeadFn = std::function<bool(uint64_t)>;
 
 struct UpdaterOptions {
-  uint32_t merge_floor = 0;           // merge below this many live entries; 0 = posting_cap / 10
-  uint32_t reassign_postings = 8;     // LIRE condition 2: postings nearest a split one to check
-  uint32_t max_cascade = 2;           // split levels one change may chain
-  bool sync = true;                   // fdatasync data files before a change is returned
+  uint32_t merge_floor = 0;        // merge below this many live entries; 0 = posting_cap / 10
+  uint32_t reassign_postings = 8;  // LIRE condition 2: postings nearest a split one to check
+  uint32_t max_cascade = 2;        // split levels one change may chain
+  bool sync = true;                // fdatasync data files before a change is returned
+  // Insert appends new entries to a posting (pages after its extent) instead of rewriting it,
+  // where the pages kept for it allow (false: every change rewrites; for comparisons).
+  bool append_in_place = true;
   storage::FileSystem* fs = nullptr;  // posting / vector file writes (null = the default)
 };
 
 struct UpdateStats {
-  uint64_t inserted = 0;            // vectors added
-  uint64_t splits = 0;              // postings split in two
-  uint64_t merges = 0;              // postings merged away
-  uint64_t reassigned = 0;          // vectors moved by LIRE's reassignment or a merge
-  uint64_t gc_entries = 0;          // tombstoned entries dropped from rewritten postings
-  uint64_t postings_written = 0;    // extents written (copy-on-write)
-  uint64_t vector_compactions = 0;  // vectors.dat rewritten without its dead slots
+  uint64_t inserted = 0;               // vectors added
+  uint64_t splits = 0;                 // postings split in two
+  uint64_t merges = 0;                 // postings merged away
+  uint64_t reassigned = 0;             // vectors moved by LIRE's reassignment or a merge
+  uint64_t gc_entries = 0;             // tombstoned entries dropped from rewritten postings
+  uint64_t postings_written = 0;       // extents written (copy-on-write) or appended to
+  uint64_t posting_appends = 0;        // of those, appends: only the new entries' pages written
+  uint64_t posting_bytes_written = 0;  // posting-file pages written
+  uint64_t vector_compactions = 0;     // vectors.dat rewritten without its dead slots
 };
 
 class SpannUpdater {

@@ -38,6 +38,7 @@ size_t Filter(WorkEntries* e, size_t dim, size_t code_bytes, Keep keep) {
   }
   e->has_idset = false;
   e->idset.clear();
+  if (out != n) e->appendable = false;
   return n - out;
 }
 
@@ -92,12 +93,14 @@ absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p) {
     }
   }
   if (quant != nullptr) e.q.code_bytes = quant->code_bytes();
+  e.appendable = p < cur_.size() && cur_.live[p];
   const size_t dropped =
       Filter(&e, dim_, e.q.code_bytes, [&](size_t i) { return !dead_(e.q.ids[i]); });
   if (dropped > 0) {
     e.dirty = true;
     stats_.gc_entries += dropped;
   }
+  e.base = e.size();
   return &touched_.emplace(p, std::move(e)).first->second;
 }
 
@@ -183,6 +186,7 @@ void UpdateWork::Assign(uint32_t p, std::vector<uint64_t> ids, const std::vector
   e.has_idset = false;
   e.idset.clear();
   e.dirty = true;
+  e.appendable = false;
   if (quant == nullptr) {
     e.vecs = vecs;
     return;
@@ -218,6 +222,7 @@ uint32_t UpdateWork::AddPosting(uint32_t origin, const float* centroid) {
   n.serials.push_back(0);
   n.origin.push_back(origin);
   n.live.push_back(1);
+  n.reserved.push_back(0);
   n.codes.push_back(nullptr);
   MutableByLeaf()[origin].push_back(q);
   touched_[q].dirty = true;
@@ -341,6 +346,49 @@ absl::Status UpdateWork::Merge(uint32_t p) {
     ++stats_.reassigned;
   }
   return absl::OkStatus();
+}
+
+std::vector<uint8_t> UpdateWork::Encode(const WorkEntries& e, size_t begin, size_t end) const {
+  if (index_.quantizer() != nullptr) return EncodeQuantizedEntries(e.q, begin, end);
+  std::vector<const float*> rows;
+  for (size_t i = begin; i < end; ++i) rows.push_back(e.vecs.data() + i * dim_);
+  return EncodePostingEntries(std::span(e.q.ids).subspan(begin, end - begin), rows, dim_);
+}
+
+absl::StatusOr<storage::Extent> UpdateWork::WritePosting(uint32_t p, const WorkEntries& e,
+                                                         std::vector<storage::Extent>* allocated,
+                                                         bool* appended) {
+  PostingDirectory& n = *next_;
+  *appended = false;
+  if (up_->options_.append_in_place && e.appendable && e.size() > e.base) {
+    // Only entries were added: write them as one more segment after the extent, into the pages
+    // kept for this posting, unless that would leave too many partly filled pages behind.
+    const storage::PostingRow& old = cur_.rows[p];
+    const std::vector<uint8_t> segment = Encode(e, e.base, e.size());
+    const uint32_t more = storage::PostingPages(segment.size());
+    const uint64_t bytes = uint64_t{old.bytes} + segment.size();
+    const uint32_t packed = storage::PostingPages(bytes);
+    if (more <= cur_.reserved[p] && bytes < UINT32_MAX &&
+        old.num_pages + more <= packed + AppendSlack(packed)) {
+      SHOAL_ASSIGN_OR_RETURN(
+          storage::Extent tail,
+          up_->writer_->WriteAt(old.first_page + old.num_pages, p, segment, old.num_pages));
+      n.reserved[p] = cur_.reserved[p] - more;
+      *appended = true;
+      ++stats_.posting_appends;
+      stats_.posting_bytes_written += uint64_t{tail.num_pages} * storage::kPageSize;
+      return storage::Extent{old.first_page, old.num_pages + more, static_cast<uint32_t>(bytes)};
+    }
+  }
+  const std::vector<uint8_t> payload = Encode(e, 0, e.size());
+  const uint32_t pages = storage::PostingPages(payload.size());
+  const uint32_t slack = up_->options_.append_in_place ? AppendSlack(pages) : 0;
+  const uint64_t first = up_->pages_->Allocate(pages + slack);
+  allocated->push_back({first, pages + slack, 0});
+  SHOAL_ASSIGN_OR_RETURN(storage::Extent ext, up_->writer_->WriteAt(first, p, payload));
+  n.reserved[p] = slack;
+  stats_.posting_bytes_written += uint64_t{pages} * storage::kPageSize;
+  return ext;
 }
 
 }  // namespace shoal::index

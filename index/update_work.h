@@ -5,6 +5,7 @@
 #ifndef SHOAL_INDEX_UPDATE_WORK_H_
 #define SHOAL_INDEX_UPDATE_WORK_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -25,6 +26,10 @@ struct WorkEntries {
   bool dirty = false;
   absl::flat_hash_set<uint64_t> idset;  // built on first membership check
   bool has_idset = false;
+  // Entries [0, base) are the posting as its current extent holds it, untouched: only entries
+  // after them were added (so they can be appended instead of the posting rewritten).
+  size_t base = 0;
+  bool appendable = false;
   size_t size() const { return q.ids.size(); }
 };
 
@@ -47,7 +52,19 @@ class UpdateWork {
   size_t live_postings() const;
   absl::StatusOr<SpannUpdater::Change> Finish();
 
+  // Pages kept free after a rewritten posting of `pages` pages for its appends, and the most
+  // partly filled pages an appended posting of `pages` (when packed) may carry.
+  static uint32_t AppendSlack(uint32_t pages) { return std::max<uint32_t>(4, pages / 2); }
+
  private:
+  // Writes p's entries: appended after its extent when it can, else rewritten to new pages
+  // (their run, reserve included, added to *allocated). Returns the whole new extent and sets
+  // *appended.
+  absl::StatusOr<storage::Extent> WritePosting(uint32_t p, const WorkEntries& e,
+                                               std::vector<storage::Extent>* allocated,
+                                               bool* appended);
+  // Entries [begin, end) of `e` as one payload segment (posting_entries.h).
+  std::vector<uint8_t> Encode(const WorkEntries& e, size_t begin, size_t end) const;
   // Full vectors of `ids` (n x dim): from fresh_, the posting (full tier) or vectors.dat.
   absl::Status VectorsOf(const WorkEntries& e, std::vector<float>* out);
   void Encode(uint32_t p, const float* x, uint8_t* code) const;

@@ -32,17 +32,19 @@ absl::StatusOr<std::unique_ptr<PostingFileWriter>> PostingFileWriter::OpenForApp
 
 absl::StatusOr<Extent> PostingFileWriter::Append(uint64_t posting_id,
                                                  std::span<const uint8_t> payload) {
-  return Write(std::nullopt, posting_id, payload);
+  return Write(std::nullopt, posting_id, payload, 0);
 }
 
 absl::StatusOr<Extent> PostingFileWriter::WriteAt(uint64_t first_page, uint64_t posting_id,
-                                                  std::span<const uint8_t> payload) {
-  return Write(first_page, posting_id, payload);
+                                                  std::span<const uint8_t> payload,
+                                                  uint32_t first_sequence) {
+  return Write(first_page, posting_id, payload, first_sequence);
 }
 
 absl::StatusOr<Extent> PostingFileWriter::Write(std::optional<uint64_t> first_page,
                                                 uint64_t posting_id,
-                                                std::span<const uint8_t> payload) {
+                                                std::span<const uint8_t> payload,
+                                                uint32_t first_sequence) {
   if (payload.size() >= std::numeric_limits<uint32_t>::max()) {
     return absl::InvalidArgumentError(
         absl::StrCat("posting ", posting_id, ": payload of ", payload.size(), " bytes >= 4 GiB"));
@@ -56,7 +58,7 @@ absl::StatusOr<Extent> PostingFileWriter::Write(std::optional<uint64_t> first_pa
     const size_t begin = static_cast<size_t>(i) * kPagePayload;
     const size_t n = std::min(kPagePayload, payload.size() - std::min(begin, payload.size()));
     if (n > 0) std::memcpy(page + kPageHeader, payload.data() + begin, n);
-    SealPage(page, PageKind::kPosting, posting_id, i, n);
+    SealPage(page, PageKind::kPosting, posting_id, first_sequence + i, n);
   }
   absl::MutexLock lock(&mu_);
   if (!failed_.ok()) {
@@ -92,12 +94,13 @@ absl::Status DecodePosting(std::span<const uint8_t> pages, const Extent& extent,
                            uint64_t posting_id, const std::string& path,
                            std::vector<uint8_t>* out) {
   if (pages.size() != static_cast<size_t>(extent.num_pages) * kPageSize ||
-      extent.num_pages != PostingPages(extent.bytes)) {
+      extent.num_pages < PostingPages(extent.bytes)) {
     return absl::InvalidArgumentError(absl::StrCat(
         path, ": posting ", posting_id, ": ", pages.size(), " bytes do not match extent of ",
         extent.num_pages, " pages for ", extent.bytes, " payload bytes"));
   }
   out->reserve(out->size() + extent.bytes);
+  size_t total = 0;
   for (uint32_t i = 0; i < extent.num_pages; ++i) {
     const uint8_t* page = pages.data() + static_cast<size_t>(i) * kPageSize;
     const uint64_t offset = (extent.first_page + i) * kPageSize;
@@ -105,14 +108,21 @@ absl::Status DecodePosting(std::span<const uint8_t> pages, const Extent& extent,
         !s.ok()) {
       return s;
     }
-    const size_t expected =
-        std::min<size_t>(kPagePayload, extent.bytes - static_cast<size_t>(i) * kPagePayload);
-    if (PagePayloadBytes(page) != expected) {
+    // Pages are full but where an append began (partly filled); only the empty posting's
+    // single page is empty.
+    const size_t n = PagePayloadBytes(page);
+    if (total + n > extent.bytes || (n == 0 && extent.bytes > 0)) {
       return absl::DataLossError(absl::StrCat(path, ": page at offset ", offset, ": payload size ",
-                                              PagePayloadBytes(page), ", expected ", expected,
-                                              " (posting ", posting_id, ")"));
+                                              n, " after ", total, " of ", extent.bytes,
+                                              " bytes (posting ", posting_id, ")"));
     }
-    out->insert(out->end(), page + kPageHeader, page + kPageHeader + expected);
+    out->insert(out->end(), page + kPageHeader, page + kPageHeader + n);
+    total += n;
+  }
+  if (total != extent.bytes) {
+    return absl::DataLossError(absl::StrCat(path, ": posting ", posting_id, ": pages at offset ",
+                                            extent.first_page * kPageSize, " hold ", total,
+                                            " payload bytes, its row says ", extent.bytes));
   }
   return absl::OkStatus();
 }

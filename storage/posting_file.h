@@ -1,10 +1,14 @@
 // The posting file: each posting's payload stored as an extent of whole 4 KiB pages. The payload
 // is cut into kPagePayload-byte pieces, each sealed in its own page (page_format.h; owner = the
 // posting id, sequence = the page's index within the posting); a posting's pages are contiguous.
-// An empty payload still takes one page, so every extent can be read and checked.
+// An empty payload still takes one page, so every extent can be read and checked. An online
+// insert may append to a posting: more pages right after its extent (WriteAt with the next
+// sequence), the last page before them left partly filled — each page says how many payload
+// bytes it holds, and the payload is their concatenation (so num_pages >= PostingPages(bytes)).
 //
-// The file is append-only for now (copy-on-write tails and frees come with updates). The posting
-// directory (posting -> extent) lives in RocksDB and is written by the index after Sync().
+// The posting directory (posting -> extent) lives in RocksDB and is written by the index after
+// Sync(); pages are written only where no committed directory row points (free pages, or the
+// pages after a posting's extent that the updater keeps for its appends).
 //
 //   SHOAL_ASSIGN_OR_RETURN(auto w, PostingFileWriter::Create(path));
 //   SHOAL_ASSIGN_OR_RETURN(Extent e, w->Append(posting_id, payload));
@@ -72,9 +76,10 @@ class PostingFileWriter {
   // refuses writes (FailedPrecondition) since the file's tail is unknown.
   absl::StatusOr<Extent> Append(uint64_t posting_id, std::span<const uint8_t> payload);
   // Writes `payload` as an extent starting at page `first_page` (pages the caller owns: free or
-  // past the end; online updates rewrite postings copy-on-write this way). Errors as Append.
+  // past the end; online updates rewrite postings copy-on-write this way), its pages numbered
+  // from `first_sequence` (an append continues a posting's numbering). Errors as Append.
   absl::StatusOr<Extent> WriteAt(uint64_t first_page, uint64_t posting_id,
-                                 std::span<const uint8_t> payload);
+                                 std::span<const uint8_t> payload, uint32_t first_sequence = 0);
   // fdatasync: every extent returned so far is durable. A failure is sticky (see File::Sync).
   absl::Status Sync();
   // Bytes of the file including everything appended (a multiple of kPageSize).
@@ -85,7 +90,7 @@ class PostingFileWriter {
   PostingFileWriter(std::unique_ptr<File> file, uint64_t next_page);
   // Writes at `first_page`, or at the end when nullopt.
   absl::StatusOr<Extent> Write(std::optional<uint64_t> first_page, uint64_t posting_id,
-                               std::span<const uint8_t> payload);
+                               std::span<const uint8_t> payload, uint32_t first_sequence);
 
   const std::unique_ptr<File> file_;
   const std::string path_;
@@ -96,8 +101,8 @@ class PostingFileWriter {
 
 // Checks every page of `pages` (the extent as read: extent.num_pages * kPageSize bytes from file
 // offset extent.first_page * kPageSize) and appends the payload to *out. DataLoss naming `path`
-// and the page's file offset when a page is corrupt, belongs elsewhere or holds the wrong amount
-// of payload; InvalidArgument when `pages` has the wrong size for the extent.
+// and the page's file offset when a page is corrupt, belongs elsewhere or the pages' payloads do
+// not add up to extent.bytes; InvalidArgument when `pages` has the wrong size for the extent.
 absl::Status DecodePosting(std::span<const uint8_t> pages, const Extent& extent,
                            uint64_t posting_id, const std::string& path, std::vector<uint8_t>* out);
 

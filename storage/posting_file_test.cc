@@ -136,6 +136,30 @@ INSTANTIATE_TEST_SUITE_P(Backends, PostingFileTest,
                          });
 
 // Every single byte of every page, flipped in the bytes as read.
+TEST_P(PostingFileTest, AppendedPagesContinueThePostingAfterAPartlyFilledPage) {
+  auto writer = PostingFileWriter::Create(path_);
+  ASSERT_TRUE(writer.ok()) << writer.status();
+  const std::vector<uint8_t> first = Payload(kPagePayload + 100, 1);  // 2 pages, the 2nd partly
+  const std::vector<uint8_t> more = Payload(kPagePayload + 7, 2);
+  auto e = (*writer)->WriteAt(10, 5, first);
+  ASSERT_TRUE(e.ok()) << e.status();
+  auto tail = (*writer)->WriteAt(e->first_page + e->num_pages, 5, more, e->num_pages);
+  ASSERT_TRUE(tail.ok()) << tail.status();
+  ASSERT_TRUE((*writer)->Sync().ok());
+  const Extent whole{e->first_page, e->num_pages + tail->num_pages,
+                     static_cast<uint32_t>(first.size() + more.size())};
+  std::vector<std::vector<uint8_t>> out;
+  ASSERT_TRUE(ReadAll({whole, *e}, {5, 5}, &out).ok());
+  std::vector<uint8_t> want = first;
+  want.insert(want.end(), more.begin(), more.end());
+  EXPECT_EQ(out[0], want);
+  EXPECT_EQ(out[1], first);  // a reader of the row before the append sees it unchanged
+  // The row must add up: a byte count that ends inside the appended pages is DataLoss.
+  Extent short_row = whole;
+  short_row.bytes -= 1;
+  EXPECT_EQ(ReadAll({short_row}, {5}, &out).code(), absl::StatusCode::kDataLoss);
+}
+
 TEST(DecodePostingTest, EveryFlippedByteIsDataLossNamingFileAndOffset) {
   const std::vector<uint8_t> payload = Payload(kPagePayload + 500, 3);
   const Extent e{5, 2, static_cast<uint32_t>(payload.size())};
@@ -170,7 +194,7 @@ TEST(DecodePostingTest, OtherPostingsPagesAreDataLoss) {
   EXPECT_THAT(s.message(), HasSubstr("wrong owner 17"));
   s = DecodePosting(page, Extent{0, 1, 11}, 17, "p", &out);  // Directory says 11 bytes.
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
-  EXPECT_THAT(s.message(), HasSubstr("payload size 10, expected 11"));
+  EXPECT_THAT(s.message(), HasSubstr("hold 10 payload bytes, its row says 11"));
   s = DecodePosting(page, Extent{0, 2, 10}, 17, "p", &out);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
 }

@@ -65,6 +65,10 @@ struct CollectionInfo {
   uint64_t vectors_reassigned = 0;
   // Times the index's vector file was rewritten without its dead slots.
   uint64_t vector_file_compactions = 0;
+  // Posting writes that appended the new entries after the posting instead of rewriting it, and
+  // posting-file bytes written by online updates (appends and rewrites).
+  uint64_t posting_appends = 0;
+  uint64_t posting_bytes_written = 0;
 };
 
 // An alias and the collection (real name) it resolves to.
