@@ -30,34 +30,57 @@ absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
 // the same recall).
 constexpr size_t kFlatNavigatorMaxPostings = 256;
 
-// One query's candidate slot per id, without hashing: an array indexed by id whose entries count
-// only when stamped with the current query's epoch (so resetting is O(1)). Ids are the dense
-// internal ids; the array grows to the largest id seen.
+// One query's candidate slot per id: a small open-addressing table (linear probing) whose
+// entries count only when stamped with the current query's epoch, so resetting is O(1). A query
+// has hundreds of candidates, so the table stays in L1 (an id-indexed array over all ids did
+// not: a cache miss per candidate).
 class CandidateSlots {
  public:
   static constexpr uint32_t kNone = ~0u;
   void Reset() {
+    used_ = 0;
     if (++epoch_ == 0) {  // wrapped: forget every stamp
-      std::fill(stamp_.begin(), stamp_.end(), 0);
+      for (Entry& e : table_) e.epoch = 0;
       epoch_ = 1;
     }
   }
   uint32_t& Find(uint64_t id) {
-    if (id >= stamp_.size()) {
-      const size_t size = std::max<size_t>(id + 1, stamp_.size() * 3 / 2);
-      stamp_.resize(size, 0);
-      slot_.resize(size);
+    if (2 * (used_ + 1) > table_.size()) Grow();
+    const size_t mask = table_.size() - 1;
+    for (size_t at = Home(id, mask);; at = (at + 1) & mask) {
+      Entry& e = table_[at];
+      if (e.epoch != epoch_) {
+        e = {id, kNone, epoch_};
+        ++used_;
+        return e.slot;
+      }
+      if (e.id == id) return e.slot;
     }
-    if (stamp_[id] != epoch_) {
-      stamp_[id] = epoch_;
-      slot_[id] = kNone;
-    }
-    return slot_[id];
   }
 
  private:
-  uint32_t epoch_ = 0;
-  std::vector<uint32_t> stamp_, slot_;
+  struct Entry {
+    uint64_t id = 0;
+    uint32_t slot = kNone;
+    uint32_t epoch = 0;
+  };
+  static size_t Home(uint64_t id, size_t mask) {
+    return static_cast<size_t>((id * 0x9E3779B97F4A7C15ull) >> 40) & mask;
+  }
+  void Grow() {
+    std::vector<Entry> old;
+    old.swap(table_);
+    table_.assign(std::max<size_t>(1024, old.size() * 2), Entry{});
+    const uint32_t epoch = epoch_;
+    used_ = 0;
+    for (const Entry& e : old) {
+      if (e.epoch == epoch) Find(e.id) = e.slot;
+    }
+  }
+
+  uint32_t epoch_ = 1;
+  size_t used_ = 0;
+  std::vector<Entry> table_;
 };
 
 }  // namespace
@@ -387,7 +410,7 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
             reinterpret_cast<const char*>(dir.prepared_centroid(postings[i + 1]));
         for (size_t b = 0; b < pd * sizeof(float); b += 64) __builtin_prefetch(centroid + b);
         const std::vector<uint8_t>& next = dir.codes[postings[i + 1]]->codes;
-        for (size_t b = 0; b < std::min<size_t>(next.size(), 2048); b += 64) {
+        for (size_t b = 0; b < std::min<size_t>(next.size(), 512); b += 64) {
           __builtin_prefetch(next.data() + b);
         }
       }
