@@ -12,6 +12,18 @@ uint64_t NextExtentSerial() {
   return next.fetch_add(1, std::memory_order_relaxed);
 }
 
+RetiredExtents::~RetiredExtents() {
+  if (on_release && !extents.empty()) on_release(extents);
+  // Lists whose versions are gone die here one after another, not by recursion (a reader that
+  // held an old version for long may leave a long chain).
+  std::shared_ptr<RetiredExtents> next = std::move(newer);
+  while (next != nullptr && next.use_count() == 1) {
+    std::shared_ptr<RetiredExtents> after = std::move(next->newer);
+    next.reset();
+    next = std::move(after);
+  }
+}
+
 std::shared_ptr<PostingDirectory> NextVersion(const PostingDirectory& cur) {
   auto next = std::make_shared<PostingDirectory>();
   PostingDirectory& n = *next;

@@ -7,13 +7,14 @@
 // Postings are numbered 0..size()-1: the build's tree leaves first (posting p = leaf p), then one
 // new number per split. A merged-away posting stays as a dead slot (live(p) false).
 //
-// Extents replaced by a newer version are retired onto the older version: they return to the free
-// pool (FreeExtents) only when the last reader of that older version lets go of it, and the
-// updater retires them only after the RocksDB directory change that stops referencing them is
-// durable.
+// Extents replaced by a newer version are retired onto the older version (its RetiredExtents):
+// they return to the free pool only once that version and every version older than it are gone
+// (a reader may hold an old version longer than a newer one, and an extent unchanged across
+// versions is read through all of them), and the updater retires them only after the RocksDB
+// directory change that stops referencing them is durable.
 //
-// Thread safety: immutable once published (except `retired`, which only the updater sets, before
-// it drops its own reference). Copying is O(postings) pointer copies; codes are shared.
+// Thread safety: immutable once published (except `retire`'s contents, which only the updater
+// sets, when it replaces the version). Copying is O(postings) pointer copies; codes are shared.
 #ifndef SHOAL_INDEX_POSTING_DIRECTORY_H_
 #define SHOAL_INDEX_POSTING_DIRECTORY_H_
 
@@ -31,6 +32,16 @@
 #include "storage/vector_file.h"
 
 namespace shoal::index {
+
+// The extents a version stopped referencing when the next one replaced it. Each version owns
+// its list, and each list holds the next version's list: a list (and its release) outlives its own
+// version and every older one. Released through on_release when the last of those goes.
+struct RetiredExtents {
+  std::vector<storage::Extent> extents;
+  std::function<void(const std::vector<storage::Extent>&)> on_release;
+  std::shared_ptr<RetiredExtents> newer;
+  ~RetiredExtents();
+};
 
 struct PostingDirectory {
   size_t dim = 0;
@@ -59,14 +70,8 @@ struct PostingDirectory {
   // unlinked inode is freed) when the last version naming it is destroyed.
   std::shared_ptr<storage::VectorFile> vectors;
 
-  // Extents this version referenced that the next version no longer does; handed to
-  // `on_release` when this version is destroyed (no reader can still be reading them).
-  std::vector<storage::Extent> retired;
-  std::function<void(const std::vector<storage::Extent>&)> on_release;
-
-  ~PostingDirectory() {
-    if (on_release && !retired.empty()) on_release(retired);
-  }
+  // Filled when the next version replaces this one (SpannUpdater::Publish); never copied.
+  std::shared_ptr<RetiredExtents> retire = std::make_shared<RetiredExtents>();
 
   size_t size() const { return rows.size(); }
   const float* centroid(uint32_t p) const { return centroids.data() + size_t{p} * dim; }
@@ -81,7 +86,7 @@ struct PostingDirectory {
   }
 };
 
-// A copy of `cur` to build the next version from: everything but `retired` / `on_release`.
+// A copy of `cur` to build the next version from: everything but `retire` (a fresh one).
 std::shared_ptr<PostingDirectory> NextVersion(const PostingDirectory& cur);
 
 // A fresh number for each extent written (process-wide, never 0).

@@ -173,11 +173,12 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
 
 void SpannUpdater::Publish(Change change) {
   std::shared_ptr<const PostingDirectory> old = index_->directory();
+  // Only this thread touches a version's `retire` list; readers never do.
+  RetiredExtents& list = *old->retire;
+  list.newer = change.next->retire;
   if (!change.retired.empty()) {
-    // Only this thread touches `retired` / `on_release`; readers never do.
-    auto* o = const_cast<PostingDirectory*>(old.get());
-    o->retired = std::move(change.retired);
-    o->on_release = [pages = pages_](const std::vector<storage::Extent>& extents) {
+    list.extents = std::move(change.retired);
+    list.on_release = [pages = pages_](const std::vector<storage::Extent>& extents) {
       for (const auto& e : extents) pages->Free(e.first_page, e.num_pages);
     };
   }

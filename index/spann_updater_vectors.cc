@@ -78,9 +78,10 @@ absl::Status SpannUpdater::FinishVectorSwitch() {
   } else {
     // Quantized tier: searches read the file through the directory; one naming the new file
     // replaces the current one (same postings, so nothing is retired).
-    std::shared_ptr<PostingDirectory> next = NextVersion(*index_->directory());
-    next->vectors = std::move(opened);
-    index_->PublishDirectory(std::move(next));
+    Change change;
+    change.next = NextVersion(*index_->directory());
+    change.next->vectors = std::move(opened);
+    Publish(std::move(change));
   }
   switch_pending_ = false;
   return absl::OkStatus();
