@@ -259,6 +259,63 @@ void CentroidTree::BuildNavigationCopy() {
   nav_ = NavigationCopy::Build(rows.data(), num_nodes(), dim_);
 }
 
+namespace {
+
+// One descent level's children worth keeping: a child farther than the level's beam-th nearest
+// so far cannot be among the beam kept, so it is dropped (and the half copy's scores stop early
+// against bound()). Which children end up kept does not depend on the order they are offered.
+class LevelKeeper {
+ public:
+  void Reset(size_t beam, std::vector<std::pair<float, uint32_t>>* next) {
+    beam_ = beam;
+    next_ = next;
+    next_->clear();
+    kept_.clear();
+  }
+  float bound() const { return kept_.size() == beam_ ? kept_.front() : kInf; }
+  void Offer(float d, uint32_t child) {
+    if (std::isnan(d)) d = kInf;
+    if (d > bound()) return;
+    next_->emplace_back(d, child);
+    if (kept_.size() == beam_) {
+      std::pop_heap(kept_.begin(), kept_.end());
+      kept_.pop_back();
+    }
+    kept_.push_back(d);
+    std::push_heap(kept_.begin(), kept_.end());
+  }
+
+ private:
+  size_t beam_ = 0;
+  std::vector<std::pair<float, uint32_t>>* next_ = nullptr;
+  std::vector<float> kept_;  // max-heap: the beam smallest distances offered
+};
+
+// Scores one level's children, given as (lower bound, node), on the half copy: the `beam` of
+// smallest lower bound first, so the level's bound is tight early (a full sort costs more than
+// it saves), then the rest unless their lower bound rules them out. Reorders `children`.
+void ScoreLevelOnHalves(const NavigationCopy& nav, const NavigationCopy::Query& q, size_t beam,
+                        std::vector<std::pair<float, uint32_t>>& children, LevelKeeper& keeper) {
+  const size_t seeds = std::min(beam, children.size());
+  if (seeds < children.size()) {
+    std::nth_element(children.begin(), children.begin() + seeds, children.end());
+  }
+  std::sort(children.begin(), children.begin() + seeds);
+  // The rows are scattered over the copy: start loading a few ahead of the one scored.
+  for (size_t i = 0; i < seeds; ++i) nav.PrefetchRow(children[i].second);
+  for (size_t i = 0; i < children.size(); ++i) {
+    if (i + seeds < children.size() &&
+        !NavigationCopy::RulesOut(children[i + seeds].first, keeper.bound())) {
+      nav.PrefetchRow(children[i + seeds].second);
+    }
+    const auto [lower, child] = children[i];
+    if (NavigationCopy::RulesOut(lower, keeper.bound())) continue;
+    keeper.Offer(nav.HalfDistance(q, child, keeper.bound()), child);
+  }
+}
+
+}  // namespace
+
 void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
                                  std::vector<std::pair<float, uint32_t>>* out,
                                  CentroidScoring scoring) const {
@@ -269,8 +326,8 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
   const bool half = scoring == CentroidScoring::kHalf && !nav_.empty() && beam < num_nodes();
   thread_local NavigationCopy::Query prepared;
   if (half) nav_.Prepare(q, &prepared);
-  thread_local std::vector<std::pair<float, uint32_t>> frontier, next;
-  thread_local std::vector<float> kept;  // max-heap: the `beam` smallest distances of a level
+  thread_local std::vector<std::pair<float, uint32_t>> frontier, next, bounded;
+  thread_local LevelKeeper keeper;
   frontier.clear();
   frontier.emplace_back(0.0f, root());  // the root's own distance only matters for a 1-leaf tree
   if (is_leaf(root())) frontier[0].first = L2Sqr(q, centroid(root()), dim_);
@@ -279,31 +336,20 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
       std::nth_element(frontier.begin(), frontier.begin() + beam, frontier.end());
       frontier.resize(beam);
     }
-    // Nearest first: the level's bound tightens early. The set kept does not depend on it.
-    std::sort(frontier.begin(), frontier.end());
-    next.clear();
-    kept.clear();
+    keeper.Reset(beam, &next);
+    bounded.clear();
     for (const auto& [dist, node] : frontier) {
       if (is_leaf(node)) {
         out->emplace_back(dist, slot_[node]);
-        continue;
-      }
-      for (uint32_t child : children(node)) {
-        // A child farther than the level's beam-th nearest so far cannot be kept: its score
-        // may stop early (half) or it is dropped (float).
-        const float bound = kept.size() == beam ? kept.front() : kInf;
-        float d = half ? nav_.Distance(prepared, child, bound) : L2Sqr(q, centroid(child), dim_);
-        if (std::isnan(d)) d = kInf;
-        if (d > bound) continue;
-        next.emplace_back(d, child);
-        if (kept.size() == beam) {
-          std::pop_heap(kept.begin(), kept.end());
-          kept.pop_back();
+      } else if (half) {
+        for (uint32_t child : children(node)) {
+          bounded.emplace_back(nav_.LowerBound(prepared, child), child);
         }
-        kept.push_back(d);
-        std::push_heap(kept.begin(), kept.end());
+      } else {
+        for (uint32_t child : children(node)) keeper.Offer(L2Sqr(q, centroid(child), dim_), child);
       }
     }
+    if (half) ScoreLevelOnHalves(nav_, prepared, beam, bounded, keeper);
     frontier.swap(next);
   }
   const size_t keep = std::min(m, out->size());

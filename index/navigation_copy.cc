@@ -10,10 +10,6 @@
 namespace shoal::index {
 namespace {
 
-// The bound rules a row out only when it exceeds `bound` by this much: the bound is exact up to
-// float rounding and the half distances it is compared with are typically within ~1e-4 of the
-// float ones, so a row ruled out would (all but always) have been dropped by its half distance.
-constexpr float kBoundSlack = 1e-3f;
 // Subspace iterations for the basis. Any orthonormal basis gives a valid bound; nearer the
 // principal axes, it is tighter. A few rounds from a random start get most of the way.
 constexpr int kBasisIterations = 6;
@@ -148,14 +144,15 @@ void NavigationCopy::Prepare(const float* q, Query* out) const {
   out->residual = static_cast<float>(std::sqrt(std::max(0.0, total - in_basis)));
 }
 
-float NavigationCopy::Distance(const Query& q, uint32_t row, float bound) const {
+float NavigationCopy::LowerBound(const Query& q, uint32_t row) const {
   const size_t k = basis_size_;
-  if (k > 0) {
-    const float* b = &bounds_[size_t{row} * (k + 1)];
-    const float rest = q.residual - b[k];
-    const float lower = L2Sqr(q.projected.data(), b, k) + rest * rest;
-    if (lower > bound * (1 + kBoundSlack)) return lower;
-  }
+  if (k == 0) return 0;
+  const float* b = &bounds_[size_t{row} * (k + 1)];
+  const float rest = q.residual - b[k];
+  return L2Sqr(q.projected.data(), b, k) + rest * rest;
+}
+
+float NavigationCopy::HalfDistance(const Query& q, uint32_t row, float bound) const {
   return L2SqrHalfBounded(q.permuted.data(), &half_[size_t{row} * dim_], dim_, bound);
 }
 

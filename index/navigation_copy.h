@@ -34,6 +34,11 @@ class NavigationCopy {
  public:
   // Basis size (capped at dim / 4; no basis below 32 dimensions, where the half rows are short).
   static constexpr size_t kBasis = 32;
+  // The lower bound rules a row out only when it exceeds the bound by this much: it is exact up
+  // to float rounding and the half distances it is compared with are typically within ~1e-4 of
+  // the float ones, so a row ruled out would (all but always) have been dropped by its half
+  // distance.
+  static constexpr float kBoundSlack = 1e-3f;
 
   // `centroids` holds rows x dim floats, row r at centroids + r * dim.
   static NavigationCopy Build(const float* centroids, size_t rows, size_t dim);
@@ -47,7 +52,22 @@ class NavigationCopy {
   void Prepare(const float* q, Query* out) const;
   // The squared distance of row `row` to the query (half precision), or a value > bound as soon
   // as the row is known to be farther than `bound` (the lower bound, or a partial sum).
-  float Distance(const Query& q, uint32_t row, float bound) const;
+  float Distance(const Query& q, uint32_t row, float bound) const {
+    const float lower = LowerBound(q, row);
+    return RulesOut(lower, bound) ? lower : HalfDistance(q, row, bound);
+  }
+  // The two steps of Distance, for callers that rank many rows by their bounds first:
+  // LowerBound reads k + 1 floats (0 without a basis); RulesOut says whether it proves the row
+  // farther than `bound` (with a margin for rounding); HalfDistance reads the half row
+  // (L2SqrHalfBounded: a value > bound when it stops early).
+  float LowerBound(const Query& q, uint32_t row) const;
+  static bool RulesOut(float lower, float bound) { return lower > bound * (1 + kBoundSlack); }
+  float HalfDistance(const Query& q, uint32_t row, float bound) const;
+  // Starts loading the first KiB of a half row (a hint; no effect on results).
+  void PrefetchRow(uint32_t row) const {
+    const char* p = reinterpret_cast<const char*>(&half_[size_t{row} * dim_]);
+    for (size_t b = 0; b < 1024 && b < dim_ * 2; b += 64) __builtin_prefetch(p + b);
+  }
 
   bool empty() const { return half_.empty(); }
   size_t basis_size() const { return basis_size_; }
