@@ -170,5 +170,54 @@ INSTANTIATE_TEST_SUITE_P(
         BuildFault{"CommitWalFsyncEio", FaultOp::kSync, ".log", EIO, absl::StatusCode::kInternal}),
     [](const ::testing::TestParamInfo<BuildFault>& info) { return info.param.name; });
 
+// Online updates of a quantized index write vectors.dat through the FileSystem seam too: a
+// failing write is reported by FlushIndexUpdates and the buffered writes keep answering searches.
+// The vector file refuses writes after a failed one (its tail is unknown) until it is reopened;
+// a reopen replays the buffer into the postings.
+TEST(IndexUpdateFaultTest, QuantizedVectorWriteFailsThroughTheSeam) {
+  std::string dir = ::testing::TempDir() + "index_update_fault_XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  storage::FaultInjectingFileSystem fs;
+  const Record far{uint64_t{1000}, std::vector<float>(kDim, 500.0f)};  // no other vector near it
+  auto expect_found = [&](DB* db) {
+    auto hits = db->Search("c", far.vector, {.k = 1});
+    ASSERT_TRUE(hits.ok()) << hits.status();
+    ASSERT_EQ((*hits)[0].size(), 1u);
+    EXPECT_EQ((*hits)[0][0].key, far.key);
+  };
+  {
+    auto opened = db::DBImpl::Open(dir, Options{}, {&fs, fs.rocksdb_env()});
+    ASSERT_TRUE(opened.ok()) << opened.status();
+    std::unique_ptr<DB> db = *std::move(opened);
+    ASSERT_TRUE(db->CreateCollection({"c", kDim, Metric::kL2}).ok());
+    std::vector<Record> recs;
+    for (uint64_t k = 0; k < 400; ++k) recs.push_back(R(k));
+    ASSERT_TRUE(db->Upsert("c", recs, {.sync = true}).ok());
+    ASSERT_TRUE(db->BuildIndex("c", std::string(kSpec) + ",quant=sq8").ok());
+
+    fs.Fail(FaultOp::kWrite, "vectors.dat", ENOSPC, /*one_shot=*/false);
+    recs.clear();
+    for (uint64_t k = 400; k < 450; ++k) recs.push_back(R(k));
+    recs.push_back(far);
+    ASSERT_TRUE(db->Upsert("c", recs, {.sync = true}).ok());
+    absl::Status s = db->FlushIndexUpdates("c");
+    EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+    EXPECT_NE(s.message().find("vectors.dat"), std::string::npos) << s;
+    EXPECT_GT(fs.injected(), 0u);
+    expect_found(db.get());
+    fs.Clear();
+  }
+  auto db = db::DBImpl::Open(dir, Options{}, {&fs, fs.rocksdb_env()});
+  ASSERT_TRUE(db.ok()) << db.status();
+  absl::Status s = (*db)->FlushIndexUpdates("c");
+  ASSERT_TRUE(s.ok()) << s;
+  EXPECT_EQ((*db)->DescribeCollection("c")->unindexed_vectors, 0u);
+  expect_found(db->get());
+  VerifyReport report;
+  EXPECT_TRUE((*db)->Verify("", &report).ok());
+  db->reset();
+  std::filesystem::remove_all(dir);
+}
+
 }  // namespace
 }  // namespace shoal
