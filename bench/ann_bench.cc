@@ -91,30 +91,15 @@ absl::StatusOr<BatchTiming> Pass(AnnSystem& sys, const AnnBenchOptions& o, const
   return timing;
 }
 
-// Warm-up pass, then --runs timed passes; the fastest is kept (ann-benchmarks: best of runs).
-absl::StatusOr<PointResult> RunPoint(AnnSystem& sys, const AnnBenchOptions& o, const AnnDataset& ds,
-                                     const GroundTruth& gt, Metric metric, size_t nq) {
-  Neighbors found(nq, kK);
-  IoCounters io;
-  SHOAL_RETURN_IF_ERROR(Pass(sys, o, ds.test, nq, &found, &io).status());
-  PointResult best;
-  for (int run = 0; run < std::max(o.runs, 1); ++run) {
-    SHOAL_ASSIGN_OR_RETURN(BatchTiming timing, Pass(sys, o, ds.test, nq, &found, &io));
-    if (run == 0 || timing.total_seconds < best.timing.total_seconds) {
-      best.timing = std::move(timing);
-      best.io = io;
-    }
-  }
-  // Judge every system by recomputed true distances, as ann-benchmarks does.
-  SetTrueDistances(ds.train, ds.test, metric, &found);
-  best.recall = AnnBenchmarksRecall(found, gt.kth_distance, kK);
-  return best;
+// Judges a point's answers by recomputed true distances, as ann-benchmarks does.
+double Recall(const AnnDataset& ds, const GroundTruth& gt, Metric metric, Neighbors* found) {
+  SetTrueDistances(ds.train, ds.test, metric, found);
+  return AnnBenchmarksRecall(*found, gt.kth_distance, kK);
 }
 
-// Builds one system, sweeps its points, prints and writes them; returns its (recall, qps).
-absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchOptions& o,
-                                                 const AnnDataset& ds, const GroundTruth& gt,
-                                                 Metric metric, size_t nq, CsvWriter& csv) {
+// Builds `sys` and prints its header line and the table's column names; returns the build time.
+absl::StatusOr<double> BuildAndPrintHeader(AnnSystem& sys, const AnnBenchOptions& o,
+                                           const AnnDataset& ds, Metric metric) {
   SHOAL_ASSIGN_OR_RETURN(BuildInfo build, sys.Build(ds.train, metric, o.threads));
   std::printf("\n== %s (%s): build %.2f s", sys.name().c_str(), sys.build_params().c_str(),
               build.build_seconds);
@@ -129,37 +114,125 @@ absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchO
               "QPS", p50, p99, "bytes/query", "posts/q", "scored/q", "cache/q", "full/q",
               "RAM MiB");
   std::fflush(stdout);
+  return build.build_seconds;
+}
+
+// Prints one point's row and appends it to the CSV.
+absl::Status ReportPoint(AnnSystem& sys, const AnnBenchOptions& o, size_t nq,
+                         const std::string& point, const PointResult& r, double build_seconds,
+                         CsvWriter& csv) {
+  const double per_q = 1.0 / static_cast<double>(nq);
+  const double ram = sys.RamBytes();
+  std::optional<double> full_reads;  // full_vector_reads_per_query; n/a without a re-rank
+  if (sys.CountsFullVectorReads()) full_reads = r.io.full_vectors_read * per_q;
+  std::printf("   %-34s %8.4f %10.1f %11.1f %11.1f %12.0f %10.2f %10.1f %10.2f %9s %9.1f\n",
+              point.c_str(), r.recall, r.timing.Qps(), r.timing.CallPercentileUs(50),
+              r.timing.CallPercentileUs(99), r.io.bytes_read * per_q, r.io.postings_read * per_q,
+              r.io.vectors_scored * per_q, r.io.cache_hits * per_q,
+              full_reads ? absl::StrFormat("%.1f", *full_reads).c_str() : "n/a", ram / (1 << 20));
+  std::fflush(stdout);
+  std::string params = absl::StrCat("dataset=", o.dataset, ";queries=", nq, ";batch=", o.batch, ";",
+                                    sys.build_params(), ";", point);
+  return csv.Write({.system = sys.name(),
+                    .params = params,
+                    .threads = o.threads,
+                    .recall_at_10 = r.recall,
+                    .qps = r.timing.Qps(),
+                    .p50_us = r.timing.CallPercentileUs(50),
+                    .p99_us = r.timing.CallPercentileUs(99),
+                    .index_ram_bytes = ram,
+                    .build_seconds = build_seconds,
+                    .bytes_read_per_query = r.io.bytes_read * per_q,
+                    .full_vector_reads_per_query = full_reads});
+}
+
+// One timed pass of the current point; keeps it in *best when faster (best of runs, as
+// ann-benchmarks does). The first call for a point is its warm-up and is not timed.
+absl::Status TimePoint(AnnSystem& sys, const AnnBenchOptions& o, const AnnDataset& ds, size_t nq,
+                       Neighbors* found, PointResult* best, bool* warm) {
+  IoCounters io;
+  if (!*warm) {
+    SHOAL_RETURN_IF_ERROR(Pass(sys, o, ds.test, nq, found, &io).status());
+    *warm = true;
+  }
+  SHOAL_ASSIGN_OR_RETURN(BatchTiming timing, Pass(sys, o, ds.test, nq, found, &io));
+  if (best->timing.total_seconds == 0 || timing.total_seconds < best->timing.total_seconds) {
+    best->timing = std::move(timing);
+    best->io = io;
+  }
+  return absl::OkStatus();
+}
+
+// Builds one system, sweeps its points (all runs of a point, then the next point), prints and
+// writes them; returns its (recall, qps).
+absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchOptions& o,
+                                                 const AnnDataset& ds, const GroundTruth& gt,
+                                                 Metric metric, size_t nq, CsvWriter& csv) {
+  SHOAL_ASSIGN_OR_RETURN(const double build_seconds, BuildAndPrintHeader(sys, o, ds, metric));
   std::vector<RecallQps> curve;
   const std::vector<std::string> points = sys.points();
   for (size_t p = 0; p < points.size(); ++p) {
     SHOAL_RETURN_IF_ERROR(sys.SetParams(p));
-    SHOAL_ASSIGN_OR_RETURN(PointResult r, RunPoint(sys, o, ds, gt, metric, nq));
-    const double per_q = 1.0 / static_cast<double>(nq);
-    const double ram = sys.RamBytes();
-    std::optional<double> full_reads;  // full_vector_reads_per_query; n/a without a re-rank
-    if (sys.CountsFullVectorReads()) full_reads = r.io.full_vectors_read * per_q;
-    std::printf("   %-34s %8.4f %10.1f %11.1f %11.1f %12.0f %10.2f %10.1f %10.2f %9s %9.1f\n",
-                points[p].c_str(), r.recall, r.timing.Qps(), r.timing.CallPercentileUs(50),
-                r.timing.CallPercentileUs(99), r.io.bytes_read * per_q, r.io.postings_read * per_q,
-                r.io.vectors_scored * per_q, r.io.cache_hits * per_q,
-                full_reads ? absl::StrFormat("%.1f", *full_reads).c_str() : "n/a", ram / (1 << 20));
-    std::fflush(stdout);
+    Neighbors found(nq, kK);
+    PointResult r;
+    bool warm = false;
+    for (int run = 0; run < o.runs; ++run) {
+      SHOAL_RETURN_IF_ERROR(TimePoint(sys, o, ds, nq, &found, &r, &warm));
+    }
+    r.recall = Recall(ds, gt, metric, &found);
+    SHOAL_RETURN_IF_ERROR(ReportPoint(sys, o, nq, points[p], r, build_seconds, csv));
     curve.push_back({r.recall, r.timing.Qps()});
-    std::string params = absl::StrCat("dataset=", o.dataset, ";queries=", nq, ";batch=", o.batch,
-                                      ";", sys.build_params(), ";", points[p]);
-    SHOAL_RETURN_IF_ERROR(csv.Write({.system = sys.name(),
-                                     .params = params,
-                                     .threads = o.threads,
-                                     .recall_at_10 = r.recall,
-                                     .qps = r.timing.Qps(),
-                                     .p50_us = r.timing.CallPercentileUs(50),
-                                     .p99_us = r.timing.CallPercentileUs(99),
-                                     .index_ram_bytes = ram,
-                                     .build_seconds = build.build_seconds,
-                                     .bytes_read_per_query = r.io.bytes_read * per_q,
-                                     .full_vector_reads_per_query = full_reads}));
   }
   return curve;
+}
+
+// --interleave: every system built first, then run 1 of every system's points, run 2, ...
+absl::StatusOr<std::vector<std::pair<std::string, std::vector<RecallQps>>>> RunInterleaved(
+    std::vector<std::pair<std::string, std::unique_ptr<AnnSystem>>> systems,
+    const AnnBenchOptions& o, const AnnDataset& ds, const GroundTruth& gt, Metric metric, size_t nq,
+    CsvWriter& csv) {
+  struct Point {
+    Neighbors found;
+    PointResult best;
+    bool warm = false;
+  };
+  std::vector<std::vector<Point>> points(systems.size());
+  std::vector<double> build_seconds(systems.size());
+  for (size_t s = 0; s < systems.size(); ++s) {
+    SHOAL_ASSIGN_OR_RETURN(build_seconds[s],
+                           BuildAndPrintHeader(*systems[s].second, o, ds, metric));
+    std::printf("   (points reported after the interleaved runs)\n");
+    for (size_t p = 0; p < systems[s].second->points().size(); ++p) {
+      points[s].push_back({Neighbors(nq, kK), PointResult(), false});
+    }
+  }
+  for (int run = 0; run < o.runs; ++run) {
+    for (size_t s = 0; s < systems.size(); ++s) {
+      AnnSystem& sys = *systems[s].second;
+      for (size_t p = 0; p < points[s].size(); ++p) {
+        SHOAL_RETURN_IF_ERROR(sys.SetParams(p));
+        Point& pt = points[s][p];
+        SHOAL_RETURN_IF_ERROR(TimePoint(sys, o, ds, nq, &pt.found, &pt.best, &pt.warm));
+      }
+    }
+  }
+  std::vector<std::pair<std::string, std::vector<RecallQps>>> curves;
+  for (size_t s = 0; s < systems.size(); ++s) {
+    AnnSystem& sys = *systems[s].second;
+    std::printf("\n== %s (%s), %d interleaved runs\n", sys.name().c_str(),
+                sys.build_params().c_str(), o.runs);
+    std::vector<RecallQps> curve;
+    const std::vector<std::string> names = sys.points();
+    for (size_t p = 0; p < points[s].size(); ++p) {
+      SHOAL_RETURN_IF_ERROR(sys.SetParams(p));  // RAM and counters of this point
+      Point& pt = points[s][p];
+      pt.best.recall = Recall(ds, gt, metric, &pt.found);
+      SHOAL_RETURN_IF_ERROR(ReportPoint(sys, o, nq, names[p], pt.best, build_seconds[s], csv));
+      curve.push_back({pt.best.recall, pt.best.timing.Qps()});
+    }
+    curves.emplace_back(systems[s].first, std::move(curve));
+  }
+  return curves;
 }
 
 std::string QpsCell(std::optional<double> qps) {
@@ -228,12 +301,21 @@ absl::Status RunAnnBench(const AnnBenchOptions& o) {
   CsvWriter csv;
   if (!o.csv.empty()) SHOAL_RETURN_IF_ERROR(csv.Open(o.csv));
   std::vector<std::pair<std::string, std::vector<RecallQps>>> curves;
-  for (const auto& [name, make] : chosen) {
-    SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<AnnSystem> sys, make(ds.train.cols));
-    SHOAL_ASSIGN_OR_RETURN(std::vector<RecallQps> curve,
-                           RunSystem(*sys, o, ds, gt, metric, nq, csv));
-    curves.emplace_back(name, std::move(curve));
-  }  // each system is destroyed before the next is built
+  if (o.interleave) {
+    std::vector<std::pair<std::string, std::unique_ptr<AnnSystem>>> systems;
+    for (const auto& [name, make] : chosen) {
+      SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<AnnSystem> sys, make(ds.train.cols));
+      systems.emplace_back(name, std::move(sys));
+    }
+    SHOAL_ASSIGN_OR_RETURN(curves, RunInterleaved(std::move(systems), o, ds, gt, metric, nq, csv));
+  } else {
+    for (const auto& [name, make] : chosen) {
+      SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<AnnSystem> sys, make(ds.train.cols));
+      SHOAL_ASSIGN_OR_RETURN(std::vector<RecallQps> curve,
+                             RunSystem(*sys, o, ds, gt, metric, nq, csv));
+      curves.emplace_back(name, std::move(curve));
+    }  // each system is destroyed before the next is built
+  }
   PrintSummary(curves, o.threads);
   if (!o.csv.empty()) std::printf("appended rows to %s\n", o.csv.c_str());
   return absl::OkStatus();
@@ -251,6 +333,9 @@ void RegisterAnnCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--batch", o->batch, "queries per Search call")->capture_default_str();
   cmd->add_option("--runs", o->runs, "timed passes per point (best kept)")->capture_default_str();
+  cmd->add_flag("--interleave", o->interleave,
+                "keep every system built and take the timed runs round-robin across systems and "
+                "points (fairer ratios on a shared, noisy machine)");
   cmd->add_option("--systems", o->systems,
                   "comma-separated: shoal, hnswlib, faiss-ivf-flat, faiss-ivf-sq8, faiss-ivf-pq "
                   "(+ refine), faiss-ivf-pq-fs (fast-scan + refine)")

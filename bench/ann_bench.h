@@ -29,6 +29,9 @@ struct AnnBenchOptions {
   int threads = 1;                        // client threads (and build threads)
   size_t batch = 1;                       // queries per Search call (ann-benchmarks: 1)
   int runs = 1;                           // timed passes per point; the fastest is kept
+  // Keep every system built and take the timed passes round-robin (run 1 of each system's
+  // points, then run 2, ...), so that load on a shared machine falls on all systems alike.
+  bool interleave = false;
   std::string systems = "shoal,hnswlib,faiss-ivf-flat";
   std::string csv;        // append one row per sweep point when set
   std::string cache_dir;  // ground-truth cache (default DefaultCacheDir())
