@@ -105,6 +105,15 @@ class SpannIndex {
                         const std::function<DecodedPosting()>& entries) const;
   void RecacheRewrittenCodes(uint64_t old_serial, uint64_t new_serial,
                              const std::function<QuantizedPosting()>& entries) const;
+  // The posting cached under extent `serial` (full-vector tier: decoded entries; quantized tier
+  // with codes not resident: codes, maybe in the scan form), or null: the updater reads a posting
+  // it changes from here before going to the SSD.
+  std::shared_ptr<const DecodedPosting> CachedPosting(uint64_t serial) const {
+    return cache_.Lookup(serial);
+  }
+  std::shared_ptr<const QuantizedPosting> CachedCodes(uint64_t serial) const {
+    return code_cache_.Lookup(serial);
+  }
   // Drops the cached extents `serials` (replaced in a directory published since).
   void Uncache(std::span<const uint64_t> serials) const;
   // Quantized tier only (null otherwise): the codec. (The vector file rerank reads is the

@@ -71,6 +71,13 @@ absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p) {
   } else if (quant != nullptr && next_->codes[p] != nullptr) {
     e.q = *next_->codes[p];
     quant->Unpack(&e.q);
+  } else if (auto hit = quant == nullptr ? index_.CachedPosting(next_->serials[p]) : nullptr) {
+    // An extent's content never changes: the search cache's copy is the posting.
+    e.q.ids = hit->ids;
+    e.vecs = hit->vectors;
+  } else if (auto codes = quant != nullptr ? index_.CachedCodes(next_->serials[p]) : nullptr) {
+    e.q = *codes;
+    quant->Unpack(&e.q);
   } else {
     const storage::PostingRow& r = next_->rows[p];
     const storage::Extent extent{r.first_page, r.num_pages, r.bytes};
