@@ -298,6 +298,8 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
   std::vector<std::vector<Hit>> out(n);
   const float offset = spec_.metric == Metric::kCosine ? 1.0f : 0.0f;  // 1 - cos = 1 + (-ip)
   for (size_t i = 0; i < n; ++i) {
+    // The key map is large and cold: start every hit's probe before the first one is read.
+    for (const index::Neighbor& nb : found[i]) key_of_.prefetch(nb.id);
     out[i].reserve(found[i].size());
     for (const index::Neighbor& nb : found[i]) {
       out[i].push_back(Hit{key_of_.at(nb.id), nb.distance + offset});
