@@ -2,8 +2,9 @@
 // residual to the posting centroid c, plus three correction factors, and a query scores a code
 // with an integer fast-scan kernel (32 codes at a time through in-register lookup tables:
 // AVX-512BW, AVX2 or scalar vpshufb-style; chosen at run time from base::Cpu(), SHOAL_CPU caps it).
-// Every kernel level gives bit-identical estimates: the kernels only compute an exact integer dot
-// product, and the float arithmetic after it is one shared function.
+// Every kernel level gives bit-identical estimates: the scan kernels compute an exact integer dot
+// product, and the float kernels after it (query quantization, the estimate and its bound) do
+// the same operations in the same order at every level.
 //
 //   RaBitQ rq(/*dim=*/128, /*bits=*/1, /*seed=*/42);
 //   std::vector<uint8_t> codes(n * rq.code_bytes());

@@ -9,9 +9,11 @@
 // deduplicated, `skip` ids ignored) -> top-k, ties to the smaller id.
 //
 // Quantized tier (spec quant=sq8|rabitq): every posting's ids and codes are loaded into RAM at
-// Open; a query estimates distances from the codes with error bounds, and reads full vectors from
-// vectors.dat (one batch) only for candidates whose lower bound is at most the k-th smallest upper
-// bound — no rerank depth to tune. Full vectors are cached within the same byte budget.
+// Open, in the quantizer's scan form (RaBitQ: 32-code fast-scan blocks), unless they do not fit
+// ram_limit_bytes; a query estimates distances from the codes with error bounds, drops a code at
+// once when its lower bound passes the running k-th upper bound, and reranks exactly only the
+// candidates whose lower bound is at most the final k-th smallest upper bound — no rerank depth
+// to tune — from a storage::VectorCache or else one batch from vectors.dat.
 //
 // Updates: the posting set is a PostingDirectory (index/posting_directory.h) that a SpannUpdater
 // replaces whole; each Search call reads the version current when it starts.
