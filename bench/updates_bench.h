@@ -37,6 +37,7 @@ struct UpdatesBenchOptions {
   double idle_seconds = 5;     // idle latency phase
   double search_qps = 500;     // the searching thread's pace, idle and during updates
   size_t backlog = 100000;     // Options::index_update_backlog (writers wait above it)
+  bool warm_up = true;         // one untimed pass over the queries before the idle phase
   std::string dir;             // scratch directory (default: a fresh one under /tmp)
 };
 
