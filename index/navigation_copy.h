@@ -63,10 +63,12 @@ class NavigationCopy {
   float LowerBound(const Query& q, uint32_t row) const;
   static bool RulesOut(float lower, float bound) { return lower > bound * (1 + kBoundSlack); }
   float HalfDistance(const Query& q, uint32_t row, float bound) const;
-  // Starts loading the first KiB of a half row (a hint; no effect on results).
+  // Starts loading the first 512 bytes of a half row (a hint; no effect on results): the
+  // hardware prefetcher follows the stream; with a KiB per row perf put samples on the
+  // prefetches themselves (full fill buffers). Whole-query CPU time was the same either way.
   void PrefetchRow(uint32_t row) const {
     const char* p = reinterpret_cast<const char*>(&half_[size_t{row} * dim_]);
-    for (size_t b = 0; b < 1024 && b < dim_ * 2; b += 64) __builtin_prefetch(p + b);
+    for (size_t b = 0; b < 512 && b < dim_ * 2; b += 64) __builtin_prefetch(p + b);
   }
 
   bool empty() const { return half_.empty(); }
