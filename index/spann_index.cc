@@ -403,15 +403,19 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   for (size_t i = 0; i < postings.size(); ++i) {
     const uint32_t p = postings[i];
     if (codes_resident_) {
-      // Start loading the next posting's prepared centroid and first codes while this one is
-      // scanned (the kernel prefetches ahead within a posting).
+      // Start loading the next posting's prepared centroid, first codes and ids while this one
+      // is scanned (the kernel prefetches ahead within a posting).
       if (i + 1 < postings.size()) {
         const auto* centroid =
             reinterpret_cast<const char*>(dir.prepared_centroid(postings[i + 1]));
         for (size_t b = 0; b < pd * sizeof(float); b += 64) __builtin_prefetch(centroid + b);
-        const std::vector<uint8_t>& next = dir.codes[postings[i + 1]]->codes;
-        for (size_t b = 0; b < std::min<size_t>(next.size(), 512); b += 64) {
-          __builtin_prefetch(next.data() + b);
+        const QuantizedPosting& next = *dir.codes[postings[i + 1]];
+        for (size_t b = 0; b < std::min<size_t>(next.codes.size(), 512); b += 64) {
+          __builtin_prefetch(next.codes.data() + b);
+        }
+        const auto* ids = reinterpret_cast<const char*>(next.ids.data());
+        for (size_t b = 0; b < next.ids.size() * sizeof(uint64_t); b += 64) {
+          __builtin_prefetch(ids + b);
         }
       }
       scan(p, *dir.codes[p]);
