@@ -40,6 +40,7 @@ struct Latencies {
   void Merge(const Latencies& o) {
     ms.insert(ms.end(), o.ms.begin(), o.ms.end());
     stats.postings_read += o.stats.postings_read;
+    stats.vectors_scored += o.stats.vectors_scored;
     stats.cache_hits += o.stats.cache_hits;
     stats.bytes_read += o.stats.bytes_read;
     buffer_sum += o.buffer_sum;
@@ -49,10 +50,10 @@ struct Latencies {
   void Print(const char* phase) const {
     const double n = static_cast<double>(std::max<size_t>(ms.size(), 1));
     std::printf(
-        "search %s: p50 %.3f ms p99 %.3f ms (%zu queries); per query %.1f postings, %.1f cache "
-        "hits, %.1f KiB read; buffer %.0f avg, %zu max\n",
+        "search %s: p50 %.3f ms p99 %.3f ms (%zu queries); per query %.1f postings (%.0f "
+        "entries scored), %.1f cache hits, %.1f KiB read; buffer %.0f avg, %zu max\n",
         phase, Percentile(0.5), Percentile(0.99), ms.size(), stats.postings_read / n,
-        stats.cache_hits / n, stats.bytes_read / n / 1024,
+        stats.vectors_scored / n, stats.cache_hits / n, stats.bytes_read / n / 1024,
         buffer_samples ? double(buffer_sum) / buffer_samples : 0.0, buffer_max);
   }
 };
