@@ -36,8 +36,8 @@ void RabitqLutAvx512(const uint16_t* qu, size_t d, uint32_t shift, uint8_t* lut)
 
 // Query quantization (RaBitQ::PrepareResidual's loops), in 16 float lanes so that every level
 // computes the same sums in the same order: r = a - b (b may be null: r = a, then a == r is
-// allowed), |r|, r /= |r|, and each r_i cut to qu_i = round((r_i - lo) / delta) in
-// [0, levels] with lo / hi the extremes of r; d a multiple of 64.
+// allowed; r is scratch), |r|, and each r_i / |r| cut to qu_i = round((r_i / |r| - lo) / delta)
+// in [0, levels] with lo / hi the extremes of r / |r|; d a multiple of 64.
 struct RabitqQuantized {
   double norm = 0;  // |r| before normalising
   float lo = 0, delta = 0;

@@ -159,26 +159,25 @@ void RabitqFinishAvx512(const RabitqFinishConstants& k, const float* f, const do
 // the same order (this file is compiled with -ffp-contract=off), so the same bits.
 void RabitqQuantizeAvx512(const float* a, const float* b, size_t d, uint32_t levels, float* r,
                           uint16_t* qu, RabitqQuantized* out) {
-  __m512 sq = _mm512_setzero_ps();
-  for (size_t i = 0; i < d; i += 16) {
+  auto diff = [&](size_t i) {
     __m512 v = _mm512_loadu_ps(a + i);
-    if (b != nullptr) v = _mm512_sub_ps(v, _mm512_loadu_ps(b + i));
+    return b != nullptr ? _mm512_sub_ps(v, _mm512_loadu_ps(b + i)) : v;
+  };
+  __m512 sq = _mm512_setzero_ps(), lo = diff(0), hi = lo;
+  for (size_t i = 0; i < d; i += 16) {
+    const __m512 v = diff(i);
     _mm512_storeu_ps(r + i, v);
     sq = _mm512_add_ps(sq, _mm512_mul_ps(v, v));
+    lo = _mm512_min_ps(v, lo);  // v < lo ? v : lo
+    hi = _mm512_max_ps(v, hi);  // v > hi ? v : hi
   }
   alignas(64) float lanes[16];
   _mm512_store_ps(lanes, sq);
   double norm_sq = 0;
   for (float v : lanes) norm_sq += v;
   out->norm = std::sqrt(norm_sq);
-  const __m512 inv_norm = _mm512_set1_ps(out->norm > 0 ? static_cast<float>(1 / out->norm) : 0.0f);
-  __m512 lo = _mm512_mul_ps(_mm512_loadu_ps(r), inv_norm), hi = lo;
-  for (size_t i = 0; i < d; i += 16) {
-    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(r + i), inv_norm);
-    _mm512_storeu_ps(r + i, v);
-    lo = _mm512_min_ps(v, lo);  // v < lo ? v : lo
-    hi = _mm512_max_ps(v, hi);  // v > hi ? v : hi
-  }
+  const float inv = out->norm > 0 ? static_cast<float>(1 / out->norm) : 0.0f;
+  const __m512 inv_norm = _mm512_set1_ps(inv);
   alignas(64) float lo_lanes[16], hi_lanes[16];
   _mm512_store_ps(lo_lanes, lo);
   _mm512_store_ps(hi_lanes, hi);
@@ -187,6 +186,8 @@ void RabitqQuantizeAvx512(const float* a, const float* b, size_t d, uint32_t lev
     low = lo_lanes[l] < low ? lo_lanes[l] : low;
     high = hi_lanes[l] > high ? hi_lanes[l] : high;
   }
+  low *= inv;
+  high *= inv;
   const float delta = static_cast<float>((double{high} - low) / levels);
   const float inv_delta = delta > 0 ? 1 / delta : 0.0f;
   const __m512 v_low = _mm512_set1_ps(low), v_inv = _mm512_set1_ps(inv_delta);
@@ -195,7 +196,7 @@ void RabitqQuantizeAvx512(const float* a, const float* b, size_t d, uint32_t lev
   __m512 err = _mm512_setzero_ps();
   __m512i sum = _mm512_setzero_si512();
   for (size_t i = 0; i < d; i += 16) {
-    const __m512 v = _mm512_loadu_ps(r + i);
+    const __m512 v = _mm512_mul_ps(_mm512_loadu_ps(r + i), inv_norm);
     __m512 s = _mm512_mul_ps(_mm512_sub_ps(v, v_low), v_inv);
     s = _mm512_max_ps(s, zero);   // s > 0 ? s : 0
     s = _mm512_min_ps(s, v_max);  // s < max ? s : max

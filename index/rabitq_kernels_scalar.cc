@@ -51,35 +51,33 @@ void RabitqFinishScalar(const RabitqFinishConstants& k, const float* f, const do
 
 void RabitqQuantizeScalar(const float* a, const float* b, size_t d, uint32_t levels, float* r,
                           uint16_t* qu, RabitqQuantized* out) {
+  // Pass 1: r, |r|^2 and the extremes of r; scaling by 1/|r| > 0 keeps the extremes' order
+  // (rounding is monotonic), so the normalised extremes are the scaled ones, exactly.
   constexpr size_t kLanes = 16;
-  float sq[kLanes] = {};
+  float sq[kLanes] = {}, lo[kLanes], hi[kLanes];
+  for (size_t l = 0; l < kLanes; ++l) lo[l] = hi[l] = b != nullptr ? a[l] - b[l] : a[l];
   for (size_t i = 0; i < d; i += kLanes) {
     for (size_t l = 0; l < kLanes; ++l) {
       const float v = b != nullptr ? a[i + l] - b[i + l] : a[i + l];
       r[i + l] = v;
       const float v2 = v * v;
       sq[l] = sq[l] + v2;
+      lo[l] = v < lo[l] ? v : lo[l];
+      hi[l] = v > hi[l] ? v : hi[l];
     }
   }
   double norm_sq = 0;
   for (float v : sq) norm_sq += v;
   out->norm = std::sqrt(norm_sq);
   const float inv_norm = out->norm > 0 ? static_cast<float>(1 / out->norm) : 0.0f;
-  float lo[kLanes], hi[kLanes];
-  for (size_t l = 0; l < kLanes; ++l) lo[l] = hi[l] = r[l] * inv_norm;
-  for (size_t i = 0; i < d; i += kLanes) {
-    for (size_t l = 0; l < kLanes; ++l) {
-      const float v = r[i + l] * inv_norm;
-      r[i + l] = v;
-      lo[l] = v < lo[l] ? v : lo[l];
-      hi[l] = v > hi[l] ? v : hi[l];
-    }
-  }
   float low = lo[0], high = hi[0];
   for (size_t l = 1; l < kLanes; ++l) {
     low = lo[l] < low ? lo[l] : low;
     high = hi[l] > high ? hi[l] : high;
   }
+  low *= inv_norm;
+  high *= inv_norm;
+  // Pass 2: normalise and quantize.
   const float delta = static_cast<float>((double{high} - low) / levels);
   const float inv_delta = delta > 0 ? 1 / delta : 0.0f;
   const float max_level = static_cast<float>(levels);
@@ -89,7 +87,8 @@ void RabitqQuantizeScalar(const float* a, const float* b, size_t d, uint32_t lev
   uint32_t sum[kLanes] = {};
   for (size_t i = 0; i < d; i += kLanes) {
     for (size_t l = 0; l < kLanes; ++l) {
-      float s = (r[i + l] - low) * inv_delta;
+      const float v = r[i + l] * inv_norm;
+      float s = (v - low) * inv_delta;
       s = s > 0.0f ? s : 0.0f;
       s = s < max_level ? s : max_level;
       const float level = (s + kRound) - kRound;
@@ -97,7 +96,7 @@ void RabitqQuantizeScalar(const float* a, const float* b, size_t d, uint32_t lev
       qu[i + l] = static_cast<uint16_t>(u);
       sum[l] += u;
       const float step = delta * level;
-      const float e = (low + step) - r[i + l];
+      const float e = (low + step) - v;
       const float e2 = e * e;
       err[l] = err[l] + e2;
     }
