@@ -271,16 +271,20 @@ void RaBitQ::PrepareResidual(const float* a, const float* b, Query* out) const {
   out->qu.resize(d);
   static const internal::RabitqQuantizeFn quantize_fn =
       internal::RabitqQuantizeFor(internal::RabitqActiveLevel());
+  const size_t table_bytes = d / 4 * 16;
+  out->luts.resize(lut_groups() * table_bytes);
+  // One 6-bit group (B <= 3): the tables are written as the levels are cut.
+  const bool fused = lut_groups() == 1;
   internal::RabitqQuantized r;
-  quantize_fn(a, b, d, (1u << out->query_bits) - 1, out->rotated.data(), out->qu.data(), &r);
+  quantize_fn(a, b, d, (1u << out->query_bits) - 1, out->rotated.data(), out->qu.data(),
+              fused ? out->luts.data() : nullptr, &r);
   out->residual_norm = static_cast<float>(r.norm);
   out->lower = r.lo;
   out->delta = r.delta;  // the float step the levels were cut with
   out->sum_q_bar = out->lower * static_cast<double>(d) + out->delta * static_cast<double>(r.sum_qu);
   out->error_sq = r.error_sq;
+  if (fused) return;
   static const internal::RabitqLutFn lut_fn = internal::RabitqLutFor(internal::RabitqActiveLevel());
-  const size_t table_bytes = d / 4 * 16;
-  out->luts.resize(lut_groups() * table_bytes);
   for (size_t g = 0; g < lut_groups(); ++g) {
     lut_fn(out->qu.data(), d, static_cast<uint32_t>(6 * g), out->luts.data() + g * table_bytes);
   }

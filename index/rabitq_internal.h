@@ -37,7 +37,8 @@ void RabitqLutAvx512(const uint16_t* qu, size_t d, uint32_t shift, uint8_t* lut)
 // Query quantization (RaBitQ::PrepareResidual's loops), in 16 float lanes so that every level
 // computes the same sums in the same order: r = a - b (b may be null: r = a, then a == r is
 // allowed; r is scratch), |r|, and each r_i / |r| cut to qu_i = round((r_i / |r| - lo) / delta)
-// in [0, levels] with lo / hi the extremes of r / |r|; d a multiple of 64.
+// in [0, levels] with lo / hi the extremes of r / |r|; d a multiple of 64. When levels < 64 and
+// lut is not null, also writes the lookup tables of qu (RabitqLutFn with shift 0) there.
 struct RabitqQuantized {
   double norm = 0;  // |r| before normalising
   float lo = 0, delta = 0;
@@ -45,11 +46,11 @@ struct RabitqQuantized {
   double error_sq = 0;  // sum of (lo + delta qu_i - r_i)^2
 };
 using RabitqQuantizeFn = void (*)(const float* a, const float* b, size_t d, uint32_t levels,
-                                  float* r, uint16_t* qu, RabitqQuantized* out);
+                                  float* r, uint16_t* qu, uint8_t* lut, RabitqQuantized* out);
 void RabitqQuantizeScalar(const float* a, const float* b, size_t d, uint32_t levels, float* r,
-                          uint16_t* qu, RabitqQuantized* out);
+                          uint16_t* qu, uint8_t* lut, RabitqQuantized* out);
 void RabitqQuantizeAvx512(const float* a, const float* b, size_t d, uint32_t levels, float* r,
-                          uint16_t* qu, RabitqQuantized* out);
+                          uint16_t* qu, uint8_t* lut, RabitqQuantized* out);
 RabitqQuantizeFn RabitqQuantizeFor(KernelLevelId level);
 
 // The float part of 32 estimates (RaBitQ's estimator and bound, see rabitq.h) from the codes'

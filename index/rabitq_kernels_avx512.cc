@@ -64,31 +64,42 @@ void RabitqScanAvx512(const uint8_t* lut, size_t positions, const uint8_t* block
   }
 }
 
-void RabitqLutAvx512(const uint16_t* qu, size_t d, uint32_t shift, uint8_t* lut) {
-  // Lane L of step j holds group j + L: byte e = sum of q[4 (j + L) + t] over bits t of e.
+// The shuffle indexes and masks that turn 16 query values (4 groups of 4 dimensions) into their
+// 4 lookup tables: lane L, byte e of the result = sum of value 4 L + t over the bits t of e.
+struct LutShuffles {
   __m512i index[4], mask[4];
-  for (int t = 0; t < 4; ++t) {
-    alignas(64) uint8_t idx[64], m[64];
-    for (int lane = 0; lane < 4; ++lane) {
-      for (int e = 0; e < 16; ++e) {
-        idx[lane * 16 + e] = static_cast<uint8_t>(4 * lane + t);
-        m[lane * 16 + e] = (e >> t) & 1 ? 0xFF : 0;
+  LutShuffles() {
+    for (int t = 0; t < 4; ++t) {
+      alignas(64) uint8_t idx[64], m[64];
+      for (int lane = 0; lane < 4; ++lane) {
+        for (int e = 0; e < 16; ++e) {
+          idx[lane * 16 + e] = static_cast<uint8_t>(4 * lane + t);
+          m[lane * 16 + e] = (e >> t) & 1 ? 0xFF : 0;
+        }
       }
+      index[t] = _mm512_load_si512(idx);
+      mask[t] = _mm512_load_si512(m);
     }
-    index[t] = _mm512_load_si512(idx);
-    mask[t] = _mm512_load_si512(m);
   }
+  // values: 16 bytes; returns the 4 tables (64 bytes).
+  __m512i Tables(__m128i values) const {
+    const __m512i all = _mm512_broadcast_i32x4(values);
+    __m512i table = _mm512_setzero_si512();
+    for (int t = 0; t < 4; ++t) {
+      table = _mm512_add_epi8(table, _mm512_and_si512(_mm512_shuffle_epi8(all, index[t]), mask[t]));
+    }
+    return table;
+  }
+};
+
+void RabitqLutAvx512(const uint16_t* qu, size_t d, uint32_t shift, uint8_t* lut) {
+  const LutShuffles shuffles;
   const __m256i six = _mm256_set1_epi16(63);
   const __m128i count = _mm_cvtsi32_si128(static_cast<int>(shift));
   for (size_t j = 0; j < d / 4; j += 4) {
     const __m256i q = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(qu + 4 * j));
     const __m128i bytes = _mm256_cvtepi16_epi8(_mm256_and_si256(_mm256_srl_epi16(q, count), six));
-    const __m512i all = _mm512_broadcast_i32x4(bytes);
-    __m512i table = _mm512_setzero_si512();
-    for (int t = 0; t < 4; ++t) {
-      table = _mm512_add_epi8(table, _mm512_and_si512(_mm512_shuffle_epi8(all, index[t]), mask[t]));
-    }
-    _mm512_storeu_si512(lut + j * 16, table);
+    _mm512_storeu_si512(lut + j * 16, shuffles.Tables(bytes));
   }
 }
 
@@ -158,7 +169,8 @@ void RabitqFinishAvx512(const RabitqFinishConstants& k, const float* f, const do
 // RabitqQuantizeScalar with each of its 16 lanes in one register lane: the same operations in
 // the same order (this file is compiled with -ffp-contract=off), so the same bits.
 void RabitqQuantizeAvx512(const float* a, const float* b, size_t d, uint32_t levels, float* r,
-                          uint16_t* qu, RabitqQuantized* out) {
+                          uint16_t* qu, uint8_t* lut, RabitqQuantized* out) {
+  static const LutShuffles shuffles;
   auto diff = [&](size_t i) {
     __m512 v = _mm512_loadu_ps(a + i);
     return b != nullptr ? _mm512_sub_ps(v, _mm512_loadu_ps(b + i)) : v;
@@ -203,6 +215,7 @@ void RabitqQuantizeAvx512(const float* a, const float* b, size_t d, uint32_t lev
     const __m512 level = _mm512_sub_ps(_mm512_add_ps(s, round), round);
     const __m512i u = _mm512_cvttps_epi32(level);
     _mm256_storeu_si256(reinterpret_cast<__m256i*>(qu + i), _mm512_cvtepi32_epi16(u));
+    if (lut != nullptr) _mm512_storeu_si512(lut + 4 * i, shuffles.Tables(_mm512_cvtepi32_epi8(u)));
     sum = _mm512_add_epi32(sum, u);
     const __m512 e = _mm512_sub_ps(_mm512_add_ps(v_low, _mm512_mul_ps(v_delta, level)), v);
     err = _mm512_add_ps(err, _mm512_mul_ps(e, e));

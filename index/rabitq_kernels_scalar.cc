@@ -50,7 +50,7 @@ void RabitqFinishScalar(const RabitqFinishConstants& k, const float* f, const do
 }
 
 void RabitqQuantizeScalar(const float* a, const float* b, size_t d, uint32_t levels, float* r,
-                          uint16_t* qu, RabitqQuantized* out) {
+                          uint16_t* qu, uint8_t* lut, RabitqQuantized* out) {
   // Pass 1: r, |r|^2 and the extremes of r; scaling by 1/|r| > 0 keeps the extremes' order
   // (rounding is monotonic), so the normalised extremes are the scaled ones, exactly.
   constexpr size_t kLanes = 16;
@@ -109,6 +109,7 @@ void RabitqQuantizeScalar(const float* a, const float* b, size_t d, uint32_t lev
     out->sum_qu += sum[l];
     out->error_sq += err[l];
   }
+  if (lut != nullptr) RabitqLutScalar(qu, d, 0, lut);
 }
 
 }  // namespace shoal::index::internal
