@@ -225,6 +225,7 @@ void SpannIndex::RecacheRewrittenCodes(uint64_t old_serial, uint64_t new_serial,
   if (quantizer_ == nullptr || codes_resident_ || code_cache_.budget_bytes() == 0) return;
   if (old_serial != 0 && code_cache_.Lookup(old_serial) == nullptr) return;
   auto codes = std::make_shared<QuantizedPosting>(entries());
+  quantizer_->Pack(codes.get());  // cached codes are scanned in the scan form, as read ones are
   const size_t charge = codes->MemoryBytes();
   code_cache_.Insert(new_serial, std::move(codes), charge);
 }
