@@ -8,6 +8,32 @@
 #include "absl/strings/str_cat.h"
 
 namespace shoal::index {
+namespace {
+
+// Walks a posting payload's segments (one per write: the posting's, then one per append), each
+// a header of (count, field) uint32s and count entries of entry_bytes. Calls take(segment, count)
+// for each; a header whose field is not `field` or a segment shorter than its count is
+// bad(byte offset, count, field read), returned as is.
+template <typename Take, typename Bad>
+absl::Status ForEachSegment(std::span<const uint8_t> payload, size_t field, size_t entry_bytes,
+                            Take take, Bad bad) {
+  size_t at = 0;
+  do {
+    const std::span<const uint8_t> seg = payload.subspan(at);
+    uint32_t count = 0, got = 0;
+    if (seg.size() >= 8) {
+      std::memcpy(&count, seg.data(), 4);
+      std::memcpy(&got, seg.data() + 4, 4);
+    }
+    const uint64_t want = 8 + uint64_t{count} * entry_bytes;
+    if (seg.size() < 8 || got != field || seg.size() < want) return bad(at, count, got);
+    take(seg, count);
+    at += want;
+  } while (at < payload.size());
+  return absl::OkStatus();
+}
+
+}  // namespace
 
 std::vector<uint8_t> EncodePostingEntries(std::span<const uint64_t> ids,
                                           std::span<const float* const> vectors, size_t dim) {
@@ -30,29 +56,22 @@ absl::Status DecodePostingEntries(std::span<const uint8_t> payload, size_t dim,
   out->dim = dim;
   out->ids.clear();
   out->vectors.clear();
-  size_t at = 0;
-  do {  // one segment per write: the posting's, then one per append
-    const std::span<const uint8_t> seg = payload.subspan(at);
-    uint32_t count = 0, d = 0;
-    if (seg.size() >= 8) {
-      std::memcpy(&count, seg.data(), 4);
-      std::memcpy(&d, seg.data() + 4, 4);
-    }
-    const uint64_t want = 8 + uint64_t{count} * (8 + dim * sizeof(float));
-    if (seg.size() < 8 || d != dim || seg.size() < want) {
-      return absl::DataLossError(absl::StrCat(
-          where, ": posting payload of ", payload.size(), " bytes does not hold ", count,
-          " entries of dimension ", dim, " at byte ", at, " (header says dimension ", d, ")"));
-    }
-    const size_t n = out->ids.size();
-    out->ids.resize(n + count);
-    out->vectors.resize((n + count) * dim);
-    std::memcpy(out->ids.data() + n, seg.data() + 8, count * 8);
-    std::memcpy(out->vectors.data() + n * dim, seg.data() + 8 + count * 8,
-                count * dim * sizeof(float));
-    at += want;
-  } while (at < payload.size());
-  return absl::OkStatus();
+  return ForEachSegment(
+      payload, dim, 8 + dim * sizeof(float),
+      [&](std::span<const uint8_t> seg, uint32_t count) {
+        const size_t n = out->ids.size();
+        out->ids.resize(n + count);
+        out->vectors.resize((n + count) * dim);
+        std::memcpy(out->ids.data() + n, seg.data() + 8, count * 8);
+        std::memcpy(out->vectors.data() + n * dim, seg.data() + 8 + count * 8,
+                    count * dim * sizeof(float));
+      },
+      [&](size_t at, uint32_t count, uint32_t field) {
+        return absl::DataLossError(absl::StrCat(where, ": posting payload of ", payload.size(),
+                                                " bytes does not hold ", count,
+                                                " entries of dimension ", dim, " at byte ", at,
+                                                " (header says dimension ", field, ")"));
+      });
 }
 
 std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& p, size_t begin, size_t end) {
@@ -80,31 +99,23 @@ absl::Status DecodeQuantizedEntries(std::span<const uint8_t> payload, size_t cod
   out->ids.clear();
   out->sq_norms.clear();
   out->codes.clear();
-  size_t at = 0;
-  do {  // one segment per write: the posting's, then one per append
-    const std::span<const uint8_t> seg = payload.subspan(at);
-    uint32_t count = 0, cb = 0;
-    if (seg.size() >= 8) {
-      std::memcpy(&count, seg.data(), 4);
-      std::memcpy(&cb, seg.data() + 4, 4);
-    }
-    const uint64_t want = 8 + uint64_t{count} * (8 + 4 + code_bytes);
-    if (seg.size() < 8 || cb != code_bytes || seg.size() < want) {
-      return absl::DataLossError(absl::StrCat(
-          where, ": quantized posting of ", payload.size(), " bytes does not hold ", count,
-          " codes of ", code_bytes, " bytes at byte ", at, " (header says ", cb, ")"));
-    }
-    const size_t n = out->ids.size();
-    out->ids.resize(n + count);
-    out->sq_norms.resize(n + count);
-    out->codes.resize((n + count) * code_bytes);
-    std::memcpy(out->ids.data() + n, seg.data() + 8, count * 8);
-    std::memcpy(out->sq_norms.data() + n, seg.data() + 8 + count * 8, count * 4);
-    std::memcpy(out->codes.data() + n * code_bytes, seg.data() + 8 + count * 12,
-                size_t{count} * code_bytes);
-    at += want;
-  } while (at < payload.size());
-  return absl::OkStatus();
+  return ForEachSegment(
+      payload, code_bytes, 8 + 4 + code_bytes,
+      [&](std::span<const uint8_t> seg, uint32_t count) {
+        const size_t n = out->ids.size();
+        out->ids.resize(n + count);
+        out->sq_norms.resize(n + count);
+        out->codes.resize((n + count) * code_bytes);
+        std::memcpy(out->ids.data() + n, seg.data() + 8, count * 8);
+        std::memcpy(out->sq_norms.data() + n, seg.data() + 8 + count * 8, count * 4);
+        std::memcpy(out->codes.data() + n * code_bytes, seg.data() + 8 + count * 12,
+                    size_t{count} * code_bytes);
+      },
+      [&](size_t at, uint32_t count, uint32_t field) {
+        return absl::DataLossError(absl::StrCat(
+            where, ": quantized posting of ", payload.size(), " bytes does not hold ", count,
+            " codes of ", code_bytes, " bytes at byte ", at, " (header says ", field, ")"));
+      });
 }
 
 }  // namespace shoal::index
