@@ -113,8 +113,8 @@ CollectionInfo Collection::Info() const {
   absl::ReaderMutexLock lock(&mu_);
   CollectionInfo info{spec_, id_of_.size()};
   info.index = spann_ ? index::SpannSpecString(spann_->manifest().options) : "flat";
-  info.index_ram_bytes = flat_.MemoryBytes() + (spann_ ? spann_->MemoryBytes() : 0);
-  info.unindexed_vectors = spann_ ? flat_.size() : 0;
+  info.index_ram_bytes = BufferMemoryBytes() + (spann_ ? spann_->MemoryBytes() : 0);
+  info.unindexed_vectors = spann_ ? BufferSize() : 0;
   info.tombstones = stale_.size();
   if (spann_ != nullptr) {
     const auto dir = spann_->directory();
@@ -167,10 +167,10 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
     indexed = spann_ != nullptr;
     for (size_t i = 0; i < records.size(); ++i) {
       ids[i] = next++;
-      if (auto it = id_of_.find(records[i].key); it != id_of_.end()) {
-        old[i] = it->second;
-        batch.DeleteRecordRow(id_, it->second);
-        if (indexed) batch.MarkStale(id_, it->second);
+      if (const uint64_t* iid = id_of_.Find(records[i].key)) {
+        old[i] = *iid;
+        batch.DeleteRecordRow(id_, *iid);
+        if (indexed) batch.MarkStale(id_, *iid);
       }
       batch.PutRecord(id_, ids[i], records[i], /*new_key=*/true);
     }
@@ -205,13 +205,13 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
     if (old[i].has_value()) {
       BufferRemove(*old[i]);
       attrs_.Remove(*old[i]);
-      key_of_.erase(*old[i]);
+      key_of_.Erase(*old[i]);
       if (indexed) MarkStale(*old[i]);
     }
     BufferAdd(ids[i], forms.data() + i * dim, leaves[i]);
     attrs_.Put(ids[i], records[i].attributes, records[i].tags);
-    id_of_[records[i].key] = ids[i];
-    key_of_.emplace(ids[i], records[i].key);
+    id_of_.Set(records[i].key, ids[i]);
+    key_of_.Insert(ids[i], records[i].key);
     if (indexed) pending_.insert(ids[i]);
   }
   if (indexed) {
@@ -227,7 +227,7 @@ absl::StatusOr<std::vector<std::optional<Record>>> Collection::Get(std::span<con
   {
     absl::ReaderMutexLock lock(&mu_);
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (auto it = id_of_.find(keys[i]); it != id_of_.end()) ids[i] = it->second;
+      if (const uint64_t* iid = id_of_.Find(keys[i])) ids[i] = *iid;
     }
   }
   std::vector<std::optional<Record>> out(keys.size());
@@ -252,12 +252,12 @@ absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
     absl::ReaderMutexLock lock(&mu_);
     absl::flat_hash_map<uint64_t, bool> seen;
     for (const Key& key : keys) {
-      auto it = id_of_.find(key);
-      if (it == id_of_.end() || !seen.emplace(it->second, true).second) continue;
-      ids.push_back(it->second);
-      batch.DeleteRecord(id_, it->second, key);
+      const uint64_t* iid = id_of_.Find(key);
+      if (iid == nullptr || !seen.emplace(*iid, true).second) continue;
+      ids.push_back(*iid);
+      batch.DeleteRecord(id_, *iid, key);
       // Tombstoned even while only the buffer holds it: a drain may be writing it to postings.
-      if (spann_ != nullptr) batch.MarkStale(id_, it->second);
+      if (spann_ != nullptr) batch.MarkStale(id_, *iid);
     }
   }
   if (ids.empty()) return 0;
@@ -268,9 +268,8 @@ absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
     BufferRemove(iid);
     attrs_.Remove(iid);
     if (spann_ != nullptr) MarkStale(iid);
-    auto k = key_of_.find(iid);
-    id_of_.erase(k->second);
-    key_of_.erase(k);
+    id_of_.Erase(key_of_.At(iid));
+    key_of_.Erase(iid);
   }
   return ids.size();
 }
@@ -299,10 +298,10 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
   const float offset = spec_.metric == Metric::kCosine ? 1.0f : 0.0f;  // 1 - cos = 1 + (-ip)
   for (size_t i = 0; i < n; ++i) {
     // The key map is large and cold: start every hit's probe before the first one is read.
-    for (const index::Neighbor& nb : found[i]) key_of_.prefetch(nb.id);
+    for (const index::Neighbor& nb : found[i]) key_of_.Prefetch(nb.id);
     out[i].reserve(found[i].size());
     for (const index::Neighbor& nb : found[i]) {
-      out[i].push_back(Hit{key_of_.at(nb.id), nb.distance + offset});
+      out[i].push_back(Hit{key_of_.At(nb.id), nb.distance + offset});
     }
   }
   return out;
@@ -317,7 +316,7 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchInde
   if (params.pruning_ratio > 0) knobs.pruning_ratio = params.pruning_ratio;
   SHOAL_ASSIGN_OR_RETURN(
       auto found, spann_->Search(q, n, params.k, knobs, threads, &stale_, allow, params.stats));
-  if (flat_.size() > 0) MergeInto(&found, SearchBuffer(q, n, params, threads, allow), params.k);
+  if (BufferSize() > 0) MergeInto(&found, SearchBuffer(q, n, params, threads, allow), params.k);
   return found;
 }
 
@@ -350,10 +349,10 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchFilt
 absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchAllowedExactly(
     const float* q, size_t n, size_t k, size_t threads, const index::IdBitmap& allowed,
     SearchStats* stats) const {
-  // The FlatIndex's rows are searched in place; only the SpannIndex's are read back.
+  // The buffer's rows are searched in place; only the SpannIndex's are read back.
   std::vector<uint64_t> to_read;
   allowed.ForEach([&](uint64_t id) {
-    if (!flat_.Contains(id)) to_read.push_back(id);
+    if (!BufferContains(id)) to_read.push_back(id);
   });
   index::FlatIndex passing(spec_.dimension, flat_.metric());
   std::vector<float> scratch;
@@ -363,7 +362,7 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchAllo
   }
   if (stats != nullptr) stats->vectors_scored += n * allowed.Count();
   auto found = passing.Search(q, n, k, threads);
-  if (flat_.size() > 0) MergeInto(&found, flat_.Search(q, n, k, threads, &allowed), k);
+  if (BufferSize() > 0) MergeInto(&found, SearchBufferExactly(q, n, k, threads, &allowed), k);
   return found;
 }
 

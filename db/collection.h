@@ -9,11 +9,13 @@
 // level -> apply to the FlatIndex (the exact buffer of vectors not yet in the posting lists)
 // under an exclusive lock. A write that fails to commit changes nothing. Searches take the lock
 // shared, so they see a batch whole or not at all.
-// Search = SpannIndex (skipping tombstoned ids) merged with the FlatIndex. With a SpannIndex the
-// buffer is also kept in LeafBuckets (each vector under its nearest tree leaf, bucket chosen
-// outside the lock); while it holds over 2^18 floats a search scans only the buckets of the
+// Search = SpannIndex (skipping tombstoned ids) merged with the buffer. Without a SpannIndex the
+// buffer is the FlatIndex; with one it is LeafBuckets (each vector under its nearest tree leaf,
+// bucket chosen outside the lock), scanned whole while small, else only the buckets of the
 // query's nearest leaves (as many as the postings it scans), so a backlog of index work does not
 // make every search scan the whole buffer (collection_buffer.cc).
+// The writer's exclusive hold is short: the buffer and the id-keyed tables grow in small steps
+// (leaf buckets; base/sharded_hash.h), never by copying or rehashing all they hold at once.
 //
 // Online updates (collection_updates.cc): a maintenance thread moves buffered vectors into the
 // SpannIndex's postings through a SpannUpdater — data pages first, then one RocksDB batch with
@@ -59,6 +61,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "base/sharded_hash.h"
 #include "db/attribute_index.h"
 #include "db/maintenance_budget.h"
 #include "index/flat_index.h"
@@ -141,11 +144,24 @@ class Collection {
   // The vector as the index stores it (unit length for cosine).
   const float* IndexForm(const std::vector<float>& v, std::vector<float>* scratch) const;
   absl::Status CheckNotDropped() const ABSL_SHARED_LOCKS_REQUIRED(write_mu_);
-  // ---- The exact buffer (flat_, and with an SSD index buckets_) ----
+  // ---- The buffer: flat_ without an SSD index, buckets_ with one ----
   // The tree leaf nearest to `v` (index form): its bucket in buckets_.
   static uint32_t BufferLeaf(const index::SpannIndex& spann, const float* v);
   void BufferAdd(uint64_t iid, const float* v, uint32_t leaf) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void BufferRemove(uint64_t iid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  size_t BufferSize() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return buckets_ != nullptr ? buckets_->size() : flat_.size();
+  }
+  bool BufferContains(uint64_t iid) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return buckets_ != nullptr ? buckets_->Contains(iid) : flat_.Contains(iid);
+  }
+  // The buffered vector of `iid` (index form), or null; valid while mu_ is held.
+  const float* BufferVector(uint64_t iid) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return buckets_ != nullptr ? buckets_->Vector(iid) : flat_.Vector(iid);
+  }
+  size_t BufferMemoryBytes() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return buckets_ != nullptr ? buckets_->MemoryBytes() : flat_.MemoryBytes();
+  }
   // Empties the buffer, shaped for the current spann_ (or none).
   void ResetBuffer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The buffer's top-k for each query: exact while small, else from the buckets of each query's
@@ -153,6 +169,11 @@ class Collection {
   std::vector<std::vector<index::Neighbor>> SearchBuffer(const float* q, size_t n,
                                                          const SearchParams& params, size_t threads,
                                                          const index::IdFilter* allow) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The buffer's exact top-k for each query.
+  std::vector<std::vector<index::Neighbor>> SearchBufferExactly(const float* q, size_t n, size_t k,
+                                                                size_t threads,
+                                                                const index::IdFilter* allow) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // ---- Online updates (collection_updates.cc) ----
   // (Re)creates the updater and maintenance thread for the current SpannIndex.
@@ -220,16 +241,17 @@ class Collection {
 
   // Guards what searches read.
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(work_mu_);
-  index::FlatIndex flat_ ABSL_GUARDED_BY(mu_);  // vectors the SpannIndex does not hold
-  // With a SpannIndex: the same vectors grouped by their nearest tree leaf, so that a large buffer
-  // costs a search only the buckets of its nearest leaves (null without a SpannIndex).
+  // The buffer of vectors the SpannIndex does not hold: without a SpannIndex flat_ (all vectors);
+  // with one buckets_, grouped by their nearest tree leaf, so that a large buffer costs a search
+  // only the buckets of its nearest leaves (flat_ stays empty; buckets_ is null without one).
+  index::FlatIndex flat_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<index::LeafBuckets> buckets_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<index::SpannIndex> spann_ ABSL_GUARDED_BY(mu_);
   // Ids below this are in the SpannIndex's postings or tombstoned (the build's indexed_below,
   // advanced by online updates).
   uint64_t indexed_below_ ABSL_GUARDED_BY(mu_) = 0;
   // Tombstones: ids deleted or replaced that some posting may still hold.
-  absl::flat_hash_set<uint64_t> stale_ ABSL_GUARDED_BY(mu_);
+  base::ShardedHashSet<uint64_t> stale_ ABSL_GUARDED_BY(mu_);
   std::set<uint64_t> pending_ ABSL_GUARDED_BY(mu_);  // buffered ids awaiting the postings
   // Ids added to stale_ since the maintenance thread last took them into dead_ (taken after mu_).
   mutable absl::Mutex stale_log_mu_ ABSL_ACQUIRED_AFTER(mu_);
@@ -242,8 +264,8 @@ class Collection {
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status update_error_ ABSL_GUARDED_BY(mu_);  // last failed maintenance step
   index::UpdateStats update_stats_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<Key, uint64_t> id_of_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, Key> key_of_ ABSL_GUARDED_BY(mu_);
+  base::ShardedHashMap<Key, uint64_t> id_of_ ABSL_GUARDED_BY(mu_);
+  base::ShardedHashMap<uint64_t, Key> key_of_ ABSL_GUARDED_BY(mu_);
   AttributeIndex attrs_ ABSL_GUARDED_BY(mu_);  // attributes and tags of every live record
 };
 

@@ -35,7 +35,7 @@ size_t Collection::CacheBudget(size_t fixed_bytes) const {
 }
 
 // One pass over the collection's records rebuilds the key maps and the attribute index, and
-// puts into the FlatIndex every vector the SpannIndex (if any) does not hold: those at or above
+// puts into the buffer every vector the SpannIndex (if any) does not hold: those at or above
 // the watermark (written after the build and not yet moved into the postings), which are queued
 // for the maintenance thread again, and records whose id carries a tombstone (rewritten in place
 // by versions before online updates), which stay in the buffer until the next build.
@@ -46,14 +46,14 @@ absl::Status Collection::LoadRecords() {
       return absl::DataLossError(absl::StrCat("collection '", spec_.name, "' record id ", iid,
                                               " has dimension ", r.vector.size()));
     }
-    if (!InSpann(iid) || stale_.contains(iid)) {
+    if (!InSpann(iid) || stale_.Contains(iid)) {
       const float* v = IndexForm(r.vector, &scratch);
       BufferAdd(iid, v, spann_ != nullptr ? BufferLeaf(*spann_, v) : 0);
     }
-    if (spann_ != nullptr && !InSpann(iid) && !stale_.contains(iid)) pending_.insert(iid);
+    if (spann_ != nullptr && !InSpann(iid) && !stale_.Contains(iid)) pending_.insert(iid);
     attrs_.Put(iid, r.attributes, r.tags);
-    id_of_.emplace(r.key, iid);
-    key_of_.emplace(iid, std::move(r.key));
+    id_of_.Insert(r.key, iid);
+    key_of_.Insert(iid, std::move(r.key));
     // Ids at or above the stored counter can only come from a counter lost with a torn catalog
     // row; never hand them out again.
     next_internal_id_ = std::max(next_internal_id_, iid + 1);
@@ -70,7 +70,6 @@ absl::Status Collection::OpenIndex(const storage::StoredIndex& stored) {
   runtime.fs = fs_;
   SHOAL_ASSIGN_OR_RETURN(spann_, index::SpannIndex::Open(IndexDir(manifest.generation), manifest,
                                                          stored.postings, runtime));
-  spann_->SetCacheBudget(CacheBudget(spann_->FixedMemoryBytes()));
   indexed_below_ = std::max(manifest.indexed_below, stored.indexed_below);
   for (uint64_t iid : stored.stale_ids) MarkStale(iid);
   tombstones_at_sweep_ = stale_.size();
@@ -184,7 +183,6 @@ absl::Status Collection::BuildSpann(const std::string& spec, const IndexBuildPro
                      " bytes, over Options::index_ram_bytes_limit (",
                      options_.index_ram_bytes_limit, "); lower centroid_ratio"));
   }
-  fresh->SetCacheBudget(CacheBudget(fresh->FixedMemoryBytes()));
   report("committing", 0);
   // The commit point (a synced RocksDB write): from here on a reopen finds the new index. If it
   // fails the old index keeps serving; the new directory stays, since the failed commit may

@@ -189,7 +189,7 @@ absl::Status Collection::DrainStep(bool* done) {
     for (size_t i = 0; i < kLockSlice && taken.size() < n && it != pending_.end(); ++i, ++it) {
       const uint64_t iid = *it;
       taken.push_back(iid);
-      const float* v = flat_.Vector(iid);
+      const float* v = BufferVector(iid);
       if (v == nullptr) continue;  // deleted or replaced meanwhile
       ids.push_back(iid);
       vectors.insert(vectors.end(), v, v + spec_.dimension);
@@ -253,7 +253,7 @@ absl::Status Collection::Apply(index::SpannUpdater::Change change,
   for (size_t i = 0; i < erased.size(); i += 8 * kLockSlice) {
     absl::MutexLock lock(&mu_);
     for (size_t j = i; j < std::min(erased.size(), i + 8 * kLockSlice); ++j)
-      stale_.erase(erased[j]);
+      stale_.Erase(erased[j]);
   }
   for (uint64_t iid : erased) dead_.erase(iid);
   return absl::OkStatus();
@@ -298,7 +298,7 @@ absl::Status Collection::CompactVectorsIfDue(bool now_retry) {
   // test is in no posting and never will be.
   auto keep = [this](uint64_t iid) {
     absl::ReaderMutexLock lock(&mu_);
-    return key_of_.contains(iid) || stale_.contains(iid);
+    return key_of_.Contains(iid) || stale_.Contains(iid);
   };
   SHOAL_RETURN_IF_ERROR(updater_->CompactVectors(watermark, keep).status());
   absl::MutexLock lock(&mu_);

@@ -282,14 +282,14 @@ absl::Status Collection::Verify(VerifyReport* report) {
       checker.Collection(storage::StoredCollection{id_, spec_, next_internal_id_}, &view));
   // The in-memory state that answers queries agrees with the durable one.
   for (const auto& [iid, key] : view.record_key) {
-    auto mem = id_of_.find(key);
-    if (mem == id_of_.end() || mem->second != iid) {
-      checker.Problem(absl::StrCat("in memory: key ", KeyString(key), " of record ", iid,
-                                   mem == id_of_.end() ? std::string(" is missing")
-                                                       : absl::StrCat(" maps to ", mem->second)));
+    const uint64_t* mem = id_of_.Find(key);
+    if (mem == nullptr || *mem != iid) {
+      checker.Problem(absl::StrCat(
+          "in memory: key ", KeyString(key), " of record ", iid,
+          mem == nullptr ? std::string(" is missing") : absl::StrCat(" maps to ", *mem)));
     }
-    const bool indexed = InSpann(iid) && !stale_.contains(iid);
-    if (!indexed && !flat_.Contains(iid)) {
+    const bool indexed = InSpann(iid) && !stale_.Contains(iid);
+    if (!indexed && !BufferContains(iid)) {
       checker.Problem(
           absl::StrCat("in memory: record ", iid, " is neither indexed nor in the delta"));
     }
@@ -299,8 +299,8 @@ absl::Status Collection::Verify(VerifyReport* report) {
     checker.Problem(absl::StrCat("in memory: ", id_of_.size(), " / ", key_of_.size(), " keys for ",
                                  c.records, " records"));
   }
-  if (flat_.size() != c.vectors_in_delta) {
-    checker.Problem(absl::StrCat("in memory: the delta holds ", flat_.size(), " vectors, not ",
+  if (BufferSize() != c.vectors_in_delta) {
+    checker.Problem(absl::StrCat("in memory: the delta holds ", BufferSize(), " vectors, not ",
                                  c.vectors_in_delta));
   }
   const uint64_t generation = spann_ ? spann_->manifest().generation : 0;
@@ -308,7 +308,12 @@ absl::Status Collection::Verify(VerifyReport* report) {
     checker.Problem(absl::StrCat("in memory: index generation ", generation, ", stored ",
                                  view.has_index ? view.generation : 0));
   }
-  if (stale_ != view.stale) {
+  const bool same_stale = stale_.size() == view.stale.size() &&
+                          std::all_of(view.stale.begin(), view.stale.end(),
+                                      [&](uint64_t iid) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+                                        return stale_.Contains(iid);
+                                      });
+  if (!same_stale) {
     checker.Problem(absl::StrCat("in memory: ", stale_.size(), " stale marks, stored ",
                                  view.stale.size(), " (or different ids)"));
   }

@@ -2,16 +2,14 @@
 
 #include <algorithm>
 
-#include "index/topk.h"
-
 namespace shoal::index {
 
 LeafBuckets::LeafBuckets(size_t dimension, Metric metric, size_t num_leaves)
-    : dimension_(dimension), metric_(metric), buckets_(num_leaves) {}
+    : dimension_(dimension), metric_(metric), buckets_(num_leaves), nonempty_(num_leaves) {}
 
 size_t LeafBuckets::MemoryBytes() const {
-  size_t bytes = sizeof(*this) + buckets_.capacity() * sizeof(Bucket) +
-                 where_.capacity() * (sizeof(uint64_t) + sizeof(Where) + 1);
+  size_t bytes = sizeof(*this) + buckets_.capacity() * sizeof(Bucket) + where_.MemoryBytes() +
+                 (nonempty_.bound() / 8);
   for (const Bucket& b : buckets_) {
     bytes += b.ids.capacity() * sizeof(uint64_t) + b.vectors.capacity() * sizeof(float);
   }
@@ -21,32 +19,51 @@ size_t LeafBuckets::MemoryBytes() const {
 void LeafBuckets::Add(uint64_t id, const float* vector, uint32_t leaf) {
   Remove(id);
   Bucket& b = buckets_[leaf];
-  where_[id] = {leaf, static_cast<uint32_t>(b.ids.size())};
+  where_.Insert(id, {leaf, static_cast<uint32_t>(b.ids.size())});
   b.ids.push_back(id);
   b.vectors.insert(b.vectors.end(), vector, vector + dimension_);
+  nonempty_.Set(leaf);
 }
 
 bool LeafBuckets::Remove(uint64_t id) {
-  auto it = where_.find(id);
-  if (it == where_.end()) return false;
-  const Where w = it->second;
-  where_.erase(it);
+  const Where* found = where_.Find(id);
+  if (found == nullptr) return false;
+  const Where w = *found;
+  where_.Erase(id);
   Bucket& b = buckets_[w.leaf];
   const size_t last = b.ids.size() - 1;
   if (w.row != last) {
     b.ids[w.row] = b.ids[last];
     std::copy_n(b.vectors.begin() + last * dimension_, dimension_,
                 b.vectors.begin() + size_t{w.row} * dimension_);
-    where_[b.ids[w.row]].row = w.row;
+    where_.Find(b.ids[w.row])->row = w.row;
   }
   b.ids.pop_back();
   b.vectors.resize(last * dimension_);
+  if (last == 0) nonempty_.Reset(w.leaf);
   return true;
 }
 
 void LeafBuckets::Clear() {
   for (Bucket& b : buckets_) b = Bucket{};
-  where_.clear();
+  nonempty_ = IdBitmap(buckets_.size());
+  where_.Clear();
+}
+
+const float* LeafBuckets::Vector(uint64_t id) const {
+  const Where* w = where_.Find(id);
+  if (w == nullptr) return nullptr;
+  return buckets_[w->leaf].vectors.data() + size_t{w->row} * dimension_;
+}
+
+void LeafBuckets::Scan(const Bucket& b, const float* query, const IdFilter* allow,
+                       TopK<uint64_t>* top) const {
+  for (size_t i = 0; i < b.ids.size(); ++i) {
+    const float dist = Distance(metric_, query, b.vectors.data() + i * dimension_, dimension_);
+    if (dist > top->Threshold()) continue;
+    if (allow != nullptr && !allow->Allows(b.ids[i])) continue;
+    top->Push(dist, b.ids[i]);
+  }
 }
 
 std::vector<Neighbor> LeafBuckets::Search(const float* query, size_t k,
@@ -59,14 +76,17 @@ std::vector<Neighbor> LeafBuckets::Search(const float* query, size_t k,
       continue;
     }
     seen.push_back(leaf);
-    const Bucket& b = buckets_[leaf];
-    for (size_t i = 0; i < b.ids.size(); ++i) {
-      const float dist = Distance(metric_, query, b.vectors.data() + i * dimension_, dimension_);
-      if (dist > top.Threshold()) continue;
-      if (allow != nullptr && !allow->Allows(b.ids[i])) continue;
-      top.Push(dist, b.ids[i]);
-    }
+    Scan(buckets_[leaf], query, allow, &top);
   }
+  std::vector<Neighbor> out;
+  for (const auto& e : top.TakeSorted()) out.push_back({e.id, e.distance});
+  return out;
+}
+
+std::vector<Neighbor> LeafBuckets::SearchAll(const float* query, size_t k,
+                                             const IdFilter* allow) const {
+  TopK<uint64_t> top(k);
+  nonempty_.ForEach([&](uint64_t leaf) { Scan(buckets_[leaf], query, allow, &top); });
   std::vector<Neighbor> out;
   for (const auto& e : top.TakeSorted()) out.push_back({e.id, e.distance});
   return out;

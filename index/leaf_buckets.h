@@ -13,6 +13,8 @@
 // Each vector lives in one bucket (its nearest leaf, chosen by the caller), copied; buckets are
 // contiguous rows, so a scan reads them sequentially. Remove moves a bucket's last row into the
 // hole. Results: distances "smaller is closer" (as FlatIndex), ties to the smaller id.
+// Nothing here grows in one large step while the caller holds its writer lock: a bucket is a
+// small part of the whole, and the id map is sharded (base/sharded_hash.h).
 //
 // Thread safety: const methods may run concurrently with each other; Add/Remove/Clear need
 // exclusive access (the caller's reader/writer lock).
@@ -24,10 +26,11 @@
 #include <span>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "base/sharded_hash.h"
 #include "index/distance.h"
 #include "index/flat_index.h"
 #include "index/id_filter.h"
+#include "index/topk.h"
 
 namespace shoal::index {
 
@@ -45,11 +48,16 @@ class LeafBuckets {
   // Removes `id`; false if it was absent.
   bool Remove(uint64_t id);
   void Clear();
+  bool Contains(uint64_t id) const { return where_.Contains(id); }
+  // The stored vector of `id` (dimension() floats, valid until the next Add/Remove), or null.
+  const float* Vector(uint64_t id) const;
 
   // The min(k, rows) nearest rows among the buckets of `leaves` (duplicates and leaves out of
   // range ignored), closest first; ids `allow` rejects (nullable) are skipped.
   std::vector<Neighbor> Search(const float* query, size_t k, std::span<const uint32_t> leaves,
                                const IdFilter* allow) const;
+  // Exact: the min(k, rows) nearest of all rows that `allow` (nullable) allows.
+  std::vector<Neighbor> SearchAll(const float* query, size_t k, const IdFilter* allow) const;
 
  private:
   struct Bucket {
@@ -61,10 +69,13 @@ class LeafBuckets {
     uint32_t row;
   };
 
+  void Scan(const Bucket& b, const float* query, const IdFilter* allow, TopK<uint64_t>* top) const;
+
   size_t dimension_;
   Metric metric_;
   std::vector<Bucket> buckets_;
-  absl::flat_hash_map<uint64_t, Where> where_;
+  IdBitmap nonempty_;  // leaves whose bucket holds rows (SearchAll visits only those)
+  base::ShardedHashMap<uint64_t, Where> where_;
 };
 
 }  // namespace shoal::index

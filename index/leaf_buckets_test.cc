@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -59,14 +60,42 @@ TEST(LeafBucketsTest, AgreesWithFlatIndexOverAllLeavesThroughAddsAndRemoves) {
   for (uint32_t l = 0; l < leaves_n; ++l) all[l] = l;
   const auto q = RandomRows(20, d, 3);
   for (size_t i = 0; i < 20; ++i) {
-    auto got = b.Search(q.data() + i * d, 10, all, nullptr);
     auto want = flat.Search(q.data() + i * d, 1, 10, 1)[0];
-    ASSERT_EQ(got.size(), want.size());
-    for (size_t j = 0; j < got.size(); ++j) {
-      EXPECT_EQ(got[j].id, want[j].id) << "query " << i << " rank " << j;
-      EXPECT_NEAR(got[j].distance, want[j].distance, 1e-3);
+    for (const auto& got : {b.Search(q.data() + i * d, 10, all, nullptr),
+                            b.SearchAll(q.data() + i * d, 10, nullptr)}) {
+      ASSERT_EQ(got.size(), want.size());
+      for (size_t j = 0; j < got.size(); ++j) {
+        EXPECT_EQ(got[j].id, want[j].id) << "query " << i << " rank " << j;
+        EXPECT_NEAR(got[j].distance, want[j].distance, 1e-3);
+      }
     }
   }
+  // Every stored row reads back; removed ones are gone.
+  for (size_t i = 0; i < n; ++i) {
+    const float* got = b.Vector(i);
+    ASSERT_EQ(got != nullptr, flat.Contains(i)) << i;
+    EXPECT_EQ(b.Contains(i), flat.Contains(i));
+    if (got != nullptr) {
+      EXPECT_TRUE(std::equal(got, got + d, x.data() + i * d)) << i;
+    }
+  }
+}
+
+// SearchAll visits only the buckets holding rows: one emptied and refilled is seen again.
+TEST(LeafBucketsTest, SearchAllFollowsBucketsThatEmptyAndRefill) {
+  const size_t d = 2;
+  LeafBuckets b(d, Metric::kL2, 100);
+  const std::vector<float> near = {0, 0}, far = {9, 9};
+  b.Add(1, far.data(), 3);
+  b.Add(2, near.data(), 70);
+  EXPECT_EQ(b.SearchAll(near.data(), 1, nullptr)[0].id, 2u);
+  EXPECT_TRUE(b.Remove(2));
+  ASSERT_EQ(b.SearchAll(near.data(), 5, nullptr).size(), 1u);
+  b.Add(3, near.data(), 70);
+  auto hits = b.SearchAll(near.data(), 5, nullptr);
+  ASSERT_EQ(hits.size(), 2u);
+  EXPECT_EQ(hits[0].id, 3u);
+  EXPECT_EQ(hits[1].id, 1u);
 }
 
 TEST(LeafBucketsTest, SkipsIdsTheFilterRejects) {
@@ -79,6 +108,7 @@ TEST(LeafBucketsTest, SkipsIdsTheFilterRejects) {
   allow.Set(7);
   std::vector<uint32_t> leaves = {0};
   auto hits = b.Search(v.data(), 5, leaves, &allow);
+  EXPECT_EQ(b.SearchAll(v.data(), 5, &allow).size(), 2u);
   ASSERT_EQ(hits.size(), 2u);
   EXPECT_EQ(hits[0].id, 4u);
   EXPECT_EQ(hits[1].id, 7u);
@@ -86,6 +116,8 @@ TEST(LeafBucketsTest, SkipsIdsTheFilterRejects) {
   b.Clear();
   EXPECT_EQ(b.size(), 0u);
   EXPECT_TRUE(b.Search(v.data(), 5, leaves, nullptr).empty());
+  EXPECT_TRUE(b.SearchAll(v.data(), 5, nullptr).empty());
+  EXPECT_EQ(b.Vector(4), nullptr);
 }
 
 }  // namespace

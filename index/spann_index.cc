@@ -7,6 +7,7 @@
 #include <sstream>
 #include <thread>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "index/posting_navigator.h"
@@ -473,7 +474,7 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
 
 absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
     const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
-    const absl::flat_hash_set<uint64_t>* skip, const IdFilter* allow, SearchStats* stats) const {
+    const base::ShardedHashSet<uint64_t>* skip, const IdFilter* allow, SearchStats* stats) const {
   std::vector<std::vector<Neighbor>> out(n);
   // An empty stale set excludes nothing: skip the per-entry hash probe.
   const Exclusion ex{skip != nullptr && skip->empty() ? nullptr : skip, allow};

@@ -30,9 +30,9 @@
 #include <string>
 #include <vector>
 
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "base/sharded_hash.h"
 #include "index/centroid_tree.h"
 #include "index/flat_index.h"
 #include "index/id_filter.h"
@@ -79,7 +79,7 @@ class SpannIndex {
   // rejects (either may be null) during the scan. Adds what it did to *stats when not null.
   absl::StatusOr<std::vector<std::vector<Neighbor>>> Search(
       const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
-      const absl::flat_hash_set<uint64_t>* skip, const IdFilter* allow, SearchStats* stats) const;
+      const base::ShardedHashSet<uint64_t>* skip, const IdFilter* allow, SearchStats* stats) const;
 
   // RAM held now: centroid tree + posting directory + cached postings.
   size_t MemoryBytes() const;
@@ -134,10 +134,10 @@ class SpannIndex {
                 std::vector<uint32_t>* postings) const;
   // Ids the scan must not return: stale (`skip`) or rejected by the request's filter.
   struct Exclusion {
-    const absl::flat_hash_set<uint64_t>* skip;
+    const base::ShardedHashSet<uint64_t>* skip;
     const IdFilter* allow;
     bool Excludes(uint64_t id) const {
-      return (skip != nullptr && skip->contains(id)) || (allow != nullptr && !allow->Allows(id));
+      return (skip != nullptr && skip->Contains(id)) || (allow != nullptr && !allow->Allows(id));
     }
   };
   absl::Status SearchOne(const PostingDirectory& dir, const float* q, size_t k,
