@@ -32,6 +32,10 @@ constexpr size_t kMaxDrainStep = 16384;
 // be preempted holding the lock; a short hold keeps searches — and writers, which searches queue
 // behind — from waiting on it.
 constexpr size_t kLockSlice = 512;
+// After a failed maintenance step (an I/O error) the thread retries the same work, waiting
+// 200 ms after the first failure and twice as long after each further one, up to 3.2 s.
+constexpr absl::Duration kRetryWait = absl::Milliseconds(200);
+constexpr int kMaxRetryDoublings = 4;
 
 }  // namespace
 
@@ -70,6 +74,7 @@ void Collection::WorkerLoop() {
   // runnable process, and a flush or build waiting for work_mu_ would wait on it (measured: the
   // drain after the bench's churn took 19-20 s instead of 2-3 s on the shared machine).
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kMaintenanceNice);
+  int failures = 0;  // consecutive failed rounds
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
@@ -120,9 +125,16 @@ void Collection::WorkerLoop() {
         if (updater_ != nullptr && s.ok() && done) s = CompactVectorsIfDue(/*now_retry=*/false);
       }
     }
+    // A failed step changed nothing a reader sees and left the updater usable (spann_updater.h):
+    // the buffered writes stay buffered and the next round retries them, so maintenance resumes
+    // by itself once the fault clears.
+    failures = s.ok() ? 0 : failures + 1;
     absl::MutexLock lock(&mu_);
     update_error_ = s;
-    if (!s.ok()) mu_.AwaitWithTimeout(absl::Condition(&closing_), absl::Milliseconds(200));
+    if (!s.ok()) {
+      const absl::Duration wait = kRetryWait * (1 << std::min(failures - 1, kMaxRetryDoublings));
+      mu_.AwaitWithTimeout(absl::Condition(&closing_), wait);
+    }
   }
 }
 

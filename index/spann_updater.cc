@@ -100,9 +100,15 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
   SpannUpdater::Change change;
   PostingDirectory& n = *next_;
   std::vector<storage::Extent> written;  // runs allocated by this change
+  std::vector<uint64_t> serials;         // the serials it gave rewritten postings
   bool wrote = false;
+  // A failed write or fsync: no row names the pages this change wrote (allocated runs, or the
+  // pages kept after an extent for its appends), so they are free again whatever they hold, and
+  // the next change writes its postings anew — a retry needs no reopen. The cache entries made
+  // for serials that will never be published go too.
   auto fail = [&](absl::Status s) {
     for (const auto& e : written) up_->pages_->Free(e.first_page, e.num_pages);
+    index_.Uncache(serials);
     return s;
   };
   for (auto& [p, e] : touched_) {
@@ -129,6 +135,7 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
     row.centroid.clear();
     n.rows[p] = row;
     n.serials[p] = NextExtentSerial();
+    serials.push_back(n.serials[p]);
     // A posting searches keep reading stays cached across its rewrite (the entries are at hand).
     if (index_.quantizer() == nullptr) {
       index_.RecacheRewritten(old_serial, n.serials[p], [&] {

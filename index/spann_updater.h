@@ -44,7 +44,13 @@
 // Thread safety: Insert, Sweep and Publish must be called by one thread at a time (the
 // collection's maintenance worker); searches on the index may run concurrently with all of them.
 // Errors: I/O errors and DataLoss from the files; after an error nothing is published and the
-// index is unchanged.
+// index is unchanged, and the updater stays usable: the caller retries the same work once the
+// fault clears, with no reopen (the collection's maintenance thread does, backing off). A failed
+// Insert or Sweep frees the pages it wrote (no committed row names them; the files do not latch
+// on errors, see storage/posting_file.h), and vectors.dat keeps the pages it failed to make
+// durable buffered for the next Sync (the retry Puts the batch again as well). A Change whose
+// commit (the caller's) failed keeps its pages allocated until the next Open: the commit may
+// have reached RocksDB after all, and a committed row's pages must never be reused.
 #ifndef SHOAL_INDEX_SPANN_UPDATER_H_
 #define SHOAL_INDEX_SPANN_UPDATER_H_
 

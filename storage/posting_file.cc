@@ -61,28 +61,19 @@ absl::StatusOr<Extent> PostingFileWriter::Write(std::optional<uint64_t> first_pa
     SealPage(page, PageKind::kPosting, posting_id, first_sequence + i, n);
   }
   absl::MutexLock lock(&mu_);
-  if (!failed_.ok()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat(path_, ": writer failed earlier: ", failed_.message()));
-  }
   Extent e{first_page.value_or(next_page_), pages, static_cast<uint32_t>(payload.size())};
-  if (absl::Status s = file_->Write(e.first_page * kPageSize, buf); !s.ok()) {
-    failed_ = s;
-    return failed_;
-  }
+  // A failed (maybe torn) write leaves next_page_ where it was: an Append after it overwrites
+  // whatever reached the file past the end.
+  if (absl::Status s = file_->Write(e.first_page * kPageSize, buf); !s.ok()) return s;
   next_page_ = std::max(next_page_, e.first_page + pages);
   return e;
 }
 
 absl::Status PostingFileWriter::Sync() {
   absl::MutexLock lock(&mu_);
-  if (!failed_.ok()) return failed_;
-  if (absl::Status s = file_->Sync(); !s.ok()) {
-    // After a failed fsync the kernel may have dropped the dirty pages: never trust the file.
-    failed_ = s;
-    return failed_;
-  }
-  return absl::OkStatus();
+  // After a failed fsync the kernel may have dropped the pages written since the last good one:
+  // the caller writes what it needs again (see the class comment).
+  return file_->Sync();
 }
 
 uint64_t PostingFileWriter::size_bytes() const {

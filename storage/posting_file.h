@@ -60,6 +60,13 @@ inline ReadRequest ExtentRequest(const Extent& e) {
 
 // Appends postings to one file through the FileSystem seam (buffered writes). Thread-safe (calls
 // are serialised). Data is durable only after Sync() returns OK.
+//
+// Failures do not latch: a failed write leaves the pages it was given in an unknown state (torn,
+// old or new) and a failed Sync leaves every page written since the last good Sync unknown (the
+// kernel may have dropped them). Those are pages no committed directory row names (see above), so
+// the caller treats them as garbage — free pages again — and writes what it needs anew, to pages
+// it owns, before a Sync that succeeds (SpannUpdater: a failed change frees its pages and the
+// retry rewrites the postings). Writes resume as soon as the file system accepts them.
 class PostingFileWriter {
  public:
   // Creates or truncates `path`. Internal on I/O errors. `fs` is not owned.
@@ -72,15 +79,16 @@ class PostingFileWriter {
   ~PostingFileWriter();
 
   // Writes `payload` as a new extent at the end of the file. InvalidArgument if the payload is
-  // 4 GiB or more; Internal / ResourceExhausted (ENOSPC) on write errors, after which the writer
-  // refuses writes (FailedPrecondition) since the file's tail is unknown.
+  // 4 GiB or more; Internal / ResourceExhausted (ENOSPC) naming the file on write errors (the
+  // extent's pages are then unknown; the end of the file does not move past them).
   absl::StatusOr<Extent> Append(uint64_t posting_id, std::span<const uint8_t> payload);
   // Writes `payload` as an extent starting at page `first_page` (pages the caller owns: free or
   // past the end; online updates rewrite postings copy-on-write this way), its pages numbered
   // from `first_sequence` (an append continues a posting's numbering). Errors as Append.
   absl::StatusOr<Extent> WriteAt(uint64_t first_page, uint64_t posting_id,
                                  std::span<const uint8_t> payload, uint32_t first_sequence = 0);
-  // fdatasync: every extent returned so far is durable. A failure is sticky (see File::Sync).
+  // fdatasync: every extent returned so far is durable. After a failure, the extents written
+  // since the last good Sync are not (File::Sync): write them again before trusting them.
   absl::Status Sync();
   // Bytes of the file including everything appended (a multiple of kPageSize).
   uint64_t size_bytes() const;
@@ -96,7 +104,6 @@ class PostingFileWriter {
   const std::string path_;
   mutable absl::Mutex mu_;
   uint64_t next_page_ ABSL_GUARDED_BY(mu_);
-  absl::Status failed_ ABSL_GUARDED_BY(mu_);
 };
 
 // Checks every page of `pages` (the extent as read: extent.num_pages * kPageSize bytes from file

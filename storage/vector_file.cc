@@ -207,7 +207,6 @@ absl::Status VectorFile::Put(uint64_t id, const float* vector) {
                                                       " and was not kept: it cannot be written"));
   }
   absl::MutexLock lock(&mu_);
-  if (!failed_.ok()) return failed_;
   const size_t vec = 4 * static_cast<size_t>(dim_);
   const auto* src = reinterpret_cast<const uint8_t*>(vector);
   if (slots_ > 0) {
@@ -225,16 +224,17 @@ absl::Status VectorFile::Put(uint64_t id, const float* vector) {
       std::memcpy(*page + kPageHeader, src + piece * kPagePayload, PayloadBytes(piece));
     }
   }
-  if (dirty_.size() >= kMaxDirtyPages) return Flush();
+  if (dirty_.size() >= kMaxDirtyPages) return Flush(/*keep=*/false);
   return absl::OkStatus();
 }
 
-absl::Status VectorFile::Flush() {
-  // Seal, then write each run of consecutive dirty pages with one pwrite.
+absl::Status VectorFile::Flush(bool keep) {
+  // Seal, then write each run of consecutive dirty pages with one pwrite. A failed write returns
+  // with every page still buffered: the next Flush writes them all again (a torn page too).
   std::vector<uint8_t> run;
   uint64_t run_start = 0, max_page = 0;
   auto write_run = [&]() -> absl::Status {
-    if (absl::Status s = file_->Write(run_start * kPageSize, run); !s.ok()) return failed_ = s;
+    SHOAL_RETURN_IF_ERROR(file_->Write(run_start * kPageSize, run));
     run.clear();
     return absl::OkStatus();
   };
@@ -252,15 +252,27 @@ absl::Status VectorFile::Flush() {
     if (absl::Status s = write_run(); !s.ok()) return s;
   }
   if (!dirty_.empty() && max_page + 1 > file_pages_.load()) file_pages_.store(max_page + 1);
-  dirty_.clear();
+  if (!keep) dirty_.clear();
   return absl::OkStatus();
+}
+
+bool VectorFile::CopyBufferedPage(uint64_t page_no, uint8_t* out) {
+  absl::MutexLock lock(&mu_);
+  auto it = dirty_.find(page_no);
+  if (it == dirty_.end()) return false;
+  std::memcpy(out, it->second.bytes.get(), kPageSize);
+  SealPage(out, PageKind::kVector, it->second.owner, it->second.sequence,
+           PayloadBytes(it->second.sequence));
+  return true;
 }
 
 absl::Status VectorFile::Sync() {
   absl::MutexLock lock(&mu_);
-  if (!failed_.ok()) return failed_;
-  if (absl::Status s = Flush(); !s.ok()) return s;
-  if (absl::Status s = file_->Sync(); !s.ok()) return failed_ = s;
+  SHOAL_RETURN_IF_ERROR(Flush(/*keep=*/true));
+  // After a failed fdatasync the written pages are not known to be durable (File::Sync): they
+  // stay buffered, and the next Sync writes them again.
+  SHOAL_RETURN_IF_ERROR(file_->Sync());
+  dirty_.clear();
   return absl::OkStatus();
 }
 
@@ -320,6 +332,15 @@ absl::Status VectorFile::ReadBatch(std::span<const uint64_t> ids, const VectorCa
         if (!n.ok() || *n != kPageSize) break;
         page = reread.data();
         s = check(page, page_no, page_no, 0, first_id);
+      }
+      // Still torn: a write-out that failed part-way (the page stays buffered until a Sync makes
+      // it durable); the buffered copy holds every slot the file had.
+      if (absl::IsDataLoss(s) && slots_ > 1) {
+        reread.resize(kPageSize);
+        if (CopyBufferedPage(page_no, reread.data())) {
+          page = reread.data();
+          s = check(page, page_no, page_no, 0, first_id);
+        }
       }
       if (!s.ok()) return s;
       const uint8_t* payload = page + kPageHeader;

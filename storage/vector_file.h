@@ -31,9 +31,17 @@
 // number of threads; it sees the vectors Put before the last Sync() (Put buffers pages in
 // memory and writes them out when 16 MiB are dirty, so later ones may or may not be visible
 // before Sync()). A ReadBatch racing with the write-out of a page shared by several slots (an
-// online insert joining a page readers use) re-reads a page that fails its checksum a few times
-// before reporting DataLoss. Scan and WriteCompacted (reading this file) must not run
+// online insert joining a page readers use) re-reads a page that fails its checksum a few times,
+// then takes the buffered copy when the page is still buffered (a write-out that failed part-way
+// tore it), before reporting DataLoss. Scan and WriteCompacted (reading this file) must not run
 // concurrently with Put or Sync on it.
+//
+// Failures do not latch; writes resume once the file system accepts them. The buffered pages stay
+// in memory until a Sync has written them out and fdatasynced them, so a Sync after a failed write
+// (even a torn one) or a failed fdatasync writes them all again: the file's pages converge on the
+// buffered ones. Pages that a Put wrote out early (over 16 MiB dirty) and a later Sync failed to
+// make durable are not kept: the caller Puts those vectors again (SpannUpdater retries the whole
+// batch).
 #ifndef SHOAL_STORAGE_VECTOR_FILE_H_
 #define SHOAL_STORAGE_VECTOR_FILE_H_
 
@@ -81,7 +89,9 @@ class VectorFile {
   // base_id() that the packed table does not hold; Internal/ResourceExhausted on write errors;
   // DataLoss when the page holding the slot is corrupt on disk.
   absl::Status Put(uint64_t id, const float* vector);
-  // Writes out buffered pages and fdatasyncs: every Put so far is durable and readable.
+  // Writes out buffered pages and fdatasyncs: every Put so far is durable and readable. On an
+  // error (Internal / ResourceExhausted naming the file) the buffered pages are kept for the next
+  // Sync (see the file comment).
   absl::Status Sync();
 
   // Reads all ids with one batched read (pages shared by several ids are read once) and calls
@@ -165,7 +175,11 @@ class VectorFile {
   // A page to modify in memory: loaded from disk when it exists there.
   absl::StatusOr<uint8_t*> DirtyPage(uint64_t page, uint64_t owner, uint32_t sequence, bool load)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status Flush() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Writes out the dirty pages; keeps them buffered when `keep` (Sync drops them only once they
+  // are durable) or when a write fails.
+  absl::Status Flush(bool keep) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Copies buffered page `page_no`, sealed, to `out` (kPageSize bytes); false when not buffered.
+  bool CopyBufferedPage(uint64_t page_no, uint8_t* out) ABSL_LOCKS_EXCLUDED(mu_);
   uint32_t PayloadBytes(uint32_t piece) const;
 
   const std::unique_ptr<File> file_;  // Buffered read/write handle of the writer.
@@ -184,7 +198,6 @@ class VectorFile {
   absl::Mutex mu_;
   // Pages not yet written out: page number -> page bytes (header sealed at write-out).
   std::map<uint64_t, DirtyPageBuf> dirty_ ABSL_GUARDED_BY(mu_);
-  absl::Status failed_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace shoal::storage

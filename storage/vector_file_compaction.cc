@@ -124,8 +124,7 @@ class VectorFile::RegionScan {
 absl::Status VectorFile::Scan(const IdVectorCallback& on_vector) {
   {
     absl::MutexLock lock(&mu_);
-    if (!failed_.ok()) return failed_;
-    SHOAL_RETURN_IF_ERROR(Flush());
+    SHOAL_RETURN_IF_ERROR(Flush(/*keep=*/true));  // buffered until a Sync makes them durable
   }
   const uint64_t packed_pages =
       slots_ > 0 ? (packed_ids_.size() + slots_ - 1) / slots_ : packed_ids_.size() * pages_per_;
