@@ -2,7 +2,7 @@
 // of a posting, later drains that only add entries write just the new entries' pages after its
 // extent. Every vector stays findable, Verify (which decodes every posting page) is clean, a
 // reopen and a power loss lose nothing acknowledged, and an append that fails (EIO on the
-// posting file) leaves the old posting serving until a retry succeeds. Both tiers.
+// posting file) leaves the old posting serving until a retry (no reopen) succeeds. Both tiers.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -144,9 +144,7 @@ TEST_P(PostingAppendTest, FailedAppendKeepsTheOldPostingsUntilARetry) {
   EXPECT_EQ(s.code(), absl::StatusCode::kInternal) << s;
   ExpectVerifyClean();
   fs_.Clear();
-  // The writer that saw the failure refuses further writes until the index reopens.
-  db_.reset();
-  Open();
+  // The retry needs no reopen: the failed change's pages were freed and are written anew.
   ASSERT_TRUE(db_->FlushIndexUpdates("c").ok());
   InsertRounds(2300, 2, 100);
   EXPECT_GT(Info().posting_appends, 0u);
