@@ -226,6 +226,46 @@ TEST_P(IndexUpdateFaultTest, MaintenanceThreadResumesOnItsOwn) {
   ExpectDrainedAndClean();
 }
 
+// The commit of a maintenance step (its RocksDB batch: directory rows and watermark) failing on a
+// WAL fsync: RocksDB stops writes; the retry resumes it once the fault clears, with no reopen.
+// The step's pages stay allocated until the next open (the batch may have reached the WAL).
+class IndexCommitFaultTest : public IndexUpdateFaultTest {};
+
+TEST_P(IndexCommitFaultTest, FlushResumesTheStoreOnceTheFaultClears) {
+  Upsert(1100, 1300);
+  Arm(GetParam().fault);
+  absl::Status s = db_->FlushIndexUpdates("c");
+  EXPECT_EQ(s.code(), GetParam().fault.code) << s;
+  EXPECT_NE(s.message().find("committing index change"), std::string::npos) << s;
+  EXPECT_GT(Info().unindexed_vectors, 0u);
+  ExpectEveryKeyFound();
+  fs_.Clear();
+  s = db_->FlushIndexUpdates("c");
+  ASSERT_TRUE(s.ok()) << s;
+  ExpectDrainedAndClean();
+  Upsert(1300, 1400);  // client writes go on
+  ASSERT_TRUE(db_->FlushIndexUpdates("c").ok());
+  ExpectDrainedAndClean();
+  db_.reset();
+  Open();
+  ExpectDrainedAndClean();
+  fs_.PowerOff();
+  db_.reset();
+  ASSERT_TRUE(fs_.DropUnsyncedData().ok());
+  Open();
+  ExpectDrainedAndClean();
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Faults, IndexCommitFaultTest,
+    ::testing::Values(
+        Param{{"WalFsyncEio", FaultOp::kSync, ".log", EIO, absl::StatusCode::kInternal}, ""},
+        Param{{"WalFsyncEio", FaultOp::kSync, ".log", EIO, absl::StatusCode::kInternal},
+              ",quant=sq8"}),
+    [](const ::testing::TestParamInfo<Param>& info) {
+      return std::string(info.param.fault.name) + (*info.param.tier == '\0' ? "Full" : "Sq8");
+    });
+
 const UpdateFault kFaults[] = {
     {"PostingWriteEio", FaultOp::kWrite, "postings.dat", EIO, absl::StatusCode::kInternal},
     {"VectorWriteEnospc", FaultOp::kWrite, "vectors.dat", ENOSPC,

@@ -409,9 +409,9 @@ absl::Status RecordStore::CommitIndexChange(uint32_t cid, const IndexChange& cha
   if (change.indexed_below != 0) {
     batch.Put(index_, IndexRowKey(cid, kIndexWatermark), EncodeU64(change.indexed_below));
   }
-  rocksdb::WriteOptions wo;
-  wo.sync = sync;
-  return FromRocks(db_->Write(wo, &batch), "committing index change");
+  // Through Write: after a failed commit stopped RocksDB's writes, the maintenance thread's
+  // retry resumes them once the fault clears, as a client write would.
+  return Write(&batch, sync, "committing index change");
 }
 
 absl::Status RecordStore::ClearIndex(uint32_t cid) {

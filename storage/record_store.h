@@ -159,7 +159,8 @@ class RecordStore {
   // synced batch.
   absl::Status CommitIndex(uint32_t collection_id, const std::string& manifest,
                            std::span<const PostingRow> postings);
-  // Applies an online update's directory change in one batch (synced when `sync`).
+  // Applies an online update's directory change in one batch (synced when `sync`). Like Commit,
+  // it first resumes writes that an earlier failure stopped (Unavailable while it cannot).
   absl::Status CommitIndexChange(uint32_t collection_id, const IndexChange& change, bool sync);
   // Removes them (back to exact search).
   absl::Status ClearIndex(uint32_t collection_id);
