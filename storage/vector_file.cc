@@ -334,10 +334,16 @@ absl::Status VectorFile::ReadBatch(std::span<const uint64_t> ids, const VectorCa
         s = check(page, page_no, page_no, 0, first_id);
       }
       // Still torn: a write-out that failed part-way (the page stays buffered until a Sync makes
-      // it durable); the buffered copy holds every slot the file had.
+      // it durable; the buffered copy holds every slot the file had), or a slow one (over once
+      // the copy has waited for the writer's lock: read once more).
       if (absl::IsDataLoss(s) && slots_ > 1) {
         reread.resize(kPageSize);
-        if (CopyBufferedPage(page_no, reread.data())) {
+        bool again = CopyBufferedPage(page_no, reread.data());
+        if (!again) {
+          absl::StatusOr<size_t> n = file_->Read(page_no * kPageSize, {reread.data(), kPageSize});
+          again = n.ok() && *n == kPageSize;
+        }
+        if (again) {
           page = reread.data();
           s = check(page, page_no, page_no, 0, first_id);
         }
