@@ -36,21 +36,21 @@ class ShardedTable {
   using Key = typename Table::key_type;
   static constexpr int kShardBits = 8;
 
-  ShardedTable() : shards_(size_t{1} << kShardBits) {}
-
   size_t size() const { return size_; }
   bool empty() const { return size_ == 0; }
-  bool Contains(const Key& k) const { return Shard(k).contains(k); }
+  bool Contains(const Key& k) const { return !shards_.empty() && Shard(k).contains(k); }
   // Removes `k`; false when it was absent.
   bool Erase(const Key& k) {
-    if (Shard(k).erase(k) == 0) return false;
+    if (shards_.empty() || Shard(k).erase(k) == 0) return false;
     --size_;
     return true;
   }
   // Starts loading the memory a lookup of `k` will touch.
-  void Prefetch(const Key& k) const { Shard(k).prefetch(k); }
+  void Prefetch(const Key& k) const {
+    if (!shards_.empty()) Shard(k).prefetch(k);
+  }
   void Clear() {
-    for (Table& t : shards_) t = Table();
+    shards_.clear();
     size_ = 0;
   }
   // RAM held by the slots (approximate: control bytes included, heap of the values not).
@@ -76,9 +76,15 @@ class ShardedTable {
  protected:
   // The top bits of the key's hash: the tables index their slots with the low bits.
   static size_t ShardOf(const Key& k) { return absl::Hash<Key>{}(k) >> (64 - kShardBits); }
+  // The shard of `k`; only once the shards exist (!shards_.empty()).
   Table& Shard(const Key& k) { return shards_[ShardOf(k)]; }
   const Table& Shard(const Key& k) const { return shards_[ShardOf(k)]; }
+  Table& ShardForInsert(const Key& k) {
+    if (shards_.empty()) shards_.resize(size_t{1} << kShardBits);
+    return Shard(k);
+  }
 
+  // None until the first insert: many tables stay empty (a tag or attribute column per name).
   std::vector<Table> shards_;
   size_t size_ = 0;
 };
@@ -88,11 +94,13 @@ class ShardedHashMap : public ShardedTable<absl::flat_hash_map<K, V>> {
  public:
   // The value of `k`, or nullptr; valid until the next insert into the map.
   const V* Find(const K& k) const {
+    if (this->shards_.empty()) return nullptr;
     const auto& t = this->Shard(k);
     auto it = t.find(k);
     return it == t.end() ? nullptr : &it->second;
   }
   V* Find(const K& k) {
+    if (this->shards_.empty()) return nullptr;
     auto& t = this->Shard(k);
     auto it = t.find(k);
     return it == t.end() ? nullptr : &it->second;
@@ -101,13 +109,13 @@ class ShardedHashMap : public ShardedTable<absl::flat_hash_map<K, V>> {
   const V& At(const K& k) const { return this->Shard(k).at(k); }
   // Adds k -> v unless `k` is present; true when added.
   bool Insert(const K& k, V v) {
-    const bool added = this->Shard(k).try_emplace(k, std::move(v)).second;
+    const bool added = this->ShardForInsert(k).try_emplace(k, std::move(v)).second;
     this->size_ += added;
     return added;
   }
   // Adds k -> v, or replaces the value of a present `k`.
   void Set(const K& k, V v) {
-    this->size_ += this->Shard(k).insert_or_assign(k, std::move(v)).second;
+    this->size_ += this->ShardForInsert(k).insert_or_assign(k, std::move(v)).second;
   }
 };
 
@@ -116,7 +124,7 @@ class ShardedHashSet : public ShardedTable<absl::flat_hash_set<K>> {
  public:
   // Adds `k`; false when it was present.
   bool Insert(const K& k) {
-    const bool added = this->Shard(k).insert(k).second;
+    const bool added = this->ShardForInsert(k).insert(k).second;
     this->size_ += added;
     return added;
   }

@@ -21,9 +21,9 @@ int Compare(int64_t v, double d) {
 
 template <typename Map, typename Pred>
 void SetMatching(const Map& column, const Pred& pred, index::IdBitmap* out) {
-  for (const auto& [id, value] : column) {
-    if (pred(value)) out->Set(id);
-  }
+  column.ForEach([&](const auto& e) {
+    if (pred(e.second)) out->Set(e.first);
+  });
 }
 
 }  // namespace
@@ -31,8 +31,10 @@ void SetMatching(const Map& column, const Pred& pred, index::IdBitmap* out) {
 void AttributeIndex::Put(uint64_t id, const std::map<std::string, AttributeValue>& attributes,
                          const std::vector<std::string>& tags) {
   Remove(id);
-  Entry& entry = entries_[id];
   live_.Set(id);
+  ++live_count_;
+  if (attributes.empty() && tags.empty()) return;
+  Entry entry;
   entry.columns.reserve(attributes.size());
   for (const auto& [name, value] : attributes) {
     auto [it, fresh] = column_of_.try_emplace(name, static_cast<uint32_t>(columns_.size()));
@@ -42,10 +44,10 @@ void AttributeIndex::Put(uint64_t id, const std::map<std::string, AttributeValue
     std::visit(
         [&](const auto& v) {
           using T = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<T, int64_t>) column.ints[id] = v;
-          if constexpr (std::is_same_v<T, double>) column.doubles[id] = v;
-          if constexpr (std::is_same_v<T, bool>) column.bools[id] = v;
-          if constexpr (std::is_same_v<T, std::string>) column.strings[id] = v;
+          if constexpr (std::is_same_v<T, int64_t>) column.ints.Set(id, v);
+          if constexpr (std::is_same_v<T, double>) column.doubles.Set(id, v);
+          if constexpr (std::is_same_v<T, bool>) column.bools.Set(id, v);
+          if constexpr (std::is_same_v<T, std::string>) column.strings.Set(id, v);
         },
         value);
   }
@@ -54,23 +56,26 @@ void AttributeIndex::Put(uint64_t id, const std::map<std::string, AttributeValue
     auto [it, fresh] = tag_of_.try_emplace(tag, static_cast<uint32_t>(tag_ids_.size()));
     if (fresh) tag_ids_.emplace_back();
     // A record may repeat a tag; the set keeps one and Remove erases it once.
-    if (tag_ids_[it->second].insert(id).second) entry.tags.push_back(it->second);
+    if (tag_ids_[it->second].Insert(id)) entry.tags.push_back(it->second);
   }
+  entries_.Insert(id, std::move(entry));
 }
 
 void AttributeIndex::Remove(uint64_t id) {
-  auto it = entries_.find(id);
-  if (it == entries_.end()) return;
-  for (uint32_t c : it->second.columns) {
-    Column& column = columns_[c];
-    column.ints.erase(id);
-    column.doubles.erase(id);
-    column.bools.erase(id);
-    column.strings.erase(id);
-  }
-  for (uint32_t t : it->second.tags) tag_ids_[t].erase(id);
-  entries_.erase(it);
+  if (!live_.Test(id)) return;
   live_.Reset(id);
+  --live_count_;
+  const Entry* entry = entries_.Find(id);
+  if (entry == nullptr) return;
+  for (uint32_t c : entry->columns) {
+    Column& column = columns_[c];
+    column.ints.Erase(id);
+    column.doubles.Erase(id);
+    column.bools.Erase(id);
+    column.strings.Erase(id);
+  }
+  for (uint32_t t : entry->tags) tag_ids_[t].Erase(id);
+  entries_.Erase(id);
 }
 
 index::IdBitmap AttributeIndex::EvaluateEq(const Filter& leaf) const {
@@ -120,7 +125,7 @@ index::IdBitmap AttributeIndex::EvaluateTag(const Filter& leaf) const {
   index::IdBitmap out;
   auto it = tag_of_.find(leaf.name);
   if (it == tag_of_.end()) return out;
-  for (uint64_t id : tag_ids_[it->second]) out.Set(id);
+  tag_ids_[it->second].ForEach([&](uint64_t id) { out.Set(id); });
   return out;
 }
 
@@ -155,17 +160,16 @@ index::IdBitmap AttributeIndex::Evaluate(const Filter& filter) const {
 }
 
 size_t AttributeIndex::MemoryBytes() const {
-  constexpr size_t kSlot = sizeof(uint64_t) + 8 + 1;  // id, value, control byte
-  size_t bytes = live_.bound() / 8 + entries_.capacity() * (sizeof(uint64_t) + sizeof(Entry) + 1);
-  for (const auto& [id, entry] : entries_) {
-    bytes += (entry.columns.capacity() + entry.tags.capacity()) * sizeof(uint32_t);
-  }
+  size_t bytes = live_.bound() / 8 + entries_.MemoryBytes();
+  entries_.ForEach([&](const auto& e) {
+    bytes += (e.second.columns.capacity() + e.second.tags.capacity()) * sizeof(uint32_t);
+  });
   for (const Column& c : columns_) {
-    bytes += (c.ints.capacity() + c.doubles.capacity() + c.bools.capacity()) * kSlot +
-             c.strings.capacity() * (sizeof(uint64_t) + sizeof(std::string) + 1);
-    for (const auto& [id, s] : c.strings) bytes += s.capacity();
+    bytes += c.ints.MemoryBytes() + c.doubles.MemoryBytes() + c.bools.MemoryBytes() +
+             c.strings.MemoryBytes();
+    c.strings.ForEach([&](const auto& e) { bytes += e.second.capacity(); });
   }
-  for (const auto& ids : tag_ids_) bytes += ids.capacity() * (sizeof(uint64_t) + 1);
+  for (const auto& ids : tag_ids_) bytes += ids.MemoryBytes();
   return bytes;
 }
 

@@ -25,6 +25,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "base/sharded_hash.h"
 #include "index/id_filter.h"
 #include "shoal/filter.h"
 #include "shoal/types.h"
@@ -43,18 +44,21 @@ class AttributeIndex {
   index::IdBitmap Evaluate(const Filter& filter) const;
   size_t Count(const Filter& filter) const { return Evaluate(filter).Count(); }
 
-  size_t size() const { return entries_.size(); }
+  size_t size() const { return live_count_; }
   // Approximate RAM held, in bytes.
   size_t MemoryBytes() const;
 
  private:
+  // Id-keyed tables are sharded (base/sharded_hash.h): the Collection changes them under its
+  // writer lock, and a sharded table never rehashes all its entries at once.
   struct Column {
-    absl::flat_hash_map<uint64_t, int64_t> ints;
-    absl::flat_hash_map<uint64_t, double> doubles;
-    absl::flat_hash_map<uint64_t, bool> bools;
-    absl::flat_hash_map<uint64_t, std::string> strings;
+    base::ShardedHashMap<uint64_t, int64_t> ints;
+    base::ShardedHashMap<uint64_t, double> doubles;
+    base::ShardedHashMap<uint64_t, bool> bools;
+    base::ShardedHashMap<uint64_t, std::string> strings;
   };
-  // What `id` appears in, so Remove finds it without the record.
+  // What `id` appears in, so Remove finds it without the record (only ids with attributes or
+  // tags have one).
   struct Entry {
     std::vector<uint32_t> columns;
     std::vector<uint32_t> tags;
@@ -67,9 +71,10 @@ class AttributeIndex {
   absl::flat_hash_map<std::string, uint32_t> column_of_;
   std::vector<Column> columns_;
   absl::flat_hash_map<std::string, uint32_t> tag_of_;
-  std::vector<absl::flat_hash_set<uint64_t>> tag_ids_;
-  absl::flat_hash_map<uint64_t, Entry> entries_;
+  std::vector<base::ShardedHashSet<uint64_t>> tag_ids_;
+  base::ShardedHashMap<uint64_t, Entry> entries_;
   index::IdBitmap live_;
+  size_t live_count_ = 0;
 };
 
 }  // namespace shoal::db
