@@ -110,6 +110,13 @@ absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(
 }
 
 CollectionInfo Collection::Info() const {
+  index::UpdateStats stats;
+  {
+    // Not under mu_: a wait for handoff_mu_ (the maintenance thread takes it) holding mu_
+    // would hold up writers, and searches behind them.
+    absl::MutexLock handoff_lock(&handoff_mu_);
+    stats = update_stats_;
+  }
   absl::ReaderMutexLock lock(&mu_);
   CollectionInfo info{spec_, id_of_.size()};
   info.index = spann_ ? index::SpannSpecString(spann_->manifest().options) : "flat";
@@ -120,12 +127,12 @@ CollectionInfo Collection::Info() const {
     const auto dir = spann_->directory();
     info.postings = std::count(dir->live.begin(), dir->live.end(), 1);
   }
-  info.posting_splits = update_stats_.splits;
-  info.posting_merges = update_stats_.merges;
-  info.vectors_reassigned = update_stats_.reassigned;
-  info.vector_file_compactions = update_stats_.vector_compactions;
-  info.posting_appends = update_stats_.posting_appends;
-  info.posting_bytes_written = update_stats_.posting_bytes_written;
+  info.posting_splits = stats.splits;
+  info.posting_merges = stats.merges;
+  info.vectors_reassigned = stats.reassigned;
+  info.vector_file_compactions = stats.vector_compactions;
+  info.posting_appends = stats.posting_appends;
+  info.posting_bytes_written = stats.posting_bytes_written;
   return info;
 }
 
@@ -158,7 +165,7 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
   std::vector<uint64_t> ids(records.size());
   std::vector<std::optional<uint64_t>> old(records.size());
   uint64_t next = next_internal_id_;
-  bool indexed;
+  bool indexed;  // a SpannIndex exists: replaced ids are tombstoned
   const index::SpannIndex* spann;
   auto batch = store_->NewBatch();
   {
@@ -179,13 +186,16 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
   // Ids are taken even if the commit fails: a failed batch may still be found after a reopen
   // (its outcome is unknown), so its ids must never name other records.
   next_internal_id_ = next;
-  if (indexed) {
-    // Until they reach the buffer, these ids hold the watermark of online updates below them
+  // With online updates the batch goes to the maintenance thread too (pending_).
+  const bool handoff = indexed && options_.index_update_threads != 0;
+  if (handoff) {
+    // Until they are pending, these ids hold the watermark of online updates below them
     // (batches commit and apply in any order). A failed commit leaves them there: its outcome
     // is unknown until a reopen re-reads the records.
-    absl::MutexLock unapplied_lock(&unapplied_mu_);
+    absl::MutexLock handoff_lock(&handoff_mu_);
     unapplied_.insert(ids[0]);
   }
+  const uint64_t first_id = ids[0];
   claim.Unlock();  // commit (and fsync) beside other writers: group commit
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
 
@@ -200,23 +210,27 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
     std::copy_n(v, dim, forms.data() + i * dim);
     if (spann != nullptr) leaves[i] = BufferLeaf(*spann, v);
   }
-  absl::MutexLock lock(&mu_);
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (old[i].has_value()) {
-      BufferRemove(*old[i]);
-      attrs_.Remove(*old[i]);
-      key_of_.Erase(*old[i]);
-      if (indexed) MarkStale(*old[i]);
+  {
+    absl::MutexLock lock(&mu_);
+    for (size_t i = 0; i < records.size(); ++i) {
+      if (old[i].has_value()) {
+        BufferRemove(*old[i]);
+        attrs_.Remove(*old[i]);
+        key_of_.Erase(*old[i]);
+        if (indexed) MarkStale(*old[i]);
+      }
+      BufferAdd(ids[i], forms.data() + i * dim, leaves[i]);
+      attrs_.Put(ids[i], records[i].attributes, records[i].tags);
+      id_of_.Set(records[i].key, ids[i]);
+      key_of_.Insert(ids[i], records[i].key);
     }
-    BufferAdd(ids[i], forms.data() + i * dim, leaves[i]);
-    attrs_.Put(ids[i], records[i].attributes, records[i].tags);
-    id_of_.Set(records[i].key, ids[i]);
-    key_of_.Insert(ids[i], records[i].key);
-    if (indexed) pending_.insert(ids[i]);
   }
-  if (indexed) {
-    absl::MutexLock unapplied_lock(&unapplied_mu_);
-    unapplied_.erase(unapplied_.find(ids[0]));
+  if (handoff) {
+    // Outside mu_: the maintenance thread (low priority) takes handoff_mu_, and a writer that
+    // waited for it holding mu_ would hold up every search.
+    absl::MutexLock handoff_lock(&handoff_mu_);
+    AddPending(PendingBatch{std::move(ids), std::move(forms)});
+    unapplied_.erase(unapplied_.find(first_id));
   }
   return absl::OkStatus();
 }
@@ -380,8 +394,8 @@ absl::Status Collection::Drop() {
   storage::StoredCollection meta{id_, spec_, next_internal_id_};
   SHOAL_RETURN_IF_ERROR(store_->DropCollection(meta));
   dropped_ = true;
+  ClearHandoff();
   absl::MutexLock lock(&mu_);
-  pending_.clear();
   if (spann_ != nullptr) {
     const std::string dir = IndexDir(spann_->manifest().generation);
     spann_.reset();

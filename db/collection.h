@@ -20,9 +20,15 @@
 // Online updates (collection_updates.cc): a maintenance thread moves buffered vectors into the
 // SpannIndex's postings through a SpannUpdater — data pages first, then one RocksDB batch with
 // the new directory rows and the advanced watermark `indexed_below_` (ids below it are in the
-// postings or tombstoned), then, under the exclusive lock, the new directory is published and
-// the ids leave the buffer: a reader sees each vector in exactly one of the two. Tombstones
-// accumulate until a sweep has rewritten every posting holding them; then they are erased.
+// postings or tombstoned), then the new directory is published; after that the publisher thread
+// advances indexed_below_ and takes the ids out of the buffer: a reader sees each vector in at
+// least one of the two (a search merges duplicates). Tombstones accumulate until a sweep has
+// rewritten every posting holding them; then the publisher erases them.
+// The maintenance thread runs at the lowest CPU priority, so it never holds mu_ beyond a brief
+// look: preempted while holding it — or while queued for it, which holds new readers back — it
+// would stall every search for as long as other work keeps it off the CPU. Writers hand it their
+// vectors through handoff_mu_ (pending_), and its changes to what searches read go through the
+// publisher, which runs at normal priority and holds mu_ a slice at a time.
 //
 // Filtered search (SearchParams::filter): the AttributeIndex (every live record's attributes and
 // tags in RAM, maintained with the key maps on Upsert / Delete / Load) turns the filter into a
@@ -48,6 +54,8 @@
 #ifndef SHOAL_DB_COLLECTION_H_
 #define SHOAL_DB_COLLECTION_H_
 
+#include <deque>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -178,7 +186,6 @@ class Collection {
   // ---- Online updates (collection_updates.cc) ----
   // (Re)creates the updater and maintenance thread for the current SpannIndex.
   absl::Status StartUpdates() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
-  void StopWorker();
   void WorkerLoop();
   // One drain step: up to index_update_batch buffered vectors into the postings. Sets *done
   // when the buffer was empty.
@@ -188,9 +195,22 @@ class Collection {
   // Rewrites vectors.dat without its dead slots when Options::index_update_compact_live_fraction
   // says so (SpannUpdater::CompactVectors); `now_retry`: even right after a failed one.
   absl::Status CompactVectorsIfDue(bool now_retry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
-  // Commits and publishes one updater change.
-  absl::Status Apply(index::SpannUpdater::Change change, const std::vector<uint64_t>& drained)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // Commits and publishes one updater change; `drained` (moved into the postings) leave the
+  // buffer and, with `sweep_done`, the sweep's count is taken once its tombstones are erased —
+  // both by the publisher.
+  absl::Status Apply(index::SpannUpdater::Change change, std::vector<uint64_t> drained,
+                     bool sweep_done = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // The publisher thread: applies publications_ in order (normal CPU priority).
+  void PublisherLoop();
+  struct Publication;
+  void Publish(const Publication& p);
+  // Returns once every publication queued so far is applied.
+  void AwaitPublished();
+  // Queues buffered writes for the maintenance thread (handoff_mu_ held).
+  struct PendingBatch;
+  void AddPending(PendingBatch batch) ABSL_EXCLUSIVE_LOCKS_REQUIRED(handoff_mu_);
+  // Forgets the queued writes and publications (a new index, or none).
+  void ClearHandoff();
   bool SweepDue() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Brings dead_ up to stale_ from stale_log_ (without holding mu_).
   void SyncDead() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
@@ -237,7 +257,9 @@ class Collection {
   // The maintenance thread's copy of stale_ (as of its last SyncDead): what drains and sweeps
   // drop from postings, read without holding mu_.
   absl::flat_hash_set<uint64_t> dead_ ABSL_GUARDED_BY(work_mu_);
-  std::thread worker_;  // started by StartUpdates (work_mu_ held), joined by the destructor
+  uint64_t updater_generation_ ABSL_GUARDED_BY(work_mu_) = 0;  // of the index updater_ changes
+  std::thread worker_;     // started by StartUpdates (work_mu_ held), joined by the destructor
+  std::thread publisher_;  // likewise
 
   // Guards what searches read.
   mutable absl::Mutex mu_ ABSL_ACQUIRED_AFTER(work_mu_);
@@ -252,21 +274,41 @@ class Collection {
   uint64_t indexed_below_ ABSL_GUARDED_BY(mu_) = 0;
   // Tombstones: ids deleted or replaced that some posting may still hold.
   base::ShardedHashSet<uint64_t> stale_ ABSL_GUARDED_BY(mu_);
-  std::set<uint64_t> pending_ ABSL_GUARDED_BY(mu_);  // buffered ids awaiting the postings
   // Ids added to stale_ since the maintenance thread last took them into dead_ (taken after mu_).
   mutable absl::Mutex stale_log_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::vector<uint64_t> stale_log_ ABSL_GUARDED_BY(stale_log_mu_);
-  // First id of each write batch committed or committing but not yet in the buffer (taken after
-  // mu_): the watermark stays below them.
-  mutable absl::Mutex unapplied_mu_ ABSL_ACQUIRED_AFTER(mu_);
-  std::multiset<uint64_t> unapplied_ ABSL_GUARDED_BY(unapplied_mu_);
   size_t tombstones_at_sweep_ ABSL_GUARDED_BY(mu_) = 0;  // stale_.size() after the last sweep
-  bool closing_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Status update_error_ ABSL_GUARDED_BY(mu_);  // last failed maintenance step
-  index::UpdateStats update_stats_ ABSL_GUARDED_BY(mu_);
   base::ShardedHashMap<Key, uint64_t> id_of_ ABSL_GUARDED_BY(mu_);
   base::ShardedHashMap<uint64_t, Key> key_of_ ABSL_GUARDED_BY(mu_);
   AttributeIndex attrs_ ABSL_GUARDED_BY(mu_);  // attributes and tags of every live record
+
+  // ---- Hand-off between writers, the maintenance thread and the publisher ----
+  // Buffered writes awaiting the postings, with their vectors (index form): the maintenance
+  // thread reads them here, not from the buffer under mu_.
+  struct PendingBatch {
+    std::vector<uint64_t> ids;   // ascending
+    std::vector<float> vectors;  // ids.size() rows
+  };
+  // One step's change to what searches read, applied by the publisher.
+  struct Publication {
+    uint64_t generation = 0;        // of the SpannIndex it belongs to (skipped once replaced)
+    uint64_t watermark = 0;         // indexed_below_ advances to it (0: no change)
+    std::vector<uint64_t> drained;  // in the published postings: they leave the buffer
+    std::vector<uint64_t> erased;   // tombstones no posting holds any more
+    bool sweep_done = false;        // then tombstones_at_sweep_ = stale_.size()
+  };
+  mutable absl::Mutex handoff_mu_ ABSL_ACQUIRED_AFTER(mu_);
+  // By first id; shared, so that a drain step copies them without holding handoff_mu_.
+  std::map<uint64_t, std::shared_ptr<const PendingBatch>> pending_ ABSL_GUARDED_BY(handoff_mu_);
+  size_t pending_ids_ ABSL_GUARDED_BY(handoff_mu_) = 0;
+  // First id of each write batch committed or committing but not yet in pending_: the watermark
+  // stays below them.
+  std::multiset<uint64_t> unapplied_ ABSL_GUARDED_BY(handoff_mu_);
+  std::deque<Publication> publications_ ABSL_GUARDED_BY(handoff_mu_);
+  bool publishing_ ABSL_GUARDED_BY(handoff_mu_) = false;  // the publisher holds one
+  bool closing_ ABSL_GUARDED_BY(handoff_mu_) = false;
+  absl::Status update_error_ ABSL_GUARDED_BY(handoff_mu_);  // last failed maintenance step
+  index::UpdateStats update_stats_ ABSL_GUARDED_BY(handoff_mu_);
 };
 
 }  // namespace shoal::db

@@ -11,6 +11,9 @@
 namespace shoal::db {
 namespace {
 
+// Buffered ids per batch handed to the maintenance thread at open.
+constexpr size_t kLoadBatch = 4096;
+
 storage::IoBackend IoOf(Options::Io io) {
   switch (io) {
     case Options::Io::kIoUring:
@@ -41,7 +44,13 @@ size_t Collection::CacheBudget(size_t fixed_bytes) const {
 // by versions before online updates), which stay in the buffer until the next build.
 absl::Status Collection::LoadRecords() {
   std::vector<float> scratch;
-  return store_->ScanRecords(id_, [&](uint64_t iid, Record&& r) {
+  PendingBatch batch;
+  auto hand_off = [&] {
+    absl::MutexLock lock(&handoff_mu_);
+    if (!batch.ids.empty()) AddPending(std::move(batch));
+    batch = PendingBatch{};
+  };
+  absl::Status s = store_->ScanRecords(id_, [&](uint64_t iid, Record&& r) {
     if (r.vector.size() != spec_.dimension) {
       return absl::DataLossError(absl::StrCat("collection '", spec_.name, "' record id ", iid,
                                               " has dimension ", r.vector.size()));
@@ -49,8 +58,13 @@ absl::Status Collection::LoadRecords() {
     if (!InSpann(iid) || stale_.Contains(iid)) {
       const float* v = IndexForm(r.vector, &scratch);
       BufferAdd(iid, v, spann_ != nullptr ? BufferLeaf(*spann_, v) : 0);
+      if (spann_ != nullptr && options_.index_update_threads != 0 && !InSpann(iid) &&
+          !stale_.Contains(iid)) {
+        batch.ids.push_back(iid);
+        batch.vectors.insert(batch.vectors.end(), v, v + spec_.dimension);
+        if (batch.ids.size() == kLoadBatch) hand_off();
+      }
     }
-    if (spann_ != nullptr && !InSpann(iid) && !stale_.Contains(iid)) pending_.insert(iid);
     attrs_.Put(iid, r.attributes, r.tags);
     id_of_.Insert(r.key, iid);
     key_of_.Insert(iid, std::move(r.key));
@@ -59,6 +73,8 @@ absl::Status Collection::LoadRecords() {
     next_internal_id_ = std::max(next_internal_id_, iid + 1);
     return absl::OkStatus();
   });
+  hand_off();
+  return s;
 }
 
 absl::Status Collection::OpenIndex(const storage::StoredIndex& stored) {
@@ -202,7 +218,7 @@ absl::Status Collection::BuildSpann(const std::string& spec, const IndexBuildPro
     indexed_below_ = next_internal_id_;
     ClearStale();
     tombstones_at_sweep_ = 0;
-    pending_.clear();
+    ClearHandoff();
     ResetBuffer();
   }
   // Freed only now that the commit that stopped referencing it is durable.
@@ -231,7 +247,7 @@ absl::Status Collection::DropSpann() {
     absl::MutexLock lock(&mu_);
     spann_.reset();
     ClearStale();
-    pending_.clear();
+    ClearHandoff();
     indexed_below_ = 0;
     buckets_.reset();
     flat_ = std::move(all);

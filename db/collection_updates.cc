@@ -27,11 +27,9 @@ constexpr absl::Duration kGroupWait = absl::Milliseconds(20);
 // the thread shared the two cores, and the index work took no longer.
 constexpr int kMaintenanceNice = 19;
 constexpr size_t kMaxDrainStep = 16384;
-// Buffered ids per hold of mu_ while a drain step reads the buffer (shared) or removes what it
-// moved into the postings (exclusive). The maintenance thread runs at a lower priority and may
-// be preempted holding the lock; a short hold keeps searches — and writers, which searches queue
-// behind — from waiting on it.
-constexpr size_t kLockSlice = 512;
+// Ids per hold of mu_ while the publisher takes drained ids out of the buffer (the hold is what
+// a search may wait for: ~10-30 us).
+constexpr size_t kLockSlice = 128;
 // After a failed maintenance step (an I/O error) the thread retries the same work, waiting
 // 200 ms after the first failure and twice as long after each further one, up to 3.2 s.
 constexpr absl::Duration kRetryWait = absl::Milliseconds(200);
@@ -41,31 +39,50 @@ constexpr int kMaxRetryDoublings = 4;
 
 Collection::~Collection() {
   {
-    absl::MutexLock lock(&mu_);
+    absl::MutexLock lock(&handoff_mu_);
     closing_ = true;
   }
   if (worker_.joinable()) worker_.join();
+  if (publisher_.joinable()) publisher_.join();
 }
 
 absl::Status Collection::StartUpdates() {
   updater_.reset();
-  absl::MutexLock lock(&mu_);
-  update_stats_ = {};
+  {
+    absl::MutexLock lock(&handoff_mu_);
+    update_stats_ = {};
+  }
+  absl::ReaderMutexLock lock(&mu_);
   if (spann_ == nullptr || options_.index_update_threads == 0) return absl::OkStatus();
   index::UpdaterOptions o;
   o.merge_floor = options_.posting_merge_floor;
   o.sync = options_.index_update_sync;
   o.fs = fs_;
-  SHOAL_ASSIGN_OR_RETURN(updater_, index::SpannUpdater::Open(
-                                       spann_.get(), IndexDir(spann_->manifest().generation), o));
-  // The maintenance thread starts with the first SSD index and lives as long as the collection.
+  updater_generation_ = spann_->manifest().generation;
+  SHOAL_ASSIGN_OR_RETURN(updater_,
+                         index::SpannUpdater::Open(spann_.get(), IndexDir(updater_generation_), o));
+  // The threads start with the first SSD index and live as long as the collection.
   if (!worker_.joinable()) worker_ = std::thread([this] { WorkerLoop(); });
+  if (!publisher_.joinable()) publisher_ = std::thread([this] { PublisherLoop(); });
   return absl::OkStatus();
 }
 
 bool Collection::SweepDue() const {
   const size_t fresh = stale_.size() - std::min(stale_.size(), tombstones_at_sweep_);
   return spann_ != nullptr && fresh >= std::max(kMinSweepTombstones, id_of_.size() / 5);
+}
+
+void Collection::AddPending(PendingBatch batch) {
+  pending_ids_ += batch.ids.size();
+  const uint64_t first = batch.ids.front();
+  pending_.emplace(first, std::make_shared<const PendingBatch>(std::move(batch)));
+}
+
+void Collection::ClearHandoff() {
+  absl::MutexLock lock(&handoff_mu_);
+  pending_.clear();
+  pending_ids_ = 0;
+  publications_.clear();
 }
 
 void Collection::WorkerLoop() {
@@ -76,27 +93,33 @@ void Collection::WorkerLoop() {
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kMaintenanceNice);
   int failures = 0;  // consecutive failed rounds
   for (;;) {
+    bool writes;
     {
-      absl::MutexLock lock(&mu_);
-      auto ready = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return closing_ || (spann_ != nullptr && !pending_.empty()) || SweepDue();
-      };
-      mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Seconds(1));
+      absl::MutexLock lock(&handoff_mu_);
+      auto ready = [this]()
+                       ABSL_NO_THREAD_SAFETY_ANALYSIS { return closing_ || !pending_.empty(); };
+      writes = handoff_mu_.AwaitWithTimeout(absl::Condition(&ready), absl::Seconds(1));
       if (closing_) return;
-      if (!ready()) continue;
-      // Group commit of index work: wait a little for a full batch, so that each posting is
-      // rewritten and each file synced once per batch rather than once per client write.
-      auto full = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return closing_ || pending_.size() >= options_.index_update_batch;
-      };
-      mu_.AwaitWithTimeout(absl::Condition(&full), kGroupWait);
-      if (closing_) return;
+      if (writes) {
+        // Group commit of index work: wait a little for a full batch, so that each posting is
+        // rewritten and each file synced once per batch rather than once per client write.
+        auto full = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+          return closing_ || pending_ids_ >= options_.index_update_batch;
+        };
+        handoff_mu_.AwaitWithTimeout(absl::Condition(&full), kGroupWait);
+        if (closing_) return;
+      }
+    }
+    if (!writes) {
+      // Deletes alone queue nothing: their tombstones are looked at once a second.
+      absl::ReaderMutexLock lock(&mu_);
+      if (!SweepDue()) continue;
     }
     absl::Status s;
     {
       MaintenanceBudget::Slot slot(budget_);
       auto closing = [this] {
-        absl::ReaderMutexLock lock(&mu_);
+        absl::MutexLock lock(&handoff_mu_);
         return closing_;
       };
       bool done = false, no_updater = false;
@@ -110,8 +133,8 @@ void Collection::WorkerLoop() {
       }
       if (no_updater) {
         // No updater (index dropped or being rebuilt): nothing to drain into.
-        absl::MutexLock lock(&mu_);
-        mu_.AwaitWithTimeout(absl::Condition(&closing_), absl::Milliseconds(100));
+        absl::MutexLock lock(&handoff_mu_);
+        handoff_mu_.AwaitWithTimeout(absl::Condition(&closing_), absl::Milliseconds(100));
         continue;
       }
       bool sweep = false;
@@ -129,11 +152,11 @@ void Collection::WorkerLoop() {
     // the buffered writes stay buffered and the next round retries them, so maintenance resumes
     // by itself once the fault clears.
     failures = s.ok() ? 0 : failures + 1;
-    absl::MutexLock lock(&mu_);
+    absl::MutexLock lock(&handoff_mu_);
     update_error_ = s;
     if (!s.ok()) {
       const absl::Duration wait = kRetryWait * (1 << std::min(failures - 1, kMaxRetryDoublings));
-      mu_.AwaitWithTimeout(absl::Condition(&closing_), wait);
+      handoff_mu_.AwaitWithTimeout(absl::Condition(&closing_), wait);
     }
   }
 }
@@ -149,26 +172,22 @@ absl::Status Collection::FlushIndexUpdates() {
     sweep = stale_.size() > 0;
   }
   if (sweep) SHOAL_RETURN_IF_ERROR(Sweep());
-  return CompactVectorsIfDue(/*now_retry=*/true);
+  SHOAL_RETURN_IF_ERROR(CompactVectorsIfDue(/*now_retry=*/true));
+  AwaitPublished();
+  return absl::OkStatus();
 }
 
 absl::Status Collection::AwaitBacklog() {
-  {
-    // The common case under a shared lock: searches are not held up.
-    absl::ReaderMutexLock lock(&mu_);
-    if (options_.index_update_threads == 0 || spann_ == nullptr ||
-        pending_.size() < options_.index_update_backlog) {
-      return absl::OkStatus();
-    }
-  }
-  absl::MutexLock lock(&mu_);
+  if (options_.index_update_threads == 0) return absl::OkStatus();
+  absl::MutexLock lock(&handoff_mu_);
   auto below = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    return closing_ || pending_.size() < options_.index_update_backlog;
+    return closing_ || pending_ids_ < options_.index_update_backlog;
   };
-  if (options_.index_update_threads == 0 || spann_ == nullptr) return absl::OkStatus();
-  if (mu_.AwaitWithTimeout(absl::Condition(&below), kBacklogWait)) return absl::OkStatus();
+  if (handoff_mu_.AwaitWithTimeout(absl::Condition(&below), kBacklogWait)) {
+    return absl::OkStatus();
+  }
   return absl::UnavailableError(absl::StrCat(
-      "collection '", spec_.name, "': ", pending_.size(),
+      "collection '", spec_.name, "': ", pending_ids_,
       " writes wait for the index (Options::index_update_backlog = ", options_.index_update_backlog,
       ")",
       update_error_.ok() ? ""
@@ -176,58 +195,54 @@ absl::Status Collection::AwaitBacklog() {
 }
 
 absl::Status Collection::DrainStep(bool* done) {
-  size_t n;
+  // The first pending batches (lowest ids), up to one step. Ids below the watermark are in the
+  // postings or dead: it stays at the next pending batch and below every batch committed but
+  // not yet pending (unapplied_; both change under handoff_mu_ together).
+  std::vector<std::shared_ptr<const PendingBatch>> batches;
+  uint64_t watermark = UINT64_MAX;
   {
-    absl::ReaderMutexLock lock(&mu_);
+    absl::MutexLock lock(&handoff_mu_);
     // A backlog is drained in bigger steps: each touched posting is rewritten once per step, so
     // the write amplification falls as the step grows (up to kMaxDrainStep vectors).
     const size_t step =
-        std::clamp<size_t>(pending_.size() / 2, options_.index_update_batch,
+        std::clamp<size_t>(pending_ids_ / 2, options_.index_update_batch,
                            std::max<size_t>(kMaxDrainStep, options_.index_update_batch));
-    n = std::min<size_t>(pending_.size(), step);
+    size_t taken = 0;
+    auto it = pending_.begin();
+    for (; it != pending_.end() && taken < step; ++it) {
+      batches.push_back(it->second);
+      taken += it->second->ids.size();
+    }
+    if (it != pending_.end()) {
+      watermark = it->first;
+    } else if (!batches.empty()) {
+      watermark = batches.back()->ids.back() + 1;  // batches hold disjoint ascending id ranges
+    }
+    if (!unapplied_.empty()) watermark = std::min(watermark, *unapplied_.begin());
   }
-  *done = n == 0;
-  if (n == 0) return absl::OkStatus();
-  // The first n buffered ids, read kLockSlice at a time (only this thread erases from pending_,
-  // so the ids taken stay there). Ids below the watermark are in the postings or dead: it stays
-  // at the next buffered id and below every batch that was not yet in the buffer while a slice
-  // was read (a batch applied between two slices may hold ids below those taken).
-  std::vector<uint64_t> taken, ids;
+  *done = batches.empty();
+  if (*done) return absl::OkStatus();
+  std::vector<uint64_t> ids;
   std::vector<float> vectors;
-  uint64_t watermark = UINT64_MAX;
-  while (taken.size() < n) {
-    absl::ReaderMutexLock lock(&mu_);
-    auto it = taken.empty() ? pending_.begin() : pending_.upper_bound(taken.back());
-    for (size_t i = 0; i < kLockSlice && taken.size() < n && it != pending_.end(); ++i, ++it) {
-      const uint64_t iid = *it;
-      taken.push_back(iid);
-      const float* v = BufferVector(iid);
-      if (v == nullptr) continue;  // deleted or replaced meanwhile
-      ids.push_back(iid);
-      vectors.insert(vectors.end(), v, v + spec_.dimension);
-    }
-    {
-      absl::MutexLock unapplied_lock(&unapplied_mu_);
-      if (!unapplied_.empty()) watermark = std::min(watermark, *unapplied_.begin());
-    }
-    if (taken.size() == n || it == pending_.end()) {
-      watermark = std::min(watermark, it != pending_.end() ? *it : taken.back() + 1);
-      break;
-    }
+  for (const auto& b : batches) {
+    ids.insert(ids.end(), b->ids.begin(), b->ids.end());
+    vectors.insert(vectors.end(), b->vectors.begin(), b->vectors.end());
   }
+  // Ids deleted or replaced since they were written are dead: the updater leaves them out.
   SyncDead();
-  index::SpannUpdater::Change change;
-  if (!ids.empty()) {
-    SHOAL_ASSIGN_OR_RETURN(
-        change,
-        updater_->Insert(ids, vectors.data(), [this](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-          return dead_.contains(id);
-        }));
-  } else {
-    change.next = nullptr;
-  }
+  SHOAL_ASSIGN_OR_RETURN(
+      index::SpannUpdater::Change change,
+      updater_->Insert(ids, vectors.data(), [this](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return dead_.contains(id);
+      }));
   change.commit.indexed_below = watermark;
-  return Apply(std::move(change), taken);
+  SHOAL_RETURN_IF_ERROR(Apply(std::move(change), std::move(ids)));
+  absl::MutexLock lock(&handoff_mu_);
+  for (const auto& b : batches) {
+    pending_ids_ -= b->ids.size();
+    pending_.erase(b->ids.front());
+  }
+  return absl::OkStatus();
 }
 
 void Collection::SyncDead() {
@@ -239,42 +254,93 @@ void Collection::SyncDead() {
   dead_.insert(fresh.begin(), fresh.end());
 }
 
-absl::Status Collection::Apply(index::SpannUpdater::Change change,
-                               const std::vector<uint64_t>& drained) {
+absl::Status Collection::Apply(index::SpannUpdater::Change change, std::vector<uint64_t> drained,
+                               bool sweep_done) {
   const bool sync = options_.index_update_sync;
   SHOAL_RETURN_IF_ERROR(store_->CommitIndexChange(id_, change.commit, sync));
-  const uint64_t watermark = change.commit.indexed_below;
-  const std::vector<uint64_t> erased = std::move(change.commit.erase_tombstones);
+  Publication p;
+  p.generation = updater_generation_;
+  p.watermark = change.commit.indexed_below;
+  p.drained = std::move(drained);
+  p.erased = std::move(change.commit.erase_tombstones);
+  p.sweep_done = sweep_done;
+  for (uint64_t iid : p.erased) dead_.erase(iid);
   // Searches take the directory from the SpannIndex (its own lock), so the swap needs no mu_.
   if (change.next != nullptr) updater_->Publish(std::move(change));
+  absl::MutexLock lock(&handoff_mu_);
+  update_stats_ = updater_->stats();
+  if (p.watermark != 0 || !p.drained.empty() || !p.erased.empty() || p.sweep_done) {
+    publications_.push_back(std::move(p));
+  }
+  return absl::OkStatus();
+}
+
+void Collection::PublisherLoop() {
+  for (;;) {
+    Publication p;
+    {
+      absl::MutexLock lock(&handoff_mu_);
+      auto ready = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        return closing_ || !publications_.empty();
+      };
+      handoff_mu_.Await(absl::Condition(&ready));
+      if (closing_) return;
+      p = std::move(publications_.front());
+      publications_.pop_front();
+      publishing_ = true;
+    }
+    Publish(p);
+    absl::MutexLock lock(&handoff_mu_);
+    publishing_ = false;
+  }
+}
+
+void Collection::Publish(const Publication& p) {
+  // Each hold of mu_ first checks that the publication's index is still the one searched (a
+  // build or drop replaced it: its buffer and tombstones are gone already).
+  auto current = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return spann_ != nullptr && spann_->manifest().generation == p.generation;
+  };
   {
     absl::MutexLock lock(&mu_);
-    update_stats_ = updater_->stats();
-    if (watermark != 0) indexed_below_ = std::max(indexed_below_, watermark);
+    if (!current()) return;
+    indexed_below_ = std::max(indexed_below_, p.watermark);
   }
-  // The drained vectors are in the published postings now; they leave the buffer a slice at a
-  // time, so a search meanwhile may find one in both (MergeInto keeps it once), never in neither.
-  for (size_t i = 0; i < drained.size(); i += kLockSlice) {
+  // The drained vectors are in the published postings; they leave the buffer a slice at a time,
+  // so a search meanwhile may find one in both (MergeInto keeps it once), never in neither.
+  for (size_t i = 0; i < p.drained.size(); i += kLockSlice) {
     absl::MutexLock lock(&mu_);
-    for (size_t j = i; j < std::min(drained.size(), i + kLockSlice); ++j) {
-      BufferRemove(drained[j]);
-      pending_.erase(drained[j]);
+    if (!current()) return;
+    for (size_t j = i; j < std::min(p.drained.size(), i + kLockSlice); ++j) {
+      BufferRemove(p.drained[j]);
     }
   }
   // Erased tombstones name ids no posting or buffer holds any more: when each goes is moot.
-  for (size_t i = 0; i < erased.size(); i += 8 * kLockSlice) {
+  for (size_t i = 0; i < p.erased.size(); i += 8 * kLockSlice) {
     absl::MutexLock lock(&mu_);
-    for (size_t j = i; j < std::min(erased.size(), i + 8 * kLockSlice); ++j)
-      stale_.Erase(erased[j]);
+    if (!current()) return;
+    for (size_t j = i; j < std::min(p.erased.size(), i + 8 * kLockSlice); ++j) {
+      stale_.Erase(p.erased[j]);
+    }
   }
-  for (uint64_t iid : erased) dead_.erase(iid);
-  return absl::OkStatus();
+  if (p.sweep_done) {
+    absl::MutexLock lock(&mu_);
+    if (current()) tombstones_at_sweep_ = stale_.size();
+  }
+}
+
+void Collection::AwaitPublished() {
+  absl::MutexLock lock(&handoff_mu_);
+  auto idle = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    return closing_ || (publications_.empty() && !publishing_);
+  };
+  handoff_mu_.Await(absl::Condition(&idle));
 }
 
 absl::Status Collection::Sweep() {
   SyncDead();
   // The tombstones this sweep clears: those known now (later ones wait for the next sweep).
-  const std::vector<uint64_t> dead(dead_.begin(), dead_.end());
+  std::vector<uint64_t> dead(dead_.begin(), dead_.end());
   auto is_dead = [this](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS { return dead_.contains(id); };
   auto postings = [this]() {
     absl::ReaderMutexLock lock(&mu_);
@@ -287,14 +353,15 @@ absl::Status Collection::Sweep() {
   // Every posting that held one of `dead` was rewritten without it, and the buffer holds none of
   // them: no reader can meet them again, so their tombstones go.
   index::SpannUpdater::Change erase;
-  erase.commit.erase_tombstones = dead;
-  SHOAL_RETURN_IF_ERROR(Apply(std::move(erase), {}));
-  absl::MutexLock lock(&mu_);
-  tombstones_at_sweep_ = stale_.size();
+  erase.commit.erase_tombstones = std::move(dead);
+  SHOAL_RETURN_IF_ERROR(Apply(std::move(erase), {}, /*sweep_done=*/true));
+  // SweepDue counts from the tombstones left after this one: wait until they are.
+  AwaitPublished();
   return absl::OkStatus();
 }
 
 absl::Status Collection::CompactVectorsIfDue(bool now_retry) {
+  AwaitPublished();  // indexed_below_ exact: every drain step committed so far is applied
   uint64_t watermark, retained;
   {
     absl::ReaderMutexLock lock(&mu_);
@@ -313,7 +380,7 @@ absl::Status Collection::CompactVectorsIfDue(bool now_retry) {
     return key_of_.Contains(iid) || stale_.Contains(iid);
   };
   SHOAL_RETURN_IF_ERROR(updater_->CompactVectors(watermark, keep).status());
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&handoff_mu_);
   update_stats_ = updater_->stats();
   return absl::OkStatus();
 }

@@ -275,6 +275,7 @@ absl::Status Collection::Verify(VerifyReport* report) {
   for (bool done = updater_ == nullptr; !done;) {
     if (!DrainStep(&done).ok()) break;
   }
+  AwaitPublished();
   absl::ReaderMutexLock lock(&mu_);
   Checker checker(store_, index_root_, report);
   DurableView view;
