@@ -328,9 +328,18 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchInde
   index::SpannKnobs knobs;
   knobs.max_postings = params.max_postings;
   if (params.pruning_ratio > 0) knobs.pruning_ratio = params.pruning_ratio;
-  SHOAL_ASSIGN_OR_RETURN(
-      auto found, spann_->Search(q, n, params.k, knobs, threads, &stale_, allow, params.stats));
-  if (BufferSize() > 0) MergeInto(&found, SearchBuffer(q, n, params, threads, allow), params.k);
+  // A large buffer is searched through the buckets of the tree leaves the SpannIndex navigated
+  // to (collection_buffer.cc).
+  std::vector<std::vector<uint32_t>> leaves;
+  const bool bucketed = BufferBucketed();
+  SHOAL_ASSIGN_OR_RETURN(auto found, spann_->Search(q, n, params.k, knobs, threads, &stale_, allow,
+                                                    params.stats, bucketed ? &leaves : nullptr));
+  if (BufferSize() > 0) {
+    MergeInto(&found,
+              bucketed ? SearchBuckets(q, n, params.k, leaves, allow)
+                       : SearchBufferExactly(q, n, params.k, threads, allow),
+              params.k);
+  }
   return found;
 }
 

@@ -172,12 +172,13 @@ class Collection {
   }
   // Empties the buffer, shaped for the current spann_ (or none).
   void ResetBuffer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The buffer's top-k for each query: exact while small, else from the buckets of each query's
-  // nearest leaves.
-  std::vector<std::vector<index::Neighbor>> SearchBuffer(const float* q, size_t n,
-                                                         const SearchParams& params, size_t threads,
-                                                         const index::IdFilter* allow) const
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Is the buffer searched through its buckets (with an SSD index, once over 64 KiB), not whole?
+  bool BufferBucketed() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The top-k of each query among the buffer's buckets of leaves[i] (the leaves the SpannIndex
+  // navigated to: the buffer is searched as if its vectors were already in their postings).
+  std::vector<std::vector<index::Neighbor>> SearchBuckets(
+      const float* q, size_t n, size_t k, const std::vector<std::vector<uint32_t>>& leaves,
+      const index::IdFilter* allow) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The buffer's exact top-k for each query.
   std::vector<std::vector<index::Neighbor>> SearchBufferExactly(const float* q, size_t n, size_t k,
                                                                 size_t threads,

@@ -65,25 +65,16 @@ void Collection::ResetBuffer() {
   }
 }
 
-std::vector<std::vector<index::Neighbor>> Collection::SearchBuffer(
-    const float* q, size_t n, const SearchParams& params, size_t threads,
+bool Collection::BufferBucketed() const {
+  return buckets_ != nullptr && BufferSize() * spec_.dimension > kExactBufferFloats;
+}
+
+std::vector<std::vector<index::Neighbor>> Collection::SearchBuckets(
+    const float* q, size_t n, size_t k, const std::vector<std::vector<uint32_t>>& leaves,
     const index::IdFilter* allow) const {
-  if (buckets_ == nullptr || BufferSize() * spec_.dimension <= kExactBufferFloats) {
-    return SearchBufferExactly(q, n, params.k, threads, allow);
-  }
-  // As many leaves as the SpannIndex scans postings: the buffer is searched as if its vectors
-  // were already in their nearest postings.
-  const auto& o = spann_->manifest().options;
-  const size_t m = params.max_postings != 0 ? params.max_postings : o.max_postings;
   std::vector<std::vector<index::Neighbor>> out(n);
-  std::vector<std::pair<float, uint32_t>> nearest;
-  std::vector<uint32_t> leaves;
   for (size_t i = 0; i < n; ++i) {
-    const float* qi = q + i * spec_.dimension;
-    spann_->tree().NearestLeaves(qi, m, o.beam, &nearest);
-    leaves.clear();
-    for (const auto& [dist, leaf] : nearest) leaves.push_back(leaf);
-    out[i] = buckets_->Search(qi, params.k, leaves, allow);
+    out[i] = buckets_->Search(q + i * spec_.dimension, k, leaves[i], allow);
   }
   return out;
 }

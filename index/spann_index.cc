@@ -286,10 +286,18 @@ void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const Spa
 
 absl::Status SpannIndex::SearchOne(const PostingDirectory& dir, const float* q, size_t k,
                                    const SpannKnobs& knobs, const Exclusion& ex,
-                                   std::vector<Neighbor>* out, SearchStats* stats) const {
-  if (quantizer_ != nullptr) return SearchQuantized(dir, q, k, knobs, ex, out, stats);
+                                   std::vector<Neighbor>* out, SearchStats* stats,
+                                   std::vector<uint32_t>* leaves) const {
   std::vector<uint32_t> postings;
   Navigate(dir, q, knobs, &postings);
+  if (leaves != nullptr) {
+    leaves->clear();
+    for (uint32_t p : postings) {
+      const uint32_t leaf = dir.origin[p];
+      if (std::find(leaves->begin(), leaves->end(), leaf) == leaves->end()) leaves->push_back(leaf);
+    }
+  }
+  if (quantizer_ != nullptr) return SearchQuantized(dir, q, k, postings, ex, out, stats);
   const size_t d = manifest_.dimension;
   const Metric metric = manifest_.metric;
   TopK<uint64_t> top(k);
@@ -342,10 +350,8 @@ absl::Status SpannIndex::SearchOne(const PostingDirectory& dir, const float* q, 
 }
 
 absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const float* q, size_t k,
-                                         const SpannKnobs& knobs, const Exclusion& ex,
+                                         std::span<const uint32_t> postings, const Exclusion& ex,
                                          std::vector<Neighbor>* out, SearchStats* stats) const {
-  std::vector<uint32_t> postings;
-  Navigate(dir, q, knobs, &postings);
   stats->postings_read += postings.size();
   const size_t d = manifest_.dimension;
   const bool ip = manifest_.metric == Metric::kInnerProduct;
@@ -474,8 +480,10 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
 
 absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
     const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
-    const base::ShardedHashSet<uint64_t>* skip, const IdFilter* allow, SearchStats* stats) const {
+    const base::ShardedHashSet<uint64_t>* skip, const IdFilter* allow, SearchStats* stats,
+    std::vector<std::vector<uint32_t>>* leaves) const {
   std::vector<std::vector<Neighbor>> out(n);
+  if (leaves != nullptr) leaves->assign(n, {});
   // An empty stale set excludes nothing: skip the per-entry hash probe.
   const Exclusion ex{skip != nullptr && skip->empty() ? nullptr : skip, allow};
   const std::shared_ptr<const PostingDirectory> dir = directory();
@@ -485,8 +493,8 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
   std::vector<absl::Status> status(threads);
   auto work = [&](size_t t) {
     for (size_t i = t; i < n && status[t].ok(); i += threads) {
-      status[t] =
-          SearchOne(*dir, queries + i * manifest_.dimension, k, knobs, ex, &out[i], &per_thread[t]);
+      status[t] = SearchOne(*dir, queries + i * manifest_.dimension, k, knobs, ex, &out[i],
+                            &per_thread[t], leaves != nullptr ? &(*leaves)[i] : nullptr);
     }
   };
   std::vector<std::thread> workers;

@@ -77,9 +77,13 @@ class SpannIndex {
 
   // Top-k of each of `n` queries (index form, row-major), ignoring ids in `skip` and ids `allow`
   // rejects (either may be null) during the scan. Adds what it did to *stats when not null.
+  // With `leaves`, (*leaves)[i] gets the tree leaves the postings query i scanned descend from
+  // (PostingDirectory::origin, distinct, nearest posting's first): the Collection searches its
+  // buffer's buckets of those leaves without a second descent.
   absl::StatusOr<std::vector<std::vector<Neighbor>>> Search(
       const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
-      const base::ShardedHashSet<uint64_t>* skip, const IdFilter* allow, SearchStats* stats) const;
+      const base::ShardedHashSet<uint64_t>* skip, const IdFilter* allow, SearchStats* stats,
+      std::vector<std::vector<uint32_t>>* leaves = nullptr) const;
 
   // RAM held now: centroid tree + posting directory + cached postings.
   size_t MemoryBytes() const;
@@ -142,9 +146,10 @@ class SpannIndex {
   };
   absl::Status SearchOne(const PostingDirectory& dir, const float* q, size_t k,
                          const SpannKnobs& knobs, const Exclusion& ex, std::vector<Neighbor>* out,
-                         SearchStats* stats) const;
+                         SearchStats* stats, std::vector<uint32_t>* leaves) const;
+  // Scans `postings` (Navigate's choice) through their codes.
   absl::Status SearchQuantized(const PostingDirectory& dir, const float* q, size_t k,
-                               const SpannKnobs& knobs, const Exclusion& ex,
+                               std::span<const uint32_t> postings, const Exclusion& ex,
                                std::vector<Neighbor>* out, SearchStats* stats) const;
   absl::Status LoadQuantized(const std::string& dir, size_t ram_limit_bytes,
                              PostingDirectory* directory);
