@@ -43,6 +43,7 @@ struct Latencies {
     stats.vectors_scored += o.stats.vectors_scored;
     stats.cache_hits += o.stats.cache_hits;
     stats.bytes_read += o.stats.bytes_read;
+    stats.full_vectors_read += o.stats.full_vectors_read;
     buffer_sum += o.buffer_sum;
     buffer_max = std::max(buffer_max, o.buffer_max);
     buffer_samples += o.buffer_samples;
@@ -51,10 +52,12 @@ struct Latencies {
     const double n = static_cast<double>(std::max<size_t>(ms.size(), 1));
     std::printf(
         "search %s: p50 %.3f ms p99 %.3f ms (%zu queries); per query %.1f postings (%.0f "
-        "entries scored), %.1f cache hits, %.1f KiB read; buffer %.0f avg, %zu max\n",
+        "entries scored), %.1f cache hits, %.1f KiB read (%.2f full vectors); buffer %.0f avg, "
+        "%zu max\n",
         phase, Percentile(0.5), Percentile(0.99), ms.size(), stats.postings_read / n,
         stats.vectors_scored / n, stats.cache_hits / n, stats.bytes_read / n / 1024,
-        buffer_samples ? double(buffer_sum) / buffer_samples : 0.0, buffer_max);
+        stats.full_vectors_read / n, buffer_samples ? double(buffer_sum) / buffer_samples : 0.0,
+        buffer_max);
   }
 };
 

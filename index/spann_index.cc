@@ -231,6 +231,15 @@ void SpannIndex::RecacheRewrittenCodes(uint64_t old_serial, uint64_t new_serial,
   code_cache_.Insert(new_serial, std::move(codes), charge);
 }
 
+void SpannIndex::CacheFreshVectors(std::span<const uint64_t> ids, const float* vectors,
+                                   const std::function<bool(uint64_t)>& skip) const {
+  if (quantizer_ == nullptr) return;
+  const size_t d = manifest_.dimension;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (!skip(ids[i])) vector_cache_.Insert(ids[i], vectors + i * d);
+  }
+}
+
 void SpannIndex::Uncache(std::span<const uint64_t> serials) const {
   for (uint64_t s : serials) {
     cache_.Erase(s);

@@ -57,6 +57,7 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Insert(std::span<const uint64
   storage::VectorFile* vf = vector_file();
   for (size_t i = 0; i < ids.size(); ++i) SHOAL_RETURN_IF_ERROR(vf->Put(ids[i], vectors + i * d));
   SHOAL_RETURN_IF_ERROR(vf->Sync());
+  index_->CacheFreshVectors(ids, vectors, dead);
   const auto current = index_->directory();
   UpdateWork work(this, *current, dead);
   std::vector<uint32_t> chosen;

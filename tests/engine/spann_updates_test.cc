@@ -230,6 +230,41 @@ TEST_P(SpannUpdatesTest, LargeBufferIsSearchedThroughItsNearestLeaves) {
   EXPECT_EQ((*hits)[0][0].key, Key(uint64_t{kOld + 1}));
 }
 
+// The quantized tiers rerank from full vectors: those of fresh inserts are cached as the
+// maintenance writes them, so searching them after a flush reads none back from the SSD (the
+// full-vector tier keeps no such cache; its postings hold the vectors).
+TEST_P(SpannUpdatesTest, FreshVectorsAreRerankedFromRam) {
+  auto db = Open();
+  ASSERT_TRUE(db->CreateCollection({"s", 32, Metric::kL2}).ok());
+  std::vector<Record> batch;
+  for (size_t i = 0; i < kOld; ++i) batch.push_back(Rec(i));
+  ASSERT_TRUE(db->Upsert("s", batch, {}).ok());
+  ASSERT_TRUE(db->BuildIndex("s", "spann:centroid_ratio=0.02,replicas=4," + GetParam()).ok());
+  // Fresh vectors far from the built ones: a search for one reranks only fresh candidates.
+  auto fresh = [&](size_t i) {
+    Record r = Rec(i);
+    for (float& x : r.vector) x += 1000.0f;
+    return r;
+  };
+  batch.clear();
+  for (size_t i = kOld; i < kOld + 2000; ++i) batch.push_back(fresh(i));
+  ASSERT_TRUE(db->Upsert("s", batch, {}).ok());
+  ASSERT_TRUE(db->FlushIndexUpdates("s").ok());
+  ASSERT_EQ(db->DescribeCollection("s")->unindexed_vectors, 0u);
+  SearchStats stats;
+  SearchParams p = kParams;
+  p.stats = &stats;
+  size_t found = 0;
+  for (size_t i = kOld; i < kOld + 2000; i += 50) {
+    const Record r = fresh(i);
+    auto hits = db->Search("s", r.vector, p);
+    ASSERT_TRUE(hits.ok()) << hits.status();
+    found += !(*hits)[0].empty() && (*hits)[0][0].key == r.key;
+  }
+  EXPECT_EQ(found, 40u);
+  EXPECT_EQ(stats.full_vectors_read, 0u);
+}
+
 INSTANTIATE_TEST_SUITE_P(Tiers, SpannUpdatesTest,
                          ::testing::Values("quant=none", "quant=sq8", "quant=rabitq:bits=4"),
                          [](const auto& info) {
