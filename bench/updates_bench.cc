@@ -161,8 +161,9 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
   }
   const SearchParams params{.k = static_cast<uint32_t>(o.k), .max_postings = o.max_postings};
   const WriteOptions wo{.sync = o.sync};
-  std::printf("dataset %s: %zu x %zu, spec %s, batch %zu, sync %d, backlog %zu\n",
-              o.dataset.c_str(), base.rows, base.cols, o.spec.c_str(), o.batch, o.sync, o.backlog);
+  std::printf("dataset %s: %zu x %zu, spec %s, batch %zu, sync %d, backlog %zu, write rate %s\n",
+              o.dataset.c_str(), base.rows, base.cols, o.spec.c_str(), o.batch, o.sync, o.backlog,
+              o.write_rate > 0 ? absl::StrCat(o.write_rate, " inserts/s").c_str() : "max");
 
   Options db_options;
   db_options.index_update_backlog = o.backlog;
@@ -199,6 +200,12 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
   double insert_s = 0, delete_s = 0;
   const double churn_start = NowSeconds();
   for (size_t b = 0; b < half; b += o.batch) {
+    if (o.write_rate > 0) {  // open loop: each batch at its time, or at once when running late
+      const double due = churn_start + static_cast<double>(b) / o.write_rate;
+      if (const double wait = due - NowSeconds(); wait > 0) {
+        std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+      }
+    }
     std::vector<Record> ins;
     std::vector<Key> del;
     for (size_t i = b; i < std::min(half, b + o.batch); ++i) {
@@ -294,6 +301,10 @@ void RegisterUpdatesCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--warm-up", options->warm_up,
                   "one untimed pass over the queries before the idle phase (0: the idle phase "
                   "starts cold, as before this option)")
+      ->capture_default_str();
+  cmd->add_option("--write-rate", options->write_rate,
+                  "inserts per second during the churn, deletes at the same pace (0: as fast as "
+                  "the writer can; the acknowledged throughput is only meaningful then)")
       ->capture_default_str();
   cmd->add_option("--dir", options->dir, "scratch directory (kept)");
   cmd->callback([options, exit_code] {

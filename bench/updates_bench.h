@@ -3,7 +3,9 @@
 //  2. idle: single-query search latency (p50/p99) from one thread at a fixed pace, after one
 //     untimed pass over the queries (cold reads after the build count in neither phase);
 //  3. churn: a writer inserts the second half ("new") and deletes every old key (100% churn),
-//     batch by batch with WriteOptions::sync, while one thread keeps searching at the same pace:
+//     batch by batch with WriteOptions::sync — as fast as it can, or at --write-rate inserts per
+//     second (a steady stream, as a live service sees) — while one thread keeps searching at the
+//     same pace:
 //     acknowledged insert and delete throughput, search p50/p99 during updates (also split into
 //     while writing / while draining, with postings, cache hits, bytes read and the exact
 //     buffer's size per query, to tell why a phase is slower); then the time until
@@ -38,6 +40,7 @@ struct UpdatesBenchOptions {
   double search_qps = 500;     // the searching thread's pace, idle and during updates
   size_t backlog = 100000;     // Options::index_update_backlog (writers wait above it)
   bool warm_up = true;         // one untimed pass over the queries before the idle phase
+  double write_rate = 0;       // inserts/s during the churn (deletes alike); 0 = as fast as can be
   std::string dir;             // scratch directory (default: a fresh one under /tmp)
 };
 
