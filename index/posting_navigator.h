@@ -7,11 +7,12 @@
 // flat: every live posting's centroid is scanned (exact). Otherwise the build's centroid tree is
 // descended (CentroidTree::NearestLeaves with `scoring`, approximate) and, once postings were
 // split or merged, each leaf found is expanded into the postings descending from it, ranked by
-// their own (float) centroids. Queries navigate with kHalf (a fraction of the memory traffic);
-// the builder and the updater keep kFloat. The distances are float ones, except with kHalf on a
-// directory that was never reshaped, where they are the tree's half copy's (typically within
-// ~1e-4 relative): re-score against dir.centroid(p) where exact values matter. Pure function of its
-// inputs; thread-safe.
+// their own (float) centroids; when those leaves hold fewer than m live postings (merges emptied
+// some), more leaves are descended to. Queries navigate with kHalf (a fraction of the memory
+// traffic); the builder and the updater keep kFloat. The distances are float ones, except with
+// kHalf on a directory that was never reshaped, where they are the tree's half copy's (typically
+// within ~1e-4 relative): re-score against dir.centroid(p) where exact values matter. Pure function
+// of its inputs; thread-safe.
 #ifndef SHOAL_INDEX_POSTING_NAVIGATOR_H_
 #define SHOAL_INDEX_POSTING_NAVIGATOR_H_
 
