@@ -181,51 +181,57 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
     SHOAL_RETURN_IF_ERROR(
         db->Search("c", std::span<const float>(ds.test.Row(i), ds.test.cols), params).status());
   }
+  // One thread searches throughout; `phase` says where its latencies go. The churn (insert the
+  // new half, delete the whole old half, one batch of each in turn) runs in `rounds` parts, each
+  // after an idle window (nothing written, no index work left) and followed by the drain of its
+  // index work: with several rounds, idle and busy windows alternate, so load from elsewhere on
+  // a shared machine falls on both alike.
   std::atomic<bool> stop{false};
   Latencies idle, writing, draining;
   std::atomic<Latencies*> phase{&idle};
   absl::Status search_status;
-  std::thread idle_thread(
+  std::thread search_thread(
       [&] { search_status = SearchLoop(db.get(), ds.test, params, o.search_qps, &stop, &phase); });
-  std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_seconds));
-  stop = true;
-  idle_thread.join();
-  SHOAL_RETURN_IF_ERROR(search_status);
-
-  // Churn: insert the new half, delete the whole old half, one batch of each in turn.
-  stop = false;
-  phase = &writing;
-  std::thread busy_thread(
-      [&] { search_status = SearchLoop(db.get(), ds.test, params, o.search_qps, &stop, &phase); });
-  double insert_s = 0, delete_s = 0;
-  const double churn_start = NowSeconds();
-  for (size_t b = 0; b < half; b += o.batch) {
-    if (o.write_rate > 0) {  // open loop: each batch at its time, or at once when running late
-      const double due = churn_start + static_cast<double>(b) / o.write_rate;
-      if (const double wait = due - NowSeconds(); wait > 0) {
-        std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+  double insert_s = 0, delete_s = 0, acked = 0, drain = 0;
+  const size_t rounds = std::max<size_t>(1, o.rounds);
+  absl::Status churn_status = [&]() -> absl::Status {
+    for (size_t r = 0; r < rounds; ++r) {
+      phase = &idle;
+      std::this_thread::sleep_for(std::chrono::duration<double>(o.idle_seconds / rounds));
+      phase = &writing;
+      const size_t first = half * r / rounds, last = half * (r + 1) / rounds;
+      const double churn_start = NowSeconds();
+      for (size_t b = first; b < last; b += o.batch) {
+        if (o.write_rate > 0) {  // open loop: each batch at its time, or at once when late
+          const double due = churn_start + static_cast<double>(b - first) / o.write_rate;
+          if (const double wait = due - NowSeconds(); wait > 0) {
+            std::this_thread::sleep_for(std::chrono::duration<double>(wait));
+          }
+        }
+        std::vector<Record> ins;
+        std::vector<Key> del;
+        for (size_t i = b; i < std::min(last, b + o.batch); ++i) {
+          ins.push_back(Rec(base, half + i));
+          del.push_back(uint64_t{i});
+        }
+        t0 = NowSeconds();
+        SHOAL_RETURN_IF_ERROR(db->Upsert("c", ins, wo));
+        insert_s += NowSeconds() - t0;
+        t0 = NowSeconds();
+        SHOAL_RETURN_IF_ERROR(db->Delete("c", del, wo).status());
+        delete_s += NowSeconds() - t0;
       }
+      acked += NowSeconds() - churn_start;
+      phase = &draining;
+      t0 = NowSeconds();
+      SHOAL_RETURN_IF_ERROR(db->FlushIndexUpdates("c"));
+      drain += NowSeconds() - t0;
     }
-    std::vector<Record> ins;
-    std::vector<Key> del;
-    for (size_t i = b; i < std::min(half, b + o.batch); ++i) {
-      ins.push_back(Rec(base, half + i));
-      del.push_back(uint64_t{i});
-    }
-    t0 = NowSeconds();
-    SHOAL_RETURN_IF_ERROR(db->Upsert("c", ins, wo));
-    insert_s += NowSeconds() - t0;
-    t0 = NowSeconds();
-    SHOAL_RETURN_IF_ERROR(db->Delete("c", del, wo).status());
-    delete_s += NowSeconds() - t0;
-  }
-  const double acked = NowSeconds() - churn_start;
-  phase = &draining;
-  t0 = NowSeconds();
-  SHOAL_RETURN_IF_ERROR(db->FlushIndexUpdates("c"));
-  const double drain = NowSeconds() - t0;
+    return absl::OkStatus();
+  }();
   stop = true;
-  busy_thread.join();
+  search_thread.join();
+  SHOAL_RETURN_IF_ERROR(churn_status);
   SHOAL_RETURN_IF_ERROR(search_status);
   Latencies busy = writing;
   busy.Merge(draining);
@@ -269,11 +275,19 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
                 p99b <= 1.5 * p99i ? "met" : "NOT met");
     std::printf("GOAL recall churned - fresh %+.4f (>= -0.01): %s\n", churned - rebuilt,
                 churned >= rebuilt - 0.01 ? "met" : "NOT met");
-    std::printf(
-        "GOAL inserts / raw RocksDB %.2f acknowledged (>= 0.5): %s; %.2f sustained, "
-        "index work included (>= 0.5): %s\n",
-        ins_rate / raw, ins_rate >= 0.5 * raw ? "met" : "NOT met", sustained / raw,
-        sustained >= 0.5 * raw ? "met" : "NOT met");
+    if (o.write_rate > 0) {
+      // Paced writes leave the writer idle between batches: its rate says nothing of capacity.
+      std::printf(
+          "inserts / raw RocksDB %.2f acknowledged (paced by --write-rate: run without "
+          "it for the throughput goal)\n",
+          ins_rate / raw);
+    } else {
+      std::printf(
+          "GOAL inserts / raw RocksDB %.2f acknowledged (>= 0.5): %s; %.2f sustained, "
+          "index work included (>= 0.5): %s\n",
+          ins_rate / raw, ins_rate >= 0.5 * raw ? "met" : "NOT met", sustained / raw,
+          sustained >= 0.5 * raw ? "met" : "NOT met");
+    }
   }
   db.reset();
   if (o.dir.empty()) fs::remove_all(root);
@@ -301,6 +315,10 @@ void RegisterUpdatesCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--warm-up", options->warm_up,
                   "one untimed pass over the queries before the idle phase (0: the idle phase "
                   "starts cold, as before this option)")
+      ->capture_default_str();
+  cmd->add_option("--rounds", options->rounds,
+                  "the churn in this many parts, each after an idle window of idle-seconds/rounds "
+                  "and followed by its drain: idle and busy windows alternate in time")
       ->capture_default_str();
   cmd->add_option("--write-rate", options->write_rate,
                   "inserts per second during the churn, deletes at the same pace (0: as fast as "

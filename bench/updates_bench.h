@@ -1,7 +1,8 @@
 // `shoal_bench updates`: online updates of the SSD index, all in one run on one dataset:
 //  1. load the first half of the base vectors ("old"), BuildIndex(spec);
 //  2. idle: single-query search latency (p50/p99) from one thread at a fixed pace, after one
-//     untimed pass over the queries (cold reads after the build count in neither phase);
+//     untimed pass over the queries (cold reads after the build count in neither phase); with
+//     --rounds N the idle time and the churn below are cut into N parts that alternate;
 //  3. churn: a writer inserts the second half ("new") and deletes every old key (100% churn),
 //     batch by batch with WriteOptions::sync — as fast as it can, or at --write-rate inserts per
 //     second (a steady stream, as a live service sees) — while one thread keeps searching at the
@@ -40,6 +41,7 @@ struct UpdatesBenchOptions {
   double search_qps = 500;     // the searching thread's pace, idle and during updates
   size_t backlog = 100000;     // Options::index_update_backlog (writers wait above it)
   bool warm_up = true;         // one untimed pass over the queries before the idle phase
+  size_t rounds = 1;           // churn parts, each after an idle window (alternating in time)
   double write_rate = 0;       // inserts/s during the churn (deletes alike); 0 = as fast as can be
   std::string dir;             // scratch directory (default: a fresh one under /tmp)
 };
