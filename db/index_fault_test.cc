@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "db/db_impl.h"
+#include "db/fault_db_testing.h"
 #include "shoal/db.h"
 #include "storage/fault_injection.h"
 
@@ -37,25 +38,14 @@ struct BuildFault {
 
 std::ostream& operator<<(std::ostream& os, const BuildFault& f) { return os << f.name; }
 
-class IndexFaultTest : public ::testing::TestWithParam<BuildFault> {
+class IndexFaultTest : public ::testing::TestWithParam<BuildFault>, protected testing::FaultDb {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "index_fault_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    Options options;
-    options.build_threads = 1;
-    options.search_threads = 1;
-    auto db = db::DBImpl::Open(dir_, options, {&fs_, fs_.rocksdb_env()});
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = *std::move(db);
+    Create("index_fault_test");
     ASSERT_TRUE(db_->CreateCollection({"c", kDim, Metric::kL2}).ok());
     Upsert(0, 400);
   }
-  void TearDown() override {
-    db_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { Destroy(); }
   void Upsert(uint64_t begin, uint64_t end) {
     std::vector<Record> recs;
     for (uint64_t k = begin; k < end; ++k) recs.push_back(R(k));
@@ -87,22 +77,7 @@ class IndexFaultTest : public ::testing::TestWithParam<BuildFault> {
     std::sort(out.begin(), out.end());
     return out;
   }
-  void Arm(const BuildFault& f, bool one_shot) {
-    if (f.err == 0) {
-      fs_.TearWrite(f.path, 100, one_shot);
-    } else {
-      fs_.Fail(f.op, f.path, f.err, one_shot);
-    }
-  }
-  void ExpectVerifyClean() {
-    VerifyReport report;
-    absl::Status s = db_->Verify("", &report);
-    EXPECT_TRUE(s.ok()) << s;
-  }
-
-  std::string dir_;
-  storage::FaultInjectingFileSystem fs_;
-  std::unique_ptr<DB> db_;
+  void Arm(const BuildFault& f, bool one_shot) { FaultDb::Arm(f.op, f.path, f.err, one_shot); }
 };
 
 TEST_P(IndexFaultTest, FailedBuildKeepsTheOldIndexServing) {

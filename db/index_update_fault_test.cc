@@ -11,7 +11,7 @@
 #include <filesystem>
 
 #include "absl/time/clock.h"
-#include "db/db_impl.h"
+#include "db/fault_db_testing.h"
 #include "shoal/db.h"
 #include "storage/fault_injection.h"
 
@@ -19,19 +19,6 @@ namespace shoal {
 namespace {
 
 using storage::FaultOp;
-
-constexpr uint32_t kDim = 16;
-
-Record R(uint64_t key) {
-  Record r;
-  r.key = key;
-  r.vector.push_back(static_cast<float>(key % 10) * 4.0f);  // 10 clusters
-  r.vector.push_back(static_cast<float>(key) * 1e-3f);      // no two keys alike
-  for (uint32_t i = 2; i < kDim; ++i) {
-    r.vector.push_back(static_cast<float>((key * 37 + i * 11) % 89) * 0.01f);
-  }
-  return r;
-}
 
 struct UpdateFault {
   const char* name;
@@ -48,14 +35,11 @@ struct Param {
 
 void PrintTo(const Param& p, std::ostream* os) { *os << p.fault.name << p.tier; }
 
-class IndexUpdateFaultTest : public ::testing::TestWithParam<Param> {
+class IndexUpdateFaultTest : public ::testing::TestWithParam<Param>, protected testing::FaultDb {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "index_update_fault_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    Open();
-    ASSERT_TRUE(db_->CreateCollection({"c", kDim, Metric::kL2}).ok());
+    Create("index_update_fault_test");
+    ASSERT_TRUE(db_->CreateCollection({"c", testing::kClusteredDim, Metric::kL2}).ok());
     Upsert(0, 1000);
     ASSERT_TRUE(
         db_->BuildIndex("c", std::string("spann:centroid_ratio=0.01,replicas=2") + GetParam().tier)
@@ -63,56 +47,9 @@ class IndexUpdateFaultTest : public ::testing::TestWithParam<Param> {
     Upsert(1000, 1100);  // drained once: later drains append to postings
     ASSERT_TRUE(db_->FlushIndexUpdates("c").ok());
   }
-  void TearDown() override {
-    db_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void Open() {
-    Options options;
-    options.build_threads = 1;
-    options.search_threads = 1;
-    auto db = db::DBImpl::Open(dir_, options, {&fs_, fs_.rocksdb_env()});
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = *std::move(db);
-  }
-  void Upsert(uint64_t begin, uint64_t end) {
-    std::vector<Record> recs;
-    for (uint64_t k = begin; k < end; ++k) recs.push_back(R(k)), keys_.push_back(k);
-    ASSERT_TRUE(db_->Upsert("c", recs, {.sync = true}).ok());
-  }
-  void Arm(const UpdateFault& f) {
-    if (f.err == 0) {
-      fs_.TearWrite(f.path, 100, /*one_shot=*/false);
-    } else {
-      fs_.Fail(f.op, f.path, f.err, /*one_shot=*/false);
-    }
-  }
-  CollectionInfo Info() {
-    auto info = db_->DescribeCollection("c");
-    EXPECT_TRUE(info.ok()) << info.status();
-    return info.ok() ? *info : CollectionInfo{};
-  }
-  // Every acknowledged key is its own vector's nearest hit.
-  void ExpectEveryKeyFound() {
-    std::vector<float> q;
-    for (uint64_t k : keys_) {
-      const Record r = R(k);
-      q.insert(q.end(), r.vector.begin(), r.vector.end());
-    }
-    auto hits = db_->Search("c", q, {.k = 1, .max_postings = 64});
-    ASSERT_TRUE(hits.ok()) << hits.status();
-    size_t found = 0;
-    for (size_t i = 0; i < keys_.size(); ++i) {
-      found += !(*hits)[i].empty() && std::get<uint64_t>((*hits)[i][0].key) == keys_[i];
-    }
-    EXPECT_EQ(found, keys_.size());
-  }
-  void ExpectVerifyClean() {
-    VerifyReport report;
-    absl::Status s = db_->Verify("", &report);
-    EXPECT_TRUE(s.ok()) << s;
-    EXPECT_TRUE(report.ok()) << ::testing::PrintToString(report.problems);
-  }
+  void TearDown() override { Destroy(); }
+  void Upsert(uint64_t begin, uint64_t end) { UpsertClustered(begin, end); }
+  void Arm(const UpdateFault& f) { FaultDb::Arm(f.op, f.path, f.err); }
   // Fully indexed, every key found, Verify clean.
   void ExpectDrainedAndClean() {
     EXPECT_EQ(Info().unindexed_vectors, 0u);
@@ -134,11 +71,6 @@ class IndexUpdateFaultTest : public ::testing::TestWithParam<Param> {
     Upsert(1300, 1350);  // writes go on meanwhile
     ExpectEveryKeyFound();
   }
-
-  std::string dir_;
-  storage::FaultInjectingFileSystem fs_;
-  std::unique_ptr<DB> db_;
-  std::vector<uint64_t> keys_;
 };
 
 TEST_P(IndexUpdateFaultTest, FlushSucceedsOnceTheFaultClearsWithoutAReopen) {
@@ -193,7 +125,7 @@ TEST_P(IndexUpdateFaultTest, SweepResumesOnceTheFaultClears) {
   auto expect_deleted_absent = [&] {
     std::vector<float> q;
     for (const Key& k : deleted) {
-      const Record r = R(std::get<uint64_t>(k));
+      const Record r = testing::ClusteredRecord(std::get<uint64_t>(k));
       q.insert(q.end(), r.vector.begin(), r.vector.end());
     }
     auto hits = db_->Search("c", q, {.k = 1, .max_postings = 64});

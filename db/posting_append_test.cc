@@ -10,7 +10,7 @@
 #include <filesystem>
 #include <map>
 
-#include "db/db_impl.h"
+#include "db/fault_db_testing.h"
 #include "shoal/db.h"
 #include "storage/fault_injection.h"
 
@@ -19,47 +19,16 @@ namespace {
 
 using storage::FaultOp;
 
-constexpr uint32_t kDim = 16;
-
-Record R(uint64_t key) {
-  Record r;
-  r.key = key;
-  r.vector.push_back(static_cast<float>(key % 10) * 4.0f);  // 10 clusters
-  r.vector.push_back(static_cast<float>(key) * 1e-3f);      // no two keys alike
-  for (uint32_t i = 2; i < kDim; ++i) {
-    r.vector.push_back(static_cast<float>((key * 37 + i * 11) % 89) * 0.01f);
-  }
-  return r;
-}
-
-class PostingAppendTest : public ::testing::TestWithParam<std::string> {
+class PostingAppendTest : public ::testing::TestWithParam<std::string>, protected testing::FaultDb {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "posting_append_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    Open();
-    ASSERT_TRUE(db_->CreateCollection({"c", kDim, Metric::kL2}).ok());
+    Create("posting_append_test");
+    ASSERT_TRUE(db_->CreateCollection({"c", testing::kClusteredDim, Metric::kL2}).ok());
     Upsert(0, 2000);
     ASSERT_TRUE(db_->BuildIndex("c", "spann:centroid_ratio=0.005,replicas=2" + GetParam()).ok());
   }
-  void TearDown() override {
-    db_.reset();
-    std::filesystem::remove_all(dir_);
-  }
-  void Open() {
-    Options options;
-    options.build_threads = 1;
-    options.search_threads = 1;
-    auto db = db::DBImpl::Open(dir_, options, {&fs_, fs_.rocksdb_env()});
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = *std::move(db);
-  }
-  void Upsert(uint64_t begin, uint64_t end) {
-    std::vector<Record> recs;
-    for (uint64_t k = begin; k < end; ++k) recs.push_back(R(k)), keys_.push_back(k);
-    ASSERT_TRUE(db_->Upsert("c", recs, {.sync = true}).ok());
-  }
+  void TearDown() override { Destroy(); }
+  void Upsert(uint64_t begin, uint64_t end) { UpsertClustered(begin, end); }
   // Small drains, one after another: each posting gains a few entries per round.
   void InsertRounds(uint64_t begin, int rounds, uint64_t per_round) {
     for (int r = 0; r < rounds; ++r, begin += per_round) {
@@ -67,36 +36,11 @@ class PostingAppendTest : public ::testing::TestWithParam<std::string> {
       ASSERT_TRUE(db_->FlushIndexUpdates("c").ok());
     }
   }
-  CollectionInfo Info() {
-    auto info = db_->DescribeCollection("c");
-    EXPECT_TRUE(info.ok()) << info.status();
-    return info.ok() ? *info : CollectionInfo{};
-  }
+  // Every key found, and nothing left unindexed.
   void ExpectEveryKeyFound() {
-    std::vector<float> q;
-    for (uint64_t k : keys_) {
-      const Record r = R(k);
-      q.insert(q.end(), r.vector.begin(), r.vector.end());
-    }
-    auto hits = db_->Search("c", q, {.k = 1, .max_postings = 64});
-    ASSERT_TRUE(hits.ok()) << hits.status();
-    size_t found = 0;
-    for (size_t i = 0; i < keys_.size(); ++i) {
-      found += !(*hits)[i].empty() && std::get<uint64_t>((*hits)[i][0].key) == keys_[i];
-    }
-    EXPECT_EQ(found, keys_.size());
+    FaultDb::ExpectEveryKeyFound();
     EXPECT_EQ(Info().unindexed_vectors, 0u);
   }
-  void ExpectVerifyClean() {
-    VerifyReport report;
-    absl::Status s = db_->Verify("", &report);
-    EXPECT_TRUE(s.ok()) << s;
-  }
-
-  std::string dir_;
-  storage::FaultInjectingFileSystem fs_;
-  std::unique_ptr<DB> db_;
-  std::vector<uint64_t> keys_;
 };
 
 TEST_P(PostingAppendTest, SmallDrainsAppendAndEveryVectorStaysFound) {

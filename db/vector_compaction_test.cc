@@ -11,7 +11,7 @@
 #include <fstream>
 #include <map>
 
-#include "db/db_impl.h"
+#include "db/fault_db_testing.h"
 #include "shoal/db.h"
 #include "storage/fault_injection.h"
 #include "storage/vector_file.h"
@@ -36,30 +36,16 @@ Record R(uint64_t key, uint64_t version = 0) {
   return r;
 }
 
-class CompactionTestBase : public ::testing::Test {
+class CompactionTestBase : public ::testing::Test, protected testing::FaultDb {
  protected:
   void SetUpWith(const std::string& quant) {
-    std::string tmpl = ::testing::TempDir() + "vector_compaction_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    Open();
+    Create("vector_compaction_test");
     ASSERT_TRUE(db_->CreateCollection({"c", kDim, Metric::kL2}).ok());
     Upsert(0, kBuilt);
     ASSERT_TRUE(db_->BuildIndex("c", "spann:centroid_ratio=0.05,replicas=2" + quant).ok());
     size_built_ = fs::file_size(VectorPath());
   }
-  void TearDown() override {
-    db_.reset();
-    fs::remove_all(dir_);
-  }
-  void Open() {
-    Options options;
-    options.build_threads = 1;
-    options.search_threads = 1;
-    auto db = db::DBImpl::Open(dir_, options, {&fs_, fs_.rocksdb_env()});
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = *std::move(db);
-  }
+  void TearDown() override { Destroy(); }
   void Upsert(uint64_t begin, uint64_t end, uint64_t version = 0) {
     std::vector<Record> recs;
     for (uint64_t k = begin; k < end; ++k) {
@@ -124,15 +110,6 @@ class CompactionTestBase : public ::testing::Test {
       EXPECT_EQ(std::get<uint64_t>((*hits)[i][0].key), keys[i]);
     }
   }
-  void ExpectVerifyClean() {
-    VerifyReport report;
-    absl::Status s = db_->Verify("", &report);
-    EXPECT_TRUE(s.ok()) << s;
-  }
-
-  std::string dir_;
-  storage::FaultInjectingFileSystem fs_;
-  std::unique_ptr<DB> db_;
   std::map<uint64_t, uint64_t> live_;  // key -> version
   uint64_t size_built_ = 0;
 };
