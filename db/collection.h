@@ -1,12 +1,12 @@
 // Collection: one named set of vectors. Owns what answers searches — an optional SSD-resident
-// SpannIndex plus an exact FlatIndex of the vectors the SpannIndex does not hold (all of them
-// when there is no SpannIndex) — and writes through to the RecordStore (RocksDB) before anything
-// becomes visible.
+// SpannIndex plus a buffer of the vectors the SpannIndex does not hold (all of them, in an exact
+// FlatIndex, when there is no SpannIndex) — and writes through to the RecordStore (RocksDB) before
+// anything becomes visible.
 //
 // Write path: validate -> allocate internal ids (a rewritten key gets a new one, so an id's
 // vector never changes) -> one RocksDB WriteBatch (records, key map, id counter, tombstones for
 // the ids a SpannIndex exists beside: deleted or replaced) committed with the caller's sync
-// level -> apply to the FlatIndex (the exact buffer of vectors not yet in the posting lists)
+// level -> apply to the buffer (the vectors not yet in the posting lists) and the key maps
 // under an exclusive lock. A write that fails to commit changes nothing. Searches take the lock
 // shared, so they see a batch whole or not at all.
 // Search = SpannIndex (skipping tombstoned ids) merged with the buffer. Without a SpannIndex the
@@ -162,10 +162,6 @@ class Collection {
   }
   bool BufferContains(uint64_t iid) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return buckets_ != nullptr ? buckets_->Contains(iid) : flat_.Contains(iid);
-  }
-  // The buffered vector of `iid` (index form), or null; valid while mu_ is held.
-  const float* BufferVector(uint64_t iid) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return buckets_ != nullptr ? buckets_->Vector(iid) : flat_.Vector(iid);
   }
   size_t BufferMemoryBytes() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return buckets_ != nullptr ? buckets_->MemoryBytes() : flat_.MemoryBytes();

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "db/db_impl.h"
+#include "db/fault_db_testing.h"
 #include "shoal/db.h"
 #include "storage/fault_injection.h"
 
@@ -29,27 +30,16 @@ Record R(uint64_t key, float salt = 0) {
   return r;
 }
 
-class FaultTest : public ::testing::Test {
+class FaultTest : public ::testing::Test, protected testing::FaultDb {
  protected:
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "fault_test_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
-    OpenWithFaults();
+    Create("fault_test");
     ASSERT_TRUE(db_->CreateCollection({"c", kDim, Metric::kL2}).ok());
   }
-  void TearDown() override {
-    db_.reset();
-    std::filesystem::remove_all(dir_);
-  }
+  void TearDown() override { Destroy(); }
   void OpenWithFaults() {
     db_.reset();
-    Options options;
-    options.build_threads = 1;
-    options.search_threads = 1;
-    auto db = db::DBImpl::Open(dir_, options, {&fs_, fs_.rocksdb_env()});
-    ASSERT_TRUE(db.ok()) << db.status();
-    db_ = *std::move(db);
+    Open();
   }
   // Reopens on the plain POSIX file system and checks every acknowledged key and Verify.
   void ReopenAndCheck() {
@@ -94,9 +84,6 @@ class FaultTest : public ::testing::Test {
     EXPECT_EQ((*hits)[0][0].distance, 0.0f);
   }
 
-  std::string dir_;
-  storage::FaultInjectingFileSystem fs_;
-  std::unique_ptr<DB> db_;
   std::map<uint64_t, float> acked_;  // key -> salt of its last acknowledged vector
 };
 
