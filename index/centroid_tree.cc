@@ -346,7 +346,13 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
           bounded.emplace_back(nav_.LowerBound(prepared, child), child);
         }
       } else {
-        for (uint32_t child : children(node)) keeper.Offer(L2Sqr(q, centroid(child), dim_), child);
+        // Every child goes in; the next round's nth_element keeps the beam nearest (a running
+        // heap of the beam best, as the half path keeps for its early stops, cost more than the
+        // distances themselves on the float path).
+        for (uint32_t child : children(node)) {
+          const float d = L2Sqr(q, centroid(child), dim_);
+          next.emplace_back(std::isnan(d) ? kInf : d, child);
+        }
       }
     }
     if (half) ScoreLevelOnHalves(nav_, prepared, beam, bounded, keeper);
