@@ -69,6 +69,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "base/paged_id_set.h"
 #include "base/sharded_hash.h"
 #include "db/attribute_index.h"
 #include "db/maintenance_budget.h"
@@ -269,8 +270,9 @@ class Collection {
   // Ids below this are in the SpannIndex's postings or tombstoned (the build's indexed_below,
   // advanced by online updates).
   uint64_t indexed_below_ ABSL_GUARDED_BY(mu_) = 0;
-  // Tombstones: ids deleted or replaced that some posting may still hold.
-  base::ShardedHashSet<uint64_t> stale_ ABSL_GUARDED_BY(mu_);
+  // Tombstones: ids deleted or replaced that some posting may still hold. A bitmap: a search
+  // checks every candidate it scans against it.
+  base::PagedIdSet stale_ ABSL_GUARDED_BY(mu_);
   // Ids added to stale_ since the maintenance thread last took them into dead_ (taken after mu_).
   mutable absl::Mutex stale_log_mu_ ABSL_ACQUIRED_AFTER(mu_);
   std::vector<uint64_t> stale_log_ ABSL_GUARDED_BY(stale_log_mu_);

@@ -489,7 +489,7 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
 
 absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
     const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
-    const base::ShardedHashSet<uint64_t>* skip, const IdFilter* allow, SearchStats* stats,
+    const base::PagedIdSet* skip, const IdFilter* allow, SearchStats* stats,
     std::vector<std::vector<uint32_t>>* leaves) const {
   std::vector<std::vector<Neighbor>> out(n);
   if (leaves != nullptr) leaves->assign(n, {});

@@ -32,7 +32,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "base/sharded_hash.h"
+#include "base/paged_id_set.h"
 #include "index/centroid_tree.h"
 #include "index/flat_index.h"
 #include "index/id_filter.h"
@@ -82,7 +82,7 @@ class SpannIndex {
   // buffer's buckets of those leaves without a second descent.
   absl::StatusOr<std::vector<std::vector<Neighbor>>> Search(
       const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
-      const base::ShardedHashSet<uint64_t>* skip, const IdFilter* allow, SearchStats* stats,
+      const base::PagedIdSet* skip, const IdFilter* allow, SearchStats* stats,
       std::vector<std::vector<uint32_t>>* leaves = nullptr) const;
 
   // RAM held now: centroid tree + posting directory + cached postings.
@@ -145,7 +145,7 @@ class SpannIndex {
                 std::vector<uint32_t>* postings) const;
   // Ids the scan must not return: stale (`skip`) or rejected by the request's filter.
   struct Exclusion {
-    const base::ShardedHashSet<uint64_t>* skip;
+    const base::PagedIdSet* skip;
     const IdFilter* allow;
     bool Excludes(uint64_t id) const {
       return (skip != nullptr && skip->Contains(id)) || (allow != nullptr && !allow->Allows(id));
