@@ -125,7 +125,8 @@ class Collection {
   uint64_t IndexGeneration() const;
 
   // Moves every write acknowledged so far into the SSD index's postings and, when some are
-  // tombstoned, sweeps them out; returns the first error. OK at once without an SSD index.
+  // tombstoned, sweeps them out; returns the first error. OK at once without an SSD index. The
+  // maintenance thread does the work (at its low priority); the caller waits.
   absl::Status FlushIndexUpdates();
   // Holds background index maintenance (e.g. while a snapshot copies the index files) until
   // ResumeIndexUpdates; calls pair up on one thread.
@@ -307,6 +308,11 @@ class Collection {
   bool publishing_ ABSL_GUARDED_BY(handoff_mu_) = false;  // the publisher holds one
   bool closing_ ABSL_GUARDED_BY(handoff_mu_) = false;
   absl::Status update_error_ ABSL_GUARDED_BY(handoff_mu_);  // last failed maintenance step
+  // FlushIndexUpdates requests (numbered from 1) and the last one the maintenance thread served,
+  // with the status of the round that served it.
+  uint64_t flush_requested_ ABSL_GUARDED_BY(handoff_mu_) = 0;
+  uint64_t flush_served_ ABSL_GUARDED_BY(handoff_mu_) = 0;
+  absl::Status flush_status_ ABSL_GUARDED_BY(handoff_mu_);
   index::UpdateStats update_stats_ ABSL_GUARDED_BY(handoff_mu_);
 };
 
