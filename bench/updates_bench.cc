@@ -185,12 +185,16 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
   }
   const SearchParams params{.k = static_cast<uint32_t>(o.k), .max_postings = o.max_postings};
   const WriteOptions wo{.sync = o.sync};
-  std::printf("dataset %s: %zu x %zu, spec %s, batch %zu, sync %d, backlog %zu, write rate %s\n",
-              o.dataset.c_str(), base.rows, base.cols, o.spec.c_str(), o.batch, o.sync, o.backlog,
-              o.write_rate > 0 ? absl::StrCat(o.write_rate, " inserts/s").c_str() : "max");
+  std::printf(
+      "dataset %s: %zu x %zu, spec %s, batch %zu, sync %d, backlog %zu, write rate %s, "
+      "batch-scheduled writes %d\n",
+      o.dataset.c_str(), base.rows, base.cols, o.spec.c_str(), o.batch, o.sync, o.backlog,
+      o.write_rate > 0 ? absl::StrCat(o.write_rate, " inserts/s").c_str() : "max",
+      o.batch_scheduled_writes);
 
   Options db_options;
   db_options.index_update_backlog = o.backlog;
+  db_options.batch_scheduled_writes = o.batch_scheduled_writes;
   SHOAL_ASSIGN_OR_RETURN(auto db, DB::Open(root + "/churn", db_options));
   const CollectionSpec spec{"c", static_cast<uint32_t>(base.cols), Metric::kL2};
   SHOAL_RETURN_IF_ERROR(db->CreateCollection(spec));
@@ -351,6 +355,9 @@ void RegisterUpdatesCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--write-rate", options->write_rate,
                   "inserts per second during the churn, deletes at the same pace (0: as fast as "
                   "the writer can; the acknowledged throughput is only meaningful then)")
+      ->capture_default_str();
+  cmd->add_option("--batch-scheduled-writes", options->batch_scheduled_writes,
+                  "Options::batch_scheduled_writes: the writer's wake-ups do not preempt searches")
       ->capture_default_str();
   cmd->add_option("--dir", options->dir, "scratch directory (kept)");
   cmd->callback([options, exit_code] {

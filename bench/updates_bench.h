@@ -47,8 +47,9 @@ struct UpdatesBenchOptions {
   size_t backlog = 100000;     // Options::index_update_backlog (writers wait above it)
   bool warm_up = true;         // one untimed pass over the queries before the idle phase
   size_t rounds = 10;          // churn parts, each after an idle window (alternating in time)
-  double write_rate = 0;       // inserts/s during the churn (deletes alike); 0 = as fast as can be
-  std::string dir;             // scratch directory (default: a fresh one under /tmp)
+  bool batch_scheduled_writes = true;  // Options::batch_scheduled_writes
+  double write_rate = 0;  // inserts/s during the churn (deletes alike); 0 = as fast as can be
+  std::string dir;        // scratch directory (default: a fresh one under /tmp)
 };
 
 absl::Status RunUpdatesBench(const UpdatesBenchOptions& options);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "db/validation.h"
+#include "db/write_scheduling.h"
 #include "shoal/filter.h"
 
 namespace shoal::db {
@@ -154,6 +155,7 @@ absl::Status Collection::CheckNotDropped() const {
 
 absl::Status Collection::Upsert(std::span<const Record> records, const WriteOptions& options) {
   SHOAL_RETURN_IF_ERROR(ValidateRecords(spec_, records, options_));
+  BatchScheduledScope batch_scheduled(options_.batch_scheduled_writes);  // write_scheduling.h
   std::vector<Key> keys;
   keys.reserve(records.size());
   for (const Record& r : records) keys.push_back(r.key);
@@ -255,6 +257,7 @@ absl::StatusOr<std::vector<std::optional<Record>>> Collection::Get(std::span<con
 absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
                                             const WriteOptions& options) {
   SHOAL_RETURN_IF_ERROR(ValidateKeys(keys, options_));
+  BatchScheduledScope batch_scheduled(options_.batch_scheduled_writes);
   std::vector<Key> unique_keys(keys.begin(), keys.end());
   std::sort(unique_keys.begin(), unique_keys.end());
   unique_keys.erase(std::unique(unique_keys.begin(), unique_keys.end()), unique_keys.end());

@@ -1,6 +1,7 @@
 // Collection: online updates of the SSD index — the maintenance thread that moves buffered writes
 // into the posting lists and sweeps tombstones out of them (see collection.h and
 // index/spann_updater.h).
+#include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -58,6 +59,11 @@ absl::Status Collection::StartUpdates() {
   o.merge_floor = options_.posting_merge_floor;
   o.sync = options_.index_update_sync;
   o.fs = fs_;
+  // Every unit of index work ends with the CPU offered to whoever waits for it. The thread's
+  // nice 19 only weighs its share; a writer under SCHED_BATCH (Options::batch_scheduled_writes)
+  // that wakes on this thread's CPU would otherwise wait for the next tick (4 ms at HZ 250):
+  // measured, acknowledged inserts 69-73k/s without these yields, 90-101k/s with them.
+  o.yield = [] { sched_yield(); };
   updater_generation_ = spann_->manifest().generation;
   SHOAL_ASSIGN_OR_RETURN(updater_,
                          index::SpannUpdater::Open(spann_.get(), IndexDir(updater_generation_), o));

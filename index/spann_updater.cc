@@ -62,6 +62,7 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Insert(std::span<const uint64
   UpdateWork work(this, *current, dead);
   std::vector<uint32_t> chosen;
   for (size_t i = 0; i < ids.size(); ++i) {
+    work.Pace();
     const float* x = vectors + i * d;
     work.AddFresh(ids[i], x);
     work.Choose(x, &chosen);
@@ -80,6 +81,7 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Sweep(uint32_t first, uint32_
   UpdateWork work(this, *current, dead);
   const uint32_t end = static_cast<uint32_t>(std::min<size_t>(current->size(), first + count));
   for (uint32_t p = first; p < end; ++p) {
+    work.Pace();
     if (!work.dir().live[p]) continue;
     if (const auto& codes = current->codes[p]; codes != nullptr) {
       // Quantized tier: the ids are in RAM, so a posting that needs nothing is not loaded.
@@ -114,6 +116,7 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
   };
   for (auto& [p, e] : touched_) {
     if (!e.dirty || !n.live[p]) continue;
+    Pace();
     bool appended = false;
     absl::StatusOr<storage::Extent> ext = WritePosting(p, e, &written, &appended);
     if (!ext.ok()) return fail(ext.status());

@@ -86,6 +86,10 @@ struct UpdaterOptions {
   // where the pages kept for it allow (false: every change rewrites; for comparisons).
   bool append_in_place = true;
   storage::FileSystem* fs = nullptr;  // posting / vector file writes (null = the default)
+  // Called between units of work (every 16 vectors placed, postings written or postings swept):
+  // where the caller's maintenance thread can give way to threads waiting for its CPU (empty:
+  // never called).
+  std::function<void()> yield;
 };
 
 struct UpdateStats {

@@ -138,6 +138,10 @@ absl::Status UpdateWork::Append(uint32_t p, uint64_t id, const float* x, bool kn
   return absl::OkStatus();
 }
 
+void UpdateWork::Pace() {
+  if (++paced_ % 16 == 0 && up_->options_.yield) up_->options_.yield();
+}
+
 void UpdateWork::Choose(const float* x, std::vector<uint32_t>* out) const {
   const SpannOptions& o = index_.manifest().options;
   const size_t m = std::max<size_t>(2 * o.replicas, 8);
