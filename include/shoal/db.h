@@ -96,8 +96,10 @@ class DB {
   }
   // Blocks until every write acknowledged so far is in the SSD index's posting lists and
   // deleted vectors are swept out of them (background maintenance does this by itself; this is
-  // for tests, benchmarks and before a backup). OK at once without an SSD index or with
-  // Options::index_update_threads = 0. Errors: I/O errors of the index files, NotFound.
+  // for tests, benchmarks and before a backup). The maintenance thread does the work, at its low
+  // priority; the caller waits. OK at once without an SSD index or with
+  // Options::index_update_threads = 0. Errors: I/O errors of the index files, NotFound,
+  // Unavailable when the database closes meanwhile.
   virtual absl::Status FlushIndexUpdates(std::string_view collection) = 0;
 
   // ---- Maintenance ----
