@@ -1,11 +1,11 @@
-// Micro-benchmarks of the distance kernels (every supported level) and of FlatIndex search.
+// Micro-benchmarks of the distance kernels (every supported level); FlatIndex search and growth
+// are in flat_index_benchmark.cc.
 //   build-*/bin/distance_benchmark --benchmark_filter=L2
 #include <random>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "index/distance_internal.h"
-#include "index/flat_index.h"
 
 namespace shoal::index {
 namespace {
@@ -76,26 +76,6 @@ void BM_ScoreBlock(benchmark::State& state) {
       benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_ScoreBlock)->Arg(128)->Arg(784);
-
-// FlatIndex over 20k x 784 (Fashion-MNIST-like), Args: {num_queries, threads}.
-void BM_FlatSearch(benchmark::State& state) {
-  const size_t dim = 784, n = 20000, nq = state.range(0), threads = state.range(1);
-  static const auto base = RandomFloats(n * dim, 5);
-  static const FlatIndex* index = [] {
-    auto* flat = new FlatIndex(dim, Metric::kL2);
-    for (size_t i = 0; i < n; ++i) flat->Add(i, base.data() + i * dim);
-    return flat;
-  }();
-  const auto queries = RandomFloats(nq * dim, 6);
-  for (auto _ : state) benchmark::DoNotOptimize(index->Search(queries.data(), nq, 10, threads));
-  state.counters["QPS"] =
-      benchmark::Counter(double(nq) * state.iterations(), benchmark::Counter::kIsRate);
-}
-BENCHMARK(BM_FlatSearch)
-    ->Args({1, 1})
-    ->Args({256, 1})
-    ->Args({256, 2})
-    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace shoal::index

@@ -12,6 +12,8 @@
 //    rows are exactly rows the heap would have rejected, so the answer does not change.
 // Fashion-MNIST (60k x 784, 10k queries, k=10, 2-core AVX-512 host): ~1.6x the QPS of FAISS
 // 1.7.3 IndexFlatL2 (OpenBLAS GEMM) on 1 thread, ~2x on 2.
+// Rows live in blocks (row_blocks.h): the scan walks them as contiguous runs; the batched path
+// addresses rows by index anyway (norm order, gathered into tiles), so it spans all blocks at once.
 #include "index/flat_index.h"
 
 #include <algorithm>
@@ -37,14 +39,16 @@ constexpr size_t kTilePanels = 5;
 constexpr size_t kTileRows = kTilePanels * kPanelWidth;
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
+// The rows a search scores: the index's own, or a filtered copy. Row i is any of them by index
+// (the batched path visits rows in norm order); scans walk the blocks as contiguous runs.
 struct BaseView {
-  const float* vectors;
-  const float* norms;
-  const uint64_t* ids;
+  const RowBlocks* rows;
   size_t n;
   size_t dim;
   Metric metric;
-  const float* row(size_t i) const { return vectors + i * dim; }
+  const float* row(size_t i) const { return rows->row(i); }
+  float norm(size_t i) const { return rows->norm(i); }
+  uint64_t id(size_t i) const { return rows->id(i); }
 };
 
 std::vector<Neighbor> ToNeighbors(TopK<uint64_t>& top) {
@@ -63,6 +67,21 @@ void RunOnThreads(size_t threads, const Fn& fn) {
   for (auto& w : workers) w.join();
 }
 
+// Offers `count` contiguous rows to queries [q_begin, q_end) (everything by value, so the loop
+// keeps it in registers).
+void ScanRun(Metric metric, size_t dim, const float* vectors, const uint64_t* ids, size_t count,
+             const IdFilter* allow, const float* queries, size_t q_begin, size_t q_end,
+             TopK<uint64_t>* top) {
+  for (size_t i = 0; i < count; ++i) {
+    if (allow != nullptr && !allow->Allows(ids[i])) continue;
+    const float* row = vectors + i * dim;
+    for (size_t q = q_begin; q < q_end; ++q) {
+      const float d = Distance(metric, queries + q * dim, row, dim);
+      if (d <= top[q].Threshold()) top[q].Push(d, ids[i]);
+    }
+  }
+}
+
 // Plain-kernel scan of many queries. Each thread takes a slice of the rows and carries every
 // query over it in chunks small enough to stay in L1/L2, so a row is read from memory once per
 // chunk rather than once per query (the scan is memory-bound otherwise). The per-thread top-k
@@ -79,13 +98,12 @@ std::vector<std::vector<Neighbor>> SearchScan(const BaseView& base, const float*
     const size_t begin = base.n * t / threads, end = base.n * (t + 1) / threads;
     for (size_t c = 0; c < num_queries; c += kChunk) {
       const size_t chunk_end = std::min(num_queries, c + kChunk);
-      for (size_t i = begin; i < end; ++i) {
-        if (allow != nullptr && !allow->Allows(base.ids[i])) continue;
-        for (size_t q = c; q < chunk_end; ++q) {
-          const float d = Distance(base.metric, queries + q * base.dim, base.row(i), base.dim);
-          if (d <= top[q].Threshold()) top[q].Push(d, base.ids[i]);
-        }
-      }
+      base.rows->ForEachRun(
+          begin, end,
+          [&](size_t, const float* vectors, const float*, const uint64_t* ids, size_t count) {
+            ScanRun(base.metric, base.dim, vectors, ids, count, allow, queries, c, chunk_end,
+                    top.data());
+          });
     }
   });
   std::vector<std::vector<Neighbor>> out(num_queries);
@@ -136,11 +154,11 @@ std::vector<uint32_t> SortedByNorm(size_t n, const NormOf& norm_of) {
 
 BatchPlan MakePlan(const BaseView& base, const float* queries, size_t num_queries) {
   BatchPlan plan;
-  plan.row_order = SortedByNorm(base.n, [&](size_t i) { return base.norms[i]; });
+  plan.row_order = SortedByNorm(base.n, [&](size_t i) { return base.norm(i); });
   plan.query_order = SortedByNorm(num_queries, [&](size_t i) {
     return InnerProduct(queries + i * base.dim, queries + i * base.dim, base.dim);
   });
-  plan.max_norm = std::sqrt(base.norms[plan.row_order.back()]);
+  plan.max_norm = std::sqrt(base.norm(plan.row_order.back()));
   // Every 8th tile first: each query then holds decent candidates from its own norm range
   // early, and its threshold prunes most of the remaining tiles.
   const size_t tiles = (base.n + kTileRows - 1) / kTileRows;
@@ -246,8 +264,9 @@ void PackTile(const BaseView& base, const BatchPlan& plan, size_t first, Tile& t
     const uint32_t r = plan.row_order[first + j];
     tile.row[j] = r;
     std::memcpy(&tile.gathered[j * dim], base.row(r), dim * sizeof(float));
-    tile.bias[j] = base.metric == Metric::kL2 ? base.norms[r] : 0.0f;
-    const float norm = std::sqrt(base.norms[r]);
+    const float row_norm = base.norm(r);
+    tile.bias[j] = base.metric == Metric::kL2 ? row_norm : 0.0f;
+    const float norm = std::sqrt(row_norm);
     tile.min_norm[j / kPanelWidth] = std::min(tile.min_norm[j / kPanelWidth], norm);
     tile.max_norm[j / kPanelWidth] = std::max(tile.max_norm[j / kPanelWidth], norm);
   }
@@ -292,7 +311,7 @@ std::vector<Neighbor> Rerank(const BaseView& base, const float* query, size_t k,
   }
   TopK<uint64_t> top(k);
   for (const auto& c : candidates) {
-    top.Push(Distance(base.metric, query, base.row(c.id), base.dim), base.ids[c.id]);
+    top.Push(Distance(base.metric, query, base.row(c.id), base.dim), base.id(c.id));
   }
   return ToNeighbors(top);
 }
@@ -358,43 +377,28 @@ void SearchBatch(const BaseView& base, const float* queries, const BatchPlan& pl
 
 }  // namespace
 
-FlatIndex::FlatIndex(size_t dimension, Metric metric) : dimension_(dimension), metric_(metric) {}
+FlatIndex::FlatIndex(size_t dimension, Metric metric)
+    : dimension_(dimension), metric_(metric), rows_(dimension) {}
 
-size_t FlatIndex::MemoryBytes() const {
-  return vectors_.capacity() * sizeof(float) + norms_.capacity() * sizeof(float) +
-         ids_.capacity() * sizeof(uint64_t) +
-         slot_of_.capacity() * (sizeof(std::pair<uint64_t, size_t>) + 1);
-}
+size_t FlatIndex::MemoryBytes() const { return rows_.MemoryBytes() + slot_of_.MemoryBytes(); }
 
 void FlatIndex::Add(uint64_t id, const float* vector) {
-  const auto [it, inserted] = slot_of_.try_emplace(id, ids_.size());
   const float norm = InnerProduct(vector, vector, dimension_);
-  if (inserted) {
-    ids_.push_back(id);
-    vectors_.insert(vectors_.end(), vector, vector + dimension_);
-    norms_.push_back(norm);
+  if (slot_of_.Insert(id, rows_.size())) {
+    rows_.Append(id, vector, norm);
   } else {
-    std::memmove(vectors_.data() + it->second * dimension_, vector, dimension_ * sizeof(float));
-    norms_[it->second] = norm;
+    rows_.Overwrite(*slot_of_.Find(id), vector, norm);
   }
 }
 
 bool FlatIndex::Remove(uint64_t id) {
-  const auto it = slot_of_.find(id);
-  if (it == slot_of_.end()) return false;
-  const size_t slot = it->second;
-  const size_t last = ids_.size() - 1;
-  slot_of_.erase(it);
-  if (slot != last) {  // swap-with-last keeps rows dense
-    std::memcpy(vectors_.data() + slot * dimension_, vectors_.data() + last * dimension_,
-                dimension_ * sizeof(float));
-    norms_[slot] = norms_[last];
-    ids_[slot] = ids_[last];
-    slot_of_[ids_[slot]] = slot;
-  }
-  vectors_.resize(last * dimension_);
-  norms_.pop_back();
-  ids_.pop_back();
+  const size_t* found = slot_of_.Find(id);
+  if (found == nullptr) return false;
+  const size_t slot = *found;
+  slot_of_.Erase(id);
+  const size_t last = rows_.size() - 1;
+  if (slot != last) slot_of_.Set(rows_.id(last), slot);  // the last row moves into the hole
+  rows_.RemoveByMovingLast(slot);
   return true;
 }
 
@@ -407,26 +411,26 @@ std::vector<std::vector<Neighbor>> FlatIndex::Search(const float* queries, size_
                                                      size_t k, size_t threads,
                                                      const IdFilter* allow) const {
   std::vector<std::vector<Neighbor>> out(num_queries);
-  if (k == 0 || ids_.empty() || num_queries == 0) return out;
+  if (k == 0 || rows_.size() == 0 || num_queries == 0) return out;
   if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  BaseView base{vectors_.data(), norms_.data(), ids_.data(), ids_.size(), dimension_, metric_};
+  BaseView base{&rows_, rows_.size(), dimension_, metric_};
   const bool batched = internal::ActiveKernels().level == internal::KernelLevelId::kAvx512 &&
-                       num_queries >= kMinBatchQueries && ids_.size() <= UINT32_MAX &&
+                       num_queries >= kMinBatchQueries && rows_.size() <= UINT32_MAX &&
                        dimension_ * kPanelWidth < (size_t{1} << 31);
   if (!batched) return SearchScan(base, queries, num_queries, k, threads, allow);
   // The batched kernel scores whole panels, so it gets a base of the allowed rows only: one copy
   // per request, amortised over at least kMinBatchQueries queries.
-  std::vector<float> vectors, norms;
-  std::vector<uint64_t> ids;
+  RowBlocks allowed(dimension_);
   if (allow != nullptr) {
-    for (size_t i = 0; i < ids_.size(); ++i) {
-      if (!allow->Allows(ids_[i])) continue;
-      vectors.insert(vectors.end(), base.row(i), base.row(i) + dimension_);
-      norms.push_back(norms_[i]);
-      ids.push_back(ids_[i]);
-    }
-    if (ids.empty()) return out;
-    base = BaseView{vectors.data(), norms.data(), ids.data(), ids.size(), dimension_, metric_};
+    rows_.ForEachRun(
+        0, rows_.size(),
+        [&](size_t, const float* vectors, const float* norms, const uint64_t* ids, size_t count) {
+          for (size_t i = 0; i < count; ++i) {
+            if (allow->Allows(ids[i])) allowed.Append(ids[i], vectors + i * dimension_, norms[i]);
+          }
+        });
+    if (allowed.size() == 0) return out;
+    base = BaseView{&allowed, allowed.size(), dimension_, metric_};
   }
   const BatchPlan plan = MakePlan(base, queries, num_queries);
   const size_t blocks = (num_queries + kQueryBlock - 1) / kQueryBlock;

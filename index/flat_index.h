@@ -12,6 +12,11 @@
 // bound, ~GEMM speed); smaller batches and other CPUs scan with the plain distance kernel.
 // Results are the same either way (exact up to float rounding of the plain kernel).
 //
+// Storage: rows sit in fixed blocks (row_blocks.h) and ids in a 256-way sharded map
+// (base/sharded_hash.h), so an Add never copies the stored rows or rehashes the whole map: the
+// caller's writer lock is held for one row's copy plus, at most, one new block or one shard's
+// rehash. Rows never move on Add; Remove moves the last row into the removed row's place.
+//
 // Thread safety: Search is const and may run concurrently with other Searches; Add/Remove need
 // exclusive access (the caller holds a reader/writer lock).
 #ifndef SHOAL_INDEX_FLAT_INDEX_H_
@@ -21,9 +26,10 @@
 #include <cstdint>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
+#include "base/sharded_hash.h"
 #include "index/distance.h"
 #include "index/id_filter.h"
+#include "index/row_blocks.h"
 
 namespace shoal::index {
 
@@ -38,19 +44,21 @@ class FlatIndex {
 
   size_t dimension() const { return dimension_; }
   Metric metric() const { return metric_; }
-  size_t size() const { return ids_.size(); }
-  // Bytes of RAM held (vectors + id maps).
+  size_t size() const { return rows_.size(); }
+  // Bytes of RAM held (row blocks + id map).
   size_t MemoryBytes() const;
 
   // Adds or replaces the vector of `id` (dimension() floats, copied).
   void Add(uint64_t id, const float* vector);
   // Removes `id`; returns false if it was absent.
   bool Remove(uint64_t id);
-  bool Contains(uint64_t id) const { return slot_of_.contains(id); }
-  // The stored vector of `id` (dimension() floats, valid until the next Add/Remove), or null.
+  bool Contains(uint64_t id) const { return slot_of_.Contains(id); }
+  // The stored vector of `id` (dimension() floats), or null. The pointer stays valid, at the
+  // same address, through any number of Adds (an Add of the same id overwrites it in place);
+  // it is invalidated by the next Remove, which may move the last row into the hole.
   const float* Vector(uint64_t id) const {
-    auto it = slot_of_.find(id);
-    return it == slot_of_.end() ? nullptr : vectors_.data() + it->second * dimension_;
+    const size_t* slot = slot_of_.Find(id);
+    return slot == nullptr ? nullptr : rows_.row(*slot);
   }
 
   // For each of `num_queries` queries (row-major, dimension() floats each) the min(k, size())
@@ -66,10 +74,8 @@ class FlatIndex {
  private:
   size_t dimension_;
   Metric metric_;
-  std::vector<float> vectors_;  // size() rows of dimension_ floats, row i belongs to ids_[i]
-  std::vector<float> norms_;    // squared L2 norm of each row (used by the L2 kernel)
-  std::vector<uint64_t> ids_;
-  absl::flat_hash_map<uint64_t, size_t> slot_of_;
+  RowBlocks rows_;  // size() rows with their squared L2 norms (for the L2 kernel) and ids
+  base::ShardedHashMap<uint64_t, size_t> slot_of_;  // id -> row
 };
 
 }  // namespace shoal::index

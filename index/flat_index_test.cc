@@ -11,6 +11,8 @@
 
 #include "base/test_seed.h"
 #include "gtest/gtest.h"
+#include "index/id_filter.h"
+#include "index/row_blocks.h"
 
 namespace shoal::index {
 namespace {
@@ -54,9 +56,15 @@ class Dataset {
     return index_.Remove(id);
   }
   const FlatIndex& index() const { return index_; }
-  std::vector<Ref> Naive(const float* q, size_t k) const {
-    return NaiveSearch(rows_, q, k, metric_);
+  std::vector<Ref> Naive(const float* q, size_t k, const IdFilter* allow = nullptr) const {
+    if (allow == nullptr) return NaiveSearch(rows_, q, k, metric_);
+    std::vector<std::pair<uint64_t, std::vector<float>>> allowed;
+    for (const auto& r : rows_) {
+      if (allow->Allows(r.first)) allowed.push_back(r);
+    }
+    return NaiveSearch(allowed, q, k, metric_);
   }
+  const std::vector<std::pair<uint64_t, std::vector<float>>>& rows() const { return rows_; }
   size_t dim() const { return dim_; }
 
  private:
@@ -267,6 +275,87 @@ TEST(FlatIndexTest, EmptyIndexAndZeroKGiveEmptyResults) {
   ASSERT_EQ(r.size(), 1u);
   EXPECT_TRUE(r[0].empty());
   EXPECT_TRUE(index.Search(q, 0, 10, 1).empty());
+}
+
+// Rows sit in blocks (64, 64, 128, ..., 2048, then kBlockRows rows each): every search path,
+// filtered or not, must give the oracle's exact answer at and across block boundaries, also after
+// Removes have moved rows from the last block into holes in earlier ones.
+TEST(FlatIndexTest, ExactAcrossBlockBoundariesThroughRemoves) {
+  std::mt19937 rng(Seed());
+  const size_t dim = 12, block = RowBlocks::kBlockRows, nq = 20, k = 10;
+  std::vector<float> queries;
+  for (size_t i = 0; i < nq; ++i) {
+    const auto q = RandomVector(rng, dim, 0, 8, true);
+    queries.insert(queries.end(), q.begin(), q.end());
+  }
+  IdBitmap allowed;
+  for (uint64_t id = 0; id < 20 * block; id += 3) allowed.Set(id * 5);
+  auto check = [&](const Dataset& data, const std::string& what) {
+    ASSERT_EQ(data.index().size(), data.rows().size()) << what;
+    for (const auto& [id, v] : data.rows()) {
+      const float* stored = data.index().Vector(id);
+      ASSERT_NE(stored, nullptr) << what << " id " << id;
+      ASSERT_TRUE(std::equal(v.begin(), v.end(), stored)) << what << " id " << id;
+    }
+    for (const IdFilter* allow :
+         {static_cast<const IdFilter*>(nullptr), static_cast<const IdFilter*>(&allowed)}) {
+      const std::string how = what + (allow != nullptr ? " filtered" : "");
+      const auto batch = data.index().Search(queries.data(), nq, k, 2, allow);  // >= 16 queries
+      for (size_t i = 0; i < nq; ++i) {
+        const auto want = data.Naive(&queries[i * dim], k, allow);
+        ExpectMatches(batch[i], want, 1, 0, how + " batch query " + std::to_string(i));
+        const auto single = data.index().Search(&queries[i * dim], 1, k, 1, allow)[0];
+        ExpectMatches(single, want, 1, 0, how + " single query " + std::to_string(i));
+      }
+    }
+  };
+  for (size_t n : {size_t{64}, size_t{65}, block - 1, block, block + 1, 3 * block + 77}) {
+    const std::string what = "n " + std::to_string(n);
+    Dataset data(dim, Metric::kL2);
+    for (uint64_t id = 0; id < n; ++id) data.Add(id * 5, RandomVector(rng, dim, 0, 8, true));
+    check(data, what);
+    // Remove every 7th row, early blocks included: the last rows move into those holes; then
+    // grow past the old end again so the moved-from slots are reused.
+    for (uint64_t id = 0; id < n; id += 7) ASSERT_TRUE(data.Remove(id * 5)) << what;
+    check(data, what + " after removes");
+    for (uint64_t id = n; id < n + n / 5; ++id) {
+      data.Add(id * 5, RandomVector(rng, dim, 0, 8, true));
+    }
+    check(data, what + " after removes and adds");
+  }
+}
+
+// New guarantee of the block layout: Add never moves a stored row (the old single array moved
+// every row at each doubling), and replacing a vector overwrites it in place.
+TEST(FlatIndexTest, VectorPointersStayPutThroughAddsAcrossBlocks) {
+  std::mt19937 rng(Seed());
+  const size_t dim = 16;
+  FlatIndex index(dim, Metric::kL2);
+  std::vector<std::vector<float>> vectors;
+  for (size_t i = 0; i < 4 * RowBlocks::kBlockRows + 3; ++i) {
+    vectors.push_back(RandomVector(rng, dim, -1, 1, false));
+  }
+  index.Add(0, vectors[0].data());
+  index.Add(1, vectors[1].data());
+  const float* first = index.Vector(0);
+  const float* second = index.Vector(1);
+  for (uint64_t id = 2; id < vectors.size(); ++id) index.Add(id, vectors[id].data());
+  const uint64_t late = RowBlocks::kBlockRows + 10;
+  const float* later = index.Vector(late);
+  EXPECT_EQ(index.Vector(0), first);
+  EXPECT_EQ(index.Vector(1), second);
+  EXPECT_TRUE(std::equal(vectors[0].begin(), vectors[0].end(), first));
+  // Replacing writes in place, and may read from a stored row.
+  index.Add(1, index.Vector(late));
+  EXPECT_EQ(index.Vector(1), second);
+  EXPECT_TRUE(std::equal(vectors[late].begin(), vectors[late].end(), second));
+  EXPECT_EQ(index.Vector(late), later);
+  // Remove moves the last row into the hole (the documented exception).
+  const uint64_t last = vectors.size() - 1;
+  ASSERT_TRUE(index.Remove(0));
+  EXPECT_EQ(index.Vector(last), first);
+  EXPECT_TRUE(std::equal(vectors[last].begin(), vectors[last].end(), index.Vector(last)));
+  EXPECT_EQ(index.Vector(0), nullptr);
 }
 
 }  // namespace
