@@ -58,9 +58,9 @@ TEST_F(CentroidTreeTest, EveryLeafReachableAndPointLeafConsistent) {
     const CentroidTree tree = Build(leaves, branching);
     EXPECT_EQ(tree.dim(), kD);
     EXPECT_GE(tree.num_leaves(), leaves * 8 / 10);
-    EXPECT_LE(tree.num_leaves(), leaves * 12 / 10 + 1);
     // Walk from the root: every node once, every leaf index once.
     std::vector<int> seen_leaf(tree.num_leaves(), 0), seen_node(tree.num_nodes(), 0);
+    size_t leaf_parents = 0;  // inner nodes with a leaf child
     std::vector<uint32_t> stack = {tree.root()};
     while (!stack.empty()) {
       const uint32_t node = stack.back();
@@ -76,8 +76,13 @@ TEST_F(CentroidTreeTest, EveryLeafReachableAndPointLeafConsistent) {
       } else {
         EXPECT_LE(tree.children(node).size(), branching);
         for (uint32_t c : tree.children(node)) stack.push_back(c);
+        leaf_parents += std::any_of(tree.children(node).begin(), tree.children(node).end(),
+                                    [&](uint32_t c) { return tree.is_leaf(c); });
       }
     }
+    // Each node above the leaves rounds its share of the target to whole leaves, one at least:
+    // up to one leaf more each (a 7-leaf tree of branching 2 came out with 10 for one seed).
+    EXPECT_LE(tree.num_leaves(), std::max(leaves * 12 / 10 + 1, leaves + leaf_parents));
     EXPECT_TRUE(std::all_of(seen_node.begin(), seen_node.end(), [](int s) { return s == 1; }));
     EXPECT_TRUE(std::all_of(seen_leaf.begin(), seen_leaf.end(), [](int s) { return s == 1; }));
     // Every leaf holds points; sizes near n / leaves.
