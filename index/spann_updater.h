@@ -86,7 +86,7 @@ struct UpdaterOptions {
   // where the pages kept for it allow (false: every change rewrites; for comparisons).
   bool append_in_place = true;
   storage::FileSystem* fs = nullptr;  // posting / vector file writes (null = the default)
-  // Called between units of work (every 16 vectors placed, postings written or postings swept):
+  // Called between units of work (each vector placed, posting written or posting swept):
   // where the caller's maintenance thread can give way to threads waiting for its CPU (empty:
   // never called).
   std::function<void()> yield;

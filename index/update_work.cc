@@ -139,7 +139,7 @@ absl::Status UpdateWork::Append(uint32_t p, uint64_t id, const float* x, bool kn
 }
 
 void UpdateWork::Pace() {
-  if (++paced_ % 16 == 0 && up_->options_.yield) up_->options_.yield();
+  if (up_->options_.yield) up_->options_.yield();
 }
 
 void UpdateWork::Choose(const float* x, std::vector<uint32_t>* out) const {

@@ -37,7 +37,7 @@ class UpdateWork {
  public:
   UpdateWork(SpannUpdater* up, const PostingDirectory& current, const DeadFn& dead);
 
-  // Calls UpdaterOptions::yield once every 16 calls: once per unit of work.
+  // Calls UpdaterOptions::yield: once per unit of work.
   void Pace();
 
   // Vectors inserted by this change, by id (full vectors are then not read back).
@@ -91,7 +91,6 @@ class UpdateWork {
   std::vector<uint32_t> removed_;
   absl::flat_hash_map<uint64_t, const float*> fresh_;
   UpdateStats stats_;
-  uint64_t paced_ = 0;  // Pace() calls
 };
 
 }  // namespace shoal::index

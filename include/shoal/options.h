@@ -61,9 +61,9 @@ struct Options {
   // duration, when it runs SCHED_OTHER (restored after): the thread keeps its CPU share, but its
   // wake-ups inside the write (fsync completions, lock hand-offs) do not preempt a running
   // search. Measured (shoal_bench updates, 2 vCPUs, a writer at full speed): search p99 while
-  // writing 0.36-0.48 -> 0.16-0.29 ms; acknowledged inserts 110-125k -> 94-106k/s (the writer
-  // waits for a CPU more often; the maintenance thread yields between units of work so that it
-  // is not what the writer waits for). false: writes keep the caller's scheduling.
+  // writing 0.21-0.56 -> 0.14-0.19 ms; acknowledged inserts 110-135k -> 118-133k/s (the
+  // maintenance thread yields after each unit of work, so a waking writer does not wait for
+  // it). false: writes keep the caller's scheduling.
   bool batch_scheduled_writes = true;
 };
 
