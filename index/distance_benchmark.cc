@@ -5,20 +5,13 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "index/benchmark_data.h"
 #include "index/distance_internal.h"
 
 namespace shoal::index {
 namespace {
 
 using internal::KernelLevelId;
-
-std::vector<float> RandomFloats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(0.0f, 255.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
 
 // One kernel against rows of a 1 MiB-ish block so the data sits in L2, like a posting scan.
 void BM_Kernel(benchmark::State& state, KernelLevelId level, bool l2) {

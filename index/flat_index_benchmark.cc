@@ -9,19 +9,12 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
+#include "index/benchmark_data.h"
 #include "index/flat_index.h"
 #include "index/id_filter.h"
 
 namespace shoal::index {
 namespace {
-
-std::vector<float> RandomFloats(size_t n, uint32_t seed) {
-  std::mt19937 rng(seed);
-  std::uniform_real_distribution<float> u(0.0f, 255.0f);
-  std::vector<float> v(n);
-  for (auto& x : v) x = u(rng);
-  return v;
-}
 
 const FlatIndex& IndexOf(size_t n, size_t dim) {
   static auto* cache = new std::vector<std::pair<std::pair<size_t, size_t>, FlatIndex*>>();
