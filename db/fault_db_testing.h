@@ -56,6 +56,13 @@ class FaultDb {
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = *std::move(db);
   }
+  // The machine loses power with the DB open: unsynced file data is gone; then Open().
+  void PowerLossAndReopen() {
+    fs_.PowerOff();
+    db_.reset();
+    ASSERT_TRUE(fs_.DropUnsyncedData().ok());
+    Open();
+  }
   void Destroy() {
     db_.reset();
     std::filesystem::remove_all(dir_);

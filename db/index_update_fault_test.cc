@@ -97,10 +97,7 @@ TEST_P(IndexUpdateFaultTest, PowerLossAfterTheRetryLosesNothing) {
   fs_.Clear();
   ASSERT_TRUE(db_->FlushIndexUpdates("c").ok());
   Upsert(1350, 1400);  // acknowledged (synced WAL), maybe not drained
-  fs_.PowerOff();
-  db_.reset();
-  ASSERT_TRUE(fs_.DropUnsyncedData().ok());
-  Open();
+  ASSERT_NO_FATAL_FAILURE(PowerLossAndReopen());
   ExpectVerifyClean();
   ASSERT_TRUE(db_->FlushIndexUpdates("c").ok());
   ExpectDrainedAndClean();
@@ -181,10 +178,7 @@ TEST_P(IndexCommitFaultTest, FlushResumesTheStoreOnceTheFaultClears) {
   db_.reset();
   Open();
   ExpectDrainedAndClean();
-  fs_.PowerOff();
-  db_.reset();
-  ASSERT_TRUE(fs_.DropUnsyncedData().ok());
-  Open();
+  ASSERT_NO_FATAL_FAILURE(PowerLossAndReopen());
   ExpectDrainedAndClean();
 }
 

@@ -70,10 +70,7 @@ TEST_P(PostingAppendTest, PowerLossAfterAppendsLosesNoAcknowledgedWrite) {
   InsertRounds(2000, 4, 100);
   ASSERT_GT(Info().posting_appends, 0u);
   Upsert(2400, 2450);  // acknowledged, maybe not drained
-  fs_.PowerOff();
-  db_.reset();
-  ASSERT_TRUE(fs_.DropUnsyncedData().ok());
-  Open();
+  ASSERT_NO_FATAL_FAILURE(PowerLossAndReopen());
   ExpectVerifyClean();
   ASSERT_TRUE(db_->FlushIndexUpdates("c").ok());
   ExpectEveryKeyFound();

@@ -147,10 +147,7 @@ TEST_P(VectorCompactionTest, PowerLossAfterCompactionLosesNoAcknowledgedWrite) {
   Upsert(kBuilt + 200, kBuilt + 300);
   Delete(kBuilt * 8 / 10, kBuilt * 8 / 10 + 20);
   ASSERT_TRUE(db_->FlushIndexUpdates("c").ok());
-  fs_.PowerOff();
-  db_.reset();
-  ASSERT_TRUE(fs_.DropUnsyncedData().ok());
-  Open();
+  ASSERT_NO_FATAL_FAILURE(PowerLossAndReopen());
   ExpectVerifyClean();
   ExpectVectorFileHoldsEveryLiveVector();
   ExpectSearchFindsLiveKeys();
