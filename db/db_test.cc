@@ -76,6 +76,34 @@ TEST_F(DBTest, RoundTripsCollectionsRecordsAndSearch) {
   EXPECT_FLOAT_EQ((*hits)[1][0].distance, 2.0f);
 }
 
+// Issue 20: a denormal vector in a cosine collection ranked first for every query (distance
+// -Inf), and huge finite values made every later BuildIndex fail. Both are refused at the door,
+// and the collection keeps answering and building.
+TEST_F(DBTest, UnsearchableVectorsAreRejectedAndDoNotPoisonTheCollection) {
+  ASSERT_TRUE(db_->CreateCollection({"cos", 8, Metric::kCosine}).ok());
+  std::mt19937 rng(7);
+  std::normal_distribution<float> gauss;
+  std::vector<Record> recs;
+  for (uint64_t i = 0; i < 300; ++i) {
+    std::vector<float> v(8);
+    for (float& x : v) x = gauss(rng);
+    recs.push_back(R(i, v));
+  }
+  ASSERT_TRUE(db_->Upsert("cos", recs, {}).ok());
+  for (std::vector<float> bad : {std::vector<float>(8, 1e-40f), std::vector<float>(8, 3e38f),
+                                 std::vector<float>(8, 1e20f)}) {
+    std::vector<Record> poison = {R(uint64_t{1000}, bad)};
+    absl::Status s = db_->Upsert("cos", poison, {});
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << s;
+    EXPECT_THAT(s.message(), HasSubstr("records[0].vector"));
+  }
+  ASSERT_TRUE(db_->BuildIndex("cos", "spann:centroid_ratio=0.05").ok());
+  auto hits = db_->Search("cos", recs[17].vector, {.k = 1});
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ((*hits)[0][0].key, Key(uint64_t{17}));
+  EXPECT_NEAR((*hits)[0][0].distance, 0.0f, 1e-5);
+}
+
 TEST_F(DBTest, UpsertReplacesAndDeleteRemoves) {
   ASSERT_TRUE(db_->CreateCollection({"c", 1, Metric::kL2}).ok());
   std::vector<Record> a = {R(uint64_t{1}, {1}), R(uint64_t{2}, {2})};

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <limits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
@@ -26,6 +27,14 @@ bool IsNameChar(char c, bool first) {
 // First non-finite element of `v`, or -1. Every query and written vector passes here: a
 // branch-free pass over the exponent bits (all ones = Inf or NaN) that the compiler vectorises
 // finds whether there is one, and only then is it located.
+// Bounds on a vector's squared norm, checked in double. Above kMaxSquaredNorm (norm 1e14) the
+// float distances between two vectors, and the sums over many of them that clustering forms,
+// could overflow to Inf. Below kMinCosineSquaredNorm (FLT_MIN: norm ~1.1e-19) the components are
+// at or near float's denormal range, the direction has lost its precision, and 1/norm would
+// overflow float: a cosine vector there would rank at distance -Inf for every query.
+constexpr double kMaxSquaredNorm = 1e28;
+constexpr double kMinCosineSquaredNorm = std::numeric_limits<float>::min();
+
 ptrdiff_t FirstNonFinite(const float* v, size_t n) {
   uint32_t any = 0;
   for (size_t i = 0; i < n; ++i) {
@@ -40,8 +49,8 @@ ptrdiff_t FirstNonFinite(const float* v, size_t n) {
   return -1;
 }
 
-absl::Status ValidateVector(const CollectionSpec& spec, const float* v, size_t n,
-                            const std::string& field) {
+absl::Status CheckVector(const CollectionSpec& spec, const float* v, size_t n,
+                         const std::string& field) {
   if (n != spec.dimension) {
     return Invalid(field, absl::StrCat("dimension ", n, " does not match collection '", spec.name,
                                        "' (dimension ", spec.dimension, ")"));
@@ -50,10 +59,19 @@ absl::Status ValidateVector(const CollectionSpec& spec, const float* v, size_t n
     return Invalid(absl::StrCat(field, "[", bad, "]"),
                    std::isnan(v[bad]) ? "NaN is not allowed" : "Inf is not allowed");
   }
+  double squared_norm = 0;
+  for (size_t i = 0; i < n; ++i) squared_norm += static_cast<double>(v[i]) * v[i];
+  if (squared_norm > kMaxSquaredNorm) {
+    return Invalid(field, absl::StrCat("squared norm ", squared_norm, " is over the limit of ",
+                                       kMaxSquaredNorm, ": distances would overflow"));
+  }
   if (spec.metric == Metric::kCosine) {
-    double norm = 0;
-    for (size_t i = 0; i < n; ++i) norm += static_cast<double>(v[i]) * v[i];
-    if (norm == 0) return Invalid(field, "zero vector has no direction (cosine metric)");
+    if (squared_norm == 0) return Invalid(field, "zero vector has no direction (cosine metric)");
+    if (squared_norm < kMinCosineSquaredNorm) {
+      return Invalid(field, absl::StrCat("norm ", std::sqrt(squared_norm),
+                                         " is too small to normalise (cosine metric; at least ",
+                                         std::sqrt(kMinCosineSquaredNorm), ")"));
+    }
   }
   return absl::OkStatus();
 }
@@ -230,11 +248,16 @@ absl::Status ValidateRecords(const CollectionSpec& spec, std::span<const Record>
     if (!fresh) {
       return Invalid(field + ".key", absl::StrCat("duplicates records[", it->second, "].key"));
     }
-    absl::Status s = ValidateVector(spec, r.vector.data(), r.vector.size(), field + ".vector");
+    absl::Status s = CheckVector(spec, r.vector.data(), r.vector.size(), field + ".vector");
     if (!s.ok()) return s;
     if (s = ValidateAttributes(r, field); !s.ok()) return s;
   }
   return absl::OkStatus();
+}
+
+absl::Status ValidateVector(const CollectionSpec& spec, std::span<const float> vector,
+                            const std::string& field) {
+  return CheckVector(spec, vector.data(), vector.size(), field);
 }
 
 absl::Status ValidateKeys(std::span<const Key> keys, const Options& options) {
@@ -265,9 +288,14 @@ absl::Status ValidateSearch(const CollectionSpec& spec, std::span<const float> q
     return absl::ResourceExhaustedError(
         absl::StrCat("queries: batch of ", n, " exceeds the limit of ", options.max_batch_queries));
   }
+  if (n * params.k > options.max_search_results) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("queries x k: ", n, " queries x k ", params.k, " = ", n * params.k,
+                     " results exceed the limit of ", options.max_search_results, " per request"));
+  }
   for (size_t i = 0; i < n; ++i) {
-    absl::Status s = ValidateVector(spec, queries.data() + i * spec.dimension, spec.dimension,
-                                    absl::StrCat("queries[", i, "]"));
+    absl::Status s = CheckVector(spec, queries.data() + i * spec.dimension, spec.dimension,
+                                 absl::StrCat("queries[", i, "]"));
     if (!s.ok()) return s;
   }
   if (params.filter != nullptr) return ValidateFilter(*params.filter);

@@ -68,6 +68,44 @@ TEST(ValidationTest, CosineRejectsZeroVector) {
   EXPECT_TRUE(ValidateRecords(kSpec, zero, {}).ok());
 }
 
+TEST(ValidationTest, CosineRejectsNormsThatUnderflow) {
+  // Denormal components: the norm underflows float and 1/norm overflows it.
+  std::vector<Record> tiny = {R(1, {1e-40f, 1e-40f, 1e-40f})};
+  ExpectInvalid(ValidateRecords({"c", 3, Metric::kCosine}, tiny, {}),
+                "records[0].vector: norm 1.7");
+  std::vector<Record> small_ok = {R(1, {1e-15f, 0, 0})};
+  EXPECT_TRUE(ValidateRecords({"c", 3, Metric::kCosine}, small_ok, {}).ok());
+  // Under L2 a tiny vector is only a point near the origin.
+  EXPECT_TRUE(ValidateRecords(kSpec, tiny, {}).ok());
+}
+
+TEST(ValidationTest, EveryMetricRejectsNormsWhoseDistancesOverflow) {
+  for (Metric metric : {Metric::kL2, Metric::kInnerProduct, Metric::kCosine}) {
+    const CollectionSpec spec{"c", 3, metric};
+    std::vector<Record> huge = {R(1, {1, 2, 3}), R(2, {3e38f, 0, 0})};
+    ExpectInvalid(ValidateRecords(spec, huge, {}), "records[1].vector: squared norm 9e+76");
+    std::vector<Record> big = {R(1, {1e20f, 1, 1})};
+    ExpectInvalid(ValidateRecords(spec, big, {}), "records[0].vector: squared norm");
+    std::vector<Record> large_ok = {R(1, {1e13f, 1, 1})};
+    EXPECT_TRUE(ValidateRecords(spec, large_ok, {}).ok());
+    const std::vector<float> query = {0, 1e20f, 0};
+    ExpectInvalid(ValidateSearch(spec, query, {}, {}), "queries[0]: squared norm");
+  }
+}
+
+TEST(ValidationTest, SearchResultsPerRequestAreBoundedBeforeAnyWork) {
+  // Issue 20: 1,000 queries x k=10000 in a 16 KB request took a server to 1.5 GB.
+  Options o;
+  const std::vector<float> queries(3 * 1000, 0.5f);
+  absl::Status s = ValidateSearch(kSpec, queries, {.k = 10000}, o);
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_THAT(s.message(), HasSubstr("queries x k"));
+  EXPECT_TRUE(ValidateSearch(kSpec, queries, {.k = 1000}, o).ok());
+  o.max_search_results = 999;
+  EXPECT_EQ(ValidateSearch(kSpec, queries, {.k = 1}, o).code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
 TEST(ValidationTest, OversizeBatchIsResourceExhausted) {
   Options o;
   o.max_batch_records = 2;

@@ -10,6 +10,11 @@ namespace shoal {
 struct Options {
   bool create_if_missing = true;
   bool error_if_exists = false;
+  // Open fails with DataLoss when a record of RocksDB's WAL is damaged (replaying past it would
+  // drop acknowledged writes silently); a torn last record, never acknowledged, is tolerated.
+  // true: copy the WAL to DIR/rocksdb.quarantine/<unix time>/ first, then keep every write before
+  // the damage and drop the rest (`shoal offline --data DIR salvage-wal`).
+  bool salvage_damaged_wal = false;
   // Threads used to answer a batch of queries (0 = hardware concurrency).
   uint32_t search_threads = 0;
   // Threads used by BuildIndex (0 = hardware concurrency).
@@ -18,6 +23,9 @@ struct Options {
   size_t max_batch_records = 100000;
   size_t max_batch_queries = 100000;
   uint32_t max_k = 10000;
+  // Queries x k of one search request, checked before any work (ResourceExhausted): bounds the
+  // memory one request can make the server allocate for its answer.
+  size_t max_search_results = 1000000;
   // RocksDB block cache for metadata and vectors, in bytes.
   size_t block_cache_bytes = 256u << 20;
 

@@ -24,7 +24,10 @@ using AttributeValue = std::variant<int64_t, double, bool, std::string>;
 // Distance function of a collection. Search returns a `distance` where smaller is closer:
 //   kL2           squared Euclidean distance
 //   kInnerProduct negative inner product (-<q, x>)
-//   kCosine       1 - cos(q, x); zero vectors are rejected
+//   kCosine       1 - cos(q, x)
+// Every written and query vector must be finite with a squared norm of at most 1e28 (so that no
+// distance overflows float); under kCosine its norm must also be at least ~1.1e-19 (sqrt of
+// FLT_MIN: smaller ones cannot be normalised). Others are InvalidArgument naming the field.
 enum class Metric { kL2 = 0, kInnerProduct = 1, kCosine = 2 };
 
 // "l2", "ip", "cosine" (also "inner_product", "euclidean", "angular").
