@@ -149,7 +149,7 @@ std::string HelpText(const std::string& name) {
                     "  help [COMMAND]\n      this text\n"
                     "  quit\n      leave the shell (also Ctrl-D)\n"
                     "Outside the shell also: shoal ingest FILE ..., shoal offline --data DIR "
-                    "dump|verify\n");
+                    "dump|verify|salvage-wal\n");
   }
   return out;
 }

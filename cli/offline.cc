@@ -14,23 +14,36 @@
 namespace shoal::cli {
 namespace {
 
-constexpr char kUsage[] = "usage: shoal offline --data DIR dump|verify [--output table|json|csv]";
+constexpr char kUsage[] =
+    "usage: shoal offline --data DIR dump|verify|salvage-wal [--output table|json|csv]";
 
+// Read-only: dump and verify never write into the directory they inspect.
 absl::StatusOr<Table> Dump(const std::string& dir) {
-  Options options;
-  options.create_if_missing = false;
-  absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(dir, options);
-  if (!db.ok()) return db.status();
-  absl::StatusOr<std::vector<CollectionInfo>> collections = (*db)->ListCollections();
+  absl::StatusOr<std::vector<CollectionInfo>> collections = DescribeDatabase(dir);
   if (!collections.ok()) return collections.status();
-  Table t{.columns = {"name", "dimension", "metric", "vectors", "index", "index_ram_bytes",
-                      "unindexed_vectors"}};
+  Table t{.columns = {"name", "dimension", "metric", "vectors", "index"}};
   for (const CollectionInfo& info : *collections) {
     t.rows.push_back({Cell::Text(info.spec.name),
                       Cell::Number(static_cast<uint64_t>(info.spec.dimension)),
                       Cell::Text(MetricName(info.spec.metric)), Cell::Number(info.num_vectors),
-                      Cell::Text(info.index), Cell::Number(info.index_ram_bytes),
-                      Cell::Number(info.unindexed_vectors)});
+                      Cell::Text(info.index)});
+  }
+  return t;
+}
+
+// The one offline command that writes: opens the database once keeping the writes before a
+// damaged WAL record (the WAL is copied aside first) and closes it, so that shoald starts again.
+absl::StatusOr<Table> SalvageWal(const std::string& dir) {
+  Options options;
+  options.create_if_missing = false;
+  options.salvage_damaged_wal = true;
+  absl::StatusOr<std::unique_ptr<DB>> db = DB::Open(dir, options);
+  if (!db.ok()) return db.status();
+  absl::StatusOr<std::vector<CollectionInfo>> collections = (*db)->ListCollections();
+  if (!collections.ok()) return collections.status();
+  Table t{.columns = {"name", "vectors"}};
+  for (const CollectionInfo& info : *collections) {
+    t.rows.push_back({Cell::Text(info.spec.name), Cell::Number(info.num_vectors)});
   }
   return t;
 }
@@ -77,6 +90,8 @@ int RunOffline(const Args& args) {
     table = Dump(dir);
   } else if (args.positional[1] == "verify") {
     table = Verify(dir, &clean);
+  } else if (args.positional[1] == "salvage-wal") {
+    table = SalvageWal(dir);
   } else {
     std::cerr << kUsage << "\n";
     return 2;

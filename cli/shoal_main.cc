@@ -4,7 +4,7 @@
 //                                              the commands read from stdin, one per line
 //   shoal [GLOBAL FLAGS] COMMAND ARGS...       one command (`shoal help` lists them)
 //   shoal [GLOBAL FLAGS] ingest FILE --collection NAME ...     load a vector file (cli/ingest.h)
-//   shoal offline --data DIR dump|verify       inspect a data directory, no server (cli/offline.h)
+//   shoal offline --data DIR dump|verify|salvage-wal   a data directory, no server (cli/offline.h)
 //
 // Exit status: 0 success, 1 an error ("error: CODE: message" on stderr), 2 bad usage.
 #include <unistd.h>

@@ -78,6 +78,7 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
   store_options.create_if_missing = options.create_if_missing;
   store_options.block_cache_bytes = options.block_cache_bytes;
   store_options.env = hooks.rocksdb_env;
+  store_options.salvage_damaged_wal = options.salvage_damaged_wal;
   SHOAL_ASSIGN_OR_RETURN(db->store_, storage::RecordStore::Open(rocks_dir, store_options));
   SHOAL_ASSIGN_OR_RETURN(std::vector<storage::StoredCollection> catalog, db->store_->LoadCatalog());
   SHOAL_ASSIGN_OR_RETURN(auto aliases, db->store_->LoadAliases());

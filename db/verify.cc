@@ -17,6 +17,7 @@
 #include "base/status_macros.h"
 #include "db/collection.h"
 #include "db/db_impl.h"
+#include "db/validation.h"
 #include "index/posting_entries.h"
 #include "index/spann_builder.h"
 #include "index/spann_index.h"
@@ -111,11 +112,10 @@ class Checker {
         Problem(absl::StrCat(what, ": ", r.vector.size(), " floats, want ", meta.spec.dimension));
         return absl::OkStatus();
       }
-      for (size_t j = 0; j < r.vector.size(); ++j) {
-        if (!std::isfinite(r.vector[j])) {
-          Problem(absl::StrCat(what, ": vector[", j, "] is not finite"));
-          break;
-        }
+      // A vector the write path would reject now (written before a rule existed, or damaged)
+      // cannot be searched correctly: non-finite values, or distances that overflow.
+      if (absl::Status s = ValidateVector(meta.spec, r.vector, "vector"); !s.ok()) {
+        Problem(absl::StrCat(what, ": ", s.message()));
       }
       if (iid >= meta.next_internal_id) {
         Problem(absl::StrCat(what, ": at or above the id counter ", meta.next_internal_id));
@@ -341,15 +341,55 @@ absl::Status DBImpl::Verify(std::string_view collection, VerifyReport* report) {
 
 }  // namespace db
 
-absl::StatusOr<VerifyReport> VerifyDatabase(const std::string& path) {
+namespace {
+
+// Offline tools never write into the directory they inspect (a read-write RocksDB open writes a
+// WAL, MANIFEST and OPTIONS file, and deletes SSTs a damaged MANIFEST does not name).
+absl::StatusOr<std::unique_ptr<storage::RecordStore>> OpenReadOnly(const std::string& path) {
   const db::fs::path rocks = db::fs::path(path) / "rocksdb";
   if (!db::fs::exists(rocks)) {
     return absl::NotFoundError(absl::StrCat(path, ": not a Shoal data directory (no rocksdb/)"));
   }
-  SHOAL_ASSIGN_OR_RETURN(auto store,
-                         storage::RecordStore::Open(rocks.string(), {.create_if_missing = false}));
+  return storage::RecordStore::Open(rocks.string(),
+                                    {.create_if_missing = false, .read_only = true});
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<CollectionInfo>> DescribeDatabase(const std::string& path) {
+  SHOAL_ASSIGN_OR_RETURN(auto store, OpenReadOnly(path));
+  SHOAL_ASSIGN_OR_RETURN(std::vector<storage::StoredCollection> catalog, store->LoadCatalog());
+  std::vector<CollectionInfo> out;
+  for (const storage::StoredCollection& meta : catalog) {
+    CollectionInfo& info = out.emplace_back();
+    info.spec = meta.spec;
+    SHOAL_RETURN_IF_ERROR(store->ScanKeys(meta.id, [&](Key&&, uint64_t) {
+      ++info.num_vectors;
+      return absl::OkStatus();
+    }));
+    SHOAL_ASSIGN_OR_RETURN(std::optional<storage::StoredIndex> stored, store->LoadIndex(meta.id));
+    info.index = "flat";
+    if (stored.has_value()) {
+      SHOAL_ASSIGN_OR_RETURN(index::SpannManifest manifest,
+                             index::DecodeManifest(stored->manifest, meta.spec.name));
+      info.index = index::SpannSpecString(manifest.options);
+    }
+  }
+  return out;
+}
+
+absl::StatusOr<VerifyReport> VerifyDatabase(const std::string& path) {
+  SHOAL_ASSIGN_OR_RETURN(auto store, OpenReadOnly(path));
   SHOAL_ASSIGN_OR_RETURN(std::vector<storage::StoredCollection> catalog, store->LoadCatalog());
   VerifyReport report;
+  SHOAL_ASSIGN_OR_RETURN(std::vector<std::string> unreferenced, store->UnreferencedTableFiles());
+  for (const std::string& name : unreferenced) {
+    report.problems.push_back(absl::StrCat(
+        "rocksdb/", name,
+        " is not in RocksDB's MANIFEST: either the MANIFEST is damaged and lost it (do not start "
+        "shoald: it would delete the file), or a crash interrupted a flush or compaction (the "
+        "next start removes it)"));
+  }
   db::Checker checker(store.get(), (db::fs::path(path) / "index").string(), &report);
   for (const storage::StoredCollection& meta : catalog) {
     db::DurableView view;

@@ -127,6 +127,40 @@ class MaxCounterOperator final : public rocksdb::AssociativeMergeOperator {
   const char* Name() const override { return "shoal.MaxCounter"; }
 };
 
+// The info log of a read-only store: inspecting a directory must not write into it.
+class DiscardingLogger : public rocksdb::Logger {
+ public:
+  using rocksdb::Logger::Logv;
+  void Logv(const char*, va_list) override {}
+};
+
+// Copies every WAL file of `dir` to `<dir>.quarantine/<unix seconds>/` before a salvaging open
+// may drop the records after a damaged one, so that nothing is destroyed.
+absl::Status QuarantineWal(rocksdb::Env* env, const std::string& dir) {
+  std::vector<std::string> children;
+  rocksdb::Status s = env->GetChildren(dir, &children);
+  if (!s.ok()) return FromRocks(s, absl::StrCat("listing ", dir));
+  const std::string target = absl::StrCat(dir, ".quarantine/", env->NowMicros() / 1000000);
+  bool made = false;
+  for (const std::string& name : children) {
+    if (!absl::EndsWith(name, ".log")) continue;
+    if (!made) {
+      s = env->CreateDirIfMissing(absl::StrCat(dir, ".quarantine"));
+      if (s.ok()) s = env->CreateDirIfMissing(target);
+      if (!s.ok()) return FromRocks(s, absl::StrCat("creating ", target));
+      made = true;
+    }
+    std::string contents;
+    s = rocksdb::ReadFileToString(env, absl::StrCat(dir, "/", name), &contents);
+    if (s.ok()) {
+      s = rocksdb::WriteStringToFile(env, contents, absl::StrCat(target, "/", name),
+                                     /*should_sync=*/true);
+    }
+    if (!s.ok()) return FromRocks(s, absl::StrCat("copying ", name, " to ", target));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status FromRocks(const rocksdb::Status& s, std::string_view context) {
@@ -183,7 +217,7 @@ size_t RecordStore::Batch::Count() const { return batch_->Count(); }
 absl::StatusOr<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string& dir,
                                                                const StoreOptions& options) {
   rocksdb::Options db_options;
-  db_options.create_if_missing = options.create_if_missing;
+  db_options.create_if_missing = options.create_if_missing && !options.read_only;
   db_options.create_missing_column_families = true;
   db_options.paranoid_checks = true;
   db_options.IncreaseParallelism(2);
@@ -194,6 +228,15 @@ absl::StatusOr<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string
   // Everything acknowledged is in the WAL; the WAL-less marker (KeepMemtableNonEmpty) is not
   // worth a flush at close.
   db_options.avoid_flush_during_shutdown = true;
+  // RocksDB's default (kPointInTimeRecovery) stops replay at the first bad record without an
+  // error: one flipped bit dropped every acknowledged write after it.
+  db_options.wal_recovery_mode = options.salvage_damaged_wal
+                                     ? rocksdb::WALRecoveryMode::kPointInTimeRecovery
+                                     : rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
+  if (options.read_only) db_options.info_log = std::make_shared<DiscardingLogger>();
+  if (options.salvage_damaged_wal && !options.read_only) {
+    SHOAL_RETURN_IF_ERROR(QuarantineWal(env.get(), dir));
+  }
   rocksdb::BlockBasedTableOptions table;
   table.block_cache = rocksdb::NewLRUCache(options.block_cache_bytes);
   rocksdb::ColumnFamilyOptions cf_options(db_options);
@@ -208,16 +251,35 @@ absl::StatusOr<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string
       {"index", cf_options}};
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
-  rocksdb::Status s = rocksdb::DB::Open(db_options, dir, families, &handles, &db);
+  // A read-only open takes no lock of its own; holding RocksDB's keeps a writer from starting
+  // (and finds one running) while a tool inspects the directory.
+  rocksdb::FileLock* lock = nullptr;
+  if (options.read_only) {
+    rocksdb::Status l = env->LockFile(absl::StrCat(dir, "/LOCK"), &lock);
+    if (!l.ok()) return FromRocks(l, absl::StrCat("opening ", dir));
+  }
+  rocksdb::Status s = options.read_only
+                          ? rocksdb::DB::OpenForReadOnly(db_options, dir, families, &handles, &db)
+                          : rocksdb::DB::Open(db_options, dir, families, &handles, &db);
+  if (!s.ok() && lock != nullptr) env->UnlockFile(lock).PermitUncheckedError();
+  if (s.IsCorruption() && !options.salvage_damaged_wal) {
+    return absl::DataLossError(absl::StrCat(
+        "opening ", dir, ": ", s.ToString(),
+        ". Nothing was changed. If the WAL is damaged, replaying past the damage would lose "
+        "acknowledged writes; to keep what precedes it, open once with salvage_damaged_wal "
+        "(shoal offline --data DIR salvage-wal), which first copies the WAL aside"));
+  }
   if (!s.ok()) return FromRocks(s, absl::StrCat("opening ", dir));
   auto store = std::unique_ptr<RecordStore>(new RecordStore());
+  store->read_only_ = options.read_only;
+  store->lock_ = lock;
   store->env_ = std::move(env);
   store->db_ = db;
   store->catalog_ = handles[0];
   store->records_ = handles[1];
   store->keys_ = handles[2];
   store->index_ = handles[3];
-  SHOAL_RETURN_IF_ERROR(store->KeepMemtableNonEmpty());
+  if (!options.read_only) SHOAL_RETURN_IF_ERROR(store->KeepMemtableNonEmpty());
   return store;
 }
 
@@ -226,6 +288,7 @@ RecordStore::~RecordStore() {
   for (auto* h : {catalog_, records_, keys_, index_}) db_->DestroyColumnFamilyHandle(h);
   db_->Close().PermitUncheckedError();
   delete db_;
+  if (lock_ != nullptr) env_->UnlockFile(lock_).PermitUncheckedError();
 }
 
 absl::StatusOr<std::vector<StoredCollection>> RecordStore::LoadCatalog() {
@@ -296,6 +359,10 @@ absl::Status RecordStore::Commit(Batch& batch, bool sync) {
 }
 
 absl::Status RecordStore::Write(rocksdb::WriteBatch* batch, bool sync, std::string_view context) {
+  if (read_only_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat(std::string(context), ": the store is open read-only"));
+  }
   if (stopped_.load()) {
     // An earlier write failed and RocksDB stopped writes; Resume() flushes what it can and
     // starts a fresh WAL. It fails while the fault lasts.

@@ -16,7 +16,8 @@
 // batches for one collection is the caller's business. A Batch is not thread-safe.
 //
 // Errors: Unavailable (directory locked by another process), DataLoss (corruption, names the
-// key), Internal/IOError mapped to canonical codes by FromRocks (ENOSPC: ResourceExhausted).
+// key; a damaged WAL at Open, see StoreOptions::salvage_damaged_wal), Internal/IOError mapped to
+// canonical codes by FromRocks (ENOSPC: ResourceExhausted).
 //
 // Write failures: when a WAL write or sync fails RocksDB stops accepting writes (a "background
 // error"); reads go on. The next write first asks RocksDB to resume (storage/rocksdb_env.h:
@@ -47,6 +48,7 @@
 namespace rocksdb {
 class DB;
 class Env;
+class FileLock;
 class ColumnFamilyHandle;
 class WriteBatch;
 class Status;
@@ -56,6 +58,15 @@ namespace shoal::storage {
 
 struct StoreOptions {
   bool create_if_missing = true;
+  // Opens without writing anything in `dir` (no WAL, MANIFEST, OPTIONS or info log; no obsolete
+  // file deleted): for tools that inspect a directory. Every write is FailedPrecondition.
+  bool read_only = false;
+  // WAL recovery. By default a damaged WAL record (checksum mismatch, bad length) fails Open with
+  // DataLoss, so that acknowledged writes after the damage are never dropped silently; only a
+  // torn last record (a crash mid-append, never acknowledged) is tolerated. With
+  // salvage_damaged_wal the WAL files are first copied to `<dir>.quarantine/<unix time>/` and
+  // replay stops before the first damaged record, keeping everything before it.
+  bool salvage_damaged_wal = false;
   size_t block_cache_bytes = 256u << 20;
   // RocksDB's Env (not owned); nullptr = the default. Tests pass a fault-injecting one
   // (storage/fault_injection.h).
@@ -177,12 +188,18 @@ class RecordStore {
   // A consistent point-in-time copy of the store (RocksDB checkpoint: hard links to the
   // immutable SST files plus copies of the live logs) in `dir`, which must not exist.
   absl::Status Checkpoint(const std::string& dir);
+  // Names of the .sst files in the store's directory that the MANIFEST does not reference:
+  // tables a damaged MANIFEST lost (a read-write open would delete them), or outputs of a flush
+  // or compaction a crash cut short (the next read-write open deletes those).
+  absl::StatusOr<std::vector<std::string>> UnreferencedTableFiles();
 
  private:
   RecordStore() = default;
   // Writes `batch`, resuming first if an earlier write stopped RocksDB (see the file comment).
   absl::Status Write(rocksdb::WriteBatch* batch, bool sync, std::string_view context);
   absl::Status KeepMemtableNonEmpty();
+  bool read_only_ = false;
+  rocksdb::FileLock* lock_ = nullptr;  // held while read-only (RocksDB holds its own otherwise)
   std::atomic<bool> stopped_{false};   // a write failed: Resume() before the next one
   std::unique_ptr<rocksdb::Env> env_;  // storage/rocksdb_env.h; outlives db_
   rocksdb::DB* db_ = nullptr;

@@ -1,13 +1,19 @@
 // RecordStore's administrative half: alias rows, compaction and checkpoints. Kept apart from
 // record_store.cc (the record and index rows) so each file stays about one job.
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "rocksdb/db.h"
+#include "rocksdb/env.h"
+#include "rocksdb/metadata.h"
 #include "rocksdb/utilities/checkpoint.h"
 #include "rocksdb/write_batch.h"
 #include "storage/record_codec.h"
@@ -88,6 +94,24 @@ absl::Status RecordStore::Checkpoint(const std::string& dir) {
   // (plus an empty WAL) and opens fast.
   return FromRocks(checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0),
                    absl::StrCat("checkpoint into ", dir));
+}
+
+absl::StatusOr<std::vector<std::string>> RecordStore::UnreferencedTableFiles() {
+  std::vector<rocksdb::LiveFileMetaData> live;
+  db_->GetLiveFilesMetaData(&live);
+  absl::flat_hash_set<std::string> live_names;
+  for (const rocksdb::LiveFileMetaData& f : live) {
+    live_names.insert(std::string(absl::StripPrefix(f.name, "/")));
+  }
+  std::vector<std::string> children;
+  rocksdb::Status s = env_->GetChildren(db_->GetName(), &children);
+  if (!s.ok()) return FromRocks(s, absl::StrCat("listing ", db_->GetName()));
+  std::vector<std::string> out;
+  for (const std::string& name : children) {
+    if (absl::EndsWith(name, ".sst") && !live_names.contains(name)) out.push_back(name);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace shoal::storage

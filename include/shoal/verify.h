@@ -20,7 +20,8 @@
 // exactly the live vectors the index does not, the in-memory stale marks and index generation
 // equal the stored ones.
 //
-// Offline: the directory must not be open in another process (Unavailable: it is locked).
+// Offline: the directory must not be open in another process (Unavailable: it is locked), and
+// nothing in it is written or deleted. A damaged RocksDB WAL or MANIFEST is DataLoss.
 // Problems in the data are reported in the VerifyReport, not as an error status; errors are only
 // for a directory that cannot be read at all (NotFound, Unavailable, Internal).
 // New durable structures add their checks to db/verify.cc (the one place verification lives).
@@ -56,6 +57,11 @@ struct VerifyReport {
   static constexpr size_t kMaxProblems = 100;
   bool ok() const { return problems.empty(); }
 };
+
+// Offline, like VerifyDatabase, and like it never writes into `path`: the collections of a
+// directory no process has open: spec, num_vectors (key-map rows) and index ("flat" or the
+// index's spec); the fields that need a loaded index (RAM, unindexed vectors) stay 0.
+absl::StatusOr<std::vector<CollectionInfo>> DescribeDatabase(const std::string& path);
 
 absl::StatusOr<VerifyReport> VerifyDatabase(const std::string& path);
 
