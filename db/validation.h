@@ -21,7 +21,8 @@ absl::Status ValidateKey(const Key& key, const std::string& field);
 absl::Status ValidateRecords(const CollectionSpec& spec, std::span<const Record> records,
                              const Options& options);
 // One vector's dimension and values (finite; squared norm at most 1e28; under cosine, a norm
-// that can be normalised): the rules of shoal/types.h's Metric. Verify applies it to stored records.
+// that can be normalised): the rules of shoal/types.h's Metric. Verify applies it to stored
+// records.
 absl::Status ValidateVector(const CollectionSpec& spec, std::span<const float> vector,
                             const std::string& field);
 absl::Status ValidateKeys(std::span<const Key> keys, const Options& options);
