@@ -181,5 +181,93 @@ TEST_F(DamagedFilesTest, VerifyReportsATruncatedManifestAndDeletesNothing) {
   fs::remove_all(pristine);
 }
 
+// Issue 20: a bad centroids.ckpt or a missing index directory made the whole database refuse to
+// open. Now only that collection is quarantined; the others serve, and the admin rebuilds or
+// drops it.
+class QuarantineTest : public DamagedFilesTest {
+ protected:
+  void MakeTwoIndexedCollections() {
+    auto db = DB::Open(dir_, {});
+    ASSERT_TRUE(db.ok()) << db.status();
+    for (const char* name : {"a", "b"}) {
+      ASSERT_TRUE((*db)->CreateCollection({name, 4, Metric::kL2}).ok());
+      std::vector<Record> recs(300);
+      for (size_t i = 0; i < recs.size(); ++i) {
+        recs[i].key = static_cast<uint64_t>(i);
+        recs[i].vector = {static_cast<float>(i), static_cast<float>(i % 11), 1, 2};
+      }
+      ASSERT_TRUE((*db)->Upsert(name, recs, {}).ok());
+      ASSERT_TRUE((*db)->BuildIndex(name, "spann:centroid_ratio=0.05").ok());
+    }
+  }
+  // The index directory of collection "a" (created first: the lowest collection id).
+  std::string IndexDirOfA() {
+    std::vector<std::string> dirs;
+    for (const auto& e : fs::directory_iterator(dir_ + "/index")) dirs.push_back(e.path());
+    std::sort(dirs.begin(), dirs.end());
+    return dirs.empty() ? "" : dirs.front();
+  }
+  void ExpectServes(DB* db, const char* name) {
+    const std::vector<float> q = {17, 6, 1, 2};
+    auto hits = db->Search(name, q, {.k = 1});
+    ASSERT_TRUE(hits.ok()) << name << ": " << hits.status();
+    EXPECT_EQ((*hits)[0][0].key, Key(uint64_t{17})) << name;
+  }
+};
+
+TEST_F(QuarantineTest, ADamagedIndexQuarantinesOnlyItsCollectionUntilRebuilt) {
+  MakeTwoIndexedCollections();
+  const std::string ckpt = IndexDirOfA() + "/centroids.ckpt";
+  ASSERT_TRUE(fs::exists(ckpt)) << ckpt;
+  {
+    std::fstream f(ckpt, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(static_cast<std::streamoff>(fs::file_size(ckpt) / 2));
+    f.write("\xde\xad\xbe\xef", 4);
+  }
+  auto db = DB::Open(dir_, {});  // before the fix: DataLoss for the whole database
+  ASSERT_TRUE(db.ok()) << db.status();
+  ExpectServes(db->get(), "b");
+  auto hits = (*db)->Search("a", std::vector<float>{1, 2, 3, 4}, {.k = 1});
+  EXPECT_EQ(hits.status().code(), absl::StatusCode::kDataLoss) << hits.status();
+  EXPECT_THAT(hits.status().message(), HasSubstr("quarantined"));
+  auto info = (*db)->DescribeCollection("a");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_THAT(info->damage, HasSubstr("centroids.ckpt"));
+  auto all = (*db)->ListCollections();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*db)->CreateCollection({"a", 4, Metric::kL2}).code(),
+            absl::StatusCode::kAlreadyExists);
+
+  ASSERT_TRUE((*db)->BuildIndex("a", "spann:centroid_ratio=0.05").ok());
+  ExpectServes(db->get(), "a");
+  EXPECT_EQ((*db)->DescribeCollection("a")->num_vectors, 300u);
+  db->reset();
+  db = DB::Open(dir_, {});
+  ASSERT_TRUE(db.ok()) << db.status();
+  EXPECT_TRUE((*db)->DescribeCollection("a")->damage.empty());
+  ExpectServes(db->get(), "a");
+  VerifyReport report;
+  EXPECT_TRUE((*db)->Verify("", &report).ok()) << ::testing::PrintToString(report.problems);
+}
+
+TEST_F(QuarantineTest, AMissingIndexDirectoryQuarantinesAndDropRemovesIt) {
+  MakeTwoIndexedCollections();
+  fs::remove_all(IndexDirOfA());
+  auto db = DB::Open(dir_, {});
+  ASSERT_TRUE(db.ok()) << db.status();
+  ExpectServes(db->get(), "b");
+  EXPECT_FALSE((*db)->DescribeCollection("a")->damage.empty());
+  ASSERT_TRUE((*db)->DropCollection("a").ok());
+  EXPECT_EQ((*db)->DescribeCollection("a").status().code(), absl::StatusCode::kNotFound);
+  db->reset();
+  db = DB::Open(dir_, {});
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto all = (*db)->ListCollections();
+  ASSERT_TRUE(all.ok());
+  ASSERT_EQ(all->size(), 1u);
+  EXPECT_EQ((*all)[0].spec.name, "b");
+}
+
 }  // namespace
 }  // namespace shoal

@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 #include <system_error>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -37,6 +39,18 @@ absl::StatusOr<std::unique_ptr<DB>> DB::Open(const std::string& path, const Opti
 }
 
 namespace db {
+
+namespace {
+
+CollectionInfo QuarantinedInfo(const storage::StoredCollection& meta, const absl::Status& why) {
+  CollectionInfo info;
+  info.spec = meta.spec;
+  info.index = "unknown";
+  info.damage = why.ToString();
+  return info;
+}
+
+}  // namespace
 
 absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const Options& options,
                                                  const StorageHooks& hooks) {
@@ -84,10 +98,16 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
   SHOAL_ASSIGN_OR_RETURN(auto aliases, db->store_->LoadAliases());
   absl::MutexLock lock(&db->mu_);
   for (const storage::StoredCollection& meta : catalog) {
-    SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<Collection> c,
-                           Collection::Load(db->store_.get(), meta, options, db->index_root_,
-                                            db->fs_, db->budget_.get()));
-    db->collections_.emplace(meta.spec.name, std::move(c));
+    absl::StatusOr<std::unique_ptr<Collection>> c = Collection::Load(
+        db->store_.get(), meta, options, db->index_root_, db->fs_, db->budget_.get());
+    if (c.ok()) {
+      db->collections_.emplace(meta.spec.name, *std::move(c));
+    } else {
+      // One damaged collection must not keep the others from serving.
+      std::cerr << "shoal: collection '" << meta.spec.name << "' is quarantined: " << c.status()
+                << "\n";
+      db->quarantined_.emplace(meta.spec.name, Quarantined{meta, c.status()});
+    }
   }
   for (auto& [alias, collection] : aliases) db->aliases_.emplace(alias, collection);
   db->RemoveUnreferencedIndexDirs();
@@ -97,6 +117,8 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
 void DBImpl::RemoveUnreferencedIndexDirs() {
   absl::flat_hash_map<uint32_t, uint64_t> generation_of;  // collection id -> generation in use
   for (const auto& [name, c] : collections_) generation_of[c->id()] = c->IndexGeneration();
+  absl::flat_hash_set<uint32_t> quarantined_ids;
+  for (const auto& [name, q] : quarantined_) quarantined_ids.insert(q.meta.id);
   absl::StatusOr<std::vector<std::string>> names = fs_->ListDir(index_root_);
   if (!names.ok()) return;  // garbage stays; nothing depends on it
   for (const std::string& name : *names) {
@@ -108,6 +130,7 @@ void DBImpl::RemoveUnreferencedIndexDirs() {
     if (n < 2) continue;  // not ours
     auto it = generation_of.find(id);
     if (n == 2 && it != generation_of.end() && it->second == generation) continue;
+    if (quarantined_ids.contains(id)) continue;  // kept for the admin's inspection
     fs_->RemoveAll(absl::StrCat(index_root_, "/", name)).IgnoreError();
   }
 }
@@ -125,10 +148,42 @@ absl::StatusOr<std::shared_ptr<Collection>> DBImpl::Find(std::string_view name,
   if (auto alias = aliases_.find(key); alias != aliases_.end()) key = alias->second;
   auto it = collections_.find(key);
   if (it == collections_.end()) {
+    if (auto q = quarantined_.find(key); q != quarantined_.end()) {
+      return absl::DataLossError(absl::StrCat(
+          std::string(field), ": collection '", key, "' is quarantined: it could not be opened (",
+          q->second.why.ToString(), "); DropCollection removes it, BuildIndex rebuilds its index"));
+    }
     return absl::NotFoundError(
         absl::StrCat(std::string(field), ": '", std::string(name), "' not found"));
   }
   return it->second;
+}
+
+absl::Status DBImpl::DropQuarantined(const std::string& name) {
+  const Quarantined& q = quarantined_.at(name);
+  SHOAL_RETURN_IF_ERROR(store_->DropCollection(q.meta));
+  quarantined_.erase(name);
+  RemoveUnreferencedIndexDirs();  // its index directories are unreferenced now
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::shared_ptr<Collection>> DBImpl::ReloadQuarantined(const std::string& name) {
+  Quarantined& q = quarantined_.at(name);
+  SHOAL_RETURN_IF_ERROR(store_->ClearIndex(q.meta.id));
+  absl::StatusOr<std::unique_ptr<Collection>> c =
+      Collection::Load(store_.get(), q.meta, options_, index_root_, fs_, budget_.get());
+  if (!c.ok()) {
+    q.why = c.status();
+    return absl::DataLossError(absl::StrCat("collection: '", name,
+                                            "' stays quarantined: without its index it still "
+                                            "cannot be opened: ",
+                                            c.status().ToString()));
+  }
+  std::shared_ptr<Collection> loaded = *std::move(c);
+  collections_.emplace(name, loaded);
+  quarantined_.erase(name);
+  RemoveUnreferencedIndexDirs();  // the damaged index's directory
+  return loaded;
 }
 
 CollectionInfo DBImpl::InfoWithAliases(const Collection& c) {
@@ -145,7 +200,7 @@ absl::Status DBImpl::CreateCollection(const CollectionSpec& spec) {
   SHOAL_RETURN_IF_ERROR(ValidateSpec(spec));
   absl::ReaderMutexLock change(&change_mu_);
   absl::MutexLock lock(&mu_);
-  if (collections_.contains(spec.name)) {
+  if (collections_.contains(spec.name) || quarantined_.contains(spec.name)) {
     return absl::AlreadyExistsError(
         absl::StrCat("name: collection '", spec.name, "' already exists"));
   }
@@ -168,6 +223,10 @@ absl::StatusOr<std::vector<CollectionInfo>> DBImpl::ListCollections() {
   }
   std::vector<CollectionInfo> out;
   for (const auto& c : all) out.push_back(InfoWithAliases(*c));
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, q] : quarantined_) out.push_back(QuarantinedInfo(q.meta, q.why));
+  }
   std::sort(out.begin(), out.end(), [](const CollectionInfo& a, const CollectionInfo& b) {
     return a.spec.name < b.spec.name;
   });
@@ -175,6 +234,12 @@ absl::StatusOr<std::vector<CollectionInfo>> DBImpl::ListCollections() {
 }
 
 absl::StatusOr<CollectionInfo> DBImpl::DescribeCollection(std::string_view name) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (auto q = quarantined_.find(std::string(name)); q != quarantined_.end()) {
+      return QuarantinedInfo(q->second.meta, q->second.why);
+    }
+  }
   SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(name, "name"));
   return InfoWithAliases(*c);
 }
@@ -185,6 +250,7 @@ absl::Status DBImpl::DropCollection(std::string_view name) {
   absl::ReaderMutexLock change(&change_mu_);
   absl::MutexLock lock(&mu_);
   auto it = collections_.find(key);
+  if (quarantined_.contains(key)) return DropQuarantined(key);
   if (it == collections_.end()) {
     if (auto alias = aliases_.find(key); alias != aliases_.end()) {
       return absl::NotFoundError(absl::StrCat("name: '", key, "' is an alias of '", alias->second,
@@ -230,8 +296,18 @@ absl::Status DBImpl::FlushIndexUpdates(std::string_view collection) {
 
 absl::Status DBImpl::BuildIndex(std::string_view collection, std::string_view spec,
                                 const IndexBuildProgressFn& progress) {
-  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
   absl::ReaderMutexLock change(&change_mu_);
+  std::shared_ptr<Collection> c;
+  {
+    absl::MutexLock lock(&mu_);
+    if (quarantined_.contains(std::string(collection))) {
+      // A rebuild is the way back for a collection whose index is damaged.
+      SHOAL_ASSIGN_OR_RETURN(c, ReloadQuarantined(std::string(collection)));
+    }
+  }
+  if (c == nullptr) {
+    SHOAL_ASSIGN_OR_RETURN(c, Find(collection));
+  }
   return c->BuildIndex(std::string(spec), progress);
 }
 

@@ -87,6 +87,18 @@ class DBImpl final : public DB {
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Collection>> collections_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::string> aliases_ ABSL_GUARDED_BY(mu_);  // alias -> name
+  // Collections that failed to load at Open (a damaged index file, a missing index directory, a
+  // record that does not decode): kept out of collections_ so that the others serve. Describe
+  // and List report them; Drop removes them; BuildIndex clears the index and loads them again.
+  struct Quarantined {
+    storage::StoredCollection meta;
+    absl::Status why;
+  };
+  absl::flat_hash_map<std::string, Quarantined> quarantined_ ABSL_GUARDED_BY(mu_);
+  // Drops, or reloads without its index (for BuildIndex), a quarantined collection.
+  absl::Status DropQuarantined(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::shared_ptr<Collection>> ReloadQuarantined(const std::string& name)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 };
 
 // db/snapshot.cc: copies `from` (a directory tree) to `to` (must not exist), fsyncing every

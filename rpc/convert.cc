@@ -214,6 +214,7 @@ void CollectionInfoToProto(const CollectionInfo& info, v1::CollectionInfo* proto
   proto->set_unindexed_vectors(info.unindexed_vectors);
   proto->set_vector_bytes(info.num_vectors * info.spec.dimension * sizeof(float));
   for (const std::string& alias : info.aliases) proto->add_aliases(alias);
+  proto->set_damage(info.damage);
 }
 
 void HitToProto(const Hit& hit, v1::Hit* proto) {

@@ -72,6 +72,9 @@ class ServerMetrics::CollectionCollector : public prometheus::Collectable {
         GaugeFamily("shoal_collection_vector_bytes", "Bytes of vector data per collection.");
     prometheus::MetricFamily ram =
         GaugeFamily("shoal_collection_index_ram_bytes", "RAM held by each collection's index.");
+    prometheus::MetricFamily quarantined = GaugeFamily(
+        "shoal_collection_quarantined",
+        "1 for a collection that could not be opened (damaged) and is quarantined, else 0.");
     DbHost::Lease lease = host_->Acquire();
     if (lease.ok()) {
       absl::StatusOr<std::vector<CollectionInfo>> infos = lease->ListCollections();
@@ -82,10 +85,11 @@ class ServerMetrics::CollectionCollector : public prometheus::Collectable {
           Add(vectors, info.spec.name, static_cast<double>(info.num_vectors));
           Add(bytes, info.spec.name, vector_bytes);
           Add(ram, info.spec.name, static_cast<double>(info.index_ram_bytes));
+          Add(quarantined, info.spec.name, info.damage.empty() ? 0 : 1);
         }
       }
     }
-    return {vectors, bytes, ram};
+    return {vectors, bytes, ram, quarantined};
   }
 
  private:

@@ -72,6 +72,11 @@ struct CollectionInfo {
   // posting-file bytes written by online updates (appends and rewrites).
   uint64_t posting_appends = 0;
   uint64_t posting_bytes_written = 0;
+  // Empty for a collection that serves. Otherwise why it could not be opened (a damaged or
+  // missing index file, a record that does not decode): it is quarantined while the others
+  // serve; every call on it but Describe/List is DataLoss; DropCollection removes it and
+  // BuildIndex rebuilds its index from its records.
+  std::string damage;
 };
 
 // An alias and the collection (real name) it resolves to.

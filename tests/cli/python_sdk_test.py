@@ -31,7 +31,7 @@ class PythonSdkTest(unittest.TestCase):
 
     def test_collections(self):
         info = self.client.create_collection("py_coll", dimension=3, metric="cosine")
-        self.assertEqual(info, shoal.CollectionInfo("py_coll", 3, "cosine", 0, "flat", [], 0, 0, 0))
+        self.assertEqual(info, shoal.CollectionInfo("py_coll", 3, "cosine", 0, "flat", [], 0, 0, 0, ""))
         self.assertIn("py_coll", [c.name for c in self.client.list_collections()])
         self.assertEqual(self.client.describe_collection("py_coll").dimension, 3)
         with self.assertRaises(shoal.AlreadyExistsError) as e:

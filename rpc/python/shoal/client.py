@@ -35,7 +35,8 @@ from shoal.filters import attribute_value
 
 CollectionInfo = collections.namedtuple(
     "CollectionInfo", ["name", "dimension", "metric", "num_vectors", "index", "aliases",
-                       "index_ram_bytes", "unindexed_vectors", "vector_bytes"])
+                       "index_ram_bytes", "unindexed_vectors", "vector_bytes", "damage"],
+    defaults=[""])  # damage: why a quarantined collection could not be opened; "" when it serves
 Snapshot = collections.namedtuple("Snapshot", ["name", "bytes", "files", "created_unix_seconds"])
 BuildProgress = collections.namedtuple(
     "BuildProgress", ["phase", "fraction", "elapsed_seconds", "vectors", "done", "step"])
@@ -76,7 +77,7 @@ def collection_info(info):
     return CollectionInfo(info.spec.name, info.spec.dimension,
                           _METRIC_NAMES.get(info.spec.metric, "unspecified"),
                           info.num_vectors, info.index, list(info.aliases), info.index_ram_bytes,
-                          info.unindexed_vectors, info.vector_bytes)
+                          info.unindexed_vectors, info.vector_bytes, info.damage)
 
 
 def snapshot_info(s):
