@@ -23,8 +23,7 @@ absl::StatusOr<v1::Metric> ParseMetric(const std::string& name) {
   if (name == "l2" || name == "euclidean") return v1::METRIC_L2;
   if (name == "ip" || name == "inner_product") return v1::METRIC_INNER_PRODUCT;
   if (name == "cosine" || name == "angular") return v1::METRIC_COSINE;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--metric: \"", name, "\" is not one of l2, ip, cosine"));
+  return UsageError(absl::StrCat("--metric: \"", name, "\" is not one of l2, ip, cosine"));
 }
 
 std::string MetricText(v1::Metric metric) {

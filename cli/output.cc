@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "cli/args.h"
 
 namespace shoal::cli {
 namespace {
@@ -72,7 +73,7 @@ absl::StatusOr<OutputFormat> ParseOutputFormat(std::string_view name) {
   if (name == "table") return OutputFormat::kTable;
   if (name == "json") return OutputFormat::kJson;
   if (name == "csv") return OutputFormat::kCsv;
-  return absl::InvalidArgumentError(
+  return UsageError(
       absl::StrCat("--output: \"", std::string(name), "\" is not one of table, json, csv"));
 }
 

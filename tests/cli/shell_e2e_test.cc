@@ -82,7 +82,7 @@ TEST_F(ShellE2eTest, ErrorsExitNonZeroWithTheGrpcCode) {
   EXPECT_EQ(r.exit_status, 2);
   EXPECT_NE(r.err.find("usage: describe NAME"), std::string::npos) << r.err;
   r = Shoal({"frobnicate"});
-  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_EQ(r.exit_status, 2);
   EXPECT_NE(r.err.find("unknown command"), std::string::npos) << r.err;
 
   const std::string address = shoald_->address();
@@ -92,6 +92,61 @@ TEST_F(ShellE2eTest, ErrorsExitNonZeroWithTheGrpcCode) {
   EXPECT_TRUE(r.err.find("UNAVAILABLE") != std::string::npos ||
               r.err.find("DEADLINE_EXCEEDED") != std::string::npos)
       << r.err;
+}
+
+TEST_F(ShellE2eTest, UnknownFlagsAndArgumentsAreBadUsageAndChangeNothing) {
+  RunResult r = Shoal({"create", "x5", "--dimension", "4", "--metirc", "ip"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("unknown flag --metirc (did you mean --metric?)"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+  r = Shoal({"list"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out, "[]\n");  // nothing was created
+
+  ASSERT_EQ(Shoal({"create", "c", "--dimension", "4"}).exit_status, 0);
+  r = Shoal({"search", "c", "1,0,0,0", "--top-k", "1"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("unknown flag --top-k"), std::string::npos) << r.err;
+  r = Shoal({"describe", "c", "extra"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("unexpected argument \"extra\""), std::string::npos) << r.err;
+  r = Shoal({"search", "c", "1,0,0,0", "--k", "many"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("--k: \"many\" is not a number"), std::string::npos) << r.err;
+
+  // ingest has its own flags and the same strictness.
+  r = RunShoal({"--server", shoald_->address(), "ingest", "f.fvecs", "--colection", "c"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("did you mean --collection?"), std::string::npos) << r.err;
+}
+
+TEST_F(ShellE2eTest, HelpPerCommandAndVersionEverywhere) {
+  RunResult r = Shoal({"ingest", "--help"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("usage: ingest FILE --collection NAME"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("alias-create"), std::string::npos) << r.out;  // not the global help
+  r = Shoal({"help", "create"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("usage: create NAME [--dimension D] [--metric l2|ip|cosine]"),
+            std::string::npos)
+      << r.out;
+
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"--version"}, std::vector<std::string>{"describe", "--version"}}) {
+    r = RunShoal(args);
+    ASSERT_EQ(r.exit_status, 0) << r.err;
+    EXPECT_TRUE(r.out.starts_with("shoal 0.")) << r.out;
+    EXPECT_NE(r.out.find(" (git "), std::string::npos) << r.out;
+  }
+  r = RunProgram(ShoaldBinary(), {"--version"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("shoald 0.")) << r.out;
+  r = RunProgram(ShoaldBinary(), {"--listen", "127.0.0.1:0", "--dat", "/nonexistent"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("--dat"), std::string::npos) << r.err;
+  r = RunProgram(ShoaldBinary(), {"--rate-limit-rps", "-5"});
+  EXPECT_EQ(r.exit_status, 2) << r.err;
 }
 
 TEST_F(ShellE2eTest, ReplCompletesCommandsAndCollectionsAndKeepsHistory) {
