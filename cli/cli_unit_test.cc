@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -132,6 +133,28 @@ TEST(OutputTest, RendersJsonCsvAndTable) {
   one.rows.push_back({Cell::Bool(true)});
   EXPECT_EQ(Render(one, OutputFormat::kJson), "{\"a\":true}\n");
   EXPECT_EQ(ParseOutputFormat("yaml").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OutputTest, JsonIsTypedAndTablesUseHumanUnits) {
+  Table t{.columns = {"vector", "tags", "attributes", "bytes", "seconds", "distance"}};
+  t.rows.push_back({Cell::List({Cell::Number(0.1f), Cell::Number(-2.0f)}), Cell::List({}),
+                    Cell::Object({{"n", Cell::Number(int64_t{-3})}, {"on", Cell::Bool(true)}}),
+                    Cell::Bytes(195648000), Cell::Seconds(85.545328), Cell::Number(0.3f)});
+  EXPECT_EQ(Render(t, OutputFormat::kJson),
+            "[{\"vector\":[0.1,-2.0],\"tags\":[],\"attributes\":{\"n\":-3,\"on\":true},"
+            "\"bytes\":195648000,\"seconds\":85.545328,\"distance\":0.3}]\n");
+  // CSV: raw numbers; lists and objects as text.
+  EXPECT_EQ(Render(t, OutputFormat::kCsv),
+            "vector,tags,attributes,bytes,seconds,distance\n"
+            "\"0.1,-2\",,\"n=-3,on=true\",195648000,85.545328,0.3\n");
+  const std::string table = Render(t, OutputFormat::kTable);
+  EXPECT_NE(table.find("186.6 MiB"), std::string::npos) << table;
+  EXPECT_NE(table.find("1 min 25 s"), std::string::npos) << table;
+  EXPECT_EQ(Cell::Bytes(512).text(), "512 B");
+  EXPECT_EQ(Cell::Bytes(uint64_t{3} << 40).text(), "3.0 TiB");
+  EXPECT_EQ(Cell::Seconds(0.0123).text(), "12.3 ms");
+  EXPECT_EQ(Cell::Seconds(7500).text(), "2 h 5 min");
+  EXPECT_TRUE(Cell::Number(std::nan("")).is_null());
 }
 
 TEST(FilterTest, ParsesTermsIntoTheWireFilter) {

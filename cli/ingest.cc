@@ -278,7 +278,7 @@ int RunIngest(const Connection& connection, const Args& args) {
           .single = true};
   t.rows.push_back({Cell::Text(options->collection), Cell::Number(result->rows),
                     Cell::Number(result->resumed), Cell::Number(result->sent),
-                    Cell::Number(result->seconds), Cell::Number(rate),
+                    Cell::Seconds(result->seconds), Cell::Number(rate),
                     Cell::Number(result->backoffs)});
   absl::StatusOr<OutputFormat> format =
       ParseOutputFormat(args.Get("output", isatty(STDOUT_FILENO) ? "table" : "json"));

@@ -53,7 +53,7 @@ absl::StatusOr<Table> Verify(const std::string& dir, bool* clean) {
   for (const VerifyReport::CollectionReport& c : report->collections) {
     t.rows.push_back({Cell::Text(c.spec.name), Cell::Number(c.records), Cell::Number(c.keys),
                       Cell::Text(c.index), Cell::Number(c.index_postings),
-                      Cell::Number(c.index_vectors), Cell::Number(c.index_bytes)});
+                      Cell::Number(c.index_vectors), Cell::Bytes(c.index_bytes)});
   }
   for (const std::string& problem : report->problems) std::cerr << "problem: " << problem << "\n";
   if (report->problems_not_listed > 0) {

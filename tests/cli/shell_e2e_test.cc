@@ -31,7 +31,7 @@ TEST_F(ShellE2eTest, OneShotCommandsPrintJsonWhenPiped) {
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_EQ(r.out,
             "{\"name\":\"docs\",\"dimension\":3,\"metric\":\"l2\",\"vectors\":0,\"index\":\"flat\","
-            "\"aliases\":\"\"}\n");
+            "\"aliases\":[]}\n");
   ASSERT_EQ(
       Shoal({"upsert", "docs", "7", "1,0,0", "--attrs", "color=red", "--tags", "t"}).exit_status,
       0);
@@ -57,6 +57,18 @@ TEST_F(ShellE2eTest, OneShotCommandsPrintJsonWhenPiped) {
   r = Shoal({"get", "docs", "7", "--output", "csv"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_EQ(r.out, "key,found,vector,attributes,tags\n7,true,\"1,0,0\",color=red,t\n");
+  // JSON is typed: the vector an array of numbers, attributes an object, empty lists [].
+  ASSERT_EQ(
+      Shoal({"upsert", "docs", "9", "0.5,-0.25,0", "--attrs", "n=3,x=1.5,ok=true"}).exit_status, 0);
+  r = Shoal({"get", "docs", "7", "9", "404"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(
+      r.out,
+      "[{\"key\":7,\"found\":true,\"vector\":[1.0,0.0,0.0],\"attributes\":{\"color\":\"red\"},"
+      "\"tags\":[\"t\"]},"
+      "{\"key\":9,\"found\":true,\"vector\":[0.5,-0.25,0.0],"
+      "\"attributes\":{\"n\":3,\"ok\":true,\"x\":1.5},\"tags\":[]},"
+      "{\"key\":404,\"found\":false,\"vector\":null,\"attributes\":{},\"tags\":[]}]\n");
 
   r = Shoal({"list", "--output", "table"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
