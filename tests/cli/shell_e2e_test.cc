@@ -80,10 +80,14 @@ TEST_F(ShellE2eTest, OneShotCommandsPrintJsonWhenPiped) {
 }
 
 TEST_F(ShellE2eTest, ErrorsExitNonZeroWithTheGrpcCode) {
+  // The wording cli/README.md and the Python SDK's errors.py document: FIELD: 'NAME' not found.
   RunResult r = Shoal({"describe", "missing"});
   EXPECT_EQ(r.exit_status, 1);
-  EXPECT_NE(r.err.find("error: NOT_FOUND: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err, "error: NOT_FOUND: name: 'missing' not found\n");
   EXPECT_EQ(r.out, "");
+  EXPECT_EQ(Shoal({"drop", "missing"}).err, "error: NOT_FOUND: name: 'missing' not found\n");
+  EXPECT_EQ(Shoal({"search", "missing", "1,0"}).err,
+            "error: NOT_FOUND: name: 'missing' not found\n");
 
   ASSERT_EQ(Shoal({"create", "d2", "--dimension", "2"}).exit_status, 0);
   r = Shoal({"upsert", "d2", "1", "1,2,3"});
