@@ -1,16 +1,24 @@
 #include "cli/args.h"
 
-#include <set>
-
+#include "absl/strings/cord.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 
 namespace shoal::cli {
 
-bool IsSwitch(std::string_view name) {
-  static const std::set<std::string_view> kSwitches = {"sync",    "create",      "help", "tls",
-                                                       "restart", "no-progress", "exact"};
-  return kSwitches.contains(name);
+namespace {
+// The payload that marks a usage error; its presence is all that matters.
+constexpr char kUsagePayload[] = "shoal.cli/usage";
+}  // namespace
+
+absl::Status UsageError(absl::string_view message) {
+  absl::Status status = absl::InvalidArgumentError(message);
+  status.SetPayload(kUsagePayload, absl::Cord("1"));
+  return status;
+}
+
+bool IsUsageError(const absl::Status& status) {
+  return absl::IsInvalidArgument(status) && status.GetPayload(kUsagePayload).has_value();
 }
 
 std::string Args::Get(const std::string& name, const std::string& fallback) const {
@@ -24,7 +32,7 @@ absl::StatusOr<uint64_t> Args::GetUint(const std::string& name, uint64_t fallbac
   if (it == flags.end()) return fallback;
   uint64_t value = 0;
   if (!absl::SimpleAtoi(it->second, &value) || value > max) {
-    return absl::InvalidArgumentError(
+    return UsageError(
         absl::StrCat("--", name, ": \"", it->second, "\" is not a number in 0..", max));
   }
   return value;
@@ -35,32 +43,9 @@ absl::StatusOr<double> Args::GetDouble(const std::string& name, double fallback)
   if (it == flags.end()) return fallback;
   double value = 0;
   if (!absl::SimpleAtod(it->second, &value)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("--", name, ": \"", it->second, "\" is not a number"));
+    return UsageError(absl::StrCat("--", name, ": \"", it->second, "\" is not a number"));
   }
   return value;
-}
-
-absl::StatusOr<Args> ParseArgs(std::span<const std::string> words) {
-  Args args;
-  for (size_t i = 0; i < words.size(); ++i) {
-    const std::string& word = words[i];
-    if (word.size() < 3 || word.rfind("--", 0) != 0) {
-      args.positional.push_back(word);
-      continue;
-    }
-    std::string name = word.substr(2);
-    if (size_t eq = name.find('='); eq != std::string::npos) {
-      args.flags[name.substr(0, eq)] = name.substr(eq + 1);
-    } else if (IsSwitch(name)) {
-      args.flags[name] = "";
-    } else if (i + 1 < words.size()) {
-      args.flags[name] = words[++i];
-    } else {
-      return absl::InvalidArgumentError(absl::StrCat(word, ": missing value"));
-    }
-  }
-  return args;
 }
 
 absl::StatusOr<std::vector<std::string>> SplitLine(std::string_view line) {

@@ -3,13 +3,16 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "cli/args.h"
+#include "cli/command_line.h"
 #include "cli/commands_internal.h"
 #include "cli/ingest_checkpoint.h"
 #include "cli/output.h"
@@ -28,22 +31,87 @@ TEST(ArgsTest, SplitsQuotedWordsAndRejectsUnterminatedQuote) {
   EXPECT_EQ(SplitLine("describe 'docs").status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(ArgsTest, ParsesFlagsSwitchesAndNumbers) {
-  std::vector<std::string> words = {"--server",      "h:1",    "create", "x",
-                                    "--dimension=8", "--sync", "--k",    "7"};
-  absl::StatusOr<Args> args = ParseArgs(words);
-  ASSERT_TRUE(args.ok()) << args.status();
-  EXPECT_EQ(args->positional, (std::vector<std::string>{"create", "x"}));
-  EXPECT_EQ(args->Get("server", ""), "h:1");
-  EXPECT_TRUE(args->Has("sync"));
-  EXPECT_EQ(*args->GetUint("dimension", 0), 8u);
-  EXPECT_EQ(*args->GetUint("k", 0), 7u);
-  args->flags["k"] = "-1";
-  absl::Status bad = args->GetUint("k", 0).status();
-  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_NE(bad.message().find("--k"), std::string::npos) << bad;
-  std::vector<std::string> dangling = {"search", "--k"};
-  EXPECT_EQ(ParseArgs(dangling).status().code(), absl::StatusCode::kInvalidArgument);
+absl::StatusOr<CommandLine> Parse(std::vector<std::string> words,
+                                  LineMode mode = LineMode::kProgram) {
+  return ParseCommandLine(words, mode);
+}
+
+// A usage error whose message holds every one of `parts`.
+void ExpectUsageError(const absl::StatusOr<CommandLine>& line,
+                      const std::vector<std::string>& parts) {
+  ASSERT_FALSE(line.ok());
+  EXPECT_TRUE(IsUsageError(line.status())) << line.status();
+  for (const std::string& part : parts) {
+    EXPECT_NE(line.status().message().find(part), std::string::npos) << line.status();
+  }
+}
+
+TEST(CommandLineTest, ParsesGlobalFlagsCommandFlagsAndNumbers) {
+  absl::StatusOr<CommandLine> line =
+      Parse({"--server", "h:1", "create", "x", "--dimension=8", "--metric", "ip"});
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_EQ(line->action, CommandLine::Action::kRun);
+  const Args& args = line->args;
+  EXPECT_EQ(args.positional, (std::vector<std::string>{"create", "x"}));
+  EXPECT_EQ(args.Get("server", ""), "h:1");
+  EXPECT_EQ(*args.GetUint("dimension", 0), 8u);
+  EXPECT_EQ(args.Get("metric", ""), "ip");
+
+  // Global flags may follow the command; switches take no value; negative numbers are words.
+  line = Parse({"upsert", "d", "7", "-1,0.5", "--sync", "--output", "csv"});
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_EQ(line->args.positional, (std::vector<std::string>{"upsert", "d", "7", "-1,0.5"}));
+  EXPECT_TRUE(line->args.Has("sync"));
+  EXPECT_EQ(line->args.Get("output", ""), "csv");
+
+  Args bad = line->args;
+  bad.flags["k"] = "-1";
+  absl::Status not_a_number = bad.GetUint("k", 0).status();
+  EXPECT_TRUE(IsUsageError(not_a_number)) << not_a_number;
+  EXPECT_NE(not_a_number.message().find("--k"), std::string::npos) << not_a_number;
+}
+
+TEST(CommandLineTest, RefusesUnknownFlagsCommandsAndSurplusArguments) {
+  ExpectUsageError(
+      Parse({"create", "x5", "--dimension", "4", "--metirc", "ip"}),
+      {"create: unknown flag --metirc", "did you mean --metric?", "shoal create --help"});
+  ExpectUsageError(Parse({"search", "c", "1,0,0,0", "--top-k", "1"}), {"unknown flag --top-k"});
+  ExpectUsageError(Parse({"describe", "a", "b"}), {"unexpected argument \"b\""});
+  ExpectUsageError(Parse({"list", "extra"}), {"list: unexpected argument \"extra\""});
+  ExpectUsageError(Parse({"frobnicate"}), {"unknown command \"frobnicate\""});
+  ExpectUsageError(Parse({"search", "c", "1,0", "--k"}), {"search: "});
+  ExpectUsageError(Parse({"--no-such-flag", "list"}), {"unknown flag --no-such-flag"});
+  // The shell knows only the commands and --output: no connection flags, no ingest.
+  ExpectUsageError(Parse({"list", "--server", "h:1"}, LineMode::kShell), {"--server"});
+  ExpectUsageError(Parse({"ingest", "f.fvecs"}, LineMode::kShell), {"unknown command"});
+}
+
+TEST(CommandLineTest, PrintsPerCommandHelpAndTheVersion) {
+  absl::StatusOr<CommandLine> line = Parse({"ingest", "--help"});
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_EQ(line->action, CommandLine::Action::kPrint);
+  EXPECT_NE(line->text.find("usage: ingest FILE --collection NAME"), std::string::npos)
+      << line->text;
+  EXPECT_NE(line->text.find("--checkpoint"), std::string::npos) << line->text;
+
+  line = Parse({"help", "stats"}, LineMode::kShell);
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_NE(line->text.find("usage: stats\n"), std::string::npos) << line->text;
+
+  line = Parse({"--help"});
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_NE(line->text.find("--timeout-ms N"), std::string::npos) << line->text;
+  EXPECT_NE(line->text.find("describe NAME"), std::string::npos) << line->text;
+
+  for (std::vector<std::string> words :
+       {std::vector<std::string>{"--version"}, std::vector<std::string>{"list", "--version"}}) {
+    line = Parse(words);
+    ASSERT_TRUE(line.ok()) << line.status();
+    EXPECT_EQ(line->action, CommandLine::Action::kPrint);
+    EXPECT_EQ(line->text, VersionLine("shoal"));
+  }
+  EXPECT_TRUE(absl::StartsWith(VersionLine("shoal"), "shoal 0.")) << VersionLine("shoal");
+  EXPECT_NE(VersionLine("shoal").find(" (git "), std::string::npos) << VersionLine("shoal");
 }
 
 Table Sample() {
@@ -65,6 +133,28 @@ TEST(OutputTest, RendersJsonCsvAndTable) {
   one.rows.push_back({Cell::Bool(true)});
   EXPECT_EQ(Render(one, OutputFormat::kJson), "{\"a\":true}\n");
   EXPECT_EQ(ParseOutputFormat("yaml").status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(OutputTest, JsonIsTypedAndTablesUseHumanUnits) {
+  Table t{.columns = {"vector", "tags", "attributes", "bytes", "seconds", "distance"}};
+  t.rows.push_back({Cell::List({Cell::Number(0.1f), Cell::Number(-2.0f)}), Cell::List({}),
+                    Cell::Object({{"n", Cell::Number(int64_t{-3})}, {"on", Cell::Bool(true)}}),
+                    Cell::Bytes(195648000), Cell::Seconds(85.545328), Cell::Number(0.3f)});
+  EXPECT_EQ(Render(t, OutputFormat::kJson),
+            "[{\"vector\":[0.1,-2.0],\"tags\":[],\"attributes\":{\"n\":-3,\"on\":true},"
+            "\"bytes\":195648000,\"seconds\":85.545328,\"distance\":0.3}]\n");
+  // CSV: raw numbers; lists and objects as text.
+  EXPECT_EQ(Render(t, OutputFormat::kCsv),
+            "vector,tags,attributes,bytes,seconds,distance\n"
+            "\"0.1,-2\",,\"n=-3,on=true\",195648000,85.545328,0.3\n");
+  const std::string table = Render(t, OutputFormat::kTable);
+  EXPECT_NE(table.find("186.6 MiB"), std::string::npos) << table;
+  EXPECT_NE(table.find("1 min 25 s"), std::string::npos) << table;
+  EXPECT_EQ(Cell::Bytes(512).text(), "512 B");
+  EXPECT_EQ(Cell::Bytes(uint64_t{3} << 40).text(), "3.0 TiB");
+  EXPECT_EQ(Cell::Seconds(0.0123).text(), "12.3 ms");
+  EXPECT_EQ(Cell::Seconds(7500).text(), "2 h 5 min");
+  EXPECT_TRUE(Cell::Number(std::nan("")).is_null());
 }
 
 TEST(FilterTest, ParsesTermsIntoTheWireFilter) {

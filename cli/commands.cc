@@ -50,7 +50,7 @@ absl::StatusOr<Table> Create(const Connection& c, const Args& args) {
   SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 2, 2));
   absl::StatusOr<uint64_t> dimension = args.GetUint("dimension", 0, UINT32_MAX);
   if (!dimension.ok()) return dimension.status();
-  if (*dimension == 0) return absl::InvalidArgumentError("--dimension: required");
+  if (*dimension == 0) return UsageError("--dimension: required");
   absl::StatusOr<v1::Metric> metric = ParseMetric(args.Get("metric", "l2"));
   if (!metric.ok()) return metric.status();
   v1::CreateCollectionRequest request;
@@ -82,38 +82,117 @@ absl::StatusOr<Table> Drop(const Connection& c, const Args& args) {
 
 const std::vector<Command>& Commands() {
   static const std::vector<Command> kCommands = {
-      {"health", "[--service NAME]", "server health (grpc.health.v1)", false, Health},
-      {"list", "", "list collections", false, List},
-      {"describe", "NAME", "one collection: dimension, metric, vectors, index", true, Describe},
-      {"create", "NAME --dimension D [--metric l2|ip|cosine]", "create a collection", false,
+      {"health",
+       "",
+       0,
+       {{"service", "NAME", "a service's status instead of the server's"}},
+       "server health (grpc.health.v1)",
+       false,
+       Health},
+      {"list", "", 0, {}, "list collections", false, List},
+      {"describe",
+       "NAME",
+       1,
+       {},
+       "one collection: dimension, metric, vectors, index",
+       true,
+       Describe},
+      {"create",
+       "NAME",
+       1,
+       {{"dimension", "D", "vector dimension (required)"},
+        {"metric", "l2|ip|cosine", "distance (default l2)"}},
+       "create a collection",
+       false,
        Create},
-      {"drop", "NAME", "drop a collection and every record in it", true, Drop},
-      {"upsert", "NAME KEY V1,V2,... [--attrs N=V,...] [--tags T,...] [--sync]",
-       "insert or replace one record (KEY: a number, or any other text)", true, Upsert},
-      {"get", "NAME KEY...", "read records by key", true, Get},
-      {"delete", "NAME KEY... [--sync]", "delete records by key", true, Delete},
+      {"drop", "NAME", 1, {}, "drop a collection and every record in it", true, Drop},
+      {"upsert",
+       "NAME KEY V1,V2,...",
+       3,
+       {{"attrs", "N=V,...", "attributes (numbers, true/false or text)"},
+        {"tags", "T,...", "tags"},
+        {"sync", nullptr, "durable before the answer"}},
+       "insert or replace one record (KEY: a number, or any other text)",
+       true,
+       Upsert},
+      {"get", "NAME KEY...", kAnyNumber, {}, "read records by key", true, Get},
+      {"delete",
+       "NAME KEY...",
+       kAnyNumber,
+       {{"sync", nullptr, "durable before the answer"}},
+       "delete records by key",
+       true,
+       Delete},
       {"search",
-       "NAME V1,V2,...[;V1,V2,...] [--k K] [--filter TERM,...] [--max-postings N] "
-       "[--pruning-ratio R]",
-       "k nearest neighbours of one or more queries (';' separates queries); filter terms "
-       "(all must hold): NAME=VALUE, NAME>=X, NAME<=X, tag:T, ! negates",
-       true, Search},
-      {"aliases", "[COLLECTION]", "list aliases (of one collection)", true, Aliases},
-      {"alias-create", "ALIAS COLLECTION", "make ALIAS a second name of COLLECTION", false,
+       "NAME V1,V2,...[;V1,V2,...]",
+       2,
+       {{"k", "K", "neighbours per query (default 10)"},
+        {"filter", "TERM,...",
+         "all must hold: NAME=VALUE, NAME>=X, NAME<=X, tag:T; a leading ! negates one"},
+        {"max-postings", "N", "posting lists to scan per query (default: the index's)"},
+        {"pruning-ratio", "R",
+         "skip postings whose centroid is over (1 + R) times the closest one's distance "
+         "(default: the index's)"}},
+       "k nearest neighbours of one or more queries (';' separates queries)",
+       true,
+       Search},
+      {"aliases", "[COLLECTION]", 1, {}, "list aliases (of one collection)", true, Aliases},
+      {"alias-create",
+       "ALIAS COLLECTION",
+       2,
+       {},
+       "make ALIAS a second name of COLLECTION",
+       false,
        AliasCreate},
-      {"alias-alter", "ALIAS COLLECTION", "point ALIAS at another collection", false, AliasAlter},
-      {"alias-drop", "ALIAS", "remove an alias (the collection stays)", false, AliasDrop},
-      {"build-index", "COLLECTION SPEC [--progress-ms N]",
-       "build the index, e.g. spann:centroid_ratio=0.02,replicas=4 (or flat); shows progress", true,
+      {"alias-alter",
+       "ALIAS COLLECTION",
+       2,
+       {},
+       "point ALIAS at another collection",
+       false,
+       AliasAlter},
+      {"alias-drop", "ALIAS", 1, {}, "remove an alias (the collection stays)", false, AliasDrop},
+      {"build-index",
+       "COLLECTION SPEC",
+       2,
+       {{"progress-ms", "N", "progress interval (default 1000)"}},
+       "build the index, e.g. spann:centroid_ratio=0.02,replicas=4 (or flat); shows progress",
+       true,
        BuildIndex},
-      {"compact", "[COLLECTION]", "compact storage (of one collection or all)", true, Compact},
-      {"snapshot", "NAME", "snapshot the database into --snapshot-dir/NAME on the server", false,
+      {"compact",
+       "[COLLECTION]",
+       1,
+       {},
+       "compact storage (of one collection or all)",
+       true,
+       Compact},
+      {"snapshot",
+       "NAME",
+       1,
+       {},
+       "snapshot the database into --snapshot-dir/NAME on the server",
+       false,
        Snapshot},
-      {"snapshots", "", "list snapshots", false, Snapshots},
-      {"restore", "NAME", "replace the whole database with snapshot NAME", false, Restore},
-      {"stats", "", "server and per-collection statistics", false, Stats},
+      {"snapshots", "", 0, {}, "list snapshots", false, Snapshots},
+      {"restore", "NAME", 1, {}, "replace the whole database with snapshot NAME", false, Restore},
+      {"stats",
+       "",
+       0,
+       {},
+       "server statistics: uptime, totals over all collections, ingest",
+       false,
+       Stats},
   };
   return kCommands;
+}
+
+std::string Usage(const Command& command) {
+  std::string out = command.name;
+  if (*command.arguments != '\0') absl::StrAppend(&out, " ", command.arguments);
+  for (const Flag& flag : command.flags) {
+    absl::StrAppend(&out, " [--", flag.name, flag.value ? absl::StrCat(" ", flag.value) : "", "]");
+  }
+  return out;
 }
 
 const Command* FindCommand(const std::string& name) {
@@ -124,33 +203,28 @@ const Command* FindCommand(const std::string& name) {
 }
 
 absl::StatusOr<Table> RunCommand(const Connection& connection, const Args& args) {
-  if (args.positional.empty()) return absl::InvalidArgumentError("no command given");
+  if (args.positional.empty()) return UsageError("no command given");
   const Command* command = FindCommand(args.positional[0]);
   if (command == nullptr) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown command \"", args.positional[0], "\" (try `help`)"));
+    return UsageError(absl::StrCat("unknown command \"", args.positional[0], "\" (try `help`)"));
   }
   absl::StatusOr<Table> table = command->run(connection, args);
   if (absl::IsInvalidArgument(table.status()) && table.status().message() == kUsageError) {
-    return absl::InvalidArgumentError(absl::StrCat("usage: ", command->name, " ", command->usage));
+    return UsageError(absl::StrCat("usage: ", Usage(*command)));
   }
   return table;
 }
 
-std::string HelpText(const std::string& name) {
+std::string HelpText() {
   std::string out;
   for (const Command& command : Commands()) {
-    if (!name.empty() && name != command.name) continue;
-    absl::StrAppend(&out, "  ", command.name, " ", command.usage, "\n      ", command.help, "\n");
+    absl::StrAppend(&out, "  ", Usage(command), "\n      ", command.help, "\n");
   }
-  if (!name.empty() && out.empty()) return absl::StrCat("unknown command \"", name, "\"\n");
-  if (name.empty()) {
-    absl::StrAppend(&out,
-                    "  help [COMMAND]\n      this text\n"
-                    "  quit\n      leave the shell (also Ctrl-D)\n"
-                    "Outside the shell also: shoal ingest FILE ..., shoal offline --data DIR "
-                    "dump|verify|salvage-wal\n");
-  }
+  absl::StrAppend(&out,
+                  "  help [COMMAND]\n      this text, or one command's\n"
+                  "  quit\n      leave the shell (also Ctrl-D)\n"
+                  "Outside the shell also: shoal ingest FILE ..., shoal offline --data DIR "
+                  "dump|verify|salvage-wal\n");
   return out;
 }
 

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
@@ -26,9 +28,16 @@ Table SnapshotTable(bool single) {
 }
 
 void AddSnapshotRow(const v1::SnapshotInfo& s, Table* t) {
-  t->rows.push_back({Cell::Text(s.name()), Cell::Number(static_cast<uint64_t>(s.bytes())),
+  t->rows.push_back({Cell::Text(s.name()), Cell::Bytes(static_cast<uint64_t>(s.bytes())),
                      Cell::Number(static_cast<uint64_t>(s.files())),
                      Cell::Number(static_cast<int64_t>(s.created_unix_seconds()))});
+}
+
+// PHASE_BUILDING -> "building", for the progress line.
+std::string PhaseText(v1::BuildIndexProgress::Phase phase) {
+  std::string name = v1::BuildIndexProgress::Phase_Name(phase);
+  if (absl::StartsWith(name, "PHASE_")) name = name.substr(6);
+  return absl::AsciiStrToLower(name);
 }
 
 }  // namespace
@@ -95,11 +104,10 @@ absl::StatusOr<Table> BuildIndex(const Connection& c, const Args& args) {
   while (stream->Read(&progress)) {
     ++messages;
     if (show) {
-      std::fprintf(stderr, "\rbuilding %s: %s %3.0f%% %.1fs\x1b[K", args.positional[1].c_str(),
-                   progress.step().empty()
-                       ? v1::BuildIndexProgress::Phase_Name(progress.phase()).c_str()
-                       : progress.step().c_str(),
-                   progress.fraction() * 100, progress.elapsed_seconds());
+      std::fprintf(
+          stderr, "\rbuilding %s: %s %3.0f%% %.1fs\x1b[K", args.positional[1].c_str(),
+          progress.step().empty() ? PhaseText(progress.phase()).c_str() : progress.step().c_str(),
+          progress.fraction() * 100, progress.elapsed_seconds());
     }
     last = progress;
   }
@@ -110,7 +118,7 @@ absl::StatusOr<Table> BuildIndex(const Connection& c, const Args& args) {
   t.single = true;
   t.columns.insert(t.columns.end(), {"build_seconds", "progress_messages"});
   AddCollectionRow(last.collection(), &t);
-  t.rows.back().push_back(Cell::Number(last.elapsed_seconds()));
+  t.rows.back().push_back(Cell::Seconds(last.elapsed_seconds()));
   t.rows.back().push_back(Cell::Number(messages));
   return t;
 }
@@ -124,7 +132,7 @@ absl::StatusOr<Table> Compact(const Connection& c, const Args& args) {
   SHOAL_RETURN_IF_ERROR(FromGrpc(c.admin().Compact(context.get(), request, &response)));
   Table t{.columns = {"compacted", "seconds"}, .single = true};
   t.rows.push_back({Cell::Text(request.collection().empty() ? "*" : request.collection()),
-                    Cell::Number(response.seconds())});
+                    Cell::Seconds(response.seconds())});
   return t;
 }
 
@@ -171,13 +179,13 @@ absl::StatusOr<Table> Stats(const Connection& c, const Args& args) {
       .columns = {"version", "uptime_seconds", "collections", "total_vectors", "total_vector_bytes",
                   "builds_in_progress", "ingest_inflight_bytes", "ingest_inflight_budget_bytes"},
       .single = true};
-  t.rows.push_back({Cell::Text(r.version()), Cell::Number(r.uptime_seconds()),
+  t.rows.push_back({Cell::Text(r.version()), Cell::Seconds(r.uptime_seconds()),
                     Cell::Number(static_cast<uint64_t>(r.collections_size())),
                     Cell::Number(static_cast<uint64_t>(r.total_vectors())),
-                    Cell::Number(static_cast<uint64_t>(r.total_vector_bytes())),
+                    Cell::Bytes(static_cast<uint64_t>(r.total_vector_bytes())),
                     Cell::Number(static_cast<uint64_t>(r.builds_in_progress())),
-                    Cell::Number(static_cast<uint64_t>(r.ingest_inflight_bytes())),
-                    Cell::Number(static_cast<uint64_t>(r.ingest_inflight_budget_bytes()))});
+                    Cell::Bytes(static_cast<uint64_t>(r.ingest_inflight_bytes())),
+                    Cell::Bytes(static_cast<uint64_t>(r.ingest_inflight_budget_bytes()))});
   return t;
 }
 

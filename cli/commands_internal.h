@@ -35,7 +35,8 @@ absl::Status ParseFloats(const std::string& text, const std::string& field,
 // "name=value": an int, then a double, then true/false, else a string.
 absl::StatusOr<std::pair<std::string, ::shoal::v1::AttributeValue>> ParseAttribute(
     const std::string& text);
-std::string AttributeText(const ::shoal::v1::AttributeValue& value);
+// The value typed as JSON types it (int, double, bool, string); null when unset.
+Cell AttributeCell(const ::shoal::v1::AttributeValue& value);
 
 // `search --filter`: comma-separated terms, all of which must hold; a leading '!' negates one.
 //   NAME=VALUE (typed as ParseAttribute)   NAME>=NUMBER   NAME<=NUMBER   tag:TAG

@@ -3,7 +3,6 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "base/status_macros.h"
 #include "cli/commands_internal.h"
@@ -23,8 +22,7 @@ absl::StatusOr<v1::Metric> ParseMetric(const std::string& name) {
   if (name == "l2" || name == "euclidean") return v1::METRIC_L2;
   if (name == "ip" || name == "inner_product") return v1::METRIC_INNER_PRODUCT;
   if (name == "cosine" || name == "angular") return v1::METRIC_COSINE;
-  return absl::InvalidArgumentError(
-      absl::StrCat("--metric: \"", name, "\" is not one of l2, ip, cosine"));
+  return UsageError(absl::StrCat("--metric: \"", name, "\" is not one of l2, ip, cosine"));
 }
 
 std::string MetricText(v1::Metric metric) {
@@ -92,18 +90,18 @@ absl::StatusOr<std::pair<std::string, v1::AttributeValue>> ParseAttribute(const 
   return std::make_pair(text.substr(0, eq), out);
 }
 
-std::string AttributeText(const v1::AttributeValue& value) {
+Cell AttributeCell(const v1::AttributeValue& value) {
   switch (value.value_case()) {
     case v1::AttributeValue::kIntValue:
-      return std::to_string(value.int_value());
+      return Cell::Number(static_cast<int64_t>(value.int_value()));
     case v1::AttributeValue::kDoubleValue:
-      return absl::StrCat(value.double_value());
+      return Cell::Number(value.double_value());
     case v1::AttributeValue::kBoolValue:
-      return value.bool_value() ? "true" : "false";
+      return Cell::Bool(value.bool_value());
     case v1::AttributeValue::kStringValue:
-      return value.string_value();
+      return Cell::Text(value.string_value());
     default:
-      return "";
+      return Cell::Null();
   }
 }
 
@@ -116,16 +114,18 @@ Table CollectionTable(bool detailed) {
 }
 
 void AddCollectionRow(const v1::CollectionInfo& info, Table* table) {
+  std::vector<Cell> aliases;
+  for (const std::string& alias : info.aliases()) aliases.push_back(Cell::Text(alias));
   std::vector<Cell> row = {Cell::Text(info.spec().name()),
                            Cell::Number(static_cast<uint64_t>(info.spec().dimension())),
                            Cell::Text(MetricText(info.spec().metric())),
                            Cell::Number(static_cast<uint64_t>(info.num_vectors())),
                            Cell::Text(info.index()),
-                           Cell::Text(absl::StrJoin(info.aliases(), ","))};
+                           Cell::List(aliases)};
   if (table->columns.size() > row.size()) {
-    row.push_back(Cell::Number(static_cast<uint64_t>(info.index_ram_bytes())));
+    row.push_back(Cell::Bytes(static_cast<uint64_t>(info.index_ram_bytes())));
     row.push_back(Cell::Number(static_cast<uint64_t>(info.unindexed_vectors())));
-    row.push_back(Cell::Number(static_cast<uint64_t>(info.vector_bytes())));
+    row.push_back(Cell::Bytes(static_cast<uint64_t>(info.vector_bytes())));
   }
   table->rows.push_back(std::move(row));
 }
@@ -167,15 +167,20 @@ absl::StatusOr<Table> Get(const Connection& c, const Args& args) {
   for (int i = 0; i < response.results_size(); ++i) {
     const v1::GetResult& result = response.results(i);
     const v1::Record& r = result.record();
-    std::vector<std::string> attributes;
+    // Attributes by name (the wire map has no order).
+    std::vector<std::pair<std::string, Cell>> attributes;
     for (const auto& [name, value] : r.attributes()) {
-      attributes.push_back(absl::StrCat(name, "=", AttributeText(value)));
+      attributes.emplace_back(name, AttributeCell(value));
     }
-    std::sort(attributes.begin(), attributes.end());
+    std::sort(attributes.begin(), attributes.end(),
+              [](const auto& a, const auto& b) { return a.first < b.first; });
+    std::vector<Cell> vector;
+    for (float value : r.vector()) vector.push_back(Cell::Number(value));
+    std::vector<Cell> tags;
+    for (const std::string& tag : r.tags()) tags.push_back(Cell::Text(tag));
     t.rows.push_back({KeyCell(request.keys(i)), Cell::Bool(result.found()),
-                      result.found() ? Cell::Text(absl::StrJoin(r.vector(), ",")) : Cell::Null(),
-                      Cell::Text(absl::StrJoin(attributes, ",")),
-                      Cell::Text(absl::StrJoin(r.tags(), ","))});
+                      result.found() ? Cell::List(vector) : Cell::Null(), Cell::Object(attributes),
+                      Cell::List(tags)});
   }
   return t;
 }
@@ -268,7 +273,7 @@ absl::StatusOr<Table> Search(const Connection& c, const Args& args) {
     for (int rank = 0; rank < hits.size(); ++rank) {
       t.rows.push_back({Cell::Number(static_cast<uint64_t>(q)),
                         Cell::Number(static_cast<uint64_t>(rank)), KeyCell(hits[rank].key()),
-                        Cell::Number(static_cast<double>(hits[rank].distance()))});
+                        Cell::Number(hits[rank].distance())});
     }
   }
   return t;

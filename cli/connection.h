@@ -76,7 +76,7 @@ class Connection {
 // grpc::Status -> absl::Status (the two share the canonical code numbering).
 absl::Status FromGrpc(const grpc::Status& status);
 
-// "NOT_FOUND: collection 'x' does not exist": how every tool prints an error.
+// "NOT_FOUND: name: 'x' not found": how every tool prints an error.
 std::string ErrorText(const absl::Status& status);
 
 }  // namespace shoal::cli

@@ -199,18 +199,42 @@ absl::StatusOr<IngestResult> Ingest(const Connection& c, const IngestOptions& o)
   return result;
 }
 
+std::string IngestUsage() {
+  return "ingest FILE --collection NAME [--create [--dimension D] [--metric l2|ip|cosine]]"
+         " [--format auto] [--batch N] [--streams P] [--checkpoint PATH [--restart]]"
+         " [--key-prefix P | --key-offset N] [--limit N] [--max-rate ROWS_PER_S] [--sync]"
+         " [--rpc ingest|upsert] [--window W] [--no-progress]";
+}
+
+const std::vector<Flag>& IngestFlags() {
+  static const std::vector<Flag> kFlags = {
+      {"collection", "NAME", "the collection to load into (required)"},
+      {"create", nullptr, "create the collection first (with --dimension, --metric)"},
+      {"dimension", "D", "with --create: the dimension (default: the file's)"},
+      {"metric", "l2|ip|cosine", "with --create: the metric (default l2)"},
+      {"format", "FORMAT", "fvecs, bvecs, ivecs, fbin, u8bin, ibin, npy, idx, hdf5 (default auto)"},
+      {"batch", "N", "records per batch (default 1000)"},
+      {"streams", "P", "parallel streams (default 2)"},
+      {"checkpoint", "PATH", "record progress here; rerunning continues after it"},
+      {"restart", nullptr, "with --checkpoint: start over"},
+      {"key-prefix", "P", "row r gets the string key P<r>"},
+      {"key-offset", "N", "row r gets the key N+r (default 0)"},
+      {"limit", "N", "send at most N rows"},
+      {"max-rate", "ROWS_PER_S", "send at most this many rows per second"},
+      {"sync", nullptr, "make every batch durable before it is acknowledged"},
+      {"rpc", "ingest|upsert", "the streaming Ingest RPC (default) or plain Upsert calls"},
+      {"window", "W", "batches in flight per stream (default 4)"},
+      {"no-progress", nullptr, "no progress line on a terminal"},
+  };
+  return kFlags;
+}
+
 absl::StatusOr<IngestOptions> ParseIngestOptions(const Args& args) {
-  if (args.positional.size() != 2) {
-    return absl::InvalidArgumentError(
-        "usage: ingest FILE --collection NAME [--create [--dimension D] [--metric l2|ip|cosine]]"
-        " [--format auto] [--batch N] [--streams P] [--checkpoint PATH [--restart]]"
-        " [--key-prefix P | --key-offset N] [--limit N] [--max-rate ROWS_PER_S] [--sync]"
-        " [--rpc ingest|upsert] [--window W] [--no-progress]");
-  }
+  if (args.positional.size() != 2) return UsageError(absl::StrCat("usage: ", IngestUsage()));
   IngestOptions o;
   o.file = args.positional[1];
   o.collection = args.Get("collection", "");
-  if (o.collection.empty()) return absl::InvalidArgumentError("--collection: required");
+  if (o.collection.empty()) return UsageError("--collection: required");
   o.format = args.Get("format", "auto");
   o.create = args.Has("create");
   SHOAL_ASSIGN_OR_RETURN(uint64_t dimension, args.GetUint("dimension", 0, UINT32_MAX));
@@ -218,8 +242,8 @@ absl::StatusOr<IngestOptions> ParseIngestOptions(const Args& args) {
   o.metric = args.Get("metric", "l2");
   SHOAL_ASSIGN_OR_RETURN(o.batch, args.GetUint("batch", 1000, 1000000));
   SHOAL_ASSIGN_OR_RETURN(uint64_t streams, args.GetUint("streams", 2, 64));
-  if (o.batch == 0) return absl::InvalidArgumentError("--batch: must be at least 1");
-  if (streams == 0) return absl::InvalidArgumentError("--streams: must be at least 1");
+  if (o.batch == 0) return UsageError("--batch: must be at least 1");
+  if (streams == 0) return UsageError("--streams: must be at least 1");
   o.streams = static_cast<int>(streams);
   o.sync = args.Has("sync");
   o.checkpoint = args.Get("checkpoint", "");
@@ -230,11 +254,11 @@ absl::StatusOr<IngestOptions> ParseIngestOptions(const Args& args) {
   SHOAL_ASSIGN_OR_RETURN(o.max_rate, args.GetDouble("max-rate", 0));
   const std::string rpc = args.Get("rpc", "ingest");
   if (rpc != "ingest" && rpc != "upsert") {
-    return absl::InvalidArgumentError("--rpc: must be ingest or upsert");
+    return UsageError("--rpc: must be ingest or upsert");
   }
   o.use_stream = rpc == "ingest";
   SHOAL_ASSIGN_OR_RETURN(uint64_t window, args.GetUint("window", 4, 64));
-  if (window == 0) return absl::InvalidArgumentError("--window: must be at least 1");
+  if (window == 0) return UsageError("--window: must be at least 1");
   o.window = static_cast<int>(window);
   o.progress = isatty(STDERR_FILENO) && !args.Has("no-progress");
   return o;
@@ -254,7 +278,7 @@ int RunIngest(const Connection& connection, const Args& args) {
           .single = true};
   t.rows.push_back({Cell::Text(options->collection), Cell::Number(result->rows),
                     Cell::Number(result->resumed), Cell::Number(result->sent),
-                    Cell::Number(result->seconds), Cell::Number(rate),
+                    Cell::Seconds(result->seconds), Cell::Number(rate),
                     Cell::Number(result->backoffs)});
   absl::StatusOr<OutputFormat> format =
       ParseOutputFormat(args.Get("output", isatty(STDOUT_FILENO) ? "table" : "json"));

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cli/args.h"
@@ -59,6 +60,10 @@ absl::StatusOr<IngestResult> Ingest(const Connection& connection, const IngestOp
 
 // `shoal ingest ...` (args.positional[0] == "ingest"): prints the result, returns the exit status.
 int RunIngest(const Connection& connection, const Args& args);
+
+// For the command-line parser (cli/command_line.h): the usage line and the flags.
+std::string IngestUsage();
+const std::vector<Flag>& IngestFlags();
 
 }  // namespace shoal::cli
 

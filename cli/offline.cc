@@ -14,9 +14,6 @@
 namespace shoal::cli {
 namespace {
 
-constexpr char kUsage[] =
-    "usage: shoal offline --data DIR dump|verify|salvage-wal [--output table|json|csv]";
-
 // Read-only: dump and verify never write into the directory they inspect.
 absl::StatusOr<Table> Dump(const std::string& dir) {
   absl::StatusOr<std::vector<CollectionInfo>> collections = DescribeDatabase(dir);
@@ -56,7 +53,7 @@ absl::StatusOr<Table> Verify(const std::string& dir, bool* clean) {
   for (const VerifyReport::CollectionReport& c : report->collections) {
     t.rows.push_back({Cell::Text(c.spec.name), Cell::Number(c.records), Cell::Number(c.keys),
                       Cell::Text(c.index), Cell::Number(c.index_postings),
-                      Cell::Number(c.index_vectors), Cell::Number(c.index_bytes)});
+                      Cell::Number(c.index_vectors), Cell::Bytes(c.index_bytes)});
   }
   for (const std::string& problem : report->problems) std::cerr << "problem: " << problem << "\n";
   if (report->problems_not_listed > 0) {
@@ -68,10 +65,20 @@ absl::StatusOr<Table> Verify(const std::string& dir, bool* clean) {
 
 }  // namespace
 
+std::string OfflineUsage() {
+  return "shoal offline --data DIR dump|verify|salvage-wal [--output table|json|csv]";
+}
+
+const std::vector<Flag>& OfflineFlags() {
+  static const std::vector<Flag> kFlags = {
+      {"data", "DIR", "the data directory (not open in a running shoald)"}};
+  return kFlags;
+}
+
 int RunOffline(const Args& args) {
   const std::string dir = args.Get("data", "");
   if (args.positional.size() != 2 || dir.empty()) {
-    std::cerr << kUsage << "\n";
+    std::cerr << "error: " << ErrorText(UsageError("usage: " + OfflineUsage())) << "\n";
     return 2;
   }
   absl::StatusOr<OutputFormat> format =
@@ -93,7 +100,7 @@ int RunOffline(const Args& args) {
   } else if (args.positional[1] == "salvage-wal") {
     table = SalvageWal(dir);
   } else {
-    std::cerr << kUsage << "\n";
+    std::cerr << "error: " << ErrorText(UsageError("usage: " + OfflineUsage())) << "\n";
     return 2;
   }
   if (!table.ok()) {

@@ -6,12 +6,19 @@
 #ifndef SHOAL_CLI_OFFLINE_H_
 #define SHOAL_CLI_OFFLINE_H_
 
+#include <string>
+#include <vector>
+
 #include "cli/args.h"
 
 namespace shoal::cli {
 
 // args.positional = {"offline", "dump"|"verify"}; returns the exit status.
 int RunOffline(const Args& args);
+
+// For the command-line parser (cli/command_line.h): the usage line and the flags.
+std::string OfflineUsage();
+const std::vector<Flag>& OfflineFlags();
 
 }  // namespace shoal::cli
 

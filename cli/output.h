@@ -1,12 +1,17 @@
 // Output of the `shoal` commands: every command answers a Table, printed as an aligned text
 // table (for people), JSON (for scripts; the default when stdout is not a terminal) or CSV.
 //
-//   Table t{.columns = {"name", "vectors"}};
-//   t.rows.push_back({Cell::Text("docs"), Cell::Number(uint64_t{42})});
-//   std::cout << Render(t, OutputFormat::kJson);   // [{"name":"docs","vectors":42}]
+//   Table t{.columns = {"name", "vectors", "bytes"}};
+//   t.rows.push_back({Cell::Text("docs"), Cell::Number(uint64_t{42}), Cell::Bytes(195648000)});
+//   std::cout << Render(t, OutputFormat::kJson);  //
+//   [{"name":"docs","vectors":42,"bytes":195648000}] std::cout << Render(t, OutputFormat::kTable);
+//   // ... docs  42  186.6 MiB
 //
-// JSON: an array of objects, one per row; with `single` set, the one row's object alone.
-// CSV: RFC 4180 (a header line, fields quoted when they hold , " or a line break).
+// A Cell holds a typed JSON value (nlohmann::json: numbers as numbers, vectors and lists as
+// arrays, empty lists as [], attributes as an object) and the text a table shows for it (byte
+// sizes and durations in human units). JSON: an array of objects, one per row; with `single`
+// set, the one row's object alone. CSV: RFC 4180 (a header line, fields quoted when they hold
+// , " or a line break); byte sizes and durations as plain numbers, lists as comma-joined text.
 // Plain data; thread-compatible.
 #ifndef SHOAL_CLI_OUTPUT_H_
 #define SHOAL_CLI_OUTPUT_H_
@@ -14,9 +19,11 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "nlohmann/json.hpp"
 
 namespace shoal::cli {
 
@@ -25,17 +32,38 @@ enum class OutputFormat { kTable, kJson, kCsv };
 // "table", "json" or "csv"; InvalidArgument naming --output otherwise.
 absl::StatusOr<OutputFormat> ParseOutputFormat(std::string_view name);
 
-struct Cell {
-  enum class Kind { kText, kNumber, kBool, kNull };
-  Kind kind = Kind::kNull;
-  std::string text;  // the value as printed (numbers already formatted)
+class Cell {
+ public:
+  static Cell Text(std::string text);
+  static Cell Number(uint64_t value);
+  static Cell Number(int64_t value);
+  static Cell Number(float value);   // shortest text that reads back as the same float
+  static Cell Number(double value);  // 9 significant digits; NaN and infinities are null
+  static Cell Bool(bool value);
+  static Cell Null();
+  // JSON: the number; table: "186.6 MiB" (binary units).
+  static Cell Bytes(uint64_t bytes);
+  // JSON: the number of seconds; table: "85.5 s", "1 min 25 s", "2 h 3 min", "1.2 ms".
+  static Cell Seconds(double seconds);
+  // JSON: an array of the items; table and CSV: their texts joined by ",".
+  static Cell List(const std::vector<Cell>& items);
+  // JSON: an object; table and CSV: "name=value" pairs joined by ",".
+  static Cell Object(const std::vector<std::pair<std::string, Cell>>& fields);
 
-  static Cell Text(std::string text) { return {Kind::kText, std::move(text)}; }
-  static Cell Number(uint64_t value) { return {Kind::kNumber, std::to_string(value)}; }
-  static Cell Number(int64_t value) { return {Kind::kNumber, std::to_string(value)}; }
-  static Cell Number(double value);
-  static Cell Bool(bool value) { return {Kind::kBool, value ? "true" : "false"}; }
-  static Cell Null() { return {Kind::kNull, ""}; }
+  bool is_null() const { return json_.is_null(); }
+  // What a table shows ("-" for null).
+  const std::string& text() const { return text_; }
+  const nlohmann::ordered_json& json() const { return json_; }
+
+ private:
+  Cell(nlohmann::ordered_json json, std::string text, bool human = false)
+      : json_(std::move(json)), text_(std::move(text)), human_(human) {}
+
+  nlohmann::ordered_json json_;
+  std::string text_;
+  bool human_;  // text_ is in human units (Bytes, Seconds): CSV prints the JSON number instead
+
+  friend std::string CsvText(const Cell& cell);
 };
 
 struct Table {
@@ -46,9 +74,6 @@ struct Table {
 
 // A table with no columns renders as nothing (commands that only succeed).
 std::string Render(const Table& table, OutputFormat format);
-
-// JSON string literal of `text` (quotes included), escaping as RFC 8259 requires.
-std::string JsonQuote(std::string_view text);
 
 }  // namespace shoal::cli
 

@@ -15,6 +15,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "cli/args.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
 
 namespace shoal::cli {
@@ -75,16 +76,18 @@ bool RunLine(const Connection& connection, OutputFormat format, const std::strin
   if (words->empty()) return true;
   const std::string& name = (*words)[0];
   if (name == "quit" || name == "exit") return false;
-  if (name == "help") {
-    std::cout << HelpText(words->size() > 1 ? (*words)[1] : "");
+  absl::StatusOr<CommandLine> parsed = ParseCommandLine(*words, LineMode::kShell);
+  if (parsed.ok() && parsed->action == CommandLine::Action::kPrint) {
+    std::cout << parsed->text << std::flush;
     return true;
   }
-  absl::StatusOr<Args> args = ParseArgs(*words);
   absl::StatusOr<OutputFormat> line_format = format;
-  if (args.ok() && args->Has("output")) line_format = ParseOutputFormat(args->Get("output", ""));
-  absl::StatusOr<Table> table = !args.ok()          ? args.status()
+  if (parsed.ok() && parsed->args.Has("output")) {
+    line_format = ParseOutputFormat(parsed->args.Get("output", ""));
+  }
+  absl::StatusOr<Table> table = !parsed.ok()        ? parsed.status()
                                 : !line_format.ok() ? line_format.status()
-                                                    : RunCommand(connection, *args);
+                                                    : RunCommand(connection, parsed->args);
   if (!table.ok()) {
     std::cerr << "error: " << ErrorText(table.status()) << "\n";
     return true;

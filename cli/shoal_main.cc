@@ -6,7 +6,9 @@
 //   shoal [GLOBAL FLAGS] ingest FILE --collection NAME ...     load a vector file (cli/ingest.h)
 //   shoal offline --data DIR dump|verify|salvage-wal   a data directory, no server (cli/offline.h)
 //
-// Exit status: 0 success, 1 an error ("error: CODE: message" on stderr), 2 bad usage.
+// Exit status: 0 success, 1 an error ("error: CODE: message" on stderr), 2 bad usage (an
+// unknown command or flag, a surplus argument, a malformed flag value). `--help` after a command
+// prints its help; `--version` the build. The command line is parsed by cli/command_line.h.
 #include <unistd.h>
 
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include <vector>
 
 #include "cli/args.h"
+#include "cli/command_line.h"
 #include "cli/commands.h"
 #include "cli/connection.h"
 #include "cli/ingest.h"
@@ -26,21 +29,9 @@
 namespace shoal::cli {
 namespace {
 
-constexpr char kUsage[] = R"(usage: shoal [GLOBAL FLAGS] [COMMAND ARGS...]
-Global flags:
-  --server HOST:PORT     shoald to talk to (default 127.0.0.1:50051, or $SHOAL_SERVER)
-  --output table|json|csv
-                         output format (default: table on a terminal, json otherwise)
-  --tls                  use TLS (system roots unless --tls-ca)
-  --tls-ca FILE --tls-cert FILE --tls-key FILE --tls-server-name NAME
-  --timeout-ms N         deadline of each call (default 30000)
-The API key is read from $SHOAL_API_KEY (sent as "authorization: Bearer <key>").
-Commands (also in the shell):
-)";
-
 int Fail(const absl::Status& status) {
   std::cerr << "error: " << ErrorText(status) << "\n";
-  return absl::IsInvalidArgument(status) && status.message().rfind("usage:", 0) == 0 ? 2 : 1;
+  return IsUsageError(status) ? 2 : 1;
 }
 
 absl::StatusOr<ConnectionOptions> ConnectionFlags(const Args& args) {
@@ -67,30 +58,38 @@ int RunScript(const Connection& connection, OutputFormat format) {
     absl::StatusOr<std::vector<std::string>> words = SplitLine(line);
     if (!words.ok()) return Fail(words.status());
     if (words->empty() || (*words)[0].starts_with("#")) continue;
-    absl::StatusOr<Args> args = ParseArgs(*words);
-    if (!args.ok()) return Fail(args.status());
-    absl::StatusOr<Table> table = RunCommand(connection, *args);
+    absl::StatusOr<CommandLine> parsed = ParseCommandLine(*words, LineMode::kShell);
+    if (!parsed.ok()) return Fail(parsed.status());
+    if (parsed->action == CommandLine::Action::kPrint) {
+      std::cout << parsed->text << std::flush;
+      continue;
+    }
+    absl::StatusOr<OutputFormat> line_format =
+        parsed->args.Has("output") ? ParseOutputFormat(parsed->args.Get("output", "")) : format;
+    if (!line_format.ok()) return Fail(line_format.status());
+    absl::StatusOr<Table> table = RunCommand(connection, parsed->args);
     if (!table.ok()) return Fail(table.status());
-    std::cout << Render(*table, format) << std::flush;
+    std::cout << Render(*table, *line_format) << std::flush;
   }
   return 0;
 }
 
 int Main(int argc, char** argv) {
   std::vector<std::string> words(argv + 1, argv + argc);
-  absl::StatusOr<Args> args = ParseArgs(words);
-  if (!args.ok()) return Fail(args.status());
-  const std::string command = args->positional.empty() ? "" : args->positional[0];
-  if (args->Has("help") || command == "help") {
-    std::cout << kUsage << HelpText(args->positional.size() > 1 ? args->positional[1] : "");
+  absl::StatusOr<CommandLine> parsed = ParseCommandLine(words, LineMode::kProgram);
+  if (!parsed.ok()) return Fail(parsed.status());
+  if (parsed->action == CommandLine::Action::kPrint) {
+    std::cout << parsed->text;
     return 0;
   }
-  if (command == "offline") return RunOffline(*args);
+  const Args& args = parsed->args;
+  const std::string command = args.positional.empty() ? "" : args.positional[0];
+  if (command == "offline") return RunOffline(args);
 
   absl::StatusOr<OutputFormat> format =
-      ParseOutputFormat(args->Get("output", isatty(STDOUT_FILENO) ? "table" : "json"));
+      ParseOutputFormat(args.Get("output", isatty(STDOUT_FILENO) ? "table" : "json"));
   if (!format.ok()) return Fail(format.status());
-  absl::StatusOr<ConnectionOptions> options = ConnectionFlags(*args);
+  absl::StatusOr<ConnectionOptions> options = ConnectionFlags(args);
   if (!options.ok()) return Fail(options.status());
   absl::StatusOr<std::unique_ptr<Connection>> connection = Connection::Create(*options);
   if (!connection.ok()) return Fail(connection.status());
@@ -99,8 +98,8 @@ int Main(int argc, char** argv) {
     if (isatty(STDIN_FILENO)) return RunRepl(**connection, *format);
     return RunScript(**connection, *format);
   }
-  if (command == "ingest") return RunIngest(**connection, *args);
-  absl::StatusOr<Table> table = RunCommand(**connection, *args);
+  if (command == "ingest") return RunIngest(**connection, args);
+  absl::StatusOr<Table> table = RunCommand(**connection, args);
   if (!table.ok()) return Fail(table.status());
   std::cout << Render(*table, *format);
   return 0;

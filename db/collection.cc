@@ -149,7 +149,8 @@ const float* Collection::IndexForm(const std::vector<float>& v, std::vector<floa
 }
 
 absl::Status Collection::CheckNotDropped() const {
-  if (dropped_) return absl::NotFoundError(absl::StrCat("collection '", spec_.name, "' not found"));
+  if (dropped_)
+    return absl::NotFoundError(absl::StrCat("collection: '", spec_.name, "' not found"));
   return absl::OkStatus();
 }
 

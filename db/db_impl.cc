@@ -256,7 +256,7 @@ absl::Status DBImpl::DropCollection(std::string_view name) {
       return absl::NotFoundError(absl::StrCat("name: '", key, "' is an alias of '", alias->second,
                                               "'; DropCollection takes the collection's name"));
     }
-    return absl::NotFoundError(absl::StrCat("name: collection '", key, "' not found"));
+    return absl::NotFoundError(absl::StrCat("name: '", key, "' not found"));
   }
   for (const auto& [alias, target] : aliases_) {
     if (target == key) {

@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "base/build_info.h"
 #include "rpc/convert.h"
 
 namespace shoal::rpc {
@@ -275,7 +276,7 @@ grpc::Status AdminServiceImpl::GetStats(grpc::ServerContext* context,
     response->set_builds_in_progress(builds_in_progress_.load());
     response->set_ingest_inflight_bytes(budget_->inflight());
     response->set_ingest_inflight_budget_bytes(budget_->limit());
-    response->set_version("shoald 0.1.0");
+    response->set_version(absl::StrCat("shoald ", base::VersionText()));
     return absl::OkStatus();
   });
 }

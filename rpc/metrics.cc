@@ -14,6 +14,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "base/build_info.h"
 #include "rpc/db_host.h"
 #include "shoal/db.h"
 
@@ -136,6 +137,13 @@ ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry
                              .Help("Index builds running now.")
                              .Register(*registry_)
                              .Add({});
+  // Constant 1; the labels say what is running (the usual *_build_info idiom).
+  prometheus::BuildGauge()
+      .Name("shoal_build_info")
+      .Help("The running shoald's version (project version and git describe); always 1.")
+      .Register(*registry_)
+      .Add({{"version", base::ProjectVersion()}, {"revision", base::GitDescribe()}})
+      .Set(1);
 }
 
 ServerMetrics::~ServerMetrics() = default;

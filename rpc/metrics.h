@@ -14,6 +14,7 @@
 //   shoal_collection_vectors{collection}          gauge, read from the DB at scrape time
 //   shoal_collection_vector_bytes{collection}     gauge, read from the DB at scrape time
 //   shoal_collection_index_ram_bytes{collection}  gauge, read from the DB at scrape time
+//   shoal_build_info{version,revision}            gauge, always 1: project version, git describe
 //
 // Recording works whether or not the endpoint is served. Thread safety: all methods are
 // thread-safe.

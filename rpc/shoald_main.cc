@@ -9,9 +9,11 @@
 //   shoald metrics on HOST:PORT
 // SIGTERM / SIGINT: health turns NOT_SERVING, then after --shutdown-drain-ms the server stops
 // accepting RPCs, in-flight ones get --shutdown-grace-ms, the DB is closed and the process
-// exits 0. Any start-up failure is reported on stderr with exit status 1.
+// exits 0. Any start-up failure is reported on stderr with exit status 1; bad usage (an unknown
+// flag, a malformed value) with exit status 2. --help lists the flags, --version the build.
 #include <signal.h>
 
+#include <CLI/CLI.hpp>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -21,38 +23,15 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/numbers.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/build_info.h"
 #include "rpc/db_host.h"
 #include "rpc/server.h"
 #include "shoal/db.h"
 #include "shoal/options.h"
 
 namespace {
-
-constexpr char kUsage[] = R"(usage: shoald [flags]
-  --listen HOST:PORT         address to serve on (default 127.0.0.1:50051); port 0 picks a
-                             free port, printed on the start-up line
-  --data DIR                 data directory, created if absent (default ./shoal-data)
-  --key-file FILE            API keys, one "ROLE KEY [NAME]" per line (roles: admin,
-                             read-write, read-only); clients send "authorization: Bearer KEY".
-                             Without it there is no authentication (loopback only)
-  --insecure-allow-remote    allow a non-loopback address without --key-file
-  --tls-cert FILE            PEM certificate chain; with --tls-key, serve TLS only
-  --tls-key FILE             PEM private key
-  --max-message-bytes N      largest request or response message (default 67108864)
-  --rate-limit-rps N         per-key request rate limit, requests/s (default 0 = off)
-  --rate-limit-burst N       per-key burst (default: the rate)
-  --ingest-inflight-bytes N  ingest batches applied at once over all streams before clients
-                             are told to back off (default 268435456)
-  --metrics-listen HOST:PORT serve Prometheus metrics (GET /metrics only) on this address
-  --snapshot-dir DIR         where Snapshot writes and Restore reads snapshots (by name)
-  --shutdown-drain-ms N      on SIGTERM/SIGINT: report NOT_SERVING for N ms before stopping
-                             (default 0)
-  --shutdown-grace-ms N      on SIGTERM/SIGINT: let in-flight RPCs (and open streams and
-                             client connections) finish for up to N ms (default 5000)
-)";
 
 struct Flags {
   std::string listen = "127.0.0.1:50051";
@@ -69,69 +48,75 @@ struct Flags {
   int32_t ingest_inflight_bytes = 256 << 20;
   int32_t shutdown_drain_ms = 0;
   int32_t shutdown_grace_ms = 5000;
-  bool help = false;
 };
 
-// Accepts "--name value" and "--name=value". A plain parser (not absl flags) so that flag
-// names keep their dashes and nothing registers process-wide state.
-absl::StatusOr<Flags> ParseFlags(int argc, char** argv) {
+// The outcome of parsing argv: run with `flags`, or print `text` and exit with `exit_status`
+// (--help, --version: 0 on stdout; bad usage: 2 on stderr).
+struct Parsed {
   Flags flags;
-  for (int i = 1; i < argc; ++i) {
-    std::string arg = argv[i];
-    std::string value;
-    bool has_value = false;
-    if (size_t eq = arg.find('='); arg.rfind("--", 0) == 0 && eq != std::string::npos) {
-      value = arg.substr(eq + 1);
-      arg = arg.substr(0, eq);
-      has_value = true;
-    }
-    auto take = [&]() -> absl::StatusOr<std::string> {
-      if (has_value) return value;
-      if (i + 1 >= argc) return absl::InvalidArgumentError(arg + ": missing value");
-      return std::string(argv[++i]);
-    };
-    auto take_int = [&](int32_t* out) -> absl::Status {
-      absl::StatusOr<std::string> text = take();
-      if (!text.ok()) return text.status();
-      if (!absl::SimpleAtoi(*text, out) || *out < 0) {
-        return absl::InvalidArgumentError(arg + ": \"" + *text + "\" is not a number >= 0");
-      }
-      return absl::OkStatus();
-    };
-    absl::Status status;
-    if (arg == "--help" || arg == "-h") {
-      flags.help = true;
-    } else if (std::string* target = arg == "--listen"           ? &flags.listen
-                                     : arg == "--data"           ? &flags.data
-                                     : arg == "--key-file"       ? &flags.key_file
-                                     : arg == "--tls-cert"       ? &flags.tls_cert
-                                     : arg == "--tls-key"        ? &flags.tls_key
-                                     : arg == "--metrics-listen" ? &flags.metrics_listen
-                                     : arg == "--snapshot-dir"   ? &flags.snapshot_dir
-                                                                 : nullptr) {
-      absl::StatusOr<std::string> text = take();
-      if (!text.ok()) return text.status();
-      *target = *text;
-    } else if (arg == "--insecure-allow-remote" && !has_value) {
-      flags.insecure_allow_remote = true;
-    } else if (arg == "--max-message-bytes") {
-      status = take_int(&flags.max_message_bytes);
-    } else if (arg == "--rate-limit-rps") {
-      status = take_int(&flags.rate_limit_rps);
-    } else if (arg == "--rate-limit-burst") {
-      status = take_int(&flags.rate_limit_burst);
-    } else if (arg == "--ingest-inflight-bytes") {
-      status = take_int(&flags.ingest_inflight_bytes);
-    } else if (arg == "--shutdown-drain-ms") {
-      status = take_int(&flags.shutdown_drain_ms);
-    } else if (arg == "--shutdown-grace-ms") {
-      status = take_int(&flags.shutdown_grace_ms);
-    } else {
-      return absl::InvalidArgumentError("unknown argument \"" + arg + "\"");
-    }
-    if (!status.ok()) return status;
+  bool run = true;
+  int exit_status = 0;
+  std::string text;
+};
+
+// CLI11 reports --help, --version and errors by throwing; they are caught here and nowhere else.
+Parsed ParseFlags(int argc, char** argv) {
+  Parsed parsed;
+  Flags& f = parsed.flags;
+  CLI::App app{"shoald: Shoal's gRPC server over one data directory", "shoald"};
+  app.set_version_flag("--version", "shoald " + shoal::base::VersionText(),
+                       "print the version and exit");
+  app.add_option("--listen", f.listen,
+                 "address to serve on (default 127.0.0.1:50051); port 0 picks a free port, "
+                 "printed on the start-up line")
+      ->type_name("HOST:PORT");
+  app.add_option("--data", f.data, "data directory, created if absent (default ./shoal-data)")
+      ->type_name("DIR");
+  app.add_option("--key-file", f.key_file,
+                 "API keys, one \"ROLE KEY [NAME]\" per line (roles: admin, read-write, "
+                 "read-only); clients send \"authorization: Bearer KEY\". Without it there is no "
+                 "authentication (loopback only)")
+      ->type_name("FILE");
+  app.add_flag("--insecure-allow-remote", f.insecure_allow_remote,
+               "allow a non-loopback address without --key-file");
+  app.add_option("--tls-cert", f.tls_cert, "PEM certificate chain; with --tls-key, serve TLS only")
+      ->type_name("FILE");
+  app.add_option("--tls-key", f.tls_key, "PEM private key")->type_name("FILE");
+  auto number = [&](const char* name, int32_t* value, const char* help) {
+    app.add_option(name, *value, help)->type_name("N")->check(CLI::NonNegativeNumber);
+  };
+  number("--max-message-bytes", &f.max_message_bytes,
+         "largest request or response message (default 67108864)");
+  number("--rate-limit-rps", &f.rate_limit_rps,
+         "per-key request rate limit, requests/s (default 0 = off)");
+  number("--rate-limit-burst", &f.rate_limit_burst, "per-key burst (default: the rate)");
+  number("--ingest-inflight-bytes", &f.ingest_inflight_bytes,
+         "ingest batches applied at once over all streams before clients are told to back off "
+         "(default 268435456)");
+  app.add_option("--metrics-listen", f.metrics_listen,
+                 "serve Prometheus metrics (GET /metrics only) on this address")
+      ->type_name("HOST:PORT");
+  app.add_option("--snapshot-dir", f.snapshot_dir,
+                 "where Snapshot writes and Restore reads snapshots (by name)")
+      ->type_name("DIR");
+  number("--shutdown-drain-ms", &f.shutdown_drain_ms,
+         "on SIGTERM/SIGINT: report NOT_SERVING for N ms before stopping (default 0)");
+  number("--shutdown-grace-ms", &f.shutdown_grace_ms,
+         "on SIGTERM/SIGINT: let in-flight RPCs (and open streams and client connections) "
+         "finish for up to N ms (default 5000)");
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp&) {
+    parsed = {.run = false, .exit_status = 0, .text = app.help()};
+  } catch (const CLI::CallForVersion& version) {
+    parsed = {.run = false, .exit_status = 0, .text = std::string(version.what()) + "\n"};
+  } catch (const CLI::ParseError& error) {
+    parsed = {.run = false,
+              .exit_status = 2,
+              .text = std::string("shoald: ") + error.what() +
+                      "\nusage: shoald [FLAGS]; shoald --help lists them\n"};
   }
-  return flags;
+  return parsed;
 }
 
 int Fail(const std::string& what, const absl::Status& status) {
@@ -204,14 +189,10 @@ int Run(const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  absl::StatusOr<Flags> flags = ParseFlags(argc, argv);
-  if (!flags.ok()) {
-    std::cerr << "shoald: " << flags.status().message() << "\n" << kUsage;
-    return 2;
+  Parsed parsed = ParseFlags(argc, argv);
+  if (!parsed.run) {
+    (parsed.exit_status == 0 ? std::cout : std::cerr) << parsed.text;
+    return parsed.exit_status;
   }
-  if (flags->help) {
-    std::cout << kUsage;
-    return 0;
-  }
-  return Run(*flags);
+  return Run(parsed.flags);
 }

@@ -77,8 +77,18 @@ std::string ShoalBinary() {
   return absl::StrCat(dir != nullptr ? dir : ".", "/shoal");
 }
 
+std::string ShoaldBinary() {
+  const char* dir = std::getenv("SHOAL_BIN_DIR");
+  return absl::StrCat(dir != nullptr ? dir : ".", "/shoald");
+}
+
 RunResult RunShoal(const std::vector<std::string>& args, const std::vector<std::string>& env,
                    absl::Duration timeout) {
+  return RunProgram(ShoalBinary(), args, env, timeout);
+}
+
+RunResult RunProgram(const std::string& binary, const std::vector<std::string>& args,
+                     const std::vector<std::string>& env, absl::Duration timeout) {
   RunResult result;
   char out_path[] = "/tmp/shoal-out-XXXXXX";
   char err_path[] = "/tmp/shoal-err-XXXXXX";
@@ -89,7 +99,6 @@ RunResult RunShoal(const std::vector<std::string>& args, const std::vector<std::
   posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
   posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path, O_WRONLY | O_TRUNC, 0);
   posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path, O_WRONLY | O_TRUNC, 0);
-  const std::string binary = ShoalBinary();
   std::vector<char*> argv = Argv(args, binary);
   std::vector<std::string> env_strings = Environment(env);
   std::vector<char*> envp;

@@ -9,8 +9,8 @@
 //   ASSERT_TRUE(shell.ReadUntil("shoal> ").ok());
 //   shell.Write("help\n");
 //
-// The binary is $SHOAL_BIN_DIR/shoal. Destructors SIGKILL children still running. Not
-// thread-safe.
+// The binaries are $SHOAL_BIN_DIR/shoal and $SHOAL_BIN_DIR/shoald. Destructors SIGKILL children
+// still running. Not thread-safe.
 #ifndef SHOAL_TESTS_CLI_CHILD_PROCESS_H_
 #define SHOAL_TESTS_CLI_CHILD_PROCESS_H_
 
@@ -26,6 +26,7 @@
 namespace shoal::cli_test {
 
 std::string ShoalBinary();
+std::string ShoaldBinary();
 
 struct RunResult {
   int exit_status = -1;  // 128 + signal when killed
@@ -36,6 +37,10 @@ struct RunResult {
 // Runs shoal with `args` (and extra "NAME=VALUE" environment entries), stdin from /dev/null.
 RunResult RunShoal(const std::vector<std::string>& args, const std::vector<std::string>& env = {},
                    absl::Duration timeout = absl::Seconds(120));
+// The same for any program (e.g. ShoaldBinary()).
+RunResult RunProgram(const std::string& binary, const std::vector<std::string>& args,
+                     const std::vector<std::string>& env = {},
+                     absl::Duration timeout = absl::Seconds(120));
 
 // A child whose stdout/stderr go to files; for killing it midway.
 class BackgroundChild {

@@ -41,7 +41,8 @@ class PythonSdkTest(unittest.TestCase):
         with self.assertRaises(shoal.NotFoundError) as e:
             self.client.describe_collection("py_coll")
         self.assertEqual(e.exception.code, grpc.StatusCode.NOT_FOUND)
-        self.assertIn("py_coll", e.exception.details)
+        # The wording errors.py documents.
+        self.assertEqual(e.exception.details, "name: 'py_coll' not found")
         with self.assertRaises(shoal.InvalidArgumentError):
             self.client.create_collection("bad name!", dimension=3)
 

@@ -82,7 +82,7 @@ TEST_F(ShellAdminE2eTest, AliasesBuildIndexCompactStats) {
   r = Shoal({"describe", "live"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_NE(r.out.find("\"name\":\"v1\""), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("\"aliases\":\"live\""), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"aliases\":[\"live\"]"), std::string::npos) << r.out;
 
   r = Shoal({"build-index", "live", "spann:centroid_ratio=0.05,replicas=2", "--progress-ms", "10"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
@@ -100,6 +100,10 @@ TEST_F(ShellAdminE2eTest, AliasesBuildIndexCompactStats) {
   r = Shoal({"stats"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_NE(r.out.find("\"total_vectors\":300"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"total_vector_bytes\":4800,"), std::string::npos) << r.out;
+  r = Shoal({"stats", "--output", "table"});  // people get units
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("4.7 KiB"), std::string::npos) << r.out;
   ASSERT_EQ(Shoal({"create", "v2", "--dimension", "4"}).exit_status, 0);
   ASSERT_EQ(Shoal({"alias-alter", "live", "v2"}).exit_status, 0);
   r = Shoal({"aliases", "v2", "--output", "csv"});

@@ -31,7 +31,7 @@ TEST_F(ShellE2eTest, OneShotCommandsPrintJsonWhenPiped) {
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_EQ(r.out,
             "{\"name\":\"docs\",\"dimension\":3,\"metric\":\"l2\",\"vectors\":0,\"index\":\"flat\","
-            "\"aliases\":\"\"}\n");
+            "\"aliases\":[]}\n");
   ASSERT_EQ(
       Shoal({"upsert", "docs", "7", "1,0,0", "--attrs", "color=red", "--tags", "t"}).exit_status,
       0);
@@ -57,6 +57,18 @@ TEST_F(ShellE2eTest, OneShotCommandsPrintJsonWhenPiped) {
   r = Shoal({"get", "docs", "7", "--output", "csv"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_EQ(r.out, "key,found,vector,attributes,tags\n7,true,\"1,0,0\",color=red,t\n");
+  // JSON is typed: the vector an array of numbers, attributes an object, empty lists [].
+  ASSERT_EQ(
+      Shoal({"upsert", "docs", "9", "0.5,-0.25,0", "--attrs", "n=3,x=1.5,ok=true"}).exit_status, 0);
+  r = Shoal({"get", "docs", "7", "9", "404"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(
+      r.out,
+      "[{\"key\":7,\"found\":true,\"vector\":[1.0,0.0,0.0],\"attributes\":{\"color\":\"red\"},"
+      "\"tags\":[\"t\"]},"
+      "{\"key\":9,\"found\":true,\"vector\":[0.5,-0.25,0.0],"
+      "\"attributes\":{\"n\":3,\"ok\":true,\"x\":1.5},\"tags\":[]},"
+      "{\"key\":404,\"found\":false,\"vector\":null,\"attributes\":{},\"tags\":[]}]\n");
 
   r = Shoal({"list", "--output", "table"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
@@ -68,10 +80,14 @@ TEST_F(ShellE2eTest, OneShotCommandsPrintJsonWhenPiped) {
 }
 
 TEST_F(ShellE2eTest, ErrorsExitNonZeroWithTheGrpcCode) {
+  // The wording cli/README.md and the Python SDK's errors.py document: FIELD: 'NAME' not found.
   RunResult r = Shoal({"describe", "missing"});
   EXPECT_EQ(r.exit_status, 1);
-  EXPECT_NE(r.err.find("error: NOT_FOUND: "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err, "error: NOT_FOUND: name: 'missing' not found\n");
   EXPECT_EQ(r.out, "");
+  EXPECT_EQ(Shoal({"drop", "missing"}).err, "error: NOT_FOUND: name: 'missing' not found\n");
+  EXPECT_EQ(Shoal({"search", "missing", "1,0"}).err,
+            "error: NOT_FOUND: name: 'missing' not found\n");
 
   ASSERT_EQ(Shoal({"create", "d2", "--dimension", "2"}).exit_status, 0);
   r = Shoal({"upsert", "d2", "1", "1,2,3"});
@@ -82,7 +98,7 @@ TEST_F(ShellE2eTest, ErrorsExitNonZeroWithTheGrpcCode) {
   EXPECT_EQ(r.exit_status, 2);
   EXPECT_NE(r.err.find("usage: describe NAME"), std::string::npos) << r.err;
   r = Shoal({"frobnicate"});
-  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_EQ(r.exit_status, 2);
   EXPECT_NE(r.err.find("unknown command"), std::string::npos) << r.err;
 
   const std::string address = shoald_->address();
@@ -92,6 +108,61 @@ TEST_F(ShellE2eTest, ErrorsExitNonZeroWithTheGrpcCode) {
   EXPECT_TRUE(r.err.find("UNAVAILABLE") != std::string::npos ||
               r.err.find("DEADLINE_EXCEEDED") != std::string::npos)
       << r.err;
+}
+
+TEST_F(ShellE2eTest, UnknownFlagsAndArgumentsAreBadUsageAndChangeNothing) {
+  RunResult r = Shoal({"create", "x5", "--dimension", "4", "--metirc", "ip"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("unknown flag --metirc (did you mean --metric?)"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(r.out, "");
+  r = Shoal({"list"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out, "[]\n");  // nothing was created
+
+  ASSERT_EQ(Shoal({"create", "c", "--dimension", "4"}).exit_status, 0);
+  r = Shoal({"search", "c", "1,0,0,0", "--top-k", "1"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("unknown flag --top-k"), std::string::npos) << r.err;
+  r = Shoal({"describe", "c", "extra"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("unexpected argument \"extra\""), std::string::npos) << r.err;
+  r = Shoal({"search", "c", "1,0,0,0", "--k", "many"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("--k: \"many\" is not a number"), std::string::npos) << r.err;
+
+  // ingest has its own flags and the same strictness.
+  r = RunShoal({"--server", shoald_->address(), "ingest", "f.fvecs", "--colection", "c"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("did you mean --collection?"), std::string::npos) << r.err;
+}
+
+TEST_F(ShellE2eTest, HelpPerCommandAndVersionEverywhere) {
+  RunResult r = Shoal({"ingest", "--help"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("usage: ingest FILE --collection NAME"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("alias-create"), std::string::npos) << r.out;  // not the global help
+  r = Shoal({"help", "create"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("usage: create NAME [--dimension D] [--metric l2|ip|cosine]"),
+            std::string::npos)
+      << r.out;
+
+  for (std::vector<std::string> args :
+       {std::vector<std::string>{"--version"}, std::vector<std::string>{"describe", "--version"}}) {
+    r = RunShoal(args);
+    ASSERT_EQ(r.exit_status, 0) << r.err;
+    EXPECT_TRUE(r.out.starts_with("shoal 0.")) << r.out;
+    EXPECT_NE(r.out.find(" (git "), std::string::npos) << r.out;
+  }
+  r = RunProgram(ShoaldBinary(), {"--version"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_TRUE(r.out.starts_with("shoald 0.")) << r.out;
+  r = RunProgram(ShoaldBinary(), {"--listen", "127.0.0.1:0", "--dat", "/nonexistent"});
+  EXPECT_EQ(r.exit_status, 2);
+  EXPECT_NE(r.err.find("--dat"), std::string::npos) << r.err;
+  r = RunProgram(ShoaldBinary(), {"--rate-limit-rps", "-5"});
+  EXPECT_EQ(r.exit_status, 2) << r.err;
 }
 
 TEST_F(ShellE2eTest, ReplCompletesCommandsAndCollectionsAndKeepsHistory) {

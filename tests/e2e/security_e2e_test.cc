@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "base/build_info.h"
 #include "rpc/client/shoal_client.h"
 #include "tests/e2e/prometheus_text.h"
 #include "tests/e2e/shoald_process.h"
@@ -127,6 +128,9 @@ TEST_F(SecurityE2eTest, MetricsEndpointServesPrometheusTextAndCountersAdvance) {
                           {{"method", "SearchService/Search"}, {"code", "OK"}, {"le", "+Inf"}})
                   .has_value());
   EXPECT_TRUE(SampleValue(first, "shoal_index_builds_in_progress").has_value());
+  EXPECT_EQ(SampleValue(first, "shoal_build_info",
+                        {{"version", base::ProjectVersion()}, {"revision", base::GitDescribe()}}),
+            1.0);
 
   for (int i = 0; i < 5; ++i) ASSERT_TRUE(c->Search("docs", query, {.k = 1}).ok());
   EXPECT_TRUE(absl::IsNotFound(c->Search("nope", query, {.k = 1}).status()));

@@ -6,7 +6,7 @@ server's gRPC status code and message, e.g.
     try:
         client.describe_collection("nope")
     except shoal.NotFoundError as e:
-        print(e.code, e.details)   # StatusCode.NOT_FOUND  collection 'nope' does not exist
+        print(e.code, e.details)   # StatusCode.NOT_FOUND  name: 'nope' not found
 """
 
 import grpc
