@@ -13,12 +13,16 @@ per gRPC code, see shoal/errors.py). A Client may be shared by threads (gRPC cha
 thread-safe).
 """
 
-import collections
+from __future__ import annotations
+
 import queue
 import time
+from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
+                    Optional, Sequence, Tuple, Union)
 
 import grpc
 import numpy as np
+import numpy.typing as npt
 
 from shoal import errors
 from shoal.v1 import admin_service_pb2 as admin_pb2
@@ -33,16 +37,63 @@ from shoal.v1 import vector_service_pb2_grpc as vector_grpc
 from shoal._health import health_pb2, health_pb2_grpc
 from shoal.filters import attribute_value
 
-CollectionInfo = collections.namedtuple(
-    "CollectionInfo", ["name", "dimension", "metric", "num_vectors", "index", "aliases",
-                       "index_ram_bytes", "unindexed_vectors", "vector_bytes", "damage"],
-    defaults=[""])  # damage: why a quarantined collection could not be opened; "" when it serves
-Snapshot = collections.namedtuple("Snapshot", ["name", "bytes", "files", "created_unix_seconds"])
-BuildProgress = collections.namedtuple(
-    "BuildProgress", ["phase", "fraction", "elapsed_seconds", "vectors", "done", "step"])
-IngestResult = collections.namedtuple("IngestResult", ["upserted", "batches", "backoffs"])
-Record = collections.namedtuple("Record", ["key", "vector", "attributes", "tags"])
-SearchResult = collections.namedtuple("SearchResult", ["ids", "distances"])
+Key = Union[int, str]
+"""A record key: an int >= 0 (uint64 on the wire) or a str."""
+AttributeValue = Union[bool, int, float, str]
+"""An attribute's value."""
+
+
+class CollectionInfo(NamedTuple):
+    """A collection as describe_collection / list_collections report it."""
+    name: str
+    dimension: int
+    metric: str  # "l2", "ip" or "cosine"
+    num_vectors: int
+    index: str  # "flat" or the spec of the built index
+    aliases: List[str]
+    index_ram_bytes: int
+    unindexed_vectors: int  # written since the last build_index
+    vector_bytes: int
+    damage: str = ""  # why a quarantined collection could not be opened; "" when it serves
+
+
+class Snapshot(NamedTuple):
+    """A snapshot in the server's --snapshot-dir."""
+    name: str
+    bytes: int
+    files: int
+    created_unix_seconds: int
+
+
+class BuildProgress(NamedTuple):
+    """One progress message of build_index (phase by name, e.g. "PHASE_CLUSTERING")."""
+    phase: str
+    fraction: float
+    elapsed_seconds: float
+    vectors: int
+    done: bool
+    step: str
+
+
+class IngestResult(NamedTuple):
+    """What ingest did: records upserted, batches sent, batches the server asked to resend."""
+    upserted: int
+    batches: int
+    backoffs: int
+
+
+class Record(NamedTuple):
+    """A stored record as get returns it (vector as a float32 array)."""
+    key: Key
+    vector: np.ndarray
+    attributes: Dict[str, AttributeValue]
+    tags: List[str]
+
+
+class SearchResult(NamedTuple):
+    """ids and distances of search: shape (k,) for one query, (n, k) for n queries."""
+    ids: np.ndarray
+    distances: np.ndarray
 
 _METRICS = {
     "l2": types_pb2.METRIC_L2, "euclidean": types_pb2.METRIC_L2,
@@ -53,15 +104,16 @@ _METRIC_NAMES = {types_pb2.METRIC_L2: "l2", types_pb2.METRIC_INNER_PRODUCT: "ip"
                  types_pb2.METRIC_COSINE: "cosine"}
 
 
-def metric_of(name):
+def metric_of(name: str) -> int:
+    """A metric name (l2/euclidean, ip/inner_product, cosine/angular) -> shoal.v1.Metric."""
     try:
         return _METRICS[name]
     except KeyError:
         raise ValueError(f"metric {name!r}: want one of l2, ip, cosine") from None
 
 
-def key_of(key):
-    """int / numpy integer -> numeric key; str -> string key."""
+def key_of(key: Key) -> types_pb2.Key:
+    """int / numpy integer -> numeric key; str -> string key (shoal.v1.Key)."""
     if isinstance(key, (str,)):
         return types_pb2.Key(name=key)
     if isinstance(key, (int, np.integer)) and not isinstance(key, bool) and key >= 0:
@@ -69,22 +121,25 @@ def key_of(key):
     raise TypeError(f"key {key!r}: want an int >= 0 or a str")
 
 
-def key_value(key):
+def key_value(key: types_pb2.Key) -> Key:
+    """shoal.v1.Key -> int or str."""
     return key.id if key.WhichOneof("kind") == "id" else key.name
 
 
-def collection_info(info):
+def collection_info(info: types_pb2.CollectionInfo) -> CollectionInfo:
+    """shoal.v1.CollectionInfo -> CollectionInfo."""
     return CollectionInfo(info.spec.name, info.spec.dimension,
                           _METRIC_NAMES.get(info.spec.metric, "unspecified"),
                           info.num_vectors, info.index, list(info.aliases), info.index_ram_bytes,
                           info.unindexed_vectors, info.vector_bytes, info.damage)
 
 
-def snapshot_info(s):
+def snapshot_info(s: admin_pb2.SnapshotInfo) -> Snapshot:
+    """shoal.v1.SnapshotInfo -> Snapshot."""
     return Snapshot(s.name, s.bytes, s.files, s.created_unix_seconds)
 
 
-def as_matrix(vectors, what):
+def as_matrix(vectors: npt.ArrayLike, what: str) -> np.ndarray:
     """Any array-like -> a C-contiguous 2-D float32 array (a 1-D input is one row)."""
     m = np.ascontiguousarray(vectors, dtype=np.float32)
     if m.ndim == 1:
@@ -95,11 +150,13 @@ def as_matrix(vectors, what):
 
 
 class Client:
-    """A connection to shoald. See the module docstring."""
+    """A connection to shoald: one method per RPC (see the module docstring). Thread-safe."""
 
-    def __init__(self, address="127.0.0.1:50051", api_key=None, *, tls=False,
-                 root_certificates=None, private_key=None, certificate_chain=None,
-                 server_name=None, timeout=30.0, max_message_bytes=64 << 20):
+    def __init__(self, address: str = "127.0.0.1:50051", api_key: Optional[str] = None, *,
+                 tls: bool = False, root_certificates: Optional[bytes] = None,
+                 private_key: Optional[bytes] = None, certificate_chain: Optional[bytes] = None,
+                 server_name: Optional[str] = None, timeout: float = 30.0,
+                 max_message_bytes: int = 64 << 20) -> None:
         """api_key: sent as "authorization: Bearer <key>". TLS is on when `tls` or any PEM
         (bytes) is given; root_certificates None = the system roots. server_name overrides the
         name checked against the server certificate. timeout: seconds per call."""
@@ -121,68 +178,81 @@ class Client:
         self._admin = admin_grpc.AdminServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
-    def close(self):
+    def close(self) -> None:
+        """Closes the channel; calls after it fail."""
         self._channel.close()
 
-    def __enter__(self):
+    def __enter__(self) -> "Client":
+        """`with Client(...) as client:` closes the channel at the end of the block."""
         return self
 
-    def __exit__(self, *exc):
+    def __exit__(self, *exc: Any) -> None:
+        """Closes the channel."""
         self.close()
 
-    def _call(self, method, request, timeout=None):
+    def _call(self, method: Any, request: Any, timeout: Optional[float] = None) -> Any:
         try:
             return method(request, timeout=timeout or self.timeout, metadata=self._metadata)
         except grpc.RpcError as e:
             raise errors.from_rpc_error(e, _method_name(method)) from None
 
     # ---- health ----
-    def health(self, service=""):
+    def health(self, service: str = "") -> str:
         """"SERVING" / "NOT_SERVING" (grpc.health.v1)."""
         response = self._call(self._health.Check, health_pb2.HealthCheckRequest(service=service))
         return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
 
     # ---- collections ----
-    def create_collection(self, name, dimension, metric="l2"):
+    def create_collection(self, name: str, dimension: int, metric: str = "l2") -> CollectionInfo:
+        """Creates an empty collection (metric: l2, ip or cosine); returns it."""
         spec = types_pb2.CollectionSpec(name=name, dimension=dimension, metric=metric_of(metric))
         response = self._call(self._collections.CreateCollection,
                               collection_pb2.CreateCollectionRequest(spec=spec))
         return collection_info(response.collection)
 
-    def list_collections(self):
+    def list_collections(self) -> List[CollectionInfo]:
+        """Every collection."""
         response = self._call(self._collections.ListCollections,
                               collection_pb2.ListCollectionsRequest())
         return [collection_info(c) for c in response.collections]
 
-    def describe_collection(self, name):
+    def describe_collection(self, name: str) -> CollectionInfo:
+        """One collection (by name or alias); NotFoundError when there is none."""
         response = self._call(self._collections.DescribeCollection,
                               collection_pb2.DescribeCollectionRequest(name=name))
         return collection_info(response.collection)
 
-    def drop_collection(self, name):
+    def drop_collection(self, name: str) -> None:
+        """Deletes a collection and everything in it."""
         self._call(self._collections.DropCollection,
                    collection_pb2.DropCollectionRequest(name=name))
 
     # ---- aliases ----
-    def create_alias(self, alias, collection):
+    def create_alias(self, alias: str, collection: str) -> None:
+        """Makes `alias` another name of `collection`."""
         self._call(self._collections.CreateAlias,
                    collection_pb2.CreateAliasRequest(alias=alias, collection=collection))
 
-    def alter_alias(self, alias, collection):
+    def alter_alias(self, alias: str, collection: str) -> None:
+        """Points an existing alias at another collection."""
         self._call(self._collections.AlterAlias,
                    collection_pb2.AlterAliasRequest(alias=alias, collection=collection))
 
-    def drop_alias(self, alias):
+    def drop_alias(self, alias: str) -> None:
+        """Deletes an alias (not its collection)."""
         self._call(self._collections.DropAlias, collection_pb2.DropAliasRequest(alias=alias))
 
-    def list_aliases(self, collection=""):
+    def list_aliases(self, collection: str = "") -> Dict[str, str]:
         """{alias: collection}, of every alias or of one collection's."""
         response = self._call(self._collections.ListAliases,
                               collection_pb2.ListAliasesRequest(collection=collection))
         return {a.alias: a.collection for a in response.aliases}
 
     # ---- records ----
-    def records(self, keys, vectors, attributes=None, tags=None):
+    def records(self, keys: Iterable[Key], vectors: npt.ArrayLike,
+                attributes: Optional[Sequence[Optional[Mapping[str, AttributeValue]]]] = None,
+                tags: Optional[Sequence[Optional[Sequence[str]]]] = None
+                ) -> List[types_pb2.Record]:
         """shoal.v1.Record messages from parallel lists (attributes: dicts, tags: lists)."""
         m = as_matrix(vectors, "vectors")
         keys = list(keys)
@@ -199,13 +269,16 @@ class Client:
             out.append(r)
         return out
 
-    def upsert(self, collection, keys, vectors, attributes=None, tags=None, sync=False):
+    def upsert(self, collection: str, keys: Iterable[Key], vectors: npt.ArrayLike,
+               attributes: Optional[Sequence[Optional[Mapping[str, AttributeValue]]]] = None,
+               tags: Optional[Sequence[Optional[Sequence[str]]]] = None,
+               sync: bool = False) -> int:
         """Inserts or replaces records, all or nothing; returns how many were written."""
         request = vector_pb2.UpsertRequest(collection=collection, sync=sync,
                                            records=self.records(keys, vectors, attributes, tags))
         return self._call(self._vectors.Upsert, request).upserted
 
-    def get(self, collection, keys):
+    def get(self, collection: str, keys: Iterable[Key]) -> List[Optional[Record]]:
         """One entry per key: a Record (vector as a float32 array) or None."""
         request = vector_pb2.GetRequest(collection=collection, keys=[key_of(k) for k in keys])
         out = []
@@ -220,13 +293,13 @@ class Client:
                               attributes, list(r.tags)))
         return out
 
-    def delete(self, collection, keys, sync=False):
+    def delete(self, collection: str, keys: Iterable[Key], sync: bool = False) -> int:
         """Deletes the keys that exist; returns how many did."""
         request = vector_pb2.DeleteRequest(collection=collection, sync=sync,
                                            keys=[key_of(k) for k in keys])
         return self._call(self._vectors.Delete, request).deleted
 
-    def batch(self, operations):
+    def batch(self, operations: Iterable[Tuple[Any, ...]]) -> List[int]:
         """Several upserts and deletes in one round trip, applied in order, each all or nothing.
         operations: ("upsert", collection, keys, vectors[, attributes, tags]) or
         ("delete", collection, keys). Returns one count per operation (upserted / deleted)."""
@@ -245,7 +318,8 @@ class Client:
         return [r.upsert.upserted if r.WhichOneof("result") == "upsert" else r.delete.deleted
                 for r in response.results]
 
-    def ingest(self, collection, keys, vectors, batch_size=1000, sync=False):
+    def ingest(self, collection: str, keys: Iterable[Key], vectors: npt.ArrayLike,
+               batch_size: int = 1000, sync: bool = False) -> IngestResult:
         """Bulk load over one streaming Ingest RPC: batches of batch_size records, each
         acknowledged before the next is sent; a batch the server asks to back off is resent
         after retry_after_ms. Returns IngestResult(upserted, batches, backoffs)."""
@@ -255,7 +329,7 @@ class Client:
             raise ValueError(f"keys: {len(keys)} keys for {m.shape[0]} vectors")
         outbox = queue.Queue()
 
-        def requests():
+        def requests() -> Iterator[vector_pb2.IngestRequest]:
             while True:
                 item = outbox.get()
                 if item is None:
@@ -289,7 +363,9 @@ class Client:
         return IngestResult(upserted, batches, backoffs)
 
     # ---- search ----
-    def search(self, collection, queries, k=10, filter=None, max_postings=0, pruning_ratio=0.0):
+    def search(self, collection: str, queries: npt.ArrayLike, k: int = 10,
+               filter: Optional[types_pb2.Filter] = None, max_postings: int = 0,
+               pruning_ratio: float = 0.0) -> SearchResult:
         """k nearest neighbours. `queries`: shape (dimension,) -> ids, distances of shape (k,);
         shape (n, dimension) -> shape (n, k). filter: a shoal.v1.Filter (see shoal.filters)."""
         single = np.ndim(queries) == 1
@@ -298,8 +374,7 @@ class Client:
         response = self._call(self._search.Search, request)
         return _result_arrays(response.results, k, single)
 
-
-    def batch_search(self, searches):
+    def batch_search(self, searches: Iterable[Mapping[str, Any]]) -> List[SearchResult]:
         """Several searches in one round trip. searches: dicts of search()'s arguments
         (collection, queries, k, filter, ...); returns a list of (ids, distances)."""
         request = search_pb2.BatchSearchRequest()
@@ -313,8 +388,9 @@ class Client:
         return [_result_arrays(r.results, k, single)
                 for r, (k, single) in zip(response.responses, shapes)]
 
-    def _search_request(self, collection, queries, k=10, filter=None, max_postings=0,
-                        pruning_ratio=0.0):
+    def _search_request(self, collection: str, queries: npt.ArrayLike, k: int = 10,
+                        filter: Optional[types_pb2.Filter] = None, max_postings: int = 0,
+                        pruning_ratio: float = 0.0) -> search_pb2.SearchRequest:
         q = as_matrix(queries, "queries")
         request = search_pb2.SearchRequest(collection=collection, k=k, dimension=q.shape[1],
                                            max_postings=max_postings, pruning_ratio=pruning_ratio)
@@ -324,8 +400,10 @@ class Client:
         return request
 
     # ---- admin ----
-    def build_index(self, collection, spec, progress=None, progress_interval_ms=1000,
-                    timeout=24 * 3600):
+    def build_index(self, collection: str, spec: str,
+                    progress: Optional[Callable[[BuildProgress], None]] = None,
+                    progress_interval_ms: int = 1000,
+                    timeout: float = 24 * 3600) -> CollectionInfo:
         """Builds (or rebuilds, or with spec "flat" drops) the index; blocks until done and
         returns the collection's CollectionInfo. progress: called with each BuildProgress."""
         request = admin_pb2.BuildIndexRequest(collection=collection, spec=spec,
@@ -346,25 +424,27 @@ class Client:
                                     "/shoal.v1.AdminService/BuildIndex")
         return collection_info(last.collection)
 
-    def compact(self, collection="", timeout=24 * 3600):
+    def compact(self, collection: str = "", timeout: float = 24 * 3600) -> float:
         """Compacts one collection's storage (or all); returns the seconds it took."""
         return self._call(self._admin.Compact, admin_pb2.CompactRequest(collection=collection),
                           timeout).seconds
 
-    def snapshot(self, name, timeout=3600):
+    def snapshot(self, name: str, timeout: float = 3600) -> Snapshot:
+        """Writes a consistent snapshot of the whole database to the server's --snapshot-dir."""
         return snapshot_info(self._call(self._admin.Snapshot, admin_pb2.SnapshotRequest(name=name),
                                         timeout).snapshot)
 
-    def list_snapshots(self):
+    def list_snapshots(self) -> List[Snapshot]:
+        """The snapshots in the server's --snapshot-dir."""
         response = self._call(self._admin.ListSnapshots, admin_pb2.ListSnapshotsRequest())
         return [snapshot_info(s) for s in response.snapshots]
 
-    def restore(self, name, timeout=3600):
+    def restore(self, name: str, timeout: float = 3600) -> List[CollectionInfo]:
         """Replaces the whole database with snapshot `name`; returns its collections."""
         response = self._call(self._admin.Restore, admin_pb2.RestoreRequest(name=name), timeout)
         return [collection_info(c) for c in response.collections]
 
-    def stats(self):
+    def stats(self) -> Dict[str, Any]:
         """The GetStatsResponse as a dict (collections as CollectionInfo)."""
         r = self._call(self._admin.GetStats, admin_pb2.GetStatsRequest())
         return {"collections": [collection_info(c) for c in r.collections],
@@ -375,12 +455,12 @@ class Client:
                 "version": r.version}
 
 
-def _method_name(method):
+def _method_name(method: Any) -> str:
     name = getattr(method, "_method", b"")
     return name.decode() if isinstance(name, bytes) else str(name or "")
 
 
-def _result_arrays(results, k, single):
+def _result_arrays(results: Any, k: int, single: bool) -> SearchResult:
     n = len(results)
     string_keys = any(h.key.WhichOneof("kind") == "name" for r in results for h in r.hits)
     ids = np.full((n, k), None if string_keys else -1, dtype=object if string_keys else np.int64)

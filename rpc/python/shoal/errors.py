@@ -9,13 +9,18 @@ server's gRPC status code and message, e.g.
         print(e.code, e.details)   # StatusCode.NOT_FOUND  name: 'nope' not found
 """
 
+from __future__ import annotations
+
+from typing import Union
+
 import grpc
 
 
 class ShoalError(Exception):
     """A failed call. `code` is a grpc.StatusCode, `details` the server's message."""
 
-    def __init__(self, code, details, method=""):
+    def __init__(self, code: Union[grpc.StatusCode, str], details: str, method: str = "") -> None:
+        """code: the gRPC status code; details: the server's message; method: the RPC's path."""
         self.code = code
         self.details = details
         self.method = method
@@ -25,43 +30,43 @@ class ShoalError(Exception):
 
 
 class InvalidArgumentError(ShoalError):
-    pass
+    """INVALID_ARGUMENT: a malformed request (the message names the field)."""
 
 
 class NotFoundError(ShoalError):
-    pass
+    """NOT_FOUND: no such collection, alias or snapshot."""
 
 
 class AlreadyExistsError(ShoalError):
-    pass
+    """ALREADY_EXISTS: a collection or alias of that name exists."""
 
 
 class PermissionDeniedError(ShoalError):
-    pass
+    """PERMISSION_DENIED: the API key's role may not make this call."""
 
 
 class UnauthenticatedError(ShoalError):
-    pass
+    """UNAUTHENTICATED: the API key is missing or wrong."""
 
 
 class ResourceExhaustedError(ShoalError):
-    pass
+    """RESOURCE_EXHAUSTED: a limit (message size, rate limit, ingest budget)."""
 
 
 class FailedPreconditionError(ShoalError):
-    pass
+    """FAILED_PRECONDITION: the call does not fit the current state."""
 
 
 class UnavailableError(ShoalError):
-    pass
+    """UNAVAILABLE: the server cannot be reached or is shutting down."""
 
 
 class DeadlineExceededError(ShoalError):
-    pass
+    """DEADLINE_EXCEEDED: the call ran past its timeout."""
 
 
 class DataLossError(ShoalError):
-    pass
+    """DATA_LOSS: the server found corrupted data."""
 
 
 _BY_CODE = {
@@ -78,7 +83,7 @@ _BY_CODE = {
 }
 
 
-def from_rpc_error(error, method=""):
+def from_rpc_error(error: grpc.RpcError, method: str = "") -> ShoalError:
     """The ShoalError for a grpc.RpcError."""
     code = error.code()
     return _BY_CODE.get(code, ShoalError)(code, error.details() or "", method)

@@ -5,10 +5,14 @@
                   filter=f.all_of(f.eq("lang", "en"), f.range("year", lo=2020), f.has_tag("x")))
 """
 
+from __future__ import annotations
+
+from typing import Optional, Union
+
 from shoal.v1 import types_pb2
 
 
-def attribute_value(value):
+def attribute_value(value: Union[bool, int, float, str]) -> types_pb2.AttributeValue:
     """A Python value -> shoal.v1.AttributeValue (bool, int, float or str)."""
     v = types_pb2.AttributeValue()
     if isinstance(value, bool):
@@ -24,11 +28,14 @@ def attribute_value(value):
     return v
 
 
-def eq(name, value):
+def eq(name: str, value: Union[bool, int, float, str]) -> types_pb2.Filter:
+    """Records whose attribute `name` equals `value`."""
     return types_pb2.Filter(equals=types_pb2.AttributeEquals(name=name, value=attribute_value(value)))
 
 
-def range(name, lo=None, hi=None):  # noqa: A001 (mirrors the wire name)
+def range(name: str, lo: Optional[float] = None,  # noqa: A001 (mirrors the wire name)
+          hi: Optional[float] = None) -> types_pb2.Filter:
+    """Records whose numeric attribute `name` lies in [lo, hi] (an open end when None)."""
     r = types_pb2.AttributeRange(name=name)
     if lo is not None:
         r.lo = float(lo)
@@ -37,17 +44,21 @@ def range(name, lo=None, hi=None):  # noqa: A001 (mirrors the wire name)
     return types_pb2.Filter(range=r)
 
 
-def has_tag(tag):
+def has_tag(tag: str) -> types_pb2.Filter:
+    """Records carrying `tag`."""
     return types_pb2.Filter(has_tag=tag)
 
 
-def all_of(*operands):
+def all_of(*operands: types_pb2.Filter) -> types_pb2.Filter:
+    """Records every operand matches (AND)."""
     return types_pb2.Filter(all_of=types_pb2.FilterList(filters=list(operands)))
 
 
-def any_of(*operands):
+def any_of(*operands: types_pb2.Filter) -> types_pb2.Filter:
+    """Records some operand matches (OR)."""
     return types_pb2.Filter(any_of=types_pb2.FilterList(filters=list(operands)))
 
 
-def negate(operand):
+def negate(operand: types_pb2.Filter) -> types_pb2.Filter:
+    """Records the operand does not match (NOT)."""
     return types_pb2.Filter(negate=operand)
