@@ -12,6 +12,7 @@
 #include "base/status_macros.h"
 #include "bench/blas_env.h"
 #include "bench/ground_truth.h"
+#include "bench/plot.h"
 #include "bench/recall.h"
 #include "bench/report.h"
 #include "bench/sweep.h"
@@ -69,6 +70,25 @@ absl::StatusOr<std::vector<std::pair<std::string, SystemFactory>>> KnownSystems(
   };
 }
 
+// The run's result rows: appended to --csv as they come (a long run keeps what it measured)
+// and kept for --plot.
+class RunRows {
+ public:
+  absl::Status Open(const AnnBenchOptions& o) {
+    return o.csv.empty() ? absl::OkStatus() : csv_.Open(o.csv);
+  }
+  absl::Status Add(ResultRow row) {
+    SHOAL_RETURN_IF_ERROR(csv_.Write(row));
+    rows_.push_back(std::move(row));
+    return absl::OkStatus();
+  }
+  const std::vector<ResultRow>& rows() const { return rows_; }
+
+ private:
+  CsvWriter csv_;
+  std::vector<ResultRow> rows_;
+};
+
 struct PointResult {
   double recall = 0;
   BatchTiming timing;
@@ -117,10 +137,10 @@ absl::StatusOr<double> BuildAndPrintHeader(AnnSystem& sys, const AnnBenchOptions
   return build.build_seconds;
 }
 
-// Prints one point's row and appends it to the CSV.
+// Prints one point's row and adds it to the run's rows.
 absl::Status ReportPoint(AnnSystem& sys, const AnnBenchOptions& o, size_t nq,
                          const std::string& point, const PointResult& r, double build_seconds,
-                         CsvWriter& csv) {
+                         RunRows& out) {
   const double per_q = 1.0 / static_cast<double>(nq);
   const double ram = sys.RamBytes();
   std::optional<double> full_reads;  // full_vector_reads_per_query; n/a without a re-rank
@@ -133,17 +153,17 @@ absl::Status ReportPoint(AnnSystem& sys, const AnnBenchOptions& o, size_t nq,
   std::fflush(stdout);
   std::string params = absl::StrCat("dataset=", o.dataset, ";queries=", nq, ";batch=", o.batch, ";",
                                     sys.build_params(), ";", point);
-  return csv.Write({.system = sys.name(),
-                    .params = params,
-                    .threads = o.threads,
-                    .recall_at_10 = r.recall,
-                    .qps = r.timing.Qps(),
-                    .p50_us = r.timing.CallPercentileUs(50),
-                    .p99_us = r.timing.CallPercentileUs(99),
-                    .index_ram_bytes = ram,
-                    .build_seconds = build_seconds,
-                    .bytes_read_per_query = r.io.bytes_read * per_q,
-                    .full_vector_reads_per_query = full_reads});
+  return out.Add({.system = sys.name(),
+                  .params = params,
+                  .threads = o.threads,
+                  .recall_at_10 = r.recall,
+                  .qps = r.timing.Qps(),
+                  .p50_us = r.timing.CallPercentileUs(50),
+                  .p99_us = r.timing.CallPercentileUs(99),
+                  .index_ram_bytes = ram,
+                  .build_seconds = build_seconds,
+                  .bytes_read_per_query = r.io.bytes_read * per_q,
+                  .full_vector_reads_per_query = full_reads});
 }
 
 // One timed pass of the current point; keeps it in *best when faster (best of runs, as
@@ -167,7 +187,7 @@ absl::Status TimePoint(AnnSystem& sys, const AnnBenchOptions& o, const AnnDatase
 // writes them; returns its (recall, qps).
 absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchOptions& o,
                                                  const AnnDataset& ds, const GroundTruth& gt,
-                                                 Metric metric, size_t nq, CsvWriter& csv) {
+                                                 Metric metric, size_t nq, RunRows& out) {
   SHOAL_ASSIGN_OR_RETURN(const double build_seconds, BuildAndPrintHeader(sys, o, ds, metric));
   std::vector<RecallQps> curve;
   const std::vector<std::string> points = sys.points();
@@ -180,7 +200,7 @@ absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchO
       SHOAL_RETURN_IF_ERROR(TimePoint(sys, o, ds, nq, &found, &r, &warm));
     }
     r.recall = Recall(ds, gt, metric, &found);
-    SHOAL_RETURN_IF_ERROR(ReportPoint(sys, o, nq, points[p], r, build_seconds, csv));
+    SHOAL_RETURN_IF_ERROR(ReportPoint(sys, o, nq, points[p], r, build_seconds, out));
     curve.push_back({r.recall, r.timing.Qps()});
   }
   return curve;
@@ -190,7 +210,7 @@ absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchO
 absl::StatusOr<std::vector<std::pair<std::string, std::vector<RecallQps>>>> RunInterleaved(
     std::vector<std::pair<std::string, std::unique_ptr<AnnSystem>>> systems,
     const AnnBenchOptions& o, const AnnDataset& ds, const GroundTruth& gt, Metric metric, size_t nq,
-    CsvWriter& csv) {
+    RunRows& out) {
   struct Point {
     Neighbors found;
     PointResult best;
@@ -227,7 +247,7 @@ absl::StatusOr<std::vector<std::pair<std::string, std::vector<RecallQps>>>> RunI
       SHOAL_RETURN_IF_ERROR(sys.SetParams(p));  // RAM and counters of this point
       Point& pt = points[s][p];
       pt.best.recall = Recall(ds, gt, metric, &pt.found);
-      SHOAL_RETURN_IF_ERROR(ReportPoint(sys, o, nq, names[p], pt.best, build_seconds[s], csv));
+      SHOAL_RETURN_IF_ERROR(ReportPoint(sys, o, nq, names[p], pt.best, build_seconds[s], out));
       curve.push_back({pt.best.recall, pt.best.timing.Qps()});
     }
     curves.emplace_back(systems[s].first, std::move(curve));
@@ -283,6 +303,7 @@ absl::Status RunAnnBench(const AnnBenchOptions& o) {
     }
     chosen.push_back(*it);
   }
+  if (!o.plot.empty()) SHOAL_RETURN_IF_ERROR(CheckPlotter());
   const double t0 = NowSeconds();
   SHOAL_ASSIGN_OR_RETURN(AnnDataset ds, LoadDataset(o.dataset));
   SHOAL_ASSIGN_OR_RETURN(Metric metric, MetricOfDataset(ds));
@@ -298,8 +319,8 @@ absl::Status RunAnnBench(const AnnBenchOptions& o) {
                                          o.cache_dir.empty() ? DefaultCacheDir() : o.cache_dir));
   std::printf("ground truth: %s (%.2f s)\n", gt.source.c_str(), NowSeconds() - t1);
   std::fflush(stdout);
-  CsvWriter csv;
-  if (!o.csv.empty()) SHOAL_RETURN_IF_ERROR(csv.Open(o.csv));
+  RunRows out;
+  SHOAL_RETURN_IF_ERROR(out.Open(o));
   std::vector<std::pair<std::string, std::vector<RecallQps>>> curves;
   if (o.interleave) {
     std::vector<std::pair<std::string, std::unique_ptr<AnnSystem>>> systems;
@@ -307,17 +328,24 @@ absl::Status RunAnnBench(const AnnBenchOptions& o) {
       SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<AnnSystem> sys, make(ds.train.cols));
       systems.emplace_back(name, std::move(sys));
     }
-    SHOAL_ASSIGN_OR_RETURN(curves, RunInterleaved(std::move(systems), o, ds, gt, metric, nq, csv));
+    SHOAL_ASSIGN_OR_RETURN(curves, RunInterleaved(std::move(systems), o, ds, gt, metric, nq, out));
   } else {
     for (const auto& [name, make] : chosen) {
       SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<AnnSystem> sys, make(ds.train.cols));
       SHOAL_ASSIGN_OR_RETURN(std::vector<RecallQps> curve,
-                             RunSystem(*sys, o, ds, gt, metric, nq, csv));
+                             RunSystem(*sys, o, ds, gt, metric, nq, out));
       curves.emplace_back(name, std::move(curve));
     }  // each system is destroyed before the next is built
   }
   PrintSummary(curves, o.threads);
   if (!o.csv.empty()) std::printf("appended rows to %s\n", o.csv.c_str());
+  if (!o.plot.empty()) {
+    std::fflush(stdout);
+    SHOAL_RETURN_IF_ERROR(
+        PlotRecallQps(out.rows(), o.plot,
+                      absl::StrFormat("%s: recall@10 vs QPS (%zu queries, %d thread%s, batch %zu)",
+                                      ds.name, nq, o.threads, o.threads == 1 ? "" : "s", o.batch)));
+  }
   return absl::OkStatus();
 }
 
@@ -341,6 +369,9 @@ void RegisterAnnCommand(CLI::App& app, int* exit_code) {
                   "(+ refine), faiss-ivf-pq-fs (fast-scan + refine)")
       ->capture_default_str();
   cmd->add_option("--csv", o->csv, "append one row per sweep point to this CSV file");
+  cmd->add_option("--plot", o->plot,
+                  "draw recall@10 vs QPS of every system of this run into this PNG "
+                  "(bench/plot_recall_qps.py, python3-matplotlib)");
   cmd->add_option("--cache-dir", o->cache_dir, "ground-truth cache (default ~/.cache/shoal_bench)");
   cmd->add_option("--shoal-spec", o->shoal.spec, "DB::BuildIndex spec")->capture_default_str();
   cmd->add_option("--shoal-sweep", o->shoal.sweep, "grid of SearchParams")->capture_default_str();

@@ -5,9 +5,9 @@
 // single queries (or --batch N), per-call p50/p99 latency, full-precision vectors read per
 // query to re-rank (Shoal, FAISS refine) and, for Shoal, SSD bytes/postings read per query.
 // Prints per system QPS at recall 0.90 / 0.95 / 0.99 and Shoal's ratio to each peer; appends
-// one CSV row per point.
+// one CSV row per point; draws the recall@10 vs QPS curves (bench/plot.h).
 //
-//   shoal_bench ann --dataset fashion-mnist --threads 1 --csv ann.csv
+//   shoal_bench ann --dataset fashion-mnist --threads 1 --csv ann.csv --plot ann.png
 //   shoal_bench ann --dataset synthetic:n=2000000,d=128,seed=1 --systems shoal,faiss-ivf-flat
 #ifndef SHOAL_BENCH_ANN_BENCH_H_
 #define SHOAL_BENCH_ANN_BENCH_H_
@@ -34,6 +34,7 @@ struct AnnBenchOptions {
   bool interleave = false;
   std::string systems = "shoal,hnswlib,faiss-ivf-flat";
   std::string csv;        // append one row per sweep point when set
+  std::string plot;       // draw this run's recall@10 vs QPS into this PNG when set
   std::string cache_dir;  // ground-truth cache (default DefaultCacheDir())
   ShoalSystemOptions shoal;
   int hnsw_m = 16;

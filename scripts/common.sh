@@ -14,7 +14,7 @@ SHOAL_PACKAGES=(
   nlohmann-json3-dev
   dataset-fashion-mnist
   libreadline-dev python3-grpcio python3-protobuf python3-numpy openssl
-  python3-venv python3-pip python3-setuptools
+  python3-venv python3-pip python3-setuptools python3-matplotlib
 )
 
 shoal_install_deps() {
