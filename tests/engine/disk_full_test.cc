@@ -4,6 +4,7 @@
 // fault-injection layer. Nothing crashes, each refusal is ResourceExhausted, Get / Search /
 // Verify go on, everything works again once space is freed, and a reopen keeps every
 // acknowledged record. (The same through a real shoald: tests/e2e/disk_full_e2e_test.cc.)
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -145,6 +146,49 @@ TEST_F(DiskFullTest, IndexedCollectionServesThroughAFullDiskAndRecovers) {
   ASSERT_NO_FATAL_FAILURE(ExpectReadsServe(acknowledged_.back()));
   ASSERT_TRUE(Open().ok());
   ASSERT_NO_FATAL_FAILURE(ExpectReadsServe(acknowledged_.back()));
+}
+
+uint64_t DirBytes(const std::string& dir) {
+  uint64_t bytes = 0;
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file()) bytes += entry.file_size();
+  }
+  return bytes;
+}
+
+// The snapshot directory on its own small disk, with room for the RocksDB checkpoint but not
+// for the index copy after it.
+TEST_F(DiskFullTest, SnapshotOntoAFullDiskIsRefusedAndLeavesNothingBehind) {
+  SCOPED_TRACE(::testing::Message() << "seed=" << seed_);
+  absl::StatusOr<std::unique_ptr<TmpfsMount>> snapshot_fs = TmpfsMount::Create(32u << 20);
+  ASSERT_TRUE(snapshot_fs.ok()) << snapshot_fs.status();
+  const std::string root = (*snapshot_fs)->path();
+  ASSERT_TRUE(Open().ok());
+  ASSERT_TRUE(db_->CreateCollection({.name = "c", .dimension = kDimension}).ok());
+  for (int i = 0; i < 8; ++i) ASSERT_TRUE(Write(NewRecords(500)).ok());
+  ASSERT_TRUE(db_->BuildIndex("c", "spann:posting_cap=64,seed=1").ok());
+  ASSERT_TRUE(db_->FlushIndexUpdates("c").ok());
+  ASSERT_TRUE(db_->Snapshot(root + "/probe").ok());
+  const uint64_t checkpoint_bytes = DirBytes(root + "/probe/rocksdb");
+  const uint64_t index_bytes = DirBytes(root + "/probe/index");
+  std::filesystem::remove_all(root + "/probe");
+  ASSERT_GT(index_bytes, 1u << 20);
+
+  const uint64_t keep = checkpoint_bytes + index_bytes / 2;
+  ASSERT_TRUE((*snapshot_fs)->Fill(keep).ok());
+  const uint64_t free_before = *(*snapshot_fs)->FreeBytes();
+  absl::Status s = db_->Snapshot(root + "/s1");
+  EXPECT_TRUE(absl::IsResourceExhausted(s)) << s;
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("/s1.tmp/index/"));
+  // The partial copy is gone: no snapshot, no temporary directory, the space is free again.
+  EXPECT_FALSE(std::filesystem::exists(root + "/s1"));
+  EXPECT_FALSE(std::filesystem::exists(root + "/s1.tmp"));
+  EXPECT_EQ(*(*snapshot_fs)->FreeBytes(), free_before);
+  ASSERT_TRUE(Write(NewRecords(200)).ok());
+  ASSERT_NO_FATAL_FAILURE(ExpectReadsServe(acknowledged_.back()));
+
+  ASSERT_TRUE((*snapshot_fs)->Unfill().ok());
+  ASSERT_TRUE(db_->Snapshot(root + "/s1").ok());
 }
 
 }  // namespace
