@@ -112,8 +112,8 @@ TEST_F(DiskFullE2eTest, ServerStaysUpAndWritesResumeWhenSpaceReturns) {
     refused = written.status();
     if (written.ok()) acknowledged.insert(acknowledged.end(), batch.begin(), batch.end());
   }
-  ASSERT_TRUE(absl::IsResourceExhausted(refused))
-      << refused << "\nshoald stderr:\n" << shoald_->Stderr();
+  ASSERT_TRUE(absl::IsResourceExhausted(refused)) << refused << "\nshoald stderr:\n"
+                                                  << shoald_->Stderr();
   // The server died on the third synced write after the disk filled (RocksDB's info
   // log); twenty cover every retry of RocksDB's recovery meeting the full disk again.
   for (int i = 0; i < 20; ++i) {
@@ -145,6 +145,14 @@ TEST_F(DiskFullE2eTest, ServerStaysUpAndWritesResumeWhenSpaceReturns) {
   snapshot = client_->Snapshot("after");
   ASSERT_TRUE(snapshot.ok()) << snapshot.status();
   ASSERT_NO_FATAL_FAILURE(ExpectReadsServe(acknowledged));
+
+  // A restore needs room for a second copy: on a full disk it is refused and the server goes
+  // on serving the database it had.
+  ASSERT_TRUE(fs_->Fill().ok());
+  absl::StatusOr<std::vector<CollectionInfo>> restored = client_->Restore("after");
+  EXPECT_TRUE(absl::IsResourceExhausted(restored.status())) << restored.status();
+  ASSERT_NO_FATAL_FAILURE(ExpectReadsServe(acknowledged));
+  ASSERT_TRUE(fs_->Unfill().ok());
 
   // Nothing acknowledged is lost across a clean restart.
   client_.reset();
