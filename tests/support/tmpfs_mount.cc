@@ -1,6 +1,7 @@
 #include "tests/support/tmpfs_mount.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <sys/mount.h>
 #include <sys/statvfs.h>
 #include <unistd.h>
@@ -22,9 +23,22 @@ absl::Status Errno(const char* what, const std::string& path, int err) {
   return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(err)));
 }
 
+// Moves this process into a mount namespace of its own (once; unshare(2) needs the process still
+// single-threaded, as it is when the first test's SetUp runs), so a mount made afterwards goes
+// away with the process and its children — a shoald started by the test inherits it — even when
+// the test aborts, and no other process sees it. If that fails the mount is made where we are.
+void EnterOwnMountNamespace() {
+  static const bool entered = [] {
+    return unshare(CLONE_NEWNS) == 0 &&
+           mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0;
+  }();
+  (void)entered;
+}
+
 }  // namespace
 
 absl::StatusOr<std::unique_ptr<TmpfsMount>> TmpfsMount::Create(uint64_t size_bytes) {
+  EnterOwnMountNamespace();
   const char* base = std::getenv("TEST_TMPDIR");
   std::string dir = absl::StrCat(base != nullptr ? base : "/tmp", "/shoal-tmpfs-XXXXXX");
   if (mkdtemp(dir.data()) == nullptr) return Errno("mkdtemp", dir, errno);

@@ -11,7 +11,9 @@
 //   ...                                    // writes fail with ResourceExhausted
 //   ASSERT_TRUE((*fs)->Unfill().ok());     // the space is back
 //
-// mount(2) needs CAP_SYS_ADMIN (root in the test and CI containers). Not thread-safe.
+// mount(2) needs CAP_SYS_ADMIN (root in the test and CI containers). The mount is made in a
+// mount namespace private to the test process (and the children it starts), so it vanishes
+// with them even when a test aborts. Not thread-safe.
 #ifndef SHOAL_TESTS_SUPPORT_TMPFS_MOUNT_H_
 #define SHOAL_TESTS_SUPPORT_TMPFS_MOUNT_H_
 
