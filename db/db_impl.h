@@ -76,6 +76,8 @@ class DBImpl final : public DB {
   // Removes index directories no collection's manifest names (leftovers of crashed or failed
   // builds and drops).
   void RemoveUnreferencedIndexDirs() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Snapshot's work in its temporary directory `tmp`: checkpoint, index copy, marker.
+  absl::Status SnapshotInto(const std::string& tmp);
 
   const Options options_;
   storage::FileSystem* const fs_;

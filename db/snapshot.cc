@@ -14,14 +14,15 @@
 #include <unistd.h>
 
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "db/db_impl.h"
+#include "storage/file_system.h"
 
 namespace shoal::db {
 namespace {
@@ -34,27 +35,45 @@ constexpr char kReadyMarker[] = "READY";
 // The parts of a database directory a snapshot carries, in swap order.
 constexpr const char* kParts[] = {"rocksdb", "index"};
 
+// std::filesystem reports errno values: the code is chosen as for Shoal's own files
+// (storage::ErrnoStatus: a full disk is ResourceExhausted, as the write path reports it).
 absl::Status IoError(const std::string& what, const std::error_code& ec) {
-  return absl::InternalError(absl::StrCat(what, ": ", ec.message()));
+  return absl::Status(storage::ErrnoStatus(what, "", ec.value()).code(),
+                      absl::StrCat(what, ": ", ec.message()));
 }
 
 absl::Status SyncPath(const fs::path& path, bool directory) {
   const int fd = open(path.c_str(), (directory ? O_DIRECTORY : 0) | O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return absl::InternalError(absl::StrCat("open ", path.string(), " for fsync"));
+  if (fd < 0) return storage::ErrnoStatus("open for fsync", path.string(), errno);
   const int rc = fsync(fd);
+  const int err = errno;
   close(fd);
-  if (rc != 0) return absl::InternalError(absl::StrCat("fsync ", path.string()));
+  if (rc != 0) return storage::ErrnoStatus("fsync", path.string(), err);
   return absl::OkStatus();
 }
 
 absl::Status WriteMarker(const fs::path& path, const std::string& text) {
-  {
-    std::ofstream out(path, std::ios::trunc);
-    out << text;
-    if (!out.good()) return absl::InternalError(absl::StrCat("writing ", path.string()));
-  }
-  SHOAL_RETURN_IF_ERROR(SyncPath(path, /*directory=*/false));
+  SHOAL_RETURN_IF_ERROR(
+      storage::WriteFileSynced(*storage::FileSystem::Default(), path.string(), text));
   return SyncPath(path.parent_path(), /*directory=*/true);
+}
+
+// Through the FileSystem seam rather than std::filesystem::copy_file, which (libstdc++'s
+// sendfile path) reports a copy cut short by a full disk as EIO instead of ENOSPC.
+absl::Status CopyFileSynced(const std::string& from, const std::string& to) {
+  storage::FileSystem& files = *storage::FileSystem::Default();
+  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<storage::File> in,
+                         files.Open(from, storage::OpenMode::kExisting));
+  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<storage::File> out,
+                         files.Open(to, storage::OpenMode::kCreate));
+  std::vector<uint8_t> buffer(1 << 20);
+  for (uint64_t offset = 0;;) {
+    SHOAL_ASSIGN_OR_RETURN(size_t n, in->Read(offset, buffer));
+    if (n == 0) break;
+    SHOAL_RETURN_IF_ERROR(out->Write(offset, std::span<const uint8_t>(buffer.data(), n)));
+    offset += n;
+  }
+  return out->Sync();
 }
 
 }  // namespace
@@ -71,9 +90,7 @@ absl::Status CopyTreeDurably(const std::string& from, const std::string& to) {
       fs::create_directories(target, ec);
       if (ec) return IoError(absl::StrCat("creating ", target.string()), ec);
     } else if (it->is_regular_file()) {
-      fs::copy_file(it->path(), target, ec);
-      if (ec) return IoError(absl::StrCat("copying ", it->path().string()), ec);
-      SHOAL_RETURN_IF_ERROR(SyncPath(target, /*directory=*/false));
+      SHOAL_RETURN_IF_ERROR(CopyFileSynced(it->path().string(), target.string()));
     }
   }
   if (ec) return IoError(absl::StrCat("listing ", from), ec);
@@ -119,6 +136,20 @@ absl::Status DBImpl::Snapshot(const std::string& dir) {
   fs::remove_all(tmp, ec);
   fs::create_directories(tmp, ec);
   if (ec) return IoError(absl::StrCat("creating ", tmp), ec);
+  absl::Status s = SnapshotInto(tmp);
+  if (s.ok()) {
+    fs::rename(tmp, dir, ec);
+    if (ec) s = IoError(absl::StrCat("renaming ", tmp, " to ", dir), ec);
+  }
+  if (!s.ok()) {
+    // A failed copy is garbage; on a full disk it holds the space the database needs.
+    fs::remove_all(tmp, ec);
+    return s;
+  }
+  return SyncPath(fs::path(dir).parent_path(), /*directory=*/true);
+}
+
+absl::Status DBImpl::SnapshotInto(const std::string& tmp) {
   {
     // No write, build, compaction or catalog change runs while both halves are copied, so the
     // index files match the manifests in the checkpoint.
@@ -137,10 +168,7 @@ absl::Status DBImpl::Snapshot(const std::string& dir) {
     SHOAL_RETURN_IF_ERROR(s);
   }
   SHOAL_RETURN_IF_ERROR(SyncPath(fs::path(tmp) / "rocksdb", /*directory=*/true));
-  SHOAL_RETURN_IF_ERROR(WriteMarker(fs::path(tmp) / kSnapshotMarker, "shoal snapshot v1\n"));
-  fs::rename(tmp, dir, ec);
-  if (ec) return IoError(absl::StrCat("renaming ", tmp, " to ", dir), ec);
-  return SyncPath(fs::path(dir).parent_path(), /*directory=*/true);
+  return WriteMarker(fs::path(tmp) / kSnapshotMarker, "shoal snapshot v1\n");
 }
 
 }  // namespace shoal::db

@@ -16,6 +16,7 @@
 #include "rocksdb/write_batch.h"
 #include "storage/record_codec.h"
 #include "storage/rocksdb_env.h"
+#include "storage/rocksdb_info_log.h"
 
 namespace shoal::storage {
 namespace {
@@ -233,7 +234,15 @@ absl::StatusOr<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string
   db_options.wal_recovery_mode = options.salvage_damaged_wal
                                      ? rocksdb::WALRecoveryMode::kPointInTimeRecovery
                                      : rocksdb::WALRecoveryMode::kTolerateCorruptedTailRecords;
-  if (options.read_only) db_options.info_log = std::make_shared<DiscardingLogger>();
+  if (options.read_only) {
+    db_options.info_log = std::make_shared<DiscardingLogger>();
+  } else {
+    // RocksDB's own info log aborts the process on the line after a failed write (a full disk);
+    // ours drops lines instead (rocksdb_info_log.h). RocksDB makes the directory only after it
+    // has a logger, so it is made here first.
+    if (db_options.create_if_missing) env->CreateDirIfMissing(dir).PermitUncheckedError();
+    db_options.info_log = NewInfoLog(env.get(), dir);
+  }
   if (options.salvage_damaged_wal && !options.read_only) {
     SHOAL_RETURN_IF_ERROR(QuarantineWal(env.get(), dir));
   }

@@ -109,7 +109,8 @@ class DB {
   // Writes a consistent copy of the whole database (storage checkpoint + index files) into the
   // new directory `dir` (its parent must exist; `dir` must not: AlreadyExists). Writes, index
   // builds and collection changes wait while it runs; reads continue. The copy is complete
-  // only once this returns OK (a crash leaves "<dir>.tmp" behind, never a partial `dir`).
+  // only once this returns OK (a crash leaves "<dir>.tmp" behind, never a partial `dir`; a
+  // failure removes it). Errors: AlreadyExists, ResourceExhausted (a disk full), Internal (I/O).
   virtual absl::Status Snapshot(const std::string& dir) = 0;
   // Replaces the database in directory `path` with the snapshot in `snapshot_dir` (made by
   // Snapshot). No DB may have `path` open. Crash-safe: the new contents are staged beside the
