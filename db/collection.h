@@ -194,10 +194,12 @@ class Collection {
   // Rewrites vectors.dat without its dead slots when Options::index_update_compact_live_fraction
   // says so (SpannUpdater::CompactVectors); `now_retry`: even right after a failed one.
   absl::Status CompactVectorsIfDue(bool now_retry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
-  // Commits and publishes one updater change; `drained` (moved into the postings) leave the
-  // buffer and, with `sweep_done`, the sweep's count is taken once its tombstones are erased —
-  // both by the publisher.
-  absl::Status Apply(index::SpannUpdater::Change change, std::vector<uint64_t> drained,
+  // Commits one updater change (its directory change, in RocksDB rows, with the watermark
+  // `watermark` (0: unchanged) and the tombstones `erased`) and publishes it; `drained` (moved
+  // into the postings) leave the buffer and, with `sweep_done`, the sweep's count is taken once
+  // its tombstones are erased — both by the publisher.
+  absl::Status Apply(index::SpannUpdater::Change change, uint64_t watermark,
+                     std::vector<uint64_t> drained, std::vector<uint64_t> erased,
                      bool sweep_done = false) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
   // The publisher thread: applies publications_ in order (normal CPU priority).
   void PublisherLoop();

@@ -268,8 +268,7 @@ absl::Status Collection::DrainStep(bool* done) {
       updater_->Insert(ids, vectors.data(), [this](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         return dead_.contains(id);
       }));
-  change.commit.indexed_below = watermark;
-  SHOAL_RETURN_IF_ERROR(Apply(std::move(change), std::move(ids)));
+  SHOAL_RETURN_IF_ERROR(Apply(std::move(change), watermark, std::move(ids), /*erased=*/{}));
   absl::MutexLock lock(&handoff_mu_);
   for (const auto& b : batches) {
     pending_ids_ -= b->ids.size();
@@ -287,15 +286,40 @@ void Collection::SyncDead() {
   dead_.insert(fresh.begin(), fresh.end());
 }
 
-absl::Status Collection::Apply(index::SpannUpdater::Change change, std::vector<uint64_t> drained,
+namespace {
+
+// The RocksDB rows of an updater change: storage/ lies below index/ and knows nothing of the
+// index's types, so the collection, which sees both, translates.
+storage::IndexChange ToStoredChange(const index::DirectoryChange& change, uint64_t watermark,
+                                    std::vector<uint64_t> erased_tombstones) {
+  storage::IndexChange rows;
+  rows.put.reserve(change.written.size());
+  for (const index::PostingWrite& w : change.written) {
+    storage::PostingRow row{w.posting, w.extent.first_page, w.extent.num_pages, w.extent.bytes,
+                            w.count};
+    row.origin = w.origin;
+    row.centroid = w.centroid;
+    rows.put.push_back(std::move(row));
+  }
+  rows.removed = change.removed;
+  rows.indexed_below = watermark;
+  rows.erase_tombstones = std::move(erased_tombstones);
+  return rows;
+}
+
+}  // namespace
+
+absl::Status Collection::Apply(index::SpannUpdater::Change change, uint64_t watermark,
+                               std::vector<uint64_t> drained, std::vector<uint64_t> erased,
                                bool sweep_done) {
   const bool sync = options_.index_update_sync;
-  SHOAL_RETURN_IF_ERROR(store_->CommitIndexChange(id_, change.commit, sync));
+  SHOAL_RETURN_IF_ERROR(
+      store_->CommitIndexChange(id_, ToStoredChange(change.directory, watermark, erased), sync));
   Publication p;
   p.generation = updater_generation_;
-  p.watermark = change.commit.indexed_below;
+  p.watermark = watermark;
   p.drained = std::move(drained);
-  p.erased = std::move(change.commit.erase_tombstones);
+  p.erased = std::move(erased);
   p.sweep_done = sweep_done;
   for (uint64_t iid : p.erased) dead_.erase(iid);
   // Searches take the directory from the SpannIndex (its own lock), so the swap needs no mu_.
@@ -381,13 +405,11 @@ absl::Status Collection::Sweep() {
   };
   for (uint32_t first = 0; first < postings(); first += kSweepPostingsPerStep) {
     SHOAL_ASSIGN_OR_RETURN(auto change, updater_->Sweep(first, kSweepPostingsPerStep, is_dead));
-    SHOAL_RETURN_IF_ERROR(Apply(std::move(change), {}));
+    SHOAL_RETURN_IF_ERROR(Apply(std::move(change), /*watermark=*/0, {}, {}));
   }
   // Every posting that held one of `dead` was rewritten without it, and the buffer holds none of
   // them: no reader can meet them again, so their tombstones go.
-  index::SpannUpdater::Change erase;
-  erase.commit.erase_tombstones = std::move(dead);
-  SHOAL_RETURN_IF_ERROR(Apply(std::move(erase), {}, /*sweep_done=*/true));
+  SHOAL_RETURN_IF_ERROR(Apply({}, /*watermark=*/0, {}, std::move(dead), /*sweep_done=*/true));
   // SweepDue counts from the tombstones left after this one: wait until they are.
   AwaitPublished();
   return absl::OkStatus();
