@@ -329,15 +329,21 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchInde
     const float* q, size_t n, const SearchParams& params, size_t threads,
     const index::IdFilter* allow) const {
   if (spann_ == nullptr) return flat_.Search(q, n, params.k, threads, allow);
-  index::SpannKnobs knobs;
-  knobs.max_postings = params.max_postings;
-  if (params.pruning_ratio > 0) knobs.pruning_ratio = params.pruning_ratio;
+  index::SearchParameters p;
+  p.k = params.k;
+  p.threads = threads;
+  p.filter = allow;
+  p.skip = &stale_;
+  p.stats = params.stats;
+  p.max_postings = params.max_postings;
+  if (params.pruning_ratio > 0) p.pruning_ratio = params.pruning_ratio;
   // A large buffer is searched through the buckets of the tree leaves the SpannIndex navigated
   // to (collection_buffer.cc).
   std::vector<std::vector<uint32_t>> leaves;
   const bool bucketed = BufferBucketed();
-  SHOAL_ASSIGN_OR_RETURN(auto found, spann_->Search(q, n, params.k, knobs, threads, &stale_, allow,
-                                                    params.stats, bucketed ? &leaves : nullptr));
+  if (bucketed) p.visited_leaves = &leaves;
+  const index::VectorIndex& spann = *spann_;
+  SHOAL_ASSIGN_OR_RETURN(auto found, spann.Search(q, n, p));
   if (BufferSize() > 0) {
     MergeInto(&found,
               bucketed ? SearchBuckets(q, n, params.k, leaves, allow)
