@@ -5,7 +5,6 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
-#include <thread>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"

@@ -172,15 +172,19 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
   change.next = std::move(next_);
   change.directory.splits = std::move(splits_);
   change.directory.moves = std::move(moves_);
-  absl::MutexLock lock(&up_->stats_mu_);
-  up_->stats_.splits += stats_.splits;
-  up_->stats_.merges += stats_.merges;
-  up_->stats_.reassigned += stats_.reassigned;
-  up_->stats_.gc_entries += stats_.gc_entries;
-  up_->stats_.postings_written += stats_.postings_written;
-  up_->stats_.posting_appends += stats_.posting_appends;
-  up_->stats_.posting_bytes_written += stats_.posting_bytes_written;
+  up_->AddWorkStats(stats_);
   return change;
+}
+
+void SpannUpdater::AddWorkStats(const UpdateStats& work) {
+  absl::MutexLock lock(&stats_mu_);
+  stats_.splits += work.splits;
+  stats_.merges += work.merges;
+  stats_.reassigned += work.reassigned;
+  stats_.gc_entries += work.gc_entries;
+  stats_.postings_written += work.postings_written;
+  stats_.posting_appends += work.posting_appends;
+  stats_.posting_bytes_written += work.posting_bytes_written;
 }
 
 void SpannUpdater::Publish(Change change) {

@@ -163,6 +163,8 @@ class SpannUpdater {
   absl::Status FinishVectorSwitch();
   // Removes vectors.dat.compact left by a compaction a crash cut short (before its rename).
   absl::Status RemoveCompactionLeftover();
+  // Adds a finished change's counters (UpdateWork's) to stats_.
+  void AddWorkStats(const UpdateStats& work);
 
   SpannIndex* const index_;
   const UpdaterOptions options_;

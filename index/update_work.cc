@@ -290,7 +290,7 @@ absl::Status UpdateWork::Split(uint32_t p, uint32_t depth) {
   for (const auto& [target, i] : moving) {
     SHOAL_RETURN_IF_ERROR(Append(target, ids[i], vecs.data() + i * dim_, /*known_new=*/false));
     ++stats_.reassigned;
-    moves_.push_back({ids[i], p, target});
+    moves_.push_back({ids[i], p, static_cast<uint32_t>(target)});
   }
   SHOAL_RETURN_IF_ERROR(ReassignNeighbours(p, q, c0, depth));
   if (depth + 1 >= up_->options_.max_cascade) return absl::OkStatus();
