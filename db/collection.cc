@@ -1,8 +1,8 @@
 #include "db/collection.h"
 
 #include <algorithm>
-#include <cmath>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "db/validation.h"
@@ -10,42 +10,6 @@
 #include "shoal/filter.h"
 
 namespace shoal::db {
-namespace {
-
-// A filtered search over a SpannIndex is answered exactly when at most max(this, 64 k) ids pass:
-// reading that many records back costs about what a SPANN query does.
-constexpr size_t kExactFilterIds = 2048;
-
-index::Metric IndexMetric(Metric m) {
-  return m == Metric::kL2 ? index::Metric::kL2 : index::Metric::kInnerProduct;
-}
-
-// Merges `extra` into `found` query by query, keeping the k closest (ties: smaller id), each id
-// once: a drained vector leaves the buffer in slices after the postings holding it are published,
-// so both may return it meanwhile.
-void MergeInto(std::vector<std::vector<index::Neighbor>>* found,
-               const std::vector<std::vector<index::Neighbor>>& extra, size_t k) {
-  for (size_t i = 0; i < found->size(); ++i) {
-    auto& f = (*found)[i];
-    f.insert(f.end(), extra[i].begin(), extra[i].end());
-    std::sort(f.begin(), f.end(), [](const index::Neighbor& a, const index::Neighbor& b) {
-      return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
-    });
-    absl::flat_hash_set<uint64_t> seen;
-    auto dup = [&](const index::Neighbor& nb) { return !seen.insert(nb.id).second; };
-    f.erase(std::remove_if(f.begin(), f.end(), dup), f.end());
-    if (f.size() > k) f.resize(k);
-  }
-}
-
-void Normalize(const float* v, size_t n, float* out) {
-  double norm = 0;
-  for (size_t i = 0; i < n; ++i) norm += static_cast<double>(v[i]) * v[i];
-  const float inv = static_cast<float>(1.0 / std::sqrt(norm));
-  for (size_t i = 0; i < n; ++i) out[i] = v[i] * inv;
-}
-
-}  // namespace
 
 // Claims the keys of one write: waits (holding nothing) until no write in flight holds any of
 // them, then holds write_mu_ until Unlock(). The keys stay claimed until destruction, after the
@@ -90,8 +54,9 @@ Collection::Collection(storage::RecordStore* store, const storage::StoredCollect
       index_root_(index_root),
       fs_(fs),
       next_internal_id_(meta.next_internal_id),
-      budget_(budget),
-      flat_(meta.spec.dimension, IndexMetric(meta.spec.metric)) {}
+      state_(meta.spec.dimension, IndexMetric(meta.spec.metric)),
+      planner_(store, meta.id, meta.spec.metric, meta.spec.dimension),
+      maintainer_(&state_, store, meta.id, meta.spec.name, options, fs, budget) {}
 
 absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(
     storage::RecordStore* store, const storage::StoredCollection& meta, const Options& options,
@@ -99,33 +64,32 @@ absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(
   auto c =
       std::unique_ptr<Collection>(new Collection(store, meta, options, index_root, fs, budget));
   absl::MutexLock write_lock(&c->write_mu_);
-  absl::MutexLock work_lock(&c->work_mu_);
+  absl::MutexLock work_lock(&c->maintainer_.work_mu());
+  uint64_t generation = 0;
   {
-    absl::MutexLock lock(&c->mu_);
+    absl::MutexLock lock(&c->state_.mu);
     SHOAL_ASSIGN_OR_RETURN(std::optional<storage::StoredIndex> stored, store->LoadIndex(meta.id));
     if (stored.has_value()) SHOAL_RETURN_IF_ERROR(c->OpenIndex(*stored));
     SHOAL_RETURN_IF_ERROR(c->LoadRecords());
+    if (c->state_.spann != nullptr) generation = c->state_.spann->manifest().generation;
   }
-  SHOAL_RETURN_IF_ERROR(c->StartUpdates());
+  SHOAL_RETURN_IF_ERROR(c->maintainer_.Start(c->IndexDir(generation)));
   return c;
 }
 
 CollectionInfo Collection::Info() const {
-  index::UpdateStats stats;
-  {
-    // Not under mu_: a wait for handoff_mu_ (the maintenance thread takes it) holding mu_
-    // would hold up writers, and searches behind them.
-    absl::MutexLock handoff_lock(&handoff_mu_);
-    stats = update_stats_;
-  }
-  absl::ReaderMutexLock lock(&mu_);
-  CollectionInfo info{spec_, id_of_.size()};
-  info.index = spann_ ? index::SpannSpecString(spann_->manifest().options) : "flat";
-  info.index_ram_bytes = BufferMemoryBytes() + (spann_ ? spann_->MemoryBytes() : 0);
-  info.unindexed_vectors = spann_ ? BufferSize() : 0;
-  info.tombstones = stale_.size();
-  if (spann_ != nullptr) {
-    const auto dir = spann_->directory();
+  // Not under the state's lock: a wait for the hand-off's (the maintenance thread takes it)
+  // holding that lock would hold up writers, and searches behind them.
+  const index::UpdateStats stats = maintainer_.stats();
+  absl::ReaderMutexLock lock(&state_.mu);
+  const index::SpannIndex* spann = state_.spann.get();
+  CollectionInfo info{spec_, state_.id_of.size()};
+  info.index = spann ? index::SpannSpecString(spann->manifest().options) : "flat";
+  info.index_ram_bytes = state_.buffer.MemoryBytes() + (spann ? spann->MemoryBytes() : 0);
+  info.unindexed_vectors = spann ? state_.buffer.size() : 0;
+  info.tombstones = state_.stale.size();
+  if (spann != nullptr) {
+    const auto dir = spann->directory();
     info.postings = std::count(dir->live.begin(), dir->live.end(), 1);
   }
   info.posting_splits = stats.splits;
@@ -135,17 +99,6 @@ CollectionInfo Collection::Info() const {
   info.posting_appends = stats.posting_appends;
   info.posting_bytes_written = stats.posting_bytes_written;
   return info;
-}
-
-const float* IndexForm(Metric metric, const std::vector<float>& v, std::vector<float>* scratch) {
-  if (metric != Metric::kCosine) return v.data();
-  scratch->resize(v.size());
-  Normalize(v.data(), v.size(), scratch->data());
-  return scratch->data();
-}
-
-const float* Collection::IndexForm(const std::vector<float>& v, std::vector<float>* scratch) const {
-  return db::IndexForm(spec_.metric, v, scratch);
 }
 
 absl::Status Collection::CheckNotDropped() const {
@@ -162,25 +115,23 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
   for (const Record& r : records) keys.push_back(r.key);
   KeyClaim claim(this, std::move(keys));
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
-  SHOAL_RETURN_IF_ERROR(AwaitBacklog());
+  SHOAL_RETURN_IF_ERROR(maintainer_.AwaitBacklog());
   // Every record gets a fresh internal id (an id's vector never changes, so a copy of it left in
   // a posting is never wrong); a replaced record's old id is tombstoned.
   std::vector<uint64_t> ids(records.size());
   std::vector<std::optional<uint64_t>> old(records.size());
   uint64_t next = next_internal_id_;
-  bool indexed;  // a SpannIndex exists: replaced ids are tombstoned
-  const index::SpannIndex* spann;
+  const index::SpannIndex* spann;  // non-null: replaced ids are tombstoned
   auto batch = store_->NewBatch();
   {
-    absl::ReaderMutexLock lock(&mu_);
-    spann = spann_.get();
-    indexed = spann_ != nullptr;
+    absl::ReaderMutexLock lock(&state_.mu);
+    spann = state_.spann.get();
     for (size_t i = 0; i < records.size(); ++i) {
       ids[i] = next++;
-      if (const uint64_t* iid = id_of_.Find(records[i].key)) {
+      if (const uint64_t* iid = state_.id_of.Find(records[i].key)) {
         old[i] = *iid;
         batch.DeleteRecordRow(id_, *iid);
-        if (indexed) batch.MarkStale(id_, *iid);
+        if (spann != nullptr) batch.MarkStale(id_, *iid);
       }
       batch.PutRecord(id_, ids[i], records[i], /*new_key=*/true);
     }
@@ -189,19 +140,21 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
   // Ids are taken even if the commit fails: a failed batch may still be found after a reopen
   // (its outcome is unknown), so its ids must never name other records.
   next_internal_id_ = next;
-  // With online updates the batch goes to the maintenance thread too (pending_).
-  const bool handoff = indexed && options_.index_update_threads != 0;
-  if (handoff) {
-    // Until they are pending, these ids hold the watermark of online updates below them
-    // (batches commit and apply in any order). A failed commit leaves them there: its outcome
-    // is unknown until a reopen re-reads the records.
-    absl::MutexLock handoff_lock(&handoff_mu_);
-    unapplied_.insert(ids[0]);
-  }
-  const uint64_t first_id = ids[0];
+  // With online updates the batch goes to the maintenance thread too. Until it is pending, its
+  // ids hold the watermark of online updates below them (batches commit and apply in any
+  // order). A failed commit leaves them there: its outcome is unknown until a reopen re-reads
+  // the records.
+  const bool handoff = spann != nullptr && options_.index_update_threads != 0;
+  if (handoff) maintainer_.handoff().MarkCommitting(ids[0]);
   claim.Unlock();  // commit (and fsync) beside other writers: group commit
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
+  ApplyUpsert(records, ids, old, spann, handoff);
+  return absl::OkStatus();
+}
 
+void Collection::ApplyUpsert(std::span<const Record> records, const std::vector<uint64_t>& ids,
+                             const std::vector<std::optional<uint64_t>>& old,
+                             const index::SpannIndex* spann, bool handoff) {
   // The index form and buffer bucket of each vector, before the exclusive lock (the SpannIndex
   // stays while this write is in flight: builds and drops wait for it).
   const size_t dim = spec_.dimension;
@@ -211,40 +164,35 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
   for (size_t i = 0; i < records.size(); ++i) {
     const float* v = IndexForm(records[i].vector, &scratch);
     std::copy_n(v, dim, forms.data() + i * dim);
-    if (spann != nullptr) leaves[i] = BufferLeaf(*spann, v);
+    if (spann != nullptr) leaves[i] = WriteBuffer::LeafOf(*spann, v);
   }
   {
-    absl::MutexLock lock(&mu_);
+    absl::MutexLock lock(&state_.mu);
     for (size_t i = 0; i < records.size(); ++i) {
       if (old[i].has_value()) {
-        BufferRemove(*old[i]);
-        attrs_.Remove(*old[i]);
-        key_of_.Erase(*old[i]);
-        if (indexed) MarkStale(*old[i]);
+        state_.buffer.Remove(*old[i]);
+        state_.attrs.Remove(*old[i]);
+        state_.key_of.Erase(*old[i]);
+        if (spann != nullptr) state_.MarkStale(*old[i]);
       }
-      BufferAdd(ids[i], forms.data() + i * dim, leaves[i]);
-      attrs_.Put(ids[i], records[i].attributes, records[i].tags);
-      id_of_.Set(records[i].key, ids[i]);
-      key_of_.Insert(ids[i], records[i].key);
+      state_.buffer.Add(ids[i], forms.data() + i * dim, leaves[i]);
+      state_.attrs.Put(ids[i], records[i].attributes, records[i].tags);
+      state_.id_of.Set(records[i].key, ids[i]);
+      state_.key_of.Insert(ids[i], records[i].key);
     }
   }
-  if (handoff) {
-    // Outside mu_: the maintenance thread (low priority) takes handoff_mu_, and a writer that
-    // waited for it holding mu_ would hold up every search.
-    absl::MutexLock handoff_lock(&handoff_mu_);
-    AddPending(PendingBatch{std::move(ids), std::move(forms)});
-    unapplied_.erase(unapplied_.find(first_id));
-  }
-  return absl::OkStatus();
+  // Outside the state's lock: the maintenance thread (low priority) takes the hand-off's, and a
+  // writer that waited for it holding the state's lock would hold up every search.
+  if (handoff) maintainer_.handoff().AddPending({ids, std::move(forms)}, ids[0]);
 }
 
 absl::StatusOr<std::vector<std::optional<Record>>> Collection::Get(std::span<const Key> keys) {
   SHOAL_RETURN_IF_ERROR(ValidateKeys(keys, options_));
   std::vector<std::optional<uint64_t>> ids(keys.size());
   {
-    absl::ReaderMutexLock lock(&mu_);
+    absl::ReaderMutexLock lock(&state_.mu);
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (const uint64_t* iid = id_of_.Find(keys[i])) ids[i] = *iid;
+      if (const uint64_t* iid = state_.id_of.Find(keys[i])) ids[i] = *iid;
     }
   }
   std::vector<std::optional<Record>> out(keys.size());
@@ -267,27 +215,27 @@ absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
   std::vector<uint64_t> ids;
   auto batch = store_->NewBatch();
   {
-    absl::ReaderMutexLock lock(&mu_);
+    absl::ReaderMutexLock lock(&state_.mu);
     absl::flat_hash_map<uint64_t, bool> seen;
     for (const Key& key : keys) {
-      const uint64_t* iid = id_of_.Find(key);
+      const uint64_t* iid = state_.id_of.Find(key);
       if (iid == nullptr || !seen.emplace(*iid, true).second) continue;
       ids.push_back(*iid);
       batch.DeleteRecord(id_, *iid, key);
       // Tombstoned even while only the buffer holds it: a drain may be writing it to postings.
-      if (spann_ != nullptr) batch.MarkStale(id_, *iid);
+      if (state_.spann != nullptr) batch.MarkStale(id_, *iid);
     }
   }
   if (ids.empty()) return 0;
   claim.Unlock();
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
-  absl::MutexLock lock(&mu_);
+  absl::MutexLock lock(&state_.mu);
   for (uint64_t iid : ids) {
-    BufferRemove(iid);
-    attrs_.Remove(iid);
-    if (spann_ != nullptr) MarkStale(iid);
-    id_of_.Erase(key_of_.At(iid));
-    key_of_.Erase(iid);
+    state_.buffer.Remove(iid);
+    state_.attrs.Remove(iid);
+    if (state_.spann != nullptr) state_.MarkStale(iid);
+    state_.id_of.Erase(state_.key_of.At(iid));
+    state_.key_of.Erase(iid);
   }
   return ids.size();
 }
@@ -305,114 +253,41 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
     q = normalized.data();
   }
   const size_t threads = n == 1 ? 1 : options_.search_threads;
-  absl::ReaderMutexLock lock(&mu_);
-  std::vector<std::vector<index::Neighbor>> found;
-  if (params.filter != nullptr) {
-    SHOAL_ASSIGN_OR_RETURN(found, SearchFiltered(q, n, params, threads));
-  } else {
-    SHOAL_ASSIGN_OR_RETURN(found, SearchIndexes(q, n, params, threads, nullptr));
-  }
+  absl::ReaderMutexLock lock(&state_.mu);
+  SHOAL_ASSIGN_OR_RETURN(auto found, planner_.Search(state_, q, n, params, threads));
   std::vector<std::vector<Hit>> out(n);
   const float offset = spec_.metric == Metric::kCosine ? 1.0f : 0.0f;  // 1 - cos = 1 + (-ip)
   for (size_t i = 0; i < n; ++i) {
     // The key map is large and cold: start every hit's probe before the first one is read.
-    for (const index::Neighbor& nb : found[i]) key_of_.Prefetch(nb.id);
+    for (const index::Neighbor& nb : found[i]) state_.key_of.Prefetch(nb.id);
     out[i].reserve(found[i].size());
     for (const index::Neighbor& nb : found[i]) {
-      out[i].push_back(Hit{key_of_.At(nb.id), nb.distance + offset});
+      out[i].push_back(Hit{state_.key_of.At(nb.id), nb.distance + offset});
     }
   }
   return out;
 }
 
-absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchIndexes(
-    const float* q, size_t n, const SearchParams& params, size_t threads,
-    const index::IdFilter* allow) const {
-  if (spann_ == nullptr) return flat_.Search(q, n, params.k, threads, allow);
-  index::SpannKnobs knobs;
-  knobs.max_postings = params.max_postings;
-  if (params.pruning_ratio > 0) knobs.pruning_ratio = params.pruning_ratio;
-  // A large buffer is searched through the buckets of the tree leaves the SpannIndex navigated
-  // to (collection_buffer.cc).
-  std::vector<std::vector<uint32_t>> leaves;
-  const bool bucketed = BufferBucketed();
-  SHOAL_ASSIGN_OR_RETURN(auto found, spann_->Search(q, n, params.k, knobs, threads, &stale_, allow,
-                                                    params.stats, bucketed ? &leaves : nullptr));
-  if (BufferSize() > 0) {
-    MergeInto(&found,
-              bucketed ? SearchBuckets(q, n, params.k, leaves, allow)
-                       : SearchBufferExactly(q, n, params.k, threads, allow),
-              params.k);
-  }
-  return found;
-}
-
-absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchFiltered(
-    const float* q, size_t n, const SearchParams& params, size_t threads) const {
-  const index::IdBitmap allowed = attrs_.Evaluate(*params.filter);
-  const size_t k = params.k;
-  if (spann_ == nullptr) return flat_.Search(q, n, k, threads, &allowed);
-  const size_t passing = allowed.Count();
-  if (passing <= std::max(kExactFilterIds, 64 * k)) {
-    return SearchAllowedExactly(q, n, k, threads, allowed, params.stats);
-  }
-  SHOAL_ASSIGN_OR_RETURN(auto found, SearchIndexes(q, n, params, threads, &allowed));
-  // Queries whose nearest postings held fewer than k passing ids: answer them exactly.
-  const size_t want = std::min(k, passing);
-  std::vector<size_t> short_queries;
-  std::vector<float> redo;
-  for (size_t i = 0; i < n; ++i) {
-    if (found[i].size() >= want) continue;
-    short_queries.push_back(i);
-    redo.insert(redo.end(), q + i * spec_.dimension, q + (i + 1) * spec_.dimension);
-  }
-  if (short_queries.empty()) return found;
-  SHOAL_ASSIGN_OR_RETURN(auto exact, SearchAllowedExactly(redo.data(), short_queries.size(), k,
-                                                          threads, allowed, params.stats));
-  for (size_t j = 0; j < short_queries.size(); ++j) found[short_queries[j]] = std::move(exact[j]);
-  return found;
-}
-
-absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Collection::SearchAllowedExactly(
-    const float* q, size_t n, size_t k, size_t threads, const index::IdBitmap& allowed,
-    SearchStats* stats) const {
-  // The buffer's rows are searched in place; only the SpannIndex's are read back.
-  std::vector<uint64_t> to_read;
-  allowed.ForEach([&](uint64_t id) {
-    if (!BufferContains(id)) to_read.push_back(id);
-  });
-  index::FlatIndex passing(spec_.dimension, flat_.metric());
-  std::vector<float> scratch;
-  for (uint64_t id : to_read) {
-    SHOAL_ASSIGN_OR_RETURN(std::optional<Record> r, store_->GetRecord(id_, id));
-    if (r.has_value()) passing.Add(id, IndexForm(r->vector, &scratch));
-  }
-  if (stats != nullptr) stats->vectors_scored += n * allowed.Count();
-  auto found = passing.Search(q, n, k, threads);
-  if (BufferSize() > 0) MergeInto(&found, SearchBufferExactly(q, n, k, threads, &allowed), k);
-  return found;
-}
-
 uint64_t Collection::IndexGeneration() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return spann_ != nullptr ? spann_->manifest().generation : 0;
+  absl::ReaderMutexLock lock(&state_.mu);
+  return state_.spann != nullptr ? state_.spann->manifest().generation : 0;
 }
 
 absl::Status Collection::Drop() {
   auto idle = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return in_flight_.empty(); };
   absl::MutexLock write_lock(&write_mu_, absl::Condition(&idle));
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
-  absl::MutexLock work_lock(&work_mu_);
-  updater_.reset();
+  absl::MutexLock work_lock(&maintainer_.work_mu());
+  maintainer_.Stop();
   storage::StoredCollection meta{id_, spec_, next_internal_id_};
   SHOAL_RETURN_IF_ERROR(store_->DropCollection(meta));
   dropped_ = true;
-  ClearHandoff();
-  absl::MutexLock lock(&mu_);
-  if (spann_ != nullptr) {
-    const std::string dir = IndexDir(spann_->manifest().generation);
-    spann_.reset();
-    buckets_.reset();
+  maintainer_.handoff().Clear();
+  absl::MutexLock lock(&state_.mu);
+  if (state_.spann != nullptr) {
+    const std::string dir = IndexDir(state_.spann->manifest().generation);
+    state_.spann.reset();
+    state_.buffer.Reset(nullptr);
     // Unreferenced now; a leftover is only garbage, removed at the next open.
     fs_->RemoveAll(dir).IgnoreError();
   }

@@ -25,87 +25,6 @@ storage::IoBackend IoOf(Options::Io io) {
   }
 }
 
-}  // namespace
-
-std::string Collection::IndexDir(uint64_t generation) const {
-  return absl::StrCat(index_root_, "/c", id_, ".g", generation);
-}
-
-size_t Collection::CacheBudget(size_t fixed_bytes) const {
-  if (options_.index_ram_bytes_limit == 0) return options_.posting_cache_bytes;
-  const size_t limit = options_.index_ram_bytes_limit;
-  return fixed_bytes >= limit ? 0 : std::min(options_.posting_cache_bytes, limit - fixed_bytes);
-}
-
-// One pass over the collection's records rebuilds the key maps and the attribute index, and
-// puts into the buffer every vector the SpannIndex (if any) does not hold: those at or above
-// the watermark (written after the build and not yet moved into the postings), which are queued
-// for the maintenance thread again, and records whose id carries a tombstone (rewritten in place
-// by versions before online updates), which stay in the buffer until the next build.
-absl::Status Collection::LoadRecords() {
-  std::vector<float> scratch;
-  PendingBatch batch;
-  auto hand_off = [&] {
-    absl::MutexLock lock(&handoff_mu_);
-    if (!batch.ids.empty()) AddPending(std::move(batch));
-    batch = PendingBatch{};
-  };
-  absl::Status s = store_->ScanRecords(id_, [&](uint64_t iid, Record&& r) {
-    if (r.vector.size() != spec_.dimension) {
-      return absl::DataLossError(absl::StrCat("collection '", spec_.name, "' record id ", iid,
-                                              " has dimension ", r.vector.size()));
-    }
-    if (!InSpann(iid) || stale_.Contains(iid)) {
-      const float* v = IndexForm(r.vector, &scratch);
-      BufferAdd(iid, v, spann_ != nullptr ? BufferLeaf(*spann_, v) : 0);
-      if (spann_ != nullptr && options_.index_update_threads != 0 && !InSpann(iid) &&
-          !stale_.Contains(iid)) {
-        batch.ids.push_back(iid);
-        batch.vectors.insert(batch.vectors.end(), v, v + spec_.dimension);
-        if (batch.ids.size() == kLoadBatch) hand_off();
-      }
-    }
-    attrs_.Put(iid, r.attributes, r.tags);
-    id_of_.Insert(r.key, iid);
-    key_of_.Insert(iid, std::move(r.key));
-    // Ids at or above the stored counter can only come from a counter lost with a torn catalog
-    // row; never hand them out again.
-    next_internal_id_ = std::max(next_internal_id_, iid + 1);
-    return absl::OkStatus();
-  });
-  hand_off();
-  return s;
-}
-
-absl::Status Collection::OpenIndex(const storage::StoredIndex& stored) {
-  const std::string where = absl::StrCat("collection '", spec_.name, "' index manifest");
-  SHOAL_ASSIGN_OR_RETURN(index::SpannManifest manifest,
-                         index::DecodeManifest(stored.manifest, where));
-  index::SpannRuntimeOptions runtime{IoOf(options_.io), options_.posting_cache_bytes,
-                                     options_.index_ram_bytes_limit};
-  runtime.fs = fs_;
-  SHOAL_ASSIGN_OR_RETURN(spann_, index::SpannIndex::Open(IndexDir(manifest.generation), manifest,
-                                                         stored.postings, runtime));
-  indexed_below_ = std::max(manifest.indexed_below, stored.indexed_below);
-  for (uint64_t iid : stored.stale_ids) MarkStale(iid);
-  tombstones_at_sweep_ = stale_.size();
-  ResetBuffer();
-  return absl::OkStatus();
-}
-
-absl::Status Collection::BuildIndex(const std::string& spec, const IndexBuildProgressFn& progress) {
-  // Holds writers off for the whole build, once those in flight are applied.
-  auto idle = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return in_flight_.empty(); };
-  absl::MutexLock write_lock(&write_mu_, absl::Condition(&idle));
-  SHOAL_RETURN_IF_ERROR(CheckNotDropped());
-  if (spec == "flat") return DropSpann();
-  SHOAL_RETURN_IF_ERROR(BuildSpann(spec, progress));
-  absl::MutexLock work_lock(&work_mu_);
-  return StartUpdates();
-}
-
-namespace {
-
 // Each phase's share of a whole build (roughly what each costs: clustering dominates).
 struct PhaseSpan {
   std::string_view phase;
@@ -137,17 +56,108 @@ class BuildReporter {
 
 }  // namespace
 
+std::string Collection::IndexDir(uint64_t generation) const {
+  return absl::StrCat(index_root_, "/c", id_, ".g", generation);
+}
+
+size_t Collection::CacheBudget(size_t fixed_bytes) const {
+  if (options_.index_ram_bytes_limit == 0) return options_.posting_cache_bytes;
+  const size_t limit = options_.index_ram_bytes_limit;
+  return fixed_bytes >= limit ? 0 : std::min(options_.posting_cache_bytes, limit - fixed_bytes);
+}
+
+void Collection::ResetBuffer() {
+  index::SpannIndex* spann = state_.spann.get();
+  state_.buffer.Reset(spann);
+  if (spann != nullptr) {
+    // The empty buckets count as fixed index RAM beside the SpannIndex's own.
+    spann->SetCacheBudget(CacheBudget(spann->FixedMemoryBytes() + state_.buffer.MemoryBytes()));
+  }
+}
+
+// One pass over the collection's records rebuilds the key maps and the attribute index, and
+// puts into the buffer every vector the SpannIndex (if any) does not hold: those at or above
+// the watermark (written after the build and not yet moved into the postings), which are queued
+// for the maintenance thread again, and records whose id carries a tombstone (rewritten in place
+// by versions before online updates), which stay in the buffer until the next build.
+absl::Status Collection::LoadRecords() {
+  CollectionState& s = state_;
+  std::vector<float> scratch;
+  IndexHandoff::Batch batch;
+  auto hand_off = [&] {
+    if (!batch.ids.empty()) maintainer_.handoff().AddPending(std::move(batch));
+    batch = IndexHandoff::Batch{};
+  };
+  const bool updates = s.spann != nullptr && options_.index_update_threads != 0;
+  absl::Status status =
+      store_->ScanRecords(id_, [&](uint64_t iid, Record&& r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        if (r.vector.size() != spec_.dimension) {
+          return absl::DataLossError(absl::StrCat("collection '", spec_.name, "' record id ", iid,
+                                                  " has dimension ", r.vector.size()));
+        }
+        const bool stale = s.stale.Contains(iid);
+        if (!s.InSpann(iid) || stale) {
+          const float* v = IndexForm(r.vector, &scratch);
+          s.buffer.Add(iid, v, s.spann != nullptr ? WriteBuffer::LeafOf(*s.spann, v) : 0);
+          if (updates && !s.InSpann(iid) && !stale) {
+            batch.ids.push_back(iid);
+            batch.vectors.insert(batch.vectors.end(), v, v + spec_.dimension);
+            if (batch.ids.size() == kLoadBatch) hand_off();
+          }
+        }
+        s.attrs.Put(iid, r.attributes, r.tags);
+        s.id_of.Insert(r.key, iid);
+        s.key_of.Insert(iid, std::move(r.key));
+        // Ids at or above the stored counter can only come from a counter lost with a torn catalog
+        // row; never hand them out again.
+        next_internal_id_ = std::max(next_internal_id_, iid + 1);
+        return absl::OkStatus();
+      });
+  hand_off();
+  return status;
+}
+
+absl::Status Collection::OpenIndex(const storage::StoredIndex& stored) {
+  const std::string where = absl::StrCat("collection '", spec_.name, "' index manifest");
+  SHOAL_ASSIGN_OR_RETURN(index::SpannManifest manifest,
+                         index::DecodeManifest(stored.manifest, where));
+  index::SpannRuntimeOptions runtime{IoOf(options_.io), options_.posting_cache_bytes,
+                                     options_.index_ram_bytes_limit};
+  runtime.fs = fs_;
+  SHOAL_ASSIGN_OR_RETURN(state_.spann, index::SpannIndex::Open(IndexDir(manifest.generation),
+                                                               manifest, stored.postings, runtime));
+  state_.indexed_below = std::max(manifest.indexed_below, stored.indexed_below);
+  for (uint64_t iid : stored.stale_ids) state_.MarkStale(iid);
+  state_.tombstones_at_sweep = state_.stale.size();
+  ResetBuffer();
+  return absl::OkStatus();
+}
+
+absl::Status Collection::BuildIndex(const std::string& spec, const IndexBuildProgressFn& progress) {
+  // Holds writers off for the whole build, once those in flight are applied.
+  auto idle = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return in_flight_.empty(); };
+  absl::MutexLock write_lock(&write_mu_, absl::Condition(&idle));
+  SHOAL_RETURN_IF_ERROR(CheckNotDropped());
+  if (spec == "flat") return DropSpann();
+  SHOAL_RETURN_IF_ERROR(BuildSpann(spec, progress));
+  absl::MutexLock work_lock(&maintainer_.work_mu());
+  return maintainer_.Start(IndexDir(last_generation_));
+}
+
 absl::Status Collection::BuildSpann(const std::string& spec, const IndexBuildProgressFn& progress) {
   SHOAL_ASSIGN_OR_RETURN(index::SpannOptions options, index::ParseSpannSpec(spec));
   BuildReporter report(progress);
   report("reading", 0);
   size_t expected = 1;
+  // Never a generation tried before in this process: a failed commit may have named it.
+  uint64_t generation = last_generation_ + 1;
   {
-    absl::ReaderMutexLock lock(&mu_);
-    expected = std::max<size_t>(1, id_of_.size());
+    absl::ReaderMutexLock lock(&state_.mu);
+    expected = std::max<size_t>(1, state_.id_of.size());
+    if (state_.spann) generation = std::max(generation, state_.spann->manifest().generation + 1);
   }
   const size_t every = std::max<size_t>(1, expected / 32);
-  // Every live vector, in index form, read back from RocksDB (the FlatIndex may hold only the
+  // Every live vector, in index form, read back from RocksDB (the buffer may hold only the
   // vectors written since the previous build).
   std::vector<uint64_t> ids;
   std::vector<float> vectors;
@@ -159,12 +169,6 @@ absl::Status Collection::BuildSpann(const std::string& spec, const IndexBuildPro
     vectors.insert(vectors.end(), v, v + spec_.dimension);
     return absl::OkStatus();
   }));
-  // Never a generation tried before in this process: a failed commit may have named it.
-  uint64_t generation = last_generation_ + 1;
-  {
-    absl::ReaderMutexLock lock(&mu_);
-    if (spann_ != nullptr) generation = std::max(generation, spann_->manifest().generation + 1);
-  }
   last_generation_ = generation;
   // Built under a temporary name and renamed once complete and synced, so a directory with a
   // generation's name is always whole. Leftovers of a failed or crashed build are never
@@ -174,8 +178,13 @@ absl::Status Collection::BuildSpann(const std::string& spec, const IndexBuildPro
   SHOAL_RETURN_IF_ERROR(fs_->RemoveAll(dir));
   SHOAL_RETURN_IF_ERROR(fs_->RemoveAll(tmp));
   SHOAL_RETURN_IF_ERROR(fs_->CreateDirs(tmp));
-  index::SpannBuildInput input{
-      ids, vectors.data(), spec_.dimension, flat_.metric(), next_internal_id_, generation, fs_};
+  index::SpannBuildInput input{ids,
+                               vectors.data(),
+                               spec_.dimension,
+                               IndexMetric(spec_.metric),
+                               next_internal_id_,
+                               generation,
+                               fs_};
   input.progress = [&](std::string_view phase, double done) { report(phase, done); };
   auto backend = index::MakeDefaultClusteringBackend(options_.build_threads);
   absl::StatusOr<index::SpannBuildOutput> built =
@@ -186,11 +195,21 @@ absl::Status Collection::BuildSpann(const std::string& spec, const IndexBuildPro
     fs_->RemoveAll(dir).IgnoreError();
     return published;
   }
+  SHOAL_ASSIGN_OR_RETURN(auto fresh, OpenBuilt(dir, built->manifest, built->postings));
+  report("committing", 0);
+  SHOAL_RETURN_IF_ERROR(
+      SwapIn(std::move(fresh), index::EncodeManifest(built->manifest), built->postings));
+  report("committing", 1);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<index::SpannIndex>> Collection::OpenBuilt(
+    const std::string& dir, const index::SpannManifest& manifest,
+    std::span<const storage::PostingRow> postings) const {
   index::SpannRuntimeOptions runtime{IoOf(options_.io), options_.posting_cache_bytes,
                                      options_.index_ram_bytes_limit};
   runtime.fs = fs_;
-  SHOAL_ASSIGN_OR_RETURN(auto fresh,
-                         index::SpannIndex::Open(dir, built->manifest, built->postings, runtime));
+  SHOAL_ASSIGN_OR_RETURN(auto fresh, index::SpannIndex::Open(dir, manifest, postings, runtime));
   if (options_.index_ram_bytes_limit != 0 &&
       fresh->FixedMemoryBytes() > options_.index_ram_bytes_limit) {
     fs_->RemoveAll(dir).IgnoreError();
@@ -199,7 +218,12 @@ absl::Status Collection::BuildSpann(const std::string& spec, const IndexBuildPro
                      " bytes, over Options::index_ram_bytes_limit (",
                      options_.index_ram_bytes_limit, "); lower centroid_ratio"));
   }
-  report("committing", 0);
+  return fresh;
+}
+
+absl::Status Collection::SwapIn(std::unique_ptr<index::SpannIndex> fresh,
+                                const std::string& manifest,
+                                std::span<const storage::PostingRow> postings) {
   // The commit point (a synced RocksDB write): from here on a reopen finds the new index. If it
   // fails the old index keeps serving; the new directory stays, since the failed commit may
   // still be found after a reopen (its outcome is unknown), and the next open removes whichever
@@ -208,49 +232,45 @@ absl::Status Collection::BuildSpann(const std::string& spec, const IndexBuildPro
   // outcome be unknown, after) the new index's.
   std::string old_dir;
   {
-    absl::MutexLock work_lock(&work_mu_);
-    updater_.reset();
-    SHOAL_RETURN_IF_ERROR(
-        store_->CommitIndex(id_, index::EncodeManifest(built->manifest), built->postings));
-    absl::MutexLock lock(&mu_);
-    if (spann_ != nullptr) old_dir = IndexDir(spann_->manifest().generation);
-    spann_ = std::move(fresh);
-    indexed_below_ = next_internal_id_;
-    ClearStale();
-    tombstones_at_sweep_ = 0;
-    ClearHandoff();
+    absl::MutexLock work_lock(&maintainer_.work_mu());
+    maintainer_.Stop();
+    SHOAL_RETURN_IF_ERROR(store_->CommitIndex(id_, manifest, postings));
+    absl::MutexLock lock(&state_.mu);
+    if (state_.spann != nullptr) old_dir = IndexDir(state_.spann->manifest().generation);
+    state_.spann = std::move(fresh);
+    state_.indexed_below = next_internal_id_;
+    state_.ClearStale();
+    maintainer_.Reset();
     ResetBuffer();
   }
   // Freed only now that the commit that stopped referencing it is durable.
   if (!old_dir.empty()) fs_->RemoveAll(old_dir).IgnoreError();
-  report("committing", 1);
   return absl::OkStatus();
 }
 
 absl::Status Collection::DropSpann() {
   std::string old_dir;
   {
-    absl::ReaderMutexLock lock(&mu_);
-    if (spann_ == nullptr) return absl::OkStatus();
-    old_dir = IndexDir(spann_->manifest().generation);
+    absl::ReaderMutexLock lock(&state_.mu);
+    if (state_.spann == nullptr) return absl::OkStatus();
+    old_dir = IndexDir(state_.spann->manifest().generation);
   }
-  absl::MutexLock work_lock(&work_mu_);  // no online update commits beside the clear
-  updater_.reset();
+  absl::MutexLock work_lock(&maintainer_.work_mu());  // no online update commits beside the clear
+  maintainer_.Stop();
   SHOAL_RETURN_IF_ERROR(store_->ClearIndex(id_));
-  index::FlatIndex all(spec_.dimension, flat_.metric());
+  index::FlatIndex all(spec_.dimension, IndexMetric(spec_.metric));
   std::vector<float> scratch;
   SHOAL_RETURN_IF_ERROR(store_->ScanRecords(id_, [&](uint64_t iid, Record&& r) {
     all.Add(iid, IndexForm(r.vector, &scratch));
     return absl::OkStatus();
   }));
   {
-    absl::MutexLock lock(&mu_);
-    spann_.reset();
-    ClearStale();
-    ClearHandoff();
-    indexed_below_ = 0;
-    buckets_.reset();
-    flat_ = std::move(all);
+    absl::MutexLock lock(&state_.mu);
+    state_.spann.reset();
+    state_.ClearStale();
+    maintainer_.Reset();
+    state_.indexed_below = 0;
+    state_.buffer.Replace(std::move(all));
   }
   fs_->RemoveAll(old_dir).IgnoreError();
   return absl::OkStatus();

@@ -271,51 +271,49 @@ absl::Status Collection::Verify(VerifyReport* report) {
   // Background index maintenance holds still. Buffered writes are moved into the postings first
   // (best effort: a failing drain changes nothing), so the watermark is exact: one that ran
   // beside a committing writer left it below ids it already moved.
-  absl::MutexLock work_lock(&work_mu_);
-  for (bool done = updater_ == nullptr; !done;) {
-    if (!DrainStep(&done).ok()) break;
-  }
-  AwaitPublished();
-  absl::ReaderMutexLock lock(&mu_);
+  absl::MutexLock work_lock(&maintainer_.work_mu());
+  maintainer_.DrainNow();
+  absl::ReaderMutexLock lock(&state_.mu);
   Checker checker(store_, index_root_, report);
   DurableView view;
   SHOAL_RETURN_IF_ERROR(
       checker.Collection(storage::StoredCollection{id_, spec_, next_internal_id_}, &view));
   // The in-memory state that answers queries agrees with the durable one.
   for (const auto& [iid, key] : view.record_key) {
-    const uint64_t* mem = id_of_.Find(key);
+    const uint64_t* mem = state_.id_of.Find(key);
     if (mem == nullptr || *mem != iid) {
       checker.Problem(absl::StrCat(
           "in memory: key ", KeyString(key), " of record ", iid,
           mem == nullptr ? std::string(" is missing") : absl::StrCat(" maps to ", *mem)));
     }
-    const bool indexed = InSpann(iid) && !stale_.Contains(iid);
-    if (!indexed && !BufferContains(iid)) {
+    const bool indexed = state_.InSpann(iid) && !state_.stale.Contains(iid);
+    if (!indexed && !state_.buffer.Contains(iid)) {
       checker.Problem(
           absl::StrCat("in memory: record ", iid, " is neither indexed nor in the delta"));
     }
   }
   const VerifyReport::CollectionReport& c = report->collections.back();
-  if (id_of_.size() != c.records || key_of_.size() != c.records) {
-    checker.Problem(absl::StrCat("in memory: ", id_of_.size(), " / ", key_of_.size(), " keys for ",
-                                 c.records, " records"));
+  if (state_.id_of.size() != c.records || state_.key_of.size() != c.records) {
+    checker.Problem(absl::StrCat("in memory: ", state_.id_of.size(), " / ", state_.key_of.size(),
+                                 " keys for ", c.records, " records"));
   }
-  if (BufferSize() != c.vectors_in_delta) {
-    checker.Problem(absl::StrCat("in memory: the delta holds ", BufferSize(), " vectors, not ",
-                                 c.vectors_in_delta));
+  if (state_.buffer.size() != c.vectors_in_delta) {
+    checker.Problem(absl::StrCat("in memory: the delta holds ", state_.buffer.size(),
+                                 " vectors, not ", c.vectors_in_delta));
   }
-  const uint64_t generation = spann_ ? spann_->manifest().generation : 0;
-  if (view.has_index != (spann_ != nullptr) || (view.has_index && generation != view.generation)) {
+  const uint64_t generation = state_.spann ? state_.spann->manifest().generation : 0;
+  if (view.has_index != (state_.spann != nullptr) ||
+      (view.has_index && generation != view.generation)) {
     checker.Problem(absl::StrCat("in memory: index generation ", generation, ", stored ",
                                  view.has_index ? view.generation : 0));
   }
-  const bool same_stale = stale_.size() == view.stale.size() &&
+  const bool same_stale = state_.stale.size() == view.stale.size() &&
                           std::all_of(view.stale.begin(), view.stale.end(),
                                       [&](uint64_t iid) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-                                        return stale_.Contains(iid);
+                                        return state_.stale.Contains(iid);
                                       });
   if (!same_stale) {
-    checker.Problem(absl::StrCat("in memory: ", stale_.size(), " stale marks, stored ",
+    checker.Problem(absl::StrCat("in memory: ", state_.stale.size(), " stale marks, stored ",
                                  view.stale.size(), " (or different ids)"));
   }
   return absl::OkStatus();

@@ -440,4 +440,21 @@ std::vector<std::vector<Neighbor>> FlatIndex::Search(const float* queries, size_
   return out;
 }
 
+absl::Status FlatIndex::Add(std::span<const uint64_t> ids, const float* vectors,
+                            std::span<const uint32_t> /*leaves*/) {
+  for (size_t i = 0; i < ids.size(); ++i) Add(ids[i], vectors + i * dimension_);
+  return absl::OkStatus();
+}
+
+absl::Status FlatIndex::Remove(std::span<const uint64_t> ids) {
+  for (uint64_t id : ids) Remove(id);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<Neighbor>>> FlatIndex::Search(
+    const float* queries, size_t n, const SearchParameters& params) const {
+  const ExcludingFilter excluding(params.filter, params.skip);
+  return Search(queries, n, params.k, params.threads, excluding.Effective());
+}
+
 }  // namespace shoal::index

@@ -24,29 +24,26 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "base/sharded_hash.h"
 #include "index/distance.h"
 #include "index/id_filter.h"
 #include "index/row_blocks.h"
+#include "index/vector_index.h"
 
 namespace shoal::index {
 
-struct Neighbor {
-  uint64_t id = 0;
-  float distance = 0;
-};
-
-class FlatIndex {
+class FlatIndex final : public VectorIndex {
  public:
   FlatIndex(size_t dimension, Metric metric);
 
-  size_t dimension() const { return dimension_; }
+  size_t dimension() const override { return dimension_; }
   Metric metric() const { return metric_; }
   size_t size() const { return rows_.size(); }
   // Bytes of RAM held (row blocks + id map).
-  size_t MemoryBytes() const;
+  size_t MemoryBytes() const override;
 
   // Adds or replaces the vector of `id` (dimension() floats, copied).
   void Add(uint64_t id, const float* vector);
@@ -70,6 +67,14 @@ class FlatIndex {
   // row during the scan; batches that take the AVX-512 path gather the allowed rows first.
   std::vector<std::vector<Neighbor>> Search(const float* queries, size_t num_queries, size_t k,
                                             size_t threads, const IdFilter* allow) const;
+
+  // ---- VectorIndex (batches; `leaves` ignored; SearchParameters' filter and skip honoured, the
+  // SPANN knobs ignored). Never fails.
+  absl::Status Add(std::span<const uint64_t> ids, const float* vectors,
+                   std::span<const uint32_t> leaves) override;
+  absl::Status Remove(std::span<const uint64_t> ids) override;
+  absl::StatusOr<std::vector<std::vector<Neighbor>>> Search(
+      const float* queries, size_t n, const SearchParameters& params) const override;
 
  private:
   size_t dimension_;

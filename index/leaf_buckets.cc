@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
+
 namespace shoal::index {
 
 LeafBuckets::LeafBuckets(size_t dimension, Metric metric, size_t num_leaves)
@@ -89,6 +91,40 @@ std::vector<Neighbor> LeafBuckets::SearchAll(const float* query, size_t k,
   nonempty_.ForEach([&](uint64_t leaf) { Scan(buckets_[leaf], query, allow, &top); });
   std::vector<Neighbor> out;
   for (const auto& e : top.TakeSorted()) out.push_back({e.id, e.distance});
+  return out;
+}
+
+absl::Status LeafBuckets::Add(std::span<const uint64_t> ids, const float* vectors,
+                              std::span<const uint32_t> leaves) {
+  if (leaves.size() != ids.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("leaves: ", leaves.size(), " for ", ids.size(),
+                                                   " vectors (leaf buckets need each one's)"));
+  }
+  for (uint32_t leaf : leaves) {
+    if (leaf >= buckets_.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("leaves: leaf ", leaf, " out of range (", buckets_.size(), " leaves)"));
+    }
+  }
+  for (size_t i = 0; i < ids.size(); ++i) Add(ids[i], vectors + i * dimension_, leaves[i]);
+  return absl::OkStatus();
+}
+
+absl::Status LeafBuckets::Remove(std::span<const uint64_t> ids) {
+  for (uint64_t id : ids) Remove(id);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::vector<Neighbor>>> LeafBuckets::Search(
+    const float* queries, size_t n, const SearchParameters& params) const {
+  const ExcludingFilter excluding(params.filter, params.skip);
+  const IdFilter* allow = excluding.Effective();
+  std::vector<std::vector<Neighbor>> out(n);
+  for (size_t i = 0; i < n; ++i) {
+    const float* q = queries + i * dimension_;
+    out[i] = params.leaves != nullptr ? Search(q, params.k, (*params.leaves)[i], allow)
+                                      : SearchAll(q, params.k, allow);
+  }
   return out;
 }
 

@@ -31,16 +31,18 @@
 #include "index/flat_index.h"
 #include "index/id_filter.h"
 #include "index/topk.h"
+#include "index/vector_index.h"
 
 namespace shoal::index {
 
-class LeafBuckets {
+class LeafBuckets final : public VectorIndex {
  public:
   LeafBuckets(size_t dimension, Metric metric, size_t num_leaves);
 
+  size_t dimension() const override { return dimension_; }
   size_t size() const { return where_.size(); }
   size_t num_leaves() const { return buckets_.size(); }
-  size_t MemoryBytes() const;
+  size_t MemoryBytes() const override;
 
   // Adds (or moves) `id` with its vector (dimension() floats, copied) into the bucket of `leaf`
   // (< num_leaves()).
@@ -58,6 +60,15 @@ class LeafBuckets {
                                const IdFilter* allow) const;
   // Exact: the min(k, rows) nearest of all rows that `allow` (nullable) allows.
   std::vector<Neighbor> SearchAll(const float* query, size_t k, const IdFilter* allow) const;
+
+  // ---- VectorIndex. Add needs each vector's leaf (InvalidArgument without, or for a leaf out of
+  // range). Search scans, per query, the buckets of (*params.leaves)[i] when given, else all;
+  // filter and skip honoured, the SPANN knobs ignored; one thread.
+  absl::Status Add(std::span<const uint64_t> ids, const float* vectors,
+                   std::span<const uint32_t> leaves) override;
+  absl::Status Remove(std::span<const uint64_t> ids) override;
+  absl::StatusOr<std::vector<std::vector<Neighbor>>> Search(
+      const float* queries, size_t n, const SearchParameters& params) const override;
 
  private:
   struct Bucket {

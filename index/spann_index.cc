@@ -5,7 +5,6 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
-#include <thread>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -269,30 +268,6 @@ size_t SpannIndex::MemoryBytes() const {
          code_cache_.charged_bytes();
 }
 
-void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const SpannKnobs& knobs,
-                          std::vector<uint32_t>* postings) const {
-  const size_t m = knobs.max_postings != 0 ? knobs.max_postings : manifest_.options.max_postings;
-  const float ratio =
-      knobs.pruning_ratio >= 0 ? knobs.pruning_ratio : manifest_.options.pruning_ratio;
-  thread_local std::vector<std::pair<float, uint32_t>> nearest;
-  NearestPostings(tree_, dir, q, m, manifest_.options.beam, flat_navigator_, &nearest,
-                  CentroidScoring::kHalf);
-  if (ratio > 0) {  // prune on exact distances, not the half copy's
-    for (auto& [dist, p] : nearest) {
-      dist = L2Sqr(q, dir.centroid(p), dir.dim);
-      if (std::isnan(dist)) dist = std::numeric_limits<float>::infinity();
-    }
-    std::sort(nearest.begin(), nearest.end());
-  }
-  postings->clear();
-  const float limit = ratio > 0 && !nearest.empty() ? ratio * std::max(nearest[0].first, 1e-12f)
-                                                    : std::numeric_limits<float>::infinity();
-  for (const auto& [dist, p] : nearest) {
-    if (dist > limit) break;
-    postings->push_back(p);
-  }
-}
-
 absl::Status SpannIndex::SearchOne(const PostingDirectory& dir, const float* q, size_t k,
                                    const SpannKnobs& knobs, const Exclusion& ex,
                                    std::vector<Neighbor>* out, SearchStats* stats,
@@ -485,42 +460,6 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   out->clear();
   for (const auto& e : top.TakeSorted()) out->push_back({e.id, e.distance});
   return absl::OkStatus();
-}
-
-absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
-    const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
-    const base::PagedIdSet* skip, const IdFilter* allow, SearchStats* stats,
-    std::vector<std::vector<uint32_t>>* leaves) const {
-  std::vector<std::vector<Neighbor>> out(n);
-  if (leaves != nullptr) leaves->assign(n, {});
-  // An empty stale set excludes nothing: skip the per-entry hash probe.
-  const Exclusion ex{skip != nullptr && skip->empty() ? nullptr : skip, allow};
-  const std::shared_ptr<const PostingDirectory> dir = directory();
-  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
-  threads = std::min(threads, n);
-  std::vector<SearchStats> per_thread(threads);
-  std::vector<absl::Status> status(threads);
-  auto work = [&](size_t t) {
-    for (size_t i = t; i < n && status[t].ok(); i += threads) {
-      status[t] = SearchOne(*dir, queries + i * manifest_.dimension, k, knobs, ex, &out[i],
-                            &per_thread[t], leaves != nullptr ? &(*leaves)[i] : nullptr);
-    }
-  };
-  std::vector<std::thread> workers;
-  for (size_t t = 1; t < threads; ++t) workers.emplace_back(work, t);
-  work(0);
-  for (auto& w : workers) w.join();
-  for (size_t t = 0; t < threads; ++t) {
-    SHOAL_RETURN_IF_ERROR(status[t]);
-    if (stats != nullptr) {
-      stats->postings_read += per_thread[t].postings_read;
-      stats->vectors_scored += per_thread[t].vectors_scored;
-      stats->bytes_read += per_thread[t].bytes_read;
-      stats->cache_hits += per_thread[t].cache_hits;
-      stats->full_vectors_read += per_thread[t].full_vectors_read;
-    }
-  }
-  return out;
 }
 
 }  // namespace shoal::index

@@ -16,7 +16,9 @@
 // to tune — from a storage::VectorCache or else one batch from vectors.dat.
 //
 // Updates: the posting set is a PostingDirectory (index/posting_directory.h) that a SpannUpdater
-// replaces whole; each Search call reads the version current when it starts.
+// replaces whole; each Search call reads the version current when it starts. The SpannIndex is
+// searched through index::VectorIndex (vector_index.h); the hooks the updater changes it through
+// are private to SpannUpdater and UpdateWork, so the query API stays apart from them.
 //
 // Thread safety: Search and MemoryBytes may run concurrently with each other and with
 // PublishDirectory; caches are internally synchronised.
@@ -40,6 +42,7 @@
 #include "index/posting_entries.h"
 #include "index/quantizer.h"
 #include "index/spann_options.h"
+#include "index/vector_index.h"
 #include "shoal/types.h"
 #include "storage/block_reader.h"
 #include "storage/lru_cache.h"
@@ -61,11 +64,12 @@ struct SpannRuntimeOptions {
 };
 
 struct SpannKnobs {
-  uint32_t max_postings = 0;  // 0 = the manifest's default
-  float pruning_ratio = -1;   // < 0 = the manifest's default; 0 = off
+  uint32_t max_postings = 0;            // 0 = the manifest's default
+  float pruning_ratio = -1;             // < 0 = the manifest's default; 0 = off
+  const PostingScope* scope = nullptr;  // postings a query may scan (null: all)
 };
 
-class SpannIndex {
+class SpannIndex final : public VectorIndex {
  public:
   static absl::StatusOr<std::unique_ptr<SpannIndex>> Open(
       const std::string& dir, const SpannManifest& manifest,
@@ -75,18 +79,23 @@ class SpannIndex {
   const CentroidTree& tree() const { return tree_; }
   const std::string& io_backend() const { return io_backend_; }
 
-  // Top-k of each of `n` queries (index form, row-major), ignoring ids in `skip` and ids `allow`
-  // rejects (either may be null) during the scan. Adds what it did to *stats when not null.
-  // With `leaves`, (*leaves)[i] gets the tree leaves the postings query i scanned descend from
-  // (PostingDirectory::origin, distinct, nearest posting's first): the Collection searches its
-  // buffer's buckets of those leaves without a second descent.
+  // ---- VectorIndex ----
+  size_t dimension() const override { return manifest_.dimension; }
+  // Top-k of each of `n` queries (index form, row-major): the navigator picks each query's
+  // max_postings nearest postings that params.scope allows (descending farther when it rejects
+  // some), pruned by pruning_ratio; their entries are scanned skipping params.skip and ids
+  // params.filter rejects. Adds what it did to *params.stats; fills params.visited_leaves (the
+  // tree leaves the scanned postings descend from, so the caller can search a leaf-bucketed
+  // buffer without a second descent).
   absl::StatusOr<std::vector<std::vector<Neighbor>>> Search(
-      const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
-      const base::PagedIdSet* skip, const IdFilter* allow, SearchStats* stats,
-      std::vector<std::vector<uint32_t>>* leaves = nullptr) const;
+      const float* queries, size_t n, const SearchParameters& params) const override;
+  // FailedPrecondition: a SpannIndex changes only through its SpannUpdater.
+  absl::Status Add(std::span<const uint64_t> ids, const float* vectors,
+                   std::span<const uint32_t> leaves) override;
+  absl::Status Remove(std::span<const uint64_t> ids) override;
 
   // RAM held now: centroid tree + posting directory + cached postings.
-  size_t MemoryBytes() const;
+  size_t MemoryBytes() const override;
   // RAM without the cache (what a RAM bound must leave room for).
   size_t FixedMemoryBytes() const;
   // Splits `bytes` between the caches this tier uses: decoded postings (full vectors or, when
@@ -97,6 +106,11 @@ class SpannIndex {
     absl::MutexLock lock(&dir_mu_);
     return dir_;
   }
+
+ private:
+  // ---- Hooks for online updates (SpannUpdater, UpdateWork), kept out of the query API ----
+  friend class SpannUpdater;
+  friend class UpdateWork;
   // Makes `next` the version later searches read (the updater's commit point in RAM).
   void PublishDirectory(std::shared_ptr<const PostingDirectory> next) {
     absl::MutexLock lock(&dir_mu_);
@@ -137,9 +151,13 @@ class SpannIndex {
   // Quantized tier: are all codes held in RAM (else read per query from postings.dat)?
   bool codes_resident() const { return codes_resident_; }
 
- private:
   SpannIndex(SpannManifest manifest, CentroidTree tree,
              std::unique_ptr<storage::BlockReader> reader, std::string path, size_t cache_bytes);
+  // Top-k of each query with the knobs given (Search's body).
+  absl::StatusOr<std::vector<std::vector<Neighbor>>> SearchWithKnobs(
+      const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
+      const base::PagedIdSet* skip, const IdFilter* allow, SearchStats* stats,
+      std::vector<std::vector<uint32_t>>* leaves) const;
   // The postings to scan for one query, nearest first.
   void Navigate(const PostingDirectory& dir, const float* q, const SpannKnobs& knobs,
                 std::vector<uint32_t>* postings) const;

@@ -131,13 +131,12 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
       old_serial = cur_.serials[p];
       change.uncache.push_back(old_serial);
     }
-    storage::PostingRow row{p, ext->first_page, ext->num_pages, ext->bytes,
-                            static_cast<uint32_t>(e.size())};
-    row.origin = n.origin[p];
-    row.centroid.assign(n.centroid(p), n.centroid(p) + dim_);
-    change.commit.put.push_back(row);
-    row.centroid.clear();
-    n.rows[p] = row;
+    PostingWrite w{p, *ext, static_cast<uint32_t>(e.size()), n.origin[p]};
+    w.centroid.assign(n.centroid(p), n.centroid(p) + dim_);
+    change.directory.written.push_back(std::move(w));
+    n.rows[p] = storage::PostingRow{
+        p,          ext->first_page, ext->num_pages, ext->bytes, static_cast<uint32_t>(e.size()),
+        n.origin[p]};
     n.serials[p] = NextExtentSerial();
     serials.push_back(n.serials[p]);
     // A posting searches keep reading stays cached across its rewrite (the entries are at hand).
@@ -165,21 +164,27 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
     }
     if (n.codes[p] != nullptr) n.codes_bytes -= n.codes[p]->MemoryBytes();
     n.codes[p] = nullptr;
-    change.commit.removed.push_back(p);
+    change.directory.removed.push_back(p);
   }
   if (up_->options_.sync && wrote) {
     if (absl::Status s = up_->writer_->Sync(); !s.ok()) return fail(s);
   }
   change.next = std::move(next_);
-  absl::MutexLock lock(&up_->stats_mu_);
-  up_->stats_.splits += stats_.splits;
-  up_->stats_.merges += stats_.merges;
-  up_->stats_.reassigned += stats_.reassigned;
-  up_->stats_.gc_entries += stats_.gc_entries;
-  up_->stats_.postings_written += stats_.postings_written;
-  up_->stats_.posting_appends += stats_.posting_appends;
-  up_->stats_.posting_bytes_written += stats_.posting_bytes_written;
+  change.directory.splits = std::move(splits_);
+  change.directory.moves = std::move(moves_);
+  up_->AddWorkStats(stats_);
   return change;
+}
+
+void SpannUpdater::AddWorkStats(const UpdateStats& work) {
+  absl::MutexLock lock(&stats_mu_);
+  stats_.splits += work.splits;
+  stats_.merges += work.merges;
+  stats_.reassigned += work.reassigned;
+  stats_.gc_entries += work.gc_entries;
+  stats_.postings_written += work.postings_written;
+  stats_.posting_appends += work.posting_appends;
+  stats_.posting_bytes_written += work.posting_bytes_written;
 }
 
 void SpannUpdater::Publish(Change change) {
@@ -195,6 +200,7 @@ void SpannUpdater::Publish(Change change) {
   }
   index_->PublishDirectory(std::move(change.next));
   index_->Uncache(change.uncache);
+  if (options_.observer != nullptr) options_.observer->OnPublished(change.directory);
 }
 
 UpdateStats SpannUpdater::stats() const {

@@ -1,12 +1,13 @@
 // SpannUpdater: online inserts and background maintenance of a built SpannIndex (after SPFresh's
 // LIRE). It never changes what a reader sees in place: each call builds the next
-// PostingDirectory beside the current one and returns it as a Change; the caller commits the
-// Change's rows to RocksDB and then calls Publish, which swaps the directory in whole.
+// PostingDirectory beside the current one and returns it as a Change, which describes what
+// changed in the index's own terms (index/posting_change.h: postings written and removed, splits,
+// moves); the caller makes that durable (the collection turns it into RocksDB rows) and then
+// calls Publish, which swaps the directory in whole.
 //
 //   SHOAL_ASSIGN_OR_RETURN(auto up, SpannUpdater::Open(index.get(), dir, {}));
 //   SHOAL_ASSIGN_OR_RETURN(SpannUpdater::Change c, up->Insert(ids, vectors, is_dead));
-//   c.commit.indexed_below = watermark;
-//   SHOAL_RETURN_IF_ERROR(store->CommitIndexChange(cid, c.commit, /*sync=*/true));
+//   SHOAL_RETURN_IF_ERROR(CommitDurably(c.directory));   // the caller's commit point
 //   up->Publish(std::move(c));
 //
 // Insert: each vector is written to vectors.dat, then joins up to `replicas` postings chosen by
@@ -65,11 +66,11 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "index/posting_change.h"
 #include "index/posting_directory.h"
 #include "index/spann_index.h"
 #include "storage/page_allocator.h"
 #include "storage/posting_file.h"
-#include "storage/record_store.h"
 #include "storage/vector_file.h"
 
 namespace shoal::index {
@@ -90,6 +91,8 @@ struct UpdaterOptions {
   // where the caller's maintenance thread can give way to threads waiting for its CPU (empty:
   // never called).
   std::function<void()> yield;
+  // Told about every published change (not owned; null: none). Must outlive the updater.
+  PostingObserver* observer = nullptr;
 };
 
 struct UpdateStats {
@@ -108,7 +111,7 @@ class SpannUpdater {
  public:
   struct Change {
     std::shared_ptr<PostingDirectory> next;  // the directory to publish
-    storage::IndexChange commit;             // rows to commit (caller adds the watermark)
+    DirectoryChange directory;               // what changed, for the caller to make durable
     std::vector<storage::Extent> retired;    // extents `next` no longer references
     std::vector<uint64_t> uncache;           // their serials: dropped from the caches at Publish
   };
@@ -160,6 +163,8 @@ class SpannUpdater {
   absl::Status FinishVectorSwitch();
   // Removes vectors.dat.compact left by a compaction a crash cut short (before its rename).
   absl::Status RemoveCompactionLeftover();
+  // Adds a finished change's counters (UpdateWork's) to stats_.
+  void AddWorkStats(const UpdateStats& work);
 
   SpannIndex* const index_;
   const UpdaterOptions options_;

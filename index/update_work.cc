@@ -264,6 +264,7 @@ absl::Status UpdateWork::Split(uint32_t p, uint32_t depth) {
   MutableByLeaf();
   const uint32_t q = AddPosting(next_->origin[p], tm.centroid[1].data());
   ++stats_.splits;
+  splits_.push_back({p, q});
   // LIRE condition 1: a vector no farther from the old centroid than from both new ones may now
   // belong to another posting altogether.
   std::vector<uint64_t> half_ids[2];
@@ -289,6 +290,7 @@ absl::Status UpdateWork::Split(uint32_t p, uint32_t depth) {
   for (const auto& [target, i] : moving) {
     SHOAL_RETURN_IF_ERROR(Append(target, ids[i], vecs.data() + i * dim_, /*known_new=*/false));
     ++stats_.reassigned;
+    moves_.push_back({ids[i], p, static_cast<uint32_t>(target)});
   }
   SHOAL_RETURN_IF_ERROR(ReassignNeighbours(p, q, c0, depth));
   if (depth + 1 >= up_->options_.max_cascade) return absl::OkStatus();
@@ -334,6 +336,7 @@ absl::Status UpdateWork::ReassignNeighbours(uint32_t p, uint32_t q,
     for (const auto& [target, i] : moves) {
       SHOAL_RETURN_IF_ERROR(Append(target, ids[i], vecs.data() + i * dim_, /*known_new=*/false));
       ++stats_.reassigned;
+      moves_.push_back({ids[i], b, target});
     }
   }
   (void)depth;
@@ -355,7 +358,10 @@ absl::Status UpdateWork::Merge(uint32_t p) {
   for (size_t i = 0; i < ids.size(); ++i) {
     const float* x = vecs.data() + i * dim_;
     Choose(x, &chosen);
-    for (uint32_t t : chosen) SHOAL_RETURN_IF_ERROR(Append(t, ids[i], x, /*known_new=*/false));
+    for (uint32_t t : chosen) {
+      SHOAL_RETURN_IF_ERROR(Append(t, ids[i], x, /*known_new=*/false));
+      moves_.push_back({ids[i], p, t});
+    }
     ++stats_.reassigned;
   }
   return absl::OkStatus();

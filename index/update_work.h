@@ -89,6 +89,8 @@ class UpdateWork {
   std::shared_ptr<std::vector<std::vector<uint32_t>>> by_leaf_;  // mutable copy once reshaped
   std::map<uint32_t, WorkEntries> touched_;
   std::vector<uint32_t> removed_;
+  std::vector<PostingSplit> splits_;  // for DirectoryChange (observers)
+  std::vector<VectorMove> moves_;
   absl::flat_hash_map<uint64_t, const float*> fresh_;
   UpdateStats stats_;
 };

@@ -1,0 +1,81 @@
+// CollectionState: what a collection's searches read, behind one reader/writer mutex — the SSD
+// index, the write buffer, the indexed watermark, the tombstones, the key maps and the attribute
+// index. Collection changes it on writes, builds and drops; its IndexMaintainer's publisher
+// changes it as drained vectors reach the postings and swept tombstones go. A search holds `mu`
+// shared for its whole run, so it sees a write batch whole or not at all.
+//
+// Whoever holds `mu` must not wait for anything a low-priority thread holds (see
+// index_maintainer.h): a maintenance thread preempted while holding it, or queued for it, would
+// stall every search.
+//
+// Thread safety: the fields are guarded by `mu`; the tombstone log has its own mutex (taken after
+// `mu`), through which the maintenance thread learns of new tombstones without taking `mu`.
+#ifndef SHOAL_DB_COLLECTION_STATE_H_
+#define SHOAL_DB_COLLECTION_STATE_H_
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/synchronization/mutex.h"
+#include "base/paged_id_set.h"
+#include "base/sharded_hash.h"
+#include "db/attribute_index.h"
+#include "db/write_buffer.h"
+#include "index/spann_index.h"
+#include "shoal/types.h"
+
+namespace shoal::db {
+
+struct CollectionState {
+  CollectionState(size_t dimension, index::Metric metric) : buffer(dimension, metric) {}
+
+  // Is `iid` in the SSD index's postings (or tombstoned)?
+  bool InSpann(uint64_t iid) const ABSL_SHARED_LOCKS_REQUIRED(mu) {
+    return spann != nullptr && iid < indexed_below;
+  }
+  // Tombstones `iid` (stale, and the log the maintenance thread reads).
+  void MarkStale(uint64_t iid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    stale.Insert(iid);
+    absl::MutexLock lock(&stale_log_mu);
+    stale_log.push_back(iid);
+  }
+  // Forgets every tombstone (a new index, or none).
+  void ClearStale() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu) {
+    stale.Clear();
+    tombstones_at_sweep = 0;
+    absl::MutexLock lock(&stale_log_mu);
+    stale_log.clear();
+  }
+  // The ids tombstoned since the last call (without holding `mu`).
+  std::vector<uint64_t> TakeStaleLog() {
+    std::vector<uint64_t> fresh;
+    absl::MutexLock lock(&stale_log_mu);
+    fresh.swap(stale_log);
+    return fresh;
+  }
+
+  mutable absl::Mutex mu;
+  // The vectors the SSD index does not hold (all of them without one).
+  WriteBuffer buffer ABSL_GUARDED_BY(mu);
+  std::unique_ptr<index::SpannIndex> spann ABSL_GUARDED_BY(mu);
+  // Ids below this are in the SSD index's postings or tombstoned (the build's watermark,
+  // advanced by online updates).
+  uint64_t indexed_below ABSL_GUARDED_BY(mu) = 0;
+  // Tombstones: ids deleted or replaced that some posting may still hold. A bitmap: a search
+  // checks every candidate it scans against it.
+  base::PagedIdSet stale ABSL_GUARDED_BY(mu);
+  size_t tombstones_at_sweep ABSL_GUARDED_BY(mu) = 0;  // stale.size() after the last sweep
+  base::ShardedHashMap<Key, uint64_t> id_of ABSL_GUARDED_BY(mu);
+  base::ShardedHashMap<uint64_t, Key> key_of ABSL_GUARDED_BY(mu);
+  AttributeIndex attrs ABSL_GUARDED_BY(mu);  // attributes and tags of every live record
+
+  // Ids added to `stale` since the maintenance thread last took them.
+  absl::Mutex stale_log_mu ABSL_ACQUIRED_AFTER(mu);
+  std::vector<uint64_t> stale_log ABSL_GUARDED_BY(stale_log_mu);
+};
+
+}  // namespace shoal::db
+
+#endif  // SHOAL_DB_COLLECTION_STATE_H_

@@ -1,0 +1,123 @@
+#include "db/index_handoff.h"
+
+#include <thread>
+
+#include "gtest/gtest.h"
+
+namespace shoal::db {
+namespace {
+
+IndexHandoff::Batch MakeBatch(uint64_t first, size_t n, size_t dim = 2) {
+  IndexHandoff::Batch b;
+  for (size_t i = 0; i < n; ++i) b.ids.push_back(first + i);
+  b.vectors.assign(n * dim, 1.0f);
+  return b;
+}
+
+TEST(IndexHandoffTest, StepTakesTheLowestBatchesAndItsWatermarkStopsAtTheNext) {
+  IndexHandoff h("c");
+  h.AddPending(MakeBatch(10, 4));
+  h.AddPending(MakeBatch(0, 4));
+  h.AddPending(MakeBatch(20, 4));
+  IndexHandoff::Step step = h.TakeStep(/*batch=*/4, /*max_step=*/4);
+  ASSERT_EQ(step.batches.size(), 1u);
+  EXPECT_EQ(step.batches[0]->ids.front(), 0u);
+  EXPECT_EQ(step.watermark, 10u);
+  h.FinishStep(step);
+  step = h.TakeStep(/*batch=*/100, /*max_step=*/100);
+  ASSERT_EQ(step.batches.size(), 2u);
+  EXPECT_EQ(step.watermark, 24u);  // past the last id taken
+}
+
+TEST(IndexHandoffTest, WatermarkStaysBelowABatchStillCommitting) {
+  IndexHandoff h("c");
+  h.MarkCommitting(5);
+  h.AddPending(MakeBatch(8, 2));
+  IndexHandoff::Step step = h.TakeStep(10, 10);
+  EXPECT_EQ(step.watermark, 5u);
+  h.FinishStep(step);
+  h.AddPending(MakeBatch(5, 3), /*committing_first=*/5);
+  step = h.TakeStep(10, 10);
+  ASSERT_EQ(step.batches.size(), 1u);
+  EXPECT_EQ(step.watermark, 8u);
+}
+
+TEST(IndexHandoffTest, EmptyStepWhenNothingIsPending) {
+  IndexHandoff h("c");
+  const IndexHandoff::Step step = h.TakeStep(10, 10);
+  EXPECT_TRUE(step.batches.empty());
+  EXPECT_EQ(step.watermark, UINT64_MAX);
+}
+
+TEST(IndexHandoffTest, FlushReturnsTheStatusOfTheRoundThatServedIt) {
+  IndexHandoff h("c");
+  std::thread worker([&] {
+    IndexHandoff::Round round;
+    do {
+      round = h.AwaitRound(1, absl::Milliseconds(10), absl::ZeroDuration());
+    } while (round.flush == 0);
+    h.EndRound(round.flush, absl::DataLossError("bad page"), /*done=*/false, absl::ZeroDuration());
+  });
+  const absl::Status s = h.RequestFlush();
+  worker.join();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+}
+
+TEST(IndexHandoffTest, CloseAnswersAWaitingFlushWithUnavailable) {
+  IndexHandoff h("c");
+  std::thread closer([&] {
+    while (h.AwaitRound(1, absl::Milliseconds(10), absl::ZeroDuration()).flush == 0) {
+    }
+    h.Close();
+  });
+  EXPECT_EQ(h.RequestFlush().code(), absl::StatusCode::kUnavailable);
+  closer.join();
+}
+
+TEST(IndexHandoffTest, BacklogWaitNamesTheLastMaintenanceError) {
+  IndexHandoff h("docs");
+  h.AddPending(MakeBatch(0, 8));
+  EXPECT_TRUE(h.AwaitBacklog(/*limit=*/9, absl::ZeroDuration()).ok());
+  h.EndRound(0, absl::ResourceExhaustedError("disk full"), false, absl::ZeroDuration());
+  const absl::Status s = h.AwaitBacklog(/*limit=*/8, absl::Milliseconds(1));
+  EXPECT_EQ(s.code(), absl::StatusCode::kUnavailable);
+  EXPECT_NE(s.message().find("disk full"), std::string_view::npos) << s;
+  EXPECT_NE(s.message().find("'docs'"), std::string_view::npos) << s;
+}
+
+TEST(IndexHandoffTest, PublicationsArriveInOrderAndEmptyOnesAreDropped) {
+  IndexHandoff h("c");
+  index::UpdateStats stats;
+  stats.splits = 3;
+  IndexHandoff::Publication a, b;
+  a.watermark = 7;
+  b.drained = {1, 2};
+  h.Publish(a, stats);
+  h.Publish(IndexHandoff::Publication{}, stats);
+  h.Publish(b, stats);
+  EXPECT_EQ(h.stats().splits, 3u);
+  IndexHandoff::Publication p;
+  ASSERT_TRUE(h.NextPublication(&p));
+  EXPECT_EQ(p.watermark, 7u);
+  h.DonePublishing();
+  ASSERT_TRUE(h.NextPublication(&p));
+  EXPECT_EQ(p.drained.size(), 2u);
+  h.DonePublishing();
+  h.AwaitPublished();  // returns: nothing queued or in progress
+  h.Close();
+  EXPECT_FALSE(h.NextPublication(&p));
+}
+
+TEST(IndexHandoffTest, ClearForgetsPendingWritesAndPublications) {
+  IndexHandoff h("c");
+  h.AddPending(MakeBatch(0, 3));
+  IndexHandoff::Publication a;
+  a.watermark = 3;
+  h.Publish(a, {});
+  h.Clear();
+  EXPECT_TRUE(h.TakeStep(10, 10).batches.empty());
+  h.AwaitPublished();  // nothing left to wait for
+}
+
+}  // namespace
+}  // namespace shoal::db

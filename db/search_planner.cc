@@ -1,0 +1,118 @@
+#include "db/search_planner.h"
+
+#include <algorithm>
+#include <optional>
+
+#include "absl/container/flat_hash_set.h"
+#include "base/status_macros.h"
+#include "db/index_form.h"
+#include "index/flat_index.h"
+
+namespace shoal::db {
+
+void MergeNeighbors(std::vector<std::vector<index::Neighbor>>* found,
+                    const std::vector<std::vector<index::Neighbor>>& extra, size_t k) {
+  for (size_t i = 0; i < found->size(); ++i) {
+    auto& f = (*found)[i];
+    f.insert(f.end(), extra[i].begin(), extra[i].end());
+    std::sort(f.begin(), f.end(), [](const index::Neighbor& a, const index::Neighbor& b) {
+      return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
+    });
+    absl::flat_hash_set<uint64_t> seen;
+    auto dup = [&](const index::Neighbor& nb) { return !seen.insert(nb.id).second; };
+    f.erase(std::remove_if(f.begin(), f.end(), dup), f.end());
+    if (f.size() > k) f.resize(k);
+  }
+}
+
+absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::Search(
+    const CollectionState& state, const float* q, size_t n, const SearchParams& params,
+    size_t threads) const {
+  if (params.filter != nullptr) return SearchFiltered(state, q, n, params, threads);
+  return SearchIndexes(state, q, n, params, threads, nullptr);
+}
+
+absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchIndexes(
+    const CollectionState& state, const float* q, size_t n, const SearchParams& params,
+    size_t threads, const index::IdFilter* allow) const {
+  index::SearchParameters p;
+  p.k = params.k;
+  p.threads = threads;
+  p.filter = allow;
+  p.stats = params.stats;
+  const WriteBuffer& buffer = state.buffer;
+  if (state.spann == nullptr) return buffer.Search(q, n, p);  // every vector, exactly
+  index::SearchParameters ssd = p;
+  ssd.skip = &state.stale;
+  ssd.max_postings = params.max_postings;
+  if (params.pruning_ratio > 0) ssd.pruning_ratio = params.pruning_ratio;
+  // A large buffer is searched through the buckets of the tree leaves the SpannIndex navigated
+  // to (write_buffer.h).
+  std::vector<std::vector<uint32_t>> leaves;
+  if (buffer.bucketed()) ssd.visited_leaves = &leaves;
+  const index::VectorIndex& spann = *state.spann;
+  SHOAL_ASSIGN_OR_RETURN(auto found, spann.Search(q, n, ssd));
+  if (buffer.size() > 0) {
+    if (buffer.bucketed()) p.leaves = &leaves;
+    SHOAL_ASSIGN_OR_RETURN(auto extra, buffer.Search(q, n, p));
+    MergeNeighbors(&found, extra, params.k);
+  }
+  return found;
+}
+
+absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchFiltered(
+    const CollectionState& state, const float* q, size_t n, const SearchParams& params,
+    size_t threads) const {
+  const index::IdBitmap allowed = state.attrs.Evaluate(*params.filter);
+  const size_t k = params.k;
+  // Without an SSD index the buffer's scan is exact already.
+  if (state.spann == nullptr) return SearchIndexes(state, q, n, params, threads, &allowed);
+  const size_t passing = allowed.Count();
+  if (passing <= std::max(kExactFilterIds, 64 * k)) {
+    return SearchAllowedExactly(state, q, n, k, threads, allowed, params.stats);
+  }
+  SHOAL_ASSIGN_OR_RETURN(auto found, SearchIndexes(state, q, n, params, threads, &allowed));
+  // Queries whose nearest postings held fewer than k passing ids: answer them exactly.
+  const size_t want = std::min(k, passing);
+  std::vector<size_t> short_queries;
+  std::vector<float> redo;
+  for (size_t i = 0; i < n; ++i) {
+    if (found[i].size() >= want) continue;
+    short_queries.push_back(i);
+    redo.insert(redo.end(), q + i * dimension_, q + (i + 1) * dimension_);
+  }
+  if (short_queries.empty()) return found;
+  SHOAL_ASSIGN_OR_RETURN(auto exact, SearchAllowedExactly(state, redo.data(), short_queries.size(),
+                                                          k, threads, allowed, params.stats));
+  for (size_t j = 0; j < short_queries.size(); ++j) found[short_queries[j]] = std::move(exact[j]);
+  return found;
+}
+
+absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchAllowedExactly(
+    const CollectionState& state, const float* q, size_t n, size_t k, size_t threads,
+    const index::IdBitmap& allowed, SearchStats* stats) const {
+  // The buffer's rows are searched in place; only the SSD index's are read back.
+  std::vector<uint64_t> to_read;
+  allowed.ForEach([&](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (!state.buffer.Contains(id)) to_read.push_back(id);
+  });
+  index::FlatIndex passing(dimension_, IndexMetric(metric_));
+  std::vector<float> scratch;
+  for (uint64_t id : to_read) {
+    SHOAL_ASSIGN_OR_RETURN(std::optional<Record> r, store_->GetRecord(id_, id));
+    if (r.has_value()) passing.Add(id, IndexForm(metric_, r->vector, &scratch));
+  }
+  if (stats != nullptr) stats->vectors_scored += n * allowed.Count();
+  auto found = passing.Search(q, n, k, threads);
+  if (state.buffer.size() > 0) {
+    index::SearchParameters p;
+    p.k = k;
+    p.threads = threads;
+    p.filter = &allowed;
+    SHOAL_ASSIGN_OR_RETURN(auto extra, state.buffer.Search(q, n, p));
+    MergeNeighbors(&found, extra, k);
+  }
+  return found;
+}
+
+}  // namespace shoal::db

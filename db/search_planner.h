@@ -1,0 +1,86 @@
+// SearchPlanner: how a collection answers a batch of queries — which structures to search, how
+// a metadata filter is applied, and how their answers merge.
+//  - No SSD index: the write buffer holds every vector; it is searched exactly (FlatIndex), the
+//    filter's id bitmap checked row by row.
+//  - SSD index: the SpannIndex (tombstoned ids skipped) merged with the write buffer — scanned
+//    whole while small, else only its buckets of the tree leaves the SpannIndex's postings for
+//    that query descend from (so the buffer is searched as if already in those postings).
+//  - SSD index and a filter passing few ids (<= max(kExactFilterIds, 64 k)): exact brute force
+//    over the passing ids — the buffer's rows in place, the others read back from the records.
+//    With many passing ids, the filtered SPANN search; a query left with fewer than
+//    min(k, passing) hits (its nearest postings held too few passing ids) is answered exactly.
+// Every structure is searched through index::VectorIndex; the filter travels in its
+// SearchParameters.
+//
+//   SearchPlanner planner(store, collection_id, dim, metric);
+//   absl::ReaderMutexLock lock(&state.mu);
+//   SHOAL_ASSIGN_OR_RETURN(auto found, planner.Search(state, q, n, params, threads));
+//
+// Thread safety: const and stateless beyond its configuration; the caller holds the state's
+// mutex (shared) for the whole call. The exact path reads records from the store under it; a
+// write committed but not yet applied may then show its new vector with the old attributes.
+// Errors: the structures' (DataLoss, I/O) and the record store's.
+#ifndef SHOAL_DB_SEARCH_PLANNER_H_
+#define SHOAL_DB_SEARCH_PLANNER_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "db/collection_state.h"
+#include "index/vector_index.h"
+#include "shoal/types.h"
+#include "storage/record_store.h"
+
+namespace shoal::db {
+
+// Merges `extra` into `found` query by query, keeping the k closest (ties: smaller id), each id
+// once: a drained vector leaves the buffer in slices after the postings holding it are published,
+// so both may return it meanwhile.
+void MergeNeighbors(std::vector<std::vector<index::Neighbor>>* found,
+                    const std::vector<std::vector<index::Neighbor>>& extra, size_t k);
+
+class SearchPlanner {
+ public:
+  // A filtered search over an SSD index is answered exactly when at most max(this, 64 k) ids
+  // pass: reading that many records back costs about what a SPANN query does.
+  static constexpr size_t kExactFilterIds = 2048;
+
+  // `store` (not owned) must outlive the planner.
+  SearchPlanner(storage::RecordStore* store, uint32_t collection_id, Metric metric,
+                size_t dimension)
+      : store_(store), id_(collection_id), metric_(metric), dimension_(dimension) {}
+
+  // The top-k of each of `n` queries (index form, row-major) over `state`.
+  absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Search(const CollectionState& state,
+                                                                   const float* q, size_t n,
+                                                                   const SearchParams& params,
+                                                                   size_t threads) const
+      ABSL_SHARED_LOCKS_REQUIRED(state.mu);
+
+ private:
+  // The SSD index (skipping tombstones) merged with the buffer, or the buffer alone; `allow`
+  // (nullable) is checked during every scan.
+  absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchIndexes(
+      const CollectionState& state, const float* q, size_t n, const SearchParams& params,
+      size_t threads, const index::IdFilter* allow) const ABSL_SHARED_LOCKS_REQUIRED(state.mu);
+  absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchFiltered(
+      const CollectionState& state, const float* q, size_t n, const SearchParams& params,
+      size_t threads) const ABSL_SHARED_LOCKS_REQUIRED(state.mu);
+  // Exact top-k over the ids in `allowed` (buffer rows + records read from the store).
+  absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchAllowedExactly(
+      const CollectionState& state, const float* q, size_t n, size_t k, size_t threads,
+      const index::IdBitmap& allowed, SearchStats* stats) const
+      ABSL_SHARED_LOCKS_REQUIRED(state.mu);
+
+  storage::RecordStore* const store_;
+  const uint32_t id_;
+  const Metric metric_;
+  const size_t dimension_;
+};
+
+}  // namespace shoal::db
+
+#endif  // SHOAL_DB_SEARCH_PLANNER_H_

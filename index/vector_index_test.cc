@@ -1,0 +1,184 @@
+// Every search structure through the one interface db/ sees (index/vector_index.h).
+#include "index/vector_index.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "index/flat_index.h"
+#include "index/kmeans.h"
+#include "index/leaf_buckets.h"
+#include "index/spann_builder.h"
+#include "index/spann_index.h"
+#include "index/spann_options.h"
+
+namespace shoal::index {
+namespace {
+
+constexpr size_t kDim = 8;
+
+std::vector<float> Gaussian(size_t n, std::mt19937* rng) {
+  std::normal_distribution<float> g;
+  std::vector<float> v(n * kDim);
+  for (float& x : v) x = g(*rng);
+  return v;
+}
+
+std::vector<uint64_t> Iota(size_t n) {
+  std::vector<uint64_t> ids(n);
+  for (size_t i = 0; i < n; ++i) ids[i] = i;
+  return ids;
+}
+
+// The same batch through FlatIndex and (every bucket) LeafBuckets gives the same answers.
+TEST(VectorIndexTest, FlatAndLeafBucketsAgreeThroughTheInterface) {
+  std::mt19937 rng(11);
+  const std::vector<float> rows = Gaussian(300, &rng);
+  const std::vector<uint64_t> ids = Iota(300);
+  std::vector<uint32_t> leaves(300);
+  for (size_t i = 0; i < 300; ++i) leaves[i] = i % 7;
+  FlatIndex flat(kDim, Metric::kL2);
+  LeafBuckets buckets(kDim, Metric::kL2, 7);
+  std::vector<VectorIndex*> all = {&flat, &buckets};
+  for (VectorIndex* index : all) {
+    ASSERT_TRUE(index->Add(ids, rows.data(), leaves).ok());
+    const std::vector<uint64_t> gone = {5, 6};
+    ASSERT_TRUE(index->Remove(gone).ok());
+    EXPECT_EQ(index->dimension(), kDim);
+    EXPECT_GT(index->MemoryBytes(), 0u);
+  }
+  SearchParameters p;
+  p.k = 10;
+  const std::vector<float> q = Gaussian(4, &rng);
+  auto a = flat.Search(q.data(), 4, p);
+  auto b = buckets.Search(q.data(), 4, p);
+  ASSERT_TRUE(a.ok() && b.ok());
+  for (size_t i = 0; i < 4; ++i) {
+    ASSERT_EQ((*a)[i].size(), 10u);
+    for (size_t j = 0; j < 10; ++j) EXPECT_EQ((*a)[i][j].id, (*b)[i][j].id);
+  }
+}
+
+TEST(VectorIndexTest, LeafBucketsNeedEachVectorsLeaf) {
+  LeafBuckets buckets(kDim, Metric::kL2, 2);
+  std::vector<float> rows(2 * kDim, 1.0f);
+  const std::vector<uint64_t> ids = {1, 2};
+  const std::vector<uint32_t> one = {0};
+  const std::vector<uint32_t> out_of_range = {0, 2};
+  EXPECT_EQ(buckets.Add(ids, rows.data(), one).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(buckets.Add(ids, rows.data(), out_of_range).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(VectorIndexTest, LeafBucketsScanOnlyTheLeavesAQueryIsGiven) {
+  LeafBuckets buckets(kDim, Metric::kL2, 3);
+  std::mt19937 rng(3);
+  const std::vector<float> rows = Gaussian(30, &rng);
+  std::vector<uint32_t> leaves(30);
+  for (size_t i = 0; i < 30; ++i) leaves[i] = i % 3;
+  ASSERT_TRUE(buckets.Add(Iota(30), rows.data(), leaves).ok());
+  const std::vector<std::vector<uint32_t>> only = {{1}};
+  SearchParameters p;
+  p.k = 30;
+  p.leaves = &only;
+  auto found = buckets.Search(rows.data(), 1, p);
+  ASSERT_TRUE(found.ok());
+  EXPECT_EQ((*found)[0].size(), 10u);
+  for (const Neighbor& nb : (*found)[0]) EXPECT_EQ(nb.id % 3, 1u);
+}
+
+// Allows the postings that descend from one tree leaf.
+class OneLeafScope : public PostingScope {
+ public:
+  explicit OneLeafScope(uint32_t leaf) : leaf_(leaf) {}
+  bool AllowsPosting(uint32_t /*posting*/, uint32_t leaf) const override { return leaf == leaf_; }
+
+ private:
+  uint32_t leaf_;
+};
+
+class SpannThroughTheInterfaceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "vector_index_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    const uint32_t seed = std::random_device{}();
+    std::printf("seed %u\n", seed);
+    rng_.seed(seed);
+    rows_ = Gaussian(2000, &rng_);
+    const std::vector<uint64_t> ids = Iota(2000);
+    auto options = ParseSpannSpec("spann:centroid_ratio=0.02,navigator=tree");
+    ASSERT_TRUE(options.ok()) << options.status();
+    SpannBuildInput input{ids, rows_.data(), kDim, Metric::kL2, 2000, /*generation=*/1};
+    auto backend = MakeCpuClusteringBackend(1);
+    auto built = BuildSpann(input, *options, dir_, *backend, 1);
+    ASSERT_TRUE(built.ok()) << built.status();
+    auto index = SpannIndex::Open(dir_, built->manifest, built->postings, {});
+    ASSERT_TRUE(index.ok()) << index.status();
+    spann_ = *std::move(index);
+  }
+  void TearDown() override { std::filesystem::remove_all(dir_); }
+
+  std::string dir_;
+  std::mt19937 rng_;
+  std::vector<float> rows_;
+  std::unique_ptr<SpannIndex> spann_;
+};
+
+TEST_F(SpannThroughTheInterfaceTest, ScopeKeepsTheQueryInTheAllowedPostings) {
+  const VectorIndex& index = *spann_;
+  // The query's own nearest leaf is not its scope: the navigator must go looking for it.
+  const uint32_t leaf = static_cast<uint32_t>(spann_->tree().num_leaves() - 1);
+  const OneLeafScope scope(leaf);
+  std::vector<std::vector<uint32_t>> visited;
+  SearchStats stats;
+  SearchParameters p;
+  p.k = 5;
+  p.max_postings = 4;
+  p.scope = &scope;
+  p.visited_leaves = &visited;
+  p.stats = &stats;
+  auto found = index.Search(rows_.data(), 3, p);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(visited.size(), 3u);
+  for (const auto& v : visited) {
+    ASSERT_FALSE(v.empty());
+    for (uint32_t l : v) EXPECT_EQ(l, leaf);
+  }
+  EXPECT_GT(stats.postings_read, 0u);
+  for (const auto& hits : *found) EXPECT_FALSE(hits.empty());
+}
+
+TEST_F(SpannThroughTheInterfaceTest, SkipAndFilterKeepIdsOut) {
+  base::PagedIdSet skip;
+  skip.Insert(0);
+  IdBitmap allowed;
+  for (uint64_t id = 0; id < 2000; id += 2) allowed.Set(id);
+  SearchParameters p;
+  p.k = 10;
+  p.skip = &skip;
+  p.filter = &allowed;
+  auto found = spann_->Search(rows_.data(), 1, p);  // query: vector 0 itself
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_FALSE((*found)[0].empty());
+  for (const Neighbor& nb : (*found)[0]) {
+    EXPECT_NE(nb.id, 0u);
+    EXPECT_EQ(nb.id % 2, 0u);
+  }
+}
+
+TEST_F(SpannThroughTheInterfaceTest, ChangesOnlyThroughItsUpdater) {
+  const std::vector<uint64_t> ids = {1};
+  EXPECT_EQ(spann_->Add(ids, rows_.data(), {}).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(spann_->Remove(ids).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace shoal::index
