@@ -93,6 +93,17 @@ absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
         " without authentication; give --key-file (API keys), or use a loopback address "
         "(127.0.0.1, [::1], localhost), or --insecure-allow-remote"));
   }
+  // The metrics port names every collection: the same rule as the gRPC bind.
+  if (!options.metrics_listen.empty() && options.key_file.empty() && !options.allow_remote) {
+    absl::StatusOr<ListenAddress> metrics = ParseListenAddress(options.metrics_listen);
+    if (!metrics.ok()) return metrics.status();
+    if (!IsLoopbackHost(metrics->host)) {
+      return absl::PermissionDeniedError(absl::StrCat(
+          "metrics_listen: refusing to bind non-loopback address ", options.metrics_listen,
+          " without authentication; give --key-file (API keys), or use a loopback address "
+          "(127.0.0.1, [::1], localhost), or --insecure-allow-remote"));
+    }
+  }
   if (options.max_message_bytes <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_message_bytes: ", options.max_message_bytes, " is not positive"));

@@ -211,6 +211,21 @@ TEST(ServerStartTest, RefusesNonLoopbackWithoutAllowRemote) {
   EXPECT_NE(server.status().message().find("--insecure-allow-remote"), std::string::npos);
 }
 
+// Issue 20: --metrics-listen 0.0.0.0:P was accepted without keys; /metrics names every
+// collection.
+TEST(ServerStartTest, RefusesNonLoopbackMetricsWithoutAllowRemote) {
+  TempDB db;
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.metrics_listen = "0.0.0.0:0";
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(db.get(), options);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kPermissionDenied) << server.status();
+  EXPECT_NE(server.status().message().find("metrics_listen"), std::string::npos);
+  options.metrics_listen = "127.0.0.1:0";
+  server = Server::Start(db.get(), options);
+  EXPECT_TRUE(server.ok()) << server.status();
+}
+
 TEST(ServerStartTest, BindFailureIsUnavailable) {
   TempDB db;
   ServerOptions options;
