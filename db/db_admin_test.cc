@@ -98,6 +98,30 @@ TEST_F(DbAdminTest, SnapshotThenRestoreGoesBackInTime) {
   EXPECT_TRUE(absl::IsNotFound(DB::RestoreSnapshot(root_ + "/nothing", dir)));
 }
 
+TEST_F(DbAdminTest, ListSnapshotsNamesOnlyCompleteOnes) {
+  const std::string snapshots = root_ + "/snapshots";
+  {
+    std::unique_ptr<DB> db = OpenDb(root_ + "/db");
+    ASSERT_TRUE(db->CreateCollection({.name = "c", .dimension = 2}).ok());
+    ASSERT_TRUE(db->Upsert("c", Records(0, 50), {}).ok());
+    fs::create_directories(snapshots);
+    ASSERT_TRUE(db->Snapshot(snapshots + "/b").ok());
+    ASSERT_TRUE(db->Snapshot(snapshots + "/a").ok());
+  }
+  fs::create_directories(snapshots + "/half.tmp/rocksdb");  // a crash mid-snapshot
+  fs::create_directories(snapshots + "/other");
+  absl::StatusOr<std::vector<SnapshotInfo>> all = DB::ListSnapshots(snapshots);
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].name, "a");
+  EXPECT_EQ((*all)[1].name, "b");
+  EXPECT_GT((*all)[0].files, 1u);
+  EXPECT_GT((*all)[0].bytes, 0u);
+  EXPECT_GT((*all)[0].created_unix_seconds, 0);
+  EXPECT_TRUE(absl::IsNotFound(DB::DescribeSnapshot(snapshots + "/half.tmp").status()));
+  EXPECT_TRUE(absl::IsNotFound(DB::DescribeSnapshot(snapshots + "/missing").status()));
+}
+
 TEST_F(DbAdminTest, OpenFinishesARestoreInterruptedAfterStaging) {
   const std::string dir = root_ + "/db";
   const std::string snapshot = root_ + "/snap";

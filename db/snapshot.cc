@@ -13,6 +13,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <chrono>
 #include <filesystem>
 #include <string>
 #include <system_error>
@@ -197,6 +199,48 @@ absl::Status DB::RestoreSnapshot(const std::string& snapshot_dir, const std::str
   }
   SHOAL_RETURN_IF_ERROR(db::WriteMarker(staging / db::kReadyMarker, "ready\n"));
   return db::FinishPendingRestore(path);
+}
+
+absl::StatusOr<SnapshotInfo> DB::DescribeSnapshot(const std::string& snapshot_dir) {
+  namespace fs = std::filesystem;
+  const fs::path dir(snapshot_dir);
+  std::error_code ec;
+  const auto written = fs::last_write_time(dir / db::kSnapshotMarker, ec);
+  if (ec) {
+    return absl::NotFoundError(
+        absl::StrCat("snapshot: ", snapshot_dir, " is not a complete Shoal snapshot"));
+  }
+  SnapshotInfo info;
+  info.name = dir.filename().string();
+  info.created_unix_seconds = std::chrono::duration_cast<std::chrono::seconds>(
+                                  std::chrono::file_clock::to_sys(written).time_since_epoch())
+                                  .count();
+  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
+       it.increment(ec)) {
+    if (!it->is_regular_file(ec)) continue;
+    ++info.files;
+    info.bytes += it->file_size(ec);
+  }
+  if (ec) return db::IoError(absl::StrCat("listing snapshot ", snapshot_dir), ec);
+  return info;
+}
+
+absl::StatusOr<std::vector<SnapshotInfo>> DB::ListSnapshots(const std::string& root) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  std::vector<std::string> dirs;
+  for (auto it = fs::directory_iterator(root, ec); !ec && it != fs::end(it); it.increment(ec)) {
+    std::error_code marker;
+    if (fs::exists(it->path() / db::kSnapshotMarker, marker)) dirs.push_back(it->path());
+  }
+  if (ec) return db::IoError(absl::StrCat("listing ", root), ec);
+  std::sort(dirs.begin(), dirs.end());
+  std::vector<SnapshotInfo> out;
+  for (const std::string& dir : dirs) {
+    SHOAL_ASSIGN_OR_RETURN(SnapshotInfo info, DescribeSnapshot(dir));
+    out.push_back(std::move(info));
+  }
+  return out;
 }
 
 }  // namespace shoal

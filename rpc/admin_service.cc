@@ -29,26 +29,14 @@ constexpr RpcMethod kListSnapshots{"AdminService/ListSnapshots", Role::kAdmin};
 constexpr RpcMethod kRestore{"AdminService/Restore", Role::kAdmin};
 constexpr RpcMethod kGetStats{"AdminService/GetStats", Role::kAdmin};
 
-constexpr char kSnapshotMarker[] = "SNAPSHOT";  // written last by DB::Snapshot
-
-absl::StatusOr<v1::SnapshotInfo> DescribeSnapshot(const fs::path& dir) {
-  v1::SnapshotInfo info;
-  info.set_name(dir.filename().string());
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(dir, ec); !ec && it != fs::end(it);
-       it.increment(ec)) {
-    if (!it->is_regular_file()) continue;
-    info.set_files(info.files() + 1);
-    info.set_bytes(info.bytes() + it->file_size());
-  }
-  if (ec) return absl::InternalError(absl::StrCat("listing snapshot ", info.name()));
-  const auto written = fs::last_write_time(dir / kSnapshotMarker, ec);
-  if (!ec) {
-    const auto system = std::chrono::file_clock::to_sys(written);
-    info.set_created_unix_seconds(
-        std::chrono::duration_cast<std::chrono::seconds>(system.time_since_epoch()).count());
-  }
-  return info;
+// DB's snapshot description in the wire form.
+v1::SnapshotInfo SnapshotToProto(const SnapshotInfo& info) {
+  v1::SnapshotInfo proto;
+  proto.set_name(info.name);
+  proto.set_files(info.files);
+  proto.set_bytes(info.bytes);
+  proto.set_created_unix_seconds(info.created_unix_seconds);
+  return proto;
 }
 
 }  // namespace
@@ -197,9 +185,9 @@ grpc::Status AdminServiceImpl::Snapshot(grpc::ServerContext* context,
       }
       return s;
     }
-    absl::StatusOr<v1::SnapshotInfo> info = DescribeSnapshot(*path);
+    absl::StatusOr<SnapshotInfo> info = DB::DescribeSnapshot(*path);
     if (!info.ok()) return info.status();
-    *response->mutable_snapshot() = *std::move(info);
+    *response->mutable_snapshot() = SnapshotToProto(*info);
     return absl::OkStatus();
   });
 }
@@ -209,19 +197,9 @@ grpc::Status AdminServiceImpl::ListSnapshots(grpc::ServerContext* context,
                                              v1::ListSnapshotsResponse* response) {
   return gate_->Unary(context, kListSnapshots, *request, [&](DB&) -> absl::Status {
     if (snapshot_dir_.empty()) return SnapshotPath("x").status();
-    std::vector<fs::path> dirs;
-    std::error_code ec;
-    for (const fs::directory_entry& entry : fs::directory_iterator(snapshot_dir_, ec)) {
-      if (entry.is_directory() && fs::exists(entry.path() / kSnapshotMarker)) {
-        dirs.push_back(entry.path());
-      }
-    }
-    std::sort(dirs.begin(), dirs.end());
-    for (const fs::path& dir : dirs) {
-      absl::StatusOr<v1::SnapshotInfo> info = DescribeSnapshot(dir);
-      if (!info.ok()) return info.status();
-      *response->add_snapshots() = *std::move(info);
-    }
+    absl::StatusOr<std::vector<SnapshotInfo>> all = DB::ListSnapshots(snapshot_dir_);
+    if (!all.ok()) return all.status();
+    for (const SnapshotInfo& info : *all) *response->add_snapshots() = SnapshotToProto(info);
     return absl::OkStatus();
   });
 }
@@ -235,7 +213,7 @@ grpc::Status AdminServiceImpl::Restore(grpc::ServerContext* context,
   absl::StatusOr<std::string> path = SnapshotPath(request->name());
   if (status.ok()) status = path.status();
   std::error_code ec;
-  if (status.ok() && !fs::exists(fs::path(*path) / kSnapshotMarker, ec)) {
+  if (status.ok() && !DB::DescribeSnapshot(*path).ok()) {
     status = absl::NotFoundError(absl::StrCat("name: no snapshot \"", request->name(), "\""));
   }
   // The name is plain, but the entry could be a symbolic link: restore only from a directory

@@ -117,6 +117,10 @@ class DB {
   // old ones and swapped in; an Open after a crash mid-swap finishes the swap.
   // Errors: NotFound / DataLoss (not a complete snapshot), IO errors.
   static absl::Status RestoreSnapshot(const std::string& snapshot_dir, const std::string& path);
+  // The snapshot in `snapshot_dir` (NotFound unless it is complete), and every complete
+  // snapshot directly under `root`, by name. Read-only; no DB needs to be open.
+  static absl::StatusOr<SnapshotInfo> DescribeSnapshot(const std::string& snapshot_dir);
+  static absl::StatusOr<std::vector<SnapshotInfo>> ListSnapshots(const std::string& root);
 
   // ---- Search ----
   // `queries` holds n * dimension floats (n >= 1) row-major; returns n lists of at most k hits,

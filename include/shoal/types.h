@@ -79,6 +79,15 @@ struct CollectionInfo {
   std::string damage;
 };
 
+// A complete snapshot made by DB::Snapshot (the directory's name, its files and their bytes,
+// when it was completed).
+struct SnapshotInfo {
+  std::string name;
+  uint64_t files = 0;
+  uint64_t bytes = 0;
+  int64_t created_unix_seconds = 0;
+};
+
 // An alias and the collection (real name) it resolves to.
 struct AliasInfo {
   std::string alias;
