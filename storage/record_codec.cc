@@ -44,6 +44,8 @@ class Reader {
   }
   absl::Status Raw(void* out, size_t n) {
     if (bytes_.size() - pos_ < n) return Error("truncated");
+    // An empty vector's data() may be null, and memcpy's arguments must not be, even for 0 bytes.
+    if (n == 0) return absl::OkStatus();
     std::memcpy(out, bytes_.data() + pos_, n);
     pos_ += n;
     return absl::OkStatus();

@@ -37,6 +37,16 @@ TEST(RecordCodecTest, RoundTripsUint64Key) {
   EXPECT_EQ(*DecodeRecordKey(EncodeRecord(in), "t"), in.key);
 }
 
+// Found by fuzz/storage_codec_fuzzer: dim 0 passed a null pointer to memcpy (UBSan, asan preset).
+TEST(RecordCodecTest, DecodesARecordWithAnEmptyVector) {
+  Record in;
+  in.key = std::string("abc");
+  auto out = DecodeRecord(EncodeRecord(in), "t");
+  ASSERT_TRUE(out.ok()) << out.status();
+  EXPECT_TRUE(out->vector.empty());
+  EXPECT_EQ(out->key, in.key);
+}
+
 TEST(RecordCodecTest, EveryTruncationIsDataLossWithOffset) {
   const std::string bytes = EncodeRecord(Sample());
   for (size_t n = 0; n < bytes.size(); ++n) {
