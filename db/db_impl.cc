@@ -167,21 +167,32 @@ absl::Status DBImpl::DropQuarantined(const std::string& name) {
   return absl::OkStatus();
 }
 
+// Loading reads every record of the collection: done without mu_, so that other calls go on.
+// Two concurrent rebuilds may both load; the first to finish installs its copy.
 absl::StatusOr<std::shared_ptr<Collection>> DBImpl::ReloadQuarantined(const std::string& name) {
-  Quarantined& q = quarantined_.at(name);
-  SHOAL_RETURN_IF_ERROR(store_->ClearIndex(q.meta.id));
+  storage::StoredCollection meta;
+  {
+    absl::MutexLock lock(&mu_);
+    auto q = quarantined_.find(name);
+    if (q == quarantined_.end()) return std::shared_ptr<Collection>();  // not (any more)
+    meta = q->second.meta;
+  }
+  SHOAL_RETURN_IF_ERROR(store_->ClearIndex(meta.id));
   absl::StatusOr<std::unique_ptr<Collection>> c =
-      Collection::Load(store_.get(), q.meta, options_, index_root_, fs_, budget_.get());
+      Collection::Load(store_.get(), meta, options_, index_root_, fs_, budget_.get());
+  absl::MutexLock lock(&mu_);
+  auto q = quarantined_.find(name);
   if (!c.ok()) {
-    q.why = c.status();
+    if (q != quarantined_.end()) q->second.why = c.status();
     return absl::DataLossError(absl::StrCat("collection: '", name,
                                             "' stays quarantined: without its index it still "
                                             "cannot be opened: ",
                                             c.status().ToString()));
   }
+  if (q == quarantined_.end()) return std::shared_ptr<Collection>();  // another call won
   std::shared_ptr<Collection> loaded = *std::move(c);
   collections_.emplace(name, loaded);
-  quarantined_.erase(name);
+  quarantined_.erase(q);
   RemoveUnreferencedIndexDirs();  // the damaged index's directory
   return loaded;
 }
@@ -297,14 +308,8 @@ absl::Status DBImpl::FlushIndexUpdates(std::string_view collection) {
 absl::Status DBImpl::BuildIndex(std::string_view collection, std::string_view spec,
                                 const IndexBuildProgressFn& progress) {
   absl::ReaderMutexLock change(&change_mu_);
-  std::shared_ptr<Collection> c;
-  {
-    absl::MutexLock lock(&mu_);
-    if (quarantined_.contains(std::string(collection))) {
-      // A rebuild is the way back for a collection whose index is damaged.
-      SHOAL_ASSIGN_OR_RETURN(c, ReloadQuarantined(std::string(collection)));
-    }
-  }
+  // A rebuild is the way back for a quarantined collection (nullptr: it is not quarantined).
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, ReloadQuarantined(std::string(collection)));
   if (c == nullptr) {
     SHOAL_ASSIGN_OR_RETURN(c, Find(collection));
   }

@@ -100,7 +100,7 @@ class DBImpl final : public DB {
   // Drops, or reloads without its index (for BuildIndex), a quarantined collection.
   absl::Status DropQuarantined(const std::string& name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::StatusOr<std::shared_ptr<Collection>> ReloadQuarantined(const std::string& name)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_LOCKS_EXCLUDED(mu_);
 };
 
 // db/snapshot.cc: copies `from` (a directory tree) to `to` (must not exist), fsyncing every
