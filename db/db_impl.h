@@ -51,8 +51,10 @@ class DBImpl final : public DB {
 
   absl::Status Upsert(std::string_view collection, std::span<const Record> records,
                       const WriteOptions& options) override;
+  using DB::Get;
   absl::StatusOr<std::vector<std::optional<Record>>> Get(std::string_view collection,
-                                                         std::span<const Key> keys) override;
+                                                         std::span<const Key> keys,
+                                                         const ReadOptions& options) override;
   absl::StatusOr<uint64_t> Delete(std::string_view collection, std::span<const Key> keys,
                                   const WriteOptions& options) override;
   using DB::BuildIndex;
@@ -64,8 +66,34 @@ class DBImpl final : public DB {
                                                        const SearchParams& params) override;
   absl::Status Verify(std::string_view collection, VerifyReport* report) override;
 
+  // Tenants: db/db_tenants.cc.
+  absl::Status CreateTenant(std::string_view collection, const TenantSpec& spec) override;
+  absl::StatusOr<uint64_t> DropTenant(std::string_view collection, std::string_view tenant,
+                                      const WriteOptions& options) override;
+  absl::StatusOr<TenantPage> ListTenants(std::string_view collection, uint32_t page_size,
+                                         std::string_view page_token) override;
+  absl::StatusOr<TenantInfo> DescribeTenant(std::string_view collection,
+                                            std::string_view tenant) override;
+  absl::Status SetTenantQuotas(std::string_view collection, std::string_view tenant,
+                               const TenantQuotas& quotas) override;
+  absl::Status SetTenantState(std::string_view collection, std::string_view tenant,
+                              TenantState state) override;
+  absl::Status Grant(std::string_view collection, std::string_view tenant,
+                     std::span<const Key> keys, const WriteOptions& options) override;
+  absl::Status Revoke(std::string_view collection, std::string_view tenant,
+                      std::span<const Key> keys, const WriteOptions& options) override;
+  absl::StatusOr<std::vector<std::string>> ListKeyTenants(std::string_view collection,
+                                                          const Key& key) override;
+  absl::StatusOr<uint64_t> CountByTenant(std::string_view collection, std::string_view tenant,
+                                         bool owned_only) override;
+  absl::StatusOr<uint64_t> DeleteByTenant(std::string_view collection, std::string_view tenant,
+                                          const WriteOptions& options) override;
+
  private:
   DBImpl(const Options& options, storage::FileSystem* fs) : options_(options), fs_(fs) {}
+  // Unimplemented until the multi-tenancy engine lands: a call that names a tenant must never
+  // be answered as if it had not.
+  static absl::Status TenantsNotBuiltYet();
   // Resolves a collection name or alias; errors name `field`.
   absl::StatusOr<std::shared_ptr<Collection>> Find(std::string_view name,
                                                    std::string_view field = "collection");

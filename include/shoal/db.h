@@ -35,6 +35,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shoal/options.h"
+#include "shoal/tenants.h"
 #include "shoal/types.h"
 #include "shoal/verify.h"
 
@@ -73,9 +74,15 @@ class DB {
   // A key may appear at most once per batch.
   virtual absl::Status Upsert(std::string_view collection, std::span<const Record> records,
                               const WriteOptions& options) = 0;
-  // One entry per key, in order; nullopt where the key does not exist.
+  // One entry per key, in order; nullopt where the key does not exist (or, with
+  // options.tenant, is not visible to that tenant).
   virtual absl::StatusOr<std::vector<std::optional<Record>>> Get(std::string_view collection,
-                                                                 std::span<const Key> keys) = 0;
+                                                                 std::span<const Key> keys,
+                                                                 const ReadOptions& options) = 0;
+  absl::StatusOr<std::vector<std::optional<Record>>> Get(std::string_view collection,
+                                                         std::span<const Key> keys) {
+    return Get(collection, keys, ReadOptions{});
+  }
   // Deletes the keys that exist (all or nothing) and returns how many did.
   virtual absl::StatusOr<uint64_t> Delete(std::string_view collection, std::span<const Key> keys,
                                           const WriteOptions& options) = 0;
@@ -128,6 +135,45 @@ class DB {
   virtual absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::string_view collection,
                                                                std::span<const float> queries,
                                                                const SearchParams& params) = 0;
+
+  // ---- Tenants (shoal/tenants.h) ----
+  // Tenants live inside a collection; thousands per collection are cheap (no file, thread or
+  // column family each). Errors: InvalidArgument (bad name or quota, naming the field),
+  // AlreadyExists, NotFound (unknown collection or tenant, naming it).
+  virtual absl::Status CreateTenant(std::string_view collection, const TenantSpec& spec) = 0;
+  // Removes the tenant, its grants, and the records it owns (for every tenant they were
+  // granted to); returns how many records were deleted.
+  virtual absl::StatusOr<uint64_t> DropTenant(std::string_view collection, std::string_view tenant,
+                                              const WriteOptions& options) = 0;
+  // Tenants ordered by name, at most page_size (1..10000) from page_token ("" = the first).
+  virtual absl::StatusOr<TenantPage> ListTenants(std::string_view collection, uint32_t page_size,
+                                                 std::string_view page_token) = 0;
+  virtual absl::StatusOr<TenantInfo> DescribeTenant(std::string_view collection,
+                                                    std::string_view tenant) = 0;
+  virtual absl::Status SetTenantQuotas(std::string_view collection, std::string_view tenant,
+                                       const TenantQuotas& quotas) = 0;
+  // Loads (kActive) or unloads (kInactive / kOffloaded) the tenant's structures; searches and
+  // writes load an inactive tenant by themselves.
+  virtual absl::Status SetTenantState(std::string_view collection, std::string_view tenant,
+                                      TenantState state) = 0;
+  // Makes existing records visible to (Grant) or hides them from (Revoke) `tenant` without
+  // copying them, all or nothing. Granting to the owner, or twice, changes nothing; revoking
+  // from the owner is FailedPrecondition. NotFound names the first key that does not exist.
+  virtual absl::Status Grant(std::string_view collection, std::string_view tenant,
+                             std::span<const Key> keys, const WriteOptions& options) = 0;
+  virtual absl::Status Revoke(std::string_view collection, std::string_view tenant,
+                              std::span<const Key> keys, const WriteOptions& options) = 0;
+  // The tenants that see `key`: its owner first, then the grantees by name. NotFound when the
+  // key does not exist.
+  virtual absl::StatusOr<std::vector<std::string>> ListKeyTenants(std::string_view collection,
+                                                                  const Key& key) = 0;
+  // Records `tenant` owns (`owned_only`) or sees.
+  virtual absl::StatusOr<uint64_t> CountByTenant(std::string_view collection,
+                                                 std::string_view tenant, bool owned_only) = 0;
+  // Deletes every record `tenant` owns (for every tenant); returns how many.
+  virtual absl::StatusOr<uint64_t> DeleteByTenant(std::string_view collection,
+                                                  std::string_view tenant,
+                                                  const WriteOptions& options) = 0;
 
   // ---- Integrity ----
   // Checks every invariant of `collection` ("" = all collections; see shoal/verify.h) and fills

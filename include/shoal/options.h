@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace shoal {
 
@@ -80,6 +81,19 @@ struct WriteOptions {
   // crash. false: it survives a process crash (it is in the OS page cache) but may be lost
   // if the machine loses power.
   bool sync = false;
+  // Multi-tenancy (shoal/tenants.h). Upsert: the tenant that owns the records (it must exist;
+  // its quotas apply); "" = no owner (visible to calls that name no tenant only). Delete: with a
+  // tenant, only keys it owns may be deleted (a key it sees but does not own is
+  // PermissionDenied; one it cannot see counts as absent); a delete removes the vector for
+  // every tenant it was granted to. Grant / Revoke ignore it.
+  std::string tenant;
+};
+
+// Options of reads (DB::Get).
+struct ReadOptions {
+  // "" = every record; otherwise only records the tenant owns or was granted (others read as
+  // absent, exactly like keys that do not exist).
+  std::string tenant;
 };
 
 }  // namespace shoal

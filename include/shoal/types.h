@@ -134,6 +134,10 @@ struct SearchParams {
   // Optional (not owned; shoal/filter.h): only records that pass it are scored and returned.
   // nullptr = every record.
   const Filter* filter = nullptr;
+  // "" = every record; otherwise only records this tenant owns or was granted are scored and
+  // returned (the tenant's sub-tree of the index is searched; shoal/tenants.h). NotFound for an
+  // unknown tenant; its max_searches_per_second quota applies.
+  std::string tenant;
 };
 
 struct Hit {
