@@ -46,6 +46,7 @@ class StreamSender final : public BatchSender {
   absl::Status Run(Pipeline& pipeline, const AckFn& on_ack, uint64_t* failed_first) override {
     // The stream lives as long as the ingest: no per-call deadline (a dead server breaks it).
     auto context = c_.Context(std::chrono::hours(24 * 365));
+    context->AddMetadata("shoal-ingest-end-marker", "1");
     auto stream = c_.vectors().Ingest(context.get());
     std::deque<InFlight> in_flight;
     bool drained = false;
@@ -91,7 +92,9 @@ class StreamSender final : public BatchSender {
       in_flight.push_back(std::move(f));
       if (!stream->Write(in_flight.back().request)) continue;  // Read() reports why
     }
-    stream->WritesDone();
+    v1::IngestRequest end;
+    end.set_end_of_stream(true);
+    stream->WriteLast(end, grpc::WriteOptions());
     absl::Status finished = FromGrpc(stream->Finish());
     if (!finished.ok()) *failed_first = UINT64_MAX;  // no particular batch
     return finished;

@@ -121,6 +121,13 @@ constexpr RpcMethod kDelete{"VectorService/Delete", Role::kReadWrite};
 constexpr RpcMethod kBatch{"VectorService/Batch", Role::kReadWrite};
 constexpr RpcMethod kIngest{"VectorService/Ingest", Role::kReadWrite};
 
+// Request metadata a client sends when it will end its Ingest stream with an end_of_stream
+// message (proto/shoal/v1/vector_service.proto).
+bool EndMarkerAnnounced(const grpc::ServerContext& context) {
+  auto [begin, end] = context.client_metadata().equal_range("shoal-ingest-end-marker");
+  return begin != end && begin->second == "1";
+}
+
 }  // namespace
 
 grpc::Status VectorServiceImpl::Upsert(grpc::ServerContext* context,
@@ -164,8 +171,22 @@ absl::Status VectorServiceImpl::RunIngest(
   v1::IngestRequest request;
   std::string collection;
   uint64_t total = 0;
+  uint64_t batches = 0;
+  bool ended = false;
   while (stream->Read(&request)) {
     const std::string where = absl::StrCat("batch ", request.sequence());
+    if (ended) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, ": end_of_stream: a message followed the end of the stream"));
+    }
+    if (request.end_of_stream()) {
+      if (!request.records().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, ": records: the end_of_stream message carries none"));
+      }
+      ended = true;
+      continue;
+    }
     if (!request.collection().empty()) collection = request.collection();
     if (collection.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": collection: required"));
@@ -202,9 +223,17 @@ absl::Status VectorServiceImpl::RunIngest(
     const uint64_t n = static_cast<uint64_t>(request.records_size());
     total += n;
     gate_->metrics().RecordIngested(n);
+    ++batches;
     ack.set_upserted(n);
     ack.set_total_upserted(total);
     if (!stream->Write(ack)) return absl::CancelledError("the client went away");
+  }
+  // Read() also ends at a message that does not parse: only the marker tells a complete stream.
+  if (!ended && EndMarkerAnnounced(*context)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "end_of_stream: the stream ended without its end marker (a message that could not be "
+        "parsed ends it); ",
+        batches, " batches (", total, " records) were applied and acknowledged"));
   }
   return absl::OkStatus();
 }

@@ -29,6 +29,7 @@ absl::StatusOr<IngestResult> Client::Ingest(const std::string& collection,
   const size_t window = std::max<size_t>(1, options.max_in_flight);
   const size_t batches = (records.size() + options.batch_records - 1) / options.batch_records;
   std::unique_ptr<grpc::ClientContext> context = NewContext(options_);
+  context->AddMetadata("shoal-ingest-end-marker", "1");
   auto stream = stubs_->vectors->Ingest(context.get());
   // Batch `b` as a message; rebuilt when the server asks for it again.
   auto send = [&](uint64_t b) {
@@ -80,7 +81,11 @@ absl::StatusOr<IngestResult> Client::Ingest(const std::string& collection,
     result.upserted += ack.upserted();
     ++result.batches;
   }
-  if (!broken) stream->WritesDone();
+  if (!broken) {
+    v1::IngestRequest end;
+    end.set_end_of_stream(true);
+    stream->WriteLast(end, grpc::WriteOptions());
+  }
   grpc::Status status = stream->Finish();
   if (!status.ok()) return FromGrpc(status);
   if (broken) return absl::UnavailableError("ingest: the stream ended early");

@@ -336,7 +336,10 @@ class Client:
                     return
                 yield item
 
-        stream = self._vectors.Ingest(requests(), timeout=None, metadata=self._metadata)
+        # The end marker lets the server tell a complete stream from one cut short by a
+        # message it could not parse (see Ingest in vector_service.proto).
+        metadata = [*self._metadata, ("shoal-ingest-end-marker", "1")]
+        stream = self._vectors.Ingest(requests(), timeout=None, metadata=metadata)
         upserted = batches = backoffs = 0
         try:
             for sequence, first in enumerate(range(0, len(keys), batch_size)):
@@ -353,6 +356,7 @@ class Client:
                     time.sleep(answer.retry_after_ms / 1000)
                 upserted += answer.upserted
                 batches += 1
+            outbox.put(vector_pb2.IngestRequest(end_of_stream=True))
             outbox.put(None)
             for _ in stream:  # the server's OK
                 pass
