@@ -1,5 +1,7 @@
 #include "rpc/metrics.h"
 
+#include <CivetServer.h>
+#include <civetweb.h>
 #include <prometheus/collectable.h>
 #include <prometheus/counter.h>
 #include <prometheus/exposer.h>
@@ -9,6 +11,7 @@
 #include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 
+#include <cstring>
 #include <exception>
 #include <vector>
 
@@ -35,6 +38,24 @@ prometheus::MetricFamily GaugeFamily(const std::string& name, const std::string&
   family.type = prometheus::MetricType::Gauge;
   return family;
 }
+
+// civetweb matches a handler's path as a case-insensitive prefix ("/metricsX", "/METRICS/"
+// would be served too): answer exactly "/metrics" and nothing else.
+int OnlyTheMetricsPath(mg_connection* connection) {
+  const mg_request_info* info = mg_get_request_info(connection);
+  if (info != nullptr && info->local_uri != nullptr &&
+      std::strcmp(info->local_uri, "/metrics") == 0) {
+    return 0;  // civetweb goes on to prometheus-cpp's handler
+  }
+  mg_send_http_error(connection, 404, "%s", "not found: this port serves /metrics only\n");
+  return 1;
+}
+
+const CivetCallbacks kExactMetricsPath = [] {
+  CivetCallbacks callbacks;
+  callbacks.begin_request = OnlyTheMetricsPath;
+  return callbacks;
+}();
 
 }  // namespace
 
@@ -151,7 +172,12 @@ ServerMetrics::~ServerMetrics() = default;
 absl::Status ServerMetrics::Serve(const std::string& listen, DbHost* host) {
   if (exposer_ != nullptr) return absl::FailedPreconditionError("metrics: already serving");
   try {
-    exposer_ = std::make_unique<prometheus::Exposer>(listen, /*num_threads=*/1);
+    // Several threads and a short request timeout: one client that sends half a request and
+    // goes idle must not hold the only thread for civetweb's default 30 s.
+    exposer_ = std::make_unique<prometheus::Exposer>(
+        std::vector<std::string>{"listening_ports", listen, "num_threads", "4",
+                                 "request_timeout_ms", "3000"},
+        &kExactMetricsPath);
   } catch (const std::exception& e) {
     return absl::UnavailableError(
         absl::StrCat("metrics-listen: cannot bind ", listen, ": ", e.what()));

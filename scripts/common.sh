@@ -10,7 +10,7 @@ SHOAL_PACKAGES=(
   build-essential cmake pkg-config ccache git
   librocksdb-dev libgrpc++-dev libprotobuf-dev protobuf-compiler protobuf-compiler-grpc
   libfaiss-dev libopenblas-dev libabsl-dev liburing-dev zlib1g-dev libhdf5-dev
-  libgtest-dev libgmock-dev libbenchmark-dev libhnswlib-dev prometheus-cpp-dev libcli11-dev
+  libgtest-dev libgmock-dev libbenchmark-dev libhnswlib-dev prometheus-cpp-dev libcivetweb-dev libcli11-dev
   nlohmann-json3-dev
   dataset-fashion-mnist
   libreadline-dev python3-grpcio python3-protobuf python3-numpy openssl

@@ -110,7 +110,7 @@ std::optional<double> SampleValue(const std::vector<Sample>& samples, const std:
   return std::nullopt;
 }
 
-absl::StatusOr<HttpResponse> HttpGet(int port, const std::string& path) {
+absl::StatusOr<int> ConnectLoopback(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0) return absl::InternalError("socket");
   sockaddr_in address{};
@@ -123,6 +123,13 @@ absl::StatusOr<HttpResponse> HttpGet(int port, const std::string& path) {
     close(fd);
     return absl::UnavailableError(absl::StrCat("connect to port ", port));
   }
+  return fd;
+}
+
+absl::StatusOr<HttpResponse> HttpGet(int port, const std::string& path) {
+  absl::StatusOr<int> connected = ConnectLoopback(port);
+  if (!connected.ok()) return connected.status();
+  const int fd = *connected;
   const std::string request = absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
   if (write(fd, request.data(), request.size()) != static_cast<ssize_t>(request.size())) {
     close(fd);

@@ -41,6 +41,8 @@ struct HttpResponse {
   std::string body;
 };
 absl::StatusOr<HttpResponse> HttpGet(int port, const std::string& path);
+// A TCP connection to 127.0.0.1:port (30 s receive timeout); the caller closes the fd.
+absl::StatusOr<int> ConnectLoopback(int port);
 
 }  // namespace shoal::e2e
 

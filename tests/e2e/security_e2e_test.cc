@@ -2,6 +2,7 @@
 // and health during shutdown, on a real `shoald` child process driven through the C++ SDK.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <filesystem>
@@ -142,10 +143,26 @@ TEST_F(SecurityE2eTest, MetricsEndpointServesPrometheusTextAndCountersAdvance) {
             1.0);
   EXPECT_EQ(SampleValue(second, "shoal_index_build_progress", {{"collection", "docs"}}), 1.0);
 
-  // The metrics port serves nothing else.
-  absl::StatusOr<HttpResponse> other = HttpGet(shoald_->metrics_port(), "/v1/collections");
-  ASSERT_TRUE(other.ok()) << other.status();
-  EXPECT_EQ(other->status, 404);
+  // The metrics port serves nothing else, not even near-misses of its one path.
+  for (const char* path : {"/v1/collections", "/metrics/", "/metricsX", "/METRICS", "/"}) {
+    absl::StatusOr<HttpResponse> other = HttpGet(shoald_->metrics_port(), path);
+    ASSERT_TRUE(other.ok()) << path << ": " << other.status();
+    EXPECT_EQ(other->status, 404) << path;
+  }
+
+  // Clients that send half a request and go idle do not block the scrape.
+  std::vector<int> idle;
+  for (int i = 0; i < 2; ++i) {
+    absl::StatusOr<int> fd = ConnectLoopback(shoald_->metrics_port());
+    ASSERT_TRUE(fd.ok()) << fd.status();
+    const std::string half = "GET /metrics HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+    ASSERT_EQ(write(*fd, half.data(), half.size()), static_cast<ssize_t>(half.size()));
+    idle.push_back(*fd);
+  }
+  absl::StatusOr<HttpResponse> scrape = HttpGet(shoald_->metrics_port(), "/metrics");
+  for (int fd : idle) close(fd);
+  ASSERT_TRUE(scrape.ok()) << scrape.status();
+  EXPECT_EQ(scrape->status, 200);
 }
 
 TEST_F(SecurityE2eTest, OversizeMessagesAndRateLimitsAreResourceExhausted) {
