@@ -2,6 +2,9 @@
 
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
+
 namespace shoal::rpc {
 namespace {
 
@@ -48,11 +51,18 @@ grpc::StatusCode ToGrpcCode(absl::StatusCode code) {
   }
 }
 
+std::string CappedMessage(absl::string_view message) {
+  if (message.size() <= kMaxErrorMessageBytes) return std::string(message);
+  size_t keep = kMaxErrorMessageBytes - 64;  // room for the note
+  while (keep > 0 && (static_cast<unsigned char>(message[keep]) & 0xC0) == 0x80) --keep;
+  return absl::StrCat(message.substr(0, keep), "... (", message.size() - keep, " more bytes cut)");
+}
+
 }  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  return grpc::Status(ToGrpcCode(status.code()), std::string(status.message()));
+  return grpc::Status(ToGrpcCode(status.code()), CappedMessage(status.message()));
 }
 
 }  // namespace shoal::rpc

@@ -15,8 +15,11 @@
 namespace shoal::rpc {
 
 // Maps each canonical absl code to the gRPC code of the same name and keeps the message
-// verbatim. An OK status maps to grpc::Status::OK (its message, if any, is dropped).
-// Codes outside the canonical set become UNKNOWN.
+// verbatim up to kMaxErrorMessageBytes (a longer one — e.g. echoing a 10,000-character value a
+// client sent — is cut at a UTF-8 boundary and says how much was cut, so that it never runs
+// into gRPC's metadata limit). An OK status maps to grpc::Status::OK (its message, if any, is
+// dropped). Codes outside the canonical set become UNKNOWN.
+inline constexpr size_t kMaxErrorMessageBytes = 1024;
 grpc::Status ToGrpcStatus(const absl::Status& status);
 
 }  // namespace shoal::rpc

@@ -42,5 +42,25 @@ TEST(StatusConversionTest, NonCanonicalCodeBecomesUnknown) {
   EXPECT_EQ(ToGrpcStatus(odd).error_message(), "odd");
 }
 
+TEST(StatusConversionTest, LongMessagesAreCutAtACharacterBoundary) {
+  // A client's 10,000-character value echoed back, ending in multi-byte characters.
+  std::string echoed = "spec: 'x" + std::string(10000, 'a');
+  for (int i = 0; i < 600; ++i) echoed += "\xc3\xa9";  // é
+  grpc::Status s = ToGrpcStatus(absl::InvalidArgumentError(echoed));
+  EXPECT_EQ(s.error_code(), grpc::INVALID_ARGUMENT);
+  EXPECT_LE(s.error_message().size(), kMaxErrorMessageBytes);
+  EXPECT_EQ(s.error_message().rfind("spec: 'xaaa", 0), 0u);
+  EXPECT_NE(s.error_message().find(" more bytes cut)"), std::string::npos);
+
+  std::string accents = "name: ";
+  for (int i = 0; i < 2000; ++i) accents += "\xc3\xa9";
+  const std::string cut = ToGrpcStatus(absl::InvalidArgumentError(accents)).error_message();
+  const std::string kept = cut.substr(0, cut.find("... ("));
+  EXPECT_EQ((kept.size() - 6) % 2, 0u) << "cut inside a two-byte character";
+
+  const std::string exact(kMaxErrorMessageBytes, 'm');
+  EXPECT_EQ(ToGrpcStatus(absl::InternalError(exact)).error_message(), exact);
+}
+
 }  // namespace
 }  // namespace shoal::rpc
