@@ -251,6 +251,38 @@ TEST_F(QuarantineTest, ADamagedIndexQuarantinesOnlyItsCollectionUntilRebuilt) {
   EXPECT_TRUE((*db)->Verify("", &report).ok()) << ::testing::PrintToString(report.problems);
 }
 
+// Issue 20: a zeroed page of vectors.dat made a search fail with NOT_FOUND, which clients read as
+// "no such collection"; a vector a posting lists but the file lacks is damage.
+TEST_F(QuarantineTest, AZeroedVectorFilePageIsDataLossNotNotFound) {
+  {
+    auto db = DB::Open(dir_, {});
+    ASSERT_TRUE(db.ok()) << db.status();
+    ASSERT_TRUE((*db)->CreateCollection({"a", 4, Metric::kL2}).ok());
+    std::vector<Record> recs(300);
+    for (size_t i = 0; i < recs.size(); ++i) {
+      recs[i].key = static_cast<uint64_t>(i);
+      recs[i].vector = {static_cast<float>(i), static_cast<float>(i % 11), 1, 2};
+    }
+    ASSERT_TRUE((*db)->Upsert("a", recs, {}).ok());
+    // Quantized: a search reranks from vectors.dat.
+    ASSERT_TRUE((*db)->BuildIndex("a", "spann:centroid_ratio=0.05,quant=sq8").ok());
+  }
+  const std::string vectors = IndexDirOfA() + "/vectors.dat";
+  ASSERT_TRUE(fs::exists(vectors)) << vectors;
+  const auto size = fs::file_size(vectors);
+  ASSERT_GT(size, 0u);
+  {  // every page (at dimension 4 the first one holds the vectors near the query)
+    std::fstream f(vectors, std::ios::in | std::ios::out | std::ios::binary);
+    const std::string zeros(size, '\0');
+    f.write(zeros.data(), static_cast<std::streamsize>(zeros.size()));
+  }
+  auto db = DB::Open(dir_, {});
+  ASSERT_TRUE(db.ok()) << db.status();
+  auto hits = (*db)->Search("a", std::vector<float>{17, 6, 1, 2}, {.k = 10});
+  EXPECT_EQ(hits.status().code(), absl::StatusCode::kDataLoss) << hits.status();
+  EXPECT_THAT(hits.status().message(), HasSubstr("the index is damaged"));
+}
+
 TEST_F(QuarantineTest, AMissingIndexDirectoryQuarantinesAndDropRemovesIt) {
   MakeTwoIndexedCollections();
   fs::remove_all(IndexDirOfA());

@@ -450,12 +450,20 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   if (!fetch.empty()) {
     stats->full_vectors_read += fetch.size();
     stats->bytes_read += fetch.size() * storage::VectorFile::PagesPerVector(d) * storage::kPageSize;
-    SHOAL_RETURN_IF_ERROR(
-        dir.vectors->ReadBatch(fetch, [&](size_t i, const float* v) -> absl::Status {
-          top.Push(Distance(manifest_.metric, q, v, d), fetch[i]);
-          vector_cache_.Insert(fetch[i], v);
-          return absl::OkStatus();
-        }));
+    absl::Status read = dir.vectors->ReadBatch(fetch, [&](size_t i, const float* v) {
+      top.Push(Distance(manifest_.metric, q, v, d), fetch[i]);
+      vector_cache_.Insert(fetch[i], v);
+      return absl::OkStatus();
+    });
+    // A posting lists the id, so its vector must be there: a hole (a zeroed page) is damage,
+    // not an unknown key.
+    if (absl::IsNotFound(read)) {
+      return absl::DataLossError(
+          absl::StrCat(read.message(),
+                       " but a posting lists it: the index is damaged (BuildIndex "
+                       "rebuilds it from the records)"));
+    }
+    SHOAL_RETURN_IF_ERROR(read);
   }
   out->clear();
   for (const auto& e : top.TakeSorted()) out->push_back({e.id, e.distance});
