@@ -380,13 +380,13 @@ absl::StatusOr<VerifyReport> VerifyDatabase(const std::string& path) {
   SHOAL_ASSIGN_OR_RETURN(auto store, OpenReadOnly(path));
   SHOAL_ASSIGN_OR_RETURN(std::vector<storage::StoredCollection> catalog, store->LoadCatalog());
   VerifyReport report;
-  SHOAL_ASSIGN_OR_RETURN(std::vector<std::string> unreferenced, store->UnreferencedTableFiles());
-  for (const std::string& name : unreferenced) {
+  SHOAL_ASSIGN_OR_RETURN(auto unreferenced, store->UnreferencedTableFiles());
+  for (const storage::RecordStore::UnreferencedTable& table : unreferenced) {
+    // A crash mid-flush or mid-compaction leaves such files behind; the next start removes them.
+    if (table.harmless) continue;
     report.problems.push_back(absl::StrCat(
-        "rocksdb/", name,
-        " is not in RocksDB's MANIFEST: either the MANIFEST is damaged and lost it (do not start "
-        "shoald: it would delete the file), or a crash interrupted a flush or compaction (the "
-        "next start removes it)"));
+        "rocksdb/", table.name, " is not in RocksDB's MANIFEST and ", table.detail,
+        ": the MANIFEST is damaged and lost it (do not start shoald: it would delete the file)"));
   }
   db::Checker checker(store.get(), (db::fs::path(path) / "index").string(), &report);
   for (const storage::StoredCollection& meta : catalog) {

@@ -188,16 +188,28 @@ class RecordStore {
   // A consistent point-in-time copy of the store (RocksDB checkpoint: hard links to the
   // immutable SST files plus copies of the live logs) in `dir`, which must not exist.
   absl::Status Checkpoint(const std::string& dir);
-  // Names of the .sst files in the store's directory that the MANIFEST does not reference:
-  // tables a damaged MANIFEST lost (a read-write open would delete them), or outputs of a flush
-  // or compaction a crash cut short (the next read-write open deletes those).
-  absl::StatusOr<std::vector<std::string>> UnreferencedTableFiles();
+  // A .sst file in the store's directory that the MANIFEST does not reference: the output of a
+  // flush or compaction a crash cut short (the next read-write open deletes it; harmless), or a
+  // table a damaged MANIFEST lost (a read-write open would delete its data with it).
+  struct UnreferencedTable {
+    std::string name;
+    // true: harmless — the file is incomplete (its write was cut short, so no MANIFEST edit can
+    // have named it), or every key/value it holds is also in the open store (an interrupted
+    // flush's writes are still in the WAL; an interrupted compaction's inputs are still live).
+    // false: it holds data the store lacks; `detail` names the first such key's column family.
+    bool harmless = false;
+    std::string detail;
+  };
+  // Every unreferenced table, by name, with what it holds compared against the open store.
+  absl::StatusOr<std::vector<UnreferencedTable>> UnreferencedTableFiles();
 
  private:
   RecordStore() = default;
   // Writes `batch`, resuming first if an earlier write stopped RocksDB (see the file comment).
   absl::Status Write(rocksdb::WriteBatch* batch, bool sync, std::string_view context);
   absl::Status KeepMemtableNonEmpty();
+  // UnreferencedTableFiles' check of one table.
+  UnreferencedTable ClassifyUnreferenced(const std::string& name);
   bool read_only_ = false;
   rocksdb::FileLock* lock_ = nullptr;  // held while read-only (RocksDB holds its own otherwise)
   std::atomic<bool> stopped_{false};   // a write failed: Resume() before the next one
