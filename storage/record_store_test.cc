@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 
@@ -170,6 +171,75 @@ TEST_F(RecordStoreTest, ScanKeysAndScanRecordsFromAnId) {
                       4)
                   .ok());
   EXPECT_EQ(from4, std::vector<uint64_t>({4, 5, 6}));
+}
+
+}  // namespace
+}  // namespace shoal::storage
+
+namespace shoal::storage {
+namespace {
+
+// The .sst files of the store's directory, by name.
+std::vector<std::string> Tables(const std::string& dir) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".sst") out.push_back(e.path().filename());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+// A crash mid-flush or mid-compaction leaves tables the MANIFEST never named; their data is
+// still in the WAL or the live tables, so they are harmless. A table holding data the store
+// lacks is what a MANIFEST that lost an edit leaves: not harmless. (Checked read-only, as
+// Verify does: a read-write open deletes unreferenced tables.)
+TEST_F(RecordStoreTest, UnreferencedTablesAreHarmlessOnlyWhenTheStoreHoldsTheirData) {
+  namespace fs = std::filesystem;
+  const std::string saved = dir_ + ".saved";
+  fs::create_directory(saved);
+  uint32_t cid = 0;
+  {
+    auto store = OpenStore();
+    cid = store->CreateCollection({"c", 2, Metric::kL2})->id;
+    auto batch = store->NewBatch();
+    for (uint64_t i = 0; i < 50; ++i) batch.PutRecord(cid, i, MakeRecord(100 + i, i), true);
+    ASSERT_TRUE(store->Commit(batch, true).ok());
+    ASSERT_TRUE(store->Compact(std::nullopt).ok());  // the records into tables
+  }
+  const std::vector<std::string> live = Tables(dir_);
+  ASSERT_FALSE(live.empty());
+  for (const std::string& table : live) {
+    fs::copy_file(dir_ + "/" + table, saved + "/" + table);
+    fs::copy_file(dir_ + "/" + table, dir_ + "/9" + table);  // an interrupted compaction's output
+  }
+  fs::copy_file(dir_ + "/" + live[0], dir_ + "/8000000.sst");
+  fs::resize_file(dir_ + "/8000000.sst", 100);  // a table whose write was cut short
+  auto read_only = [&] {
+    auto store = RecordStore::Open(dir_, {.read_only = true});
+    EXPECT_TRUE(store.ok()) << store.status();
+    return store.ok() ? *std::move(store) : nullptr;
+  };
+  {
+    auto found = read_only()->UnreferencedTableFiles();
+    ASSERT_TRUE(found.ok()) << found.status();
+    ASSERT_EQ(found->size(), live.size() + 1);
+    for (const auto& t : *found) EXPECT_TRUE(t.harmless) << t.name << ": " << t.detail;
+  }
+  {  // The read-write open removes them; then the records go away for good.
+    auto store = OpenStore();
+    auto del = store->NewBatch();
+    for (uint64_t i = 0; i < 50; ++i) del.DeleteRecord(cid, i, Key(uint64_t{100 + i}));
+    ASSERT_TRUE(store->Commit(del, true).ok());
+    ASSERT_TRUE(store->Compact(std::nullopt).ok());
+  }
+  for (const std::string& table : live) fs::copy_file(saved + "/" + table, dir_ + "/9" + table);
+  auto found = read_only()->UnreferencedTableFiles();
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_EQ(found->size(), live.size());
+  size_t lost = 0;
+  for (const auto& t : *found) lost += t.harmless ? 0 : 1;
+  EXPECT_GE(lost, 1u) << "the old records table is data the store no longer has";
+  fs::remove_all(saved);
 }
 
 }  // namespace
