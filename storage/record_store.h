@@ -193,10 +193,13 @@ class RecordStore {
   // table a damaged MANIFEST lost (a read-write open would delete its data with it).
   struct UnreferencedTable {
     std::string name;
-    // true: harmless — the file is incomplete (its write was cut short, so no MANIFEST edit can
-    // have named it), or every key/value it holds is also in the open store (an interrupted
-    // flush's writes are still in the WAL; an interrupted compaction's inputs are still live).
-    // false: it holds data the store lacks; `detail` names the first such key's column family.
+    // true: harmless — numbered below a live table (an input a finished flush or compaction
+    // superseded, not yet deleted at the crash), incomplete (its write was cut short, so no
+    // MANIFEST edit can have named it), or every key/value it holds is also in the open store
+    // (an interrupted flush's writes are still in the WAL; an interrupted compaction's inputs
+    // are still live). false: numbered above every live table and holding data the store lacks;
+    // `detail` names the column family. (Not caught: a lost edit of a job that started before a
+    // concurrent job whose edit survived.)
     bool harmless = false;
     std::string detail;
   };

@@ -9,6 +9,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "rocksdb/db.h"
@@ -34,6 +35,12 @@ std::string AfterPrefix(std::string prefix) {
   while (!prefix.empty() && static_cast<uint8_t>(prefix.back()) == 0xff) prefix.pop_back();
   if (!prefix.empty()) prefix.back() = static_cast<char>(static_cast<uint8_t>(prefix.back()) + 1);
   return prefix;
+}
+
+// 123 for "000123.sst"; 0 when the name is not a number.
+uint64_t TableNumber(absl::string_view name) {
+  uint64_t number = 0;
+  return absl::SimpleAtoi(absl::StripSuffix(name, ".sst"), &number) ? number : 0;
 }
 
 }  // namespace
@@ -164,9 +171,23 @@ absl::StatusOr<std::vector<RecordStore::UnreferencedTable>> RecordStore::Unrefer
   rocksdb::Status s = env_->GetChildren(db_->GetName(), &children);
   if (!s.ok()) return FromRocks(s, absl::StrCat("listing ", db_->GetName()));
   std::sort(children.begin(), children.end());
+  // Table numbers only grow. A table numbered below a live one was an input of a flush or
+  // compaction whose edit the MANIFEST holds (the job that replaced it finished; a crash came
+  // before the file's deletion): superseded, harmless even where it holds rows since deleted.
+  // One numbered above every live table was written after the MANIFEST's last edit: an
+  // interrupted job's output, or a table whose edit a damaged MANIFEST lost — its contents tell.
+  uint64_t newest_live = 0;
+  for (const std::string& name : live_names) newest_live = std::max(newest_live, TableNumber(name));
   std::vector<UnreferencedTable> out;
   for (const std::string& name : children) {
-    if (absl::EndsWith(name, ".sst") && !live_names.contains(name)) {
+    if (!absl::EndsWith(name, ".sst") || live_names.contains(name)) continue;
+    if (TableNumber(name) < newest_live) {
+      out.push_back({.name = name,
+                     .harmless = true,
+                     .detail = absl::StrCat("superseded by a finished flush or compaction (live "
+                                            "tables go up to ",
+                                            newest_live, ")")});
+    } else {
       out.push_back(ClassifyUnreferenced(name));
     }
   }

@@ -232,7 +232,10 @@ TEST_F(RecordStoreTest, UnreferencedTablesAreHarmlessOnlyWhenTheStoreHoldsTheirD
     ASSERT_TRUE(store->Commit(del, true).ok());
     ASSERT_TRUE(store->Compact(std::nullopt).ok());
   }
-  for (const std::string& table : live) fs::copy_file(saved + "/" + table, dir_ + "/9" + table);
+  // Numbered above every live table, as a table whose MANIFEST edit was lost would be.
+  for (size_t i = 0; i < live.size(); ++i) {
+    fs::copy_file(saved + "/" + live[i], dir_ + "/" + std::to_string(99000000 + i) + ".sst");
+  }
   auto found = read_only()->UnreferencedTableFiles();
   ASSERT_TRUE(found.ok()) << found.status();
   ASSERT_EQ(found->size(), live.size());
