@@ -2,14 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
-#include <filesystem>
-#include <system_error>
 #include <thread>
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "absl/strings/ascii.h"
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
@@ -19,8 +15,6 @@
 
 namespace shoal::rpc {
 namespace {
-
-namespace fs = std::filesystem;
 
 constexpr RpcMethod kBuildIndex{"AdminService/BuildIndex", Role::kAdmin};
 constexpr RpcMethod kCompact{"AdminService/Compact", Role::kAdmin};
@@ -40,29 +34,6 @@ v1::SnapshotInfo SnapshotToProto(const SnapshotInfo& info) {
 }
 
 }  // namespace
-
-absl::Status ValidateSnapshotName(absl::string_view name, absl::string_view field) {
-  const auto bad = [&] {
-    return absl::InvalidArgumentError(absl::StrCat(
-        field, ": \"", name,
-        "\" is not a snapshot name ([A-Za-z0-9_][A-Za-z0-9_.-]{0,127}, no '/' or '..')"));
-  };
-  if (name.empty() || name.size() > 128 || absl::StrContains(name, "..")) return bad();
-  for (size_t i = 0; i < name.size(); ++i) {
-    const char c = name[i];
-    const bool plain = absl::ascii_isalnum(static_cast<unsigned char>(c)) || c == '_';
-    if (!plain && (i == 0 || (c != '.' && c != '-'))) return bad();
-  }
-  return absl::OkStatus();
-}
-
-absl::StatusOr<std::string> AdminServiceImpl::SnapshotPath(absl::string_view name) const {
-  if (snapshot_dir_.empty()) {
-    return absl::FailedPreconditionError("snapshots are off: start shoald with --snapshot-dir");
-  }
-  if (absl::Status s = ValidateSnapshotName(name, "name"); !s.ok()) return s;
-  return (fs::path(snapshot_dir_) / std::string(name)).string();
-}
 
 grpc::Status AdminServiceImpl::BuildIndex(grpc::ServerContext* context,
                                           const v1::BuildIndexRequest* request,
@@ -169,23 +140,7 @@ grpc::Status AdminServiceImpl::Snapshot(grpc::ServerContext* context,
                                         const v1::SnapshotRequest* request,
                                         v1::SnapshotResponse* response) {
   return gate_->Unary(context, kSnapshot, *request, [&](DB& db) -> absl::Status {
-    std::string name = request->name();
-    if (name.empty()) {
-      const absl::Time now = absl::Now();
-      name = absl::StrCat("snapshot-", absl::FormatTime("%Y%m%d-%H%M%S", now, absl::UTCTimeZone()),
-                          "-", absl::ToUnixMillis(now) % 1000);
-    }
-    absl::StatusOr<std::string> path = SnapshotPath(name);
-    if (!path.ok()) return path.status();
-    std::error_code ec;
-    fs::create_directories(snapshot_dir_, ec);
-    if (absl::Status s = db.Snapshot(*path); !s.ok()) {
-      if (absl::IsAlreadyExists(s)) {
-        return absl::AlreadyExistsError(absl::StrCat("name: snapshot \"", name, "\" exists"));
-      }
-      return s;
-    }
-    absl::StatusOr<SnapshotInfo> info = DB::DescribeSnapshot(*path);
+    absl::StatusOr<SnapshotInfo> info = shelf_.Create(db, request->name());
     if (!info.ok()) return info.status();
     *response->mutable_snapshot() = SnapshotToProto(*info);
     return absl::OkStatus();
@@ -196,8 +151,7 @@ grpc::Status AdminServiceImpl::ListSnapshots(grpc::ServerContext* context,
                                              const v1::ListSnapshotsRequest* request,
                                              v1::ListSnapshotsResponse* response) {
   return gate_->Unary(context, kListSnapshots, *request, [&](DB&) -> absl::Status {
-    if (snapshot_dir_.empty()) return SnapshotPath("x").status();
-    absl::StatusOr<std::vector<SnapshotInfo>> all = DB::ListSnapshots(snapshot_dir_);
+    absl::StatusOr<std::vector<SnapshotInfo>> all = shelf_.List();
     if (!all.ok()) return all.status();
     for (const SnapshotInfo& info : *all) *response->add_snapshots() = SnapshotToProto(info);
     return absl::OkStatus();
@@ -210,20 +164,8 @@ grpc::Status AdminServiceImpl::Restore(grpc::ServerContext* context,
   const absl::Time start = absl::Now();
   absl::Status status = gate_->Admit(context, kRestore).status();
   if (status.ok()) status = gate_->CheckMessage(context, *request, "request");
-  absl::StatusOr<std::string> path = SnapshotPath(request->name());
-  if (status.ok()) status = path.status();
-  std::error_code ec;
-  if (status.ok() && !DB::DescribeSnapshot(*path).ok()) {
-    status = absl::NotFoundError(absl::StrCat("name: no snapshot \"", request->name(), "\""));
-  }
-  // The name is plain, but the entry could be a symbolic link: restore only from a directory
-  // that really lies inside --snapshot-dir.
-  if (status.ok() && fs::canonical(*path, ec).parent_path() != fs::canonical(snapshot_dir_, ec)) {
-    status = absl::InvalidArgumentError(absl::StrCat("name: snapshot \"", request->name(),
-                                                     "\" does not resolve inside --snapshot-dir"));
-  }
   // No lease here: Restore waits for every lease to end.
-  if (status.ok()) status = gate_->host()->Restore(*path);
+  if (status.ok()) status = shelf_.Restore(*gate_->host(), request->name());
   if (status.ok()) {
     DbHost::Lease lease = gate_->Acquire();
     absl::StatusOr<std::vector<CollectionInfo>> infos =

@@ -12,20 +12,17 @@
 #include "absl/time/time.h"
 #include "rpc/call_gate.h"
 #include "rpc/ingest_budget.h"
+#include "rpc/snapshot_shelf.h"
 #include "shoal/v1/admin_service.grpc.pb.h"
 
 namespace shoal::rpc {
-
-// INVALID_ARGUMENT unless `name` is a plain snapshot name: [A-Za-z0-9_][A-Za-z0-9_.-]{0,127}
-// without "..". Names are the only thing a client says about snapshot locations.
-absl::Status ValidateSnapshotName(absl::string_view name, absl::string_view field);
 
 class AdminServiceImpl final : public v1::AdminService::Service {
  public:
   // `gate` and `budget` are not owned and must outlive the service. `snapshot_dir` empty =
   // snapshots are off (FAILED_PRECONDITION).
   AdminServiceImpl(CallGate* gate, IngestBudget* budget, std::string snapshot_dir)
-      : gate_(gate), budget_(budget), snapshot_dir_(std::move(snapshot_dir)) {}
+      : gate_(gate), budget_(budget), shelf_(std::move(snapshot_dir)) {}
 
   grpc::Status BuildIndex(grpc::ServerContext* context, const v1::BuildIndexRequest* request,
                           grpc::ServerWriter<v1::BuildIndexProgress>* writer) override;
@@ -43,12 +40,10 @@ class AdminServiceImpl final : public v1::AdminService::Service {
  private:
   absl::Status RunBuild(grpc::ServerContext* context, const v1::BuildIndexRequest& request,
                         grpc::ServerWriter<v1::BuildIndexProgress>* writer);
-  // snapshot_dir_/name after the checks (configured, valid name).
-  absl::StatusOr<std::string> SnapshotPath(absl::string_view name) const;
 
   CallGate* const gate_;
   IngestBudget* const budget_;
-  const std::string snapshot_dir_;
+  const SnapshotShelf shelf_;
   const absl::Time started_ = absl::Now();
   std::atomic<int> builds_in_progress_{0};
 };

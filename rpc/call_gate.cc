@@ -20,10 +20,16 @@ absl::string_view Metadata(const grpc::ServerContext& context, const char* name)
 }  // namespace
 
 absl::StatusOr<Principal> CallGate::Admit(grpc::ServerContext* context, const RpcMethod& method) {
+  return AdmitPresented(Metadata(*context, "authorization"), Metadata(*context, "x-api-key"),
+                        method);
+}
+
+absl::StatusOr<Principal> CallGate::AdmitPresented(absl::string_view authorization,
+                                                   absl::string_view x_api_key,
+                                                   const RpcMethod& method) {
   Principal principal{.name = "anonymous", .role = Role::kAdmin};
   if (keys_ != nullptr) {
-    absl::StatusOr<Principal> found = keys_->Authenticate(
-        PresentedKey(Metadata(*context, "authorization"), Metadata(*context, "x-api-key")));
+    absl::StatusOr<Principal> found = keys_->Authenticate(PresentedKey(authorization, x_api_key));
     if (!found.ok()) {
       metrics_->RecordRejection("unauthenticated");
       return found.status();
@@ -47,7 +53,10 @@ absl::Status CallGate::CheckMessage(grpc::ServerContext* context,
                                     const google::protobuf::Message& message,
                                     const std::string& what) {
   if (absl::Status s = CheckDeadline(context); !s.ok()) return s;
-  const size_t bytes = message.ByteSizeLong();
+  return CheckSize(message.ByteSizeLong(), what);
+}
+
+absl::Status CallGate::CheckSize(size_t bytes, const std::string& what) {
   if (bytes > max_message_bytes_) {
     metrics_->RecordRejection("message_too_large");
     return absl::ResourceExhaustedError(absl::StrCat(what, ": ", bytes,

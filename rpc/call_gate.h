@@ -71,14 +71,23 @@ class CallGate {
 
   // Steps 1-3: the caller, or UNAUTHENTICATED / PERMISSION_DENIED / RESOURCE_EXHAUSTED.
   absl::StatusOr<Principal> Admit(grpc::ServerContext* context, const RpcMethod& method);
+  // Steps 1-3 for a caller that presented these credentials (the values of an "authorization"
+  // and an "x-api-key" header or metadata entry; "" when absent). Other transports than gRPC
+  // (the web console) admit their calls through this, by the same rules.
+  absl::StatusOr<Principal> AdmitPresented(absl::string_view authorization,
+                                           absl::string_view x_api_key, const RpcMethod& method);
   // Step 4 for one message; `what` names it in the error ("request", "message 3").
   absl::Status CheckMessage(grpc::ServerContext* context, const google::protobuf::Message& message,
                             const std::string& what);
+  // The size half of step 4, for a request of `bytes` in any encoding.
+  absl::Status CheckSize(size_t bytes, const std::string& what);
   // DEADLINE_EXCEEDED / CANCELLED once the client's deadline passed or it went away.
   absl::Status CheckDeadline(grpc::ServerContext* context);
   // Step 6.
   grpc::Status Finish(const RpcMethod& method, absl::Time start, const absl::Status& status);
 
+  // Whether callers must present an API key.
+  bool authenticates() const { return keys_ != nullptr; }
   DbHost::Lease Acquire() { return host_->Acquire(); }
   DbHost* host() { return host_; }
   ServerMetrics& metrics() { return *metrics_; }

@@ -13,6 +13,7 @@
 
 #include <cstring>
 #include <exception>
+#include <limits>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -212,6 +213,58 @@ void ServerMetrics::AddBuildsInProgress(int delta) { builds_in_progress_->Increm
 
 void ServerMetrics::SetBuildProgress(const std::string& collection, double fraction) {
   build_progress_->Add({{"collection", collection}}).Set(fraction);
+}
+
+namespace {
+
+std::string LabelValue(const prometheus::ClientMetric& metric, const std::string& name) {
+  for (const auto& label : metric.label) {
+    if (label.name == name) return label.value;
+  }
+  return "";
+}
+
+// Adds one method's latency histogram into `sample`'s (every method has the same buckets).
+void AddLatency(const prometheus::ClientMetric& metric, MetricsSample& sample) {
+  const auto& buckets = metric.histogram.bucket;
+  if (sample.latency_bounds.empty()) {
+    for (const auto& bucket : buckets) sample.latency_bounds.push_back(bucket.upper_bound);
+    sample.latency_counts.assign(buckets.size(), 0);
+  }
+  for (size_t i = 0; i < buckets.size() && i < sample.latency_counts.size(); ++i) {
+    sample.latency_counts[i] += static_cast<double>(buckets[i].cumulative_count);
+  }
+  const double count = static_cast<double>(metric.histogram.sample_count);
+  sample.rpcs += count;
+  if (LabelValue(metric, "code") != "OK") sample.rpc_errors += count;
+}
+
+}  // namespace
+
+MetricsSample ServerMetrics::Sample() const {
+  MetricsSample sample;
+  for (const prometheus::MetricFamily& family : registry_->Collect()) {
+    for (const prometheus::ClientMetric& metric : family.metric) {
+      if (family.name == "shoal_rpc_duration_seconds") {
+        AddLatency(metric, sample);
+      } else if (family.name == "shoal_rejections_total") {
+        sample.rejections[LabelValue(metric, "reason")] += metric.counter.value;
+      } else if (family.name == "shoal_wal_sync_seconds") {
+        sample.wal_syncs += static_cast<double>(metric.histogram.sample_count);
+        sample.wal_sync_seconds += metric.histogram.sample_sum;
+      } else if (family.name == "shoal_ingested_records_total") {
+        sample.ingested_records += metric.counter.value;
+      } else if (family.name == "shoal_index_builds_in_progress") {
+        sample.builds_in_progress += metric.gauge.value;
+      }
+    }
+  }
+  if (sample.latency_bounds.empty()) {  // no RPC yet: the buckets every method will have
+    sample.latency_bounds = LatencyBuckets();
+    sample.latency_bounds.push_back(std::numeric_limits<double>::infinity());
+    sample.latency_counts.assign(sample.latency_bounds.size(), 0);
+  }
+  return sample;
 }
 
 }  // namespace shoal::rpc

@@ -22,8 +22,10 @@
 #define SHOAL_RPC_METRICS_H_
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 
@@ -40,6 +42,23 @@ class Family;
 namespace shoal::rpc {
 
 class DbHost;
+
+// The registry's main series summed over their labels, read at one moment (for the web
+// console's charts). Every number is cumulative since the server started: a reader takes the
+// difference of two samples for rates and for the latency distribution over an interval.
+struct MetricsSample {
+  double rpcs = 0;        // RPCs answered (shoal_rpc_duration_seconds' count, every method)
+  double rpc_errors = 0;  // those answered with a code other than OK
+  // shoal_rpc_duration_seconds over every method: bucket upper bounds in seconds and the
+  // cumulative count of RPCs at or below each (the last bound is +infinity).
+  std::vector<double> latency_bounds;
+  std::vector<double> latency_counts;
+  double wal_syncs = 0;                      // shoal_wal_sync_seconds' count
+  double wal_sync_seconds = 0;               // ... and sum
+  std::map<std::string, double> rejections;  // shoal_rejections_total by reason
+  double ingested_records = 0;
+  double builds_in_progress = 0;
+};
 
 class ServerMetrics {
  public:
@@ -63,6 +82,9 @@ class ServerMetrics {
   void SetIngestInflightBytes(uint64_t bytes);
   void AddBuildsInProgress(int delta);
   void SetBuildProgress(const std::string& collection, double fraction);
+
+  // The main series now (see MetricsSample).
+  MetricsSample Sample() const;
 
  private:
   class CollectionCollector;
