@@ -20,11 +20,15 @@
 #include "rpc/api_keys.h"
 #include "rpc/call_gate.h"
 #include "rpc/collection_service.h"
+#include "rpc/console/console_api.h"
+#include "rpc/console/console_server.h"
+#include "rpc/console/index_builds.h"
 #include "rpc/ingest_budget.h"
 #include "rpc/listen_address.h"
 #include "rpc/metrics.h"
 #include "rpc/rate_limiter.h"
 #include "rpc/search_service.h"
+#include "rpc/snapshot_shelf.h"
 #include "rpc/vector_service.h"
 
 namespace shoal::rpc {
@@ -51,6 +55,24 @@ absl::StatusOr<std::string> ReadFile(const std::string& path, const char* field)
   std::stringstream text;
   text << in.rdbuf();
   return text.str();
+}
+
+// PERMISSION_DENIED unless `address` (the value of option `field`) is loopback, or keys are
+// configured, or remote access without keys was asked for: the rule of every port shoald opens.
+absl::Status CheckExposure(const ServerOptions& options, const std::string& address,
+                           const char* field) {
+  if (address.empty() || !options.key_file.empty() || options.allow_remote) {
+    return absl::OkStatus();
+  }
+  absl::StatusOr<ListenAddress> parsed = ParseListenAddress(address);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(field, ": ", parsed.status().message()));
+  }
+  if (IsLoopbackHost(parsed->host)) return absl::OkStatus();
+  return absl::PermissionDeniedError(
+      absl::StrCat(field, ": refusing to bind non-loopback address ", address,
+                   " without authentication; give --key-file (API keys), or use a loopback address "
+                   "(127.0.0.1, [::1], localhost), or --insecure-allow-remote"));
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& options) {
@@ -87,22 +109,15 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(DbHost* host, const Server
 absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
   absl::StatusOr<ListenAddress> listen = ParseListenAddress(options.listen_address);
   if (!listen.ok()) return listen.status();
-  if (options.key_file.empty() && !options.allow_remote && !IsLoopbackHost(listen->host)) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "listen: refusing to bind non-loopback address ", options.listen_address,
-        " without authentication; give --key-file (API keys), or use a loopback address "
-        "(127.0.0.1, [::1], localhost), or --insecure-allow-remote"));
+  if (absl::Status s = CheckExposure(options, options.listen_address, "listen"); !s.ok()) {
+    return s;
   }
-  // The metrics port names every collection: the same rule as the gRPC bind.
-  if (!options.metrics_listen.empty() && options.key_file.empty() && !options.allow_remote) {
-    absl::StatusOr<ListenAddress> metrics = ParseListenAddress(options.metrics_listen);
-    if (!metrics.ok()) return metrics.status();
-    if (!IsLoopbackHost(metrics->host)) {
-      return absl::PermissionDeniedError(absl::StrCat(
-          "metrics_listen: refusing to bind non-loopback address ", options.metrics_listen,
-          " without authentication; give --key-file (API keys), or use a loopback address "
-          "(127.0.0.1, [::1], localhost), or --insecure-allow-remote"));
-    }
+  // The metrics port names every collection, the console shows everything: the same rule.
+  if (absl::Status s = CheckExposure(options, options.metrics_listen, "metrics_listen"); !s.ok()) {
+    return s;
+  }
+  if (absl::Status s = CheckExposure(options, options.console_listen, "console_listen"); !s.ok()) {
+    return s;
   }
   if (options.max_message_bytes <= 0) {
     return absl::InvalidArgumentError(
@@ -160,13 +175,39 @@ absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
   }
   port_ = bound_port;
   address_ = absl::StrCat(listen->host, ":", bound_port);
+  if (absl::Status s = StartConsole(options); !s.ok()) return s;
   SetHealth(*server_, true);
   return absl::OkStatus();
+}
+
+absl::Status Server::StartConsole(const ServerOptions& options) {
+  if (options.console_listen.empty()) return absl::OkStatus();
+  absl::StatusOr<ListenAddress> listen = ParseListenAddress(options.console_listen);
+  if (!listen.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("console_listen: ", listen.status().message()));
+  }
+  console_shelf_ = std::make_unique<SnapshotShelf>(options.snapshot_dir);
+  console_builds_ = std::make_unique<console::IndexBuilds>(gate_.get());
+  console_api_ = std::make_unique<console::ConsoleApi>(gate_.get(), console_shelf_.get(),
+                                                       console_builds_.get());
+  absl::StatusOr<std::unique_ptr<console::ConsoleServer>> console = console::ConsoleServer::Start(
+      listen->ToString(), console_api_.get(), static_cast<size_t>(options.max_message_bytes));
+  if (!console.ok()) return console.status();
+  console_ = *std::move(console);
+  return absl::OkStatus();
+}
+
+void Server::StopConsole() {
+  console_.reset();  // waits for requests in flight
+  console_api_.reset();
+  console_builds_.reset();  // waits for the console's index builds
 }
 
 Server::~Server() { Shutdown(absl::ZeroDuration()); }
 
 int Server::metrics_port() const { return metrics_ == nullptr ? 0 : metrics_->port(); }
+
+int Server::console_port() const { return console_ == nullptr ? 0 : console_->port(); }
 
 void Server::SetNotServing() {
   if (server_ != nullptr) SetHealth(*server_, false);
@@ -177,6 +218,7 @@ void Server::Shutdown(absl::Duration grace) {
   if (shut_down_ || server_ == nullptr) return;
   shut_down_ = true;
   SetHealth(*server_, false);
+  StopConsole();
   server_->Shutdown(std::chrono::system_clock::now() + absl::ToChronoMilliseconds(grace));
   server_->Wait();
 }

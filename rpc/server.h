@@ -34,6 +34,12 @@ class Server;
 
 namespace shoal::rpc {
 
+namespace console {
+class ConsoleApi;
+class ConsoleServer;
+class IndexBuilds;
+}  // namespace console
+
 class AdminServiceImpl;
 class ApiKeys;
 class CallGate;
@@ -41,6 +47,7 @@ class CollectionServiceImpl;
 class IngestBudget;
 class RateLimiter;
 class SearchServiceImpl;
+class SnapshotShelf;
 class ServerMetrics;
 class VectorServiceImpl;
 
@@ -68,6 +75,10 @@ struct ServerOptions {
   std::string metrics_listen;
   // Where Snapshot writes and Restore reads snapshots (by name only); empty = off.
   std::string snapshot_dir;
+  // HOST:PORT of the web console (rpc/console/: a page and its JSON API, with the same keys,
+  // roles, limits and metrics as the gRPC services); empty = not served. Like the gRPC
+  // address, only loopback without a key file (or allow_remote).
+  std::string console_listen;
 };
 
 class Server {
@@ -90,6 +101,8 @@ class Server {
   int port() const { return port_; }
   // The metrics endpoint's port; 0 when not served.
   int metrics_port() const;
+  // The web console's port; 0 when not served.
+  int console_port() const;
 
   // Reports NOT_SERVING (overall and for every service) through grpc.health.v1 while still
   // answering RPCs, so load balancers drain before Shutdown. Idempotent.
@@ -106,6 +119,8 @@ class Server {
  private:
   Server();
   absl::Status Init(DbHost* host, const ServerOptions& options);
+  absl::Status StartConsole(const ServerOptions& options);
+  void StopConsole();
 
   std::unique_ptr<DbHost> owned_host_;  // Start(DB*) only
   std::unique_ptr<ApiKeys> keys_;
@@ -118,6 +133,11 @@ class Server {
   std::unique_ptr<SearchServiceImpl> search_;
   std::unique_ptr<AdminServiceImpl> admin_;
   std::unique_ptr<grpc::Server> server_;
+  // Declared after the gate and the services: destroyed (stopped) before them.
+  std::unique_ptr<SnapshotShelf> console_shelf_;
+  std::unique_ptr<console::IndexBuilds> console_builds_;
+  std::unique_ptr<console::ConsoleApi> console_api_;
+  std::unique_ptr<console::ConsoleServer> console_;
   std::string address_;
   int port_ = 0;
 

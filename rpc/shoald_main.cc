@@ -1,12 +1,15 @@
 // shoald: Shoal's gRPC server over one data directory.
 //
 //   shoald --listen 127.0.0.1:50051 --data ./shoal-data [--key-file KEYS] [--metrics-listen
-//          127.0.0.1:9464] [--snapshot-dir DIR] [--tls-cert PEM --tls-key PEM]
+//          127.0.0.1:9464] [--console-listen 127.0.0.1:8080] [--snapshot-dir DIR]
+//          [--tls-cert PEM --tls-key PEM]
 //
 // Prints one line to stdout once serving (tools and tests parse it):
 //   shoald listening on HOST:PORT data=DIR
 // and, with --metrics-listen, a second one:
 //   shoald metrics on HOST:PORT
+// and, with --console-listen, one more:
+//   shoald console on http://HOST:PORT/
 // SIGTERM / SIGINT: health turns NOT_SERVING, then after --shutdown-drain-ms the server stops
 // accepting RPCs, in-flight ones get --shutdown-grace-ms, the DB is closed and the process
 // exits 0. Any start-up failure is reported on stderr with exit status 1; bad usage (an unknown
@@ -41,6 +44,7 @@ struct Flags {
   std::string tls_key;
   std::string metrics_listen;
   std::string snapshot_dir;
+  std::string console_listen;
   bool insecure_allow_remote = false;
   int32_t max_message_bytes = 64 << 20;
   int32_t rate_limit_rps = 0;
@@ -95,6 +99,10 @@ Parsed ParseFlags(int argc, char** argv) {
          "(default 268435456)");
   app.add_option("--metrics-listen", f.metrics_listen,
                  "serve Prometheus metrics (GET /metrics only) on this address")
+      ->type_name("HOST:PORT");
+  app.add_option("--console-listen", f.console_listen,
+                 "serve the web console (a page and its JSON API, with the same API keys and "
+                 "roles as gRPC) on this address; off by default")
       ->type_name("HOST:PORT");
   app.add_option("--snapshot-dir", f.snapshot_dir,
                  "where Snapshot writes and Restore reads snapshots (by name)")
@@ -158,6 +166,7 @@ int Run(const Flags& flags) {
   options.ingest_inflight_bytes = static_cast<uint64_t>(flags.ingest_inflight_bytes);
   options.metrics_listen = flags.metrics_listen;
   options.snapshot_dir = flags.snapshot_dir;
+  options.console_listen = flags.console_listen;
   absl::StatusOr<std::unique_ptr<shoal::rpc::Server>> server =
       shoal::rpc::Server::Start(db->get(), options);
   if (!server.ok()) return Fail("starting server", server.status());
@@ -167,6 +176,11 @@ int Run(const Flags& flags) {
     const std::string& listen = flags.metrics_listen;
     std::cout << "shoald metrics on " << listen.substr(0, listen.rfind(':')) << ":"
               << (*server)->metrics_port() << std::endl;
+  }
+  if ((*server)->console_port() != 0) {
+    const std::string& listen = flags.console_listen;
+    std::cout << "shoald console on http://" << listen.substr(0, listen.rfind(':')) << ":"
+              << (*server)->console_port() << "/" << std::endl;
   }
   if (!flags.key_file.empty() && flags.tls_cert.empty()) {
     std::cerr << "shoald: warning: API keys without TLS travel in plaintext; use --tls-cert and "

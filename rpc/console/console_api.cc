@@ -1,0 +1,215 @@
+#include "rpc/console/console_api.h"
+
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "rpc/console/console_call.h"
+
+namespace shoal::rpc::console {
+namespace {
+
+// The path's segments after the leading '/', e.g. {"api", "collections", "x"}.
+std::vector<std::string> Segments(absl::string_view path) {
+  if (absl::ConsumePrefix(&path, "/")) {
+  }
+  return absl::StrSplit(path, '/');
+}
+
+// Whether `path` matches `pattern`; the segments matched by '*' go to *params.
+bool Match(const std::vector<std::string>& path, const char* pattern,
+           std::vector<std::string>* params) {
+  std::vector<std::string> want = Segments(pattern);
+  if (want.size() != path.size()) return false;
+  params->clear();
+  for (size_t i = 0; i < want.size(); ++i) {
+    if (want[i] == "*") {
+      if (path[i].empty()) return false;
+      params->push_back(path[i]);
+    } else if (want[i] != path[i]) {
+      return false;
+    }
+  }
+  return true;
+}
+
+HttpResponse JsonResponse(int status, const Json& json) {
+  // Invalid UTF-8 in a stored string (keys, attributes) is replaced rather than thrown on.
+  return {.status = status, .body = json.dump(-1, ' ', false, Json::error_handler_t::replace)};
+}
+
+HttpResponse ErrorResponse(const absl::Status& status) {
+  return JsonResponse(HttpStatusOf(status.code()), ErrorToJson(status));
+}
+
+}  // namespace
+
+const std::vector<ConsoleApi::Route>& ConsoleApi::Routes() {
+  using R = ConsoleApi;
+  constexpr Role kRead = Role::kReadOnly;
+  constexpr Role kWrite = Role::kReadWrite;
+  constexpr Role kAdmin = Role::kAdmin;
+  static const auto* routes = new std::vector<Route>{
+      {"GET", "/api/session", {"Console/Session", kRead}, &R::Session, false, true},
+      {"GET",
+       "/api/collections",
+       {"Console/ListCollections", kRead},
+       &R::ListCollections,
+       true,
+       true},
+      {"POST",
+       "/api/collections",
+       {"Console/CreateCollection", kWrite},
+       &R::CreateCollection,
+       true,
+       true},
+      {"GET",
+       "/api/collections/*",
+       {"Console/DescribeCollection", kRead},
+       &R::DescribeCollection,
+       true,
+       true},
+      {"DELETE",
+       "/api/collections/*",
+       {"Console/DropCollection", kWrite},
+       &R::DropCollection,
+       true,
+       true},
+      {"POST", "/api/collections/*/get", {"Console/Get", kRead}, &R::GetRecords, true, true},
+      {"POST", "/api/collections/*/browse", {"Console/Browse", kRead}, &R::Browse, true, true},
+      {"POST", "/api/collections/*/search", {"Console/Search", kRead}, &R::Search, true, true},
+      {"POST",
+       "/api/collections/*/build",
+       {"Console/BuildIndex", kAdmin},
+       &R::BuildIndex,
+       true,
+       true},
+      {"GET", "/api/builds", {"Console/ListBuilds", kRead}, &R::ListBuilds, false, true},
+      {"GET", "/api/snapshots", {"Console/ListSnapshots", kAdmin}, &R::ListSnapshots, false, true},
+      {"POST", "/api/snapshots", {"Console/Snapshot", kAdmin}, &R::CreateSnapshot, true, true},
+      {"POST",
+       "/api/snapshots/*/restore",
+       {"Console/Restore", kAdmin},
+       &R::RestoreSnapshot,
+       false,
+       true},
+      {"GET", "/api/metrics", {"Console/Metrics", kRead}, &R::Metrics, false, false},
+      {"GET", "/api/tenants", {"Console/ListTenants", kRead}, &R::NotBuiltYet, false, true},
+      {"GET", "/api/caches", {"Console/ListCaches", kRead}, &R::NotBuiltYet, false, true},
+  };
+  return *routes;
+}
+
+HttpResponse ConsoleApi::Handle(const HttpRequest& request) {
+  const std::vector<std::string> path = Segments(request.path);
+  std::vector<std::string> params;
+  const Route* route = nullptr;
+  bool path_known = false;
+  for (const Route& candidate : Routes()) {
+    if (!Match(path, candidate.pattern, &params)) continue;
+    path_known = true;
+    if (request.method == candidate.method) {
+      route = &candidate;
+      break;
+    }
+  }
+  if (route == nullptr) {
+    if (!path_known) {
+      return ErrorResponse(absl::NotFoundError(absl::StrCat("path: no API at ", request.path)));
+    }
+    HttpResponse response = ErrorResponse(absl::InvalidArgumentError(
+        absl::StrCat("method: ", request.method, " is not allowed on ", request.path)));
+    response.status = 405;
+    return response;
+  }
+  const absl::Time start = absl::Now();
+  Call call{.request = request, .params = std::move(params)};
+  absl::StatusOr<Json> answer = Dispatch(*route, call);
+  if (route->record) gate_->Finish(route->rpc, start, answer.status());
+  if (!answer.ok()) return ErrorResponse(answer.status());
+  return JsonResponse(200, *answer);
+}
+
+absl::StatusOr<Json> ConsoleApi::Dispatch(const Route& route, Call& call) {
+  absl::StatusOr<Principal> principal =
+      gate_->AdmitPresented(call.request.authorization, call.request.x_api_key, route.rpc);
+  if (!principal.ok()) return principal.status();
+  call.principal = *std::move(principal);
+  if (absl::Status s = gate_->CheckSize(call.request.body.size(), "request"); !s.ok()) return s;
+  absl::StatusOr<Json> body = ParseBody(call.request.body);
+  if (!body.ok()) return body.status();
+  call.body = *std::move(body);
+  // nlohmann::json throws on misuse; this is the one place that catches it, should a handler
+  // have missed a type check.
+  try {
+    if (!route.lease) return (this->*route.handler)(call);
+    DbHost::Lease lease = gate_->Acquire();
+    if (!lease.ok()) return lease.status();
+    call.db = &*lease;
+    return (this->*route.handler)(call);
+  } catch (const Json::exception& e) {
+    return absl::InternalError(absl::StrCat("console: ", e.what()));
+  }
+}
+
+absl::StatusOr<Json> ConsoleApi::Session(Call& call) {
+  const Role role = call.principal.role;
+  return Json{
+      {"name", call.principal.name},
+      {"role", RoleName(role)},
+      {"authenticates", gate_->authenticates()},
+      {"can_write", role >= Role::kReadWrite},
+      {"can_admin", role >= Role::kAdmin},
+      {"features", {{"snapshots", shelf_->enabled()}, {"tenants", false}, {"caches", false}}}};
+}
+
+absl::StatusOr<Json> ConsoleApi::ListCollections(Call& call) {
+  absl::StatusOr<std::vector<CollectionInfo>> infos = call.db->ListCollections();
+  if (!infos.ok()) return infos.status();
+  Json list = Json::array();
+  for (const CollectionInfo& info : *infos) list.push_back(CollectionInfoToJson(info));
+  return Json{{"collections", std::move(list)}};
+}
+
+absl::StatusOr<Json> ConsoleApi::CreateCollection(Call& call) {
+  absl::StatusOr<std::string> name = OptionalString(call.body, "name");
+  if (!name.ok()) return name.status();
+  absl::StatusOr<uint32_t> dimension =
+      OptionalUint(call.body, "dimension", 0, 0, std::numeric_limits<uint32_t>::max());
+  if (!dimension.ok()) return dimension.status();
+  absl::StatusOr<std::string> metric_name = OptionalString(call.body, "metric");
+  if (!metric_name.ok()) return metric_name.status();
+  std::optional<Metric> metric = ParseMetric(metric_name->empty() ? "l2" : *metric_name);
+  if (!metric) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("metric: \"", *metric_name, "\" is not l2, ip or cosine"));
+  }
+  CollectionSpec spec{.name = *name, .dimension = *dimension, .metric = *metric};
+  if (absl::Status s = call.db->CreateCollection(spec); !s.ok()) return s;
+  absl::StatusOr<CollectionInfo> info = call.db->DescribeCollection(spec.name);
+  if (!info.ok()) return info.status();
+  return CollectionInfoToJson(*info);
+}
+
+absl::StatusOr<Json> ConsoleApi::DescribeCollection(Call& call) {
+  absl::StatusOr<CollectionInfo> info = call.db->DescribeCollection(call.params[0]);
+  if (!info.ok()) return info.status();
+  return CollectionInfoToJson(*info);
+}
+
+absl::StatusOr<Json> ConsoleApi::DropCollection(Call& call) {
+  if (absl::Status s = call.db->DropCollection(call.params[0]); !s.ok()) return s;
+  return Json{{"dropped", call.params[0]}};
+}
+
+absl::StatusOr<Json> ConsoleApi::NotBuiltYet(Call& call) {
+  // The hook for the tenants and cache pages: they land with DB APIs of their own.
+  return absl::UnimplementedError(
+      absl::StrCat(call.request.path,
+                   ": not built yet in this shoald (tenants and the semantic "
+                   "cache get console pages when they land)"));
+}
+
+}  // namespace shoal::rpc::console

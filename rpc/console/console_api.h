@@ -1,0 +1,106 @@
+// ConsoleApi: the small HTTP/JSON API behind shoald's web console, independent of the HTTP
+// server that carries it (rpc/console/console_server.h), so tests call it directly.
+//
+//   ConsoleApi api(&gate, &shelf, &builds);
+//   HttpResponse r = api.Handle({.method = "GET", .path = "/api/collections",
+//                                .authorization = "Bearer KEY"});
+//
+// Every call is admitted by the server's CallGate, exactly as an RPC: the API key (header
+// "Authorization: Bearer KEY" or "X-Api-Key: KEY"), the role, the rate limit and the message
+// size; then it gets a DB lease and its latency is recorded as method "Console/<Op>". Writes go
+// through the same DB calls, and so the same validation, as the gRPC handlers. Roles are those
+// of the matching RPCs:
+//
+//   GET    /api/session                          read-only   who am I (name, role), features
+//   GET    /api/collections                      read-only   every CollectionInfo
+//   POST   /api/collections                      read-write  create {name, dimension, metric}
+//   GET    /api/collections/NAME                 read-only   one CollectionInfo
+//   DELETE /api/collections/NAME                 read-write  drop
+//   POST   /api/collections/NAME/get             read-only   {keys} -> records (or null)
+//   POST   /api/collections/NAME/browse          read-only   {filter?, near?, limit?} -> records
+//   POST   /api/collections/NAME/search          read-only   {vector | key, k?, filter?,
+//                                                            max_postings?} -> hits with records
+//   POST   /api/collections/NAME/build           admin       {spec} -> the started build
+//   GET    /api/builds                           read-only   console builds and their progress
+//   GET    /api/snapshots                        admin       every snapshot
+//   POST   /api/snapshots                        admin       create {name?}
+//   POST   /api/snapshots/NAME/restore           admin       restore (replaces the database)
+//   GET    /api/metrics                          read-only   MetricsSample (not recorded itself)
+//   GET    /api/tenants, /api/caches             read-only   UNIMPLEMENTED until those land
+//
+// Answers are JSON (rpc/console/console_json.h); an error is {"error": {code, message}} with
+// the HTTP status of its canonical code (401 unknown key, 403 role, 400 bad field, 404, ...).
+// No answer ever contains an API key.
+// Thread safety: thread-safe; holds no per-call state.
+#ifndef SHOAL_RPC_CONSOLE_CONSOLE_API_H_
+#define SHOAL_RPC_CONSOLE_CONSOLE_API_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "rpc/call_gate.h"
+#include "rpc/console/console_json.h"
+#include "rpc/console/index_builds.h"
+#include "rpc/snapshot_shelf.h"
+
+namespace shoal::rpc::console {
+
+struct HttpRequest {
+  std::string method;  // "GET", "POST", "DELETE"
+  std::string path;    // decoded, without the query string: "/api/collections/fashion"
+  std::string body;
+  std::string authorization;  // header values; "" when absent
+  std::string x_api_key;
+};
+
+struct HttpResponse {
+  int status = 200;
+  std::string content_type = "application/json";
+  std::string body;
+};
+
+class ConsoleApi {
+ public:
+  // None is owned; all must outlive the API.
+  ConsoleApi(CallGate* gate, const SnapshotShelf* shelf, IndexBuilds* builds)
+      : gate_(gate), shelf_(shelf), builds_(builds) {}
+
+  // Answers one request to a path under /api/ (404 for other paths).
+  HttpResponse Handle(const HttpRequest& request);
+
+ private:
+  struct Call;
+  struct Route;
+  using Handler = absl::StatusOr<Json> (ConsoleApi::*)(Call& call);
+
+  static const std::vector<Route>& Routes();
+  absl::StatusOr<Json> Dispatch(const Route& route, Call& call);
+
+  // console_api.cc
+  absl::StatusOr<Json> Session(Call& call);
+  absl::StatusOr<Json> ListCollections(Call& call);
+  absl::StatusOr<Json> CreateCollection(Call& call);
+  absl::StatusOr<Json> DescribeCollection(Call& call);
+  absl::StatusOr<Json> DropCollection(Call& call);
+  absl::StatusOr<Json> NotBuiltYet(Call& call);
+  // console_records.cc
+  absl::StatusOr<Json> GetRecords(Call& call);
+  absl::StatusOr<Json> Browse(Call& call);
+  absl::StatusOr<Json> Search(Call& call);
+  // console_admin.cc
+  absl::StatusOr<Json> BuildIndex(Call& call);
+  absl::StatusOr<Json> ListBuilds(Call& call);
+  absl::StatusOr<Json> ListSnapshots(Call& call);
+  absl::StatusOr<Json> CreateSnapshot(Call& call);
+  absl::StatusOr<Json> RestoreSnapshot(Call& call);
+  absl::StatusOr<Json> Metrics(Call& call);
+
+  CallGate* const gate_;
+  const SnapshotShelf* const shelf_;
+  IndexBuilds* const builds_;
+};
+
+}  // namespace shoal::rpc::console
+
+#endif  // SHOAL_RPC_CONSOLE_CONSOLE_API_H_

@@ -1,0 +1,323 @@
+"""The web console in a real browser (Debian's chromium + chromium-driver, headless, driven by
+python3-selenium) against a real shoald loaded with 2,000 Fashion-MNIST images: every page
+loads, search by example shows the neighbours the DB's exact search finds, a read-only key
+cannot write (the page hides it and the API answers 403), an unknown key sees nothing.
+
+Skips (exit 77) with the reason when chromium, chromedriver, selenium or the dataset is missing.
+Screenshots of each page go to $SHOAL_CONSOLE_SHOTS (default /tmp/console-shots).
+"""
+
+import gzip
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+import unittest
+import urllib.error
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
+
+SKIP = 77
+CHROMIUM = "/usr/bin/chromium"
+CHROMEDRIVER = "/usr/bin/chromedriver"
+FASHION = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
+LABELS = "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz"
+ROWS = 2000
+ADMIN_KEY = "console-admin-key-0123456789"
+READER_KEY = "console-reader-key-0123456789"
+SHOTS = os.environ.get("SHOAL_CONSOLE_SHOTS", "/tmp/console-shots")
+
+
+def missing():
+    """Why the test cannot run here, or None."""
+    for path, package in ((CHROMIUM, "chromium"), (CHROMEDRIVER, "chromium-driver"),
+                          (FASHION, "dataset-fashion-mnist")):
+        if not os.path.exists(path):
+            return f"{path} is missing (install Debian's {package})"
+    try:
+        import selenium  # noqa: F401
+    except ImportError:
+        return "python3 module selenium is missing (install Debian's python3-selenium)"
+    return None
+
+
+def load_fashion(rows):
+    """The first `rows` training images as float32 (rows, 784) and their labels."""
+    import numpy as np
+    with gzip.open(FASHION, "rb") as f:
+        f.read(16)
+        images = np.frombuffer(f.read(rows * 784), dtype=np.uint8).reshape(rows, 784)
+    with gzip.open(LABELS, "rb") as f:
+        f.read(8)
+        labels = np.frombuffer(f.read(rows), dtype=np.uint8)
+    return images.astype(np.float32), labels.astype(int)
+
+
+def api(port, method, path, key, body=None):
+    """(HTTP status, JSON answer) of the console API."""
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(f"http://127.0.0.1:{port}/api/{path}", data=data,
+                                     method=method)
+    if key:
+        request.add_header("Authorization", f"Bearer {key}")
+    if data is not None:
+        request.add_header("Content-Type", "application/json")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as error:
+        return error.code, json.loads(error.read() or b"null")
+
+
+class ConsoleBrowserTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        import numpy as np
+        import shoal
+        from selenium import webdriver
+        from selenium.webdriver.chrome.service import Service
+        from shoald_fixture import Shoald
+
+        os.makedirs(SHOTS, exist_ok=True)
+        cls.tmp = tempfile.mkdtemp(prefix="shoal-console-")
+        keys = os.path.join(cls.tmp, "keys")
+        with open(keys, "w") as f:
+            f.write(f"admin {ADMIN_KEY} ops\nread-only {READER_KEY} dashboards\n")
+        cls.server = Shoald(["--key-file", keys, "--console-listen", "127.0.0.1:0",
+                             "--snapshot-dir", os.path.join(cls.tmp, "snapshots")])
+        line = cls.server.process.stdout.readline().strip()
+        assert line.startswith("shoald console on http://"), line
+        cls.url = line[len("shoald console on "):]
+        cls.port = int(cls.url.rstrip("/").rsplit(":", 1)[1])
+
+        cls.vectors, cls.labels = load_fashion(ROWS)
+        cls.client = shoal.Client(cls.server.address, api_key=ADMIN_KEY, timeout=60)
+        cls.client.create_collection("fashion", dimension=784, metric="l2")
+        for start in range(0, ROWS, 500):
+            end = min(ROWS, start + 500)
+            cls.client.upsert("fashion", range(start, end), cls.vectors[start:end],
+                              [{"label": int(x)} for x in cls.labels[start:end]])
+        cls.np = np
+
+        options = webdriver.ChromeOptions()
+        options.binary_location = CHROMIUM
+        for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                    "--window-size=1400,1000"):
+            options.add_argument(arg)
+        cls.browser = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+        cls.browser.set_page_load_timeout(30)
+
+    @classmethod
+    def tearDownClass(cls):
+        for name in ("browser", "client"):
+            thing = getattr(cls, name, None)
+            if thing is not None:
+                thing.quit() if name == "browser" else thing.close()
+        if getattr(cls, "server", None) is not None:
+            cls.server.__exit__(None, None, None)
+        shutil.rmtree(getattr(cls, "tmp", ""), ignore_errors=True)
+
+    # ---- helpers ----
+
+    def wait(self, condition, what, timeout=20):
+        deadline = time.time() + timeout
+        last = None
+        while time.time() < deadline:
+            try:
+                value = condition()
+                if value:
+                    return value
+            except Exception as error:  # the page is still rendering
+                last = error
+            time.sleep(0.1)
+        self.fail(f"timed out waiting for {what} (last error: {last}); page: "
+                  f"{self.browser.find_element('tag name', 'main').text[:500]}")
+
+    def css(self, selector):
+        return self.browser.find_elements("css selector", selector)
+
+    def shot(self, name):
+        self.browser.save_screenshot(os.path.join(SHOTS, f"{name}.png"))
+
+    def sign_in(self, key):
+        self.browser.get(self.url)
+        self.browser.execute_script("sessionStorage.clear()")
+        self.browser.get(self.url + "#/collections")
+        field = self.wait(lambda: self.css("#key"), "the sign-in form")[0]
+        field.send_keys(key)
+        self.css("#login")[0].click()
+
+    def go(self, hash_):
+        self.browser.execute_script(f"location.hash = {json.dumps(hash_)}")
+
+    # ---- tests (run in name order) ----
+
+    def test_1_unknown_key_sees_nothing(self):
+        self.sign_in("not-a-key-of-this-server-000")
+        error = self.wait(lambda: self.css("#login-form .error"), "the sign-in error")[0]
+        self.assertIn("UNAUTHENTICATED", error.text)
+        self.assertFalse(self.css("#nav")[0].is_displayed())
+        self.assertNotIn("fashion", self.browser.page_source)
+        self.shot("login-unknown-key")
+        for path in ("collections", "collections/fashion", "metrics", "builds"):
+            status, answer = api(self.port, "GET", path, "not-a-key-of-this-server-000")
+            self.assertEqual(status, 401, path)
+            self.assertNotIn("fashion", json.dumps(answer))
+        self.assertEqual(api(self.port, "GET", "collections", None)[0], 401)
+
+    def test_2_collections_page(self):
+        self.sign_in(ADMIN_KEY)
+        row = self.wait(lambda: self.css('#collections tr[data-collection="fashion"]'),
+                        "the fashion row")[0]
+        self.assertIn("2,000", row.find_element("css selector", "[data-test=num-vectors]").text)
+        self.assertIn("784", row.text)
+        self.assertIn("flat", row.text)
+        self.assertNotIn(ADMIN_KEY, self.browser.page_source)
+        self.shot("collections")
+
+    def test_3_collection_page_browses_with_a_filter(self):
+        self.go("#/collection/fashion")
+        self.wait(lambda: self.css("#collection-info"), "the collection's description")
+        self.wait(lambda: len(self.css("#records tr[data-key]")) > 0, "browsed records")
+        self.css("#browse-filter")[0].send_keys(
+            '{"equals": {"name": "label", "value": {"int_value": 3}}}')
+        self.css("#browse")[0].click()
+        self.wait(lambda: all("label=3" in r.text for r in self.css("#records tr[data-key]"))
+                  and len(self.css("#records tr[data-key]")) == 24, "records with label 3")
+        self.assertEqual(len(self.css("#records tr[data-key] canvas.picture")), 24)
+        first = self.css("#records tr[data-key] a")[0]
+        first.click()
+        detail = self.wait(lambda: self.css("#record-detail"), "the record's detail")[0]
+        self.assertEqual(len(detail.find_elements("css selector", "canvas.picture")), 1)
+        self.assertIn("vector (784 values)", detail.text)
+        self.shot("collection")
+
+    def test_4_search_by_example_shows_the_exact_neighbours(self):
+        np = self.np
+        for query_key in (17, 1234):
+            self.go(f"#/search/fashion/{query_key}")
+            self.wait(lambda: self.css("#hits[data-done]") and self.css("#hits .hit"), "hits")
+            shown = [int(h.get_attribute("data-key")) for h in self.css("#hits .hit")]
+            self.assertEqual(len(shown), 10)
+            # The DB's exact search (the collection has no index yet: flat)...
+            exact = self.client.search("fashion", self.vectors[query_key], k=10)
+            self.assertEqual(shown, [int(i) for i in exact.ids])
+            # ...and brute force here agree (ties aside).
+            distances = ((self.vectors - self.vectors[query_key]) ** 2).sum(axis=1)
+            tenth = np.sort(distances)[9]
+            self.assertTrue(all(distances[k] <= tenth for k in shown))
+            self.assertEqual(shown[0], query_key)
+            self.assertEqual(len(self.css("#hits .hit canvas.picture")), 10)
+            self.assertEqual(len(self.css("#query canvas.picture")), 1)
+            self.go("#/collections")
+        self.go("#/search/fashion/1234")
+        self.wait(lambda: self.css("#hits[data-done]") and self.css("#hits .hit"), "hits")
+        self.shot("search")
+
+    def test_5_index_build_shows_progress(self):
+        self.go("#/builds")
+        spec = self.wait(lambda: self.css("#build-spec"), "the build form")[0]
+        self.wait(lambda: self.css("#build-collection option"), "collections in the form")
+        spec.clear()
+        spec.send_keys("spann:seed=7")
+        self.css("#build")[0].click()
+        self.wait(lambda: self.css("#builds tr[data-build]"), "the build's row")
+        self.shot("builds-running")
+        self.wait(lambda: self.css('#builds tr[data-build][data-done="1"]'), "the build to end",
+                  timeout=120)
+        row = self.css("#builds tr[data-build]")[0]
+        self.assertEqual(row.get_attribute("data-failed"), "0", row.text)
+        self.assertIn("100%", row.text)
+        self.shot("builds")
+        info = self.client.describe_collection("fashion")
+        self.assertTrue(info.index.startswith("spann"), info)
+
+    def test_6_snapshots_create_and_restore_with_confirmation(self):
+        self.go("#/snapshots")
+        self.wait(lambda: self.css("#snapshot-name"), "the snapshot form")[0].send_keys("shot1")
+        self.css("#snapshot")[0].click()
+        self.wait(lambda: self.css('#snapshots tr[data-snapshot="shot1"]'), "the new snapshot")
+        self.css('#snapshots tr[data-snapshot="shot1"] button')[0].click()
+        ok = self.wait(lambda: self.css("#confirm-ok"), "the confirmation")[0]
+        self.assertFalse(ok.is_enabled())  # until the name is typed
+        self.shot("restore-confirm")
+        self.css("#confirm-cancel")[0].click()
+        self.assertTrue(self.css("#modal")[0].get_attribute("hidden") is not None)
+        self.css('#snapshots tr[data-snapshot="shot1"] button')[0].click()
+        self.wait(lambda: self.css("#confirm-typed"), "the confirmation")[0].send_keys("shot1")
+        self.css("#confirm-ok")[0].click()
+        self.wait(lambda: "Restored shot1" in self.css("#snapshot-status")[0].text, "the restore")
+        self.shot("snapshots")
+        self.assertEqual(self.client.describe_collection("fashion").num_vectors, ROWS)
+
+    def test_7_metrics_and_hooks(self):
+        self.go("#/metrics")
+        self.wait(lambda: float(self.css("[data-test=rpcs]")[0].text) > 0, "the metrics")
+        # Searches and synced writes while the charts poll, so every line has points.
+        for i in range(40):
+            self.client.search("fashion", self.vectors[i], k=5)
+            if i % 4 == 0:
+                self.client.upsert("fashion", [i], self.vectors[i:i + 1],
+                                   [{"label": int(self.labels[i])}], sync=True)
+            time.sleep(0.1)
+        self.wait(lambda: any("requests:" in s.text and not s.text.endswith(": –")
+                              for s in self.css('[data-series="requests"]')), "a request rate")
+        self.wait(lambda: not self.css('[data-series="syncs/s"]')[0].text.endswith(": 0"),
+                  "a WAL sync rate")
+        self.assertEqual(len(self.css("#charts canvas")), 4)
+        self.shot("metrics")
+        for page in ("tenants", "caches"):
+            self.go(f"#/{page}")
+            self.wait(lambda: "Not built yet" in self.css(f"#{page}-state")[0].text, page)
+            self.shot(page)
+
+    def test_8_drop_asks_for_confirmation(self):
+        self.go("#/collections")
+        self.wait(lambda: self.css("#new-name"), "the create form")[0].send_keys("scratch")
+        self.css("#create")[0].click()
+        drop = '#collections tr[data-collection="scratch"] button[data-action="drop"]'
+        self.wait(lambda: self.css(drop), "the new collection")[0].click()
+        self.wait(lambda: self.css("#confirm-cancel"), "the confirmation")[0].click()
+        self.assertIn("scratch", [c.name for c in self.client.list_collections()])
+        self.css(drop)[0].click()
+        self.wait(lambda: self.css("#confirm-typed"), "the confirmation")[0].send_keys("scratch")
+        self.css("#confirm-ok")[0].click()
+        self.wait(lambda: not self.css('#collections tr[data-collection="scratch"]'), "the drop")
+        self.assertNotIn("scratch", [c.name for c in self.client.list_collections()])
+
+    def test_9_read_only_key_cannot_write(self):
+        self.sign_in(READER_KEY)
+        self.wait(lambda: self.css('#collections tr[data-collection="fashion"]'), "collections")
+        self.assertIn("dashboards (read-only)", self.css("#who")[0].text)
+        self.assertEqual(self.css("#create-form"), [])
+        self.assertEqual(self.css('button[data-action="drop"]'), [])
+        self.shot("read-only")
+        self.go("#/builds")
+        self.wait(lambda: "needs an admin key" in self.css("main")[0].text, "no build form")
+        self.assertEqual(self.css("#build-form"), [])
+        self.go("#/snapshots")
+        self.wait(lambda: self.css("#snapshots-denied"), "no snapshot form")
+        self.go("#/search/fashion/5")  # reads still work
+        self.wait(lambda: len(self.css("#hits .hit")) == 10, "hits for a read-only key")
+        # The API refuses what the page hides.
+        for method, path, body in (("DELETE", "collections/fashion", None),
+                                   ("POST", "collections", {"name": "x", "dimension": 2}),
+                                   ("POST", "collections/fashion/build", {"spec": "flat"}),
+                                   ("POST", "snapshots", {"name": "s2"}),
+                                   ("POST", "snapshots/shot1/restore", {})):
+            status, answer = api(self.port, method, path, READER_KEY, body)
+            self.assertEqual(status, 403, path)
+            self.assertEqual(answer["error"]["code"], "PERMISSION_DENIED")
+        self.assertEqual(self.client.describe_collection("fashion").num_vectors, ROWS)
+        self.assertNotIn("x", [c.name for c in self.client.list_collections()])
+
+
+if __name__ == "__main__":
+    reason = missing()
+    if reason:
+        print(f"SKIPPED: console browser test: {reason}")
+        sys.exit(SKIP)
+    unittest.main(verbosity=2)
