@@ -8,8 +8,10 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 
+#include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "shoal/v1/collection_service.grpc.pb.h"
 #include "shoal/v1/search_service.grpc.pb.h"
@@ -224,6 +226,38 @@ TEST(ServerStartTest, RefusesNonLoopbackMetricsWithoutAllowRemote) {
   options.metrics_listen = "127.0.0.1:0";
   server = Server::Start(db.get(), options);
   EXPECT_TRUE(server.ok()) << server.status();
+}
+
+// Issue 23: the web console shows every collection and can write: the same rule again.
+TEST(ServerStartTest, ConsoleFollowsTheLoopbackRule) {
+  TempDB db;
+  ServerOptions options;
+  options.listen_address = "127.0.0.1:0";
+  options.console_listen = "0.0.0.0:0";
+  absl::StatusOr<std::unique_ptr<Server>> server = Server::Start(db.get(), options);
+  EXPECT_EQ(server.status().code(), absl::StatusCode::kPermissionDenied) << server.status();
+  EXPECT_EQ(server.status().message().rfind("console_listen: ", 0), 0u) << server.status();
+
+  const std::string keys = ::testing::TempDir() + "server_test_console_keys";
+  std::ofstream(keys) << "admin 0123456789abcdef0123 ops\n";
+  options.key_file = keys;
+  server = Server::Start(db.get(), options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  EXPECT_GT((*server)->console_port(), 0);
+  server->reset();
+
+  options.key_file.clear();
+  options.console_listen = "127.0.0.1:0";
+  server = Server::Start(db.get(), options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  const int port = (*server)->console_port();
+  EXPECT_GT(port, 0);
+  // A taken console port fails the start, naming the option.
+  options.console_listen = absl::StrCat("127.0.0.1:", port);
+  absl::StatusOr<std::unique_ptr<Server>> second = Server::Start(db.get(), options);
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kUnavailable) << second.status();
+  EXPECT_NE(second.status().message().find("console_listen"), std::string::npos);
+  std::filesystem::remove(keys);
 }
 
 TEST(ServerStartTest, BindFailureIsUnavailable) {

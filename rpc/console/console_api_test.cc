@@ -12,6 +12,7 @@
 
 #include "absl/time/clock.h"
 #include "rpc/api_keys.h"
+#include "rpc/console/console_server.h"
 #include "rpc/metrics.h"
 #include "rpc/rate_limiter.h"
 
@@ -281,6 +282,18 @@ TEST_F(ConsoleApiTest, LimitsRoutesAndHooks) {
   EXPECT_EQ(Call("PUT", "/api/collections", nullptr).status, 405);
   EXPECT_EQ(CallJson("GET", "/api/tenants", nullptr, 501)["error"]["code"], "UNIMPLEMENTED");
   EXPECT_EQ(CallJson("GET", "/api/caches", nullptr, 501)["error"]["code"], "UNIMPLEMENTED");
+}
+
+TEST(ConsoleAssetsTest, TheFrontEndIsEmbedded) {
+  const ConsoleAsset* index = FindAsset("/");
+  ASSERT_NE(index, nullptr);
+  EXPECT_EQ(std::string(index->content_type), "text/html; charset=utf-8");
+  EXPECT_NE(std::string(reinterpret_cast<const char*>(index->data), index->size).find("/js/app.js"),
+            std::string::npos);
+  ASSERT_NE(FindAsset("/js/app.js"), nullptr);
+  EXPECT_EQ(std::string(FindAsset("/js/app.js")->content_type), "text/javascript; charset=utf-8");
+  EXPECT_EQ(FindAsset("/nope.js"), nullptr);
+  EXPECT_EQ(FindAsset("js/app.js"), nullptr);
 }
 
 }  // namespace

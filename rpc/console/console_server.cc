@@ -53,15 +53,16 @@ constexpr char kSecurityHeaders[] =
     "Referrer-Policy: no-referrer\r\n"
     "Cache-Control: no-store\r\n";
 
+// `with_body` false: HEAD, which gets the headers of the GET (its length included) only.
 void Send(mg_connection* connection, int status, const char* content_type, const void* body,
-          size_t size) {
+          size_t size, bool with_body = true) {
   std::string head = absl::StrCat("HTTP/1.1 ", status, " ", ReasonPhrase(status),
                                   "\r\nContent-Type: ", content_type, "\r\nContent-Length: ", size,
                                   "\r\n", kSecurityHeaders);
   if (status == 401) head += "WWW-Authenticate: Bearer realm=\"shoald\"\r\n";
   head += "Connection: close\r\n\r\n";
   mg_write(connection, head.data(), head.size());
-  if (size > 0) mg_write(connection, body, size);
+  if (with_body && size > 0) mg_write(connection, body, size);
 }
 
 std::string Header(mg_connection* connection, const char* name) {
@@ -129,7 +130,7 @@ int ConsoleServer::Serve(mg_connection* connection) {
       Send(connection, 404, "text/plain; charset=utf-8", kNotFound, sizeof(kNotFound) - 1);
       return 404;
     }
-    Send(connection, 200, asset->content_type, asset->data, method == "HEAD" ? 0 : asset->size);
+    Send(connection, 200, asset->content_type, asset->data, asset->size, method != "HEAD");
     return 200;
   }
   HttpRequest request{.method = method,

@@ -69,8 +69,10 @@ async function start() {
   try {
     session = await api.get("session");
   } catch (error) {
-    // 401: no key or an unknown one. Nothing else is shown.
-    showLogin(api.hasKey() ? error : null);
+    // 401: no key or an unknown one (forgotten at once). Nothing else is shown.
+    const tried = api.hasKey();
+    if (error.status === 401) api.setKey(null);
+    showLogin(tried ? error : null);
     return;
   }
   document.getElementById("nav").hidden = false;
