@@ -26,7 +26,10 @@
 //   POST   /api/snapshots                        admin       create {name?}
 //   POST   /api/snapshots/NAME/restore           admin       restore (replaces the database)
 //   GET    /api/metrics                          read-only   MetricsSample (not recorded itself)
-//   GET    /api/tenants, /api/caches             read-only   UNIMPLEMENTED until those land
+//   GET    /api/collections/NAME/tenants         admin       the first 1000 tenants
+//   (DB::ListTenants:
+//                                                            UNIMPLEMENTED until the engine lands)
+//   GET    /api/caches                           read-only   UNIMPLEMENTED until the cache lands
 //
 // Answers are JSON (rpc/console/console_json.h); an error is {"error": {code, message}} with
 // the HTTP status of its canonical code (401 unknown key, 403 role, 400 bad field, 404, ...).
@@ -83,6 +86,7 @@ class ConsoleApi {
   absl::StatusOr<Json> CreateCollection(Call& call);
   absl::StatusOr<Json> DescribeCollection(Call& call);
   absl::StatusOr<Json> DropCollection(Call& call);
+  absl::StatusOr<Json> ListTenants(Call& call);
   absl::StatusOr<Json> NotBuiltYet(Call& call);
   // console_records.cc
   absl::StatusOr<Json> GetRecords(Call& call);

@@ -133,6 +133,20 @@ Json SnapshotToJson(const SnapshotInfo& info) {
           {"created_unix_seconds", info.created_unix_seconds}};
 }
 
+Json TenantInfoToJson(const TenantInfo& info) {
+  return {{"name", info.name},
+          {"state", TenantStateName(info.state)},
+          {"max_vectors", info.quotas.max_vectors},
+          {"max_bytes", info.quotas.max_bytes},
+          {"max_searches_per_second", info.quotas.max_searches_per_second},
+          {"vectors_owned", info.vectors_owned},
+          {"vectors_visible", info.vectors_visible},
+          {"bytes_owned", info.bytes_owned},
+          {"searches", info.searches},
+          {"search_p50_us", info.search_p50_us},
+          {"search_p99_us", info.search_p99_us}};
+}
+
 Json MetricsSampleToJson(const MetricsSample& sample) {
   Json bounds = Json::array();
   // JSON has no infinity: the last (+inf) bucket's bound is written as null.

@@ -25,6 +25,7 @@
 #include "absl/strings/string_view.h"
 #include "rpc/metrics.h"
 #include "shoal/filter.h"
+#include "shoal/tenants.h"
 #include "shoal/types.h"
 
 namespace shoal::rpc::console {
@@ -50,6 +51,7 @@ Json KeyToJson(const Key& key);
 Json RecordToJson(const Record& record, bool with_vector);
 Json CollectionInfoToJson(const CollectionInfo& info);
 Json SnapshotToJson(const SnapshotInfo& info);
+Json TenantInfoToJson(const TenantInfo& info);
 Json MetricsSampleToJson(const MetricsSample& sample);
 
 // {"error": {"code": "NOT_FOUND", "message": ...}} and the HTTP status of a canonical code.

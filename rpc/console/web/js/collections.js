@@ -52,7 +52,7 @@ function row(info, session, reload, error) {
            h("td", {}, info.metric),
            h("td", {class: "num", dataset: {test: "num-vectors"}}, count(info.num_vectors)),
            h("td", {class: "num"}, bytes(info.vector_bytes)),
-           h("td", {class: "mono"}, info.index),
+           h("td", {class: "mono spec"}, info.index),
            h("td", {class: "num"}, bytes(info.index_ram_bytes)),
            h("td", {class: "num"}, count(info.unindexed_vectors)),
            h("td", {}, h("a", {href: `#/search/${name}`}, "search"), " ",
