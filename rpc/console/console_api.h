@@ -34,6 +34,12 @@
 // Answers are JSON (rpc/console/console_json.h); an error is {"error": {code, message}} with
 // the HTTP status of its canonical code (401 unknown key, 403 role, 400 bad field, 404, ...).
 // No answer ever contains an API key.
+//
+// Other web sites cannot drive the console through a user's browser: a POST must carry
+// "Content-Type: application/json" (which a cross-site page can only send after a CORS
+// preflight, never granted here), a request with an Origin must come from the console's own
+// origin, and without API keys the Host must be an IP address or "localhost" (a DNS-rebinding
+// page reaches 127.0.0.1 under a name of its own). Clients that are not browsers send no Origin.
 // Thread safety: thread-safe; holds no per-call state.
 #ifndef SHOAL_RPC_CONSOLE_CONSOLE_API_H_
 #define SHOAL_RPC_CONSOLE_CONSOLE_API_H_
@@ -55,6 +61,9 @@ struct HttpRequest {
   std::string body;
   std::string authorization;  // header values; "" when absent
   std::string x_api_key;
+  std::string host;
+  std::string origin;
+  std::string content_type;
 };
 
 struct HttpResponse {
@@ -78,6 +87,8 @@ class ConsoleApi {
   using Handler = absl::StatusOr<Json> (ConsoleApi::*)(Call& call);
 
   static const std::vector<Route>& Routes();
+  // The cross-site checks above.
+  absl::Status CheckBrowserOrigin(const HttpRequest& request) const;
   absl::StatusOr<Json> Dispatch(const Route& route, Call& call);
 
   // console_api.cc

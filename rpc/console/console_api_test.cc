@@ -56,7 +56,9 @@ class ConsoleApiTest : public ::testing::Test {
     return api_->Handle({.method = method,
                          .path = path,
                          .body = body.is_null() ? "" : body.dump(),
-                         .authorization = key.empty() ? "" : "Bearer " + key});
+                         .authorization = key.empty() ? "" : "Bearer " + key,
+                         .host = "127.0.0.1:8080",
+                         .content_type = "application/json"});
   }
   Json CallJson(const std::string& method, const std::string& path, const Json& body,
                 int want_status = 200, const std::string& key = kAdminKey) {
@@ -196,7 +198,8 @@ TEST_F(ConsoleApiTest, BadRequestsNameTheField) {
   HttpResponse not_json = api_->Handle({.method = "POST",
                                         .path = "/api/collections/c/search",
                                         .body = "{nope",
-                                        .authorization = std::string("Bearer ") + kAdminKey});
+                                        .authorization = std::string("Bearer ") + kAdminKey,
+                                        .content_type = "application/json"});
   EXPECT_EQ(not_json.status, 400);
   EXPECT_NE(not_json.body.find("body: not valid JSON"), std::string::npos);
   Json keys = CallJson("POST", "/api/collections/c/get", {{"keys", {1, "two", -1}}}, 400);
@@ -294,6 +297,57 @@ TEST_F(ConsoleApiTest, LimitsRoutesAndHooks) {
                 Call("GET", "/api/collections/nope/tenants", nullptr).status == 501,
             true);
   EXPECT_EQ(CallJson("GET", "/api/caches", nullptr, 501)["error"]["code"], "UNIMPLEMENTED");
+}
+
+TEST_F(ConsoleApiTest, OtherSitesCannotDriveTheConsole) {
+  Fill(3);
+  HttpRequest request{.method = "POST",
+                      .path = "/api/collections",
+                      .body = R"({"name": "evil", "dimension": 2})",
+                      .authorization = std::string("Bearer ") + kAdminKey,
+                      .host = "127.0.0.1:8080",
+                      .origin = "http://127.0.0.1:8080",
+                      .content_type = "text/plain"};
+  // A cross-site form or "simple" fetch: not JSON, refused before anything runs.
+  HttpResponse response = api_->Handle(request);
+  EXPECT_EQ(response.status, 400) << response.body;
+  EXPECT_NE(response.body.find("content_type"), std::string::npos);
+  // JSON from another origin.
+  request.content_type = "application/json";
+  request.origin = "http://evil.example";
+  response = api_->Handle(request);
+  EXPECT_EQ(response.status, 403) << response.body;
+  EXPECT_NE(response.body.find("origin: "), std::string::npos);
+  EXPECT_FALSE(host_->Acquire()->DescribeCollection("evil").ok());
+  // The console's own page.
+  request.origin = "http://127.0.0.1:8080";
+  EXPECT_EQ(api_->Handle(request).status, 200);
+  EXPECT_GE(metrics_.Sample().rejections["cross_origin"], 2);
+}
+
+TEST(ConsoleOpenApiTest, WithoutKeysOnlyAddressesAsHostsAreAnswered) {
+  std::string tmpl = ::testing::TempDir() + "console_open_test_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  {
+    absl::StatusOr<std::unique_ptr<DbHost>> host = DbHost::Open(tmpl, Options{});
+    ASSERT_TRUE(host.ok()) << host.status();
+    RateLimiter limiter(0, 0);
+    ServerMetrics metrics;
+    CallGate gate(nullptr, &limiter, &metrics, host->get(), 1 << 20);
+    SnapshotShelf shelf("");
+    IndexBuilds builds(&gate);
+    ConsoleApi api(&gate, &shelf, &builds);
+    for (const char* good : {"127.0.0.1:8080", "localhost:8080", "[::1]:8080", ""}) {
+      EXPECT_EQ(api.Handle({.method = "GET", .path = "/api/session", .host = good}).status, 200)
+          << good;
+    }
+    // A DNS-rebinding page: its own name resolving to 127.0.0.1.
+    HttpResponse rebound =
+        api.Handle({.method = "GET", .path = "/api/collections", .host = "evil.example:8080"});
+    EXPECT_EQ(rebound.status, 403) << rebound.body;
+    EXPECT_NE(rebound.body.find("host: "), std::string::npos);
+  }
+  std::filesystem::remove_all(tmpl);
 }
 
 TEST(ConsoleAssetsTest, TheFrontEndIsEmbedded) {

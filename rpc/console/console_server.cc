@@ -136,7 +136,10 @@ int ConsoleServer::Serve(mg_connection* connection) {
   HttpRequest request{.method = method,
                       .path = path,
                       .authorization = Header(connection, "Authorization"),
-                      .x_api_key = Header(connection, "X-Api-Key")};
+                      .x_api_key = Header(connection, "X-Api-Key"),
+                      .host = Header(connection, "Host"),
+                      .origin = Header(connection, "Origin"),
+                      .content_type = Header(connection, "Content-Type")};
   // Read at most one byte past the limit: enough for the gate to refuse it, by the same rule
   // and message as gRPC's, without holding a huge body in memory.
   const size_t want =

@@ -56,7 +56,7 @@ def load_fashion(rows):
     return images.astype(np.float32), labels.astype(int)
 
 
-def api(port, method, path, key, body=None):
+def api(port, method, path, key, body=None, headers=None):
     """(HTTP status, JSON answer) of the console API."""
     data = None if body is None else json.dumps(body).encode()
     request = urllib.request.Request(f"http://127.0.0.1:{port}/api/{path}", data=data,
@@ -65,6 +65,8 @@ def api(port, method, path, key, body=None):
         request.add_header("Authorization", f"Bearer {key}")
     if data is not None:
         request.add_header("Content-Type", "application/json")
+    for name, value in (headers or {}).items():
+        request.add_header(name, value)
     try:
         with urllib.request.urlopen(request, timeout=30) as response:
             return response.status, json.loads(response.read())
@@ -325,6 +327,16 @@ class ConsoleBrowserTest(unittest.TestCase):
             self.assertEqual(answer["error"]["code"], "PERMISSION_DENIED")
         self.assertEqual(self.client.describe_collection("fashion").num_vectors, ROWS)
         self.assertNotIn("x", [c.name for c in self.client.list_collections()])
+
+    def test_10_other_sites_cannot_drive_it(self):
+        body = {"name": "evil", "dimension": 2}
+        status, answer = api(self.port, "POST", "collections", ADMIN_KEY, body,
+                             {"Content-Type": "text/plain"})
+        self.assertEqual(status, 400, answer)
+        status, answer = api(self.port, "POST", "collections", ADMIN_KEY, body,
+                             {"Origin": "http://evil.example"})
+        self.assertEqual(status, 403, answer)
+        self.assertNotIn("evil", [c.name for c in self.client.list_collections()])
 
 
 if __name__ == "__main__":
