@@ -4,7 +4,8 @@
 //   shoal_rpc_duration_seconds{method,code}       histogram, every RPC (auth failures included)
 //   shoal_rejections_total{reason}                counter: unauthenticated, permission_denied,
 //                                                 rate_limited, message_too_large,
-//                                                 ingest_backpressure, deadline_exceeded
+//                                                 ingest_backpressure, deadline_exceeded,
+//                                                 cross_origin (web console)
 //   shoal_wal_sync_seconds                        histogram: writes asked to sync (Upsert,
 //                                                 Delete, Batch, Ingest with sync=true)
 //   shoal_ingested_records_total                  counter: records written by Ingest

@@ -225,8 +225,25 @@ class ConsoleBrowserTest(unittest.TestCase):
             self.assertEqual(len(self.css("#hits .hit canvas.picture")), 10)
             self.assertEqual(len(self.css("#query canvas.picture")), 1)
             self.go("#/collections")
+        # A pasted vector (record 99's, lightly changed), with a filter on the label.
+        self.go("#/search/fashion")
+        self.wait(lambda: self.css("#search-collection option"), "the search form")
+        query = self.vectors[99].copy()
+        query[::7] += 1.0
+        self.browser.execute_script("document.getElementById('search-vector').value = arguments[0]",
+                                    " ".join(f"{v:g}" for v in query))
+        label = int(self.labels[99])
+        self.css("#search-filter")[0].send_keys(
+            json.dumps({"equals": {"name": "label", "value": {"int_value": label}}}))
+        self.css("#search")[0].click()
+        self.wait(lambda: self.css("#hits[data-done]") and self.css("#hits .hit"), "hits")
+        shown = [int(h.get_attribute("data-key")) for h in self.css("#hits .hit")]
+        distances = ((self.vectors - query) ** 2).sum(axis=1)
+        distances[self.labels != label] = np.inf
+        self.assertEqual(shown, [int(i) for i in np.argsort(distances, kind="stable")[:10]])
         self.go("#/search/fashion/1234")
         self.wait(lambda: self.css("#hits[data-done]") and self.css("#hits .hit"), "hits")
+        self.wait(lambda: self.css("#query span") and "1234" in self.css("#query")[0].text, "q")
         self.shot("search")
 
     def test_5_index_build_shows_progress(self):
