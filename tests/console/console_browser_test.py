@@ -3,7 +3,8 @@ python3-selenium) against a real shoald loaded with 2,000 Fashion-MNIST images: 
 loads, search by example shows the neighbours the DB's exact search finds, a read-only key
 cannot write (the page hides it and the API answers 403), an unknown key sees nothing.
 
-Skips (exit 77) with the reason when chromium, chromedriver, selenium or the dataset is missing.
+Skips (exit 77) with the reason when chromium, chromedriver, selenium or the dataset is missing
+($SHOAL_CHROMIUM / $SHOAL_CHROMEDRIVER override where chromium and chromedriver are looked for).
 Screenshots of each page go to $SHOAL_CONSOLE_SHOTS (default /tmp/console-shots).
 """
 
@@ -21,8 +22,8 @@ import urllib.request
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "cli"))
 
 SKIP = 77
-CHROMIUM = "/usr/bin/chromium"
-CHROMEDRIVER = "/usr/bin/chromedriver"
+CHROMIUM = os.environ.get("SHOAL_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("SHOAL_CHROMEDRIVER", "/usr/bin/chromedriver")
 FASHION = "/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"
 LABELS = "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz"
 ROWS = 2000
