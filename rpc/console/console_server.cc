@@ -87,8 +87,11 @@ absl::StatusOr<std::unique_ptr<ConsoleServer>> ConsoleServer::Start(const std::s
   static std::once_flag init;
   std::call_once(init, [] { mg_init_library(0); });
   std::unique_ptr<ConsoleServer> server(new ConsoleServer(api, max_body_bytes));
+  // Several threads and a socket timeout well below civetweb's 30 s: a client that sends half a
+  // request and goes idle must not hold a thread for long (the metrics port's lesson). The
+  // timeout bounds each read and write, not how long a handler (a restore) may run.
   const char* options[] = {"listening_ports",    listen.c_str(), "num_threads", "8",
-                           "request_timeout_ms", "60000",        nullptr};
+                           "request_timeout_ms", "10000",        nullptr};
   mg_callbacks callbacks{};
   mg_init_data init_data{};
   init_data.callbacks = &callbacks;
