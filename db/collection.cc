@@ -5,44 +5,12 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "db/collection_key_claim.h"
 #include "db/validation.h"
 #include "db/write_scheduling.h"
 #include "shoal/filter.h"
 
 namespace shoal::db {
-
-// Claims the keys of one write: waits (holding nothing) until no write in flight holds any of
-// them, then holds write_mu_ until Unlock(). The keys stay claimed until destruction, after the
-// write is applied.
-class Collection::KeyClaim {
- public:
-  KeyClaim(Collection* c, std::vector<Key> keys) ABSL_NO_THREAD_SAFETY_ANALYSIS
-      : c_(c),
-        keys_(std::move(keys)) {
-    auto free = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-      for (const Key& k : keys_) {
-        if (c_->in_flight_.contains(k)) return false;
-      }
-      return true;
-    };
-    c_->write_mu_.LockWhen(absl::Condition(&free));
-    c_->in_flight_.insert(keys_.begin(), keys_.end());
-  }
-  void Unlock() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    c_->write_mu_.Unlock();
-    locked_ = false;
-  }
-  ~KeyClaim() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    if (!locked_) c_->write_mu_.Lock();
-    for (const Key& k : keys_) c_->in_flight_.erase(k);
-    c_->write_mu_.Unlock();
-  }
-
- private:
-  Collection* const c_;
-  const std::vector<Key> keys_;
-  bool locked_ = true;
-};
 
 Collection::Collection(storage::RecordStore* store, const storage::StoredCollection& meta,
                        const Options& options, const std::string& index_root,
@@ -70,7 +38,9 @@ absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(
     absl::MutexLock lock(&c->state_.mu);
     SHOAL_ASSIGN_OR_RETURN(std::optional<storage::StoredIndex> stored, store->LoadIndex(meta.id));
     if (stored.has_value()) SHOAL_RETURN_IF_ERROR(c->OpenIndex(*stored));
+    SHOAL_RETURN_IF_ERROR(c->LoadTenants());
     SHOAL_RETURN_IF_ERROR(c->LoadRecords());
+    c->ForgetDeadTenantRows();
     if (c->state_.spann != nullptr) generation = c->state_.spann->manifest().generation;
   }
   SHOAL_RETURN_IF_ERROR(c->maintainer_.Start(c->IndexDir(generation)));
@@ -123,8 +93,14 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
   uint64_t next = next_internal_id_;
   const index::SpannIndex* spann;  // non-null: replaced ids are tombstoned
   auto batch = store_->NewBatch();
+  TenantPlan plan;
   {
     absl::ReaderMutexLock lock(&state_.mu);
+    std::shared_ptr<TenantEntry> writer;
+    if (!options.tenant.empty()) {
+      SHOAL_ASSIGN_OR_RETURN(writer, FindTenant(options.tenant));
+      plan.writer = writer->meta.id;
+    }
     spann = state_.spann.get();
     for (size_t i = 0; i < records.size(); ++i) {
       ids[i] = next++;
@@ -135,6 +111,8 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
       }
       batch.PutRecord(id_, ids[i], records[i], /*new_key=*/true);
     }
+    SHOAL_RETURN_IF_ERROR(PlanTenantRows(records, ids, old, &batch, &plan));
+    if (writer != nullptr) SHOAL_RETURN_IF_ERROR(ReserveQuota(*writer, plan));
   }
   batch.SetNextInternalId(id_, next);
   // Ids are taken even if the commit fails: a failed batch may still be found after a reopen
@@ -147,14 +125,15 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
   const bool handoff = spann != nullptr && options_.index_update_threads != 0;
   if (handoff) maintainer_.handoff().MarkCommitting(ids[0]);
   claim.Unlock();  // commit (and fsync) beside other writers: group commit
-  SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
-  ApplyUpsert(records, ids, old, spann, handoff);
-  return absl::OkStatus();
+  const absl::Status committed = store_->Commit(batch, options.sync);
+  if (committed.ok()) ApplyUpsert(records, ids, old, spann, handoff, plan);
+  ReleaseQuota(plan);
+  return committed;
 }
 
 void Collection::ApplyUpsert(std::span<const Record> records, const std::vector<uint64_t>& ids,
                              const std::vector<std::optional<uint64_t>>& old,
-                             const index::SpannIndex* spann, bool handoff) {
+                             const index::SpannIndex* spann, bool handoff, const TenantPlan& plan) {
   // The index form and buffer bucket of each vector, before the exclusive lock (the SpannIndex
   // stays while this write is in flight: builds and drops wait for it).
   const size_t dim = spec_.dimension;
@@ -180,19 +159,30 @@ void Collection::ApplyUpsert(std::span<const Record> records, const std::vector<
       state_.id_of.Set(records[i].key, ids[i]);
       state_.key_of.Insert(ids[i], records[i].key);
     }
+    ApplyTenantRows(plan, ids, old);
   }
   // Outside the state's lock: the maintenance thread (low priority) takes the hand-off's, and a
   // writer that waited for it holding the state's lock would hold up every search.
   if (handoff) maintainer_.handoff().AddPending({ids, std::move(forms)}, ids[0]);
 }
 
-absl::StatusOr<std::vector<std::optional<Record>>> Collection::Get(std::span<const Key> keys) {
+absl::StatusOr<std::vector<std::optional<Record>>> Collection::Get(std::span<const Key> keys,
+                                                                   const ReadOptions& options) {
   SHOAL_RETURN_IF_ERROR(ValidateKeys(keys, options_));
   std::vector<std::optional<uint64_t>> ids(keys.size());
   {
     absl::ReaderMutexLock lock(&state_.mu);
+    tenants::TenantId reader = tenants::kNoTenant;
+    if (!options.tenant.empty()) {
+      SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<TenantEntry> t, FindTenant(options.tenant));
+      reader = t->meta.id;
+    }
     for (size_t i = 0; i < keys.size(); ++i) {
-      if (const uint64_t* iid = state_.id_of.Find(keys[i])) ids[i] = *iid;
+      const uint64_t* iid = state_.id_of.Find(keys[i]);
+      if (iid == nullptr) continue;
+      // A key the tenant cannot see reads exactly like one that does not exist.
+      if (reader != tenants::kNoTenant && !state_.access.Visible(reader, *iid)) continue;
+      ids[i] = *iid;
     }
   }
   std::vector<std::optional<Record>> out(keys.size());
@@ -216,27 +206,33 @@ absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
   auto batch = store_->NewBatch();
   {
     absl::ReaderMutexLock lock(&state_.mu);
+    tenants::TenantId deleter = tenants::kNoTenant;
+    if (!options.tenant.empty()) {
+      SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<TenantEntry> t, FindTenant(options.tenant));
+      deleter = t->meta.id;
+    }
     absl::flat_hash_map<uint64_t, bool> seen;
     for (const Key& key : keys) {
       const uint64_t* iid = state_.id_of.Find(key);
       if (iid == nullptr || !seen.emplace(*iid, true).second) continue;
+      if (deleter != tenants::kNoTenant) {
+        // Invisible keys count as absent; visible but granted ones may not be deleted.
+        if (!state_.access.Visible(deleter, *iid)) continue;
+        if (state_.access.OwnerOf(*iid) != deleter) {
+          return absl::PermissionDeniedError(
+              absl::StrCat("keys: tenant '", options.tenant,
+                           "' may delete only keys it owns; it was granted ", KeyDebugString(key)));
+        }
+      }
       ids.push_back(*iid);
-      batch.DeleteRecord(id_, *iid, key);
-      // Tombstoned even while only the buffer holds it: a drain may be writing it to postings.
-      if (state_.spann != nullptr) batch.MarkStale(id_, *iid);
+      AddDeleteRows(*iid, key, &batch);
     }
   }
   if (ids.empty()) return 0;
   claim.Unlock();
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
   absl::MutexLock lock(&state_.mu);
-  for (uint64_t iid : ids) {
-    state_.buffer.Remove(iid);
-    state_.attrs.Remove(iid);
-    if (state_.spann != nullptr) state_.MarkStale(iid);
-    state_.id_of.Erase(state_.key_of.At(iid));
-    state_.key_of.Erase(iid);
-  }
+  ApplyDeletes(ids);
   return ids.size();
 }
 
@@ -253,8 +249,24 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
     q = normalized.data();
   }
   const size_t threads = n == 1 ? 1 : options_.search_threads;
+  const absl::Time start = absl::Now();
   absl::ReaderMutexLock lock(&state_.mu);
-  SHOAL_ASSIGN_OR_RETURN(auto found, planner_.Search(state_, q, n, params, threads));
+  std::shared_ptr<TenantEntry> tenant;
+  SearchParams p = params;
+  SearchStats stats;
+  if (!params.tenant.empty()) {
+    SHOAL_ASSIGN_OR_RETURN(tenant, FindTenant(params.tenant));
+    const double rate = tenant->meta.quotas.max_searches_per_second;
+    if (!tenant->stats.TakeSearchToken(rate, start)) {
+      return absl::ResourceExhaustedError(absl::StrCat("quota max_searches_per_second of tenant '",
+                                                       params.tenant, "' (", rate,
+                                                       ") exceeded; retry later"));
+    }
+    if (p.stats == nullptr) p.stats = &stats;
+  }
+  const tenants::TenantId reader = tenant != nullptr ? tenant->meta.id : tenants::kNoTenant;
+  const SearchStats before = p.stats != nullptr ? *p.stats : SearchStats{};
+  SHOAL_ASSIGN_OR_RETURN(auto found, planner_.Search(state_, q, n, p, threads, reader));
   std::vector<std::vector<Hit>> out(n);
   const float offset = spec_.metric == Metric::kCosine ? 1.0f : 0.0f;  // 1 - cos = 1 + (-ip)
   for (size_t i = 0; i < n; ++i) {
@@ -262,8 +274,15 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
     for (const index::Neighbor& nb : found[i]) state_.key_of.Prefetch(nb.id);
     out[i].reserve(found[i].size());
     for (const index::Neighbor& nb : found[i]) {
+      // Isolation by construction: every hit is checked against the access table once more,
+      // whatever structure (posting, shortlist, buffer) produced it.
+      if (reader != tenants::kNoTenant && !state_.access.Visible(reader, nb.id)) continue;
       out[i].push_back(Hit{state_.key_of.At(nb.id), nb.distance + offset});
     }
+  }
+  if (tenant != nullptr) {
+    const uint64_t buckets = p.stats->postings_read - before.postings_read;
+    tenant->stats.RecordSearch(absl::ToDoubleMicroseconds(absl::Now() - start), buckets);
   }
   return out;
 }

@@ -34,7 +34,9 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "db/collection_state.h"
@@ -64,7 +66,9 @@ class Collection {
   CollectionInfo Info() const;
 
   absl::Status Upsert(std::span<const Record> records, const WriteOptions& options);
-  absl::StatusOr<std::vector<std::optional<Record>>> Get(std::span<const Key> keys);
+  // With options.tenant, keys the tenant cannot see read as absent.
+  absl::StatusOr<std::vector<std::optional<Record>>> Get(std::span<const Key> keys,
+                                                         const ReadOptions& options);
   absl::StatusOr<uint64_t> Delete(std::span<const Key> keys, const WriteOptions& options);
   absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::span<const float> queries,
                                                        const SearchParams& params) const;
@@ -79,6 +83,23 @@ class Collection {
   // adding to *report. Waits for writes in flight and holds writers off while it runs. Returns
   // errors that stopped the check (I/O), not broken invariants.
   absl::Status Verify(VerifyReport* report);
+
+  // ---- Tenants (collection_tenants.cc; shoal/db.h "Tenants") ----
+  // Tenant writes that touch many records (DropTenant, DeleteByTenant) wait until no write is
+  // in flight and hold writers off while they commit: all or nothing, and no record can gain
+  // the tenant as owner meanwhile.
+  absl::Status CreateTenant(const TenantSpec& spec);
+  absl::StatusOr<uint64_t> DropTenant(std::string_view tenant, const WriteOptions& options);
+  absl::StatusOr<TenantPage> ListTenants(uint32_t page_size, std::string_view page_token) const;
+  absl::StatusOr<TenantInfo> DescribeTenant(std::string_view tenant) const;
+  absl::Status SetTenantQuotas(std::string_view tenant, const TenantQuotas& quotas);
+  absl::Status SetTenantState(std::string_view tenant, TenantState state);
+  // Grant (grant = true) or Revoke.
+  absl::Status SetAccess(std::string_view tenant, std::span<const Key> keys,
+                         const WriteOptions& options, bool grant);
+  absl::StatusOr<std::vector<std::string>> ListKeyTenants(const Key& key) const;
+  absl::StatusOr<uint64_t> CountByTenant(std::string_view tenant, bool owned_only) const;
+  absl::StatusOr<uint64_t> DeleteByTenant(std::string_view tenant, const WriteOptions& options);
 
   uint32_t id() const { return id_; }
   // The generation of the SSD index in use (its directory's name), 0 when there is none.
@@ -95,6 +116,16 @@ class Collection {
 
  private:
   class KeyClaim;
+  // Who owns and sees each record of one Upsert batch, decided under write_mu_ and the state's
+  // lock (shared), applied with the batch.
+  struct TenantPlan {
+    tenants::TenantId writer = tenants::kNoTenant;  // the tenant that writes (options.tenant)
+    std::vector<tenants::TenantId> owners;          // per record
+    std::vector<absl::InlinedVector<tenants::TenantId, 2>> grants;  // carried from a replaced id
+    std::vector<uint64_t> bytes;                                    // per record
+    uint64_t added_vectors = 0;                                     // quota reservation of `writer`
+    int64_t added_bytes = 0;
+  };
   Collection(storage::RecordStore* store, const storage::StoredCollection& meta,
              const Options& options, const std::string& index_root, storage::FileSystem* fs,
              MaintenanceBudget* budget);
@@ -126,7 +157,39 @@ class Collection {
   // Upsert's last part, once committed: the buffer, key maps and attributes, then the hand-off.
   void ApplyUpsert(std::span<const Record> records, const std::vector<uint64_t>& ids,
                    const std::vector<std::optional<uint64_t>>& old, const index::SpannIndex* spann,
-                   bool handoff);
+                   bool handoff, const TenantPlan& plan);
+
+  // ---- Tenants (collection_tenants.cc) ----
+  // The record's size as tenant quotas count it: vector, key, attributes and tags.
+  static uint64_t RecordBytes(const Record& r);
+  absl::StatusOr<std::shared_ptr<TenantEntry>> FindTenant(std::string_view name) const
+      ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
+  // Upsert: owner and grant rows of each record (a replaced record keeps its grants; without a
+  // writing tenant, its owner too) into `batch`. PermissionDenied when the writing tenant
+  // replaces a record it does not own.
+  absl::Status PlanTenantRows(std::span<const Record> records, const std::vector<uint64_t>& ids,
+                              const std::vector<std::optional<uint64_t>>& old,
+                              storage::RecordStore::Batch* batch, TenantPlan* plan) const
+      ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
+  // Reserves the plan's growth against the writer's quotas (ResourceExhausted naming the quota).
+  absl::Status ReserveQuota(const TenantEntry& writer, const TenantPlan& plan)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_) ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
+  void ReleaseQuota(const TenantPlan& plan) ABSL_LOCKS_EXCLUDED(write_mu_);
+  void ApplyTenantRows(const TenantPlan& plan, const std::vector<uint64_t>& ids,
+                       const std::vector<std::optional<uint64_t>>& old)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
+  // Delete's rows for one live record (record, key, tombstone, owner and grant rows).
+  void AddDeleteRows(uint64_t iid, const Key& key, storage::RecordStore::Batch* batch) const
+      ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
+  // Removes committed deletes from RAM.
+  void ApplyDeletes(const std::vector<uint64_t>& ids) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
+  // Deletes every record `t` owns (writers held off); with `drop`, the tenant too.
+  absl::StatusOr<uint64_t> DeleteOwned(std::string_view tenant, const WriteOptions& options,
+                                       bool drop);
+  // Open: the tenant rows into RAM (before LoadRecords, which fills in record sizes), then
+  // ForgetDeadTenantRows drops ids that have no record.
+  absl::Status LoadTenants() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
+  void ForgetDeadTenantRows() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
 
   storage::RecordStore* const store_;
   const uint32_t id_;
@@ -142,6 +205,12 @@ class Collection {
   absl::flat_hash_set<Key> in_flight_ ABSL_GUARDED_BY(write_mu_);
   uint64_t last_generation_ ABSL_GUARDED_BY(write_mu_) = 0;  // of the last index build tried
   bool dropped_ ABSL_GUARDED_BY(write_mu_) = false;
+  // Quota reservations of Upserts between their check and their apply, per tenant.
+  struct Reserved {
+    uint64_t vectors = 0;
+    int64_t bytes = 0;
+  };
+  absl::flat_hash_map<tenants::TenantId, Reserved> reserved_ ABSL_GUARDED_BY(write_mu_);
 
   CollectionState state_;
   const SearchPlanner planner_;

@@ -106,6 +106,7 @@ absl::Status Collection::LoadRecords() {
           }
         }
         s.attrs.Put(iid, r.attributes, r.tags);
+        if (s.access.OwnerOf(iid) != tenants::kNoTenant) s.access.SetBytes(iid, RecordBytes(r));
         s.id_of.Insert(r.key, iid);
         s.key_of.Insert(iid, std::move(r.key));
         // Ids at or above the stored counter can only come from a counter lost with a torn catalog

@@ -15,16 +15,20 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "base/paged_id_set.h"
 #include "base/sharded_hash.h"
 #include "db/attribute_index.h"
+#include "db/tenant_stats.h"
 #include "db/write_buffer.h"
 #include "index/spann_index.h"
 #include "shoal/types.h"
+#include "tenants/access_table.h"
 
 namespace shoal::db {
 
@@ -70,6 +74,13 @@ struct CollectionState {
   base::ShardedHashMap<Key, uint64_t> id_of ABSL_GUARDED_BY(mu);
   base::ShardedHashMap<uint64_t, Key> key_of ABSL_GUARDED_BY(mu);
   AttributeIndex attrs ABSL_GUARDED_BY(mu);  // attributes and tags of every live record
+
+  // Tenants (db/collection_tenants.cc): by name and by id, and who sees which internal id.
+  absl::flat_hash_map<std::string, std::shared_ptr<TenantEntry>> tenants ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<tenants::TenantId, std::shared_ptr<TenantEntry>> tenant_by_id
+      ABSL_GUARDED_BY(mu);
+  tenants::TenantId next_tenant_id ABSL_GUARDED_BY(mu) = 1;
+  tenants::AccessTable access ABSL_GUARDED_BY(mu);
 
   // Ids added to `stale` since the maintenance thread last took them.
   absl::Mutex stale_log_mu ABSL_ACQUIRED_AFTER(mu);

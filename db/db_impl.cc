@@ -283,7 +283,6 @@ absl::Status DBImpl::DropCollection(std::string_view name) {
 absl::Status DBImpl::Upsert(std::string_view collection, std::span<const Record> records,
                             const WriteOptions& options) {
   SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
-  if (!options.tenant.empty()) return TenantsNotBuiltYet();
   absl::ReaderMutexLock change(&change_mu_);
   return c->Upsert(records, options);
 }
@@ -292,14 +291,12 @@ absl::StatusOr<std::vector<std::optional<Record>>> DBImpl::Get(std::string_view 
                                                                std::span<const Key> keys,
                                                                const ReadOptions& options) {
   SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
-  if (!options.tenant.empty()) return TenantsNotBuiltYet();
-  return c->Get(keys);
+  return c->Get(keys, options);
 }
 
 absl::StatusOr<uint64_t> DBImpl::Delete(std::string_view collection, std::span<const Key> keys,
                                         const WriteOptions& options) {
   SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
-  if (!options.tenant.empty()) return TenantsNotBuiltYet();
   absl::ReaderMutexLock change(&change_mu_);
   return c->Delete(keys, options);
 }
@@ -406,7 +403,6 @@ absl::StatusOr<std::vector<std::vector<Hit>>> DBImpl::Search(std::string_view co
                                                              std::span<const float> queries,
                                                              const SearchParams& params) {
   SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
-  if (!params.tenant.empty()) return TenantsNotBuiltYet();
   return c->Search(queries, params);
 }
 

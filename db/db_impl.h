@@ -91,9 +91,6 @@ class DBImpl final : public DB {
 
  private:
   DBImpl(const Options& options, storage::FileSystem* fs) : options_(options), fs_(fs) {}
-  // Unimplemented until the multi-tenancy engine lands: a call that names a tenant must never
-  // be answered as if it had not.
-  static absl::Status TenantsNotBuiltYet();
   // Resolves a collection name or alias; errors name `field`.
   absl::StatusOr<std::shared_ptr<Collection>> Find(std::string_view name,
                                                    std::string_view field = "collection");

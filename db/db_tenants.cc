@@ -1,6 +1,7 @@
-// DBImpl's tenant calls (include/shoal/db.h "Tenants"). The engine behind them is
-// tenants/ (the per-tenant sub-trees of the index's centroid tree) — not built yet: every call
-// is Unimplemented, and so is any read or write that names a tenant.
+// DBImpl's tenant calls (include/shoal/db.h "Tenants"): each resolves the collection and hands
+// the call to it (db/collection_tenants.cc, db/collection_tenant_admin.cc). Calls that change
+// durable state hold change_mu_ shared, like every write (see db_impl.h).
+#include "base/status_macros.h"
 #include "db/db_impl.h"
 
 namespace shoal {
@@ -19,46 +20,77 @@ const char* TenantStateName(TenantState state) {
 
 namespace db {
 
-absl::Status DBImpl::TenantsNotBuiltYet() {
-  return absl::UnimplementedError("tenant: multi-tenancy is not built yet");
+absl::Status DBImpl::CreateTenant(std::string_view collection, const TenantSpec& spec) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  absl::ReaderMutexLock change(&change_mu_);
+  return c->CreateTenant(spec);
 }
 
-absl::Status DBImpl::CreateTenant(std::string_view, const TenantSpec&) {
-  return TenantsNotBuiltYet();
+absl::StatusOr<uint64_t> DBImpl::DropTenant(std::string_view collection, std::string_view tenant,
+                                            const WriteOptions& options) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  absl::ReaderMutexLock change(&change_mu_);
+  return c->DropTenant(tenant, options);
 }
-absl::StatusOr<uint64_t> DBImpl::DropTenant(std::string_view, std::string_view,
-                                            const WriteOptions&) {
-  return TenantsNotBuiltYet();
+
+absl::StatusOr<TenantPage> DBImpl::ListTenants(std::string_view collection, uint32_t page_size,
+                                               std::string_view page_token) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  return c->ListTenants(page_size, page_token);
 }
-absl::StatusOr<TenantPage> DBImpl::ListTenants(std::string_view, uint32_t, std::string_view) {
-  return TenantsNotBuiltYet();
+
+absl::StatusOr<TenantInfo> DBImpl::DescribeTenant(std::string_view collection,
+                                                  std::string_view tenant) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  return c->DescribeTenant(tenant);
 }
-absl::StatusOr<TenantInfo> DBImpl::DescribeTenant(std::string_view, std::string_view) {
-  return TenantsNotBuiltYet();
+
+absl::Status DBImpl::SetTenantQuotas(std::string_view collection, std::string_view tenant,
+                                     const TenantQuotas& quotas) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  absl::ReaderMutexLock change(&change_mu_);
+  return c->SetTenantQuotas(tenant, quotas);
 }
-absl::Status DBImpl::SetTenantQuotas(std::string_view, std::string_view, const TenantQuotas&) {
-  return TenantsNotBuiltYet();
+
+absl::Status DBImpl::SetTenantState(std::string_view collection, std::string_view tenant,
+                                    TenantState state) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  absl::ReaderMutexLock change(&change_mu_);
+  return c->SetTenantState(tenant, state);
 }
-absl::Status DBImpl::SetTenantState(std::string_view, std::string_view, TenantState) {
-  return TenantsNotBuiltYet();
+
+absl::Status DBImpl::Grant(std::string_view collection, std::string_view tenant,
+                           std::span<const Key> keys, const WriteOptions& options) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  absl::ReaderMutexLock change(&change_mu_);
+  return c->SetAccess(tenant, keys, options, /*grant=*/true);
 }
-absl::Status DBImpl::Grant(std::string_view, std::string_view, std::span<const Key>,
-                           const WriteOptions&) {
-  return TenantsNotBuiltYet();
+
+absl::Status DBImpl::Revoke(std::string_view collection, std::string_view tenant,
+                            std::span<const Key> keys, const WriteOptions& options) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  absl::ReaderMutexLock change(&change_mu_);
+  return c->SetAccess(tenant, keys, options, /*grant=*/false);
 }
-absl::Status DBImpl::Revoke(std::string_view, std::string_view, std::span<const Key>,
-                            const WriteOptions&) {
-  return TenantsNotBuiltYet();
+
+absl::StatusOr<std::vector<std::string>> DBImpl::ListKeyTenants(std::string_view collection,
+                                                                const Key& key) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  return c->ListKeyTenants(key);
 }
-absl::StatusOr<std::vector<std::string>> DBImpl::ListKeyTenants(std::string_view, const Key&) {
-  return TenantsNotBuiltYet();
+
+absl::StatusOr<uint64_t> DBImpl::CountByTenant(std::string_view collection, std::string_view tenant,
+                                               bool owned_only) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  return c->CountByTenant(tenant, owned_only);
 }
-absl::StatusOr<uint64_t> DBImpl::CountByTenant(std::string_view, std::string_view, bool) {
-  return TenantsNotBuiltYet();
-}
-absl::StatusOr<uint64_t> DBImpl::DeleteByTenant(std::string_view, std::string_view,
-                                                const WriteOptions&) {
-  return TenantsNotBuiltYet();
+
+absl::StatusOr<uint64_t> DBImpl::DeleteByTenant(std::string_view collection,
+                                                std::string_view tenant,
+                                                const WriteOptions& options) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  absl::ReaderMutexLock change(&change_mu_);
+  return c->DeleteByTenant(tenant, options);
 }
 
 }  // namespace db

@@ -27,9 +27,21 @@ void MergeNeighbors(std::vector<std::vector<index::Neighbor>>* found,
 
 absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::Search(
     const CollectionState& state, const float* q, size_t n, const SearchParams& params,
-    size_t threads) const {
-  if (params.filter != nullptr) return SearchFiltered(state, q, n, params, threads);
-  return SearchIndexes(state, q, n, params, threads, nullptr);
+    size_t threads, tenants::TenantId tenant) const {
+  if (params.filter == nullptr && tenant == tenants::kNoTenant) {
+    return SearchIndexes(state, q, n, params, threads, nullptr);
+  }
+  index::IdBitmap allowed;
+  if (tenant != tenants::kNoTenant) {
+    for (const auto* ids : {state.access.Owned(tenant), state.access.Granted(tenant)}) {
+      if (ids == nullptr) continue;
+      for (uint64_t id : *ids) allowed.Set(id);
+    }
+    if (params.filter != nullptr) allowed.And(state.attrs.Evaluate(*params.filter));
+  } else {
+    allowed = state.attrs.Evaluate(*params.filter);
+  }
+  return SearchFiltered(state, q, n, params, threads, allowed);
 }
 
 absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchIndexes(
@@ -62,8 +74,7 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchI
 
 absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchFiltered(
     const CollectionState& state, const float* q, size_t n, const SearchParams& params,
-    size_t threads) const {
-  const index::IdBitmap allowed = state.attrs.Evaluate(*params.filter);
+    size_t threads, const index::IdBitmap& allowed) const {
   const size_t k = params.k;
   // Without an SSD index the buffer's scan is exact already.
   if (state.spann == nullptr) return SearchIndexes(state, q, n, params, threads, &allowed);

@@ -54,10 +54,11 @@ class SearchPlanner {
       : store_(store), id_(collection_id), metric_(metric), dimension_(dimension) {}
 
   // The top-k of each of `n` queries (index form, row-major) over `state`.
-  absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Search(const CollectionState& state,
-                                                                   const float* q, size_t n,
-                                                                   const SearchParams& params,
-                                                                   size_t threads) const
+  // With `tenant`, only ids the tenant sees (state.access) are scored and returned: searched
+  // like a filter passing exactly those ids (ANDed with params.filter).
+  absl::StatusOr<std::vector<std::vector<index::Neighbor>>> Search(
+      const CollectionState& state, const float* q, size_t n, const SearchParams& params,
+      size_t threads, tenants::TenantId tenant = tenants::kNoTenant) const
       ABSL_SHARED_LOCKS_REQUIRED(state.mu);
 
  private:
@@ -68,7 +69,7 @@ class SearchPlanner {
       size_t threads, const index::IdFilter* allow) const ABSL_SHARED_LOCKS_REQUIRED(state.mu);
   absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchFiltered(
       const CollectionState& state, const float* q, size_t n, const SearchParams& params,
-      size_t threads) const ABSL_SHARED_LOCKS_REQUIRED(state.mu);
+      size_t threads, const index::IdBitmap& allowed) const ABSL_SHARED_LOCKS_REQUIRED(state.mu);
   // Exact top-k over the ids in `allowed` (buffer rows + records read from the store).
   absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchAllowedExactly(
       const CollectionState& state, const float* q, size_t n, size_t k, size_t threads,

@@ -302,4 +302,20 @@ absl::Status ValidateSearch(const CollectionSpec& spec, std::span<const float> q
   return absl::OkStatus();
 }
 
+std::string KeyDebugString(const Key& key) {
+  if (const auto* n = std::get_if<uint64_t>(&key)) return absl::StrCat("key ", *n);
+  const std::string& s = std::get<std::string>(key);
+  if (s.size() > 64) return absl::StrCat("key \"", s.substr(0, 64), "...\"");
+  return absl::StrCat("key \"", s, "\"");
+}
+
+absl::Status ValidateTenantQuotas(const TenantQuotas& quotas) {
+  const double rate = quotas.max_searches_per_second;
+  if (!std::isfinite(rate) || rate < 0) {
+    return Invalid("quotas.max_searches_per_second",
+                   absl::StrCat(rate, " is not a finite number >= 0 (0 = unlimited)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace shoal::db

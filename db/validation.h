@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "shoal/filter.h"
 #include "shoal/options.h"
+#include "shoal/tenants.h"
 #include "shoal/types.h"
 
 namespace shoal::db {
@@ -26,6 +27,10 @@ absl::Status ValidateRecords(const CollectionSpec& spec, std::span<const Record>
 absl::Status ValidateVector(const CollectionSpec& spec, std::span<const float> vector,
                             const std::string& field);
 absl::Status ValidateKeys(std::span<const Key> keys, const Options& options);
+// A key as error messages show it: 42 or "doc-7" (long strings cut at 64 bytes).
+std::string KeyDebugString(const Key& key);
+// Tenant quotas: finite, non-negative searches per second (errors name "quotas.<field>").
+absl::Status ValidateTenantQuotas(const TenantQuotas& quotas);
 // Shape and values of a filter tree (see shoal/filter.h); errors name the node by its path from
 // `field`, e.g. "filter.and[1].range.lo: NaN". Unknown attribute names and tags are valid.
 absl::Status ValidateFilter(const Filter& filter, const std::string& field = "filter");

@@ -18,6 +18,7 @@
 #include "db/collection.h"
 #include "db/db_impl.h"
 #include "db/validation.h"
+#include "db/verify_tenants.h"
 #include "index/posting_entries.h"
 #include "index/spann_builder.h"
 #include "index/spann_index.h"
@@ -69,6 +70,7 @@ struct DurableView {
   bool has_index = false;
   uint64_t generation = 0;
   uint64_t indexed_below = 0;
+  TenantRowsView tenants;  // owner and grant rows (verify_tenants.h)
   bool InIndex(uint64_t iid) const { return has_index && iid < indexed_below; }
 };
 
@@ -85,6 +87,9 @@ class Checker {
     where_ = absl::StrCat("collection '", meta.spec.name, "'");
     Records(meta, view);
     Index(meta, view);
+    SHOAL_RETURN_IF_ERROR(CheckTenantRows(
+        store_, meta.id, view->record_key, [this](std::string p) { Problem(std::move(p)); },
+        &view->tenants));
     for (const auto& [iid, key] : view->record_key) {
       if (view->InIndex(iid) && !view->stale.contains(iid)) continue;
       ++c_->vectors_in_delta;
@@ -316,6 +321,8 @@ absl::Status Collection::Verify(VerifyReport* report) {
     checker.Problem(absl::StrCat("in memory: ", state_.stale.size(), " stale marks, stored ",
                                  view.stale.size(), " (or different ids)"));
   }
+  CheckAccessTable(state_.access, view.tenants,
+                   [&](std::string p) { checker.Problem(std::move(p)); });
   return absl::OkStatus();
 }
 

@@ -237,6 +237,12 @@ std::string CollectionPrefix(uint32_t collection_id) {
   return out;
 }
 
+std::string TenantRowPrefix(uint32_t collection_id) {
+  std::string out = "tenant/";
+  PutFixed32BE(&out, collection_id);
+  return out;
+}
+
 std::string RecordRowKey(uint32_t collection_id, uint64_t internal_id) {
   std::string out = CollectionPrefix(collection_id);
   PutFixed64BE(&out, internal_id);

@@ -33,6 +33,8 @@ std::string RecordRowKey(uint32_t collection_id, uint64_t internal_id);
 std::string KeyMapRowKey(uint32_t collection_id, const Key& key);
 // Prefix shared by every row of a collection, and the first prefix after it.
 std::string CollectionPrefix(uint32_t collection_id);
+// The catalog rows of a collection's tenants all start with this (record_store_tenants.cc).
+std::string TenantRowPrefix(uint32_t collection_id);
 uint64_t InternalIdFromRecordRowKey(std::string_view row_key);
 // The key of a key-map row (DataLoss when malformed).
 absl::StatusOr<Key> DecodeKeyMapRowKey(std::string_view row_key);

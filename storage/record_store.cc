@@ -350,6 +350,8 @@ absl::Status RecordStore::DropCollection(const StoredCollection& c) {
   batch.DeleteRange(records_, begin, end);
   batch.DeleteRange(keys_, begin, end);
   batch.DeleteRange(index_, begin, end);
+  const std::string tenants = TenantRowPrefix(c.id);
+  batch.DeleteRange(catalog_, tenants, PrefixEnd(tenants));
   return Write(&batch, /*sync=*/true, "dropping collection");
 }
 

@@ -7,7 +7,7 @@
 //   batch.PutRecord(cid, iid, record, /*new_key=*/true);
 //   SHOAL_RETURN_IF_ERROR(store->Commit(batch, /*sync=*/true));
 //
-// Column families: "default" (catalog: collection rows, id counters), "records"
+// Column families: "default" (catalog: collection rows, id counters, tenant rows), "records"
 // (cid|iid -> encoded record), "keys" (cid|key -> iid), "index" (cid|'M' -> index manifest,
 // cid|'P'|posting -> posting directory row, cid|'S'|iid -> tombstone, cid|'W' -> indexed-below
 // watermark of online updates). A Batch commits atomically.
@@ -43,6 +43,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "shoal/tenants.h"
 #include "shoal/types.h"
 
 namespace rocksdb {
@@ -112,6 +113,24 @@ struct IndexChange {
   std::vector<uint64_t> erase_tombstones;  // ids no posting holds any more
 };
 
+// A tenant of a collection as the catalog records it (record_store_tenants.cc).
+struct StoredTenant {
+  uint32_t id = 0;  // 1, 2, ... per collection, never reused (rows of a dropped tenant never
+                    // name a later one)
+  std::string name;
+  TenantState state = TenantState::kActive;
+  TenantQuotas quotas;
+};
+
+// Everything the catalog holds about a collection's tenants: the tenants, who owns which
+// internal id, and which ids were granted to which tenants.
+struct StoredTenants {
+  std::vector<StoredTenant> tenants;                  // by name
+  std::vector<std::pair<uint32_t, uint64_t>> owners;  // (tenant id, internal id), by tenant
+  std::vector<std::pair<uint32_t, uint64_t>> grants;  // (tenant id, internal id), by tenant
+  uint32_t next_tenant_id = 1;
+};
+
 // Converts a RocksDB status to a canonical absl::Status, prefixing `context`.
 absl::Status FromRocks(const rocksdb::Status& s, std::string_view context);
 
@@ -133,6 +152,17 @@ class RecordStore {
     void SetNextInternalId(uint32_t collection_id, uint64_t next);
     // Records that the index's copy of `internal_id` is out of date (rewritten or deleted).
     void MarkStale(uint32_t collection_id, uint64_t internal_id);
+    // ---- Tenant rows (record_store_tenants.cc), in the catalog family ----
+    // The tenant's row (name -> id, state, quotas); raises the collection's tenant id counter.
+    void PutTenant(uint32_t collection_id, const StoredTenant& tenant);
+    // Removes the tenant's row and every owner and grant row of its id.
+    void DeleteTenant(uint32_t collection_id, const StoredTenant& tenant);
+    // `tenant_id` owns / was granted `internal_id` (the row is keyed tenant first, so that the
+    // ids of one tenant are one range).
+    void PutOwner(uint32_t collection_id, uint32_t tenant_id, uint64_t internal_id);
+    void DeleteOwner(uint32_t collection_id, uint32_t tenant_id, uint64_t internal_id);
+    void PutGrant(uint32_t collection_id, uint32_t tenant_id, uint64_t internal_id);
+    void DeleteGrant(uint32_t collection_id, uint32_t tenant_id, uint64_t internal_id);
     size_t Count() const;
 
    private:
@@ -164,6 +194,10 @@ class RecordStore {
   // Calls `fn` for every key -> internal id row of the collection.
   absl::Status ScanKeys(uint32_t collection_id,
                         const std::function<absl::Status(Key&&, uint64_t)>& fn);
+
+  // ---- Tenants (record_store_tenants.cc) ----
+  // Every tenant row, owner row and grant row of the collection (one range scan).
+  absl::StatusOr<StoredTenants> LoadTenants(uint32_t collection_id);
 
   // ---- Index column family ----
   // Replaces the collection's index rows (manifest, posting directory, stale marks) in one

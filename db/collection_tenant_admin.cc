@@ -1,0 +1,254 @@
+// Collection's tenant administration: create, drop, list, describe, quotas, state, grants,
+// counts and deletes by tenant. Tenant rows change in synced batches; grants and deletes at
+// the caller's sync level, in the same batch as the rows they describe.
+#include <algorithm>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "db/collection.h"
+#include "db/collection_key_claim.h"
+#include "db/validation.h"
+
+namespace shoal::db {
+namespace {
+
+constexpr uint32_t kMaxTenantPage = 10000;
+
+TenantInfo InfoOf(const TenantEntry& t, const tenants::AccessTable& access) {
+  TenantInfo info;
+  info.name = t.meta.name;
+  info.state = t.meta.state;
+  info.quotas = t.meta.quotas;
+  info.vectors_owned = access.OwnedCount(t.meta.id);
+  info.vectors_visible = access.VisibleCount(t.meta.id);
+  info.bytes_owned = access.OwnedBytes(t.meta.id);
+  t.stats.Fill(&info);
+  return info;
+}
+
+}  // namespace
+
+absl::Status Collection::CreateTenant(const TenantSpec& spec) {
+  SHOAL_RETURN_IF_ERROR(ValidateCollectionName(spec.name, "spec.name"));
+  SHOAL_RETURN_IF_ERROR(ValidateTenantQuotas(spec.quotas));
+  absl::MutexLock write_lock(&write_mu_);
+  SHOAL_RETURN_IF_ERROR(CheckNotDropped());
+  storage::StoredTenant t;
+  t.name = spec.name;
+  t.quotas = spec.quotas;
+  {
+    absl::MutexLock lock(&state_.mu);
+    if (state_.tenants.contains(spec.name)) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "spec.name: tenant '", spec.name, "' already exists in collection '", spec_.name, "'"));
+    }
+    // Taken even if the commit fails: its outcome is unknown until a reopen.
+    t.id = state_.next_tenant_id++;
+  }
+  auto batch = store_->NewBatch();
+  batch.PutTenant(id_, t);
+  SHOAL_RETURN_IF_ERROR(store_->Commit(batch, /*sync=*/true));
+  auto entry = std::make_shared<TenantEntry>();
+  entry->meta = std::move(t);
+  absl::MutexLock lock(&state_.mu);
+  state_.access.AddTenant(entry->meta.id);
+  state_.tenant_by_id[entry->meta.id] = entry;
+  state_.tenants[entry->meta.name] = std::move(entry);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> Collection::DropTenant(std::string_view tenant,
+                                                const WriteOptions& options) {
+  return DeleteOwned(tenant, options, /*drop=*/true);
+}
+
+absl::StatusOr<uint64_t> Collection::DeleteByTenant(std::string_view tenant,
+                                                    const WriteOptions& options) {
+  return DeleteOwned(tenant, options, /*drop=*/false);
+}
+
+absl::StatusOr<uint64_t> Collection::DeleteOwned(std::string_view tenant,
+                                                 const WriteOptions& options, bool drop) {
+  auto idle = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return in_flight_.empty(); };
+  absl::MutexLock write_lock(&write_mu_, absl::Condition(&idle));
+  SHOAL_RETURN_IF_ERROR(CheckNotDropped());
+  std::shared_ptr<TenantEntry> t;
+  std::vector<uint64_t> ids;
+  auto batch = store_->NewBatch();
+  {
+    absl::ReaderMutexLock lock(&state_.mu);
+    SHOAL_ASSIGN_OR_RETURN(t, FindTenant(tenant));
+    // The tenant's own ids only: never a scan of the collection.
+    if (const auto* owned = state_.access.Owned(t->meta.id))
+      ids.assign(owned->begin(), owned->end());
+    std::sort(ids.begin(), ids.end());
+    for (uint64_t iid : ids) AddDeleteRows(iid, state_.key_of.At(iid), &batch);
+    if (drop) batch.DeleteTenant(id_, t->meta);
+  }
+  if (ids.empty() && !drop) return 0;
+  SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync || drop));
+  absl::MutexLock lock(&state_.mu);
+  ApplyDeletes(ids);
+  if (drop) {
+    state_.access.RemoveTenant(t->meta.id);
+    state_.tenant_by_id.erase(t->meta.id);
+    state_.tenants.erase(t->meta.name);
+  }
+  return ids.size();
+}
+
+absl::StatusOr<TenantPage> Collection::ListTenants(uint32_t page_size,
+                                                   std::string_view page_token) const {
+  if (page_size == 0 || page_size > kMaxTenantPage) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size: ", page_size, " is not in 1..", kMaxTenantPage));
+  }
+  absl::ReaderMutexLock lock(&state_.mu);
+  std::vector<const TenantEntry*> after;
+  for (const auto& [name, t] : state_.tenants) {
+    if (name > page_token) after.push_back(t.get());
+  }
+  auto by_name = [](const TenantEntry* a, const TenantEntry* b) {
+    return a->meta.name < b->meta.name;
+  };
+  TenantPage page;
+  const size_t n = std::min<size_t>(page_size, after.size());
+  std::partial_sort(after.begin(), after.begin() + n, after.end(), by_name);
+  for (size_t i = 0; i < n; ++i) page.tenants.push_back(InfoOf(*after[i], state_.access));
+  if (n < after.size()) page.next_page_token = page.tenants.back().name;
+  return page;
+}
+
+absl::StatusOr<TenantInfo> Collection::DescribeTenant(std::string_view tenant) const {
+  absl::ReaderMutexLock lock(&state_.mu);
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<TenantEntry> t, FindTenant(tenant));
+  return InfoOf(*t, state_.access);
+}
+
+absl::Status Collection::SetTenantQuotas(std::string_view tenant, const TenantQuotas& quotas) {
+  SHOAL_RETURN_IF_ERROR(ValidateTenantQuotas(quotas));
+  absl::MutexLock write_lock(&write_mu_);
+  SHOAL_RETURN_IF_ERROR(CheckNotDropped());
+  std::shared_ptr<TenantEntry> t;
+  storage::StoredTenant meta;
+  {
+    absl::ReaderMutexLock lock(&state_.mu);
+    SHOAL_ASSIGN_OR_RETURN(t, FindTenant(tenant));
+    meta = t->meta;
+  }
+  meta.quotas = quotas;
+  auto batch = store_->NewBatch();
+  batch.PutTenant(id_, meta);
+  SHOAL_RETURN_IF_ERROR(store_->Commit(batch, /*sync=*/true));
+  absl::MutexLock lock(&state_.mu);
+  t->meta.quotas = quotas;
+  return absl::OkStatus();
+}
+
+absl::Status Collection::SetTenantState(std::string_view tenant, TenantState state) {
+  if (state != TenantState::kActive && state != TenantState::kInactive &&
+      state != TenantState::kOffloaded) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state: ", static_cast<int>(state), " is not a TenantState"));
+  }
+  absl::MutexLock write_lock(&write_mu_);
+  SHOAL_RETURN_IF_ERROR(CheckNotDropped());
+  std::shared_ptr<TenantEntry> t;
+  storage::StoredTenant meta;
+  {
+    absl::ReaderMutexLock lock(&state_.mu);
+    SHOAL_ASSIGN_OR_RETURN(t, FindTenant(tenant));
+    meta = t->meta;
+  }
+  if (meta.state == state) return absl::OkStatus();
+  meta.state = state;
+  auto batch = store_->NewBatch();
+  batch.PutTenant(id_, meta);
+  SHOAL_RETURN_IF_ERROR(store_->Commit(batch, /*sync=*/true));
+  absl::MutexLock lock(&state_.mu);
+  t->meta.state = state;
+  return absl::OkStatus();
+}
+
+absl::Status Collection::SetAccess(std::string_view tenant, std::span<const Key> keys,
+                                   const WriteOptions& options, bool grant) {
+  SHOAL_RETURN_IF_ERROR(ValidateKeys(keys, options_));
+  std::vector<Key> unique_keys(keys.begin(), keys.end());
+  std::sort(unique_keys.begin(), unique_keys.end());
+  unique_keys.erase(std::unique(unique_keys.begin(), unique_keys.end()), unique_keys.end());
+  KeyClaim claim(this, std::move(unique_keys));
+  SHOAL_RETURN_IF_ERROR(CheckNotDropped());
+  tenants::TenantId tid;
+  std::vector<uint64_t> changed;
+  auto batch = store_->NewBatch();
+  {
+    absl::ReaderMutexLock lock(&state_.mu);
+    SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<TenantEntry> t, FindTenant(tenant));
+    tid = t->meta.id;
+    const tenants::AccessTable& access = state_.access;
+    absl::flat_hash_set<uint64_t> seen;
+    for (size_t i = 0; i < keys.size(); ++i) {
+      const uint64_t* iid = state_.id_of.Find(keys[i]);
+      if (iid == nullptr) {
+        return absl::NotFoundError(
+            absl::StrCat("keys[", i, "]: ", KeyDebugString(keys[i]), " not found"));
+      }
+      const bool owner = access.OwnerOf(*iid) == tid;
+      if (!grant && owner) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("keys[", i, "]: ", KeyDebugString(keys[i]), " is owned by tenant '",
+                         std::string(tenant), "'; an owner cannot be revoked"));
+      }
+      const bool granted = !owner && access.Visible(tid, *iid);
+      if (owner || granted == grant || !seen.insert(*iid).second) continue;
+      if (grant) {
+        batch.PutGrant(id_, tid, *iid);
+      } else {
+        batch.DeleteGrant(id_, tid, *iid);
+      }
+      changed.push_back(*iid);
+    }
+  }
+  if (changed.empty()) return absl::OkStatus();
+  claim.Unlock();
+  SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
+  absl::MutexLock lock(&state_.mu);
+  for (uint64_t iid : changed) {
+    if (grant) {
+      state_.access.Grant(iid, tid);
+    } else {
+      state_.access.Revoke(iid, tid);
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> Collection::ListKeyTenants(const Key& key) const {
+  SHOAL_RETURN_IF_ERROR(ValidateKey(key, "key"));
+  absl::ReaderMutexLock lock(&state_.mu);
+  const uint64_t* iid = state_.id_of.Find(key);
+  if (iid == nullptr) {
+    return absl::NotFoundError(absl::StrCat("key: ", KeyDebugString(key), " not found"));
+  }
+  std::vector<std::string> out;
+  auto name_of = [&](tenants::TenantId t) ABSL_NO_THREAD_SAFETY_ANALYSIS -> const std::string* {
+    const auto it = state_.tenant_by_id.find(t);
+    return it == state_.tenant_by_id.end() ? nullptr : &it->second->meta.name;
+  };
+  if (const std::string* owner = name_of(state_.access.OwnerOf(*iid))) out.push_back(*owner);
+  const size_t first_grantee = out.size();
+  for (tenants::TenantId g : state_.access.GrantsOf(*iid)) {
+    if (const std::string* name = name_of(g)) out.push_back(*name);
+  }
+  std::sort(out.begin() + first_grantee, out.end());
+  return out;
+}
+
+absl::StatusOr<uint64_t> Collection::CountByTenant(std::string_view tenant, bool owned_only) const {
+  absl::ReaderMutexLock lock(&state_.mu);
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<TenantEntry> t, FindTenant(tenant));
+  return owned_only ? state_.access.OwnedCount(t->meta.id) : state_.access.VisibleCount(t->meta.id);
+}
+
+}  // namespace shoal::db

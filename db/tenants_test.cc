@@ -1,0 +1,287 @@
+// Tenants through the public API (shoal/db.h "Tenants"): create / list / describe / drop,
+// ownership and grants, tenant-restricted Get / Search / Delete, quotas, errors, reopen, and
+// the same with an SSD index. The randomized model test is tenants_property_test.cc.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+
+#include "shoal/db.h"
+#include "shoal/filter.h"
+
+namespace shoal {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
+
+Record R(uint64_t key, std::vector<float> v) {
+  Record r;
+  r.key = key;
+  r.vector = std::move(v);
+  return r;
+}
+
+WriteOptions As(std::string tenant) {
+  WriteOptions o;
+  o.tenant = std::move(tenant);
+  return o;
+}
+
+class TenantsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "tenants_test_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    Reopen();
+    ASSERT_TRUE(db_->CreateCollection({"c", 2, Metric::kL2}).ok());
+  }
+  void TearDown() override {
+    db_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  void Reopen() {
+    db_.reset();
+    auto db = DB::Open(dir_, Options{});
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = *std::move(db);
+  }
+  // Keys of the k nearest hits for `tenant` to (x, y).
+  std::vector<uint64_t> SearchKeys(const std::string& tenant, float x, float y, uint32_t k = 10,
+                                   const Filter* filter = nullptr) {
+    SearchParams p;
+    p.k = k;
+    p.tenant = tenant;
+    p.filter = filter;
+    const std::vector<float> q = {x, y};
+    auto hits = db_->Search("c", q, p);
+    EXPECT_TRUE(hits.ok()) << hits.status();
+    std::vector<uint64_t> keys;
+    if (hits.ok()) {
+      for (const Hit& h : (*hits)[0]) keys.push_back(std::get<uint64_t>(h.key));
+    }
+    return keys;
+  }
+  std::vector<bool> Visible(const std::string& tenant, std::vector<Key> keys) {
+    ReadOptions o;
+    o.tenant = tenant;
+    auto got = db_->Get("c", keys, o);
+    EXPECT_TRUE(got.ok()) << got.status();
+    std::vector<bool> out;
+    for (const auto& r : *got) out.push_back(r.has_value());
+    return out;
+  }
+  // Two tenants: a owns 1, 2; b owns 3; key 4 has no owner.
+  void TwoTenants() {
+    ASSERT_TRUE(db_->CreateTenant("c", {"a", {}}).ok());
+    ASSERT_TRUE(db_->CreateTenant("c", {"b", {}}).ok());
+    ASSERT_TRUE(db_->Upsert("c", std::vector{R(1, {0, 0}), R(2, {1, 0})}, As("a")).ok());
+    ASSERT_TRUE(db_->Upsert("c", std::vector{R(3, {0, 1})}, As("b")).ok());
+    ASSERT_TRUE(db_->Upsert("c", std::vector{R(4, {0.1f, 0})}, {}).ok());
+  }
+  std::string dir_;
+  std::unique_ptr<DB> db_;
+};
+
+TEST_F(TenantsTest, CreateListDescribeDrop) {
+  TenantSpec spec{"acme", {}};
+  spec.quotas.max_vectors = 5;
+  ASSERT_TRUE(db_->CreateTenant("c", spec).ok());
+  ASSERT_TRUE(db_->CreateTenant("c", {"beta", {}}).ok());
+  EXPECT_EQ(db_->CreateTenant("c", spec).code(), absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(db_->CreateTenant("c", {"bad name", {}}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(db_->CreateTenant("nope", spec).code(), absl::StatusCode::kNotFound);
+  auto page = db_->ListTenants("c", 1, "");
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->tenants.size(), 1u);
+  EXPECT_EQ(page->tenants[0].name, "acme");
+  EXPECT_EQ(page->tenants[0].quotas.max_vectors, 5u);
+  auto next = db_->ListTenants("c", 1, page->next_page_token);
+  ASSERT_TRUE(next.ok());
+  ASSERT_EQ(next->tenants.size(), 1u);
+  EXPECT_EQ(next->tenants[0].name, "beta");
+  EXPECT_EQ(next->next_page_token, "");
+  EXPECT_EQ(db_->ListTenants("c", 0, "").status().code(), absl::StatusCode::kInvalidArgument);
+  Reopen();
+  auto info = db_->DescribeTenant("c", "acme");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->quotas.max_vectors, 5u);
+  EXPECT_EQ(info->state, TenantState::kActive);
+  ASSERT_TRUE(db_->DropTenant("c", "acme", {}).ok());
+  EXPECT_EQ(db_->DescribeTenant("c", "acme").status().code(), absl::StatusCode::kNotFound);
+  Reopen();
+  EXPECT_EQ(db_->DescribeTenant("c", "acme").status().code(), absl::StatusCode::kNotFound);
+  // A tenant created again under the same name starts empty.
+  ASSERT_TRUE(db_->CreateTenant("c", {"acme", {}}).ok());
+  EXPECT_EQ(*db_->CountByTenant("c", "acme", false), 0u);
+}
+
+TEST_F(TenantsTest, EachTenantSeesOnlyWhatItOwnsOrWasGranted) {
+  TwoTenants();
+  EXPECT_THAT(SearchKeys("a", 0, 0), UnorderedElementsAre(1, 2));
+  EXPECT_THAT(SearchKeys("b", 0, 0), ElementsAre(3));
+  EXPECT_THAT(SearchKeys("", 0, 0), UnorderedElementsAre(1, 2, 3, 4));
+  EXPECT_THAT(Visible("a", {uint64_t{1}, uint64_t{3}, uint64_t{4}, uint64_t{9}}),
+              ElementsAre(true, false, false, false));
+  const std::vector<Key> three = {uint64_t{3}};
+  ASSERT_TRUE(db_->Grant("c", "a", three, {}).ok());
+  EXPECT_THAT(SearchKeys("a", 0, 1), ElementsAre(3, 1, 2));
+  EXPECT_THAT(*db_->ListKeyTenants("c", uint64_t{3}), ElementsAre("b", "a"));
+  EXPECT_EQ(*db_->CountByTenant("c", "a", /*owned_only=*/false), 3u);
+  EXPECT_EQ(*db_->CountByTenant("c", "a", /*owned_only=*/true), 2u);
+  Reopen();
+  EXPECT_THAT(SearchKeys("a", 0, 1), ElementsAre(3, 1, 2));
+  ASSERT_TRUE(db_->Revoke("c", "a", three, {}).ok());
+  EXPECT_THAT(SearchKeys("a", 0, 1), ElementsAre(1, 2));
+  Reopen();
+  EXPECT_THAT(SearchKeys("a", 0, 1), ElementsAre(1, 2));
+  EXPECT_THAT(*db_->ListKeyTenants("c", uint64_t{4}), ElementsAre());
+}
+
+TEST_F(TenantsTest, GrantAndRevokeErrors) {
+  TwoTenants();
+  const std::vector<Key> one = {uint64_t{1}};
+  const std::vector<Key> missing = {uint64_t{1}, uint64_t{99}};
+  EXPECT_TRUE(db_->Grant("c", "a", one, {}).ok());  // to the owner: nothing changes
+  EXPECT_EQ(db_->Revoke("c", "a", one, {}).code(), absl::StatusCode::kFailedPrecondition);
+  absl::Status s = db_->Grant("c", "b", missing, {});
+  EXPECT_EQ(s.code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(s.message(), HasSubstr("keys[1]"));
+  EXPECT_THAT(Visible("b", {uint64_t{1}}), ElementsAre(false));  // all or nothing
+  EXPECT_EQ(db_->Grant("c", "zz", one, {}).code(), absl::StatusCode::kNotFound);
+  EXPECT_EQ(db_->ListKeyTenants("c", uint64_t{99}).status().code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(TenantsTest, DeleteWithATenantTouchesOnlyItsOwnKeys) {
+  TwoTenants();
+  const std::vector<Key> three = {uint64_t{3}};
+  ASSERT_TRUE(db_->Grant("c", "a", three, {}).ok());
+  // Granted, not owned: PermissionDenied; invisible: absent.
+  EXPECT_EQ(db_->Delete("c", three, As("a")).status().code(), absl::StatusCode::kPermissionDenied);
+  const std::vector<Key> four = {uint64_t{4}};
+  EXPECT_EQ(*db_->Delete("c", four, As("a")), 0u);
+  EXPECT_THAT(Visible("", {uint64_t{4}}), ElementsAre(true));
+  // The owner's delete removes it for everyone it was granted to.
+  EXPECT_EQ(*db_->Delete("c", three, As("b")), 1u);
+  EXPECT_THAT(SearchKeys("a", 0, 1), ElementsAre(1, 2));
+  EXPECT_EQ(*db_->CountByTenant("c", "a", false), 2u);
+}
+
+TEST_F(TenantsTest, UpsertOverAnotherTenantsKeyIsDeniedAndRewritesKeepGrants) {
+  TwoTenants();
+  EXPECT_EQ(db_->Upsert("c", std::vector{R(3, {5, 5})}, As("a")).code(),
+            absl::StatusCode::kPermissionDenied);
+  EXPECT_EQ(db_->Upsert("c", std::vector{R(4, {5, 5})}, As("a")).code(),
+            absl::StatusCode::kPermissionDenied);  // unowned: not the tenant's either
+  const std::vector<Key> three = {uint64_t{3}};
+  ASSERT_TRUE(db_->Grant("c", "a", three, {}).ok());
+  ASSERT_TRUE(db_->Upsert("c", std::vector{R(3, {7, 7})}, As("b")).ok());
+  EXPECT_THAT(*db_->ListKeyTenants("c", uint64_t{3}), ElementsAre("b", "a"));
+  ASSERT_TRUE(db_->Upsert("c", std::vector{R(3, {8, 8})}, {}).ok());  // untenanted: keeps owner
+  EXPECT_THAT(*db_->ListKeyTenants("c", uint64_t{3}), ElementsAre("b", "a"));
+  EXPECT_THAT(SearchKeys("a", 8, 8, 1), ElementsAre(3));
+  EXPECT_EQ(db_->Upsert("c", std::vector{R(5, {0, 0})}, As("nobody")).code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(TenantsTest, DeleteByTenantAndDropTenantRemoveOwnedRecordsEverywhere) {
+  TwoTenants();
+  const std::vector<Key> one = {uint64_t{1}};
+  ASSERT_TRUE(db_->Grant("c", "b", one, {}).ok());
+  EXPECT_EQ(*db_->DeleteByTenant("c", "a", {}), 2u);
+  EXPECT_THAT(SearchKeys("b", 0, 0), ElementsAre(3));
+  EXPECT_THAT(SearchKeys("", 0, 0), UnorderedElementsAre(3, 4));
+  ASSERT_TRUE(db_->Upsert("c", std::vector{R(5, {0, 0})}, As("a")).ok());
+  const std::vector<Key> three = {uint64_t{3}};
+  ASSERT_TRUE(db_->Grant("c", "a", three, {}).ok());
+  EXPECT_EQ(*db_->DropTenant("c", "b", {}), 1u);  // key 3, granted to a too
+  EXPECT_THAT(SearchKeys("a", 0, 0), ElementsAre(5));
+  Reopen();
+  EXPECT_THAT(SearchKeys("a", 0, 0), ElementsAre(5));
+  EXPECT_THAT(SearchKeys("", 0, 0), UnorderedElementsAre(4, 5));
+  VerifyReport report;
+  EXPECT_TRUE(db_->Verify("c", &report).ok()) << report.problems.size();
+}
+
+TEST_F(TenantsTest, QuotasRefuseWritesAndSearchesNamingTheQuota) {
+  TenantSpec spec{"small", {}};
+  spec.quotas.max_vectors = 2;
+  ASSERT_TRUE(db_->CreateTenant("c", spec).ok());
+  ASSERT_TRUE(db_->Upsert("c", std::vector{R(1, {0, 0}), R(2, {0, 0})}, As("small")).ok());
+  ASSERT_TRUE(db_->Upsert("c", std::vector{R(2, {1, 1})}, As("small")).ok());  // a rewrite
+  absl::Status s = db_->Upsert("c", std::vector{R(3, {0, 0})}, As("small"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("max_vectors"));
+  EXPECT_THAT(s.message(), HasSubstr("'small'"));
+  TenantQuotas q;
+  q.max_bytes = 10;
+  ASSERT_TRUE(db_->SetTenantQuotas("c", "small", q).ok());
+  s = db_->Upsert("c", std::vector{R(3, {0, 0})}, As("small"));
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(s.message(), HasSubstr("max_bytes"));
+  q = {};
+  q.max_searches_per_second = 1;
+  ASSERT_TRUE(db_->SetTenantQuotas("c", "small", q).ok());
+  SearchParams p;
+  p.tenant = "small";
+  const std::vector<float> query = {0, 0};
+  ASSERT_TRUE(db_->Search("c", query, p).ok());
+  auto refused = db_->Search("c", query, p);  // the bucket holds one second's worth: 1
+  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.status().message(), HasSubstr("max_searches_per_second"));
+  q.max_searches_per_second = -1;
+  EXPECT_EQ(db_->SetTenantQuotas("c", "small", q).code(), absl::StatusCode::kInvalidArgument);
+  auto info = db_->DescribeTenant("c", "small");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->searches, 1u);
+  EXPECT_EQ(info->vectors_owned, 2u);
+  EXPECT_GT(info->bytes_owned, 0u);
+}
+
+TEST_F(TenantsTest, StateIsDurable) {
+  ASSERT_TRUE(db_->CreateTenant("c", {"t", {}}).ok());
+  ASSERT_TRUE(db_->SetTenantState("c", "t", TenantState::kInactive).ok());
+  Reopen();
+  EXPECT_EQ(db_->DescribeTenant("c", "t")->state, TenantState::kInactive);
+  EXPECT_EQ(db_->SetTenantState("c", "t", static_cast<TenantState>(9)).code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST_F(TenantsTest, FiltersAndTenantsCombine) {
+  TwoTenants();
+  std::vector<Record> more = {R(10, {0, 0}), R(11, {0, 0})};
+  more[0].tags = {"red"};
+  ASSERT_TRUE(db_->Upsert("c", more, As("a")).ok());
+  const Filter red = HasTag("red");
+  EXPECT_THAT(SearchKeys("a", 0, 0, 10, &red), ElementsAre(10));
+  EXPECT_THAT(SearchKeys("b", 0, 0, 10, &red), ElementsAre());
+}
+
+TEST_F(TenantsTest, TenantSearchOverAnSsdIndexAndItsBuffer) {
+  ASSERT_TRUE(db_->CreateTenant("c", {"a", {}}).ok());
+  ASSERT_TRUE(db_->CreateTenant("c", {"b", {}}).ok());
+  std::vector<Record> a, b;
+  for (uint64_t i = 0; i < 3000; ++i) {
+    const float x = static_cast<float>(i % 100), y = static_cast<float>(i / 100);
+    (i % 3 == 0 ? a : b).push_back(R(i, {x, y}));
+  }
+  ASSERT_TRUE(db_->Upsert("c", a, As("a")).ok());
+  ASSERT_TRUE(db_->Upsert("c", b, As("b")).ok());
+  ASSERT_TRUE(db_->BuildIndex("c", "spann:centroid_ratio=0.05,replicas=2,seed=1").ok());
+  ASSERT_TRUE(db_->Upsert("c", std::vector{R(5000, {50.2f, 10})}, As("a")).ok());
+  for (uint64_t k : SearchKeys("a", 50, 10, 20)) EXPECT_EQ(k % 3 == 0 || k == 5000, true) << k;
+  EXPECT_EQ(SearchKeys("a", 50.2f, 10, 1)[0], 5000u);
+  for (uint64_t k : SearchKeys("b", 50, 10, 20)) EXPECT_NE(k % 3, 0u) << k;
+  ASSERT_TRUE(db_->FlushIndexUpdates("c").ok());
+  EXPECT_EQ(SearchKeys("a", 50.2f, 10, 1)[0], 5000u);
+  Reopen();
+  EXPECT_EQ(SearchKeys("a", 50.2f, 10, 1)[0], 5000u);
+  VerifyReport report;
+  EXPECT_TRUE(db_->Verify("c", &report).ok());
+}
+
+}  // namespace
+}  // namespace shoal

@@ -1,0 +1,122 @@
+// AccessTable: who may see which vector of a collection — each internal id's owner tenant and
+// the tenants it was granted to, and each tenant's ids (owned and granted) — in RAM, rebuilt at
+// open from the catalog's owner and grant rows (storage/record_store_tenants.cc).
+//
+//   shoal::tenants::AccessTable access;
+//   access.AddTenant(1);
+//   access.AddTenant(2);
+//   access.SetOwner(/*id=*/7, /*tenant=*/1, /*bytes=*/520);
+//   access.Grant(7, 2);
+//   if (access.Visible(2, 7)) ...;     // true: granted
+//   access.Remove(7);                  // deleted: gone for every tenant
+//
+// Isolation: the DB checks every candidate a tenant's search scores or returns against
+// Visible(), shortlist hits included. Internal ids are never reused (a rewritten key gets a new
+// id; the id counter only grows, see db/collection.h), so an id that left the table can never
+// come back naming another vector: a stale reference to it (in a shortlist or a posting) fails
+// the check instead of reaching a newer record. Were ids ever reused, the table would have to
+// tag them with a generation; Collection checks the invariant (ids of new records are above
+// every id it has handed out) at each write.
+//
+// Memory: one hash entry per id that has an owner or a grant (owner, record bytes, grantees
+// inline up to two), plus one hash-set entry per (tenant, id) pair. A tenant with no ids costs
+// one small struct; thousands of tenants are cheap.
+//
+// Thread safety: none of its own; const methods may run concurrently (Collection guards it with
+// its state's reader/writer lock).
+#ifndef SHOAL_TENANTS_ACCESS_TABLE_H_
+#define SHOAL_TENANTS_ACCESS_TABLE_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/container/inlined_vector.h"
+#include "base/sharded_hash.h"
+
+namespace shoal::tenants {
+
+using TenantId = uint32_t;
+inline constexpr TenantId kNoTenant = 0;  // a record no tenant owns
+
+class AccessTable {
+ public:
+  using IdSet = absl::flat_hash_set<uint64_t>;
+
+  // ---- Tenants ----
+  // Adds a tenant with no ids (no-op when present).
+  void AddTenant(TenantId t);
+  bool HasTenant(TenantId t) const { return tenants_.contains(t); }
+  // Forgets the tenant: its grants are revoked; it must own nothing any more (ids it still
+  // owns become unowned).
+  void RemoveTenant(TenantId t);
+
+  // ---- Ids ----
+  // Records `id` (not yet in the table) as owned by `t` (kNoTenant: unowned, then a no-op;
+  // `t` must have been added), its record taking `bytes`.
+  void SetOwner(uint64_t id, TenantId t, uint64_t bytes);
+  // The owner's byte count of `id` (after a reopen, when the record is read).
+  void SetBytes(uint64_t id, uint64_t bytes);
+  // kNoTenant when `id` has no owner (or is unknown).
+  TenantId OwnerOf(uint64_t id) const;
+  // The bytes recorded for `id` (0 when it has no entry).
+  uint64_t BytesOf(uint64_t id) const;
+  // Makes `id` visible to `t` (which must have been added). False (nothing changes) when `t`
+  // owns it or was granted it already.
+  bool Grant(uint64_t id, TenantId t);
+  // False when `id` was not granted to `t` (its owner included).
+  bool Revoke(uint64_t id, TenantId t);
+  // The tenants `id` was granted to, in grant order (empty when none).
+  std::span<const TenantId> GrantsOf(uint64_t id) const;
+  // Forgets `id` for every tenant (a delete, or the old id of a rewritten record).
+  void Remove(uint64_t id);
+
+  // ---- Queries ----
+  // May tenant `t` see `id`? (It owns it or was granted it.) kNoTenant sees nothing here.
+  bool Visible(TenantId t, uint64_t id) const {
+    const auto it = tenants_.find(t);
+    if (it == tenants_.end()) return false;
+    return it->second->owned.contains(id) || it->second->granted.contains(id);
+  }
+  size_t OwnedCount(TenantId t) const;
+  size_t VisibleCount(TenantId t) const;
+  uint64_t OwnedBytes(TenantId t) const;
+  // The tenant's owned / granted ids (nullptr for an unknown tenant); unordered.
+  const IdSet* Owned(TenantId t) const;
+  const IdSet* Granted(TenantId t) const;
+  // Ids with an entry (an owner or a grant).
+  size_t size() const { return ids_.size(); }
+  // Calls fn(id, owner, grants) for every id with an entry, in no order.
+  template <typename Fn>
+  void ForEachId(const Fn& fn) const {
+    ids_.ForEach([&](const auto& kv) {
+      const Entry& e = kv.second;
+      fn(kv.first, e.owner, std::span<const TenantId>(e.grants.data(), e.grants.size()));
+    });
+  }
+  size_t MemoryBytes() const;
+
+ private:
+  struct Entry {
+    TenantId owner = kNoTenant;
+    uint32_t bytes = 0;  // saturates: records are far smaller
+    absl::InlinedVector<TenantId, 2> grants;
+  };
+  struct TenantIds {
+    IdSet owned;
+    IdSet granted;
+    uint64_t bytes = 0;  // of the records it owns
+  };
+  TenantIds* Find(TenantId t);
+  const TenantIds* Find(TenantId t) const;
+
+  base::ShardedHashMap<uint64_t, Entry> ids_;
+  absl::flat_hash_map<TenantId, std::unique_ptr<TenantIds>> tenants_;
+};
+
+}  // namespace shoal::tenants
+
+#endif  // SHOAL_TENANTS_ACCESS_TABLE_H_
