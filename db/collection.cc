@@ -41,6 +41,7 @@ absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(
     SHOAL_RETURN_IF_ERROR(c->LoadTenants());
     SHOAL_RETURN_IF_ERROR(c->LoadRecords());
     c->ForgetDeadTenantRows();
+    c->RebuildTenantTree();
     if (c->state_.spann != nullptr) generation = c->state_.spann->manifest().generation;
   }
   SHOAL_RETURN_IF_ERROR(c->maintainer_.Start(c->IndexDir(generation)));
@@ -159,7 +160,7 @@ void Collection::ApplyUpsert(std::span<const Record> records, const std::vector<
       state_.id_of.Set(records[i].key, ids[i]);
       state_.key_of.Insert(ids[i], records[i].key);
     }
-    ApplyTenantRows(plan, ids, old);
+    ApplyTenantRows(plan, ids, old, leaves);
   }
   // Outside the state's lock: the maintenance thread (low priority) takes the hand-off's, and a
   // writer that waited for it holding the state's lock would hold up every search.

@@ -175,9 +175,17 @@ class Collection {
   absl::Status ReserveQuota(const TenantEntry& writer, const TenantPlan& plan)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_) ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
   void ReleaseQuota(const TenantPlan& plan) ABSL_LOCKS_EXCLUDED(write_mu_);
+  // `leaves`: each new id's tree leaf (for the tenant tree).
   void ApplyTenantRows(const TenantPlan& plan, const std::vector<uint64_t>& ids,
-                       const std::vector<std::optional<uint64_t>>& old)
+                       const std::vector<std::optional<uint64_t>>& old,
+                       const std::vector<uint32_t>& leaves)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
+  // Takes `iid` out of the tenant tree for every tenant that sees it.
+  void DetachFromTenantTree(uint64_t iid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
+  // The tree leaf of `iid`: the tenant tree's, else from its record (0 without an SSD index).
+  uint32_t TenantTreeLeaf(uint64_t iid) const ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
+  // A fresh tenant tree over the current index's centroid tree, every visible id attached.
+  void RebuildTenantTree() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
   // Delete's rows for one live record (record, key, tombstone, owner and grant rows).
   void AddDeleteRows(uint64_t iid, const Key& key, storage::RecordStore::Batch* batch) const
       ABSL_SHARED_LOCKS_REQUIRED(state_.mu);

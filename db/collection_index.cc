@@ -243,6 +243,9 @@ absl::Status Collection::SwapIn(std::unique_ptr<index::SpannIndex> fresh,
     state_.ClearStale();
     maintainer_.Reset();
     ResetBuffer();
+    // The tenants' sub-trees hang on the new tree. (Reads the records of ids tenants see while
+    // searches wait: O(those ids) once per build.)
+    RebuildTenantTree();
   }
   // Freed only now that the commit that stopped referencing it is durable.
   if (!old_dir.empty()) fs_->RemoveAll(old_dir).IgnoreError();
@@ -272,6 +275,7 @@ absl::Status Collection::DropSpann() {
     maintainer_.Reset();
     state_.indexed_below = 0;
     state_.buffer.Replace(std::move(all));
+    RebuildTenantTree();
   }
   fs_->RemoveAll(old_dir).IgnoreError();
   return absl::OkStatus();

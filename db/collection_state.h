@@ -29,6 +29,7 @@
 #include "index/spann_index.h"
 #include "shoal/types.h"
 #include "tenants/access_table.h"
+#include "tenants/tenant_tree.h"
 
 namespace shoal::db {
 
@@ -81,6 +82,9 @@ struct CollectionState {
       ABSL_GUARDED_BY(mu);
   tenants::TenantId next_tenant_id ABSL_GUARDED_BY(mu) = 1;
   tenants::AccessTable access ABSL_GUARDED_BY(mu);
+  // Each tenant's sub-tree of the SSD index's centroid tree (one node without an index); rebuilt
+  // when the index changes.
+  tenants::TenantTree tenant_tree ABSL_GUARDED_BY(mu);
 
   // Ids added to `stale` since the maintenance thread last took them.
   absl::Mutex stale_log_mu ABSL_ACQUIRED_AFTER(mu);

@@ -91,6 +91,7 @@ absl::StatusOr<uint64_t> Collection::DeleteOwned(std::string_view tenant,
   absl::MutexLock lock(&state_.mu);
   ApplyDeletes(ids);
   if (drop) {
+    state_.tenant_tree.DropTenant(t->meta.id);
     state_.access.RemoveTenant(t->meta.id);
     state_.tenant_by_id.erase(t->meta.id);
     state_.tenants.erase(t->meta.name);
@@ -181,6 +182,7 @@ absl::Status Collection::SetAccess(std::string_view tenant, std::span<const Key>
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
   tenants::TenantId tid;
   std::vector<uint64_t> changed;
+  std::vector<uint32_t> leaves;  // of `changed`, for the tenant tree (grants)
   auto batch = store_->NewBatch();
   {
     absl::ReaderMutexLock lock(&state_.mu);
@@ -208,17 +210,20 @@ absl::Status Collection::SetAccess(std::string_view tenant, std::span<const Key>
         batch.DeleteGrant(id_, tid, *iid);
       }
       changed.push_back(*iid);
+      if (grant) leaves.push_back(TenantTreeLeaf(*iid));
     }
   }
   if (changed.empty()) return absl::OkStatus();
   claim.Unlock();
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
   absl::MutexLock lock(&state_.mu);
-  for (uint64_t iid : changed) {
+  for (size_t i = 0; i < changed.size(); ++i) {
     if (grant) {
-      state_.access.Grant(iid, tid);
-    } else {
-      state_.access.Revoke(iid, tid);
+      if (state_.access.Grant(changed[i], tid)) {
+        state_.tenant_tree.Attach(tid, changed[i], leaves[i]);
+      }
+    } else if (state_.access.Revoke(changed[i], tid)) {
+      state_.tenant_tree.Detach(tid, changed[i]);
     }
   }
   return absl::OkStatus();

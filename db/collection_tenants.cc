@@ -114,16 +114,59 @@ void Collection::ReleaseQuota(const TenantPlan& plan) {
 }
 
 void Collection::ApplyTenantRows(const TenantPlan& plan, const std::vector<uint64_t>& ids,
-                                 const std::vector<std::optional<uint64_t>>& old) {
+                                 const std::vector<std::optional<uint64_t>>& old,
+                                 const std::vector<uint32_t>& leaves) {
   tenants::AccessTable& access = state_.access;
   for (size_t i = 0; i < old.size(); ++i) {
-    if (old[i].has_value()) access.Remove(*old[i]);
+    if (!old[i].has_value()) continue;
+    DetachFromTenantTree(*old[i]);
+    access.Remove(*old[i]);
   }
   if (plan.owners.empty()) return;
+  tenants::TenantTree& tree = state_.tenant_tree;
   for (size_t i = 0; i < ids.size(); ++i) {
-    if (plan.owners[i] != tenants::kNoTenant)
+    if (plan.owners[i] != tenants::kNoTenant) {
       access.SetOwner(ids[i], plan.owners[i], plan.bytes[i]);
-    for (tenants::TenantId g : plan.grants[i]) access.Grant(ids[i], g);
+      tree.Attach(plan.owners[i], ids[i], leaves[i]);
+    }
+    for (tenants::TenantId g : plan.grants[i]) {
+      if (access.Grant(ids[i], g)) tree.Attach(g, ids[i], leaves[i]);
+    }
+  }
+}
+
+void Collection::DetachFromTenantTree(uint64_t iid) {
+  const tenants::TenantId owner = state_.access.OwnerOf(iid);
+  if (owner != tenants::kNoTenant) state_.tenant_tree.Detach(owner, iid);
+  for (tenants::TenantId g : state_.access.GrantsOf(iid)) state_.tenant_tree.Detach(g, iid);
+}
+
+uint32_t Collection::TenantTreeLeaf(uint64_t iid) const {
+  if (std::optional<uint32_t> leaf = state_.tenant_tree.LeafOf(iid)) return *leaf;
+  if (state_.spann == nullptr) return 0;
+  // An id no tenant saw yet (an unowned record's first grant): its vector from the store. A
+  // failed read leaves it on leaf 0: searches then reach it through the exact fallback only.
+  absl::StatusOr<std::optional<Record>> r = store_->GetRecord(id_, iid);
+  if (!r.ok() || !r->has_value()) return 0;
+  std::vector<float> scratch;
+  return WriteBuffer::LeafOf(*state_.spann, IndexForm((*r)->vector, &scratch));
+}
+
+void Collection::RebuildTenantTree() {
+  const uint32_t cap = options_.tenant_shortlist_cap;
+  state_.tenant_tree = state_.spann != nullptr ? tenants::TenantTree(state_.spann->tree(), cap)
+                                               : tenants::TenantTree(cap);
+  std::vector<uint64_t> ids;
+  state_.access.ForEachId([&](uint64_t iid, tenants::TenantId, std::span<const tenants::TenantId>) {
+    ids.push_back(iid);
+  });
+  for (uint64_t iid : ids) {
+    const uint32_t leaf = TenantTreeLeaf(iid);
+    const tenants::TenantId owner = state_.access.OwnerOf(iid);
+    if (owner != tenants::kNoTenant) state_.tenant_tree.Attach(owner, iid, leaf);
+    for (tenants::TenantId g : state_.access.GrantsOf(iid)) {
+      state_.tenant_tree.Attach(g, iid, leaf);
+    }
   }
 }
 
@@ -141,6 +184,7 @@ void Collection::ApplyDeletes(const std::vector<uint64_t>& ids) {
   for (uint64_t iid : ids) {
     state_.buffer.Remove(iid);
     state_.attrs.Remove(iid);
+    DetachFromTenantTree(iid);
     state_.access.Remove(iid);
     if (state_.spann != nullptr) state_.MarkStale(iid);
     state_.id_of.Erase(state_.key_of.At(iid));

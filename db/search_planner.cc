@@ -38,15 +38,16 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::Search(
       for (uint64_t id : *ids) allowed.Set(id);
     }
     if (params.filter != nullptr) allowed.And(state.attrs.Evaluate(*params.filter));
-  } else {
-    allowed = state.attrs.Evaluate(*params.filter);
+    const tenants::TenantScope scope(&state.tenant_tree, tenant);
+    return SearchFiltered(state, q, n, params, threads, allowed, &scope);
   }
+  allowed = state.attrs.Evaluate(*params.filter);
   return SearchFiltered(state, q, n, params, threads, allowed);
 }
 
 absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchIndexes(
     const CollectionState& state, const float* q, size_t n, const SearchParams& params,
-    size_t threads, const index::IdFilter* allow) const {
+    size_t threads, const index::IdFilter* allow, const index::PostingScope* scope) const {
   index::SearchParameters p;
   p.k = params.k;
   p.threads = threads;
@@ -56,6 +57,7 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchI
   if (state.spann == nullptr) return buffer.Search(q, n, p);  // every vector, exactly
   index::SearchParameters ssd = p;
   ssd.skip = &state.stale;
+  ssd.scope = scope;
   ssd.max_postings = params.max_postings;
   if (params.pruning_ratio > 0) ssd.pruning_ratio = params.pruning_ratio;
   // A large buffer is searched through the buckets of the tree leaves the SpannIndex navigated
@@ -74,7 +76,7 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchI
 
 absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchFiltered(
     const CollectionState& state, const float* q, size_t n, const SearchParams& params,
-    size_t threads, const index::IdBitmap& allowed) const {
+    size_t threads, const index::IdBitmap& allowed, const index::PostingScope* scope) const {
   const size_t k = params.k;
   // Without an SSD index the buffer's scan is exact already.
   if (state.spann == nullptr) return SearchIndexes(state, q, n, params, threads, &allowed);
@@ -82,7 +84,7 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchF
   if (passing <= std::max(kExactFilterIds, 64 * k)) {
     return SearchAllowedExactly(state, q, n, k, threads, allowed, params.stats);
   }
-  SHOAL_ASSIGN_OR_RETURN(auto found, SearchIndexes(state, q, n, params, threads, &allowed));
+  SHOAL_ASSIGN_OR_RETURN(auto found, SearchIndexes(state, q, n, params, threads, &allowed, scope));
   // Queries whose nearest postings held fewer than k passing ids: answer them exactly.
   const size_t want = std::min(k, passing);
   std::vector<size_t> short_queries;

@@ -5,6 +5,9 @@
 //  - SSD index: the SpannIndex (tombstoned ids skipped) merged with the write buffer — scanned
 //    whole while small, else only its buckets of the tree leaves the SpannIndex's postings for
 //    that query descend from (so the buffer is searched as if already in those postings).
+//  - A tenant (SearchParams::tenant): a filter passing the ids it sees (state.access); over an
+//    SSD index, its SPANN search scans only postings of tree leaves in its sub-tree
+//    (tenants::TenantTree), and a tenant as sparse as a shortlist is searched exactly.
 //  - SSD index and a filter passing few ids (<= max(kExactFilterIds, 64 k)): exact brute force
 //    over the passing ids — the buffer's rows in place, the others read back from the records.
 //    With many passing ids, the filtered SPANN search; a query left with fewer than
@@ -64,12 +67,15 @@ class SearchPlanner {
  private:
   // The SSD index (skipping tombstones) merged with the buffer, or the buffer alone; `allow`
   // (nullable) is checked during every scan.
+  // `scope` (nullable): the postings the SSD index may scan (a tenant's sub-tree).
   absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchIndexes(
       const CollectionState& state, const float* q, size_t n, const SearchParams& params,
-      size_t threads, const index::IdFilter* allow) const ABSL_SHARED_LOCKS_REQUIRED(state.mu);
+      size_t threads, const index::IdFilter* allow,
+      const index::PostingScope* scope = nullptr) const ABSL_SHARED_LOCKS_REQUIRED(state.mu);
   absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchFiltered(
       const CollectionState& state, const float* q, size_t n, const SearchParams& params,
-      size_t threads, const index::IdBitmap& allowed) const ABSL_SHARED_LOCKS_REQUIRED(state.mu);
+      size_t threads, const index::IdBitmap& allowed,
+      const index::PostingScope* scope = nullptr) const ABSL_SHARED_LOCKS_REQUIRED(state.mu);
   // Exact top-k over the ids in `allowed` (buffer rows + records read from the store).
   absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchAllowedExactly(
       const CollectionState& state, const float* q, size_t n, size_t k, size_t threads,

@@ -321,8 +321,9 @@ absl::Status Collection::Verify(VerifyReport* report) {
     checker.Problem(absl::StrCat("in memory: ", state_.stale.size(), " stale marks, stored ",
                                  view.stale.size(), " (or different ids)"));
   }
-  CheckAccessTable(state_.access, view.tenants,
-                   [&](std::string p) { checker.Problem(std::move(p)); });
+  const ProblemFn problem = [&](std::string p) { checker.Problem(std::move(p)); };
+  CheckAccessTable(state_.access, view.tenants, problem);
+  CheckTenantTree(state_.tenant_tree, state_.access, view.tenants, problem);
   return absl::OkStatus();
 }
 

@@ -97,4 +97,24 @@ void CheckAccessTable(const tenants::AccessTable& access, const TenantRowsView& 
   }
 }
 
+void CheckTenantTree(const tenants::TenantTree& tree, const tenants::AccessTable& access,
+                     const TenantRowsView& view, const ProblemFn& problem) {
+  for (const auto& [t, name] : view.names) {
+    std::vector<std::pair<uint64_t, uint32_t>> ids;
+    for (const auto* set : {access.Owned(t), access.Granted(t)}) {
+      if (set == nullptr) continue;
+      for (uint64_t iid : *set) {
+        const std::optional<uint32_t> leaf = tree.LeafOf(iid);
+        if (!leaf.has_value()) {
+          problem(absl::StrCat("in memory: tenant '", name, "' sees record ", iid,
+                               ", which its tree does not hold (a false negative)"));
+          continue;
+        }
+        ids.emplace_back(iid, *leaf);
+      }
+    }
+    tree.Check(t, ids, [&](std::string p) { problem(absl::StrCat("tenant '", name, "': ", p)); });
+  }
+}
+
 }  // namespace shoal::db

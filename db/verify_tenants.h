@@ -14,6 +14,7 @@
 #include "shoal/types.h"
 #include "storage/record_store.h"
 #include "tenants/access_table.h"
+#include "tenants/tenant_tree.h"
 
 namespace shoal::db {
 
@@ -36,6 +37,11 @@ absl::Status CheckTenantRows(storage::RecordStore* store, uint32_t collection_id
 // The access table that answers tenant reads holds exactly the durable rows.
 void CheckAccessTable(const tenants::AccessTable& access, const TenantRowsView& view,
                       const ProblemFn& problem);
+
+// Each tenant's sub-tree (tenants/tenant_tree.h) holds exactly the ids the access table lets
+// it see: node counts right, no false negative (an id in no bucket), no shortlist over the cap.
+void CheckTenantTree(const tenants::TenantTree& tree, const tenants::AccessTable& access,
+                     const TenantRowsView& view, const ProblemFn& problem);
 
 }  // namespace shoal::db
 

@@ -18,6 +18,10 @@ struct Options {
   bool salvage_damaged_wal = false;
   // Threads used to answer a batch of queries (0 = hardware concurrency).
   uint32_t search_threads = 0;
+  // Multi-tenancy (shoal/tenants.h): the most of one tenant's vector ids a node of its sub-tree
+  // of the index's centroid tree keeps as a shortlist before it splits among the node's
+  // children (Curator's cap). Smaller: finer sub-trees, more RAM per tenant.
+  uint32_t tenant_shortlist_cap = 128;
   // Threads used by BuildIndex (0 = hardware concurrency).
   uint32_t build_threads = 0;
   // Limits: exceeding them gives ResourceExhausted (batch) or InvalidArgument (k).

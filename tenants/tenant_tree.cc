@@ -1,0 +1,255 @@
+#include "tenants/tenant_tree.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace shoal::tenants {
+namespace {
+constexpr uint32_t kNone = UINT32_MAX;
+}  // namespace
+
+TenantTree::TenantTree(uint32_t cap)
+    : cap_(std::max<uint32_t>(cap, 1)),
+      parent_{kNone},
+      leaf_node_{0},
+      node_leaf_{0},
+      children_(1) {}
+
+TenantTree::TenantTree(const index::CentroidTree& tree, uint32_t cap)
+    : cap_(std::max<uint32_t>(cap, 1)) {
+  const size_t nodes = tree.num_nodes();
+  parent_.assign(nodes, kNone);
+  node_leaf_.assign(nodes, kNone);
+  children_.resize(nodes);
+  for (uint32_t n = 0; n < nodes; ++n) {
+    for (uint32_t c : tree.children(n)) {
+      parent_[c] = n;
+      children_[n].push_back(c);
+    }
+  }
+  leaf_node_.resize(tree.num_leaves());
+  for (uint32_t leaf = 0; leaf < tree.num_leaves(); ++leaf) {
+    leaf_node_[leaf] = tree.leaf_node(leaf);
+    node_leaf_[leaf_node_[leaf]] = leaf;
+  }
+  if (leaf_node_.empty()) *this = TenantTree(cap);
+}
+
+void TenantTree::Path(uint32_t leaf, std::vector<uint32_t>* path) const {
+  path->clear();
+  for (uint32_t n = leaf_node_[std::min<uint32_t>(leaf, num_leaves() - 1)]; n != kNone;
+       n = parent_[n]) {
+    path->push_back(n);
+  }
+  std::reverse(path->begin(), path->end());
+}
+
+uint32_t TenantTree::CountIn(const Sub& s, uint32_t node) const {
+  const auto it = s.count.find(node);
+  return it == s.count.end() ? 0 : it->second;
+}
+
+uint32_t TenantTree::LeafOfId(uint64_t id) const {
+  const auto it = leaf_of_.find(id);
+  return it == leaf_of_.end() ? 0 : it->second;
+}
+
+void TenantTree::Attach(TenantId t, uint64_t id, uint32_t leaf) {
+  leaf = std::min<uint32_t>(leaf, num_leaves() - 1);
+  leaf_of_[id] = leaf;
+  ++leaf_refs_[id];
+  Sub& s = subs_[t];
+  std::vector<uint32_t> path;
+  Path(leaf, &path);
+  for (uint32_t n : path) ++s.count[n];
+  // The id's bucket is the first node of its path with at most cap vectors of the tenant.
+  for (uint32_t n : path) {
+    auto it = s.shortlist.find(n);
+    if (CountIn(s, n) <= cap_) {
+      if (it == s.shortlist.end()) it = s.shortlist.emplace(n, IdSet{}).first;
+      it->second.insert(id);
+      return;
+    }
+    if (it != s.shortlist.end()) SplitDown(s, n);  // it just overflowed
+  }
+  s.dense[path.back()].insert(id);  // a dense leaf
+}
+
+void TenantTree::SplitDown(Sub& s, uint32_t node) {
+  IdSet ids = std::move(s.shortlist[node]);
+  s.shortlist.erase(node);
+  if (children_[node].empty()) {
+    s.dense[node] = std::move(ids);
+    return;
+  }
+  std::vector<uint32_t> path;
+  for (uint64_t id : ids) {
+    Path(LeafOfId(id), &path);
+    const auto at = std::find(path.begin(), path.end(), node);
+    if (at == path.end() || at + 1 == path.end()) continue;
+    s.shortlist[*(at + 1)].insert(id);
+  }
+}
+
+void TenantTree::Gather(Sub& s, uint32_t node, IdSet* into) {
+  if (auto it = s.shortlist.find(node); it != s.shortlist.end()) {
+    into->insert(it->second.begin(), it->second.end());
+    s.shortlist.erase(it);
+    return;
+  }
+  if (auto it = s.dense.find(node); it != s.dense.end()) {
+    into->insert(it->second.begin(), it->second.end());
+    s.dense.erase(it);
+    return;
+  }
+  for (uint32_t c : children_[node]) {
+    if (CountIn(s, c) > 0) Gather(s, c, into);
+  }
+}
+
+void TenantTree::MergeUp(Sub& s, uint32_t node) {
+  IdSet ids;
+  Gather(s, node, &ids);
+  if (!ids.empty()) s.shortlist[node] = std::move(ids);
+}
+
+std::optional<uint32_t> TenantTree::LeafOf(uint64_t id) const {
+  const auto it = leaf_of_.find(id);
+  if (it == leaf_of_.end()) return std::nullopt;
+  return it->second;
+}
+
+void TenantTree::Detach(TenantId t, uint64_t id) {
+  const auto sub = subs_.find(t);
+  if (sub == subs_.end() || !leaf_of_.contains(id)) return;
+  Sub& s = sub->second;
+  const uint32_t leaf = LeafOfId(id);
+  std::vector<uint32_t> path;
+  Path(leaf, &path);
+  bool found = false;
+  for (uint32_t n : path) {
+    auto it = s.shortlist.find(n);
+    if (it != s.shortlist.end() && it->second.erase(id) > 0) {
+      if (it->second.empty()) s.shortlist.erase(it);
+      found = true;
+      break;
+    }
+  }
+  if (!found) {
+    auto it = s.dense.find(path.back());
+    if (it == s.dense.end() || it->second.erase(id) == 0) return;  // never attached
+    if (it->second.empty()) s.dense.erase(it);
+  }
+  for (uint32_t n : path) {
+    auto it = s.count.find(n);
+    if (--it->second == 0) s.count.erase(it);
+  }
+  if (auto r = leaf_refs_.find(id); r != leaf_refs_.end() && --r->second == 0) {
+    leaf_refs_.erase(r);
+    leaf_of_.erase(id);
+  }
+  // The first sparse node of the path gathers what lies below it (a merge, when it was dense).
+  for (uint32_t n : path) {
+    if (CountIn(s, n) == 0) break;
+    if (CountIn(s, n) <= cap_) {
+      if (!s.shortlist.contains(n)) MergeUp(s, n);
+      break;
+    }
+  }
+  if (s.count.empty()) subs_.erase(sub);
+}
+
+void TenantTree::DropTenant(TenantId t) {
+  const auto sub = subs_.find(t);
+  if (sub == subs_.end()) return;
+  auto release = [&](const IdSet& ids) {
+    for (uint64_t id : ids) {
+      if (auto r = leaf_refs_.find(id); r != leaf_refs_.end() && --r->second == 0) {
+        leaf_refs_.erase(r);
+        leaf_of_.erase(id);
+      }
+    }
+  };
+  for (const auto& [n, ids] : sub->second.shortlist) release(ids);
+  for (const auto& [n, ids] : sub->second.dense) release(ids);
+  subs_.erase(sub);
+}
+
+bool TenantTree::Reaches(TenantId t, uint32_t leaf) const {
+  const auto sub = subs_.find(t);
+  if (sub == subs_.end() || leaf >= num_leaves()) return false;
+  return CountIn(sub->second, leaf_node_[leaf]) > 0;
+}
+
+uint32_t TenantTree::Count(TenantId t, uint32_t node) const {
+  const auto sub = subs_.find(t);
+  return sub == subs_.end() ? 0 : CountIn(sub->second, node);
+}
+
+void TenantTree::ForEachShortlist(TenantId t,
+                                  const std::function<void(uint32_t, const IdSet&)>& fn) const {
+  const auto sub = subs_.find(t);
+  if (sub == subs_.end()) return;
+  for (const auto& [n, ids] : sub->second.shortlist) fn(n, ids);
+}
+
+void TenantTree::ForEachDenseLeaf(TenantId t, const std::function<void(uint32_t)>& fn) const {
+  const auto sub = subs_.find(t);
+  if (sub == subs_.end()) return;
+  for (const auto& [n, ids] : sub->second.dense) fn(node_leaf_[n]);
+}
+
+size_t TenantTree::MemoryBytes() const {
+  size_t bytes = (parent_.capacity() + leaf_node_.capacity() + node_leaf_.capacity()) * 4 +
+                 (leaf_of_.capacity() + leaf_refs_.capacity()) * 13;
+  for (const auto& c : children_) bytes += sizeof(c) + c.capacity() * 4;
+  for (const auto& [t, s] : subs_) {
+    bytes += sizeof(Sub) + s.count.capacity() * 9;
+    for (const auto& [n, ids] : s.shortlist) bytes += 48 + ids.capacity() * 9;
+    for (const auto& [n, ids] : s.dense) bytes += 48 + ids.capacity() * 9;
+  }
+  return bytes;
+}
+
+void TenantTree::Check(TenantId t, const std::vector<std::pair<uint64_t, uint32_t>>& ids,
+                       const std::function<void(std::string)>& problem) const {
+  const std::string who = absl::StrCat("tenant tree of tenant id ", t, ": ");
+  absl::flat_hash_map<uint32_t, uint32_t> want;
+  std::vector<uint32_t> path;
+  for (const auto& [id, leaf] : ids) {
+    Path(leaf, &path);
+    for (uint32_t n : path) ++want[n];
+  }
+  const auto sub = subs_.find(t);
+  const Sub empty;
+  const Sub& s = sub == subs_.end() ? empty : sub->second;
+  if (want != s.count) problem(absl::StrCat(who, "node counts disagree with its ids"));
+  absl::flat_hash_map<uint64_t, int> seen;
+  for (const auto& [n, list] : s.shortlist) {
+    if (list.size() > cap_) {
+      problem(absl::StrCat(who, "shortlist at node ", n, " holds ", list.size(), " > cap ", cap_));
+    }
+    if (parent_[n] != kNone && CountIn(s, parent_[n]) <= cap_) {
+      problem(absl::StrCat(who, "shortlist at node ", n, " below a sparse parent"));
+    }
+    for (uint64_t id : list) ++seen[id];
+  }
+  for (const auto& [n, list] : s.dense) {
+    if (list.size() <= cap_) problem(absl::StrCat(who, "dense leaf node ", n, " is sparse"));
+    for (uint64_t id : list) ++seen[id];
+  }
+  for (const auto& [id, leaf] : ids) {
+    const auto it = seen.find(id);
+    if (it == seen.end()) {
+      problem(absl::StrCat(who, "id ", id, " is in no bucket (a false negative)"));
+    } else if (it->second != 1) {
+      problem(absl::StrCat(who, "id ", id, " is in ", it->second, " buckets"));
+    }
+  }
+  if (seen.size() != ids.size()) {
+    problem(absl::StrCat(who, seen.size(), " ids in buckets, ", ids.size(), " visible"));
+  }
+}
+
+}  // namespace shoal::tenants

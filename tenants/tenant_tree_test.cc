@@ -1,0 +1,107 @@
+#include "tenants/tenant_tree.h"
+
+#include <map>
+#include <random>
+#include <set>
+
+#include "base/test_seed.h"
+#include "gtest/gtest.h"
+#include "index/centroid_tree.h"
+#include "index/kmeans.h"
+
+namespace shoal::tenants {
+namespace {
+
+index::CentroidTree SmallTree(size_t leaves, std::mt19937_64& rng) {
+  const size_t n = 4000, d = 4;
+  std::vector<float> x(n * d);
+  std::normal_distribution<float> g;
+  for (float& v : x) v = g(rng);
+  auto backend = index::MakeDefaultClusteringBackend(0);
+  index::TreeOptions o;
+  o.num_leaves = leaves;
+  o.branching = 4;
+  o.threads = 1;
+  auto tree = index::CentroidTree::Build(*backend, x.data(), n, d, o);
+  EXPECT_TRUE(tree.ok()) << tree.status();
+  return *std::move(tree);
+}
+
+void ExpectConsistent(const TenantTree& tree, TenantId t,
+                      const std::map<uint64_t, uint32_t>& model) {
+  std::vector<std::pair<uint64_t, uint32_t>> ids(model.begin(), model.end());
+  std::vector<std::string> problems;
+  tree.Check(t, ids, [&](std::string p) { problems.push_back(std::move(p)); });
+  ASSERT_TRUE(problems.empty()) << problems.front();
+}
+
+// Random attach / detach against a model; the structure is checked after every step: counts,
+// no shortlist over the cap or below a sparse node, every id in exactly one bucket.
+TEST(TenantTreeTest, SplitsAndMergesKeepEveryIdInExactlyOneBucket) {
+  std::mt19937_64 rng(base::TestSeed());
+  const index::CentroidTree shape = SmallTree(40, rng);
+  TenantTree tree(shape, /*cap=*/8);
+  std::map<TenantId, std::map<uint64_t, uint32_t>> model;
+  for (int step = 0; step < 6000; ++step) {
+    const TenantId t = 1 + rng() % 3;
+    auto& m = model[t];
+    // Grow to a few hundred ids, then shrink back to nothing: overflow then merges.
+    const bool grow = (step / 1500) % 2 == 0;
+    if (grow || m.empty()) {
+      const uint64_t id = rng() % 100000;
+      if (m.contains(id)) continue;
+      // Skewed leaves, so that some become dense; an id has one leaf whatever the tenant.
+      const uint32_t l = id % 4 == 0 ? (id / 4) % tree.num_leaves() : id % 3;
+      m[id] = l;
+      tree.Attach(t, id, l);
+    } else {
+      auto it = m.begin();
+      std::advance(it, rng() % m.size());
+      tree.Detach(t, it->first);
+      m.erase(it);
+    }
+    ExpectConsistent(tree, t, m);
+    if (HasFatalFailure()) return;
+    for (uint32_t l = 0; l < tree.num_leaves(); ++l) {
+      bool has = false;
+      for (const auto& [id, il] : m) has |= il == l;
+      ASSERT_EQ(tree.Reaches(t, l), has) << "leaf " << l;
+    }
+  }
+}
+
+TEST(TenantTreeTest, SparseTenantIsOneRootShortlistAndDropForgetsIt) {
+  TenantTree tree(/*cap=*/4);
+  for (uint64_t id = 0; id < 3; ++id) tree.Attach(7, id, 0);
+  int lists = 0;
+  tree.ForEachShortlist(7, [&](uint32_t node, const TenantTree::IdSet& ids) {
+    EXPECT_EQ(node, 0u);
+    EXPECT_EQ(ids.size(), 3u);
+    ++lists;
+  });
+  EXPECT_EQ(lists, 1);
+  for (uint64_t id = 3; id < 6; ++id) tree.Attach(7, id, 0);
+  int dense = 0;
+  tree.ForEachDenseLeaf(7, [&](uint32_t) { ++dense; });
+  EXPECT_EQ(dense, 1);  // one node: over the cap it is a dense leaf
+  tree.DropTenant(7);
+  EXPECT_FALSE(tree.Reaches(7, 0));
+  EXPECT_EQ(tree.Count(7, 0), 0u);
+}
+
+TEST(TenantTreeTest, AGrantThenRevokeRestoresTheStructure) {
+  std::mt19937_64 rng(1);
+  const index::CentroidTree shape = SmallTree(20, rng);
+  TenantTree tree(shape, 4);
+  std::map<uint64_t, uint32_t> m;
+  for (uint64_t id = 0; id < 30; ++id) {
+    m[id] = id % 5;
+    tree.Attach(1, id, id % 5);
+  }
+  tree.Attach(1, 99, 2);
+  tree.Detach(1, 99);
+  ExpectConsistent(tree, 1, m);
+}
+
+}  // namespace
+}  // namespace shoal::tenants
