@@ -241,6 +241,24 @@ TEST_F(TenantsTest, QuotasRefuseWritesAndSearchesNamingTheQuota) {
   EXPECT_GT(info->bytes_owned, 0u);
 }
 
+// Tenant ids are bytes of row keys: 255 ends in 0xff, and the range of its rows must still end
+// after it (found by the property test).
+TEST_F(TenantsTest, DropsATenantWhoseIdEndsInAnFFByte) {
+  for (int t = 1; t <= 256; ++t) {
+    ASSERT_TRUE(db_->CreateTenant("c", {"t" + std::to_string(t), {}}).ok());
+  }
+  ASSERT_TRUE(db_->Upsert("c", std::vector{R(1, {0, 0})}, As("t255")).ok());
+  ASSERT_TRUE(db_->Upsert("c", std::vector{R(2, {0, 0})}, As("t256")).ok());
+  EXPECT_EQ(*db_->DropTenant("c", "t255", {}), 1u);
+  Reopen();
+  EXPECT_EQ(*db_->CountByTenant("c", "t256", true), 1u);
+  auto page = db_->ListTenants("c", 10000, "");
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->tenants.size(), 255u);
+  VerifyReport report;
+  EXPECT_TRUE(db_->Verify("c", &report).ok());
+}
+
 TEST_F(TenantsTest, StateIsDurable) {
   ASSERT_TRUE(db_->CreateTenant("c", {"t", {}}).ok());
   ASSERT_TRUE(db_->SetTenantState("c", "t", TenantState::kInactive).ok());

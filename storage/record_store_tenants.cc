@@ -48,9 +48,10 @@ std::string IdRowPrefix(uint32_t cid, char kind, uint32_t tenant_id) {
   return key;
 }
 
-// The first key after every key that starts with `prefix` (which never ends in 0xff here: it
-// ends in a tenant id below 2^32 - 1 or a kind letter).
+// The first key after every key that starts with `prefix` (never all 0xff here: it starts with
+// "tenant/"). A trailing 0xff carries into the byte before it: tenant id 255 ends in 0xff.
 std::string AfterPrefix(std::string prefix) {
+  while (static_cast<uint8_t>(prefix.back()) == 0xff) prefix.pop_back();
   prefix.back() = static_cast<char>(static_cast<uint8_t>(prefix.back()) + 1);
   return prefix;
 }

@@ -5,7 +5,9 @@
 //  - every acknowledged write is found (Get returns the acknowledged version);
 //  - no deleted key is returned by Get or Search, and no hit carries an old vector (its distance
 //    is the distance to the key's current version);
-//  - Verify is clean.
+//  - every live key keeps its owner tenant and exactly the grants acknowledged (tenant rows are
+//    written in the record's batch);
+//  - Verify is clean (it also checks owner and grant rows against the records).
 // The one operation in flight at the kill may have happened or not: both outcomes are accepted.
 // Seeds are printed (SHOAL_TEST_SEED=N replays one).
 #include <gtest/gtest.h>
@@ -21,6 +23,7 @@
 #include <map>
 #include <optional>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -72,8 +75,10 @@ struct Oracle {
     uint64_t id = 0;
     bool put = false;
     bool build = false;
+    bool grant = false;
     std::vector<uint64_t> keys;
   };
+  std::set<uint64_t> granted;  // live keys granted to tenant t<(k + 1) % 3>
   std::optional<Op> pending;
   uint64_t next_op = 0;
   uint64_t acks = 0, builds = 0;
@@ -92,6 +97,7 @@ struct Oracle {
       in >> kind;
       op.put = kind == "put";
       op.build = kind == "build";
+      op.grant = kind == "grant";
       builds += op.build;
       for (uint64_t k; in >> k;) op.keys.push_back(k);
       pending = op;
@@ -100,8 +106,13 @@ struct Oracle {
     }
     if (word != "ack" || !pending || pending->id != id) return false;
     for (uint64_t k : pending->keys) {
+      if (pending->grant) {
+        if (state[k].has_value()) granted.insert(k);
+        continue;
+      }
       state[k] = pending->put ? std::optional<uint64_t>(id) : std::nullopt;
       if (pending->put) last_put[k] = id;
+      if (!pending->put) granted.erase(k);
     }
     pending.reset();
     ++acks;
@@ -146,12 +157,27 @@ void CheckDatabase(const std::string& dir, Oracle& oracle, int cycle) {
     const uint64_t k = std::get<uint64_t>(keys[i]);
     std::optional<uint64_t> found;
     if ((*got)[i]) found = std::get<int64_t>((*got)[i]->attributes.at("version"));
-    const auto allowed = oracle.Allowed(k);
+    std::vector<std::optional<uint64_t>> allowed = oracle.Allowed(k);
+    const bool pending_grant = oracle.pending && oracle.pending->grant &&
+                               std::find(oracle.pending->keys.begin(), oracle.pending->keys.end(),
+                                         k) != oracle.pending->keys.end();
+    if (pending_grant) allowed.resize(1);
     ASSERT_NE(std::find(allowed.begin(), allowed.end(), found), allowed.end())
         << "cycle " << cycle << " key " << k << ": found version "
         << (found ? std::to_string(*found) : "none") << ", acknowledged "
         << (allowed[0] ? std::to_string(*allowed[0]) : "deleted");
     if (found) ASSERT_EQ((*got)[i]->vector, test::CrashRecord(k, *found).vector);
+    // Tenant rows are written with the record: its owner is there, and its grant iff acked.
+    if (found) {
+      auto tenants = db.ListKeyTenants("crash", k);
+      ASSERT_TRUE(tenants.ok()) << tenants.status();
+      ASSERT_FALSE(tenants->empty()) << "cycle " << cycle << " key " << k << " lost its owner";
+      EXPECT_EQ((*tenants)[0], "t" + std::to_string(k % 3)) << "cycle " << cycle << " key " << k;
+      const bool grant = oracle.granted.contains(k);
+      if (!pending_grant) {
+        EXPECT_EQ(tenants->size(), grant ? 2u : 1u) << "cycle " << cycle << " key " << k;
+      }
+    }
     found_state[k] = found;
   }
   // Search with the vectors of deleted keys and of the newest versions: no hit may be a deleted
@@ -193,6 +219,13 @@ void CheckDatabase(const std::string& dir, Oracle& oracle, int cycle) {
     EXPECT_NE(e.path().extension(), ".tmp") << "cycle " << cycle << ": leftover " << e.path();
   }
   ASSERT_LE(index_dirs, 1u) << "cycle " << cycle;
+  if (oracle.pending && oracle.pending->grant) {  // settled as found
+    for (uint64_t k : oracle.pending->keys) {
+      auto tenants = db.ListKeyTenants("crash", k);
+      if (tenants.ok() && tenants->size() == 2) oracle.granted.insert(k);
+    }
+    oracle.pending.reset();
+  }
   if (oracle.pending && oracle.pending->build) {
     ++oracle.killed_in_build;
     oracle.pending.reset();
@@ -207,6 +240,7 @@ void CheckDatabase(const std::string& dir, Oracle& oracle, int cycle) {
       applied += now && !before;
       oracle.state[k] = found_state[k];
       if (found_state[k]) oracle.last_put[k] = *found_state[k];
+      if (!found_state[k]) oracle.granted.erase(k);
     }
     oracle.pending.reset();
     ++(applied > 0 ? oracle.pending_applied : oracle.pending_dropped);

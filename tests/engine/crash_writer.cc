@@ -1,9 +1,11 @@
 // crash_writer DIR SEED FIRST_OP KEYS: a child process for the crash test. Opens the database at
 // DIR and runs random synced operations on keys [0, KEYS) until killed: upserts of 1-4 keys
-// (new keys and updates), deletes of 1-3 keys, and now and then an index build. Operation n
+// (new keys and updates; key k is owned by tenant "t<k % 3>"), grants of one key to tenant
+// "t<(k + 1) % 3>", deletes of 1-3 keys, and now and then an index build. Operation n
 // (n = FIRST_OP, FIRST_OP + 1, ...) writes version n of each key it upserts. Before an operation
-// it prints "op N put K..." / "op N del K..." / "op N build", after it is acknowledged "ack N"
-// (unbuffered, one write(2) per line). The parent SIGKILLs it at a moment of its choosing.
+// it prints "op N put K..." / "op N del K..." / "op N grant K" / "op N build", after it is
+// acknowledged "ack N" (unbuffered, one write(2) per line). The parent SIGKILLs it at a moment of
+// its choosing.
 #include <unistd.h>
 
 #include <cstdio>
@@ -45,6 +47,13 @@ int main(int argc, char** argv) {
   if (!created.ok() && created.code() != absl::StatusCode::kAlreadyExists) {
     return Fail("create", created);
   }
+  // Tenants: key k is owned by tenant "t<k % 3>"; grants give it to "t<(k + 1) % 3>".
+  for (int t = 0; t < 3; ++t) {
+    auto made = (*db)->CreateTenant("crash", {"t" + std::to_string(t), {}});
+    if (!made.ok() && made.code() != absl::StatusCode::kAlreadyExists) {
+      return Fail("create tenant", made);
+    }
+  }
   std::uniform_int_distribution<uint64_t> key_of(0, keys - 1);
   for (uint64_t op = first_op;; ++op) {
     const int dice = static_cast<int>(rng() % 200);
@@ -58,6 +67,13 @@ int main(int argc, char** argv) {
       if (!info.ok() || info->num_vectors > 0) {
         s = (*db)->BuildIndex("crash", shoal::test::kCrashIndexSpec);
       }
+    } else if (dice < 30) {
+      const uint64_t k = key_of(rng);
+      Say(line + " grant " + std::to_string(k) + "\n");
+      const std::vector<shoal::Key> one = {k};
+      const std::string to = "t" + std::to_string((k + 1) % 3);
+      s = (*db)->Grant("crash", to, one, {.sync = true});
+      if (s.code() == absl::StatusCode::kNotFound) s = absl::OkStatus();  // a deleted key
     } else if (dice < 60) {
       std::vector<shoal::Key> del;
       line += " del";
@@ -72,15 +88,17 @@ int main(int argc, char** argv) {
       std::vector<shoal::Record> batch;
       std::vector<uint64_t> used;
       line += " put";
+      const uint64_t owner = rng() % 3;  // every key of the batch belongs to this tenant
       for (uint64_t n = 1 + rng() % 4; batch.size() < n;) {
-        const uint64_t k = key_of(rng);
+        const uint64_t k = key_of(rng) / 3 * 3 + owner;
+        if (k >= keys) continue;
         if (std::find(used.begin(), used.end(), k) != used.end()) continue;
         used.push_back(k);
         batch.push_back(shoal::test::CrashRecord(k, op));
         line += " " + std::to_string(k);
       }
       Say(line + "\n");
-      s = (*db)->Upsert("crash", batch, {.sync = true});
+      s = (*db)->Upsert("crash", batch, {.sync = true, .tenant = "t" + std::to_string(owner)});
     }
     if (!s.ok()) return Fail(line, s);
     Say("ack " + std::to_string(op) + "\n");
