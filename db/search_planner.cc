@@ -111,9 +111,12 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchA
   });
   index::FlatIndex passing(dimension_, IndexMetric(metric_));
   std::vector<float> scratch;
-  for (uint64_t id : to_read) {
-    SHOAL_ASSIGN_OR_RETURN(std::optional<Record> r, store_->GetRecord(id_, id));
-    if (r.has_value()) passing.Add(id, IndexForm(metric_, r->vector, &scratch));
+  // One batched read (a tenant's shortlist, or a selective filter's ids).
+  SHOAL_ASSIGN_OR_RETURN(std::vector<std::optional<Record>> records,
+                         store_->GetRecords(id_, to_read));
+  for (size_t i = 0; i < to_read.size(); ++i) {
+    if (records[i].has_value())
+      passing.Add(to_read[i], IndexForm(metric_, records[i]->vector, &scratch));
   }
   if (stats != nullptr) stats->vectors_scored += n * allowed.Count();
   auto found = passing.Search(q, n, k, threads);

@@ -82,6 +82,8 @@ class TenantsTest : public ::testing::Test {
     ASSERT_TRUE(db_->Upsert("c", std::vector{R(3, {0, 1})}, As("b")).ok());
     ASSERT_TRUE(db_->Upsert("c", std::vector{R(4, {0.1f, 0})}, {}).ok());
   }
+  // Two tenants over an SSD index built from `spec`, then writes in its buffer.
+  void SsdIndexCase(const std::string& spec);
   std::string dir_;
   std::unique_ptr<DB> db_;
 };
@@ -279,6 +281,14 @@ TEST_F(TenantsTest, FiltersAndTenantsCombine) {
 }
 
 TEST_F(TenantsTest, TenantSearchOverAnSsdIndexAndItsBuffer) {
+  SsdIndexCase("spann:centroid_ratio=0.05,replicas=2,seed=1");
+}
+
+TEST_F(TenantsTest, TenantSearchOverAQuantizedSsdIndex) {
+  SsdIndexCase("spann:centroid_ratio=0.05,replicas=2,seed=1,quant=sq8");
+}
+
+void TenantsTest::SsdIndexCase(const std::string& spec) {
   ASSERT_TRUE(db_->CreateTenant("c", {"a", {}}).ok());
   ASSERT_TRUE(db_->CreateTenant("c", {"b", {}}).ok());
   std::vector<Record> a, b;
@@ -288,7 +298,7 @@ TEST_F(TenantsTest, TenantSearchOverAnSsdIndexAndItsBuffer) {
   }
   ASSERT_TRUE(db_->Upsert("c", a, As("a")).ok());
   ASSERT_TRUE(db_->Upsert("c", b, As("b")).ok());
-  ASSERT_TRUE(db_->BuildIndex("c", "spann:centroid_ratio=0.05,replicas=2,seed=1").ok());
+  ASSERT_TRUE(db_->BuildIndex("c", spec).ok()) << spec;
   ASSERT_TRUE(db_->Upsert("c", std::vector{R(5000, {50.2f, 10})}, As("a")).ok());
   for (uint64_t k : SearchKeys("a", 50, 10, 20)) EXPECT_EQ(k % 3 == 0 || k == 5000, true) << k;
   EXPECT_EQ(SearchKeys("a", 50.2f, 10, 1)[0], 5000u);

@@ -406,6 +406,28 @@ absl::StatusOr<std::optional<Record>> RecordStore::GetRecord(uint32_t cid, uint6
   return std::optional<Record>(*std::move(rec));
 }
 
+absl::StatusOr<std::vector<std::optional<Record>>> RecordStore::GetRecords(
+    uint32_t cid, std::span<const uint64_t> iids) {
+  std::vector<std::string> rows;
+  rows.reserve(iids.size());
+  for (uint64_t iid : iids) rows.push_back(RecordRowKey(cid, iid));
+  std::vector<rocksdb::Slice> keys(rows.begin(), rows.end());
+  std::vector<rocksdb::PinnableSlice> values(iids.size());
+  std::vector<rocksdb::Status> statuses(iids.size());
+  db_->MultiGet(rocksdb::ReadOptions(), records_, keys.size(), keys.data(), values.data(),
+                statuses.data());
+  std::vector<std::optional<Record>> out(iids.size());
+  for (size_t i = 0; i < iids.size(); ++i) {
+    if (statuses[i].IsNotFound()) continue;
+    if (!statuses[i].ok()) return FromRocks(statuses[i], "reading records");
+    auto rec =
+        DecodeRecord(values[i].ToStringView(), absl::StrCat("collection ", cid, " id ", iids[i]));
+    if (!rec.ok()) return rec.status();
+    out[i] = *std::move(rec);
+  }
+  return out;
+}
+
 absl::StatusOr<std::optional<uint64_t>> RecordStore::LookupKey(uint32_t cid, const Key& key) {
   std::string value;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), keys_, KeyMapRowKey(cid, key), &value);

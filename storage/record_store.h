@@ -186,6 +186,9 @@ class RecordStore {
   absl::Status Commit(Batch& batch, bool sync);
 
   absl::StatusOr<std::optional<Record>> GetRecord(uint32_t collection_id, uint64_t internal_id);
+  // Many records in one batched read (RocksDB MultiGet); nullopt where a record is absent.
+  absl::StatusOr<std::vector<std::optional<Record>>> GetRecords(
+      uint32_t collection_id, std::span<const uint64_t> internal_ids);
   absl::StatusOr<std::optional<uint64_t>> LookupKey(uint32_t collection_id, const Key& key);
   // Calls `fn` for every record of the collection in internal-id order; stops at the first error.
   absl::Status ScanRecords(uint32_t collection_id,
