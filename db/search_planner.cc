@@ -1,6 +1,7 @@
 #include "db/search_planner.h"
 
 #include <algorithm>
+#include <functional>
 #include <optional>
 
 #include "absl/container/flat_hash_set.h"
@@ -25,24 +26,57 @@ void MergeNeighbors(std::vector<std::vector<index::Neighbor>>* found,
   }
 }
 
+namespace {
+
+// The ids a tenant sees (state.access), and when set an attribute filter's ids: checked id by id
+// during a scan, so that a large tenant's search never materialises its id set.
+class TenantFilter final : public index::IdFilter {
+ public:
+  TenantFilter(const tenants::AccessTable* access, tenants::TenantId tenant,
+               const index::IdBitmap* attributes)
+      : access_(access), tenant_(tenant), attributes_(attributes) {}
+  bool Allows(uint64_t id) const override {
+    return (attributes_ == nullptr || attributes_->Test(id)) && access_->Visible(tenant_, id);
+  }
+
+ private:
+  const tenants::AccessTable* access_;
+  tenants::TenantId tenant_;
+  const index::IdBitmap* attributes_;
+};
+
+}  // namespace
+
 absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::Search(
     const CollectionState& state, const float* q, size_t n, const SearchParams& params,
     size_t threads, tenants::TenantId tenant) const {
   if (params.filter == nullptr && tenant == tenants::kNoTenant) {
     return SearchIndexes(state, q, n, params, threads, nullptr);
   }
-  index::IdBitmap allowed;
-  if (tenant != tenants::kNoTenant) {
+  std::optional<index::IdBitmap> attributes;
+  if (params.filter != nullptr) attributes = state.attrs.Evaluate(*params.filter);
+  if (tenant == tenants::kNoTenant) {
+    return SearchFiltered(state, q, n, params, threads, *attributes, attributes->Count(),
+                          [&]() -> const index::IdBitmap& { return *attributes; });
+  }
+  // A tenant: its visible ids (ANDed with the filter's). An upper bound of how many pass picks
+  // the path; the bitmap is built only for the exact path (a sparse tenant's shortlist).
+  const TenantFilter allow(&state.access, tenant, attributes ? &*attributes : nullptr);
+  size_t passing = state.access.VisibleCount(tenant);
+  if (attributes.has_value()) passing = std::min(passing, attributes->Count());
+  std::optional<index::IdBitmap> built;
+  auto bitmap = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> const index::IdBitmap& {
+    if (built.has_value()) return *built;
+    built.emplace();
     for (const auto* ids : {state.access.Owned(tenant), state.access.Granted(tenant)}) {
       if (ids == nullptr) continue;
-      for (uint64_t id : *ids) allowed.Set(id);
+      for (uint64_t id : *ids) built->Set(id);
     }
-    if (params.filter != nullptr) allowed.And(state.attrs.Evaluate(*params.filter));
-    const tenants::TenantScope scope(&state.tenant_tree, tenant);
-    return SearchFiltered(state, q, n, params, threads, allowed, &scope);
-  }
-  allowed = state.attrs.Evaluate(*params.filter);
-  return SearchFiltered(state, q, n, params, threads, allowed);
+    if (attributes.has_value()) built->And(*attributes);
+    return *built;
+  };
+  const tenants::TenantScope scope(&state.tenant_tree, tenant);
+  return SearchFiltered(state, q, n, params, threads, allow, passing, bitmap, &scope);
 }
 
 absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchIndexes(
@@ -76,15 +110,16 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchI
 
 absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchFiltered(
     const CollectionState& state, const float* q, size_t n, const SearchParams& params,
-    size_t threads, const index::IdBitmap& allowed, const index::PostingScope* scope) const {
+    size_t threads, const index::IdFilter& allow, size_t passing,
+    const std::function<const index::IdBitmap&()>& allowed,
+    const index::PostingScope* scope) const {
   const size_t k = params.k;
   // Without an SSD index the buffer's scan is exact already.
-  if (state.spann == nullptr) return SearchIndexes(state, q, n, params, threads, &allowed);
-  const size_t passing = allowed.Count();
+  if (state.spann == nullptr) return SearchIndexes(state, q, n, params, threads, &allow);
   if (passing <= std::max(kExactFilterIds, 64 * k)) {
-    return SearchAllowedExactly(state, q, n, k, threads, allowed, params.stats);
+    return SearchAllowedExactly(state, q, n, k, threads, allowed(), params.stats);
   }
-  SHOAL_ASSIGN_OR_RETURN(auto found, SearchIndexes(state, q, n, params, threads, &allowed, scope));
+  SHOAL_ASSIGN_OR_RETURN(auto found, SearchIndexes(state, q, n, params, threads, &allow, scope));
   // Queries whose nearest postings held fewer than k passing ids: answer them exactly.
   const size_t want = std::min(k, passing);
   std::vector<size_t> short_queries;
@@ -96,7 +131,7 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchF
   }
   if (short_queries.empty()) return found;
   SHOAL_ASSIGN_OR_RETURN(auto exact, SearchAllowedExactly(state, redo.data(), short_queries.size(),
-                                                          k, threads, allowed, params.stats));
+                                                          k, threads, allowed(), params.stats));
   for (size_t j = 0; j < short_queries.size(); ++j) found[short_queries[j]] = std::move(exact[j]);
   return found;
 }

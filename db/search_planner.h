@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -72,9 +73,12 @@ class SearchPlanner {
       const CollectionState& state, const float* q, size_t n, const SearchParams& params,
       size_t threads, const index::IdFilter* allow,
       const index::PostingScope* scope = nullptr) const ABSL_SHARED_LOCKS_REQUIRED(state.mu);
+  // `allow`: what passes, checked during scans; `passing`: how many pass (an upper bound);
+  // `allowed`: the same ids as a bitmap, asked for only by the exact path.
   absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchFiltered(
       const CollectionState& state, const float* q, size_t n, const SearchParams& params,
-      size_t threads, const index::IdBitmap& allowed,
+      size_t threads, const index::IdFilter& allow, size_t passing,
+      const std::function<const index::IdBitmap&()>& allowed,
       const index::PostingScope* scope = nullptr) const ABSL_SHARED_LOCKS_REQUIRED(state.mu);
   // Exact top-k over the ids in `allowed` (buffer rows + records read from the store).
   absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchAllowedExactly(
