@@ -306,6 +306,7 @@ TEST_F(TenantsPropertyTest, RandomOperationsNeverLeakAcrossTenants) {
     where_ = absl::StrCat("op ", i, ":");
     Step();
     if (HasFatalFailure()) return;
+    if (i % 50000 == 49999) std::cout << i + 1 << " operations done" << std::endl;
     if (i % 2000 == 1999) {  // the structures too: access table, rows, tenant trees
       VerifyReport report;
       const absl::Status v = db_->Verify("c", &report);
