@@ -237,7 +237,9 @@ void TenantsPropertyTest::Check() {
   ASSERT_TRUE(got.ok()) << where_;
   for (size_t i = 0; i < keys.size(); ++i) {
     ASSERT_EQ((*got)[i].has_value(), m_.Sees(t, keys[i])) << where_ << " key " << keys[i];
-    if ((*got)[i].has_value()) ASSERT_EQ((*got)[i]->vector, m_.records[keys[i]].vector);
+    if ((*got)[i].has_value()) {
+      ASSERT_EQ((*got)[i]->vector, m_.records[keys[i]].vector);
+    }
   }
   // Reachability: a visible vector is the nearest hit of a search for itself.
   for (const auto& [k, r] : m_.records) {
