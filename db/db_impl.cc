@@ -96,6 +96,10 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
   SHOAL_ASSIGN_OR_RETURN(db->store_, storage::RecordStore::Open(rocks_dir, store_options));
   SHOAL_ASSIGN_OR_RETURN(std::vector<storage::StoredCollection> catalog, db->store_->LoadCatalog());
   SHOAL_ASSIGN_OR_RETURN(auto aliases, db->store_->LoadAliases());
+  SHOAL_ASSIGN_OR_RETURN(db->caches_,
+                         cache::CacheCatalog::Open(db->store_.get(), hooks.cache_clock != nullptr
+                                                                         ? hooks.cache_clock
+                                                                         : cache::SystemClock()));
   absl::MutexLock lock(&db->mu_);
   for (const storage::StoredCollection& meta : catalog) {
     absl::StatusOr<std::unique_ptr<Collection>> c = Collection::Load(

@@ -15,6 +15,8 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "cache/cache_catalog.h"
+#include "cache/clock.h"
 #include "db/collection.h"
 #include "shoal/db.h"
 #include "storage/file_system.h"
@@ -28,8 +30,9 @@ namespace shoal::db {
 
 // Where a DB's files go: test seams, not part of the public API. Both must outlive the DB.
 struct StorageHooks {
-  storage::FileSystem* fs = nullptr;    // Shoal's own files; nullptr = POSIX
-  rocksdb::Env* rocksdb_env = nullptr;  // RocksDB's files; nullptr = RocksDB's default
+  storage::FileSystem* fs = nullptr;          // Shoal's own files; nullptr = POSIX
+  rocksdb::Env* rocksdb_env = nullptr;        // RocksDB's files; nullptr = RocksDB's default
+  const cache::Clock* cache_clock = nullptr;  // semantic caches' time; nullptr = wall clock
 };
 
 class DBImpl final : public DB {
@@ -89,6 +92,24 @@ class DBImpl final : public DB {
   absl::StatusOr<uint64_t> DeleteByTenant(std::string_view collection, std::string_view tenant,
                                           const WriteOptions& options) override;
 
+  // Semantic caches: db/db_caches.cc.
+  absl::Status CreateCache(const CacheSpec& spec) override;
+  absl::Status DropCache(std::string_view cache) override;
+  absl::StatusOr<std::vector<CacheInfo>> ListCaches() override;
+  absl::Status SetCachePolicy(std::string_view cache, std::string_view category,
+                              const CachePolicy& policy) override;
+  absl::StatusOr<CachePolicy> GetCachePolicy(std::string_view cache,
+                                             std::string_view category) override;
+  absl::StatusOr<CacheLookupResult> CacheLookup(std::string_view cache,
+                                                const CacheLookupRequest& request) override;
+  absl::StatusOr<uint64_t> CacheStore(std::string_view cache, const CacheStoreRequest& request,
+                                      const WriteOptions& options) override;
+  absl::StatusOr<uint64_t> CacheInvalidate(std::string_view cache,
+                                           const CacheInvalidation& which) override;
+  absl::Status CacheFeedback(std::string_view cache, const CacheFeedbackReport& feedback) override;
+  absl::StatusOr<CacheStats> GetCacheStats(std::string_view cache) override;
+  absl::Status ReportModelLoad(std::string_view model, double load) override;
+
  private:
   DBImpl(const Options& options, storage::FileSystem* fs) : options_(options), fs_(fs) {}
   // Resolves a collection name or alias; errors name `field`.
@@ -110,6 +131,7 @@ class DBImpl final : public DB {
   // Bounds background index maintenance over all collections (Options::index_update_threads).
   std::unique_ptr<MaintenanceBudget> budget_;
   std::unique_ptr<storage::RecordStore> store_;  // declared first: destroyed last
+  std::unique_ptr<cache::CacheCatalog> caches_;  // the semantic caches (rows in store_)
   absl::Mutex change_mu_ ABSL_ACQUIRED_BEFORE(mu_);
   absl::Mutex mu_;
   absl::flat_hash_map<std::string, std::shared_ptr<Collection>> collections_ ABSL_GUARDED_BY(mu_);

@@ -243,6 +243,22 @@ class RecordStore {
   // Every unreferenced table, by name, with what it holds compared against the open store.
   absl::StatusOr<std::vector<UnreferencedTable>> UnreferencedTableFiles();
 
+  // ---- Semantic-cache rows (record_store_cache.cc) ----
+  // Catalog rows under "cache/": opaque bytes to the store; cache/ owns their format. `key`
+  // is relative to that prefix. One CacheWrite list commits atomically (synced when `sync`).
+  struct CacheWrite {
+    std::string key;
+    std::string value;
+    enum class Kind { kPut, kDelete, kDeletePrefix } kind = Kind::kPut;
+  };
+  absl::Status WriteCacheRows(std::span<const CacheWrite> writes, bool sync);
+  // Calls `fn` for every cache row whose (relative) key starts with `prefix`, in key order;
+  // stops at the first error.
+  absl::Status ScanCacheRows(
+      std::string_view prefix,
+      const std::function<absl::Status(std::string_view key, std::string_view value)>& fn);
+  absl::StatusOr<std::optional<std::string>> GetCacheRow(std::string_view key);
+
  private:
   RecordStore() = default;
   // Writes `batch`, resuming first if an earlier write stopped RocksDB (see the file comment).

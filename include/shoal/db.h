@@ -34,6 +34,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "shoal/cache.h"
 #include "shoal/options.h"
 #include "shoal/tenants.h"
 #include "shoal/types.h"
@@ -174,6 +175,46 @@ class DB {
   virtual absl::StatusOr<uint64_t> DeleteByTenant(std::string_view collection,
                                                   std::string_view tenant,
                                                   const WriteOptions& options) = 0;
+
+  // ---- Semantic caches (shoal/cache.h) ----
+  // Named caches of (prompt embedding -> response) for LLM serving, beside the collections
+  // (their own namespace). Hard partitions, per-category policies, an exact-match shortcut on
+  // the prompt, TTLs, quotas, learned and load-adaptive thresholds. Entries' vectors are held
+  // in RAM, responses and metadata in RocksDB: an acknowledged CacheStore survives a crash
+  // (sync as in WriteOptions) and an entry expired at reopen is never served.
+  // Errors: InvalidArgument (naming the field: "embedding", "policy.threshold", ...), NotFound
+  // (unknown cache, naming it; unknown entry id), AlreadyExists (CreateCache).
+  virtual absl::Status CreateCache(const CacheSpec& spec) = 0;
+  // Removes the cache and every entry, durably.
+  virtual absl::Status DropCache(std::string_view cache) = 0;
+  virtual absl::StatusOr<std::vector<CacheInfo>> ListCaches() = 0;  // by name
+  // `category` "" sets the default policy (categories without their own use it).
+  virtual absl::Status SetCachePolicy(std::string_view cache, std::string_view category,
+                                      const CachePolicy& policy) = 0;
+  // The category's own policy, or the default one when it has none.
+  virtual absl::StatusOr<CachePolicy> GetCachePolicy(std::string_view cache,
+                                                     std::string_view category) = 0;
+  // Exact-match shortcut first (same partition and category), then the nearest entry of the
+  // partition and category; never an expired entry.
+  virtual absl::StatusOr<CacheLookupResult> CacheLookup(std::string_view cache,
+                                                        const CacheLookupRequest& request) = 0;
+  // Stores an entry and returns its id (0 when the category is disabled: nothing stored). The
+  // same exact prompt in the same partition and category replaces the older entry. May evict
+  // this category's entries to keep its quota.
+  virtual absl::StatusOr<uint64_t> CacheStore(std::string_view cache,
+                                              const CacheStoreRequest& request,
+                                              const WriteOptions& options) = 0;
+  // Removes the matching entries (or with dry_run only counts them); returns how many.
+  virtual absl::StatusOr<uint64_t> CacheInvalidate(std::string_view cache,
+                                                   const CacheInvalidation& which) = 0;
+  // Reports whether a hit was right; wrong answers tighten the entry's and the category's
+  // thresholds (a wrong exact hit removes the entry). NotFound for an unknown entry.
+  virtual absl::Status CacheFeedback(std::string_view cache,
+                                     const CacheFeedbackReport& feedback) = 0;
+  virtual absl::StatusOr<CacheStats> GetCacheStats(std::string_view cache) = 0;
+  // The current load of `model` in [0, 1] (e.g. queue depth / capacity), for the
+  // load-adaptive band of every cache (CachePolicy::load_high). Not durable: 0 after open.
+  virtual absl::Status ReportModelLoad(std::string_view model, double load) = 0;
 
   // ---- Integrity ----
   // Checks every invariant of `collection` ("" = all collections; see shoal/verify.h) and fills

@@ -1,0 +1,124 @@
+#include "cache/cache_catalog.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace shoal::cache {
+
+absl::Status ValidateCacheSpec(const CacheSpec& spec) {
+  const std::string& n = spec.name;
+  bool ok = !n.empty() && n.size() <= kMaxNameBytes;
+  for (size_t i = 0; ok && i < n.size(); ++i) {
+    const char c = n[i];
+    ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' ||
+         (i > 0 && ((c >= '0' && c <= '9') || c == '-'));
+  }
+  if (!ok) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.name: '", n, "' must match [A-Za-z_][A-Za-z0-9_-]{0,63}"));
+  }
+  if (spec.dimension == 0 || spec.dimension > kMaxDimension) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec.dimension: ", spec.dimension, " is not in 1..", kMaxDimension));
+  }
+  const int m = static_cast<int>(spec.metric);
+  if (m < 0 || m > 2) return absl::InvalidArgumentError("spec.metric: unknown metric");
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<CacheCatalog>> CacheCatalog::Open(storage::RecordStore* store,
+                                                                 const Clock* clock) {
+  std::unique_ptr<CacheCatalog> catalog(new CacheCatalog(store, clock));
+  std::vector<CacheSpec> specs;
+  SHOAL_RETURN_IF_ERROR(store->ScanCacheRows(
+      kSpecPrefix, [&](std::string_view key, std::string_view value) -> absl::Status {
+        SHOAL_ASSIGN_OR_RETURN(CacheSpec spec,
+                               DecodeSpec(key.substr(sizeof(kSpecPrefix) - 1), value));
+        specs.push_back(std::move(spec));
+        return absl::OkStatus();
+      }));
+  absl::MutexLock lock(&catalog->mu_);
+  for (const CacheSpec& spec : specs) {
+    SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<SemanticCache> c,
+                           SemanticCache::Load(spec, store, clock, &catalog->loads_));
+    catalog->caches_[spec.name] = std::move(c);
+  }
+  return catalog;
+}
+
+absl::Status CacheCatalog::Create(const CacheSpec& spec) {
+  SHOAL_RETURN_IF_ERROR(ValidateCacheSpec(spec));
+  absl::MutexLock lock(&mu_);
+  if (caches_.contains(spec.name)) {
+    return absl::AlreadyExistsError(absl::StrCat("spec.name: cache '", spec.name, "' exists"));
+  }
+  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<SemanticCache> c,
+                         SemanticCache::Create(spec, store_, clock_, &loads_));
+  caches_[spec.name] = std::move(c);
+  return absl::OkStatus();
+}
+
+absl::Status CacheCatalog::Drop(std::string_view name) {
+  absl::MutexLock lock(&mu_);
+  auto it = caches_.find(std::string(name));
+  if (it == caches_.end()) {
+    return absl::NotFoundError(absl::StrCat("cache: no cache '", std::string(name), "'"));
+  }
+  SHOAL_RETURN_IF_ERROR(it->second->Drop());
+  caches_.erase(it);
+  return absl::OkStatus();
+}
+
+std::vector<CacheInfo> CacheCatalog::List() {
+  std::vector<std::shared_ptr<SemanticCache>> all;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, c] : caches_) all.push_back(c);
+  }
+  std::vector<CacheInfo> out;
+  for (const auto& c : all) out.push_back(c->Info());
+  std::sort(out.begin(), out.end(),
+            [](const CacheInfo& a, const CacheInfo& b) { return a.spec.name < b.spec.name; });
+  return out;
+}
+
+absl::StatusOr<std::shared_ptr<SemanticCache>> CacheCatalog::Find(std::string_view name) {
+  absl::MutexLock lock(&mu_);
+  auto it = caches_.find(std::string(name));
+  if (it == caches_.end()) {
+    return absl::NotFoundError(absl::StrCat("cache: no cache '", std::string(name), "'"));
+  }
+  return it->second;
+}
+
+absl::Status CacheCatalog::ReportModelLoad(std::string_view model, double load) {
+  if (model.size() > 256) return absl::InvalidArgumentError("model: longer than 256 bytes");
+  if (!std::isfinite(load) || load < 0 || load > 1) {
+    return absl::InvalidArgumentError(absl::StrCat("load: ", load, " is not in [0, 1]"));
+  }
+  loads_.Set(model, load);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> CacheCatalog::Sweep() {
+  std::vector<std::shared_ptr<SemanticCache>> all;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, c] : caches_) all.push_back(c);
+  }
+  uint64_t removed = 0;
+  for (const auto& c : all) {
+    auto n = c->Sweep();
+    if (n.ok()) {
+      removed += *n;
+    } else if (!absl::IsFailedPrecondition(n.status())) {
+      return n.status();
+    }
+  }
+  return removed;
+}
+
+}  // namespace shoal::cache

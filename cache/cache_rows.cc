@@ -1,0 +1,194 @@
+#include "cache/cache_rows.h"
+
+#include <bit>
+#include <cstring>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "storage/record_codec.h"
+
+namespace shoal {
+
+std::string CachePromptHash(std::string_view prompt) {
+  return absl::StrFormat("%016x", cache::Fnv1a64(cache::NormalizePrompt(prompt)));
+}
+
+namespace cache {
+namespace {
+
+constexpr uint8_t kSpecVersion = 1;
+constexpr uint8_t kEntryVersion = 1;
+constexpr uint8_t kMetaVersion = 1;
+
+std::string WithId(std::string key, uint64_t id) {
+  storage::PutFixed64BE(&key, id);
+  return key;
+}
+
+void PutString(std::string* out, std::string_view s) {
+  storage::PutFixed32BE(out, static_cast<uint32_t>(s.size()));
+  out->append(s);
+}
+
+// Reads a length-prefixed string from *in; false when the bytes run out.
+bool GetString(std::string_view* in, std::string* out) {
+  if (in->size() < 4) return false;
+  const uint32_t n = storage::GetFixed32BE(in->data());
+  if (in->size() - 4 < n) return false;
+  out->assign(in->data() + 4, n);
+  in->remove_prefix(4 + n);
+  return true;
+}
+
+bool GetU64(std::string_view* in, uint64_t* out) {
+  if (in->size() < 8) return false;
+  *out = storage::GetFixed64BE(in->data());
+  in->remove_prefix(8);
+  return true;
+}
+
+absl::Status Corrupt(std::string_view what, uint64_t id, size_t size) {
+  return absl::DataLossError(absl::StrCat("cache ", std::string(what), " row of entry ", id,
+                                          " is corrupt (", size, " bytes)"));
+}
+
+}  // namespace
+
+std::string SpecKey(std::string_view cache) { return kSpecPrefix + std::string(cache); }
+std::string CachePrefix(std::string_view cache) { return std::string(cache) + "/"; }
+std::string PolicyPrefix(std::string_view cache) { return std::string(cache) + "/p/"; }
+std::string PolicyKey(std::string_view cache, std::string_view category) {
+  return PolicyPrefix(cache) + std::string(category);
+}
+std::string EntryPrefix(std::string_view cache) { return std::string(cache) + "/e/"; }
+std::string EntryKey(std::string_view cache, uint64_t id) { return WithId(EntryPrefix(cache), id); }
+std::string MetaPrefix(std::string_view cache) { return std::string(cache) + "/m/"; }
+std::string MetaKey(std::string_view cache, uint64_t id) { return WithId(MetaPrefix(cache), id); }
+std::string NextIdKey(std::string_view cache) { return std::string(cache) + "/n"; }
+
+absl::StatusOr<uint64_t> IdOfKey(std::string_view key) {
+  if (key.size() < 8) return absl::DataLossError("cache row key too short for an entry id");
+  return storage::GetFixed64BE(key.data() + key.size() - 8);
+}
+
+std::string EncodeU64(uint64_t v) {
+  std::string out;
+  storage::PutFixed64BE(&out, v);
+  return out;
+}
+
+absl::StatusOr<uint64_t> DecodeU64(std::string_view bytes, std::string_view where) {
+  if (bytes.size() != 8)
+    return absl::DataLossError(absl::StrCat("cache row ", std::string(where), " corrupt"));
+  return storage::GetFixed64BE(bytes.data());
+}
+
+std::string EncodeSpec(const CacheSpec& spec) {
+  std::string out(1, static_cast<char>(kSpecVersion));
+  storage::PutFixed32BE(&out, spec.dimension);
+  out.push_back(static_cast<char>(spec.metric));
+  return out;
+}
+
+absl::StatusOr<CacheSpec> DecodeSpec(std::string_view name, std::string_view b) {
+  if (b.size() != 6 || b[0] != kSpecVersion || static_cast<uint8_t>(b[5]) > 2) {
+    return absl::DataLossError(
+        absl::StrCat("cache spec row of '", std::string(name), "' is corrupt"));
+  }
+  return CacheSpec{.name = std::string(name),
+                   .dimension = storage::GetFixed32BE(b.data() + 1),
+                   .metric = static_cast<Metric>(b[5])};
+}
+
+std::string EncodeEntry(const StoredEntry& e) {
+  std::string out(1, static_cast<char>(kEntryVersion));
+  for (std::string_view s :
+       {std::string_view(e.partition.tenant), std::string_view(e.partition.model),
+        std::string_view(e.partition.params_fingerprint),
+        std::string_view(e.partition.context_hash), std::string_view(e.category),
+        std::string_view(e.prompt_hash)}) {
+    PutString(&out, s);
+  }
+  storage::PutFixed64BE(&out, static_cast<uint64_t>(e.created_us));
+  storage::PutFixed32BE(&out, static_cast<uint32_t>(e.vector.size()));
+  const size_t at = out.size();
+  out.resize(at + e.vector.size() * sizeof(float));
+  std::memcpy(out.data() + at, e.vector.data(), e.vector.size() * sizeof(float));
+  PutString(&out, e.response);
+  return out;
+}
+
+absl::StatusOr<StoredEntry> DecodeEntry(uint64_t id, std::string_view b, uint32_t dimension) {
+  const size_t size = b.size();
+  if (b.empty() || b[0] != kEntryVersion) return Corrupt("entry", id, size);
+  b.remove_prefix(1);
+  StoredEntry e;
+  e.id = id;
+  for (std::string* s : {&e.partition.tenant, &e.partition.model, &e.partition.params_fingerprint,
+                         &e.partition.context_hash, &e.category, &e.prompt_hash}) {
+    if (!GetString(&b, s)) return Corrupt("entry", id, size);
+  }
+  uint64_t created = 0;
+  if (!GetU64(&b, &created) || b.size() < 4) return Corrupt("entry", id, size);
+  e.created_us = static_cast<int64_t>(created);
+  const uint32_t dim = storage::GetFixed32BE(b.data());
+  b.remove_prefix(4);
+  if (dim != dimension || b.size() < size_t{dim} * sizeof(float)) {
+    return Corrupt("entry", id, size);
+  }
+  e.vector.resize(dim);
+  std::memcpy(e.vector.data(), b.data(), size_t{dim} * sizeof(float));
+  b.remove_prefix(size_t{dim} * sizeof(float));
+  if (!GetString(&b, &e.response) || !b.empty()) return Corrupt("entry", id, size);
+  return e;
+}
+
+std::string EncodeMeta(const EntryMeta& m) {
+  std::string out(1, static_cast<char>(kMetaVersion));
+  storage::PutFixed64BE(&out, static_cast<uint64_t>(m.ttl_start_us));
+  storage::PutFixed64BE(&out, m.hits);
+  storage::PutFixed32BE(&out, std::bit_cast<uint32_t>(m.wrong_floor));
+  storage::PutFixed32BE(&out, m.correct);
+  storage::PutFixed32BE(&out, m.wrong);
+  return out;
+}
+
+absl::StatusOr<EntryMeta> DecodeMeta(uint64_t id, std::string_view b) {
+  if (b.size() != 29 || b[0] != kMetaVersion) return Corrupt("metadata", id, b.size());
+  EntryMeta m;
+  m.ttl_start_us = static_cast<int64_t>(storage::GetFixed64BE(b.data() + 1));
+  m.hits = storage::GetFixed64BE(b.data() + 9);
+  m.wrong_floor = std::bit_cast<float>(storage::GetFixed32BE(b.data() + 17));
+  m.correct = storage::GetFixed32BE(b.data() + 21);
+  m.wrong = storage::GetFixed32BE(b.data() + 25);
+  return m;
+}
+
+std::string NormalizePrompt(std::string_view prompt) {
+  std::string out;
+  out.reserve(prompt.size());
+  bool space = false;
+  for (char c : prompt) {
+    if (absl::ascii_isspace(static_cast<unsigned char>(c))) {
+      space = !out.empty();
+      continue;
+    }
+    if (space) out.push_back(' ');
+    space = false;
+    out.push_back(absl::ascii_tolower(static_cast<unsigned char>(c)));
+  }
+  return out;
+}
+
+uint64_t Fnv1a64(std::string_view bytes) {
+  uint64_t h = 0xcbf29ce484222325ULL;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= 0x100000001b3ULL;
+  }
+  return h;
+}
+
+}  // namespace cache
+}  // namespace shoal

@@ -1,0 +1,355 @@
+// SemanticCache's serving half: lookups, stores and feedback. The rest (load, policies,
+// invalidation, sweeps, stats) is in semantic_cache_admin.cc.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "cache/cache_policy.h"
+#include "cache/semantic_cache_internal.h"
+
+namespace shoal::cache {
+namespace {
+
+constexpr size_t kMaxPartitionFieldBytes = 256;
+constexpr size_t kMaxPromptHashBytes = 64;
+constexpr size_t kMaxResponseBytes = size_t{16} << 20;
+constexpr size_t kFirstCandidates = 8;  // nearest entries looked at before widening
+
+}  // namespace
+
+std::string ShardKey(const CachePartition& p, std::string_view category) {
+  std::string key;
+  for (std::string_view s :
+       {std::string_view(p.tenant), std::string_view(p.model),
+        std::string_view(p.params_fingerprint), std::string_view(p.context_hash), category}) {
+    absl::StrAppend(&key, s.size(), ":", std::string(s));
+  }
+  return key;
+}
+
+absl::Status SemanticCache::ValidateRequest(const CacheLookupRequest& r,
+                                            std::string_view field) const {
+  auto bad = [&](std::string_view member, std::string_view why) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(std::string(field), std::string(member), ": ", std::string(why)));
+  };
+  const CachePartition& p = r.partition;
+  for (auto [name, value] : {std::pair<std::string_view, const std::string*>{"tenant", &p.tenant},
+                             {"model", &p.model},
+                             {"params_fingerprint", &p.params_fingerprint},
+                             {"context_hash", &p.context_hash}}) {
+    if (value->size() > kMaxPartitionFieldBytes) {
+      return bad(absl::StrCat("partition.", std::string(name)), "longer than 256 bytes");
+    }
+  }
+  SHOAL_RETURN_IF_ERROR(ValidateCategory(r.category, absl::StrCat(std::string(field), "category")));
+  if (!r.prompt.empty() && !r.prompt_hash.empty()) {
+    return bad("prompt_hash", "give the prompt or its hash, not both");
+  }
+  if (!r.prompt.empty() && NormalizePrompt(r.prompt).empty()) {
+    return bad("prompt", "empty after normalisation (empty prompts are never cached)");
+  }
+  if (r.prompt_hash.size() > kMaxPromptHashBytes) return bad("prompt_hash", "over 64 bytes");
+  if (r.embedding.size() != spec_.dimension) {
+    return bad("embedding", absl::StrCat("has ", r.embedding.size(),
+                                         " floats; the cache's "
+                                         "dimension is ",
+                                         spec_.dimension));
+  }
+  double norm2 = 0;
+  for (size_t i = 0; i < r.embedding.size(); ++i) {
+    if (!std::isfinite(r.embedding[i])) {
+      return bad(absl::StrCat("embedding[", i, "]"), "not a finite number");
+    }
+    norm2 += double{r.embedding[i]} * r.embedding[i];
+  }
+  if (norm2 > 1e28) return bad("embedding", "squared norm over 1e28");
+  if (spec_.metric == Metric::kCosine && norm2 < 1e-37) {
+    return bad("embedding", "norm too small to normalise (cosine)");
+  }
+  return absl::OkStatus();
+}
+
+std::vector<float> SemanticCache::Prepare(std::span<const float> v) const {
+  std::vector<float> out(v.begin(), v.end());
+  if (spec_.metric != Metric::kCosine) return out;
+  double norm2 = 0;
+  for (float x : out) norm2 += double{x} * x;
+  const float norm = static_cast<float>(std::sqrt(norm2));
+  for (float& x : out) x /= norm;
+  return out;
+}
+
+std::string SemanticCache::PromptHashOf(const CacheLookupRequest& r) {
+  if (!r.prompt_hash.empty()) return r.prompt_hash;
+  if (!r.prompt.empty()) return CachePromptHash(r.prompt);
+  return "";
+}
+
+float SemanticCache::Similarity(float distance) const {
+  return spec_.metric == Metric::kL2 ? 1.0f - distance / 2.0f : -distance;
+}
+
+bool SemanticCache::Served(const Entry& e, const CachePolicy& policy, double load,
+                           int64_t now) const {
+  const int64_t ttl = TtlMicrosUnderLoad(policy, load);
+  return ttl == 0 || now < e.meta.ttl_start_us + ttl;
+}
+
+float SemanticCache::ThresholdOf(const Entry& e, const Category& c, double load) const {
+  return EntryThreshold(c.policy, load, c.learning.offset, e.meta.wrong_floor);
+}
+
+std::pair<SemanticCache::Entry*, float> SemanticCache::Nearest(const Shard& shard,
+                                                               const float* query, bool served_only,
+                                                               int64_t now, double load) {
+  const size_t size = shard.index.size();
+  for (size_t k = std::min(kFirstCandidates, size); k > 0; k = std::min(k * 8, size)) {
+    auto found = shard.index.Search(query, 1, k, /*threads=*/1);
+    for (const index::Neighbor& n : found[0]) {
+      Entry* e = entries_.at(n.id).get();
+      if (!served_only || Served(*e, shard.category->policy, load, now)) {
+        return {e, Similarity(n.distance)};
+      }
+    }
+    if (k == size) break;
+  }
+  return {nullptr, std::numeric_limits<float>::quiet_NaN()};
+}
+
+void SemanticCache::Hit(Entry* e, const CachePolicy& policy, int64_t now) {
+  Category* c = e->shard->category;
+  c->order.erase(OrderKey(*e, policy.eviction));
+  ++e->meta.hits;
+  e->last_tick = ++tick_;
+  c->order.insert(OrderKey(*e, policy.eviction));
+  if (policy.refresh_ttl_on_hit && policy.ttl_seconds > 0) {
+    c->expiry.erase({e->meta.ttl_start_us, e->id});
+    e->meta.ttl_start_us = now;
+    c->expiry.insert({now, e->id});
+  }
+}
+
+absl::StatusOr<CacheLookupResult> SemanticCache::Lookup(const CacheLookupRequest& request) {
+  const auto start = std::chrono::steady_clock::now();
+  SHOAL_RETURN_IF_ERROR(ValidateRequest(request, ""));
+  const std::vector<float> query = Prepare(request.embedding);
+  const std::string hash = PromptHashOf(request);
+  const double load = loads_->Get(request.partition.model);
+  absl::MutexLock lock(&mu_);
+  SHOAL_RETURN_IF_ERROR(CheckLive());
+  const int64_t now = clock_->NowMicros();
+  Category* c = GetCategory(request.category);
+  CacheLookupResult r;
+  r.threshold = EntryThreshold(c->policy, load, c->learning.offset, -INFINITY);
+  Shard* shard = FindShard(request.partition, request.category);
+  Entry* e = nullptr;
+  if (!c->policy.enabled) {
+    r.disabled = true;
+  } else if (shard != nullptr) {
+    if (!hash.empty()) {
+      auto it = shard->exact.find(hash);
+      if (it != shard->exact.end()) {
+        Entry* x = entries_.at(it->second).get();
+        if (Served(*x, c->policy, load, now)) {
+          e = x;
+          r.exact = r.hit = true;
+          r.similarity = 1.0;
+        }
+      }
+    }
+    if (e == nullptr) {
+      auto [nearest, sim] = Nearest(*shard, query.data(), /*served_only=*/true, now, load);
+      e = nearest;
+      r.similarity = sim;
+    }
+    if (e != nullptr) {
+      const float t = ThresholdOf(*e, *c, load);
+      if (!r.exact) r.threshold = t;
+      r.hit = r.exact || static_cast<float>(r.similarity) >= t;
+      r.entry_id = e->id;
+      r.age_seconds = static_cast<double>(now - e->created_us) / 1e6;
+    }
+  }
+  if (r.hit) {
+    SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> row,
+                           store_->GetCacheRow(EntryKey(spec_.name, e->id)));
+    if (!row.has_value()) {
+      return absl::DataLossError(absl::StrCat("cache '", spec_.name, "': entry ", e->id,
+                                              " is in RAM but its row is missing"));
+    }
+    SHOAL_ASSIGN_OR_RETURN(StoredEntry stored, DecodeEntry(e->id, *row, spec_.dimension));
+    r.response = std::move(stored.response);
+    e->last_similarity = static_cast<float>(r.similarity);
+    Hit(e, c->policy, now);
+    if (c->policy.refresh_ttl_on_hit) {
+      Writes writes;
+      PutMeta(*e, &writes);
+      SHOAL_RETURN_IF_ERROR(store_->WriteCacheRows(writes, /*sync=*/false));
+    }
+  }
+  CacheCounters& cc = c->counters;
+  CacheCounters* sc = shard != nullptr ? &shard->counters : nullptr;
+  for (CacheCounters* k : {&cc, sc}) {
+    if (k == nullptr) continue;
+    ++k->lookups;
+    ++(r.hit ? k->hits : k->misses);
+    if (r.exact) ++k->exact_hits;
+  }
+  latency_.Record(
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
+  return r;
+}
+
+std::vector<std::pair<uint64_t, SemanticCache::Removal>> SemanticCache::Victims(
+    const Category& c, uint64_t bytes, uint64_t keep) const {
+  std::vector<std::pair<uint64_t, Removal>> out;
+  const CachePolicy& p = c.policy;
+  uint64_t entries = c.counters.entries + 1;
+  uint64_t total = c.counters.bytes + bytes;
+  if (keep != 0) {
+    --entries;
+    total -= entries_.at(keep)->bytes;
+  }
+  for (auto it = c.order.begin(); it != c.order.end(); ++it) {
+    const bool over_entries = p.max_entries != 0 && entries > p.max_entries;
+    const bool over_bytes = p.max_bytes != 0 && total > p.max_bytes;
+    if (!over_entries && !over_bytes) break;
+    if (it->second == keep) continue;
+    out.emplace_back(it->second,
+                     over_entries ? Removal::kEvictedByEntries : Removal::kEvictedByBytes);
+    --entries;
+    total -= entries_.at(it->second)->bytes;
+  }
+  return out;
+}
+
+absl::StatusOr<uint64_t> SemanticCache::Store(const CacheStoreRequest& request, bool sync) {
+  const CacheLookupRequest& q = request.lookup;
+  SHOAL_RETURN_IF_ERROR(ValidateRequest(q, "lookup."));
+  if (request.response.size() > kMaxResponseBytes) {
+    return absl::InvalidArgumentError("response: over 16 MiB");
+  }
+  const std::vector<float> vector = Prepare(q.embedding);
+  const std::string hash = PromptHashOf(q);
+  const uint64_t response_hash = Fnv1a64(request.response);
+  absl::MutexLock lock(&mu_);
+  SHOAL_RETURN_IF_ERROR(CheckLive());
+  const int64_t now = clock_->NowMicros();
+  Writes writes;
+  SweepLocked(now, &writes);
+  Category* c = GetCategory(q.category);
+  const CachePolicy& p = c->policy;
+  if (!p.enabled) {
+    SHOAL_RETURN_IF_ERROR(store_->WriteCacheRows(writes, /*sync=*/false));
+    return uint64_t{0};
+  }
+  const uint64_t bytes = EntryBytes(spec_.dimension, request.response.size(), hash.size());
+  if (p.max_bytes != 0 && bytes > p.max_bytes) {
+    return absl::ResourceExhaustedError(absl::StrCat("response: an entry of ", bytes,
+                                                     " bytes exceeds quota max_bytes (",
+                                                     p.max_bytes, ") of category '", c->name, "'"));
+  }
+  Shard* shard = GetShard(q.partition, c);
+  uint64_t replaced = 0;
+  if (!hash.empty()) {
+    auto it = shard->exact.find(hash);
+    if (it != shard->exact.end()) replaced = it->second;
+  }
+  auto entry = std::make_unique<Entry>();
+  entry->id = next_id_;
+  entry->shard = shard;
+  entry->prompt_hash = hash;
+  entry->response_hash = response_hash;
+  entry->created_us = now;
+  entry->bytes = bytes;
+  entry->meta.ttl_start_us = now;
+  // An observed neighbour (threshold_learning.h): the nearest other entry within reach of the
+  // loosest threshold the policy allows.
+  Entry* neighbour = nullptr;
+  EntryMeta neighbour_meta;
+  if (p.target_false_hit_rate > 0 && shard->index.size() > 0) {
+    auto [n, sim] = Nearest(*shard, vector.data(), /*served_only=*/false, now, 0);
+    if (n != nullptr && n->id != replaced && sim >= static_cast<float>(p.min_threshold)) {
+      neighbour = n;
+      neighbour_meta = n->meta;
+      if (n->response_hash == response_hash) {
+        ++neighbour_meta.correct;
+      } else {
+        ++neighbour_meta.wrong;
+        neighbour_meta.wrong_floor = std::max(neighbour_meta.wrong_floor, sim);
+        entry->meta.wrong_floor = sim;
+      }
+    }
+  }
+  const auto victims = Victims(*c, bytes, replaced);
+  StoredEntry row{.id = entry->id,
+                  .partition = q.partition,
+                  .category = c->name,
+                  .prompt_hash = hash,
+                  .created_us = now,
+                  .vector = vector,
+                  .response = request.response};
+  writes.push_back({.key = EntryKey(spec_.name, entry->id), .value = EncodeEntry(row)});
+  PutMeta(*entry, &writes);
+  writes.push_back({.key = NextIdKey(spec_.name), .value = EncodeU64(entry->id + 1)});
+  if (replaced != 0) AddDeletes(replaced, &writes);
+  for (const auto& [id, why] : victims) AddDeletes(id, &writes);
+  if (neighbour != nullptr) {
+    writes.push_back(
+        {.key = MetaKey(spec_.name, neighbour->id), .value = EncodeMeta(neighbour_meta)});
+  }
+  SHOAL_RETURN_IF_ERROR(store_->WriteCacheRows(writes, sync));
+  // Committed: now visible.
+  ++next_id_;
+  if (neighbour != nullptr) neighbour->meta = neighbour_meta;
+  if (replaced != 0) Remove(replaced, Removal::kReplaced);
+  for (const auto& [id, why] : victims) Remove(id, why);
+  const uint64_t id = entry->id;
+  Insert(std::move(entry), vector.data());
+  Bump(shard, &CacheCounters::stores);
+  return id;
+}
+
+absl::Status SemanticCache::Feedback(const CacheFeedbackReport& report) {
+  absl::MutexLock lock(&mu_);
+  SHOAL_RETURN_IF_ERROR(CheckLive());
+  auto it = entries_.find(report.entry_id);
+  if (it == entries_.end()) {
+    return absl::NotFoundError(absl::StrCat("feedback.entry_id: no entry ", report.entry_id,
+                                            " in cache '", spec_.name, "'"));
+  }
+  Entry* e = it->second.get();
+  float sim = static_cast<float>(report.similarity);
+  if (std::isnan(sim)) sim = e->last_similarity;
+  const bool wrong = report.verdict == CacheVerdict::kWrong;
+  if (wrong && std::isnan(sim)) {
+    return absl::FailedPreconditionError(
+        "feedback.similarity: required (the entry has served no hit since the cache opened)");
+  }
+  if (!std::isnan(sim) && (sim < -1.5f || sim > 1.5f)) {
+    return absl::InvalidArgumentError("feedback.similarity: not a similarity of a hit");
+  }
+  Category* c = e->shard->category;
+  LearnFromReport(c->policy, wrong, &c->learning);
+  Bump(e->shard, wrong ? &CacheCounters::false_hit_reports : &CacheCounters::correct_reports);
+  Writes writes;
+  if (!wrong) {
+    ++e->meta.correct;
+  } else if (sim >= 1.0f) {
+    // Wrong at similarity 1 (an exact hit): the answer itself is stale.
+    AddDeletes(e->id, &writes);
+    SHOAL_RETURN_IF_ERROR(store_->WriteCacheRows(writes, /*sync=*/true));
+    Remove(e->id, Removal::kInvalidated);
+    return absl::OkStatus();
+  } else {
+    ++e->meta.wrong;
+    e->meta.wrong_floor = std::max(e->meta.wrong_floor, sim);
+  }
+  PutMeta(*e, &writes);
+  return store_->WriteCacheRows(writes, /*sync=*/false);
+}
+
+}  // namespace shoal::cache

@@ -1,0 +1,175 @@
+// SemanticCache: one named cache of shoal/cache.h — the engine behind DB's "Semantic caches".
+//
+//   SHOAL_ASSIGN_OR_RETURN(auto c, SemanticCache::Create(spec, store, SystemClock(), &loads));
+//   SHOAL_ASSIGN_OR_RETURN(uint64_t id, c->Store(request, /*sync=*/true));
+//   SHOAL_ASSIGN_OR_RETURN(CacheLookupResult r, c->Lookup(request.lookup));
+//
+// Layout: one small exact index (index::FlatIndex, vectors in RAM) and one exact-prompt map per
+// shard = (partition, category); a lookup only ever touches its own shard, so partitions are
+// hard. Entry rows (response, vector, partition) and metadata rows are in the RecordStore
+// (cache_rows.h); a hit reads its response from there. Quotas, eviction order and expiry are
+// per category over all partitions.
+//
+// Expiry: an entry is served while now < ttl_start + ttl(load) (cache_policy.h), checked on
+// the candidate only; entries past the longest TTL the band allows are removed by Sweep (run
+// by Store, Invalidate and Stats, and by whoever calls it), never scanned for at lookup.
+// Durability: Store commits its rows (synced when asked) before the entry becomes visible;
+// Load rebuilds everything from the rows and drops entries already past their longest TTL.
+// Hit counts, TTL refreshes and learned thresholds are written unsynced (a crash may forget
+// them, never an entry).
+//
+// Thread safety: all methods may be called concurrently; one mutex per cache serialises them.
+// Errors: InvalidArgument naming the field, NotFound (entry id), ResourceExhausted (an entry
+// larger than its category's byte quota), FailedPrecondition (the cache was dropped), and the
+// store's errors.
+#ifndef SHOAL_CACHE_SEMANTIC_CACHE_H_
+#define SHOAL_CACHE_SEMANTIC_CACHE_H_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "cache/cache_rows.h"
+#include "cache/clock.h"
+#include "cache/threshold_learning.h"
+#include "index/flat_index.h"
+#include "shoal/cache.h"
+#include "storage/record_store.h"
+
+namespace shoal::cache {
+
+// Models' reported loads in [0, 1] (DB::ReportModelLoad), shared by every cache. Thread-safe.
+class ModelLoads {
+ public:
+  void Set(std::string_view model, double load) ABSL_LOCKS_EXCLUDED(mu_);
+  double Get(std::string_view model) const ABSL_LOCKS_EXCLUDED(mu_);  // 0 when never reported
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::flat_hash_map<std::string, double> loads_ ABSL_GUARDED_BY(mu_);
+};
+
+// Lookup latency in fixed buckets (microseconds); not thread-safe (the cache's mutex guards it).
+class LatencyHistogram {
+ public:
+  static constexpr std::array<double, 12> kBoundsUs = {10,   25,   50,   100,   250,   500,
+                                                       1000, 2500, 5000, 10000, 50000, 100000};
+  void Record(double micros);
+  void Fill(CacheStats* stats) const;
+
+ private:
+  std::array<uint64_t, kBoundsUs.size() + 1> counts_{};
+};
+
+class SemanticCache {
+ public:
+  // Records a new cache (its spec row, synced) and returns it empty. The spec must be valid.
+  static absl::StatusOr<std::unique_ptr<SemanticCache>> Create(const CacheSpec& spec,
+                                                               storage::RecordStore* store,
+                                                               const Clock* clock,
+                                                               const ModelLoads* loads);
+  // Rebuilds a cache from its rows. DataLoss when a row does not decode.
+  static absl::StatusOr<std::unique_ptr<SemanticCache>> Load(const CacheSpec& spec,
+                                                             storage::RecordStore* store,
+                                                             const Clock* clock,
+                                                             const ModelLoads* loads);
+  ~SemanticCache();
+
+  const CacheSpec& spec() const { return spec_; }
+  absl::Status SetPolicy(std::string_view category, const CachePolicy& policy)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  CachePolicy GetPolicy(std::string_view category) const ABSL_LOCKS_EXCLUDED(mu_);
+
+  absl::StatusOr<CacheLookupResult> Lookup(const CacheLookupRequest& request)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  // The new entry's id, or 0 when the category is disabled (nothing stored).
+  absl::StatusOr<uint64_t> Store(const CacheStoreRequest& request, bool sync)
+      ABSL_LOCKS_EXCLUDED(mu_);
+  absl::StatusOr<uint64_t> Invalidate(const CacheInvalidation& which) ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status Feedback(const CacheFeedbackReport& report) ABSL_LOCKS_EXCLUDED(mu_);
+  // Removes the entries past their category's longest TTL; returns how many.
+  absl::StatusOr<uint64_t> Sweep() ABSL_LOCKS_EXCLUDED(mu_);
+  CacheStats Stats() ABSL_LOCKS_EXCLUDED(mu_);
+  CacheInfo Info() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Deletes every row of the cache (synced); every later call fails with FailedPrecondition.
+  absl::Status Drop() ABSL_LOCKS_EXCLUDED(mu_);
+
+  // Defined in semantic_cache_internal.h (not an API).
+  struct Category;
+  struct Shard;
+  struct Entry;
+
+ private:
+  enum class Removal { kExpired, kEvictedByEntries, kEvictedByBytes, kInvalidated, kReplaced };
+  using Writes = std::vector<storage::RecordStore::CacheWrite>;
+
+  SemanticCache(const CacheSpec& spec, storage::RecordStore* store, const Clock* clock,
+                const ModelLoads* loads);
+
+  // Validation and the query vector as searched (normalised under cosine).
+  absl::Status ValidateRequest(const CacheLookupRequest& request, std::string_view field) const;
+  std::vector<float> Prepare(std::span<const float> embedding) const;
+  static std::string PromptHashOf(const CacheLookupRequest& request);
+  float Similarity(float distance) const;
+
+  Category* FindCategory(std::string_view name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Category* GetCategory(std::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Shard* FindShard(const CachePartition& partition, std::string_view category) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Shard* GetShard(const CachePartition& partition, Category* category)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  bool Served(const Entry& e, const CachePolicy& policy, double load, int64_t now) const;
+  float ThresholdOf(const Entry& e, const Category& c, double load) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The nearest entry of `shard` served at `now` (nullptr if none) and its similarity.
+  std::pair<Entry*, float> Nearest(const Shard& shard, const float* query, bool served_only,
+                                   int64_t now, double load) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Hit(Entry* e, const CachePolicy& policy, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  // The order key of `e` under `eviction` (smaller goes first).
+  std::pair<uint64_t, uint64_t> OrderKey(const Entry& e, CacheEviction eviction) const;
+  void Insert(std::unique_ptr<Entry> entry, const float* vector) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Remove(uint64_t id, Removal why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void AddDeletes(uint64_t id, Writes* writes) const;
+  void PutMeta(const Entry& e, Writes* writes) const;
+  // Store's quota check: the entries of `category` to evict so that one more of `bytes` fits
+  // (not `keep`), with the quota each one frees.
+  std::vector<std::pair<uint64_t, Removal>> Victims(const Category& category, uint64_t bytes,
+                                                    uint64_t keep) const
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Collects (into *writes) and removes every entry past its hard TTL.
+  uint64_t SweepLocked(int64_t now, Writes* writes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void RebuildOrder(Category* category) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status CheckLive() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status LoadRows() ABSL_LOCKS_EXCLUDED(mu_);
+  bool Matches(const Entry& e, const CacheInvalidation& which, int64_t now) const;
+
+  const CacheSpec spec_;
+  storage::RecordStore* const store_;
+  const Clock* const clock_;
+  const ModelLoads* const loads_;
+
+  mutable absl::Mutex mu_;
+  bool dropped_ ABSL_GUARDED_BY(mu_) = false;
+  uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
+  uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;           // LRU clock: one tick per store or hit
+  CachePolicy default_policy_ ABSL_GUARDED_BY(mu_);  // resolved
+  absl::flat_hash_map<std::string, std::unique_ptr<Category>> categories_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<std::string, std::unique_ptr<Shard>> shards_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
+  LatencyHistogram latency_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace shoal::cache
+
+#endif  // SHOAL_CACHE_SEMANTIC_CACHE_H_

@@ -1,0 +1,292 @@
+// SemanticCache's bookkeeping half: creation and recovery, policies, the RAM structures'
+// insert/remove, invalidation, sweeps and stats. Lookups and stores are in semantic_cache.cc.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "cache/cache_policy.h"
+#include "cache/semantic_cache_internal.h"
+
+namespace shoal::cache {
+namespace {
+
+index::Metric IndexMetric(Metric m) {
+  return m == Metric::kL2 ? index::Metric::kL2 : index::Metric::kInnerProduct;
+}
+
+}  // namespace
+
+void ModelLoads::Set(std::string_view model, double load) {
+  absl::MutexLock lock(&mu_);
+  loads_[std::string(model)] = load;
+}
+
+double ModelLoads::Get(std::string_view model) const {
+  absl::MutexLock lock(&mu_);
+  auto it = loads_.find(std::string(model));
+  return it == loads_.end() ? 0.0 : it->second;
+}
+
+void LatencyHistogram::Record(double micros) {
+  size_t b = 0;
+  while (b < kBoundsUs.size() && micros > kBoundsUs[b]) ++b;
+  ++counts_[b];
+}
+
+void LatencyHistogram::Fill(CacheStats* stats) const {
+  stats->latency_bounds_us.assign(kBoundsUs.begin(), kBoundsUs.end());
+  stats->latency_counts.assign(counts_.begin(), counts_.end());
+  uint64_t total = 0;
+  for (uint64_t c : counts_) total += c;
+  auto quantile = [&](double q) {
+    if (total == 0) return 0.0;
+    const double want = q * static_cast<double>(total);
+    uint64_t seen = 0;
+    for (size_t b = 0; b < counts_.size(); ++b) {
+      seen += counts_[b];
+      if (static_cast<double>(seen) >= want) {
+        return b < kBoundsUs.size() ? kBoundsUs[b] : kBoundsUs.back() * 10;
+      }
+    }
+    return kBoundsUs.back() * 10;
+  };
+  stats->lookup_p50_us = quantile(0.5);
+  stats->lookup_p99_us = quantile(0.99);
+}
+
+SemanticCache::SemanticCache(const CacheSpec& spec, storage::RecordStore* store, const Clock* clock,
+                             const ModelLoads* loads)
+    : spec_(spec), store_(store), clock_(clock), loads_(loads) {
+  default_policy_ = Resolve(CachePolicy{});
+}
+
+SemanticCache::~SemanticCache() = default;
+
+absl::StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::Create(const CacheSpec& spec,
+                                                                     storage::RecordStore* store,
+                                                                     const Clock* clock,
+                                                                     const ModelLoads* loads) {
+  std::unique_ptr<SemanticCache> c(new SemanticCache(spec, store, clock, loads));
+  Writes writes;
+  writes.push_back(
+      {.key = CachePrefix(spec.name), .kind = Writes::value_type::Kind::kDeletePrefix});
+  writes.push_back({.key = SpecKey(spec.name), .value = EncodeSpec(spec)});
+  SHOAL_RETURN_IF_ERROR(store->WriteCacheRows(writes, /*sync=*/true));
+  return c;
+}
+
+absl::StatusOr<std::unique_ptr<SemanticCache>> SemanticCache::Load(const CacheSpec& spec,
+                                                                   storage::RecordStore* store,
+                                                                   const Clock* clock,
+                                                                   const ModelLoads* loads) {
+  std::unique_ptr<SemanticCache> c(new SemanticCache(spec, store, clock, loads));
+  SHOAL_RETURN_IF_ERROR(c->LoadRows());
+  return c;
+}
+
+absl::Status SemanticCache::LoadRows() {
+  absl::MutexLock lock(&mu_);
+  const std::string policy_prefix = PolicyPrefix(spec_.name);
+  SHOAL_RETURN_IF_ERROR(store_->ScanCacheRows(
+      policy_prefix, [&](std::string_view key, std::string_view value) -> absl::Status {
+        SHOAL_ASSIGN_OR_RETURN(CachePolicy p, DecodePolicy(value, key));
+        std::string_view category = key.substr(policy_prefix.size());
+        if (category.empty()) {
+          default_policy_ = Resolve(p);
+        } else {
+          Category* c = GetCategory(category);
+          c->own_policy = true;
+          c->policy = Resolve(p);
+        }
+        return absl::OkStatus();
+      }));
+  for (auto& [name, c] : categories_) {
+    if (!c->own_policy) c->policy = default_policy_;
+  }
+  absl::flat_hash_map<uint64_t, EntryMeta> metas;
+  SHOAL_RETURN_IF_ERROR(store_->ScanCacheRows(
+      MetaPrefix(spec_.name), [&](std::string_view key, std::string_view value) -> absl::Status {
+        SHOAL_ASSIGN_OR_RETURN(uint64_t id, IdOfKey(key));
+        SHOAL_ASSIGN_OR_RETURN(metas[id], DecodeMeta(id, value));
+        return absl::OkStatus();
+      }));
+  SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> next,
+                         store_->GetCacheRow(NextIdKey(spec_.name)));
+  if (next.has_value()) {
+    SHOAL_ASSIGN_OR_RETURN(next_id_, DecodeU64(*next, NextIdKey(spec_.name)));
+  }
+  const int64_t now = clock_->NowMicros();
+  Writes expired;
+  SHOAL_RETURN_IF_ERROR(store_->ScanCacheRows(
+      EntryPrefix(spec_.name), [&](std::string_view key, std::string_view value) -> absl::Status {
+        SHOAL_ASSIGN_OR_RETURN(uint64_t id, IdOfKey(key));
+        SHOAL_ASSIGN_OR_RETURN(StoredEntry s, DecodeEntry(id, value, spec_.dimension));
+        auto e = std::make_unique<Entry>();
+        e->id = id;
+        Category* c = GetCategory(s.category);
+        e->shard = GetShard(s.partition, c);
+        e->prompt_hash = s.prompt_hash;
+        e->response_hash = Fnv1a64(s.response);
+        e->created_us = s.created_us;
+        e->bytes = EntryBytes(spec_.dimension, s.response.size(), s.prompt_hash.size());
+        auto m = metas.find(id);
+        e->meta = m != metas.end() ? m->second : EntryMeta{.ttl_start_us = s.created_us};
+        const int64_t hard = HardTtlMicros(c->policy);
+        if (hard != 0 && now >= e->meta.ttl_start_us + hard) {
+          AddDeletes(id, &expired);
+          Bump(e->shard, &CacheCounters::expirations);
+          return absl::OkStatus();
+        }
+        e->last_tick = ++tick_;
+        next_id_ = std::max(next_id_, id + 1);
+        Insert(std::move(e), s.vector.data());
+        return absl::OkStatus();
+      }));
+  return store_->WriteCacheRows(expired, /*sync=*/false);
+}
+
+absl::Status SemanticCache::SetPolicy(std::string_view category, const CachePolicy& policy) {
+  SHOAL_RETURN_IF_ERROR(ValidateCategory(category, "category"));
+  SHOAL_RETURN_IF_ERROR(ValidatePolicy(policy, "policy"));
+  const CachePolicy resolved = Resolve(policy);
+  absl::MutexLock lock(&mu_);
+  SHOAL_RETURN_IF_ERROR(CheckLive());
+  Writes writes{{.key = PolicyKey(spec_.name, category), .value = EncodePolicy(policy)}};
+  SHOAL_RETURN_IF_ERROR(store_->WriteCacheRows(writes, /*sync=*/true));
+  auto apply = [&](Category* c) {
+    const bool reorder = c->policy.eviction != resolved.eviction;
+    c->policy = resolved;
+    if (reorder) RebuildOrder(c);
+  };
+  if (category.empty()) {
+    default_policy_ = resolved;
+    for (auto& [name, c] : categories_) {
+      if (!c->own_policy) apply(c.get());
+    }
+  } else {
+    Category* c = GetCategory(category);
+    c->own_policy = true;
+    apply(c);
+  }
+  return absl::OkStatus();
+}
+
+CachePolicy SemanticCache::GetPolicy(std::string_view category) const {
+  absl::MutexLock lock(&mu_);
+  const Category* c = FindCategory(category);
+  return c != nullptr && c->own_policy ? c->policy : default_policy_;
+}
+
+SemanticCache::Category* SemanticCache::FindCategory(std::string_view name) const {
+  auto it = categories_.find(std::string(name));
+  return it == categories_.end() ? nullptr : it->second.get();
+}
+
+SemanticCache::Category* SemanticCache::GetCategory(std::string_view name) {
+  auto& slot = categories_[std::string(name)];
+  if (slot == nullptr) {
+    slot = std::make_unique<Category>();
+    slot->name = std::string(name);
+    slot->policy = default_policy_;
+  }
+  return slot.get();
+}
+
+SemanticCache::Shard* SemanticCache::FindShard(const CachePartition& partition,
+                                               std::string_view category) const {
+  auto it = shards_.find(ShardKey(partition, category));
+  return it == shards_.end() ? nullptr : it->second.get();
+}
+
+SemanticCache::Shard* SemanticCache::GetShard(const CachePartition& partition, Category* c) {
+  auto& slot = shards_[ShardKey(partition, c->name)];
+  if (slot == nullptr) {
+    slot = std::make_unique<Shard>(partition, c, spec_.dimension, IndexMetric(spec_.metric));
+  }
+  return slot.get();
+}
+
+std::pair<uint64_t, uint64_t> SemanticCache::OrderKey(const Entry& e, CacheEviction ev) const {
+  switch (ev) {
+    case CacheEviction::kLru:
+      return {e.last_tick, e.id};
+    case CacheEviction::kLfu:
+      return {e.meta.hits, e.id};
+    case CacheEviction::kFifo:
+      break;
+  }
+  return {e.id, e.id};
+}
+
+void SemanticCache::Insert(std::unique_ptr<Entry> e, const float* vector) {
+  Shard* s = e->shard;
+  Category* c = s->category;
+  s->index.Add(e->id, vector);
+  if (!e->prompt_hash.empty()) s->exact[e->prompt_hash] = e->id;
+  if (e->last_tick == 0) e->last_tick = ++tick_;
+  c->order.insert(OrderKey(*e, c->policy.eviction));
+  c->expiry.insert({e->meta.ttl_start_us, e->id});
+  Bump(s, &CacheCounters::entries);
+  Bump(s, &CacheCounters::bytes, e->bytes);
+  entries_[e->id] = std::move(e);
+}
+
+void SemanticCache::Remove(uint64_t id, Removal why) {
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return;
+  Entry* e = it->second.get();
+  Shard* s = e->shard;
+  Category* c = s->category;
+  s->index.Remove(id);
+  auto x = s->exact.find(e->prompt_hash);
+  if (x != s->exact.end() && x->second == id) s->exact.erase(x);
+  c->order.erase(OrderKey(*e, c->policy.eviction));
+  c->expiry.erase({e->meta.ttl_start_us, id});
+  s->counters.entries--;
+  c->counters.entries--;
+  s->counters.bytes -= e->bytes;
+  c->counters.bytes -= e->bytes;
+  switch (why) {
+    case Removal::kExpired:
+      Bump(s, &CacheCounters::expirations);
+      break;
+    case Removal::kEvictedByEntries:
+      Bump(s, &CacheCounters::evicted_by_entries);
+      break;
+    case Removal::kEvictedByBytes:
+      Bump(s, &CacheCounters::evicted_by_bytes);
+      break;
+    case Removal::kInvalidated:
+      Bump(s, &CacheCounters::invalidated);
+      break;
+    case Removal::kReplaced:
+      break;
+  }
+  entries_.erase(it);
+}
+
+void SemanticCache::AddDeletes(uint64_t id, Writes* writes) const {
+  using Kind = storage::RecordStore::CacheWrite::Kind;
+  writes->push_back({.key = EntryKey(spec_.name, id), .kind = Kind::kDelete});
+  writes->push_back({.key = MetaKey(spec_.name, id), .kind = Kind::kDelete});
+}
+
+void SemanticCache::PutMeta(const Entry& e, Writes* writes) const {
+  writes->push_back({.key = MetaKey(spec_.name, e.id), .value = EncodeMeta(e.meta)});
+}
+
+void SemanticCache::RebuildOrder(Category* c) {
+  c->order.clear();
+  for (auto& [id, e] : entries_) {
+    if (e->shard->category == c) c->order.insert(OrderKey(*e, c->policy.eviction));
+  }
+}
+
+absl::Status SemanticCache::CheckLive() const {
+  if (!dropped_) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrCat("cache '", spec_.name, "' was dropped"));
+}
+
+}  // namespace shoal::cache

@@ -1,0 +1,65 @@
+// SemanticCache's private parts, shared by semantic_cache.cc (lookups, stores, feedback) and
+// semantic_cache_admin.cc (load, policies, invalidation, sweeps, stats). Not an API.
+#ifndef SHOAL_CACHE_SEMANTIC_CACHE_INTERNAL_H_
+#define SHOAL_CACHE_SEMANTIC_CACHE_INTERNAL_H_
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <string>
+#include <utility>
+
+#include "cache/semantic_cache.h"
+
+namespace shoal::cache {
+
+struct SemanticCache::Category {
+  std::string name;
+  bool own_policy = false;
+  CachePolicy policy;  // resolved: its own, or the cache's default
+  // Eviction order (OrderKey, id) and expiry order (ttl_start_us, id) of its entries.
+  std::set<std::pair<uint64_t, uint64_t>> order;
+  std::set<std::pair<int64_t, uint64_t>> expiry;
+  CacheCounters counters;
+  CategoryLearning learning;
+};
+
+struct SemanticCache::Shard {
+  Shard(const CachePartition& p, Category* c, size_t dimension, index::Metric metric)
+      : partition(p), category(c), index(dimension, metric) {}
+  CachePartition partition;
+  Category* category;
+  index::FlatIndex index;                            // entry id -> vector
+  absl::flat_hash_map<std::string, uint64_t> exact;  // prompt hash -> entry id
+  CacheCounters counters;
+};
+
+struct SemanticCache::Entry {
+  uint64_t id = 0;
+  Shard* shard = nullptr;
+  std::string prompt_hash;
+  uint64_t response_hash = 0;
+  int64_t created_us = 0;
+  uint64_t bytes = 0;
+  uint64_t last_tick = 0;  // LRU
+  EntryMeta meta;
+  float last_similarity = std::numeric_limits<float>::quiet_NaN();  // of its last hit
+};
+
+// Adds n to one counter of a shard and of its category.
+inline void Bump(SemanticCache::Shard* s, uint64_t CacheCounters::*field, uint64_t n = 1) {
+  s->counters.*field += n;
+  s->category->counters.*field += n;
+}
+
+// Bytes an entry is charged against its category's max_bytes.
+inline uint64_t EntryBytes(size_t dimension, size_t response, size_t prompt_hash) {
+  constexpr uint64_t kOverhead = 64;  // metadata, maps, order sets
+  return dimension * sizeof(float) + response + prompt_hash + kOverhead;
+}
+
+std::string ShardKey(const CachePartition& partition, std::string_view category);
+
+}  // namespace shoal::cache
+
+#endif  // SHOAL_CACHE_SEMANTIC_CACHE_INTERNAL_H_

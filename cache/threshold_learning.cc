@@ -1,0 +1,45 @@
+#include "cache/threshold_learning.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "cache/cache_policy.h"
+
+namespace shoal::cache {
+namespace {
+
+constexpr uint64_t kAverageOver = 50;
+constexpr uint64_t kMinReportsToLoosen = 20;
+constexpr double kRaiseStep = 0.01;
+constexpr double kLowerStep = 0.005;
+
+}  // namespace
+
+void LearnFromReport(const CachePolicy& p, bool wrong, CategoryLearning* l) {
+  ++l->reports;
+  const double weight = 1.0 / static_cast<double>(std::min(l->reports, kAverageOver));
+  l->false_hit_rate += weight * ((wrong ? 1.0 : 0.0) - l->false_hit_rate);
+  const double delta = p.target_false_hit_rate;
+  const double max_offset = std::max(0.0, p.max_threshold - p.threshold);
+  if (delta <= 0) {
+    l->offset = 0;
+  } else if (l->false_hit_rate > delta) {
+    l->offset = std::min(l->offset + kRaiseStep, max_offset);
+  } else if (l->false_hit_rate < delta / 2 && l->reports >= kMinReportsToLoosen) {
+    l->offset = std::max(l->offset - kLowerStep, 0.0);
+  }
+  l->offset = std::clamp(l->offset, 0.0, max_offset);
+}
+
+float EntryThreshold(const CachePolicy& p, double load, double category_offset, float wrong_floor) {
+  const double base = ThresholdUnderLoad(p, load);
+  const double t = std::clamp(base + category_offset, p.min_threshold, p.max_threshold);
+  float out = static_cast<float>(t);
+  if (wrong_floor >= out) {
+    out = std::nextafter(wrong_floor, std::numeric_limits<float>::infinity());
+  }
+  return out;
+}
+
+}  // namespace shoal::cache
