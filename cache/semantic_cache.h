@@ -68,6 +68,7 @@ class LatencyHistogram {
 
  private:
   std::array<uint64_t, kBoundsUs.size() + 1> counts_{};
+  double sum_us_ = 0;
 };
 
 class SemanticCache {
@@ -164,6 +165,7 @@ class SemanticCache {
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
   uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;           // LRU clock: one tick per store or hit
   CachePolicy default_policy_ ABSL_GUARDED_BY(mu_);  // resolved
+  CachePolicy default_raw_ ABSL_GUARDED_BY(mu_);     // as set
   absl::flat_hash_map<std::string, std::unique_ptr<Category>> categories_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::unique_ptr<Shard>> shards_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);

@@ -33,11 +33,13 @@ void LatencyHistogram::Record(double micros) {
   size_t b = 0;
   while (b < kBoundsUs.size() && micros > kBoundsUs[b]) ++b;
   ++counts_[b];
+  sum_us_ += micros;
 }
 
 void LatencyHistogram::Fill(CacheStats* stats) const {
   stats->latency_bounds_us.assign(kBoundsUs.begin(), kBoundsUs.end());
   stats->latency_counts.assign(counts_.begin(), counts_.end());
+  stats->latency_sum_us = sum_us_;
   uint64_t total = 0;
   for (uint64_t c : counts_) total += c;
   auto quantile = [&](double q) {
@@ -95,15 +97,17 @@ absl::Status SemanticCache::LoadRows() {
         std::string_view category = key.substr(policy_prefix.size());
         if (category.empty()) {
           default_policy_ = Resolve(p);
+          default_raw_ = p;
         } else {
           Category* c = GetCategory(category);
           c->own_policy = true;
           c->policy = Resolve(p);
+          c->raw = p;
         }
         return absl::OkStatus();
       }));
   for (auto& [name, c] : categories_) {
-    if (!c->own_policy) c->policy = default_policy_;
+    if (!c->own_policy) c->policy = default_policy_, c->raw = default_raw_;
   }
   absl::flat_hash_map<uint64_t, EntryMeta> metas;
   SHOAL_RETURN_IF_ERROR(store_->ScanCacheRows(
@@ -158,10 +162,12 @@ absl::Status SemanticCache::SetPolicy(std::string_view category, const CachePoli
   auto apply = [&](Category* c) {
     const bool reorder = c->policy.eviction != resolved.eviction;
     c->policy = resolved;
+    c->raw = policy;
     if (reorder) RebuildOrder(c);
   };
   if (category.empty()) {
     default_policy_ = resolved;
+    default_raw_ = policy;
     for (auto& [name, c] : categories_) {
       if (!c->own_policy) apply(c.get());
     }
@@ -176,7 +182,7 @@ absl::Status SemanticCache::SetPolicy(std::string_view category, const CachePoli
 CachePolicy SemanticCache::GetPolicy(std::string_view category) const {
   absl::MutexLock lock(&mu_);
   const Category* c = FindCategory(category);
-  return c != nullptr && c->own_policy ? c->policy : default_policy_;
+  return c != nullptr && c->own_policy ? c->raw : default_raw_;
 }
 
 SemanticCache::Category* SemanticCache::FindCategory(std::string_view name) const {
@@ -190,6 +196,7 @@ SemanticCache::Category* SemanticCache::GetCategory(std::string_view name) {
     slot = std::make_unique<Category>();
     slot->name = std::string(name);
     slot->policy = default_policy_;
+    slot->raw = default_raw_;
   }
   return slot.get();
 }

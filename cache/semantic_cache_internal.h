@@ -17,6 +17,7 @@ struct SemanticCache::Category {
   std::string name;
   bool own_policy = false;
   CachePolicy policy;  // resolved: its own, or the cache's default
+  CachePolicy raw;     // as set (NaN / -1 defaults kept), for GetPolicy
   // Eviction order (OrderKey, id) and expiry order (ttl_start_us, id) of its entries.
   std::set<std::pair<uint64_t, uint64_t>> order;
   std::set<std::pair<int64_t, uint64_t>> expiry;

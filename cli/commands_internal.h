@@ -66,6 +66,9 @@ absl::StatusOr<Table> Snapshots(const Connection& c, const Args& args);
 absl::StatusOr<Table> Restore(const Connection& c, const Args& args);
 absl::StatusOr<Table> Stats(const Connection& c, const Args& args);
 
+// `cache SUBCOMMAND ...` (commands_cache.cc).
+absl::StatusOr<Table> Cache(const Connection& c, const Args& args);
+
 }  // namespace shoal::cli
 
 #endif  // SHOAL_CLI_COMMANDS_INTERNAL_H_

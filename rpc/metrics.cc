@@ -19,6 +19,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "base/build_info.h"
+#include "rpc/cache_metrics.h"
 #include "rpc/db_host.h"
 #include "shoal/db.h"
 
@@ -186,6 +187,8 @@ absl::Status ServerMetrics::Serve(const std::string& listen, DbHost* host) {
   collections_ = std::make_shared<CollectionCollector>(host);
   exposer_->RegisterCollectable(registry_);
   exposer_->RegisterCollectable(collections_);
+  caches_ = MakeCacheCollector(host);
+  exposer_->RegisterCollectable(caches_);
   const std::vector<int> ports = exposer_->GetListeningPorts();
   port_ = ports.empty() ? 0 : ports.front();
   return absl::OkStatus();

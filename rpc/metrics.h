@@ -16,6 +16,7 @@
 //   shoal_collection_vector_bytes{collection}     gauge, read from the DB at scrape time
 //   shoal_collection_index_ram_bytes{collection}  gauge, read from the DB at scrape time
 //   shoal_build_info{version,revision}            gauge, always 1: project version, git describe
+//   shoal_cache_*                                 the semantic caches' series (rpc/cache_metrics.h)
 //
 // Recording works whether or not the endpoint is served. Thread safety: all methods are
 // thread-safe.
@@ -31,6 +32,7 @@
 #include "absl/status/status.h"
 
 namespace prometheus {
+class Collectable;
 class Counter;
 class Exposer;
 class Gauge;
@@ -92,6 +94,7 @@ class ServerMetrics {
 
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<CollectionCollector> collections_;
+  std::shared_ptr<prometheus::Collectable> caches_;  // rpc/cache_metrics.h
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
   prometheus::Family<prometheus::Histogram>* rpc_duration_;

@@ -18,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "rpc/admin_service.h"
 #include "rpc/api_keys.h"
+#include "rpc/cache_service.h"
 #include "rpc/call_gate.h"
 #include "rpc/collection_service.h"
 #include "rpc/console/console_api.h"
@@ -36,10 +37,9 @@ namespace {
 
 // Names reported through grpc.health.v1 besides the overall "" entry.
 const char* const kServiceNames[] = {
-    v1::CollectionService::service_full_name(),
-    v1::VectorService::service_full_name(),
-    v1::SearchService::service_full_name(),
-    v1::AdminService::service_full_name(),
+    v1::CollectionService::service_full_name(), v1::VectorService::service_full_name(),
+    v1::SearchService::service_full_name(),     v1::AdminService::service_full_name(),
+    v1::CacheService::service_full_name(),
 };
 
 void SetHealth(grpc::Server& server, bool serving) {
@@ -140,6 +140,7 @@ absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
   vectors_ = std::make_unique<VectorServiceImpl>(gate_.get(), budget_.get());
   search_ = std::make_unique<SearchServiceImpl>(gate_.get());
   admin_ = std::make_unique<AdminServiceImpl>(gate_.get(), budget_.get(), options.snapshot_dir);
+  caches_ = std::make_unique<CacheServiceImpl>(gate_.get());
   if (!options.metrics_listen.empty()) {
     if (absl::Status s = metrics_->Serve(options.metrics_listen, host); !s.ok()) return s;
   }
@@ -165,6 +166,7 @@ absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
   builder.RegisterService(vectors_.get());
   builder.RegisterService(search_.get());
   builder.RegisterService(admin_.get());
+  builder.RegisterService(caches_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound_port == 0) {
     if (server_ != nullptr) server_->Shutdown();

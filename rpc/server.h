@@ -41,6 +41,7 @@ class IndexBuilds;
 }  // namespace console
 
 class AdminServiceImpl;
+class CacheServiceImpl;
 class ApiKeys;
 class CallGate;
 class CollectionServiceImpl;
@@ -132,6 +133,7 @@ class Server {
   std::unique_ptr<VectorServiceImpl> vectors_;
   std::unique_ptr<SearchServiceImpl> search_;
   std::unique_ptr<AdminServiceImpl> admin_;
+  std::unique_ptr<CacheServiceImpl> caches_;
   std::unique_ptr<grpc::Server> server_;
   // Declared after the gate and the services: destroyed (stopped) before them.
   std::unique_ptr<SnapshotShelf> console_shelf_;

@@ -180,6 +180,7 @@ struct CacheStats {
   // Lookup latency (microseconds): bucket upper bounds and counts (the last bucket is +inf).
   std::vector<double> latency_bounds_us;
   std::vector<uint64_t> latency_counts;
+  double latency_sum_us = 0;
   double lookup_p50_us = 0;
   double lookup_p99_us = 0;
 };

@@ -13,6 +13,7 @@
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "rpc/client/shoal_client.h"
 #include "shoal/v1/admin_service.grpc.pb.h"
+#include "shoal/v1/cache_service.grpc.pb.h"
 #include "shoal/v1/collection_service.grpc.pb.h"
 #include "shoal/v1/search_service.grpc.pb.h"
 #include "shoal/v1/vector_service.grpc.pb.h"
@@ -25,6 +26,7 @@ struct Client::Stubs {
   std::unique_ptr<v1::VectorService::Stub> vectors;
   std::unique_ptr<v1::SearchService::Stub> search;
   std::unique_ptr<v1::AdminService::Stub> admin;
+  std::unique_ptr<v1::CacheService::Stub> caches;
   std::unique_ptr<grpc::health::v1::Health::Stub> health;
 };
 

@@ -121,6 +121,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& addre
   stubs->vectors = v1::VectorService::NewStub(stubs->channel);
   stubs->search = v1::SearchService::NewStub(stubs->channel);
   stubs->admin = v1::AdminService::NewStub(stubs->channel);
+  stubs->caches = v1::CacheService::NewStub(stubs->channel);
   stubs->health = grpc::health::v1::Health::NewStub(stubs->channel);
   return std::unique_ptr<Client>(new Client(std::move(stubs), options));
 }

@@ -30,6 +30,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "shoal/cache.h"
 #include "shoal/filter.h"
 #include "shoal/types.h"
 
@@ -169,6 +170,25 @@ class Client {
   // The collections of the restored database.
   absl::StatusOr<std::vector<CollectionInfo>> Restore(const std::string& name);
   absl::StatusOr<ServerStats> GetStats();
+
+  // ---- Semantic caches (shoal/cache.h; CacheService) ----
+  // As the embedded DB's "Semantic caches" calls (include/shoal/db.h), over the wire.
+  absl::Status CreateCache(const CacheSpec& spec);
+  absl::Status DropCache(const std::string& cache);
+  absl::StatusOr<std::vector<CacheInfo>> ListCaches();
+  absl::Status SetCachePolicy(const std::string& cache, const std::string& category,
+                              const CachePolicy& policy);
+  absl::StatusOr<CachePolicy> GetCachePolicy(const std::string& cache, const std::string& category);
+  absl::StatusOr<CacheLookupResult> CacheLookup(const std::string& cache,
+                                                const CacheLookupRequest& request);
+  // The new entry's id (0: the category is disabled).
+  absl::StatusOr<uint64_t> CacheStore(const std::string& cache, const CacheStoreRequest& request,
+                                      bool sync = false);
+  absl::StatusOr<uint64_t> CacheInvalidate(const std::string& cache,
+                                           const CacheInvalidation& which);
+  absl::Status CacheFeedback(const std::string& cache, const CacheFeedbackReport& report);
+  absl::StatusOr<CacheStats> GetCacheStats(const std::string& cache);
+  absl::Status ReportModelLoad(const std::string& model, double load);
 
  private:
   struct Stubs;

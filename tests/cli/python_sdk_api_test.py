@@ -10,12 +10,13 @@ import sys
 import unittest
 
 import shoal
+import shoal.cache
 import shoal.client
 import shoal.errors
 import shoal.filters
 
 # The modules whose public names are the SDK's API (the generated shoal.v1 stubs are not).
-MODULES = (shoal, shoal.client, shoal.errors, shoal.filters)
+MODULES = (shoal, shoal.cache, shoal.client, shoal.errors, shoal.filters)
 
 
 def defined_in(module):

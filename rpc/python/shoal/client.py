@@ -25,8 +25,10 @@ import numpy as np
 import numpy.typing as npt
 
 from shoal import errors
+from shoal.cache import CacheMethods
 from shoal.v1 import admin_service_pb2 as admin_pb2
 from shoal.v1 import admin_service_pb2_grpc as admin_grpc
+from shoal.v1 import cache_service_pb2_grpc as cache_grpc
 from shoal.v1 import collection_service_pb2 as collection_pb2
 from shoal.v1 import collection_service_pb2_grpc as collection_grpc
 from shoal.v1 import search_service_pb2 as search_pb2
@@ -149,7 +151,7 @@ def as_matrix(vectors: npt.ArrayLike, what: str) -> np.ndarray:
     return m
 
 
-class Client:
+class Client(CacheMethods):
     """A connection to shoald: one method per RPC (see the module docstring). Thread-safe."""
 
     def __init__(self, address: str = "127.0.0.1:50051", api_key: Optional[str] = None, *,
@@ -176,6 +178,7 @@ class Client:
         self._vectors = vector_grpc.VectorServiceStub(self._channel)
         self._search = search_grpc.SearchServiceStub(self._channel)
         self._admin = admin_grpc.AdminServiceStub(self._channel)
+        self._caches = cache_grpc.CacheServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
     def close(self) -> None:
