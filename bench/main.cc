@@ -5,6 +5,7 @@
 
 #include "bench/ann_bench.h"
 #include "bench/blas_env.h"
+#include "bench/cache_bench.h"
 #include "bench/flat_bench.h"
 #include "bench/kmeans_bench.h"
 #include "bench/serve_bench.h"
@@ -20,6 +21,7 @@ int main(int argc, char** argv) {
   shoal::bench::RegisterKMeansCommand(app, &exit_code);
   shoal::bench::RegisterUpdatesCommand(app, &exit_code);
   shoal::bench::RegisterServeCommand(app, &exit_code);
+  shoal::bench::RegisterCacheCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -28,6 +28,7 @@ std::string PrefixEnd(std::string prefix) {
 }  // namespace
 
 absl::Status RecordStore::WriteCacheRows(std::span<const CacheWrite> writes, bool sync) {
+  if (writes.empty()) return absl::OkStatus();
   rocksdb::WriteBatch batch;
   for (const CacheWrite& w : writes) {
     const std::string key = CacheRowKey(w.key);

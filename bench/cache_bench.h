@@ -1,0 +1,48 @@
+// `shoal_bench cache`: the semantic cache on a seeded synthetic workload (issue 17), with its
+// peers measured in the same run on the same query stream:
+//   exact      exact-prompt matches only (threshold 1)
+//   global T   one threshold for every category, swept 0.80..0.99
+//   per-cat    each category's best fixed threshold from the sweep (false hits <= delta there)
+//   shoal      Shoal's learned thresholds: start at --base-threshold, delta = --delta, feedback
+//              on every hit (the client learns whether a hit was right), neighbour learning
+// Workload: categories with a given intent density (cosine of intents to the category centre),
+// repetition law (Zipf exponent, 0 = uniform), paraphrase noise (cosine of a paraphrase to its
+// intent; 8 fixed paraphrases per intent, so exact repeats happen), hard negatives (a twin intent
+// at cosine 0.97 with a different answer, asked with a given probability) and answer versions
+// that change every `period` simulated seconds (0 = never; every peer uses the same per-category
+// TTLs). A hit is correct when its answer is the asked intent's current version. The clock is
+// simulated (--step seconds per query). Prints hit rate and false-hit rate per peer and the
+// ratio the issue's goal names: shoal hit rate / best global hit rate at false hits <= delta.
+// Not measured here yet: lookup latency at 1M entries, and an overloaded model backend.
+#ifndef SHOAL_BENCH_CACHE_BENCH_H_
+#define SHOAL_BENCH_CACHE_BENCH_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/status.h"
+
+namespace CLI {
+class App;
+}  // namespace CLI
+
+namespace shoal::bench {
+
+struct CacheBenchOptions {
+  uint64_t seed = 1;
+  size_t queries = 20000;
+  uint32_t dimension = 64;
+  size_t intents = 200;  // per category
+  double delta = 0.02;   // target false-hit rate
+  double base_threshold = 0.85;
+  double step_seconds = 0.1;
+  std::string dir;  // scratch (default: a fresh one under /tmp)
+};
+
+absl::Status RunCacheBench(const CacheBenchOptions& options);
+
+void RegisterCacheCommand(CLI::App& app, int* exit_code);
+
+}  // namespace shoal::bench
+
+#endif  // SHOAL_BENCH_CACHE_BENCH_H_
