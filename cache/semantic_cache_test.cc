@@ -266,7 +266,9 @@ TEST_F(SemanticCacheTest, LoadBandStaysInsideItsLimits) {
     CacheLookupResult r = Get(Q({std::cos(a), std::sin(a)}, "", {.model = "m"}));
     EXPECT_GE(r.threshold, 0.8f - 1e-7) << load;
     EXPECT_LE(r.threshold, 0.9f + 1e-7) << load;
-    if (load <= 0.5) EXPECT_EQ(static_cast<float>(r.threshold), 0.9f) << load;
+    if (load <= 0.5) {
+      EXPECT_EQ(static_cast<float>(r.threshold), 0.9f) << load;
+    }
   }
   EXPECT_EQ(static_cast<float>(Get(Q({1, 0}, "", {.model = "m"})).threshold), 0.8f);
   EXPECT_TRUE(Get(Q({std::cos(a), std::sin(a)}, "", {.model = "m"})).hit);
@@ -436,7 +438,9 @@ TEST_F(SemanticCacheTest, CountersAgreeWithAReferenceModel) {
     }
     const bool want_hit = want_exact || (want != 0 && best >= 0.9f);
     ASSERT_EQ(r.hit, want_hit) << "step " << step << " sim " << best;
-    if (want_hit) ASSERT_EQ(r.response, ref[want].response) << "step " << step;
+    if (want_hit) {
+      ASSERT_EQ(r.response, ref[want].response) << "step " << step;
+    }
     (want_hit ? hits : misses)++;
     exact += want_exact;
   }
