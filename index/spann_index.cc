@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -16,13 +14,8 @@
 namespace shoal::index {
 namespace {
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return absl::InternalError(absl::StrCat(path, ": read failed"));
-  return buf.str();
+storage::FileSystem& FileSystemOf(const SpannRuntimeOptions& options) {
+  return options.fs != nullptr ? *options.fs : *storage::FileSystem::Default();
 }
 
 // Scanning every leaf centroid is memory-bound once they outgrow L2; the tree then touches only
@@ -105,7 +98,7 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
     const std::string& dir, const SpannManifest& manifest,
     std::span<const storage::PostingRow> postings, const SpannRuntimeOptions& options) {
   const std::string tree_path = absl::StrCat(dir, "/", kCentroidFileName);
-  SHOAL_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(tree_path));
+  SHOAL_ASSIGN_OR_RETURN(std::string bytes, storage::ReadFile(FileSystemOf(options), tree_path));
   SHOAL_ASSIGN_OR_RETURN(CentroidTree tree, CentroidTree::Deserialize(bytes, tree_path));
   if (tree.num_leaves() != manifest.num_postings || tree.dim() != manifest.dimension) {
     return absl::DataLossError(absl::StrCat(tree_path, ": ", tree.num_leaves(), " leaves of dim ",
@@ -119,12 +112,12 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
       manifest, std::move(tree), std::move(reader), path, options.posting_cache_bytes));
   index->PublishDirectory(directory);
   if (manifest.options.quant != "none") {
-    SHOAL_RETURN_IF_ERROR(index->LoadQuantized(dir, options.ram_limit_bytes, directory.get()));
+    SHOAL_RETURN_IF_ERROR(
+        index->LoadQuantized(FileSystemOf(options), dir, options.ram_limit_bytes, directory.get()));
     SHOAL_ASSIGN_OR_RETURN(
         directory->vectors,
-        storage::VectorFile::Open(
-            absl::StrCat(dir, "/", kVectorFileName), manifest.dimension, options.io,
-            options.fs != nullptr ? options.fs : storage::FileSystem::Default()));
+        storage::VectorFile::Open(absl::StrCat(dir, "/", kVectorFileName), manifest.dimension,
+                                  options.io, &FileSystemOf(options)));
     index->SetCacheBudget(options.posting_cache_bytes);
   }
   return index;
@@ -133,10 +126,10 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
 // Prepares every posting centroid, then reads every posting's codes into RAM, a few hundred
 // extents per batch — unless they would not fit in `ram_limit_bytes` (0 = no limit) beside the
 // centroids, in which case they stay on SSD and queries read them (ReadQuantized).
-absl::Status SpannIndex::LoadQuantized(const std::string& dir, size_t ram_limit_bytes,
-                                       PostingDirectory* directory) {
+absl::Status SpannIndex::LoadQuantized(storage::FileSystem& fs, const std::string& dir,
+                                       size_t ram_limit_bytes, PostingDirectory* directory) {
   const std::string qpath = absl::StrCat(dir, "/", kQuantizerFileName);
-  SHOAL_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(qpath));
+  SHOAL_ASSIGN_OR_RETURN(std::string bytes, storage::ReadFile(fs, qpath));
   SHOAL_ASSIGN_OR_RETURN(quantizer_, DeserializeQuantizer(bytes, qpath));
   const size_t pd = quantizer_->prepares() ? quantizer_->prepared_dim() : 0;
   const auto& rows = directory->rows;
