@@ -277,7 +277,7 @@ absl::Status Collection::Verify(VerifyReport* report) {
   absl::MutexLock work_lock(&maintainer_.work_mu());
   maintainer_.DrainNow();
   absl::ReaderMutexLock lock(&state_.mu);
-  Checker checker(store_, index_root_, report);
+  Checker checker(store_, lifecycle_.index_root(), report);
   DurableView view;
   SHOAL_RETURN_IF_ERROR(
       checker.Collection(storage::StoredCollection{id_, spec_, next_internal_id_}, &view));
