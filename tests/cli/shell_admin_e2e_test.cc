@@ -164,6 +164,13 @@ TEST_F(ShellAdminE2eTest, TenantCommandsAndTenantBoundKeys) {
   EXPECT_NE(r.err.find("unknown operation \"bogus\""), std::string::npos) << r.err;
   r = Shoal({"tenant", "state", "docs", "acme", "asleep"});
   EXPECT_EQ(r.exit_status, 2) << r.err;
+  const std::string rows = data_dir_ + "-tenant-rows.fvecs";
+  storage::testing::WriteFile(rows, storage::testing::Vecs<float>({1, 1, 2, 2, 3, 3}, 2));
+  r = Shoal({"ingest", rows, "--collection", "docs", "--tenant", "beta", "--key-offset", "100"},
+            kAcme);
+  std::filesystem::remove(rows);
+  EXPECT_EQ(r.exit_status, 1);
+  EXPECT_NE(r.err.find("PERMISSION_DENIED"), std::string::npos) << r.err;
 
   r = Shoal({"tenant", "create", "docs", "acme", "--max-vectors", "10"});
   if (r.err.find("UNIMPLEMENTED") != std::string::npos) {
@@ -179,6 +186,12 @@ TEST_F(ShellAdminE2eTest, TenantCommandsAndTenantBoundKeys) {
   EXPECT_NE(r.out.find("\nbeta,active,1,1,"), std::string::npos) << r.out;
   r = Shoal({"tenant", "list", "docs", "--output", "csv"}, kAcme);
   EXPECT_EQ(r.out.find("beta"), std::string::npos) << r.out;
+  storage::testing::WriteFile(rows, storage::testing::Vecs<float>({1, 1, 2, 2, 3, 3}, 2));
+  r = Shoal({"ingest", rows, "--collection", "docs", "--tenant", "beta", "--key-offset", "100"});
+  std::filesystem::remove(rows);
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  r = Shoal({"tenant", "count", "docs", "beta", "--owned", "--output", "csv"});
+  EXPECT_EQ(r.out, "owned\n4\n") << r.err;
   r = Shoal({"get", "docs", "1", "2", "--output", "csv"}, kAcme);
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_NE(r.out.find("\n1,true"), std::string::npos) << r.out;
