@@ -66,6 +66,9 @@ absl::StatusOr<Table> Snapshots(const Connection& c, const Args& args);
 absl::StatusOr<Table> Restore(const Connection& c, const Args& args);
 absl::StatusOr<Table> Stats(const Connection& c, const Args& args);
 
+// `tenant OP ...` (commands_tenants.cc).
+absl::StatusOr<Table> Tenant(const Connection& c, const Args& args);
+
 }  // namespace shoal::cli
 
 #endif  // SHOAL_CLI_COMMANDS_INTERNAL_H_
