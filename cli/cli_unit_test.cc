@@ -86,6 +86,31 @@ TEST(CommandLineTest, RefusesUnknownFlagsCommandsAndSurplusArguments) {
   ExpectUsageError(Parse({"ingest", "f.fvecs"}, LineMode::kShell), {"unknown command"});
 }
 
+TEST(CommandLineTest, ParsesTenantCommandsAndTheTenantFlag) {
+  absl::StatusOr<CommandLine> line =
+      Parse({"tenant", "create", "docs", "acme", "--max-vectors", "10", "--max-qps", "2.5"});
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_EQ(line->args.positional, (std::vector<std::string>{"tenant", "create", "docs", "acme"}));
+  EXPECT_EQ(*line->args.GetUint("max-vectors", 0), 10u);
+  EXPECT_EQ(*line->args.GetDouble("max-qps", 0), 2.5);
+  line = Parse({"tenant", "grant", "docs", "beta", "1", "2", "name-3", "--sync"});
+  ASSERT_TRUE(line.ok()) << line.status();
+  EXPECT_EQ(line->args.positional.size(), 7u);
+  const std::vector<std::vector<std::string>> with_tenant = {
+      {"upsert", "docs", "1", "1,2", "--tenant", "acme"},
+      {"get", "docs", "1", "2", "--tenant", "acme"},
+      {"delete", "docs", "1", "--tenant", "acme"},
+      {"search", "docs", "1,2", "--tenant", "acme"}};
+  for (const std::vector<std::string>& words : with_tenant) {
+    line = Parse(words);
+    ASSERT_TRUE(line.ok()) << words[0] << ": " << line.status();
+    EXPECT_EQ(line->args.Get("tenant", ""), "acme") << words[0];
+  }
+  ExpectUsageError(Parse({"tenant", "list", "docs", "--tenant", "acme"}),
+                   {"unknown flag --tenant"});
+  ExpectUsageError(Parse({"list", "--tenant", "acme"}), {"unknown flag --tenant"});
+}
+
 TEST(CommandLineTest, PrintsPerCommandHelpAndTheVersion) {
   absl::StatusOr<CommandLine> line = Parse({"ingest", "--help"});
   ASSERT_TRUE(line.ok()) << line.status();

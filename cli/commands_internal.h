@@ -68,6 +68,8 @@ absl::StatusOr<Table> Stats(const Connection& c, const Args& args);
 
 // `cache SUBCOMMAND ...` (commands_cache.cc).
 absl::StatusOr<Table> Cache(const Connection& c, const Args& args);
+// `tenant OP ...` (commands_tenants.cc).
+absl::StatusOr<Table> Tenant(const Connection& c, const Args& args);
 
 }  // namespace shoal::cli
 

@@ -134,6 +134,7 @@ absl::StatusOr<Table> Upsert(const Connection& c, const Args& args) {
   SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 4, 4));
   v1::UpsertRequest request;
   request.set_collection(args.positional[1]);
+  request.set_tenant(args.Get("tenant", ""));
   request.set_sync(args.Has("sync"));
   v1::Record* record = request.add_records();
   *record->mutable_key() = ParseKey(args.positional[2]);
@@ -158,6 +159,7 @@ absl::StatusOr<Table> Get(const Connection& c, const Args& args) {
   SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 3, SIZE_MAX));
   v1::GetRequest request;
   request.set_collection(args.positional[1]);
+  request.set_tenant(args.Get("tenant", ""));
   for (size_t i = 2; i < args.positional.size(); ++i) {
     *request.add_keys() = ParseKey(args.positional[i]);
   }
@@ -190,6 +192,7 @@ absl::StatusOr<Table> Delete(const Connection& c, const Args& args) {
   v1::DeleteRequest request;
   request.set_collection(args.positional[1]);
   request.set_sync(args.Has("sync"));
+  request.set_tenant(args.Get("tenant", ""));
   for (size_t i = 2; i < args.positional.size(); ++i) {
     *request.add_keys() = ParseKey(args.positional[i]);
   }
@@ -262,6 +265,7 @@ absl::StatusOr<Table> Search(const Connection& c, const Args& args) {
   request.set_k(static_cast<uint32_t>(k));
   request.set_max_postings(static_cast<uint32_t>(max_postings));
   request.set_pruning_ratio(static_cast<float>(pruning_ratio));
+  request.set_tenant(args.Get("tenant", ""));
   if (args.Has("filter")) {
     SHOAL_ASSIGN_OR_RETURN(*request.mutable_filter(), ParseFilter(args.Get("filter", "")));
   }

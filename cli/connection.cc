@@ -53,6 +53,7 @@ absl::StatusOr<std::unique_ptr<Connection>> Connection::Create(const ConnectionO
   c->vectors_ = ::shoal::v1::VectorService::NewStub(c->channel_);
   c->search_ = ::shoal::v1::SearchService::NewStub(c->channel_);
   c->admin_ = ::shoal::v1::AdminService::NewStub(c->channel_);
+  c->tenants_ = ::shoal::v1::TenantService::NewStub(c->channel_);
   c->health_ = ::grpc::health::v1::Health::NewStub(c->channel_);
   return c;
 }

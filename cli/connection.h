@@ -23,6 +23,7 @@
 #include "shoal/v1/admin_service.grpc.pb.h"
 #include "shoal/v1/collection_service.grpc.pb.h"
 #include "shoal/v1/search_service.grpc.pb.h"
+#include "shoal/v1/tenant_service.grpc.pb.h"
 #include "shoal/v1/vector_service.grpc.pb.h"
 
 namespace shoal::cli {
@@ -60,6 +61,7 @@ class Connection {
   ::shoal::v1::VectorService::Stub& vectors() const { return *vectors_; }
   ::shoal::v1::SearchService::Stub& search() const { return *search_; }
   ::shoal::v1::AdminService::Stub& admin() const { return *admin_; }
+  ::shoal::v1::TenantService::Stub& tenants() const { return *tenants_; }
   ::grpc::health::v1::Health::Stub& health() const { return *health_; }
 
  private:
@@ -70,6 +72,7 @@ class Connection {
   std::unique_ptr<::shoal::v1::VectorService::Stub> vectors_;
   std::unique_ptr<::shoal::v1::SearchService::Stub> search_;
   std::unique_ptr<::shoal::v1::AdminService::Stub> admin_;
+  std::unique_ptr<::shoal::v1::TenantService::Stub> tenants_;
   std::unique_ptr<::grpc::health::v1::Health::Stub> health_;
 };
 

@@ -96,6 +96,7 @@ void ReadBatches(RowSource& source, const IngestOptions& o, uint64_t start, uint
     Batch batch{.first = first};
     batch.request.set_collection(o.collection);
     batch.request.set_sync(o.sync);
+    batch.request.set_tenant(o.tenant);
     for (size_t r = 0; r < count; ++r) {
       const float* row = values.data() + r * cols;
       for (size_t j = 0; j < cols; ++j) {
@@ -203,6 +204,7 @@ std::string IngestUsage() {
   return "ingest FILE --collection NAME [--create [--dimension D] [--metric l2|ip|cosine]]"
          " [--format auto] [--batch N] [--streams P] [--checkpoint PATH [--restart]]"
          " [--key-prefix P | --key-offset N] [--limit N] [--max-rate ROWS_PER_S] [--sync]"
+         " [--tenant T]"
          " [--rpc ingest|upsert] [--window W] [--no-progress]";
 }
 
@@ -222,6 +224,7 @@ const std::vector<Flag>& IngestFlags() {
       {"limit", "N", "send at most N rows"},
       {"max-rate", "ROWS_PER_S", "send at most this many rows per second"},
       {"sync", nullptr, "make every batch durable before it is acknowledged"},
+      {"tenant", "T", "the tenant that owns the records (default: the API key's own, if bound)"},
       {"rpc", "ingest|upsert", "the streaming Ingest RPC (default) or plain Upsert calls"},
       {"window", "W", "batches in flight per stream (default 4)"},
       {"no-progress", nullptr, "no progress line on a terminal"},
@@ -246,6 +249,7 @@ absl::StatusOr<IngestOptions> ParseIngestOptions(const Args& args) {
   if (streams == 0) return UsageError("--streams: must be at least 1");
   o.streams = static_cast<int>(streams);
   o.sync = args.Has("sync");
+  o.tenant = args.Get("tenant", "");
   o.checkpoint = args.Get("checkpoint", "");
   o.restart = args.Has("restart");
   o.key_prefix = args.Get("key-prefix", "");

@@ -36,6 +36,7 @@ struct IngestOptions {
   size_t batch = 1000;
   int streams = 2;
   bool sync = false;       // fsync each batch before it is acknowledged
+  std::string tenant;      // the tenant that owns the records ("" = none, or the key's own)
   std::string checkpoint;  // "" = none
   bool restart = false;    // ignore (and overwrite) a checkpoint of a different ingest
   std::string key_prefix;  // "" = numeric keys

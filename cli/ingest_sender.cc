@@ -59,6 +59,7 @@ class StreamSender final : public BatchSender {
         InFlight& f = in_flight.emplace_back(InFlight{batch->first, {}});
         f.request.set_collection(batch->request.collection());
         f.request.set_sync(batch->request.sync());
+        f.request.set_tenant(batch->request.tenant());
         f.request.mutable_records()->Swap(batch->request.mutable_records());
         f.request.set_sequence(next_sequence_++);
         if (!stream->Write(f.request)) break;
@@ -114,6 +115,7 @@ class StreamSender final : public BatchSender {
       Batch batch{.first = f.first};
       batch.request.set_collection(f.request.collection());
       batch.request.set_sync(f.request.sync());
+      batch.request.set_tenant(f.request.tenant());
       batch.request.mutable_records()->Swap(f.request.mutable_records());
       const uint64_t rows = batch.request.records_size();
       if (absl::Status s = unary.Send(batch); !s.ok()) {

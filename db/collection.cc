@@ -19,11 +19,11 @@ Collection::Collection(storage::RecordStore* store, const storage::StoredCollect
       id_(meta.id),
       spec_(meta.spec),
       options_(options),
-      index_root_(index_root),
-      fs_(fs),
       next_internal_id_(meta.next_internal_id),
       state_(meta.spec.dimension, IndexMetric(meta.spec.metric)),
       planner_(store, meta.id, meta.spec.metric, meta.spec.dimension),
+      lifecycle_(store, meta, options, index_root, fs, &state_, &maintainer_,
+                 [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { RebuildTenantTree(); }),
       maintainer_(&state_, store, meta.id, meta.spec.name, options, fs, budget) {}
 
 absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(
@@ -37,15 +37,59 @@ absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(
   {
     absl::MutexLock lock(&c->state_.mu);
     SHOAL_ASSIGN_OR_RETURN(std::optional<storage::StoredIndex> stored, store->LoadIndex(meta.id));
-    if (stored.has_value()) SHOAL_RETURN_IF_ERROR(c->OpenIndex(*stored));
+    if (stored.has_value()) SHOAL_RETURN_IF_ERROR(c->lifecycle_.Open(*stored));
     SHOAL_RETURN_IF_ERROR(c->LoadTenants());
     SHOAL_RETURN_IF_ERROR(c->LoadRecords());
     c->ForgetDeadTenantRows();
     c->RebuildTenantTree();
     if (c->state_.spann != nullptr) generation = c->state_.spann->manifest().generation;
   }
-  SHOAL_RETURN_IF_ERROR(c->maintainer_.Start(c->IndexDir(generation)));
+  SHOAL_RETURN_IF_ERROR(c->maintainer_.Start(c->lifecycle_.Dir(generation)));
   return c;
+}
+
+// One pass over the collection's records rebuilds the key maps and the attribute index, and
+// puts into the buffer every vector the SpannIndex (if any) does not hold: those at or above
+// the watermark (written after the build and not yet moved into the postings), which are queued
+// for the maintenance thread again, and records whose id carries a tombstone (rewritten in place
+// by versions before online updates), which stay in the buffer until the next build.
+absl::Status Collection::LoadRecords() {
+  constexpr size_t kBatch = 4096;  // buffered ids per batch handed to the maintenance thread
+  CollectionState& s = state_;
+  std::vector<float> scratch;
+  IndexHandoff::Batch batch;
+  auto hand_off = [&] {
+    if (!batch.ids.empty()) maintainer_.handoff().AddPending(std::move(batch));
+    batch = IndexHandoff::Batch{};
+  };
+  const bool updates = s.spann != nullptr && options_.index_update_threads != 0;
+  absl::Status status =
+      store_->ScanRecords(id_, [&](uint64_t iid, Record&& r) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+        if (r.vector.size() != spec_.dimension) {
+          return absl::DataLossError(absl::StrCat("collection '", spec_.name, "' record id ", iid,
+                                                  " has dimension ", r.vector.size()));
+        }
+        const bool stale = s.stale.Contains(iid);
+        if (!s.InSpann(iid) || stale) {
+          const float* v = IndexForm(r.vector, &scratch);
+          s.buffer.Add(iid, v, s.spann != nullptr ? WriteBuffer::LeafOf(*s.spann, v) : 0);
+          if (updates && !s.InSpann(iid) && !stale) {
+            batch.ids.push_back(iid);
+            batch.vectors.insert(batch.vectors.end(), v, v + spec_.dimension);
+            if (batch.ids.size() == kBatch) hand_off();
+          }
+        }
+        s.attrs.Put(iid, r.attributes, r.tags);
+        if (s.access.OwnerOf(iid) != tenants::kNoTenant) s.access.SetBytes(iid, RecordBytes(r));
+        s.id_of.Insert(r.key, iid);
+        s.key_of.Insert(iid, std::move(r.key));
+        // Ids at or above the stored counter can only come from a counter lost with a torn
+        // catalog row; never hand them out again.
+        next_internal_id_ = std::max(next_internal_id_, iid + 1);
+        return absl::OkStatus();
+      });
+  hand_off();
+  return status;
 }
 
 CollectionInfo Collection::Info() const {
@@ -297,6 +341,17 @@ uint64_t Collection::IndexGeneration() const {
   return state_.spann != nullptr ? state_.spann->manifest().generation : 0;
 }
 
+absl::Status Collection::BuildIndex(const std::string& spec, const IndexBuildProgressFn& progress) {
+  // Holds writers off for the whole build, once those in flight are applied.
+  auto idle = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return in_flight_.empty(); };
+  absl::MutexLock write_lock(&write_mu_, absl::Condition(&idle));
+  SHOAL_RETURN_IF_ERROR(CheckNotDropped());
+  if (spec == "flat") return lifecycle_.Flatten();
+  SHOAL_RETURN_IF_ERROR(lifecycle_.Build(spec, next_internal_id_, progress));
+  absl::MutexLock work_lock(&maintainer_.work_mu());
+  return maintainer_.Start(lifecycle_.Dir(lifecycle_.last_generation()));
+}
+
 absl::Status Collection::Drop() {
   auto idle = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return in_flight_.empty(); };
   absl::MutexLock write_lock(&write_mu_, absl::Condition(&idle));
@@ -308,13 +363,7 @@ absl::Status Collection::Drop() {
   dropped_ = true;
   maintainer_.handoff().Clear();
   absl::MutexLock lock(&state_.mu);
-  if (state_.spann != nullptr) {
-    const std::string dir = IndexDir(state_.spann->manifest().generation);
-    state_.spann.reset();
-    state_.buffer.Reset(nullptr);
-    // Unreferenced now; a leftover is only garbage, removed at the next open.
-    fs_->RemoveAll(dir).IgnoreError();
-  }
+  lifecycle_.Release();
   return absl::OkStatus();
 }
 

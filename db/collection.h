@@ -4,8 +4,10 @@
 //    tombstones, the key maps and the attribute index — behind one reader/writer lock;
 //  - SearchPlanner (search_planner.h): which structures a query searches, filters, the merge;
 //  - IndexMaintainer (index_maintainer.h): online updates — the maintenance and publisher
-//    threads, the hand-off from writers, flush requests, retries after I/O errors.
-// Collection itself keeps the write path and the index build lifecycle.
+//    threads, the hand-off from writers, flush requests, retries after I/O errors;
+//  - IndexLifecycle (index_lifecycle.h): the SSD index's open at load, builds, back to flat and
+//    release at drop.
+// Collection itself keeps the write path and loading the records.
 //
 // Write path: validate -> allocate internal ids (a rewritten key gets a new one, so an id's
 // vector never changes) -> one RocksDB WriteBatch (records, key map, id counter, tombstones for
@@ -41,6 +43,7 @@
 #include "absl/synchronization/mutex.h"
 #include "db/collection_state.h"
 #include "db/index_form.h"
+#include "db/index_lifecycle.h"
 #include "db/index_maintainer.h"
 #include "db/maintenance_budget.h"
 #include "db/search_planner.h"
@@ -129,27 +132,8 @@ class Collection {
   Collection(storage::RecordStore* store, const storage::StoredCollection& meta,
              const Options& options, const std::string& index_root, storage::FileSystem* fs,
              MaintenanceBudget* budget);
-  // Load helpers (collection_index.cc).
-  absl::Status OpenIndex(const storage::StoredIndex& stored)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_, state_.mu);
+  // Rebuilds the key maps, attributes and buffer from the records (at load).
   absl::Status LoadRecords() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_, state_.mu);
-  absl::Status BuildSpann(const std::string& spec, const IndexBuildProgressFn& progress)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  // Opens the built index in `dir` and checks it fits the RAM bound (the directory is removed
-  // if not).
-  absl::StatusOr<std::unique_ptr<index::SpannIndex>> OpenBuilt(
-      const std::string& dir, const index::SpannManifest& manifest,
-      std::span<const storage::PostingRow> postings) const;
-  // Commits a built index and swaps it in for searches (and for the maintainer).
-  absl::Status SwapIn(std::unique_ptr<index::SpannIndex> fresh, const std::string& manifest,
-                      std::span<const storage::PostingRow> postings)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  absl::Status DropSpann() ABSL_EXCLUSIVE_LOCKS_REQUIRED(write_mu_);
-  std::string IndexDir(uint64_t generation) const;
-  // Index RAM: Options::index_ram_bytes_limit minus the fixed parts, for the posting cache.
-  size_t CacheBudget(size_t fixed_bytes) const;
-  // Empties the buffer, shaped for the current SSD index (or none), and re-splits index RAM.
-  void ResetBuffer() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
   const float* IndexForm(const std::vector<float>& v, std::vector<float>* scratch) const {
     return db::IndexForm(spec_.metric, v, scratch);
   }
@@ -203,15 +187,12 @@ class Collection {
   const uint32_t id_;
   const CollectionSpec spec_;
   const Options options_;
-  const std::string index_root_;
-  storage::FileSystem* const fs_;
 
   // Guards id allocation and the keys of writes in flight (see group commit above); held across
   // an index build. Taken before every other lock.
   mutable absl::Mutex write_mu_;
   uint64_t next_internal_id_ ABSL_GUARDED_BY(write_mu_);
   absl::flat_hash_set<Key> in_flight_ ABSL_GUARDED_BY(write_mu_);
-  uint64_t last_generation_ ABSL_GUARDED_BY(write_mu_) = 0;  // of the last index build tried
   bool dropped_ ABSL_GUARDED_BY(write_mu_) = false;
   // Quota reservations of Upserts between their check and their apply, per tenant.
   struct Reserved {
@@ -222,6 +203,7 @@ class Collection {
 
   CollectionState state_;
   const SearchPlanner planner_;
+  IndexLifecycle lifecycle_;  // builds run under write_mu_
   // Declared last: destroyed first, so its threads stop before the state they change goes.
   IndexMaintainer maintainer_;
 };

@@ -2,14 +2,13 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
 #include <iostream>
-#include <system_error>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "db/snapshot.h"
 #include "db/validation.h"
 
 namespace shoal {
@@ -54,7 +53,6 @@ CollectionInfo QuarantinedInfo(const storage::StoredCollection& meta, const absl
 
 absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const Options& options,
                                                  const StorageHooks& hooks) {
-  namespace fs = std::filesystem;
   if (path.empty()) return absl::InvalidArgumentError("path: must not be empty");
   if (!(options.index_update_compact_live_fraction >= 0 &&
         options.index_update_compact_live_fraction <= 1)) {
@@ -62,10 +60,10 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
         absl::StrCat("options.index_update_compact_live_fraction: must be in [0, 1], not ",
                      options.index_update_compact_live_fraction));
   }
-  SHOAL_RETURN_IF_ERROR(FinishPendingRestore(path));
-  const fs::path rocks_dir = fs::path(path) / "rocksdb";
-  std::error_code ec;
-  const bool exists = fs::exists(rocks_dir / "CURRENT", ec);
+  storage::FileSystem* const fs = hooks.fs != nullptr ? hooks.fs : storage::FileSystem::Default();
+  SHOAL_RETURN_IF_ERROR(FinishPendingRestore(*fs, path));
+  const std::string rocks_dir = absl::StrCat(path, "/rocksdb");
+  const bool exists = fs->Stat(absl::StrCat(rocks_dir, "/CURRENT")).ok();
   if (exists && options.error_if_exists) {
     return absl::AlreadyExistsError(absl::StrCat("database ", path, " already exists"));
   }
@@ -73,20 +71,17 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
     if (!options.create_if_missing) {
       return absl::NotFoundError(absl::StrCat("no database at ", path));
     }
-    fs::create_directories(rocks_dir, ec);
-    if (ec) {
+    if (absl::Status s = fs->CreateDirs(rocks_dir); !s.ok()) {
       return absl::PermissionDeniedError(
-          absl::StrCat("cannot create ", rocks_dir.string(), ": ", ec.message()));
+          absl::StrCat("cannot create ", rocks_dir, ": ", s.message()));
     }
   }
-  auto db = std::unique_ptr<DBImpl>(
-      new DBImpl(options, hooks.fs != nullptr ? hooks.fs : storage::FileSystem::Default()));
-  db->index_root_ = (fs::path(path) / "index").string();
+  auto db = std::unique_ptr<DBImpl>(new DBImpl(options, fs));
+  db->index_root_ = absl::StrCat(path, "/index");
   db->budget_ = std::make_unique<MaintenanceBudget>(std::max(1u, options.index_update_threads));
-  fs::create_directories(db->index_root_, ec);
-  if (ec) {
+  if (absl::Status s = fs->CreateDirs(db->index_root_); !s.ok()) {
     return absl::PermissionDeniedError(
-        absl::StrCat("cannot create ", db->index_root_, ": ", ec.message()));
+        absl::StrCat("cannot create ", db->index_root_, ": ", s.message()));
   }
   storage::StoreOptions store_options;
   store_options.create_if_missing = options.create_if_missing;

@@ -150,13 +150,6 @@ class DBImpl final : public DB {
       ABSL_LOCKS_EXCLUDED(mu_);
 };
 
-// db/snapshot.cc: copies `from` (a directory tree) to `to` (must not exist), fsyncing every
-// file and directory.
-absl::Status CopyTreeDurably(const std::string& from, const std::string& to);
-// Finishes a restore that a crash interrupted in the database directory `path` (no-op when
-// none is pending). Called by Open before anything else.
-absl::Status FinishPendingRestore(const std::string& path);
-
 }  // namespace shoal::db
 
 #endif  // SHOAL_DB_DB_IMPL_H_

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
-#include <filesystem>
 #include <functional>
 #include <variant>
 
@@ -23,6 +22,7 @@
 #include "index/spann_builder.h"
 #include "index/spann_index.h"
 #include "index/spann_options.h"
+#include "storage/file_system.h"
 #include "storage/posting_file.h"
 #include "storage/record_store.h"
 #include "storage/vector_file.h"
@@ -30,8 +30,6 @@
 namespace shoal {
 namespace db {
 namespace {
-
-namespace fs = std::filesystem;
 
 std::string KeyString(const Key& key) {
   if (const auto* n = std::get_if<uint64_t>(&key)) return absl::StrCat(*n);
@@ -279,7 +277,7 @@ absl::Status Collection::Verify(VerifyReport* report) {
   absl::MutexLock work_lock(&maintainer_.work_mu());
   maintainer_.DrainNow();
   absl::ReaderMutexLock lock(&state_.mu);
-  Checker checker(store_, index_root_, report);
+  Checker checker(store_, lifecycle_.index_root(), report);
   DurableView view;
   SHOAL_RETURN_IF_ERROR(
       checker.Collection(storage::StoredCollection{id_, spec_, next_internal_id_}, &view));
@@ -352,12 +350,11 @@ namespace {
 // Offline tools never write into the directory they inspect (a read-write RocksDB open writes a
 // WAL, MANIFEST and OPTIONS file, and deletes SSTs a damaged MANIFEST does not name).
 absl::StatusOr<std::unique_ptr<storage::RecordStore>> OpenReadOnly(const std::string& path) {
-  const db::fs::path rocks = db::fs::path(path) / "rocksdb";
-  if (!db::fs::exists(rocks)) {
+  const std::string rocks = absl::StrCat(path, "/rocksdb");
+  if (!storage::FileSystem::Default()->Stat(rocks).ok()) {
     return absl::NotFoundError(absl::StrCat(path, ": not a Shoal data directory (no rocksdb/)"));
   }
-  return storage::RecordStore::Open(rocks.string(),
-                                    {.create_if_missing = false, .read_only = true});
+  return storage::RecordStore::Open(rocks, {.create_if_missing = false, .read_only = true});
 }
 
 }  // namespace
@@ -396,7 +393,7 @@ absl::StatusOr<VerifyReport> VerifyDatabase(const std::string& path) {
         "rocksdb/", table.name, " is not in RocksDB's MANIFEST and ", table.detail,
         ": the MANIFEST is damaged and lost it (do not start shoald: it would delete the file)"));
   }
-  db::Checker checker(store.get(), (db::fs::path(path) / "index").string(), &report);
+  db::Checker checker(store.get(), absl::StrCat(path, "/index"), &report);
   for (const storage::StoredCollection& meta : catalog) {
     db::DurableView view;
     SHOAL_RETURN_IF_ERROR(checker.Collection(meta, &view));

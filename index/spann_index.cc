@@ -2,9 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <limits>
-#include <sstream>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -16,13 +14,8 @@
 namespace shoal::index {
 namespace {
 
-absl::StatusOr<std::string> ReadWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  if (in.bad()) return absl::InternalError(absl::StrCat(path, ": read failed"));
-  return buf.str();
+storage::FileSystem& FileSystemOf(const SpannRuntimeOptions& options) {
+  return options.fs != nullptr ? *options.fs : *storage::FileSystem::Default();
 }
 
 // Scanning every leaf centroid is memory-bound once they outgrow L2; the tree then touches only
@@ -83,6 +76,80 @@ class CandidateSlots {
   std::vector<Entry> table_;
 };
 
+// One quantized query's candidates: an interval [lower, upper] of the distance per id (replicas
+// intersect theirs). The k-th smallest upper bound among the distinct candidates so far (each
+// counted with the first interval it got) bounds the true k-th distance from above: a code whose
+// lower bound lies beyond running() cannot be in the top-k.
+class CandidateIntervals {
+ public:
+  void Reset(size_t k) {
+    k_ = k;
+    cands_.clear();
+    slots_.Reset();
+    uppers_.clear();
+    running_ = std::numeric_limits<float>::infinity();
+  }
+  float running() const { return running_; }
+  void Offer(uint64_t id, float lo, float hi) {
+    uint32_t& slot = slots_.Find(id);
+    if (slot != CandidateSlots::kNone) {
+      cands_[slot].lower = std::max(cands_[slot].lower, lo);
+      cands_[slot].upper = std::min(cands_[slot].upper, hi);
+      return;
+    }
+    slot = static_cast<uint32_t>(cands_.size());
+    cands_.push_back({id, lo, hi});
+    if (k_ > 0 && (uppers_.size() < k_ || hi < uppers_.front())) {
+      if (uppers_.size() == k_) {
+        std::pop_heap(uppers_.begin(), uppers_.end());
+        uppers_.pop_back();
+      }
+      uppers_.push_back(hi);
+      std::push_heap(uppers_.begin(), uppers_.end());
+      if (uppers_.size() == k_) running_ = uppers_.front();
+    }
+  }
+  // The same bound over the final (replica-tightened) intervals: the ids whose lower bound
+  // reaches below it, the only ones that can be in the top-k.
+  void Survivors(std::vector<uint64_t>* out) {
+    float bound = std::numeric_limits<float>::infinity();
+    if (k_ > 0 && cands_.size() >= k_) {
+      uppers_.clear();
+      for (const Candidate& c : cands_) uppers_.push_back(c.upper);
+      std::nth_element(uppers_.begin(), uppers_.begin() + (k_ - 1), uppers_.end());
+      bound = uppers_[k_ - 1];
+    }
+    out->clear();
+    for (const Candidate& c : cands_) {
+      if (c.lower <= bound) out->push_back(c.id);
+    }
+  }
+
+ private:
+  struct Candidate {
+    uint64_t id;
+    float lower, upper;
+  };
+  size_t k_ = 0;
+  std::vector<Candidate> cands_;
+  CandidateSlots slots_;
+  std::vector<float> uppers_;  // max-heap of at most k upper bounds
+  float running_ = std::numeric_limits<float>::infinity();
+};
+
+// Starts loading a RAM-resident posting's prepared centroid, first codes and ids (the scan
+// kernel prefetches ahead within a posting, not across postings).
+inline void PrefetchResident(const PostingDirectory& dir, uint32_t p, size_t prepared_dim) {
+  const auto* centroid = reinterpret_cast<const char*>(dir.prepared_centroid(p));
+  for (size_t b = 0; b < prepared_dim * sizeof(float); b += 64) __builtin_prefetch(centroid + b);
+  const QuantizedPosting& next = *dir.codes[p];
+  for (size_t b = 0; b < std::min<size_t>(next.codes.size(), 512); b += 64) {
+    __builtin_prefetch(next.codes.data() + b);
+  }
+  const auto* ids = reinterpret_cast<const char*>(next.ids.data());
+  for (size_t b = 0; b < next.ids.size() * sizeof(uint64_t); b += 64) __builtin_prefetch(ids + b);
+}
+
 }  // namespace
 
 SpannIndex::SpannIndex(SpannManifest manifest, CentroidTree tree,
@@ -105,7 +172,7 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
     const std::string& dir, const SpannManifest& manifest,
     std::span<const storage::PostingRow> postings, const SpannRuntimeOptions& options) {
   const std::string tree_path = absl::StrCat(dir, "/", kCentroidFileName);
-  SHOAL_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(tree_path));
+  SHOAL_ASSIGN_OR_RETURN(std::string bytes, storage::ReadFile(FileSystemOf(options), tree_path));
   SHOAL_ASSIGN_OR_RETURN(CentroidTree tree, CentroidTree::Deserialize(bytes, tree_path));
   if (tree.num_leaves() != manifest.num_postings || tree.dim() != manifest.dimension) {
     return absl::DataLossError(absl::StrCat(tree_path, ": ", tree.num_leaves(), " leaves of dim ",
@@ -119,12 +186,12 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
       manifest, std::move(tree), std::move(reader), path, options.posting_cache_bytes));
   index->PublishDirectory(directory);
   if (manifest.options.quant != "none") {
-    SHOAL_RETURN_IF_ERROR(index->LoadQuantized(dir, options.ram_limit_bytes, directory.get()));
+    SHOAL_RETURN_IF_ERROR(
+        index->LoadQuantized(FileSystemOf(options), dir, options.ram_limit_bytes, directory.get()));
     SHOAL_ASSIGN_OR_RETURN(
         directory->vectors,
-        storage::VectorFile::Open(
-            absl::StrCat(dir, "/", kVectorFileName), manifest.dimension, options.io,
-            options.fs != nullptr ? options.fs : storage::FileSystem::Default()));
+        storage::VectorFile::Open(absl::StrCat(dir, "/", kVectorFileName), manifest.dimension,
+                                  options.io, &FileSystemOf(options)));
     index->SetCacheBudget(options.posting_cache_bytes);
   }
   return index;
@@ -133,10 +200,10 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
 // Prepares every posting centroid, then reads every posting's codes into RAM, a few hundred
 // extents per batch — unless they would not fit in `ram_limit_bytes` (0 = no limit) beside the
 // centroids, in which case they stay on SSD and queries read them (ReadQuantized).
-absl::Status SpannIndex::LoadQuantized(const std::string& dir, size_t ram_limit_bytes,
-                                       PostingDirectory* directory) {
+absl::Status SpannIndex::LoadQuantized(storage::FileSystem& fs, const std::string& dir,
+                                       size_t ram_limit_bytes, PostingDirectory* directory) {
   const std::string qpath = absl::StrCat(dir, "/", kQuantizerFileName);
-  SHOAL_ASSIGN_OR_RETURN(std::string bytes, ReadWholeFile(qpath));
+  SHOAL_ASSIGN_OR_RETURN(std::string bytes, storage::ReadFile(fs, qpath));
   SHOAL_ASSIGN_OR_RETURN(quantizer_, DeserializeQuantizer(bytes, qpath));
   const size_t pd = quantizer_->prepares() ? quantizer_->prepared_dim() : 0;
   const auto& rows = directory->rows;
@@ -340,25 +407,12 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   const size_t d = manifest_.dimension;
   const bool ip = manifest_.metric == Metric::kInnerProduct;
   const float q_sq = ip ? InnerProduct(q, q, d) : 0;
-  // Candidate intervals [lower, upper] of the distance, one per id (replicas intersect).
-  struct Candidate {
-    uint64_t id;
-    float lower, upper;
-  };
-  thread_local std::vector<Candidate> cands;
-  thread_local CandidateSlots slots;
+  thread_local CandidateIntervals cands;
   thread_local std::vector<float> est, err, prepared;
-  cands.clear();
-  slots.Reset();
+  cands.Reset(k);
   const size_t pd = quantizer_->prepared_dim();
   prepared.resize(pd);
   quantizer_->Prepare(q, prepared.data());
-  // The k-th smallest upper bound among the distinct candidates so far (each counted with the
-  // first interval it got) bounds the true k-th distance from above: a code whose lower bound
-  // lies beyond it cannot be in the top-k, and is dropped before any bookkeeping.
-  thread_local std::vector<float> uppers;  // max-heap of at most k upper bounds
-  uppers.clear();
-  float running = std::numeric_limits<float>::infinity();
   auto scan = [&](uint32_t p, const QuantizedPosting& qp) {
     est.resize(qp.size());
     err.resize(qp.size());
@@ -370,46 +424,17 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
         lo = (lo - q_sq - qp.sq_norms[i]) / 2;
         hi = (hi - q_sq - qp.sq_norms[i]) / 2;
       }
-      if (lo > running) continue;
+      if (lo > cands.running()) continue;  // dropped before any bookkeeping
       if (ex.Excludes(qp.ids[i])) continue;
-      uint32_t& slot = slots.Find(qp.ids[i]);
-      if (slot == CandidateSlots::kNone) {
-        slot = static_cast<uint32_t>(cands.size());
-        cands.push_back({qp.ids[i], lo, hi});
-        if (k > 0 && (uppers.size() < k || hi < uppers.front())) {
-          if (uppers.size() == k) {
-            std::pop_heap(uppers.begin(), uppers.end());
-            uppers.pop_back();
-          }
-          uppers.push_back(hi);
-          std::push_heap(uppers.begin(), uppers.end());
-          if (uppers.size() == k) running = uppers.front();
-        }
-      } else {
-        cands[slot].lower = std::max(cands[slot].lower, lo);
-        cands[slot].upper = std::min(cands[slot].upper, hi);
-      }
+      cands.Offer(qp.ids[i], lo, hi);
     }
   };
   std::vector<uint32_t> missing;
   for (size_t i = 0; i < postings.size(); ++i) {
     const uint32_t p = postings[i];
     if (codes_resident_) {
-      // Start loading the next posting's prepared centroid, first codes and ids while this one
-      // is scanned (the kernel prefetches ahead within a posting).
-      if (i + 1 < postings.size()) {
-        const auto* centroid =
-            reinterpret_cast<const char*>(dir.prepared_centroid(postings[i + 1]));
-        for (size_t b = 0; b < pd * sizeof(float); b += 64) __builtin_prefetch(centroid + b);
-        const QuantizedPosting& next = *dir.codes[postings[i + 1]];
-        for (size_t b = 0; b < std::min<size_t>(next.codes.size(), 512); b += 64) {
-          __builtin_prefetch(next.codes.data() + b);
-        }
-        const auto* ids = reinterpret_cast<const char*>(next.ids.data());
-        for (size_t b = 0; b < next.ids.size() * sizeof(uint64_t); b += 64) {
-          __builtin_prefetch(ids + b);
-        }
-      }
+      // The next posting loads while this one is scanned.
+      if (i + 1 < postings.size()) PrefetchResident(dir, postings[i + 1], pd);
       scan(p, *dir.codes[p]);
     } else if (auto cached = code_cache_.Lookup(dir.serials[p])) {
       ++stats->cache_hits;
@@ -422,31 +447,25 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
     SHOAL_RETURN_IF_ERROR(ReadQuantized(
         dir, missing, [&](size_t i, const QuantizedPosting& qp) { scan(missing[i], qp); }, stats));
   }
-  // The same over the final (replica-tightened) intervals: only candidates whose lower bound
-  // reaches below it can be in the top-k.
-  float bound = std::numeric_limits<float>::infinity();
-  if (k > 0 && cands.size() >= k) {
-    uppers.clear();
-    for (const Candidate& c : cands) uppers.push_back(c.upper);
-    std::nth_element(uppers.begin(), uppers.begin() + (k - 1), uppers.end());
-    bound = uppers[k - 1];
-  }
-  TopK<uint64_t> top(k);
   thread_local std::vector<uint64_t> rerank;
+  cands.Survivors(&rerank);
+  return Rerank(dir, q, k, rerank, out, stats);
+}
+
+absl::Status SpannIndex::Rerank(const PostingDirectory& dir, const float* q, size_t k,
+                                std::span<const uint64_t> ids, std::vector<Neighbor>* out,
+                                SearchStats* stats) const {
+  const size_t d = manifest_.dimension;
+  TopK<uint64_t> top(k);
   thread_local std::vector<size_t> missing_vectors;
-  rerank.clear();
   missing_vectors.clear();
-  for (const Candidate& c : cands) {
-    if (c.lower <= bound) rerank.push_back(c.id);
-  }
   vector_cache_.LookupBatch(
-      rerank,
-      [&](size_t i, const float* v) { top.Push(Distance(manifest_.metric, q, v, d), rerank[i]); },
+      ids, [&](size_t i, const float* v) { top.Push(Distance(manifest_.metric, q, v, d), ids[i]); },
       &missing_vectors);
-  stats->cache_hits += rerank.size() - missing_vectors.size();
+  stats->cache_hits += ids.size() - missing_vectors.size();
   std::vector<uint64_t> fetch;
   fetch.reserve(missing_vectors.size());
-  for (size_t i : missing_vectors) fetch.push_back(rerank[i]);
+  for (size_t i : missing_vectors) fetch.push_back(ids[i]);
   if (!fetch.empty()) {
     stats->full_vectors_read += fetch.size();
     stats->bytes_read += fetch.size() * storage::VectorFile::PagesPerVector(d) * storage::kPageSize;

@@ -176,8 +176,13 @@ class SpannIndex final : public VectorIndex {
   absl::Status SearchQuantized(const PostingDirectory& dir, const float* q, size_t k,
                                std::span<const uint32_t> postings, const Exclusion& ex,
                                std::vector<Neighbor>* out, SearchStats* stats) const;
-  absl::Status LoadQuantized(const std::string& dir, size_t ram_limit_bytes,
-                             PostingDirectory* directory);
+  // The k nearest of `ids` by exact distance (full vectors from the rerank cache, else one
+  // batch from vectors.dat), into *out.
+  absl::Status Rerank(const PostingDirectory& dir, const float* q, size_t k,
+                      std::span<const uint64_t> ids, std::vector<Neighbor>* out,
+                      SearchStats* stats) const;
+  absl::Status LoadQuantized(storage::FileSystem& fs, const std::string& dir,
+                             size_t ram_limit_bytes, PostingDirectory* directory);
   // Reads and decodes the postings `ids` (codes) in one batch, calling scan(i, posting).
   absl::Status ReadQuantized(const PostingDirectory& dir, std::span<const uint32_t> ids,
                              const std::function<void(size_t, const QuantizedPosting&)>& scan,

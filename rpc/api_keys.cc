@@ -26,6 +26,18 @@ bool ValidName(absl::string_view name) {
   return true;
 }
 
+// A tenant name as the DB accepts it: [A-Za-z_][A-Za-z0-9_-]{0,63}.
+bool ValidTenant(absl::string_view tenant) {
+  if (tenant.empty() || tenant.size() > 64) return false;
+  if (!absl::ascii_isalpha(static_cast<unsigned char>(tenant[0])) && tenant[0] != '_') {
+    return false;
+  }
+  for (char c : tenant) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '_' && c != '-') return false;
+  }
+  return true;
+}
+
 // Equality whose running time depends only on the lengths, never on the contents: every byte
 // pair up to the longer length is compared, without an early exit.
 bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
@@ -67,8 +79,20 @@ absl::StatusOr<ApiKeys> ApiKeys::Parse(absl::string_view text) {
       for (absl::string_view w : absl::StrSplit(f, '\t', absl::SkipEmpty())) words.push_back(w);
     }
     const std::string where = absl::StrCat("line ", line_number, ": ");
+    // A trailing "tenant=T" binds the key; it is never taken for the key or the name.
+    std::string tenant;
+    constexpr absl::string_view kTenantPrefix = "tenant=";
+    if (words.size() >= 3 && absl::StartsWith(words.back(), kTenantPrefix)) {
+      tenant = std::string(words.back().substr(kTenantPrefix.size()));
+      words.pop_back();
+      if (!ValidTenant(tenant)) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(where, "tenant must match [A-Za-z_][A-Za-z0-9_-]{0,63}"));
+      }
+    }
     if (words.size() < 2 || words.size() > 3) {
-      return absl::InvalidArgumentError(absl::StrCat(where, "expected \"ROLE KEY [NAME]\""));
+      return absl::InvalidArgumentError(
+          absl::StrCat(where, "expected \"ROLE KEY [NAME] [tenant=T]\""));
     }
     Entry entry;
     if (words[0] == "admin") {
@@ -81,6 +105,11 @@ absl::StatusOr<ApiKeys> ApiKeys::Parse(absl::string_view text) {
       return absl::InvalidArgumentError(absl::StrCat(
           where, "unknown role \"", std::string(words[0]), "\" (admin, read-write, read-only)"));
     }
+    if (!tenant.empty() && entry.principal.role == Role::kAdmin) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          where, "tenant: an admin key cannot be bound to a tenant (use read-write or read-only)"));
+    }
+    entry.principal.tenant = std::move(tenant);
     entry.key = std::string(words[1]);
     if (entry.key.size() < kMinKeyBytes || entry.key.size() > kMaxKeyBytes) {
       return absl::InvalidArgumentError(absl::StrCat(where, "key must be ", kMinKeyBytes, "..",

@@ -1,14 +1,18 @@
 // API keys: who may call what. Loaded once from shoald's --key-file.
 //
-// Key file: one key per line, "ROLE KEY [NAME]"; blank lines and lines starting with '#' are
-// ignored. ROLE is admin, read-write or read-only; KEY is 16..256 printable ASCII characters
-// without spaces; NAME ([A-Za-z0-9_.-]{1,64}, default "key<LINE>") identifies the key in logs,
-// metrics and rate limits, so the secret itself never appears there.
+// Key file: one key per line, "ROLE KEY [NAME] [tenant=T]"; blank lines and lines starting
+// with '#' are ignored. ROLE is admin, read-write or read-only; KEY is 16..256 printable ASCII
+// characters without spaces; NAME ([A-Za-z0-9_.-]{1,64}, default "key<LINE>") identifies the
+// key in logs, metrics and rate limits, so the secret itself never appears there.
+// tenant=T binds a read-write or read-only key to tenant T (a tenant name,
+// [A-Za-z_][A-Za-z0-9_-]{0,63}) in every collection: the key only ever sees and changes T's
+// records, whatever a request names (rpc/tenant_scope.h). Admin keys cannot be bound.
 //
-//   # role       key                               name
+//   # role       key                               name         tenant
 //   admin        3f9c2a...e1                       ops
 //   read-write   8b1d44...90                       ingest
 //   read-only    c07e5a...2b                       dashboards
+//   read-write   5e77a0...4c                       acme-app     tenant=acme
 //
 // Clients send the key as gRPC metadata "authorization: Bearer KEY" (or "x-api-key: KEY").
 // Every configured key is compared with the presented one in time that does not depend on
@@ -36,6 +40,7 @@ const char* RoleName(Role role);
 struct Principal {
   std::string name;  // the key's NAME ("anonymous" when auth is off)
   Role role = Role::kAdmin;
+  std::string tenant;  // the tenant the key is bound to; "" = not bound
 };
 
 class ApiKeys {

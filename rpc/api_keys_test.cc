@@ -49,6 +49,43 @@ TEST(ApiKeysTest, BadFilesNameTheLine) {
   EXPECT_TRUE(absl::IsInvalidArgument(ApiKeys::Parse("# nothing\n").status()));
 }
 
+TEST(ApiKeysTest, TenantBindsAKeyWithOrWithoutAName) {
+  absl::StatusOr<ApiKeys> keys = ApiKeys::Parse(
+      "read-write acme-key-0123456789 acme-app tenant=acme\n"
+      "read-only  beta-key-0123456789 tenant=beta_2\n"
+      "admin      admin-key-0123456789 ops\n");
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  absl::StatusOr<Principal> acme = keys->Authenticate("acme-key-0123456789");
+  ASSERT_TRUE(acme.ok());
+  EXPECT_EQ(acme->name, "acme-app");
+  EXPECT_EQ(acme->role, Role::kReadWrite);
+  EXPECT_EQ(acme->tenant, "acme");
+  absl::StatusOr<Principal> beta = keys->Authenticate("beta-key-0123456789");
+  ASSERT_TRUE(beta.ok());
+  EXPECT_EQ(beta->name, "key2");
+  EXPECT_EQ(beta->tenant, "beta_2");
+  absl::StatusOr<Principal> admin = keys->Authenticate("admin-key-0123456789");
+  ASSERT_TRUE(admin.ok());
+  EXPECT_EQ(admin->tenant, "");
+}
+
+TEST(ApiKeysTest, BadTenantBindingsNameTheLineAndNeverTheKey) {
+  absl::Status status = ApiKeys::Parse("admin admin-key-0123456789 ops tenant=acme\n").status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status));
+  EXPECT_NE(status.message().find("line 1: tenant: an admin key cannot be bound"),
+            std::string::npos)
+      << status;
+  status = ApiKeys::Parse("read-only secret-key-0123456789 x tenant=9bad\n").status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status));
+  EXPECT_NE(status.message().find("line 1: tenant must match"), std::string::npos) << status;
+  EXPECT_EQ(status.message().find("secret-key"), std::string::npos) << status;
+  status = ApiKeys::Parse("read-only secret-key-0123456789 x tenant=\n").status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status));
+  status = ApiKeys::Parse("read-only secret-key-0123456789 x y tenant=a\n").status();
+  EXPECT_NE(status.message().find("ROLE KEY [NAME] [tenant=T]"), std::string::npos) << status;
+  EXPECT_EQ(status.message().find("secret-key"), std::string::npos) << status;
+}
+
 TEST(ApiKeysTest, PresentedKeyPrefersBearer) {
   EXPECT_EQ(PresentedKey("Bearer abc", "xyz"), "abc");
   EXPECT_EQ(PresentedKey("bearer abc", ""), "abc");

@@ -42,11 +42,31 @@ absl::StatusOr<Principal> CallGate::AdmitPresented(absl::string_view authorizati
                                                     RoleName(principal.role), "; ", method.name,
                                                     " needs a ", RoleName(method.role), " key"));
   }
+  if (absl::Status s = CheckTenantAccess(principal, method.tenant_access, method.name); !s.ok()) {
+    metrics_->RecordRejection("tenant_denied");
+    return s;
+  }
   if (absl::Status s = limiter_->Admit(principal.name, absl::Now()); !s.ok()) {
     metrics_->RecordRejection("rate_limited");
     return s;
   }
   return principal;
+}
+
+absl::StatusOr<std::string> CallGate::ScopeTenant(const Principal& caller,
+                                                  absl::string_view requested,
+                                                  absl::string_view field) {
+  absl::StatusOr<std::string> tenant = rpc::ScopeTenant(caller, requested, field);
+  if (!tenant.ok()) metrics_->RecordRejection("tenant_denied");
+  return tenant;
+}
+
+absl::StatusOr<std::string> CallGate::TargetTenant(const Principal& caller,
+                                                   absl::string_view requested,
+                                                   absl::string_view field) {
+  absl::StatusOr<std::string> tenant = rpc::TargetTenant(caller, requested, field);
+  if (!tenant.ok()) metrics_->RecordRejection("tenant_denied");
+  return tenant;
 }
 
 absl::Status CallGate::CheckMessage(grpc::ServerContext* context,

@@ -1,6 +1,7 @@
 // CallGate: what every shoal.v1 handler does around its own work, in one place:
 //   1. authenticate the API key from the call's metadata (when the server has keys)
-//   2. check the key's role against the RPC's (read-only < read-write < admin)
+//   2. check the key's role against the RPC's (read-only < read-write < admin), and refuse a
+//      tenant-bound key an RPC that acts on a whole collection (rpc/tenant_scope.h)
 //   3. take a token from the key's rate-limit bucket
 //   4. refuse a request message above --max-message-bytes, and a call whose deadline passed
 //   5. lend the DB (DbHost::Lease) to the handler's body
@@ -12,6 +13,9 @@
 //                         [&](DB& db) { return DoSearch(db, *request, *response); });
 //   }
 //
+// A body may also take the caller, `(DB& db, const Principal& caller)`, to pin the request's
+// tenant with ScopeTenant / TargetTenant (rpc/tenant_scope.h).
+//
 // Streams call Admit once, then CheckMessage / Acquire per message, and Finish at the end.
 // Thread safety: thread-safe; the gate holds no per-call state.
 #ifndef SHOAL_RPC_CALL_GATE_H_
@@ -22,6 +26,7 @@
 
 #include <cstddef>
 #include <string>
+#include <type_traits>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -32,15 +37,17 @@
 #include "rpc/db_host.h"
 #include "rpc/metrics.h"
 #include "rpc/rate_limiter.h"
+#include "rpc/tenant_scope.h"
 #include "shoal/db.h"
 
 namespace shoal::rpc {
 
-// An RPC as the gate sees it: its name in metrics ("SearchService/Search") and the least role
-// that may call it.
+// An RPC as the gate sees it: its name in metrics ("SearchService/Search"), the least role
+// that may call it, and what a tenant-bound key may do with it (by default: nothing).
 struct RpcMethod {
   const char* name;
   Role role;
+  TenantAccess tenant_access = TenantAccess::kWholeCollection;
 };
 
 class CallGate {
@@ -55,16 +62,24 @@ class CallGate {
         host_(host),
         max_message_bytes_(max_message_bytes) {}
 
-  // Steps 1-6 for a unary RPC; `body` is called as absl::Status(DB&).
+  // Steps 1-6 for a unary RPC; `body` is called as absl::Status(DB&) or
+  // absl::Status(DB&, const Principal&).
   template <typename Body>
   grpc::Status Unary(grpc::ServerContext* context, const RpcMethod& method,
                      const google::protobuf::Message& request, Body&& body) {
     const absl::Time start = absl::Now();
-    absl::Status status = Admit(context, method).status();
+    absl::StatusOr<Principal> caller = Admit(context, method);
+    absl::Status status = caller.status();
     if (status.ok()) status = CheckMessage(context, request, "request");
     if (status.ok()) {
       DbHost::Lease lease = host_->Acquire();
-      status = lease.ok() ? body(*lease) : lease.status();
+      if (!lease.ok()) {
+        status = lease.status();
+      } else if constexpr (std::is_invocable_v<Body&, DB&, const Principal&>) {
+        status = body(*lease, *caller);
+      } else {
+        status = body(*lease);
+      }
     }
     return Finish(method, start, status);
   }
@@ -76,6 +91,12 @@ class CallGate {
   // (the web console) admit their calls through this, by the same rules.
   absl::StatusOr<Principal> AdmitPresented(absl::string_view authorization,
                                            absl::string_view x_api_key, const RpcMethod& method);
+  // ScopeTenant / TargetTenant (rpc/tenant_scope.h), counting a refusal in the rejection
+  // metrics as "tenant_denied".
+  absl::StatusOr<std::string> ScopeTenant(const Principal& caller, absl::string_view requested,
+                                          absl::string_view field);
+  absl::StatusOr<std::string> TargetTenant(const Principal& caller, absl::string_view requested,
+                                           absl::string_view field);
   // Step 4 for one message; `what` names it in the error ("request", "message 3").
   absl::Status CheckMessage(grpc::ServerContext* context, const google::protobuf::Message& message,
                             const std::string& what);

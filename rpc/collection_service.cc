@@ -35,24 +35,37 @@ absl::Status Create(DB& db, const v1::CreateCollectionRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status List(DB& db, v1::ListCollectionsResponse& response) {
+// A tenant-bound key sees a collection's shape, not its collection-wide counts (they would
+// tell it about other tenants' records); CountByTenant and DescribeTenant give its own.
+void HideCountsFromTenant(const Principal& caller, v1::CollectionInfo* info) {
+  if (caller.tenant.empty()) return;
+  info->set_num_vectors(0);
+  info->set_vector_bytes(0);
+  info->set_index_ram_bytes(0);
+  info->set_unindexed_vectors(0);
+}
+
+absl::Status List(DB& db, const Principal& caller, v1::ListCollectionsResponse& response) {
   absl::StatusOr<std::vector<CollectionInfo>> infos = db.ListCollections();
   if (!infos.ok()) return infos.status();
   std::sort(infos->begin(), infos->end(), [](const CollectionInfo& a, const CollectionInfo& b) {
     return a.spec.name < b.spec.name;
   });
   for (const CollectionInfo& info : *infos) {
-    CollectionInfoToProto(info, response.add_collections());
+    v1::CollectionInfo* out = response.add_collections();
+    CollectionInfoToProto(info, out);
+    HideCountsFromTenant(caller, out);
   }
   return absl::OkStatus();
 }
 
-absl::Status Describe(DB& db, const v1::DescribeCollectionRequest& request,
+absl::Status Describe(DB& db, const Principal& caller, const v1::DescribeCollectionRequest& request,
                       v1::DescribeCollectionResponse& response) {
   if (absl::Status s = RequireName(request.name(), "name"); !s.ok()) return s;
   absl::StatusOr<CollectionInfo> info = db.DescribeCollection(request.name());
   if (!info.ok()) return info.status();
   CollectionInfoToProto(*info, response.mutable_collection());
+  HideCountsFromTenant(caller, response.mutable_collection());
   return absl::OkStatus();
 }
 
@@ -84,13 +97,16 @@ absl::Status ListAliases(DB& db, const v1::ListAliasesRequest& request,
 }
 
 constexpr RpcMethod kCreate{"CollectionService/CreateCollection", Role::kReadWrite};
-constexpr RpcMethod kList{"CollectionService/ListCollections", Role::kReadOnly};
-constexpr RpcMethod kDescribe{"CollectionService/DescribeCollection", Role::kReadOnly};
+constexpr RpcMethod kList{"CollectionService/ListCollections", Role::kReadOnly,
+                          TenantAccess::kAnyKey};
+constexpr RpcMethod kDescribe{"CollectionService/DescribeCollection", Role::kReadOnly,
+                              TenantAccess::kAnyKey};
 constexpr RpcMethod kDrop{"CollectionService/DropCollection", Role::kReadWrite};
 constexpr RpcMethod kCreateAlias{"CollectionService/CreateAlias", Role::kReadWrite};
 constexpr RpcMethod kAlterAlias{"CollectionService/AlterAlias", Role::kReadWrite};
 constexpr RpcMethod kDropAlias{"CollectionService/DropAlias", Role::kReadWrite};
-constexpr RpcMethod kListAliases{"CollectionService/ListAliases", Role::kReadOnly};
+constexpr RpcMethod kListAliases{"CollectionService/ListAliases", Role::kReadOnly,
+                                 TenantAccess::kAnyKey};
 
 }  // namespace
 
@@ -104,14 +120,16 @@ grpc::Status CollectionServiceImpl::CreateCollection(grpc::ServerContext* contex
 grpc::Status CollectionServiceImpl::ListCollections(grpc::ServerContext* context,
                                                     const v1::ListCollectionsRequest* request,
                                                     v1::ListCollectionsResponse* response) {
-  return gate_->Unary(context, kList, *request, [&](DB& db) { return List(db, *response); });
+  return gate_->Unary(context, kList, *request,
+                      [&](DB& db, const Principal& caller) { return List(db, caller, *response); });
 }
 
 grpc::Status CollectionServiceImpl::DescribeCollection(grpc::ServerContext* context,
                                                        const v1::DescribeCollectionRequest* request,
                                                        v1::DescribeCollectionResponse* response) {
-  return gate_->Unary(context, kDescribe, *request,
-                      [&](DB& db) { return Describe(db, *request, *response); });
+  return gate_->Unary(context, kDescribe, *request, [&](DB& db, const Principal& caller) {
+    return Describe(db, caller, *request, *response);
+  });
 }
 
 grpc::Status CollectionServiceImpl::DropCollection(grpc::ServerContext* context,

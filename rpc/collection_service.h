@@ -1,5 +1,8 @@
 // gRPC handlers of shoal.v1.CollectionService (collections and aliases): check the request's
 // shape, call the DB, convert the result; the CallGate does auth, limits and metrics.
+// A tenant-bound key may list and describe collections only, and gets them with the
+// collection-wide counts (num_vectors, vector_bytes, index_ram_bytes, unindexed_vectors) left
+// 0: they would tell it about other tenants' records.
 // Thread-safe (the DB is); holds no state of its own.
 #ifndef SHOAL_RPC_COLLECTION_SERVICE_H_
 #define SHOAL_RPC_COLLECTION_SERVICE_H_

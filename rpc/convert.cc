@@ -256,4 +256,75 @@ void FilterToProto(const Filter& filter, v1::Filter* proto) {
   }
 }
 
+TenantQuotas TenantQuotasFromProto(const v1::TenantQuotas& proto) {
+  return TenantQuotas{.max_vectors = proto.max_vectors(),
+                      .max_bytes = proto.max_bytes(),
+                      .max_searches_per_second = proto.max_searches_per_second()};
+}
+
+void TenantQuotasToProto(const TenantQuotas& quotas, v1::TenantQuotas* proto) {
+  proto->set_max_vectors(quotas.max_vectors);
+  proto->set_max_bytes(quotas.max_bytes);
+  proto->set_max_searches_per_second(quotas.max_searches_per_second);
+}
+
+absl::StatusOr<TenantState> TenantStateFromProto(v1::TenantState proto, absl::string_view field) {
+  switch (proto) {
+    case v1::TENANT_STATE_ACTIVE:
+      return TenantState::kActive;
+    case v1::TENANT_STATE_INACTIVE:
+      return TenantState::kInactive;
+    case v1::TENANT_STATE_OFFLOADED:
+      return TenantState::kOffloaded;
+    case v1::TENANT_STATE_UNSPECIFIED:
+      return absl::InvalidArgumentError(absl::StrCat(
+          field,
+          ": required (TENANT_STATE_ACTIVE, TENANT_STATE_INACTIVE or TENANT_STATE_OFFLOADED)"));
+    default:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat(field, ": unknown tenant state ", static_cast<int>(proto)));
+}
+
+v1::TenantState TenantStateToProto(TenantState state) {
+  switch (state) {
+    case TenantState::kActive:
+      return v1::TENANT_STATE_ACTIVE;
+    case TenantState::kInactive:
+      return v1::TENANT_STATE_INACTIVE;
+    case TenantState::kOffloaded:
+      return v1::TENANT_STATE_OFFLOADED;
+  }
+  return v1::TENANT_STATE_UNSPECIFIED;
+}
+
+void TenantInfoToProto(const TenantInfo& info, v1::TenantInfo* proto) {
+  proto->set_name(info.name);
+  proto->set_state(TenantStateToProto(info.state));
+  TenantQuotasToProto(info.quotas, proto->mutable_quotas());
+  proto->set_vectors_owned(info.vectors_owned);
+  proto->set_vectors_visible(info.vectors_visible);
+  proto->set_bytes_owned(info.bytes_owned);
+  proto->set_searches(info.searches);
+  proto->set_search_p50_us(info.search_p50_us);
+  proto->set_search_p99_us(info.search_p99_us);
+  proto->set_buckets_scanned(info.buckets_scanned);
+}
+
+TenantInfo TenantInfoFromProto(const v1::TenantInfo& proto) {
+  TenantInfo info;
+  info.name = proto.name();
+  info.state = TenantStateFromProto(proto.state(), "state").value_or(TenantState::kActive);
+  info.quotas = TenantQuotasFromProto(proto.quotas());
+  info.vectors_owned = proto.vectors_owned();
+  info.vectors_visible = proto.vectors_visible();
+  info.bytes_owned = proto.bytes_owned();
+  info.searches = proto.searches();
+  info.search_p50_us = proto.search_p50_us();
+  info.search_p99_us = proto.search_p99_us();
+  info.buckets_scanned = proto.buckets_scanned();
+  return info;
+}
+
 }  // namespace shoal::rpc

@@ -15,7 +15,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "shoal/filter.h"
+#include "shoal/tenants.h"
 #include "shoal/types.h"
+#include "shoal/v1/tenant_service.pb.h"
 #include "shoal/v1/types.pb.h"
 
 namespace shoal::rpc {
@@ -51,6 +53,16 @@ void HitToProto(const Hit& hit, v1::Hit* proto);
 // becomes -inf / +inf.
 absl::StatusOr<Filter> FilterFromProto(const v1::Filter& proto, absl::string_view field);
 void FilterToProto(const Filter& filter, v1::Filter* proto);
+
+// Tenants (shoal/tenants.h). Quota values (NaN, negative rates) are the DB's to check.
+TenantQuotas TenantQuotasFromProto(const v1::TenantQuotas& proto);
+void TenantQuotasToProto(const TenantQuotas& quotas, v1::TenantQuotas* proto);
+// TENANT_STATE_UNSPECIFIED and unknown values are INVALID_ARGUMENT naming `field`.
+absl::StatusOr<TenantState> TenantStateFromProto(v1::TenantState proto, absl::string_view field);
+v1::TenantState TenantStateToProto(TenantState state);
+void TenantInfoToProto(const TenantInfo& info, v1::TenantInfo* proto);
+// An unknown or unset state reads as kActive.
+TenantInfo TenantInfoFromProto(const v1::TenantInfo& proto);
 
 }  // namespace shoal::rpc
 

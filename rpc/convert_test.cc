@@ -115,5 +115,45 @@ TEST(ConvertTest, FilterShapeErrorsNameTheWirePath) {
   EXPECT_TRUE(absl::IsInvalidArgument(FilterFromProto(deep, "filter").status()));
 }
 
+TEST(ConvertTest, TenantInfoRoundTripsEveryField) {
+  TenantInfo info{.name = "acme",
+                  .state = TenantState::kOffloaded,
+                  .quotas = {.max_vectors = 10, .max_bytes = 20, .max_searches_per_second = 2.5},
+                  .vectors_owned = 3,
+                  .vectors_visible = 4,
+                  .bytes_owned = 5,
+                  .searches = 6,
+                  .search_p50_us = 7.5,
+                  .search_p99_us = 8.5,
+                  .buckets_scanned = 9};
+  v1::TenantInfo proto;
+  TenantInfoToProto(info, &proto);
+  EXPECT_EQ(proto.state(), v1::TENANT_STATE_OFFLOADED);
+  TenantInfo back = TenantInfoFromProto(proto);
+  EXPECT_EQ(back.name, info.name);
+  EXPECT_EQ(back.state, info.state);
+  EXPECT_EQ(back.quotas, info.quotas);
+  EXPECT_EQ(back.vectors_owned, 3u);
+  EXPECT_EQ(back.vectors_visible, 4u);
+  EXPECT_EQ(back.bytes_owned, 5u);
+  EXPECT_EQ(back.searches, 6u);
+  EXPECT_EQ(back.search_p50_us, 7.5);
+  EXPECT_EQ(back.search_p99_us, 8.5);
+  EXPECT_EQ(back.buckets_scanned, 9u);
+}
+
+TEST(ConvertTest, TenantStateMustBeSetAndKnown) {
+  for (TenantState state :
+       {TenantState::kActive, TenantState::kInactive, TenantState::kOffloaded}) {
+    EXPECT_EQ(TenantStateFromProto(TenantStateToProto(state), "state").value(), state);
+  }
+  absl::Status unset = TenantStateFromProto(v1::TENANT_STATE_UNSPECIFIED, "state").status();
+  EXPECT_TRUE(absl::IsInvalidArgument(unset));
+  EXPECT_EQ(unset.message().rfind("state: required", 0), 0u) << unset;
+  absl::Status unknown = TenantStateFromProto(static_cast<v1::TenantState>(42), "state").status();
+  EXPECT_TRUE(absl::IsInvalidArgument(unknown));
+  EXPECT_NE(unknown.message().find("42"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace shoal::rpc

@@ -21,6 +21,7 @@
 #include "base/build_info.h"
 #include "rpc/cache_metrics.h"
 #include "rpc/db_host.h"
+#include "rpc/tenant_metrics.h"
 #include "shoal/db.h"
 
 namespace shoal::rpc {
@@ -96,6 +97,7 @@ class ServerMetrics::CollectionCollector : public prometheus::Collectable {
         GaugeFamily("shoal_collection_vector_bytes", "Bytes of vector data per collection.");
     prometheus::MetricFamily ram =
         GaugeFamily("shoal_collection_index_ram_bytes", "RAM held by each collection's index.");
+    prometheus::MetricFamily tenants;
     prometheus::MetricFamily quarantined = GaugeFamily(
         "shoal_collection_quarantined",
         "1 for a collection that could not be opened (damaged) and is quarantined, else 0.");
@@ -112,8 +114,11 @@ class ServerMetrics::CollectionCollector : public prometheus::Collectable {
           Add(quarantined, info.spec.name, info.damage.empty() ? 0 : 1);
         }
       }
+      tenants = TenantMetrics::CollectVectors(*lease, kTopTenantsByVectors);
     }
-    return {vectors, bytes, ram, quarantined};
+    std::vector<prometheus::MetricFamily> families = {vectors, bytes, ram, quarantined};
+    if (!tenants.metric.empty()) families.push_back(std::move(tenants));
+    return families;
   }
 
  private:
@@ -127,7 +132,9 @@ class ServerMetrics::CollectionCollector : public prometheus::Collectable {
   DbHost* const host_;
 };
 
-ServerMetrics::ServerMetrics() : registry_(std::make_shared<prometheus::Registry>()) {
+ServerMetrics::ServerMetrics(size_t max_tenant_series)
+    : registry_(std::make_shared<prometheus::Registry>()) {
+  tenants_ = std::make_unique<TenantMetrics>(*registry_, max_tenant_series);
   rpc_duration_ = &prometheus::BuildHistogram()
                        .Name("shoal_rpc_duration_seconds")
                        .Help("Time to answer an RPC, by method and gRPC status code.")
@@ -213,6 +220,17 @@ void ServerMetrics::SetIngestInflightBytes(uint64_t bytes) {
 }
 
 void ServerMetrics::AddBuildsInProgress(int delta) { builds_in_progress_->Increment(delta); }
+
+void ServerMetrics::RecordTenantSearch(absl::string_view collection, absl::string_view tenant,
+                                       const absl::Status& status, double seconds) {
+  tenants_->RecordSearch(collection, tenant, status, seconds);
+}
+
+void ServerMetrics::RecordTenantWriteRejection(absl::string_view collection,
+                                               absl::string_view tenant,
+                                               const absl::Status& status) {
+  tenants_->RecordWriteRejection(collection, tenant, status);
+}
 
 void ServerMetrics::SetBuildProgress(const std::string& collection, double fraction) {
   build_progress_->Add({{"collection", collection}}).Set(fraction);

@@ -5,7 +5,8 @@
 //   shoal_rejections_total{reason}                counter: unauthenticated, permission_denied,
 //                                                 rate_limited, message_too_large,
 //                                                 ingest_backpressure, deadline_exceeded,
-//                                                 cross_origin (web console)
+//                                                 cross_origin (web console), tenant_denied (a
+//                                                 tenant-bound key went beyond its tenant)
 //   shoal_wal_sync_seconds                        histogram: writes asked to sync (Upsert,
 //                                                 Delete, Batch, Ingest with sync=true)
 //   shoal_ingested_records_total                  counter: records written by Ingest
@@ -17,6 +18,7 @@
 //   shoal_collection_index_ram_bytes{collection}  gauge, read from the DB at scrape time
 //   shoal_build_info{version,revision}            gauge, always 1: project version, git describe
 //   shoal_cache_*                                 the semantic caches' series (rpc/cache_metrics.h)
+//   shoal_tenant_*{collection,tenant}             per-tenant series, bounded: rpc/tenant_metrics.h
 //
 // Recording works whether or not the endpoint is served. Thread safety: all methods are
 // thread-safe.
@@ -30,6 +32,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 
 namespace prometheus {
 class Collectable;
@@ -45,6 +48,7 @@ class Family;
 namespace shoal::rpc {
 
 class DbHost;
+class TenantMetrics;
 
 // The registry's main series summed over their labels, read at one moment (for the web
 // console's charts). Every number is cumulative since the server started: a reader takes the
@@ -65,7 +69,12 @@ struct MetricsSample {
 
 class ServerMetrics {
  public:
-  ServerMetrics();
+  // Per-tenant series: at most this many (collection, tenant) pairs get their own label.
+  static constexpr size_t kDefaultMaxTenantSeries = 500;
+  // Per-tenant vectors gauge: the largest tenants of each collection shown by name.
+  static constexpr size_t kTopTenantsByVectors = 100;
+
+  explicit ServerMetrics(size_t max_tenant_series = kDefaultMaxTenantSeries);
   ~ServerMetrics();
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
@@ -85,6 +94,11 @@ class ServerMetrics {
   void SetIngestInflightBytes(uint64_t bytes);
   void AddBuildsInProgress(int delta);
   void SetBuildProgress(const std::string& collection, double fraction);
+  // Per-tenant series (rpc/tenant_metrics.h); a call naming no tenant records nothing.
+  void RecordTenantSearch(absl::string_view collection, absl::string_view tenant,
+                          const absl::Status& status, double seconds);
+  void RecordTenantWriteRejection(absl::string_view collection, absl::string_view tenant,
+                                  const absl::Status& status);
 
   // The main series now (see MetricsSample).
   MetricsSample Sample() const;
@@ -95,6 +109,7 @@ class ServerMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<CollectionCollector> collections_;
   std::shared_ptr<prometheus::Collectable> caches_;  // rpc/cache_metrics.h
+  std::unique_ptr<TenantMetrics> tenants_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;
   prometheus::Family<prometheus::Histogram>* rpc_duration_;

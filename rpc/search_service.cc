@@ -7,6 +7,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "rpc/convert.h"
 
 namespace shoal::rpc {
@@ -38,9 +40,17 @@ absl::Status CheckShape(DB& db, const v1::SearchRequest& request) {
   return absl::OkStatus();
 }
 
-absl::Status DoSearch(DB& db, const v1::SearchRequest& request, v1::SearchResponse& response) {
+// `default_tenant`: the tenant of a search that names none (BatchSearchRequest.tenant, already
+// checked by the caller).
+absl::Status DoSearch(CallGate& gate, DB& db, const Principal& caller,
+                      const v1::SearchRequest& request, absl::string_view default_tenant,
+                      v1::SearchResponse& response) {
   if (absl::Status s = CheckShape(db, request); !s.ok()) return s;
+  absl::StatusOr<std::string> tenant = gate.ScopeTenant(
+      caller, request.tenant().empty() ? default_tenant : request.tenant(), "tenant");
+  if (!tenant.ok()) return tenant.status();
   SearchParams params;
+  params.tenant = *tenant;
   params.k = request.k();
   params.max_postings = request.max_postings();
   params.pruning_ratio = request.pruning_ratio();
@@ -54,8 +64,11 @@ absl::Status DoSearch(DB& db, const v1::SearchRequest& request, v1::SearchRespon
   SearchStats stats;
   if (request.include_stats()) params.stats = &stats;
   std::span<const float> queries(request.queries().data(), request.queries_size());
+  const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<std::vector<Hit>>> results =
       db.Search(request.collection(), queries, params);
+  gate.metrics().RecordTenantSearch(request.collection(), *tenant, results.status(),
+                                    absl::ToDoubleSeconds(absl::Now() - start));
   if (!results.ok()) return results.status();
   if (request.include_stats()) {
     v1::SearchStats* out = response.mutable_stats();
@@ -74,35 +87,41 @@ absl::Status DoSearch(DB& db, const v1::SearchRequest& request, v1::SearchRespon
 }
 
 absl::Status DoBatchSearch(grpc::ServerContext* context, CallGate& gate, DB& db,
-                           const v1::BatchSearchRequest& request,
+                           const Principal& caller, const v1::BatchSearchRequest& request,
                            v1::BatchSearchResponse& response) {
   if (request.searches().empty()) return absl::InvalidArgumentError("searches: empty");
+  absl::StatusOr<std::string> tenant = gate.ScopeTenant(caller, request.tenant(), "tenant");
+  if (!tenant.ok()) return tenant.status();
   for (int i = 0; i < request.searches_size(); ++i) {
     if (absl::Status s = gate.CheckDeadline(context); !s.ok()) return s;
-    if (absl::Status s = DoSearch(db, request.searches(i), *response.add_responses()); !s.ok()) {
+    if (absl::Status s =
+            DoSearch(gate, db, caller, request.searches(i), *tenant, *response.add_responses());
+        !s.ok()) {
       return absl::Status(s.code(), absl::StrCat("searches[", i, "].", s.message()));
     }
   }
   return absl::OkStatus();
 }
 
-constexpr RpcMethod kSearch{"SearchService/Search", Role::kReadOnly};
-constexpr RpcMethod kBatchSearch{"SearchService/BatchSearch", Role::kReadOnly};
+constexpr RpcMethod kSearch{"SearchService/Search", Role::kReadOnly, TenantAccess::kScoped};
+constexpr RpcMethod kBatchSearch{"SearchService/BatchSearch", Role::kReadOnly,
+                                 TenantAccess::kScoped};
 
 }  // namespace
 
 grpc::Status SearchServiceImpl::Search(grpc::ServerContext* context,
                                        const v1::SearchRequest* request,
                                        v1::SearchResponse* response) {
-  return gate_->Unary(context, kSearch, *request,
-                      [&](DB& db) { return DoSearch(db, *request, *response); });
+  return gate_->Unary(context, kSearch, *request, [&](DB& db, const Principal& caller) {
+    return DoSearch(*gate_, db, caller, *request, "", *response);
+  });
 }
 
 grpc::Status SearchServiceImpl::BatchSearch(grpc::ServerContext* context,
                                             const v1::BatchSearchRequest* request,
                                             v1::BatchSearchResponse* response) {
-  return gate_->Unary(context, kBatchSearch, *request, [&](DB& db) {
-    return DoBatchSearch(context, *gate_, db, *request, *response);
+  return gate_->Unary(context, kBatchSearch, *request, [&](DB& db, const Principal& caller) {
+    return DoBatchSearch(context, *gate_, db, caller, *request, *response);
   });
 }
 

@@ -30,6 +30,7 @@
 #include "rpc/rate_limiter.h"
 #include "rpc/search_service.h"
 #include "rpc/snapshot_shelf.h"
+#include "rpc/tenant_service.h"
 #include "rpc/vector_service.h"
 
 namespace shoal::rpc {
@@ -40,6 +41,7 @@ const char* const kServiceNames[] = {
     v1::CollectionService::service_full_name(), v1::VectorService::service_full_name(),
     v1::SearchService::service_full_name(),     v1::AdminService::service_full_name(),
     v1::CacheService::service_full_name(),
+    v1::TenantService::service_full_name(),
 };
 
 void SetHealth(grpc::Server& server, bool serving) {
@@ -141,6 +143,7 @@ absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
   search_ = std::make_unique<SearchServiceImpl>(gate_.get());
   admin_ = std::make_unique<AdminServiceImpl>(gate_.get(), budget_.get(), options.snapshot_dir);
   caches_ = std::make_unique<CacheServiceImpl>(gate_.get());
+  tenants_ = std::make_unique<TenantServiceImpl>(gate_.get());
   if (!options.metrics_listen.empty()) {
     if (absl::Status s = metrics_->Serve(options.metrics_listen, host); !s.ok()) return s;
   }
@@ -167,6 +170,7 @@ absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
   builder.RegisterService(search_.get());
   builder.RegisterService(admin_.get());
   builder.RegisterService(caches_.get());
+  builder.RegisterService(tenants_.get());
   server_ = builder.BuildAndStart();
   if (server_ == nullptr || bound_port == 0) {
     if (server_ != nullptr) server_->Shutdown();

@@ -1,6 +1,6 @@
 // Shoal's gRPC server: serves a DB through shoal.v1's services (collections, vectors, search,
-// admin), grpc.health.v1 and (when grpc++ reflection is available) server reflection, with API
-// keys, TLS, rate limits and Prometheus metrics as configured. Used by shoald and, in-process,
+// tenants, admin), grpc.health.v1 and (when grpc++ reflection is available) server reflection, with
+// API keys, TLS, rate limits and Prometheus metrics as configured. Used by shoald and, in-process,
 // by tests.
 //
 //   ServerOptions options;
@@ -50,6 +50,7 @@ class RateLimiter;
 class SearchServiceImpl;
 class SnapshotShelf;
 class ServerMetrics;
+class TenantServiceImpl;
 class VectorServiceImpl;
 
 struct ServerOptions {
@@ -134,6 +135,7 @@ class Server {
   std::unique_ptr<SearchServiceImpl> search_;
   std::unique_ptr<AdminServiceImpl> admin_;
   std::unique_ptr<CacheServiceImpl> caches_;
+  std::unique_ptr<TenantServiceImpl> tenants_;
   std::unique_ptr<grpc::Server> server_;
   // Declared after the gate and the services: destroyed (stopped) before them.
   std::unique_ptr<SnapshotShelf> console_shelf_;

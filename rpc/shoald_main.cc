@@ -77,9 +77,10 @@ Parsed ParseFlags(int argc, char** argv) {
   app.add_option("--data", f.data, "data directory, created if absent (default ./shoal-data)")
       ->type_name("DIR");
   app.add_option("--key-file", f.key_file,
-                 "API keys, one \"ROLE KEY [NAME]\" per line (roles: admin, read-write, "
-                 "read-only); clients send \"authorization: Bearer KEY\". Without it there is no "
-                 "authentication (loopback only)")
+                 "API keys, one \"ROLE KEY [NAME] [tenant=T]\" per line (roles: admin, "
+                 "read-write, read-only; tenant=T binds a non-admin key to tenant T); clients "
+                 "send \"authorization: Bearer KEY\". Without it there is no authentication "
+                 "(loopback only)")
       ->type_name("FILE");
   app.add_flag("--insecure-allow-remote", f.insecure_allow_remote,
                "allow a non-loopback address without --key-file");

@@ -33,33 +33,40 @@ absl::StatusOr<std::vector<Record>> RecordsFromProto(
   return records;
 }
 
-absl::Status DoUpsert(CallGate& gate, DB& db, const v1::UpsertRequest& request,
-                      v1::UpsertResponse& response) {
+absl::Status DoUpsert(CallGate& gate, DB& db, const Principal& caller,
+                      const v1::UpsertRequest& request, v1::UpsertResponse& response) {
   if (absl::Status s =
           CheckCollectionAndCount(request.collection(), request.records_size(), "records");
       !s.ok()) {
     return s;
   }
+  absl::StatusOr<std::string> tenant = gate.ScopeTenant(caller, request.tenant(), "tenant");
+  if (!tenant.ok()) return tenant.status();
   absl::StatusOr<std::vector<Record>> records = RecordsFromProto(request.records());
   if (!records.ok()) return records.status();
+  const WriteOptions options{.sync = request.sync(), .tenant = *tenant};
   if (absl::Status s = gate.TimedWrite(
-          request.sync(),
-          [&] { return db.Upsert(request.collection(), *records, {.sync = request.sync()}); });
+          request.sync(), [&] { return db.Upsert(request.collection(), *records, options); });
       !s.ok()) {
+    gate.metrics().RecordTenantWriteRejection(request.collection(), *tenant, s);
     return s;
   }
   response.set_upserted(records->size());
   return absl::OkStatus();
 }
 
-absl::Status DoGet(DB& db, const v1::GetRequest& request, v1::GetResponse& response) {
+absl::Status DoGet(CallGate& gate, DB& db, const Principal& caller, const v1::GetRequest& request,
+                   v1::GetResponse& response) {
   if (absl::Status s = CheckCollectionAndCount(request.collection(), request.keys_size(), "keys");
       !s.ok()) {
     return s;
   }
+  absl::StatusOr<std::string> tenant = gate.ScopeTenant(caller, request.tenant(), "tenant");
+  if (!tenant.ok()) return tenant.status();
   absl::StatusOr<std::vector<Key>> keys = KeysFromProto(request.keys(), "keys");
   if (!keys.ok()) return keys.status();
-  absl::StatusOr<std::vector<std::optional<Record>>> records = db.Get(request.collection(), *keys);
+  absl::StatusOr<std::vector<std::optional<Record>>> records =
+      db.Get(request.collection(), *keys, ReadOptions{.tenant = *tenant});
   if (!records.ok()) return records.status();
   for (const std::optional<Record>& record : *records) {
     v1::GetResult* result = response.add_results();
@@ -69,19 +76,21 @@ absl::Status DoGet(DB& db, const v1::GetRequest& request, v1::GetResponse& respo
   return absl::OkStatus();
 }
 
-absl::Status DoDelete(CallGate& gate, DB& db, const v1::DeleteRequest& request,
-                      v1::DeleteResponse& response) {
+absl::Status DoDelete(CallGate& gate, DB& db, const Principal& caller,
+                      const v1::DeleteRequest& request, v1::DeleteResponse& response) {
   if (absl::Status s = CheckCollectionAndCount(request.collection(), request.keys_size(), "keys");
       !s.ok()) {
     return s;
   }
+  absl::StatusOr<std::string> tenant = gate.ScopeTenant(caller, request.tenant(), "tenant");
+  if (!tenant.ok()) return tenant.status();
   absl::StatusOr<std::vector<Key>> keys = KeysFromProto(request.keys(), "keys");
   if (!keys.ok()) return keys.status();
+  const WriteOptions options{.sync = request.sync(), .tenant = *tenant};
   absl::StatusOr<uint64_t> deleted;
   if (absl::Status s = gate.TimedWrite(request.sync(),
                                        [&] {
-                                         deleted = db.Delete(request.collection(), *keys,
-                                                             {.sync = request.sync()});
+                                         deleted = db.Delete(request.collection(), *keys, options);
                                          return deleted.status();
                                        });
       !s.ok()) {
@@ -91,7 +100,7 @@ absl::Status DoDelete(CallGate& gate, DB& db, const v1::DeleteRequest& request,
   return absl::OkStatus();
 }
 
-absl::Status DoBatch(grpc::ServerContext* context, CallGate& gate, DB& db,
+absl::Status DoBatch(grpc::ServerContext* context, CallGate& gate, DB& db, const Principal& caller,
                      const v1::BatchRequest& request, v1::BatchResponse& response) {
   if (request.operations().empty()) return absl::InvalidArgumentError("operations: empty");
   for (int i = 0; i < request.operations_size(); ++i) {
@@ -100,10 +109,10 @@ absl::Status DoBatch(grpc::ServerContext* context, CallGate& gate, DB& db,
     std::string field = absl::StrCat("operations[", i, "]");
     if (s.ok() && op.has_upsert()) {
       absl::StrAppend(&field, ".upsert");
-      s = DoUpsert(gate, db, op.upsert(), *response.add_results()->mutable_upsert());
+      s = DoUpsert(gate, db, caller, op.upsert(), *response.add_results()->mutable_upsert());
     } else if (s.ok() && op.has_delete_()) {
       absl::StrAppend(&field, ".delete");
-      s = DoDelete(gate, db, op.delete_(), *response.add_results()->mutable_delete_());
+      s = DoDelete(gate, db, caller, op.delete_(), *response.add_results()->mutable_delete_());
     } else if (s.ok()) {
       s = absl::InvalidArgumentError("op: not set (upsert or delete)");
     }
@@ -115,11 +124,11 @@ absl::Status DoBatch(grpc::ServerContext* context, CallGate& gate, DB& db,
   return absl::OkStatus();
 }
 
-constexpr RpcMethod kUpsert{"VectorService/Upsert", Role::kReadWrite};
-constexpr RpcMethod kGet{"VectorService/Get", Role::kReadOnly};
-constexpr RpcMethod kDelete{"VectorService/Delete", Role::kReadWrite};
-constexpr RpcMethod kBatch{"VectorService/Batch", Role::kReadWrite};
-constexpr RpcMethod kIngest{"VectorService/Ingest", Role::kReadWrite};
+constexpr RpcMethod kUpsert{"VectorService/Upsert", Role::kReadWrite, TenantAccess::kScoped};
+constexpr RpcMethod kGet{"VectorService/Get", Role::kReadOnly, TenantAccess::kScoped};
+constexpr RpcMethod kDelete{"VectorService/Delete", Role::kReadWrite, TenantAccess::kScoped};
+constexpr RpcMethod kBatch{"VectorService/Batch", Role::kReadWrite, TenantAccess::kScoped};
+constexpr RpcMethod kIngest{"VectorService/Ingest", Role::kReadWrite, TenantAccess::kScoped};
 
 // Request metadata a client sends when it will end its Ingest stream with an end_of_stream
 // message (proto/shoal/v1/vector_service.proto).
@@ -133,43 +142,49 @@ bool EndMarkerAnnounced(const grpc::ServerContext& context) {
 grpc::Status VectorServiceImpl::Upsert(grpc::ServerContext* context,
                                        const v1::UpsertRequest* request,
                                        v1::UpsertResponse* response) {
-  return gate_->Unary(context, kUpsert, *request,
-                      [&](DB& db) { return DoUpsert(*gate_, db, *request, *response); });
+  return gate_->Unary(context, kUpsert, *request, [&](DB& db, const Principal& caller) {
+    return DoUpsert(*gate_, db, caller, *request, *response);
+  });
 }
 
 grpc::Status VectorServiceImpl::Get(grpc::ServerContext* context, const v1::GetRequest* request,
                                     v1::GetResponse* response) {
-  return gate_->Unary(context, kGet, *request,
-                      [&](DB& db) { return DoGet(db, *request, *response); });
+  return gate_->Unary(context, kGet, *request, [&](DB& db, const Principal& caller) {
+    return DoGet(*gate_, db, caller, *request, *response);
+  });
 }
 
 grpc::Status VectorServiceImpl::Delete(grpc::ServerContext* context,
                                        const v1::DeleteRequest* request,
                                        v1::DeleteResponse* response) {
-  return gate_->Unary(context, kDelete, *request,
-                      [&](DB& db) { return DoDelete(*gate_, db, *request, *response); });
+  return gate_->Unary(context, kDelete, *request, [&](DB& db, const Principal& caller) {
+    return DoDelete(*gate_, db, caller, *request, *response);
+  });
 }
 
 grpc::Status VectorServiceImpl::Batch(grpc::ServerContext* context, const v1::BatchRequest* request,
                                       v1::BatchResponse* response) {
-  return gate_->Unary(context, kBatch, *request,
-                      [&](DB& db) { return DoBatch(context, *gate_, db, *request, *response); });
+  return gate_->Unary(context, kBatch, *request, [&](DB& db, const Principal& caller) {
+    return DoBatch(context, *gate_, db, caller, *request, *response);
+  });
 }
 
 grpc::Status VectorServiceImpl::Ingest(
     grpc::ServerContext* context,
     grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream) {
   const absl::Time start = absl::Now();
-  absl::Status status = gate_->Admit(context, kIngest).status();
-  if (status.ok()) status = RunIngest(context, stream);
+  absl::StatusOr<Principal> caller = gate_->Admit(context, kIngest);
+  absl::Status status = caller.status();
+  if (status.ok()) status = RunIngest(context, *caller, stream);
   return gate_->Finish(kIngest, start, status);
 }
 
 absl::Status VectorServiceImpl::RunIngest(
-    grpc::ServerContext* context,
+    grpc::ServerContext* context, const Principal& caller,
     grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream) {
   v1::IngestRequest request;
   std::string collection;
+  std::string requested_tenant;  // like `collection`, an empty one means the previous one
   uint64_t total = 0;
   uint64_t batches = 0;
   bool ended = false;
@@ -191,6 +206,10 @@ absl::Status VectorServiceImpl::RunIngest(
     if (collection.empty()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": collection: required"));
     }
+    if (!request.tenant().empty()) requested_tenant = request.tenant();
+    absl::StatusOr<std::string> tenant =
+        gate_->ScopeTenant(caller, requested_tenant, absl::StrCat(where, ": tenant"));
+    if (!tenant.ok()) return tenant.status();
     if (absl::Status s = gate_->CheckMessage(context, request, where); !s.ok()) return s;
     if (request.records().empty()) {
       return absl::InvalidArgumentError(absl::StrCat(where, ": records: empty"));
@@ -213,8 +232,9 @@ absl::Status VectorServiceImpl::RunIngest(
       if (s.ok()) {
         DbHost::Lease lease = gate_->Acquire();
         s = !lease.ok() ? lease.status() : gate_->TimedWrite(request.sync(), [&] {
-          return lease->Upsert(collection, *records, {.sync = request.sync()});
+          return lease->Upsert(collection, *records, {.sync = request.sync(), .tenant = *tenant});
         });
+        if (!s.ok()) gate_->metrics().RecordTenantWriteRejection(collection, *tenant, s);
       }
     }
     budget_->Release(bytes);

@@ -34,7 +34,7 @@ class VectorServiceImpl final : public v1::VectorService::Service {
       grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream) override;
 
  private:
-  absl::Status RunIngest(grpc::ServerContext* context,
+  absl::Status RunIngest(grpc::ServerContext* context, const Principal& caller,
                          grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream);
 
   CallGate* const gate_;

@@ -8,6 +8,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "rocksdb/env.h"
 #include "rocksdb/file_system.h"
 
@@ -254,12 +255,30 @@ void FaultInjectingFileSystem::PowerOff() {
   powered_off_ = true;
 }
 
+void FaultInjectingFileSystem::PowerOffAfter(uint64_t operations) {
+  absl::MutexLock lock(&mu_);
+  power_off_countdown_ = static_cast<int64_t>(operations);
+}
+
+absl::Status FaultInjectingFileSystem::PowerCheck(std::string_view what, const std::string& path) {
+  absl::MutexLock lock(&mu_);
+  if (!powered_off_) return absl::OkStatus();
+  ++injected_;
+  return Injected(what, path, EIO);
+}
+
 int FaultInjectingFileSystem::Check(FaultOp op, const std::string& path, size_t* torn_prefix) {
   absl::Duration delay;
   int err = 0;
   {
     absl::MutexLock lock(&mu_);
     ++counts_[path][static_cast<int>(op)];
+    if (power_off_countdown_ == 0) {
+      powered_off_ = true;
+      power_off_countdown_ = -1;
+    } else if (power_off_countdown_ > 0) {
+      --power_off_countdown_;
+    }
     if (powered_off_) {
       err = EIO;
     } else {
@@ -351,6 +370,7 @@ absl::Status FaultInjectingFileSystem::DropUnsyncedData() {
   }
   absl::MutexLock lock(&mu_);
   powered_off_ = false;
+  power_off_countdown_ = -1;
   return absl::OkStatus();
 }
 
@@ -358,11 +378,12 @@ absl::Status FaultInjectingFileSystem::DropUnsyncedData() {
 
 absl::StatusOr<std::unique_ptr<File>> FaultInjectingFileSystem::Open(const std::string& path,
                                                                      OpenMode mode) {
+  if (mode == OpenMode::kCreate) SHOAL_RETURN_IF_ERROR(PowerCheck("create", path));
   absl::StatusOr<std::unique_ptr<File>> f = base_->Open(path, mode);
   if (!f.ok()) return f.status();
   if (mode == OpenMode::kCreate) {
     RecordCreated(path, /*rocksdb=*/false);
-  } else {
+  } else if (mode == OpenMode::kExisting) {
     absl::MutexLock lock(&mu_);
     if (!tracked_.contains(path)) {
       // Existing content counts as synced: what a power loss would leave of it is unknown here.
@@ -387,18 +408,21 @@ absl::Status FaultInjectingFileSystem::Rename(const std::string& from, const std
 }
 
 absl::Status FaultInjectingFileSystem::Unlink(const std::string& path) {
+  SHOAL_RETURN_IF_ERROR(PowerCheck("unlink", path));
   if (absl::Status s = base_->Unlink(path); !s.ok()) return s;
   RecordRemoved(path);
   return absl::OkStatus();
 }
 
 absl::Status FaultInjectingFileSystem::RemoveAll(const std::string& path) {
+  SHOAL_RETURN_IF_ERROR(PowerCheck("remove", path));
   if (absl::Status s = base_->RemoveAll(path); !s.ok()) return s;
   RecordRemoved(path);
   return absl::OkStatus();
 }
 
 absl::Status FaultInjectingFileSystem::CreateDirs(const std::string& path) {
+  SHOAL_RETURN_IF_ERROR(PowerCheck("mkdir", path));
   return base_->CreateDirs(path);
 }
 
@@ -412,6 +436,10 @@ absl::Status FaultInjectingFileSystem::SyncDir(const std::string& path) {
 absl::StatusOr<std::vector<std::string>> FaultInjectingFileSystem::ListDir(
     const std::string& path) {
   return base_->ListDir(path);
+}
+
+absl::StatusOr<FileStat> FaultInjectingFileSystem::Stat(const std::string& path) {
+  return base_->Stat(path);
 }
 
 }  // namespace shoal::storage

@@ -10,6 +10,7 @@
 //   fs.Fail(FaultOp::kWrite, "postings.dat", ENOSPC, /*one_shot=*/false);  // until Clear()
 //   fs.TearWrite("vectors.dat", 100);             // the next write stores only 100 bytes, EIO
 //   fs.PowerOff();                                // every later write/sync/rename fails
+//   fs.PowerOffAfter(12);                         // ... after 12 more of them went through
 //   db.reset();
 //   fs.DropUnsyncedData();                        // files back to their last synced content
 //
@@ -69,9 +70,13 @@ class FaultInjectingFileSystem final : public FileSystem {
   // Faults injected so far.
   uint64_t injected() const;
 
-  // Simulated power loss, part 1: from now on every write, sync and rename fails with EIO
-  // (so that what a dying process does after this moment never reaches the disk).
+  // Simulated power loss, part 1: from now on every write, sync and rename fails with EIO, and
+  // so does every removal and directory creation of Shoal's (so that what a dying process does
+  // after this moment never reaches the disk).
   void PowerOff();
+  // The next `operations` writes, syncs and renames (Shoal's and RocksDB's) go through; the one
+  // after them fails and the power is off (as PowerOff). To crash at each step of a procedure.
+  void PowerOffAfter(uint64_t operations);
   // Part 2, with the DB closed: every file written since it was opened through this file system
   // goes back to its last synced content (see the file comment); then power is back on.
   absl::Status DropUnsyncedData();
@@ -87,6 +92,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   absl::Status CreateDirs(const std::string& path) override;
   absl::Status SyncDir(const std::string& path) override;
   absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) override;
+  absl::StatusOr<FileStat> Stat(const std::string& path) override;
 
   // ---- Used by the file wrappers (fault_injection.cc) ----
   // What to do with an operation on `path`: 0 = go ahead, else the errno to fail with; for a
@@ -122,7 +128,12 @@ class FaultInjectingFileSystem final : public FileSystem {
   mutable absl::Mutex mu_;
   std::vector<Rule> rules_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<std::string, absl::Duration>> sync_delays_ ABSL_GUARDED_BY(mu_);
+  // An injected EIO once the power is off, else OK: for removals and directory creation, which
+  // rules do not match.
+  absl::Status PowerCheck(std::string_view what, const std::string& path);
+
   bool powered_off_ ABSL_GUARDED_BY(mu_) = false;
+  int64_t power_off_countdown_ ABSL_GUARDED_BY(mu_) = -1;  // PowerOffAfter; -1: none
   uint64_t injected_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<std::string, std::array<uint64_t, 3>> counts_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, Tracked> tracked_ ABSL_GUARDED_BY(mu_);

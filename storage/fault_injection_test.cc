@@ -206,5 +206,53 @@ TEST_F(FaultInjectionTest, VectorFileSyncAfterAFailedOneMakesEveryPutDurable) {
   }
 }
 
+TEST_F(FaultInjectionTest, CopyTreeCopiesFilesAndDirectoriesAndReadsBackThroughTheSeam) {
+  FileSystem& posix = *FileSystem::Default();
+  ASSERT_TRUE(posix.CreateDirs(dir_ + "/from/sub/deeper").ok());
+  ASSERT_TRUE(WriteFileSynced(posix, dir_ + "/from/a", "alpha").ok());
+  ASSERT_TRUE(WriteFileSynced(posix, dir_ + "/from/sub/deeper/b", std::string(3 << 20, 'b')).ok());
+  FaultInjectingFileSystem fs;
+  ASSERT_TRUE(CopyTree(fs, dir_ + "/from", dir_ + "/to").ok());
+  EXPECT_EQ(*ReadFile(fs, dir_ + "/to/a"), "alpha");
+  EXPECT_EQ(*ReadFile(fs, dir_ + "/to/sub/deeper/b"), std::string(3 << 20, 'b'));
+  absl::StatusOr<FileStat> st = fs.Stat(dir_ + "/to/sub");
+  ASSERT_TRUE(st.ok()) << st.status();
+  EXPECT_TRUE(st->is_directory);
+  EXPECT_EQ(fs.Stat(dir_ + "/to/a")->size, 5u);
+  EXPECT_GT(fs.Stat(dir_ + "/to/a")->modified_unix_seconds, 0);
+  EXPECT_GE(fs.Count(FaultOp::kSync, "/to"), 5u);  // 2 files, 3 directories
+  EXPECT_EQ(*Exists(fs, dir_ + "/to/sub/deeper/b"), true);
+  EXPECT_EQ(*Exists(fs, dir_ + "/to/missing"), false);
+  EXPECT_TRUE(absl::IsNotFound(ReadFile(fs, dir_ + "/to/missing").status()));
+  EXPECT_TRUE(absl::IsAlreadyExists(CopyTree(fs, dir_ + "/from", dir_ + "/to")));
+  // A read-only open cannot write.
+  auto f = fs.Open(dir_ + "/to/a", OpenMode::kRead);
+  ASSERT_TRUE(f.ok());
+  EXPECT_FALSE((*f)->Write(0, Bytes("x")).ok());
+  // Faults reach the copy: a full disk is ResourceExhausted.
+  fs.Fail(FaultOp::kWrite, "/again/sub", ENOSPC);
+  EXPECT_EQ(CopyTree(fs, dir_ + "/from", dir_ + "/again").code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST_F(FaultInjectionTest, PowerOffAfterLetsThatManyOperationsThroughThenNothing) {
+  FaultInjectingFileSystem fs;
+  auto f = fs.Open(dir_ + "/p.dat", OpenMode::kCreate);
+  ASSERT_TRUE(f.ok());
+  fs.PowerOffAfter(2);
+  EXPECT_TRUE((*f)->Write(0, Bytes("one")).ok());
+  EXPECT_TRUE((*f)->Sync().ok());
+  EXPECT_FALSE((*f)->Write(3, Bytes("two")).ok());  // the power went here
+  EXPECT_FALSE(fs.SyncDir(dir_).ok());
+  // Removals and directory creation stop too.
+  EXPECT_FALSE(fs.CreateDirs(dir_ + "/d").ok());
+  EXPECT_FALSE(fs.RemoveAll(dir_ + "/p.dat").ok());
+  EXPECT_FALSE(fs.Open(dir_ + "/q.dat", OpenMode::kCreate).ok());
+  f->reset();
+  ASSERT_TRUE(fs.DropUnsyncedData().ok());
+  EXPECT_EQ(ReadAll(dir_ + "/p.dat"), "one");
+  EXPECT_TRUE(fs.CreateDirs(dir_ + "/d").ok());  // power is back
+}
+
 }  // namespace
 }  // namespace shoal::storage

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <filesystem>
 #include <system_error>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 
@@ -70,7 +71,9 @@ class PosixFile final : public File {
 class PosixFileSystem final : public FileSystem {
  public:
   absl::StatusOr<std::unique_ptr<File>> Open(const std::string& path, OpenMode mode) override {
-    const int flags = O_RDWR | O_CLOEXEC | (mode == OpenMode::kCreate ? O_CREAT | O_TRUNC : 0);
+    int flags = O_RDWR | O_CLOEXEC;
+    if (mode == OpenMode::kCreate) flags |= O_CREAT | O_TRUNC;
+    if (mode == OpenMode::kRead) flags = O_RDONLY | O_CLOEXEC;
     const int fd = ::open(path.c_str(), flags, 0644);
     if (fd < 0) return ErrnoStatus(mode == OpenMode::kCreate ? "create" : "open", path, errno);
     return std::unique_ptr<File>(new PosixFile(fd, path));
@@ -123,7 +126,53 @@ class PosixFileSystem final : public FileSystem {
     ::closedir(d);
     return out;
   }
+
+  absl::StatusOr<FileStat> Stat(const std::string& path) override {
+    struct stat st;
+    if (::stat(path.c_str(), &st) != 0) return ErrnoStatus("stat", path, errno);
+    FileStat out;
+    out.is_directory = S_ISDIR(st.st_mode);
+    out.size = static_cast<uint64_t>(st.st_size);
+    out.modified_unix_seconds = static_cast<int64_t>(st.st_mtim.tv_sec);
+    return out;
+  }
 };
+
+// Through File rather than std::filesystem::copy_file, which (libstdc++'s sendfile path) reports
+// a copy cut short by a full disk as EIO instead of ENOSPC, and which a test cannot fault.
+absl::Status CopyFile(FileSystem& fs, const std::string& from, const std::string& to) {
+  absl::StatusOr<std::unique_ptr<File>> in = fs.Open(from, OpenMode::kRead);
+  if (!in.ok()) return in.status();
+  absl::StatusOr<std::unique_ptr<File>> out = fs.Open(to, OpenMode::kCreate);
+  if (!out.ok()) return out.status();
+  std::vector<uint8_t> buffer(1 << 20);
+  for (uint64_t offset = 0;;) {
+    absl::StatusOr<size_t> n = (*in)->Read(offset, buffer);
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    absl::Status s = (*out)->Write(offset, std::span<const uint8_t>(buffer.data(), *n));
+    if (!s.ok()) return s;
+    offset += *n;
+  }
+  return (*out)->Sync();
+}
+
+// CopyTree below the top: `to` is created here and synced once its entries are in place.
+absl::Status CopyTreeInto(FileSystem& fs, const std::string& from, const std::string& to) {
+  if (absl::Status s = fs.CreateDirs(to); !s.ok()) return s;
+  absl::StatusOr<std::vector<std::string>> names = fs.ListDir(from);
+  if (!names.ok()) return names.status();
+  for (const std::string& name : *names) {
+    const std::string source = absl::StrCat(from, "/", name);
+    const std::string target = absl::StrCat(to, "/", name);
+    absl::StatusOr<FileStat> st = fs.Stat(source);
+    if (!st.ok()) return st.status();
+    absl::Status s =
+        st->is_directory ? CopyTreeInto(fs, source, target) : CopyFile(fs, source, target);
+    if (!s.ok()) return s;
+  }
+  return fs.SyncDir(to);
+}
 
 }  // namespace
 
@@ -139,6 +188,26 @@ FileSystem* FileSystem::Default() {
   return fs;
 }
 
+absl::StatusOr<bool> Exists(FileSystem& fs, const std::string& path) {
+  absl::StatusOr<FileStat> st = fs.Stat(path);
+  if (absl::IsNotFound(st.status())) return false;
+  if (!st.ok()) return st.status();
+  return true;
+}
+
+absl::StatusOr<std::string> ReadFile(FileSystem& fs, const std::string& path) {
+  absl::StatusOr<std::unique_ptr<File>> f = fs.Open(path, OpenMode::kRead);
+  if (!f.ok()) return f.status();
+  absl::StatusOr<uint64_t> size = (*f)->Size();
+  if (!size.ok()) return size.status();
+  std::string bytes(*size, '\0');
+  absl::StatusOr<size_t> n =
+      (*f)->Read(0, {reinterpret_cast<uint8_t*>(bytes.data()), bytes.size()});
+  if (!n.ok()) return n.status();
+  bytes.resize(*n);
+  return bytes;
+}
+
 absl::Status WriteFileSynced(FileSystem& fs, const std::string& path, std::string_view bytes) {
   absl::StatusOr<std::unique_ptr<File>> f = fs.Open(path, OpenMode::kCreate);
   if (!f.ok()) return f.status();
@@ -151,6 +220,14 @@ absl::Status PublishDir(FileSystem& fs, const std::string& tmp_dir, const std::s
   if (absl::Status s = fs.SyncDir(tmp_dir); !s.ok()) return s;
   if (absl::Status s = fs.Rename(tmp_dir, final_dir); !s.ok()) return s;
   return fs.SyncDir(std::filesystem::path(final_dir).parent_path().string());
+}
+
+absl::Status CopyTree(FileSystem& fs, const std::string& from, const std::string& to) {
+  absl::StatusOr<bool> exists = Exists(fs, to);
+  if (!exists.ok()) return exists.status();
+  if (*exists) return absl::AlreadyExistsError(absl::StrCat(to, " already exists"));
+  if (absl::Status s = CopyTreeInto(fs, from, to); !s.ok()) return s;
+  return fs.SyncDir(std::filesystem::path(to).parent_path().string());
 }
 
 }  // namespace shoal::storage

@@ -1,5 +1,6 @@
-// FileSystem: the seam through which Shoal writes its own files (posting files, vector files,
-// index checkpoints, index directories). RocksDB writes through its own rocksdb::FileSystem;
+// FileSystem: the seam through which Shoal reads and writes its own files (posting files, vector
+// files, index checkpoints and directories, centroid and quantizer files, snapshots and
+// restores, the database directory itself). RocksDB writes through its own rocksdb::FileSystem;
 // FaultInjectingFileSystem (fault_injection.h) wraps both, so tests can make any write, fsync or
 // rename fail, tear a write, or drop what was never fsynced (a simulated power loss).
 // Reads of sealed data files go through BlockReader (O_DIRECT, io_uring) and are not wrapped.
@@ -53,6 +54,14 @@ class File {
 enum class OpenMode {
   kCreate,    // create, or truncate an existing file
   kExisting,  // open an existing file (NotFound if missing)
+  kRead,      // open an existing file read-only (NotFound if missing); Write fails
+};
+
+// What Stat reports of a path (symbolic links followed).
+struct FileStat {
+  bool is_directory = false;
+  uint64_t size = 0;                  // bytes (of a regular file)
+  int64_t modified_unix_seconds = 0;  // last modification
 };
 
 class FileSystem {
@@ -74,7 +83,15 @@ class FileSystem {
   virtual absl::Status SyncDir(const std::string& path) = 0;
   // The names in a directory (no "." or ".."), unsorted. NotFound if it does not exist.
   virtual absl::StatusOr<std::vector<std::string>> ListDir(const std::string& path) = 0;
+  // stat(2). NotFound if `path` does not exist.
+  virtual absl::StatusOr<FileStat> Stat(const std::string& path) = 0;
 };
+
+// Whether `path` exists; errors other than NotFound (EACCES, EIO) are returned.
+absl::StatusOr<bool> Exists(FileSystem& fs, const std::string& path);
+
+// The whole content of the file `path`.
+absl::StatusOr<std::string> ReadFile(FileSystem& fs, const std::string& path);
 
 // Creates (or truncates) `path`, writes `bytes` and syncs the file.
 absl::Status WriteFileSynced(FileSystem& fs, const std::string& path, std::string_view bytes);
@@ -83,6 +100,11 @@ absl::Status WriteFileSynced(FileSystem& fs, const std::string& path, std::strin
 // to `final_dir` (which must not exist or be empty) and syncs their parent, so after a crash
 // either the complete directory exists under `final_dir` or only the temporary one does.
 absl::Status PublishDir(FileSystem& fs, const std::string& tmp_dir, const std::string& final_dir);
+
+// Copies the directory tree `from` to `to` (which must not exist: AlreadyExists), syncing every
+// file and directory written, then the parent of `to`: once it returns OK the copy is durable.
+// Regular files and directories only. After an error a partial copy is left under `to`.
+absl::Status CopyTree(FileSystem& fs, const std::string& from, const std::string& to);
 
 }  // namespace shoal::storage
 

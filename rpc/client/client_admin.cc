@@ -37,6 +37,7 @@ absl::StatusOr<IngestResult> Client::Ingest(const std::string& collection,
     request.set_collection(collection);
     request.set_sequence(b);
     request.set_sync(options.sync);
+    request.set_tenant(options.tenant);
     const size_t begin = b * options.batch_records;
     const size_t end = std::min(records.size(), begin + options.batch_records);
     request.mutable_records()->Reserve(static_cast<int>(end - begin));

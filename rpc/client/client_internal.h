@@ -1,5 +1,5 @@
 // Private to rpc/client: the generated stubs behind shoal::client::Client and the helpers its
-// two .cc files share. Not installed; include only from rpc/client/*.cc.
+// .cc files share. Not installed; include only from rpc/client/*.cc.
 #ifndef SHOAL_RPC_CLIENT_CLIENT_INTERNAL_H_
 #define SHOAL_RPC_CLIENT_CLIENT_INTERNAL_H_
 
@@ -16,6 +16,7 @@
 #include "shoal/v1/cache_service.grpc.pb.h"
 #include "shoal/v1/collection_service.grpc.pb.h"
 #include "shoal/v1/search_service.grpc.pb.h"
+#include "shoal/v1/tenant_service.grpc.pb.h"
 #include "shoal/v1/vector_service.grpc.pb.h"
 
 namespace shoal::client {
@@ -27,6 +28,7 @@ struct Client::Stubs {
   std::unique_ptr<v1::SearchService::Stub> search;
   std::unique_ptr<v1::AdminService::Stub> admin;
   std::unique_ptr<v1::CacheService::Stub> caches;
+  std::unique_ptr<v1::TenantService::Stub> tenants;
   std::unique_ptr<grpc::health::v1::Health::Stub> health;
 };
 

@@ -1,5 +1,5 @@
 // Client: connection, health, collections, aliases, records and search. Admin calls and the
-// Ingest stream are in client_admin.cc.
+// Ingest stream are in client_admin.cc, tenant calls in client_tenants.cc.
 #include "rpc/client/shoal_client.h"
 
 #include <chrono>
@@ -88,6 +88,7 @@ void SearchToProto(const std::string& collection, std::span<const float> queries
   request.set_pruning_ratio(params.pruning_ratio);
   if (params.filter != nullptr) rpc::FilterToProto(*params.filter, request.mutable_filter());
   request.set_include_stats(params.stats != nullptr);
+  request.set_tenant(params.tenant);
 }
 
 }  // namespace
@@ -122,6 +123,7 @@ absl::StatusOr<std::unique_ptr<Client>> Client::Connect(const std::string& addre
   stubs->search = v1::SearchService::NewStub(stubs->channel);
   stubs->admin = v1::AdminService::NewStub(stubs->channel);
   stubs->caches = v1::CacheService::NewStub(stubs->channel);
+  stubs->tenants = v1::TenantService::NewStub(stubs->channel);
   stubs->health = grpc::health::v1::Health::NewStub(stubs->channel);
   return std::unique_ptr<Client>(new Client(std::move(stubs), options));
 }
@@ -212,9 +214,16 @@ absl::StatusOr<std::vector<AliasInfo>> Client::ListAliases(const std::string& co
 
 absl::StatusOr<uint64_t> Client::Upsert(const std::string& collection,
                                         std::span<const Record> records, bool sync) {
+  return Upsert(collection, records, WriteOptions{.sync = sync});
+}
+
+absl::StatusOr<uint64_t> Client::Upsert(const std::string& collection,
+                                        std::span<const Record> records,
+                                        const WriteOptions& options) {
   v1::UpsertRequest request;
   request.set_collection(collection);
-  request.set_sync(sync);
+  request.set_sync(options.sync);
+  request.set_tenant(options.tenant);
   AddRecords(records, request);
   v1::UpsertResponse response;
   grpc::Status status = stubs_->vectors->Upsert(NewContext(options_).get(), request, &response);
@@ -223,9 +232,11 @@ absl::StatusOr<uint64_t> Client::Upsert(const std::string& collection,
 }
 
 absl::StatusOr<std::vector<std::optional<Record>>> Client::Get(const std::string& collection,
-                                                               std::span<const Key> keys) {
+                                                               std::span<const Key> keys,
+                                                               const ReadOptions& options) {
   v1::GetRequest request;
   request.set_collection(collection);
+  request.set_tenant(options.tenant);
   for (const Key& key : keys) rpc::KeyToProto(key, request.add_keys());
   v1::GetResponse response;
   grpc::Status status = stubs_->vectors->Get(NewContext(options_).get(), request, &response);
@@ -245,9 +256,15 @@ absl::StatusOr<std::vector<std::optional<Record>>> Client::Get(const std::string
 
 absl::StatusOr<uint64_t> Client::Delete(const std::string& collection, std::span<const Key> keys,
                                         bool sync) {
+  return Delete(collection, keys, WriteOptions{.sync = sync});
+}
+
+absl::StatusOr<uint64_t> Client::Delete(const std::string& collection, std::span<const Key> keys,
+                                        const WriteOptions& options) {
   v1::DeleteRequest request;
   request.set_collection(collection);
-  request.set_sync(sync);
+  request.set_sync(options.sync);
+  request.set_tenant(options.tenant);
   for (const Key& key : keys) rpc::KeyToProto(key, request.add_keys());
   v1::DeleteResponse response;
   grpc::Status status = stubs_->vectors->Delete(NewContext(options_).get(), request, &response);
@@ -262,10 +279,12 @@ absl::StatusOr<std::vector<uint64_t>> Client::Batch(std::span<const WriteOp> ops
     if (op.kind == WriteOp::Kind::kUpsert) {
       out->mutable_upsert()->set_collection(op.collection);
       out->mutable_upsert()->set_sync(op.sync);
+      out->mutable_upsert()->set_tenant(op.tenant);
       AddRecords(op.records, *out->mutable_upsert());
     } else {
       out->mutable_delete_()->set_collection(op.collection);
       out->mutable_delete_()->set_sync(op.sync);
+      out->mutable_delete_()->set_tenant(op.tenant);
       for (const Key& key : op.keys) rpc::KeyToProto(key, out->mutable_delete_()->add_keys());
     }
   }

@@ -10,6 +10,11 @@
 //   shoal::Metric::kCosine}); client->Upsert("docs", records); SHOAL_ASSIGN_OR_RETURN(auto hits,
 //   client->Search("docs", query, {.k = 10}));
 //
+// Tenants: WriteOptions::tenant, ReadOptions::tenant and SearchParams::tenant travel in the
+// request (UpsertRequest.tenant, ...). With an API key bound to a tenant the server pins every
+// call to that tenant: leave them empty (or name that tenant); naming another is
+// PERMISSION_DENIED. Only admin keys may name any tenant.
+//
 // Errors: the server's gRPC status as an absl::Status with the same canonical code and message
 // (e.g. NOT_FOUND "collection: 'x' not found", UNAUTHENTICATED, PERMISSION_DENIED,
 // RESOURCE_EXHAUSTED), or UNAVAILABLE / DEADLINE_EXCEEDED from the transport.
@@ -32,6 +37,8 @@
 #include "absl/time/time.h"
 #include "shoal/cache.h"
 #include "shoal/filter.h"
+#include "shoal/options.h"
+#include "shoal/tenants.h"
 #include "shoal/types.h"
 
 namespace shoal::client {
@@ -59,6 +66,7 @@ struct WriteOp {
   std::vector<Record> records;  // kUpsert
   std::vector<Key> keys;        // kDelete
   bool sync = false;
+  std::string tenant;  // as WriteOptions::tenant; "" = none (or the key's, for a bound key)
 };
 
 // One search of a BatchSearch call (params.stats and params.filter are read, not owned).
@@ -72,6 +80,7 @@ struct IngestOptions {
   size_t batch_records = 1000;  // records per streamed batch
   size_t max_in_flight = 4;     // batches sent but not yet acknowledged
   bool sync = false;
+  std::string tenant;  // the tenant that owns the records (as WriteOptions::tenant)
 };
 
 struct IngestResult {
@@ -134,11 +143,16 @@ class Client {
   // Returns the number of records written.
   absl::StatusOr<uint64_t> Upsert(const std::string& collection, std::span<const Record> records,
                                   bool sync = false);
+  absl::StatusOr<uint64_t> Upsert(const std::string& collection, std::span<const Record> records,
+                                  const WriteOptions& options);
   absl::StatusOr<std::vector<std::optional<Record>>> Get(const std::string& collection,
-                                                         std::span<const Key> keys);
+                                                         std::span<const Key> keys,
+                                                         const ReadOptions& options = {});
   // Returns how many of the keys existed.
   absl::StatusOr<uint64_t> Delete(const std::string& collection, std::span<const Key> keys,
                                   bool sync = false);
+  absl::StatusOr<uint64_t> Delete(const std::string& collection, std::span<const Key> keys,
+                                  const WriteOptions& options);
   // Applies `ops` in order in one round trip; per op the records upserted or keys deleted.
   absl::StatusOr<std::vector<uint64_t>> Batch(std::span<const WriteOp> ops);
   // Streams `records` in batches over one Ingest stream, keeping up to max_in_flight batches
@@ -155,6 +169,41 @@ class Client {
   // One result (n lists of hits) per call, in order.
   absl::StatusOr<std::vector<std::vector<std::vector<Hit>>>> BatchSearch(
       std::span<const SearchCall> calls);
+
+  // ---- Tenants (shoal/tenants.h; TenantService) ----
+  // `tenant` "" = the API key's own tenant (a tenant-bound key); other keys must name one
+  // (INVALID_ARGUMENT otherwise). Create, drop, quotas and state need an admin key; Grant,
+  // Revoke and DeleteByTenant a read-write key; the rest a read-only key. A tenant-bound key
+  // may describe, count and delete-by its own tenant only, and ListTenants shows it that
+  // tenant alone.
+  absl::StatusOr<TenantInfo> CreateTenant(const std::string& collection, const TenantSpec& spec);
+  // Returns how many records the tenant owned (deleted for every tenant).
+  absl::StatusOr<uint64_t> DropTenant(const std::string& collection, const std::string& tenant,
+                                      bool sync = false);
+  // page_size 0 = the server's default (100); at most 10000.
+  absl::StatusOr<TenantPage> ListTenants(const std::string& collection, uint32_t page_size = 0,
+                                         const std::string& page_token = "");
+  absl::StatusOr<TenantInfo> DescribeTenant(const std::string& collection,
+                                            const std::string& tenant = "");
+  absl::Status SetTenantQuotas(const std::string& collection, const std::string& tenant,
+                               const TenantQuotas& quotas);
+  absl::Status SetTenantState(const std::string& collection, const std::string& tenant,
+                              TenantState state);
+  // Makes the records of `keys` visible to (Grant) or hides them from (Revoke) `tenant`, all
+  // or nothing, without copying them.
+  absl::Status Grant(const std::string& collection, const std::string& tenant,
+                     std::span<const Key> keys, bool sync = false);
+  absl::Status Revoke(const std::string& collection, const std::string& tenant,
+                      std::span<const Key> keys, bool sync = false);
+  // The tenants that see `key`: its owner first, then the grantees by name.
+  absl::StatusOr<std::vector<std::string>> ListKeyTenants(const std::string& collection,
+                                                          const Key& key);
+  // Records `tenant` owns (`owned_only`) or sees.
+  absl::StatusOr<uint64_t> CountByTenant(const std::string& collection,
+                                         const std::string& tenant = "", bool owned_only = false);
+  // Deletes every record `tenant` owns (for every tenant); returns how many.
+  absl::StatusOr<uint64_t> DeleteByTenant(const std::string& collection,
+                                          const std::string& tenant = "", bool sync = false);
 
   // ---- Admin (admin key) ----
   // Blocks until the build is done; `on_progress` (optional) sees every progress report.

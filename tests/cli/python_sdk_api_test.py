@@ -14,9 +14,10 @@ import shoal.cache
 import shoal.client
 import shoal.errors
 import shoal.filters
+import shoal.tenants
 
 # The modules whose public names are the SDK's API (the generated shoal.v1 stubs are not).
-MODULES = (shoal, shoal.cache, shoal.client, shoal.errors, shoal.filters)
+MODULES = (shoal, shoal.cache, shoal.client, shoal.errors, shoal.filters, shoal.tenants)
 
 
 def defined_in(module):

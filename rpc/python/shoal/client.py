@@ -7,6 +7,9 @@
         ids, distances = client.search("docs", np.random.rand(4), k=2)  # shape (2,) each
         ids, distances = client.search("docs", np.random.rand(3, 4), k=2)  # shape (3, 2)
 
+Tenants (shoal/tenants.py): upsert, get, delete, ingest, search and batch take `tenant`; the
+TenantService calls (create_tenant, grant, list_tenants, ...) are methods of Client too.
+
 Keys are ints (uint64) or strings. Search pads a query with fewer than k hits with id -1 (or
 None for string keys) and distance +inf. Every failed call raises shoal.ShoalError (a subclass
 per gRPC code, see shoal/errors.py). A Client may be shared by threads (gRPC channels are
@@ -33,11 +36,13 @@ from shoal.v1 import collection_service_pb2 as collection_pb2
 from shoal.v1 import collection_service_pb2_grpc as collection_grpc
 from shoal.v1 import search_service_pb2 as search_pb2
 from shoal.v1 import search_service_pb2_grpc as search_grpc
+from shoal.v1 import tenant_service_pb2_grpc as tenant_grpc
 from shoal.v1 import types_pb2
 from shoal.v1 import vector_service_pb2 as vector_pb2
 from shoal.v1 import vector_service_pb2_grpc as vector_grpc
 from shoal._health import health_pb2, health_pb2_grpc
 from shoal.filters import attribute_value
+from shoal.tenants import TenantCalls
 
 Key = Union[int, str]
 """A record key: an int >= 0 (uint64 on the wire) or a str."""
@@ -151,8 +156,12 @@ def as_matrix(vectors: npt.ArrayLike, what: str) -> np.ndarray:
     return m
 
 
-class Client(CacheMethods):
-    """A connection to shoald: one method per RPC (see the module docstring). Thread-safe."""
+class Client(TenantCalls, CacheMethods):
+    """A connection to shoald: one method per RPC (see the module docstring). Thread-safe.
+
+    `tenant` arguments: the tenant a call acts for ("" = none, or the API key's own tenant for
+    a tenant-bound key). Only admin keys may name any tenant; a tenant-bound key naming another
+    gets PermissionDeniedError."""
 
     def __init__(self, address: str = "127.0.0.1:50051", api_key: Optional[str] = None, *,
                  tls: bool = False, root_certificates: Optional[bytes] = None,
@@ -179,6 +188,7 @@ class Client(CacheMethods):
         self._search = search_grpc.SearchServiceStub(self._channel)
         self._admin = admin_grpc.AdminServiceStub(self._channel)
         self._caches = cache_grpc.CacheServiceStub(self._channel)
+        self._tenants = tenant_grpc.TenantServiceStub(self._channel)
         self._health = health_pb2_grpc.HealthStub(self._channel)
 
     def close(self) -> None:
@@ -275,15 +285,19 @@ class Client(CacheMethods):
     def upsert(self, collection: str, keys: Iterable[Key], vectors: npt.ArrayLike,
                attributes: Optional[Sequence[Optional[Mapping[str, AttributeValue]]]] = None,
                tags: Optional[Sequence[Optional[Sequence[str]]]] = None,
-               sync: bool = False) -> int:
-        """Inserts or replaces records, all or nothing; returns how many were written."""
-        request = vector_pb2.UpsertRequest(collection=collection, sync=sync,
+               sync: bool = False, tenant: str = "") -> int:
+        """Inserts or replaces records, all or nothing; returns how many were written.
+        tenant: the tenant that owns them ("" = none, or the key's own tenant)."""
+        request = vector_pb2.UpsertRequest(collection=collection, sync=sync, tenant=tenant,
                                            records=self.records(keys, vectors, attributes, tags))
         return self._call(self._vectors.Upsert, request).upserted
 
-    def get(self, collection: str, keys: Iterable[Key]) -> List[Optional[Record]]:
-        """One entry per key: a Record (vector as a float32 array) or None."""
-        request = vector_pb2.GetRequest(collection=collection, keys=[key_of(k) for k in keys])
+    def get(self, collection: str, keys: Iterable[Key],
+            tenant: str = "") -> List[Optional[Record]]:
+        """One entry per key: a Record (vector as a float32 array) or None (also for a record
+        `tenant` neither owns nor was granted)."""
+        request = vector_pb2.GetRequest(collection=collection, keys=[key_of(k) for k in keys],
+                                        tenant=tenant)
         out = []
         for result in self._call(self._vectors.Get, request).results:
             if not result.found:
@@ -296,24 +310,29 @@ class Client(CacheMethods):
                               attributes, list(r.tags)))
         return out
 
-    def delete(self, collection: str, keys: Iterable[Key], sync: bool = False) -> int:
-        """Deletes the keys that exist; returns how many did."""
-        request = vector_pb2.DeleteRequest(collection=collection, sync=sync,
+    def delete(self, collection: str, keys: Iterable[Key], sync: bool = False,
+               tenant: str = "") -> int:
+        """Deletes the keys that exist (with a tenant: that it sees; one it sees but does not
+        own raises PermissionDeniedError); returns how many did."""
+        request = vector_pb2.DeleteRequest(collection=collection, sync=sync, tenant=tenant,
                                            keys=[key_of(k) for k in keys])
         return self._call(self._vectors.Delete, request).deleted
 
-    def batch(self, operations: Iterable[Tuple[Any, ...]]) -> List[int]:
+    def batch(self, operations: Iterable[Tuple[Any, ...]], tenant: str = "") -> List[int]:
         """Several upserts and deletes in one round trip, applied in order, each all or nothing.
         operations: ("upsert", collection, keys, vectors[, attributes, tags]) or
-        ("delete", collection, keys). Returns one count per operation (upserted / deleted)."""
+        ("delete", collection, keys); every one acts for `tenant`. Returns one count per
+        operation (upserted / deleted)."""
         request = vector_pb2.BatchRequest()
         for op in operations:
             o = request.operations.add()
             if op[0] == "upsert":
                 o.upsert.collection = op[1]
+                o.upsert.tenant = tenant
                 o.upsert.records.extend(self.records(op[2], op[3], *op[4:]))
             elif op[0] == "delete":
                 o.delete.collection = op[1]
+                o.delete.tenant = tenant
                 o.delete.keys.extend(key_of(k) for k in op[2])
             else:
                 raise ValueError(f"operation {op[0]!r}: want 'upsert' or 'delete'")
@@ -322,10 +341,11 @@ class Client(CacheMethods):
                 for r in response.results]
 
     def ingest(self, collection: str, keys: Iterable[Key], vectors: npt.ArrayLike,
-               batch_size: int = 1000, sync: bool = False) -> IngestResult:
+               batch_size: int = 1000, sync: bool = False, tenant: str = "") -> IngestResult:
         """Bulk load over one streaming Ingest RPC: batches of batch_size records, each
         acknowledged before the next is sent; a batch the server asks to back off is resent
-        after retry_after_ms. Returns IngestResult(upserted, batches, backoffs)."""
+        after retry_after_ms. tenant: the tenant that owns the records. Returns
+        IngestResult(upserted, batches, backoffs)."""
         m = as_matrix(vectors, "vectors")
         keys = list(keys)
         if len(keys) != m.shape[0]:
@@ -347,7 +367,7 @@ class Client(CacheMethods):
         try:
             for sequence, first in enumerate(range(0, len(keys), batch_size)):
                 request = vector_pb2.IngestRequest(
-                    collection=collection, sequence=sequence, sync=sync,
+                    collection=collection, sequence=sequence, sync=sync, tenant=tenant,
                     records=self.records(keys[first:first + batch_size],
                                          m[first:first + batch_size]))
                 while True:
@@ -372,19 +392,22 @@ class Client(CacheMethods):
     # ---- search ----
     def search(self, collection: str, queries: npt.ArrayLike, k: int = 10,
                filter: Optional[types_pb2.Filter] = None, max_postings: int = 0,
-               pruning_ratio: float = 0.0) -> SearchResult:
+               pruning_ratio: float = 0.0, tenant: str = "") -> SearchResult:
         """k nearest neighbours. `queries`: shape (dimension,) -> ids, distances of shape (k,);
-        shape (n, dimension) -> shape (n, k). filter: a shoal.v1.Filter (see shoal.filters)."""
+        shape (n, dimension) -> shape (n, k). filter: a shoal.v1.Filter (see shoal.filters).
+        tenant: only records it owns or was granted are searched."""
         single = np.ndim(queries) == 1
         request = self._search_request(collection, queries, k, filter, max_postings,
-                                       pruning_ratio)
+                                       pruning_ratio, tenant)
         response = self._call(self._search.Search, request)
         return _result_arrays(response.results, k, single)
 
-    def batch_search(self, searches: Iterable[Mapping[str, Any]]) -> List[SearchResult]:
+    def batch_search(self, searches: Iterable[Mapping[str, Any]],
+                     tenant: str = "") -> List[SearchResult]:
         """Several searches in one round trip. searches: dicts of search()'s arguments
-        (collection, queries, k, filter, ...); returns a list of (ids, distances)."""
-        request = search_pb2.BatchSearchRequest()
+        (collection, queries, k, filter, tenant, ...); `tenant` applies to those that name
+        none. Returns a list of (ids, distances)."""
+        request = search_pb2.BatchSearchRequest(tenant=tenant)
         shapes = []
         for s in searches:
             s = dict(s)
@@ -397,10 +420,11 @@ class Client(CacheMethods):
 
     def _search_request(self, collection: str, queries: npt.ArrayLike, k: int = 10,
                         filter: Optional[types_pb2.Filter] = None, max_postings: int = 0,
-                        pruning_ratio: float = 0.0) -> search_pb2.SearchRequest:
+                        pruning_ratio: float = 0.0, tenant: str = "") -> search_pb2.SearchRequest:
         q = as_matrix(queries, "queries")
         request = search_pb2.SearchRequest(collection=collection, k=k, dimension=q.shape[1],
-                                           max_postings=max_postings, pruning_ratio=pruning_ratio)
+                                           max_postings=max_postings, pruning_ratio=pruning_ratio,
+                                           tenant=tenant)
         request.queries.extend(q.ravel().tolist())
         if filter is not None:
             request.filter.CopyFrom(filter)
