@@ -40,8 +40,7 @@ namespace {
 const char* const kServiceNames[] = {
     v1::CollectionService::service_full_name(), v1::VectorService::service_full_name(),
     v1::SearchService::service_full_name(),     v1::AdminService::service_full_name(),
-    v1::CacheService::service_full_name(),
-    v1::TenantService::service_full_name(),
+    v1::CacheService::service_full_name(),      v1::TenantService::service_full_name(),
 };
 
 void SetHealth(grpc::Server& server, bool serving) {
