@@ -81,6 +81,40 @@ class TenantModelDB final : public DB {
                                           const WriteOptions& options) override;
   absl::Status Verify(std::string_view collection, VerifyReport* report) override;
 
+  // Semantic caches: passed through to the base DB.
+  absl::Status CreateCache(const CacheSpec& spec) override { return base_->CreateCache(spec); }
+  absl::Status DropCache(std::string_view cache) override { return base_->DropCache(cache); }
+  absl::StatusOr<std::vector<CacheInfo>> ListCaches() override { return base_->ListCaches(); }
+  absl::Status SetCachePolicy(std::string_view cache, std::string_view category,
+                              const CachePolicy& policy) override {
+    return base_->SetCachePolicy(cache, category, policy);
+  }
+  absl::StatusOr<CachePolicy> GetCachePolicy(std::string_view cache,
+                                             std::string_view category) override {
+    return base_->GetCachePolicy(cache, category);
+  }
+  absl::StatusOr<CacheLookupResult> CacheLookup(std::string_view cache,
+                                                const CacheLookupRequest& request) override {
+    return base_->CacheLookup(cache, request);
+  }
+  absl::StatusOr<uint64_t> CacheStore(std::string_view cache, const CacheStoreRequest& request,
+                                      const WriteOptions& options) override {
+    return base_->CacheStore(cache, request, options);
+  }
+  absl::StatusOr<uint64_t> CacheInvalidate(std::string_view cache,
+                                           const CacheInvalidation& which) override {
+    return base_->CacheInvalidate(cache, which);
+  }
+  absl::Status CacheFeedback(std::string_view cache, const CacheFeedbackReport& feedback) override {
+    return base_->CacheFeedback(cache, feedback);
+  }
+  absl::StatusOr<CacheStats> GetCacheStats(std::string_view cache) override {
+    return base_->GetCacheStats(cache);
+  }
+  absl::Status ReportModelLoad(std::string_view model, double load) override {
+    return base_->ReportModelLoad(model, load);
+  }
+
  private:
   struct Owned {
     std::string owner;               // "" = none
