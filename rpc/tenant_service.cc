@@ -36,16 +36,21 @@ absl::Status Create(CallGate& gate, DB& db, const Principal& caller,
   return absl::OkStatus();
 }
 
-absl::Status Drop(CallGate& gate, DB& db, const Principal& caller,
-                  const v1::DropTenantRequest& request, v1::DropTenantResponse& response) {
+// DropTenant and DeleteByTenant: both delete the records a tenant owns and answer how many.
+using TenantDeletion = absl::StatusOr<uint64_t> (DB::*)(std::string_view, std::string_view,
+                                                        const WriteOptions&);
+template <typename Request, typename Response>
+absl::Status DeleteTenantRecords(CallGate& gate, DB& db, const Principal& caller,
+                                 const Request& request, Response& response,
+                                 TenantDeletion deletion) {
   if (absl::Status s = RequireCollection(request.collection()); !s.ok()) return s;
   absl::StatusOr<std::string> tenant = gate.TargetTenant(caller, request.tenant(), "tenant");
   if (!tenant.ok()) return tenant.status();
   absl::StatusOr<uint64_t> deleted;
   if (absl::Status s = gate.TimedWrite(request.sync(),
                                        [&] {
-                                         deleted = db.DropTenant(request.collection(), *tenant,
-                                                                 {.sync = request.sync()});
+                                         deleted = (db.*deletion)(request.collection(), *tenant,
+                                                                  {.sync = request.sync()});
                                          return deleted.status();
                                        });
       !s.ok()) {
@@ -53,6 +58,11 @@ absl::Status Drop(CallGate& gate, DB& db, const Principal& caller,
   }
   response.set_deleted(*deleted);
   return absl::OkStatus();
+}
+
+absl::Status Drop(CallGate& gate, DB& db, const Principal& caller,
+                  const v1::DropTenantRequest& request, v1::DropTenantResponse& response) {
+  return DeleteTenantRecords(gate, db, caller, request, response, &DB::DropTenant);
 }
 
 absl::Status List(DB& db, const Principal& caller, const v1::ListTenantsRequest& request,
@@ -165,21 +175,7 @@ absl::Status Count(CallGate& gate, DB& db, const Principal& caller,
 absl::Status DeleteBy(CallGate& gate, DB& db, const Principal& caller,
                       const v1::DeleteByTenantRequest& request,
                       v1::DeleteByTenantResponse& response) {
-  if (absl::Status s = RequireCollection(request.collection()); !s.ok()) return s;
-  absl::StatusOr<std::string> tenant = gate.TargetTenant(caller, request.tenant(), "tenant");
-  if (!tenant.ok()) return tenant.status();
-  absl::StatusOr<uint64_t> deleted;
-  if (absl::Status s = gate.TimedWrite(request.sync(),
-                                       [&] {
-                                         deleted = db.DeleteByTenant(request.collection(), *tenant,
-                                                                     {.sync = request.sync()});
-                                         return deleted.status();
-                                       });
-      !s.ok()) {
-    return s;
-  }
-  response.set_deleted(*deleted);
-  return absl::OkStatus();
+  return DeleteTenantRecords(gate, db, caller, request, response, &DB::DeleteByTenant);
 }
 
 // Tenant administration and sharing act beyond one tenant: a tenant-bound key may not call
