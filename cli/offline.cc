@@ -55,6 +55,7 @@ absl::StatusOr<Table> Verify(const std::string& dir, bool* clean) {
                       Cell::Text(c.index), Cell::Number(c.index_postings),
                       Cell::Number(c.index_vectors), Cell::Bytes(c.index_bytes)});
   }
+  for (const std::string& note : report->notes) std::cerr << "note: " << note << "\n";
   for (const std::string& problem : report->problems) std::cerr << "problem: " << problem << "\n";
   if (report->problems_not_listed > 0) {
     std::cerr << "problem: ... and " << report->problems_not_listed << " more\n";

@@ -108,6 +108,17 @@ absl::Status FinishPendingRestore(storage::FileSystem& fs, const std::string& pa
   return fs.SyncDir(path);
 }
 
+DatabaseLayout LayoutAfterPendingRestore(storage::FileSystem& fs, const std::string& path) {
+  DatabaseLayout layout{Join(path, "rocksdb"), Join(path, "index"), ""};
+  const std::string staging = Join(path, kStagingDir);
+  if (!Present(fs, Join(staging, kReadyMarker))) return layout;
+  if (Present(fs, Join(staging, "rocksdb"))) layout.rocksdb_dir = Join(staging, "rocksdb");
+  if (Present(fs, Join(staging, "index"))) layout.index_dir = Join(staging, "index");
+  layout.note = absl::StrCat("a restore cut short by a crash is pending in ", staging,
+                             ": the next start finishes it; checked the restored data it installs");
+  return layout;
+}
+
 absl::Status RestoreSnapshot(storage::FileSystem& fs, const std::string& snapshot_dir,
                              const std::string& path) {
   if (!Present(fs, Join(snapshot_dir, kSnapshotMarker)) ||

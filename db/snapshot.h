@@ -35,6 +35,17 @@ absl::Status RestoreSnapshot(storage::FileSystem& fs, const std::string& snapsho
 // pending). DBImpl::Open calls it before anything else.
 absl::Status FinishPendingRestore(storage::FileSystem& fs, const std::string& path);
 
+// Where the database in `path` lives once the next Open has finished a restore that a crash cut
+// after READY: each part (rocksdb/, index/) is either swapped in already or still staged. With no
+// restore pending (or one cut before READY, which Open discards) that is `path` itself. Offline
+// tools read this layout rather than finishing the swap themselves: they never write.
+struct DatabaseLayout {
+  std::string rocksdb_dir;  // the RocksDB directory
+  std::string index_dir;    // the SSD index files
+  std::string note;         // non-empty when a restore is pending: what Open will do
+};
+DatabaseLayout LayoutAfterPendingRestore(storage::FileSystem& fs, const std::string& path);
+
 // DB::DescribeSnapshot / DB::ListSnapshots.
 absl::StatusOr<SnapshotInfo> DescribeSnapshot(storage::FileSystem& fs,
                                               const std::string& snapshot_dir);

@@ -17,10 +17,12 @@
 
 #include "absl/algorithm/container.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "db/db_impl.h"
 #include "db/fault_db_testing.h"
 #include "db/snapshot.h"
 #include "shoal/db.h"
+#include "shoal/verify.h"
 #include "storage/fault_injection.h"
 
 namespace shoal {
@@ -91,6 +93,16 @@ std::string Observe(const std::string& dir, FaultInjectingFileSystem* fs) {
   absl::StatusOr<std::unique_ptr<DB>> db = OpenDb(dir, fs);
   if (!db.ok()) return absl::StrCat("open failed: ", db.status().ToString());
   return Observe(db->get());
+}
+
+// VerifyDatabase (offline, read-only) of `dir`: "old", "new", or its problems.
+std::string OfflineVerify(const std::string& dir) {
+  absl::StatusOr<VerifyReport> report = VerifyDatabase(dir);
+  if (!report.ok()) return report.status().ToString();
+  if (!report->ok()) return absl::StrCat("offline verify: ", absl::StrJoin(report->problems, "; "));
+  const bool later =
+      absl::c_any_of(report->collections, [](const auto& c) { return c.spec.name == "later"; });
+  return later ? "old" : "new";
 }
 
 class SnapshotFaultTest : public ::testing::Test {
@@ -179,7 +191,10 @@ TEST_F(SnapshotFaultTest, APowerLossAtAnyStepOfARestoreLeavesOldOrNew) {
     fs.PowerOffAfter(step);
     const absl::Status s = db::RestoreSnapshot(fs, Path("snap"), dir);
     ASSERT_TRUE(fs.DropUnsyncedData().ok());
+    // Offline verify, before the Open that finishes the restore, checks what that Open installs.
+    const std::string offline = OfflineVerify(dir);
     const std::string state = Observe(dir, &fs);
+    EXPECT_EQ(offline, state);
     if (s.ok()) {
       EXPECT_EQ(state, "new");
       break;  // the restore finished before the power went

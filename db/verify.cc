@@ -16,6 +16,7 @@
 #include "base/status_macros.h"
 #include "db/collection.h"
 #include "db/db_impl.h"
+#include "db/snapshot.h"
 #include "db/validation.h"
 #include "db/verify_tenants.h"
 #include "index/posting_entries.h"
@@ -349,18 +350,22 @@ namespace {
 
 // Offline tools never write into the directory they inspect (a read-write RocksDB open writes a
 // WAL, MANIFEST and OPTIONS file, and deletes SSTs a damaged MANIFEST does not name).
-absl::StatusOr<std::unique_ptr<storage::RecordStore>> OpenReadOnly(const std::string& path) {
-  const std::string rocks = absl::StrCat(path, "/rocksdb");
-  if (!storage::FileSystem::Default()->Stat(rocks).ok()) {
+// The directory as the next Open will see it (db/snapshot.h: a pending restore's parts).
+absl::StatusOr<std::unique_ptr<storage::RecordStore>> OpenReadOnly(const std::string& path,
+                                                                   db::DatabaseLayout* layout) {
+  *layout = db::LayoutAfterPendingRestore(*storage::FileSystem::Default(), path);
+  if (!storage::FileSystem::Default()->Stat(layout->rocksdb_dir).ok()) {
     return absl::NotFoundError(absl::StrCat(path, ": not a Shoal data directory (no rocksdb/)"));
   }
-  return storage::RecordStore::Open(rocks, {.create_if_missing = false, .read_only = true});
+  return storage::RecordStore::Open(layout->rocksdb_dir,
+                                    {.create_if_missing = false, .read_only = true});
 }
 
 }  // namespace
 
 absl::StatusOr<std::vector<CollectionInfo>> DescribeDatabase(const std::string& path) {
-  SHOAL_ASSIGN_OR_RETURN(auto store, OpenReadOnly(path));
+  db::DatabaseLayout layout;
+  SHOAL_ASSIGN_OR_RETURN(auto store, OpenReadOnly(path, &layout));
   SHOAL_ASSIGN_OR_RETURN(std::vector<storage::StoredCollection> catalog, store->LoadCatalog());
   std::vector<CollectionInfo> out;
   for (const storage::StoredCollection& meta : catalog) {
@@ -382,9 +387,11 @@ absl::StatusOr<std::vector<CollectionInfo>> DescribeDatabase(const std::string& 
 }
 
 absl::StatusOr<VerifyReport> VerifyDatabase(const std::string& path) {
-  SHOAL_ASSIGN_OR_RETURN(auto store, OpenReadOnly(path));
+  db::DatabaseLayout layout;
+  SHOAL_ASSIGN_OR_RETURN(auto store, OpenReadOnly(path, &layout));
   SHOAL_ASSIGN_OR_RETURN(std::vector<storage::StoredCollection> catalog, store->LoadCatalog());
   VerifyReport report;
+  if (!layout.note.empty()) report.notes.push_back(layout.note);
   SHOAL_ASSIGN_OR_RETURN(auto unreferenced, store->UnreferencedTableFiles());
   for (const storage::RecordStore::UnreferencedTable& table : unreferenced) {
     // A crash mid-flush or mid-compaction leaves such files behind; the next start removes them.
@@ -393,7 +400,7 @@ absl::StatusOr<VerifyReport> VerifyDatabase(const std::string& path) {
         "rocksdb/", table.name, " is not in RocksDB's MANIFEST and ", table.detail,
         ": the MANIFEST is damaged and lost it (do not start shoald: it would delete the file)"));
   }
-  db::Checker checker(store.get(), absl::StrCat(path, "/index"), &report);
+  db::Checker checker(store.get(), layout.index_dir, &report);
   for (const storage::StoredCollection& meta : catalog) {
     db::DurableView view;
     SHOAL_RETURN_IF_ERROR(checker.Collection(meta, &view));

@@ -54,6 +54,8 @@ struct VerifyReport {
   // Human-readable, one per problem (at most kMaxProblems; the rest are counted).
   std::vector<std::string> problems;
   uint64_t problems_not_listed = 0;
+  // Not problems: what the reader should know (offline, e.g. a restore the next start finishes).
+  std::vector<std::string> notes;
   static constexpr size_t kMaxProblems = 100;
   bool ok() const { return problems.empty(); }
 };
