@@ -27,6 +27,7 @@
 #include "rpc/ingest_budget.h"
 #include "rpc/listen_address.h"
 #include "rpc/metrics.h"
+#include "rpc/parse_failure.h"
 #include "rpc/rate_limiter.h"
 #include "rpc/search_service.h"
 #include "rpc/snapshot_shelf.h"
@@ -164,6 +165,7 @@ absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
       options.max_message_bytes > INT_MAX / 2 ? INT_MAX : options.max_message_bytes * 2;
   builder.SetMaxReceiveMessageSize(receive_limit);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
+  builder.experimental().SetInterceptorCreators(ParseFailureInterceptors());
   builder.RegisterService(collections_.get());
   builder.RegisterService(vectors_.get());
   builder.RegisterService(search_.get());
