@@ -22,6 +22,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "db/db_impl.h"
 #include "shoal/db.h"
 #include "shoal/options.h"
 
@@ -29,9 +30,11 @@ namespace shoal::rpc {
 
 class DbHost {
  public:
-  // Opens (creating it if needed) and owns the DB in `path`; Restore is supported.
+  // Opens (creating it if needed) and owns the DB in `path`; Restore is supported. `hooks`
+  // (not owned, must outlive the host) replace the file systems, for fault-injection runs.
   static absl::StatusOr<std::unique_ptr<DbHost>> Open(const std::string& path,
-                                                      const Options& options);
+                                                      const Options& options,
+                                                      const db::StorageHooks& hooks = {});
   // Serves `db` (not owned; must outlive the host). Restore answers FAILED_PRECONDITION.
   explicit DbHost(DB* db) : db_(db) {}
   ~DbHost();
@@ -66,12 +69,14 @@ class DbHost {
   absl::Status Restore(const std::string& snapshot_dir);
 
  private:
-  DbHost(std::unique_ptr<DB> owned, std::string path, const Options& options);
+  DbHost(std::unique_ptr<DB> owned, std::string path, const Options& options,
+         const db::StorageHooks& hooks);
   // Takes mu_ shared and returns the DB (for Lease's constructor).
   DB* LockShared();
 
   const std::string path_;  // empty when the DB is not owned
   const Options options_;
+  const db::StorageHooks hooks_;
   absl::Mutex mu_;
   std::unique_ptr<DB> owned_ ABSL_GUARDED_BY(mu_);
   DB* db_ ABSL_GUARDED_BY(mu_) = nullptr;

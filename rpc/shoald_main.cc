@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <iostream>
 #include <memory>
@@ -33,6 +34,7 @@
 #include "rpc/server.h"
 #include "shoal/db.h"
 #include "shoal/options.h"
+#include "storage/fault_injection.h"
 
 namespace {
 
@@ -52,6 +54,7 @@ struct Flags {
   int32_t ingest_inflight_bytes = 256 << 20;
   int32_t shutdown_drain_ms = 0;
   int32_t shutdown_grace_ms = 5000;
+  bool testing_power_loss = false;
 };
 
 // The outcome of parsing argv: run with `flags`, or print `text` and exit with `exit_status`
@@ -113,6 +116,11 @@ Parsed ParseFlags(int argc, char** argv) {
   number("--shutdown-grace-ms", &f.shutdown_grace_ms,
          "on SIGTERM/SIGINT: let in-flight RPCs (and open streams and client connections) "
          "finish for up to N ms (default 5000)");
+  // For crash tests only (scripts/soak --power-loss); hidden from --help.
+  app.add_flag("--testing-power-loss-on-sigusr1", f.testing_power_loss,
+               "open the data directory through the fault-injecting file system; SIGUSR1 then "
+               "drops every write not yet synced and exits with status 137, as a power cut would")
+      ->group("");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -133,6 +141,16 @@ int Fail(const std::string& what, const absl::Status& status) {
   return 1;
 }
 
+// --testing-power-loss-on-sigusr1: every write fails from now on; what was not synced is
+// dropped; the process exits without closing anything, as the machine would stop.
+[[noreturn]] void PowerCut(shoal::storage::FaultInjectingFileSystem* fs) {
+  fs->PowerOff();
+  absl::SleepFor(absl::Milliseconds(20));  // a write already past the power check lands first
+  const absl::Status dropped = fs->DropUnsyncedData(/*power_back_on=*/false);
+  if (!dropped.ok()) std::cerr << "shoald: power cut: " << dropped << std::endl;
+  std::_Exit(137);
+}
+
 int Run(const Flags& flags) {
   // Block the shutdown signals before any thread exists (RocksDB's, gRPC's), so that every
   // thread inherits the mask and only the sigwait below ever receives them.
@@ -140,6 +158,7 @@ int Run(const Flags& flags) {
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  if (flags.testing_power_loss) sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   const std::string& data = flags.data;
@@ -151,8 +170,13 @@ int Run(const Flags& flags) {
 
   shoal::Options db_options;
   db_options.create_if_missing = true;
+  // Lives until _exit: the DB's threads may still call into it when the power goes.
+  static shoal::storage::FaultInjectingFileSystem* const power_loss =
+      flags.testing_power_loss ? new shoal::storage::FaultInjectingFileSystem() : nullptr;
+  shoal::db::StorageHooks hooks;
+  if (power_loss != nullptr) hooks = {power_loss, power_loss->rocksdb_env()};
   absl::StatusOr<std::unique_ptr<shoal::rpc::DbHost>> db =
-      shoal::rpc::DbHost::Open(data, db_options);
+      shoal::rpc::DbHost::Open(data, db_options, hooks);
   if (!db.ok()) return Fail("opening " + data, db.status());
 
   shoal::rpc::ServerOptions options;
@@ -191,6 +215,7 @@ int Run(const Flags& flags) {
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
+  if (signal_number == SIGUSR1) PowerCut(power_loss);
   std::cerr << "shoald: signal " << signal_number << ", shutting down" << std::endl;
   (*server)->SetNotServing();
   absl::SleepFor(absl::Milliseconds(flags.shutdown_drain_ms));

@@ -351,7 +351,7 @@ void FaultInjectingFileSystem::RecordRemoved(const std::string& path) {
   }
 }
 
-absl::Status FaultInjectingFileSystem::DropUnsyncedData() {
+absl::Status FaultInjectingFileSystem::DropUnsyncedData(bool power_back_on) {
   absl::flat_hash_map<std::string, Tracked> tracked;
   {
     absl::MutexLock lock(&mu_);
@@ -368,6 +368,7 @@ absl::Status FaultInjectingFileSystem::DropUnsyncedData() {
       return s;
     }
   }
+  if (!power_back_on) return absl::OkStatus();
   absl::MutexLock lock(&mu_);
   powered_off_ = false;
   power_off_countdown_ = -1;

@@ -78,8 +78,10 @@ class FaultInjectingFileSystem final : public FileSystem {
   // after them fails and the power is off (as PowerOff). To crash at each step of a procedure.
   void PowerOffAfter(uint64_t operations);
   // Part 2, with the DB closed: every file written since it was opened through this file system
-  // goes back to its last synced content (see the file comment); then power is back on.
-  absl::Status DropUnsyncedData();
+  // goes back to its last synced content (see the file comment); then power is back on, unless
+  // `power_back_on` is false: a process that simulates its own power loss with the DB still
+  // open (shoald --testing-power-loss-on-sigusr1) drops, then exits without writing again.
+  absl::Status DropUnsyncedData(bool power_back_on = true);
 
   // An Env for RocksDB (StoreOptions::env) whose files obey the same rules. Owned by this.
   rocksdb::Env* rocksdb_env();
