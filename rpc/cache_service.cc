@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/status_macros.h"
 #include "rpc/cache_convert.h"
 
 namespace shoal::rpc {
@@ -21,12 +22,26 @@ constexpr RpcMethod kDrop{"CacheService/DropCache", Role::kAdmin};
 constexpr RpcMethod kList{"CacheService/ListCaches", Role::kReadOnly};
 constexpr RpcMethod kSetPolicy{"CacheService/SetCachePolicy", Role::kAdmin};
 constexpr RpcMethod kGetPolicy{"CacheService/GetCachePolicy", Role::kReadOnly};
-constexpr RpcMethod kLookup{"CacheService/Lookup", Role::kReadOnly};
-constexpr RpcMethod kStore{"CacheService/Store", Role::kReadWrite};
+// Lookup and Store act in one partition, so a tenant-bound key may call them for its own
+// tenant (PinPartition). The rest act on whole caches (or on an entry by id) and refuse it.
+constexpr RpcMethod kLookup{"CacheService/Lookup", Role::kReadOnly, TenantAccess::kScoped};
+constexpr RpcMethod kStore{"CacheService/Store", Role::kReadWrite, TenantAccess::kScoped};
 constexpr RpcMethod kInvalidate{"CacheService/Invalidate", Role::kAdmin};
 constexpr RpcMethod kFeedback{"CacheService/Feedback", Role::kReadWrite};
 constexpr RpcMethod kStats{"CacheService/GetCacheStats", Role::kReadOnly};
 constexpr RpcMethod kLoad{"CacheService/ReportModelLoad", Role::kReadWrite};
+
+// A tenant-bound key acts only in its own tenant's partitions: an empty partition tenant
+// becomes its tenant, another one is PERMISSION_DENIED naming `field`. Keys that are not bound
+// name any partition (a cache's partitions are namespaces of the cache, not DB tenants' data).
+absl::Status PinPartition(CallGate& gate, const Principal& caller, absl::string_view field,
+                          CachePartition* partition) {
+  if (caller.tenant.empty()) return absl::OkStatus();
+  absl::StatusOr<std::string> tenant = gate.ScopeTenant(caller, partition->tenant, field);
+  if (!tenant.ok()) return tenant.status();
+  partition->tenant = *std::move(tenant);
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -88,31 +103,36 @@ grpc::Status CacheServiceImpl::GetCachePolicy(grpc::ServerContext* context,
 grpc::Status CacheServiceImpl::Lookup(grpc::ServerContext* context,
                                       const v1::CacheLookupRequest* request,
                                       v1::CacheLookupResponse* response) {
-  return gate_->Unary(context, kLookup, *request, [&](DB& db) -> absl::Status {
-    if (absl::Status s = RequireCache(request->cache()); !s.ok()) return s;
-    absl::StatusOr<CacheLookupResult> r =
-        db.CacheLookup(request->cache(), CacheLookupFromProto(*request));
-    if (!r.ok()) return r.status();
-    CacheLookupResultToProto(*r, response);
-    return absl::OkStatus();
-  });
+  return gate_->Unary(
+      context, kLookup, *request, [&](DB& db, const Principal& caller) -> absl::Status {
+        if (absl::Status s = RequireCache(request->cache()); !s.ok()) return s;
+        CacheLookupRequest lookup = CacheLookupFromProto(*request);
+        SHOAL_RETURN_IF_ERROR(PinPartition(*gate_, caller, "partition.tenant", &lookup.partition));
+        absl::StatusOr<CacheLookupResult> r = db.CacheLookup(request->cache(), lookup);
+        if (!r.ok()) return r.status();
+        CacheLookupResultToProto(*r, response);
+        return absl::OkStatus();
+      });
 }
 
 grpc::Status CacheServiceImpl::Store(grpc::ServerContext* context,
                                      const v1::CacheStoreRequest* request,
                                      v1::CacheStoreResponse* response) {
-  return gate_->Unary(context, kStore, *request, [&](DB& db) -> absl::Status {
-    const std::string& cache = request->lookup().cache();
-    if (absl::Status s = RequireCache(cache, "lookup.cache"); !s.ok()) return s;
-    CacheStoreRequest store{.lookup = CacheLookupFromProto(request->lookup()),
-                            .response = request->response()};
-    return gate_->TimedWrite(request->sync(), [&]() -> absl::Status {
-      absl::StatusOr<uint64_t> id = db.CacheStore(cache, store, {.sync = request->sync()});
-      if (!id.ok()) return id.status();
-      response->set_entry_id(*id);
-      return absl::OkStatus();
-    });
-  });
+  return gate_->Unary(
+      context, kStore, *request, [&](DB& db, const Principal& caller) -> absl::Status {
+        const std::string& cache = request->lookup().cache();
+        if (absl::Status s = RequireCache(cache, "lookup.cache"); !s.ok()) return s;
+        CacheStoreRequest store{.lookup = CacheLookupFromProto(request->lookup()),
+                                .response = request->response()};
+        SHOAL_RETURN_IF_ERROR(
+            PinPartition(*gate_, caller, "lookup.partition.tenant", &store.lookup.partition));
+        return gate_->TimedWrite(request->sync(), [&]() -> absl::Status {
+          absl::StatusOr<uint64_t> id = db.CacheStore(cache, store, {.sync = request->sync()});
+          if (!id.ok()) return id.status();
+          response->set_entry_id(*id);
+          return absl::OkStatus();
+        });
+      });
 }
 
 grpc::Status CacheServiceImpl::Invalidate(grpc::ServerContext* context,

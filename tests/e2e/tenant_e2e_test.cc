@@ -5,6 +5,7 @@
 // The wire checks (TenantE2eTest.Wire*) need no engine. The tests that store tenants need the
 // tenant engine behind DB::CreateTenant & co. (db/, tenants/): until it lands they skip,
 // saying so, and they run unchanged once it does.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <filesystem>
@@ -209,6 +210,35 @@ TEST_F(TenantE2eTest, BoundKeyCannotReachAnotherTenantsVectors) {
   EXPECT_EQ(Visible(*acme_), (std::vector<uint64_t>{}));
   EXPECT_EQ(Visible(*beta_), (std::vector<uint64_t>{3, 4}));
   EXPECT_EQ(Visible(*admin_), (std::vector<uint64_t>{3, 4, 5}));
+}
+
+TEST_F(TenantE2eTest, BoundKeyUsesTheSemanticCacheInItsOwnTenantOnly) {
+  ASSERT_TRUE(admin_->CreateCache({.name = "answers", .dimension = 2}).ok());
+  CacheStoreRequest store;
+  store.lookup.embedding = {1, 0};
+  store.lookup.prompt = "what is my balance";
+  store.response = "acme's answer";
+  // A bound key stores in its own tenant's partition whether or not it names it.
+  ASSERT_TRUE(acme_->CacheStore("answers", store, /*sync=*/true).ok());
+  CacheLookupRequest lookup = store.lookup;
+  absl::StatusOr<CacheLookupResult> own = acme_->CacheLookup("answers", lookup);
+  ASSERT_TRUE(own.ok()) << own.status();
+  EXPECT_TRUE(own->hit);
+  lookup.partition.tenant = "acme";
+  EXPECT_TRUE(admin_->CacheLookup("answers", lookup).value_or(CacheLookupResult{}).hit);
+  // Another tenant never sees it, and a bound key cannot name another tenant's partition.
+  lookup.partition.tenant = "";
+  EXPECT_FALSE(beta_->CacheLookup("answers", lookup).value_or(CacheLookupResult{.hit = true}).hit);
+  lookup.partition.tenant = "acme";
+  absl::StatusOr<CacheLookupResult> foreign = beta_->CacheLookup("answers", lookup);
+  EXPECT_TRUE(absl::IsPermissionDenied(foreign.status())) << foreign.status();
+  EXPECT_THAT(foreign.status().message(), testing::HasSubstr("partition.tenant"));
+  store.lookup.partition.tenant = "acme";
+  EXPECT_TRUE(absl::IsPermissionDenied(beta_->CacheStore("answers", store).status()));
+  // Calls on whole caches or on entries by id stay refused to bound keys.
+  EXPECT_TRUE(absl::IsPermissionDenied(acme_->GetCacheStats("answers").status()));
+  EXPECT_TRUE(absl::IsPermissionDenied(acme_->CacheFeedback(
+      "answers", {.entry_id = own->entry_id, .verdict = CacheVerdict::kCorrect})));
 }
 
 TEST_F(TenantE2eTest, ReadOnlyBoundKeyReadsItsTenantOnly) {
