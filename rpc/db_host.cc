@@ -7,16 +7,17 @@
 namespace shoal::rpc {
 
 absl::StatusOr<std::unique_ptr<DbHost>> DbHost::Open(const std::string& path,
-                                                     const Options& options,
-                                                     const db::StorageHooks& hooks) {
-  absl::StatusOr<std::unique_ptr<DB>> db = db::DBImpl::Open(path, options, hooks);
+                                                     const Options& options, Opener opener) {
+  absl::StatusOr<std::unique_ptr<DB>> db = opener(path, options);
   if (!db.ok()) return db.status();
-  return std::unique_ptr<DbHost>(new DbHost(*std::move(db), path, options, hooks));
+  return std::unique_ptr<DbHost>(new DbHost(*std::move(db), path, options, std::move(opener)));
 }
 
-DbHost::DbHost(std::unique_ptr<DB> owned, std::string path, const Options& options,
-               const db::StorageHooks& hooks)
-    : path_(std::move(path)), options_(options), hooks_(hooks), owned_(std::move(owned)) {
+DbHost::DbHost(std::unique_ptr<DB> owned, std::string path, const Options& options, Opener opener)
+    : path_(std::move(path)),
+      options_(options),
+      opener_(std::move(opener)),
+      owned_(std::move(owned)) {
   absl::MutexLock lock(&mu_);
   db_ = owned_.get();
 }
@@ -49,7 +50,7 @@ absl::Status DbHost::Restore(const std::string& snapshot_dir) {
   db_ = nullptr;
   owned_.reset();  // closes the directory (every acknowledged write is already durable)
   const absl::Status restored = DB::RestoreSnapshot(snapshot_dir, path_);
-  absl::StatusOr<std::unique_ptr<DB>> reopened = db::DBImpl::Open(path_, options_, hooks_);
+  absl::StatusOr<std::unique_ptr<DB>> reopened = opener_(path_, options_);
   if (!reopened.ok()) {
     return absl::Status(reopened.status().code(),
                         absl::StrCat(restored.ok() ? "" : absl::StrCat(restored.message(), "; "),

@@ -15,6 +15,7 @@
 #ifndef SHOAL_RPC_DB_HOST_H_
 #define SHOAL_RPC_DB_HOST_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,7 +23,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "db/db_impl.h"
 #include "shoal/db.h"
 #include "shoal/options.h"
 
@@ -30,11 +30,13 @@ namespace shoal::rpc {
 
 class DbHost {
  public:
-  // Opens (creating it if needed) and owns the DB in `path`; Restore is supported. `hooks`
-  // (not owned, must outlive the host) replace the file systems, for fault-injection runs.
+  // How the host opens (and, after a Restore, reopens) its DB: DB::Open by default.
+  using Opener =
+      std::function<absl::StatusOr<std::unique_ptr<DB>>(const std::string&, const Options&)>;
+  // Opens (creating it if needed) and owns the DB in `path`; Restore is supported.
   static absl::StatusOr<std::unique_ptr<DbHost>> Open(const std::string& path,
                                                       const Options& options,
-                                                      const db::StorageHooks& hooks = {});
+                                                      Opener opener = &DB::Open);
   // Serves `db` (not owned; must outlive the host). Restore answers FAILED_PRECONDITION.
   explicit DbHost(DB* db) : db_(db) {}
   ~DbHost();
@@ -69,14 +71,13 @@ class DbHost {
   absl::Status Restore(const std::string& snapshot_dir);
 
  private:
-  DbHost(std::unique_ptr<DB> owned, std::string path, const Options& options,
-         const db::StorageHooks& hooks);
+  DbHost(std::unique_ptr<DB> owned, std::string path, const Options& options, Opener opener);
   // Takes mu_ shared and returns the DB (for Lease's constructor).
   DB* LockShared();
 
   const std::string path_;  // empty when the DB is not owned
   const Options options_;
-  const db::StorageHooks hooks_;
+  const Opener opener_;
   absl::Mutex mu_;
   std::unique_ptr<DB> owned_ ABSL_GUARDED_BY(mu_);
   DB* db_ ABSL_GUARDED_BY(mu_) = nullptr;

@@ -34,7 +34,7 @@
 #include "rpc/server.h"
 #include "shoal/db.h"
 #include "shoal/options.h"
-#include "storage/fault_injection.h"
+#include "shoal/power_cut.h"
 
 namespace {
 
@@ -141,13 +141,11 @@ int Fail(const std::string& what, const absl::Status& status) {
   return 1;
 }
 
-// --testing-power-loss-on-sigusr1: every write fails from now on; what was not synced is
-// dropped; the process exits without closing anything, as the machine would stop.
-[[noreturn]] void PowerCut(shoal::storage::FaultInjectingFileSystem* fs) {
-  fs->PowerOff();
-  absl::SleepFor(absl::Milliseconds(20));  // a write already past the power check lands first
-  const absl::Status dropped = fs->DropUnsyncedData(/*power_back_on=*/false);
-  if (!dropped.ok()) std::cerr << "shoald: power cut: " << dropped << std::endl;
+// --testing-power-loss-on-sigusr1: the files go back to what a power loss would leave (every
+// write not yet synced dropped) and the process exits without closing anything.
+[[noreturn]] void CutPowerAndExit(shoal::PowerCut* power) {
+  const absl::Status cut = power->Cut();
+  if (!cut.ok()) std::cerr << "shoald: power cut: " << cut << std::endl;
   std::_Exit(137);
 }
 
@@ -171,12 +169,16 @@ int Run(const Flags& flags) {
   shoal::Options db_options;
   db_options.create_if_missing = true;
   // Lives until _exit: the DB's threads may still call into it when the power goes.
-  static shoal::storage::FaultInjectingFileSystem* const power_loss =
-      flags.testing_power_loss ? new shoal::storage::FaultInjectingFileSystem() : nullptr;
-  shoal::db::StorageHooks hooks;
-  if (power_loss != nullptr) hooks = {power_loss, power_loss->rocksdb_env()};
+  // Lives until _exit: the DB's threads may still call into it when the power goes.
+  static shoal::PowerCut* const power = flags.testing_power_loss ? new shoal::PowerCut() : nullptr;
+  shoal::rpc::DbHost::Opener opener = &shoal::DB::Open;
+  if (power != nullptr) {
+    opener = [](const std::string& path, const shoal::Options& options) {
+      return power->Open(path, options);
+    };
+  }
   absl::StatusOr<std::unique_ptr<shoal::rpc::DbHost>> db =
-      shoal::rpc::DbHost::Open(data, db_options, hooks);
+      shoal::rpc::DbHost::Open(data, db_options, opener);
   if (!db.ok()) return Fail("opening " + data, db.status());
 
   shoal::rpc::ServerOptions options;
@@ -215,7 +217,7 @@ int Run(const Flags& flags) {
 
   int signal_number = 0;
   sigwait(&signals, &signal_number);
-  if (signal_number == SIGUSR1) PowerCut(power_loss);
+  if (signal_number == SIGUSR1) CutPowerAndExit(power);
   std::cerr << "shoald: signal " << signal_number << ", shutting down" << std::endl;
   (*server)->SetNotServing();
   absl::SleepFor(absl::Milliseconds(flags.shutdown_drain_ms));
