@@ -10,6 +10,7 @@
 #include "base/test_seed.h"
 #include "gtest/gtest.h"
 #include "index/distance.h"
+#include "index/quantizer.h"
 #include "index/rabitq_internal.h"
 #include "shoal/dataset.h"
 
@@ -117,6 +118,27 @@ TEST(RaBitQTest, SerializeRoundTripAndCorruptionIsDataLoss) {
     std::string bad = bytes;
     bad[i] ^= 0x01;
     EXPECT_EQ(RaBitQ::Deserialize(bad, "rq").status().code(), absl::StatusCode::kDataLoss) << i;
+  }
+}
+
+// Found by fuzz/index_format_fuzzer: a NaN minimum made Encode cast NaN to uint8 (UB).
+TEST(QuantizerTest, Sq8WithANonFiniteMinOrStepIsDataLoss) {
+  constexpr size_t kDim = 4;
+  absl::StatusOr<std::unique_ptr<PostingQuantizer>> q = MakeQuantizer("sq8", kDim, 1);
+  ASSERT_TRUE(q.ok());
+  std::vector<float> sample(8 * kDim);
+  for (size_t i = 0; i < sample.size(); ++i) sample[i] = static_cast<float>(i % 5);
+  (*q)->Train(sample.data(), 8);
+  const std::string bytes = (*q)->Serialize();
+  ASSERT_TRUE(DeserializeQuantizer(bytes, "q.bin").ok());
+  const size_t min_at = bytes.size() - 2 * kDim * sizeof(float);
+  for (size_t at : {min_at, min_at + kDim * sizeof(float)}) {
+    for (float bad : {std::nanf(""), INFINITY}) {
+      std::string corrupt = bytes;
+      std::memcpy(corrupt.data() + at, &bad, sizeof bad);
+      EXPECT_EQ(DeserializeQuantizer(corrupt, "q.bin").status().code(), absl::StatusCode::kDataLoss)
+          << "offset " << at << " value " << bad;
+    }
   }
 }
 

@@ -129,9 +129,10 @@ absl::StatusOr<std::unique_ptr<Sq8Quantizer>> Sq8Quantizer::Deserialize(const st
   auto q = std::make_unique<Sq8Quantizer>(d);
   std::memcpy(q->min_.data(), bytes.data() + head + 4, d * sizeof(float));
   std::memcpy(q->step_.data(), bytes.data() + head + 4 + d * sizeof(float), d * sizeof(float));
-  for (float s : q->step_) {
-    if (!(s > 0) || !std::isfinite(s)) {
-      return absl::DataLossError(absl::StrCat(where, ": corrupt sq8 quantizer (bad step)"));
+  for (size_t j = 0; j < d; ++j) {
+    if (!(q->step_[j] > 0) || !std::isfinite(q->step_[j]) || !std::isfinite(q->min_[j])) {
+      return absl::DataLossError(
+          absl::StrCat(where, ": corrupt sq8 quantizer (dimension ", j, ": bad min or step)"));
     }
   }
   q->DeriveFromSteps();
