@@ -53,6 +53,10 @@ absl::StatusOr<Table> Upsert(const Connection& c, const Args& args);
 absl::StatusOr<Table> Get(const Connection& c, const Args& args);
 absl::StatusOr<Table> Delete(const Connection& c, const Args& args);
 absl::StatusOr<Table> Search(const Connection& c, const Args& args);
+// Records by filter (commands_scan.cc). DeleteMatching is `delete NAME --filter|--all`.
+absl::StatusOr<Table> Count(const Connection& c, const Args& args);
+absl::StatusOr<Table> Scroll(const Connection& c, const Args& args);
+absl::StatusOr<Table> DeleteMatching(const Connection& c, const Args& args);
 
 // Alias and admin handlers (commands_admin.cc).
 absl::StatusOr<Table> Aliases(const Connection& c, const Args& args);

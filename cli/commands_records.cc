@@ -188,6 +188,8 @@ absl::StatusOr<Table> Get(const Connection& c, const Args& args) {
 }
 
 absl::StatusOr<Table> Delete(const Connection& c, const Args& args) {
+  if (args.Has("filter") || args.Has("all")) return DeleteMatching(c, args);
+  if (args.Has("apply")) return UsageError("delete: --apply goes with --filter or --all");
   SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 3, SIZE_MAX));
   v1::DeleteRequest request;
   request.set_collection(args.positional[1]);

@@ -159,6 +159,63 @@ index::IdBitmap AttributeIndex::Evaluate(const Filter& filter) const {
   return {};  // an unknown op matches nothing (ValidateFilter rejects it first)
 }
 
+// Leaf by leaf as EvaluateEq / EvaluateRange / EvaluateTag decide it, for one id
+// (attribute_index_test checks that both agree on random filters).
+bool AttributeIndex::MatchesLeaf(const Filter& leaf, uint64_t id) const {
+  if (leaf.op == Filter::Op::kHasTag) {
+    auto it = tag_of_.find(leaf.name);
+    return it != tag_of_.end() && tag_ids_[it->second].Contains(id);
+  }
+  auto it = column_of_.find(leaf.name);
+  if (it == column_of_.end()) return false;
+  const Column& column = columns_[it->second];
+  const int64_t* i = column.ints.Find(id);
+  const double* d = column.doubles.Find(id);
+  if (leaf.op == Filter::Op::kRange) {
+    if (i != nullptr) return Compare(*i, leaf.lo) >= 0 && Compare(*i, leaf.hi) <= 0;
+    return d != nullptr && leaf.lo <= *d && *d <= leaf.hi;
+  }
+  return std::visit(
+      [&](const auto& want) -> bool {
+        using T = std::decay_t<decltype(want)>;
+        if constexpr (std::is_same_v<T, int64_t>) {
+          return (i != nullptr && *i == want) || (d != nullptr && Compare(want, *d) == 0);
+        } else if constexpr (std::is_same_v<T, double>) {
+          return (i != nullptr && Compare(*i, want) == 0) || (d != nullptr && *d == want);
+        } else if constexpr (std::is_same_v<T, bool>) {
+          const bool* b = column.bools.Find(id);
+          return b != nullptr && *b == want;
+        } else {
+          const std::string* str = column.strings.Find(id);
+          return str != nullptr && *str == want;
+        }
+      },
+      leaf.value);
+}
+
+bool AttributeIndex::Matches(const Filter& filter, uint64_t id) const {
+  switch (filter.op) {
+    case Filter::Op::kEq:
+    case Filter::Op::kRange:
+    case Filter::Op::kHasTag:
+      return MatchesLeaf(filter, id);
+    case Filter::Op::kNot:
+      return live_.Test(id) && (filter.operands.empty() || !Matches(filter.operands[0], id));
+    case Filter::Op::kAnd:
+      if (filter.operands.empty()) return false;
+      for (const Filter& f : filter.operands) {
+        if (!Matches(f, id)) return false;
+      }
+      return true;
+    case Filter::Op::kOr:
+      for (const Filter& f : filter.operands) {
+        if (Matches(f, id)) return true;
+      }
+      return false;
+  }
+  return false;
+}
+
 size_t AttributeIndex::MemoryBytes() const {
   size_t bytes = live_.bound() / 8 + entries_.MemoryBytes();
   entries_.ForEach([&](const auto& e) {

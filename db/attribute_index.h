@@ -43,6 +43,11 @@ class AttributeIndex {
   // The live ids that pass `filter`.
   index::IdBitmap Evaluate(const Filter& filter) const;
   size_t Count(const Filter& filter) const { return Evaluate(filter).Count(); }
+  // Whether live `id` passes `filter`: the same answer as Evaluate(filter).Test(id), in time
+  // proportional to the filter's size, not the collection's (for a scan that meets ids one by
+  // one, e.g. DB::Scroll).
+  bool Matches(const Filter& filter, uint64_t id) const;
+  bool Live(uint64_t id) const { return live_.Test(id); }
 
   size_t size() const { return live_count_; }
   // Approximate RAM held, in bytes.
@@ -67,6 +72,7 @@ class AttributeIndex {
   index::IdBitmap EvaluateEq(const Filter& leaf) const;
   index::IdBitmap EvaluateRange(const Filter& leaf) const;
   index::IdBitmap EvaluateTag(const Filter& leaf) const;
+  bool MatchesLeaf(const Filter& leaf, uint64_t id) const;
 
   absl::flat_hash_map<std::string, uint32_t> column_of_;
   std::vector<Column> columns_;

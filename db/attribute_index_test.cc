@@ -5,7 +5,9 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 
+#include "base/test_seed.h"
 #include "db/validation.h"
 
 namespace shoal::db {
@@ -96,6 +98,57 @@ TEST_F(AttributeIndexTest, RepeatedTagIsOneMembership) {
   attrs_.Put(7, {}, {"x", "x"});
   attrs_.Remove(7);
   EXPECT_THAT(Ids(attrs_.Evaluate(shoal::HasTag("x"))), IsEmpty());
+}
+
+// Matches (one id at a time, for Scroll) answers exactly as Evaluate on random records and
+// random filters, int64/double cross-compares and large ints included.
+Filter RandomFilter(std::mt19937& rng, int depth) {
+  const std::vector<AttributeValue> values = {
+      int64_t{1}, int64_t{2}, 2.0, 2.5, true, false, std::string("x"), int64_t{1} << 60};
+  const int op = std::uniform_int_distribution<int>(0, depth > 2 ? 2 : 5)(rng);
+  const std::string name = rng() % 2 ? "a" : "b";
+  switch (op) {
+    case 0:
+      return shoal::Eq(name, values[rng() % values.size()]);
+    case 1:
+      return shoal::Range(name, static_cast<double>(rng() % 4) - 0.5,
+                          static_cast<double>(rng() % 4));
+    case 2:
+      return shoal::HasTag(rng() % 2 ? "t" : "u");
+    case 3:
+      return shoal::Not(RandomFilter(rng, depth + 1));
+    default: {
+      std::vector<Filter> ops;
+      for (int i = 0, n = 1 + static_cast<int>(rng() % 3); i < n; ++i) {
+        ops.push_back(RandomFilter(rng, depth + 1));
+      }
+      return op == 4 ? shoal::And(std::move(ops)) : shoal::Or(std::move(ops));
+    }
+  }
+}
+
+TEST(AttributeIndexMatchesTest, AgreesWithEvaluateOnRandomFilters) {
+  const uint32_t seed = base::TestSeed();
+  std::mt19937 rng(seed);
+  const std::vector<AttributeValue> values = {
+      int64_t{1}, int64_t{2}, 2.0, 2.5, 0.75, true, std::string("x"), int64_t{1} << 60};
+  AttributeIndex attrs;
+  for (uint64_t id = 0; id < 200; ++id) {
+    std::map<std::string, AttributeValue> a;
+    if (rng() % 3) a["a"] = values[rng() % values.size()];
+    if (rng() % 3) a["b"] = values[rng() % values.size()];
+    std::vector<std::string> tags;
+    if (rng() % 2) tags.push_back("t");
+    if (id % 7 != 3) attrs.Put(id, a, tags);  // some ids are never live
+  }
+  for (int i = 0; i < 300; ++i) {
+    const Filter f = RandomFilter(rng, 0);
+    const index::IdBitmap passing = attrs.Evaluate(f);
+    for (uint64_t id = 0; id < 200; ++id) {
+      ASSERT_EQ(attrs.Matches(f, id), passing.Test(id))
+          << "seed " << seed << " filter " << i << " id " << id;
+    }
+  }
 }
 
 TEST(ValidateFilterTest, ErrorsNameTheNode) {

@@ -287,6 +287,19 @@ absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
 
 absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const float> queries,
                                                                  const SearchParams& params) const {
+  const bool fill = params.with_attributes || params.with_vectors;
+  std::vector<std::vector<uint64_t>> ids;
+  SHOAL_ASSIGN_OR_RETURN(std::vector<std::vector<Hit>> hits,
+                         SearchLocked(queries, params, fill ? &ids : nullptr));
+  // The records are read after the state's lock is released: a batched RocksDB read is no
+  // place to hold up writers.
+  if (fill) SHOAL_RETURN_IF_ERROR(FillHits(&hits, ids, params));
+  return hits;
+}
+
+absl::StatusOr<std::vector<std::vector<Hit>>> Collection::SearchLocked(
+    std::span<const float> queries, const SearchParams& params,
+    std::vector<std::vector<uint64_t>>* ids) const {
   SHOAL_RETURN_IF_ERROR(ValidateSearch(spec_, queries, params, options_));
   const size_t dim = spec_.dimension;
   const size_t n = queries.size() / dim;
@@ -317,6 +330,7 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
   const SearchStats before = p.stats != nullptr ? *p.stats : SearchStats{};
   SHOAL_ASSIGN_OR_RETURN(auto found, planner_.Search(state_, q, n, p, threads, reader));
   std::vector<std::vector<Hit>> out(n);
+  if (ids != nullptr) ids->assign(n, {});
   const float offset = spec_.metric == Metric::kCosine ? 1.0f : 0.0f;  // 1 - cos = 1 + (-ip)
   for (size_t i = 0; i < n; ++i) {
     // The key map is large and cold: start every hit's probe before the first one is read.
@@ -327,6 +341,7 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::Search(std::span<const
       // whatever structure (posting, shortlist, buffer) produced it.
       if (reader != tenants::kNoTenant && !state_.access.Visible(reader, nb.id)) continue;
       out[i].push_back(Hit{state_.key_of.At(nb.id), nb.distance + offset});
+      if (ids != nullptr) (*ids)[i].push_back(nb.id);
     }
   }
   if (tenant != nullptr) {

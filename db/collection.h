@@ -76,6 +76,13 @@ class Collection {
   absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::span<const float> queries,
                                                        const SearchParams& params) const;
 
+  // ---- Records by filter (collection_scan.cc; shoal/db.h "Records by filter") ----
+  absl::StatusOr<uint64_t> Count(const Filter* filter, const ReadOptions& options) const;
+  absl::StatusOr<ScrollPage> Scroll(const Filter* filter, const ScrollOptions& scroll,
+                                    const ReadOptions& options) const;
+  // Batches of kDeleteByFilterBatch, each under write_mu_ once no write is in flight.
+  absl::StatusOr<uint64_t> DeleteByFilter(const Filter* filter, const WriteOptions& options);
+
   // Builds the index named by `spec` ("flat" or "spann:..."); writes are held while it builds.
   absl::Status BuildIndex(const std::string& spec, const IndexBuildProgressFn& progress = nullptr);
 
@@ -142,6 +149,32 @@ class Collection {
   void ApplyUpsert(std::span<const Record> records, const std::vector<uint64_t>& ids,
                    const std::vector<std::optional<uint64_t>>& old, const index::SpannIndex* spann,
                    bool handoff, const TenantPlan& plan);
+
+  // ---- Records by filter (collection_scan.cc) ----
+  // The tenant named by a read or write ("" = kNoTenant); NotFound for an unknown one.
+  absl::StatusOr<tenants::TenantId> TenantIdOf(std::string_view tenant) const
+      ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
+  // The current internal id of `key` when `reader` sees it and it passes `filter` (nullptr:
+  // every record), else nullopt.
+  std::optional<uint64_t> PassingId(const Key& key, tenants::TenantId reader,
+                                    const Filter* filter) const
+      ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
+  // The current records of `keys` (read in one batch) that `reader` sees, as the caller asks
+  // for them (vectors, attributes); a key deleted meanwhile is left out.
+  absl::StatusOr<std::vector<Record>> ReadCurrent(const std::vector<Key>& keys,
+                                                  tenants::TenantId reader, const Filter* filter,
+                                                  const ScrollOptions& scroll) const;
+  // The live ids that pass `filter` and, with `owner`, that it owns; ascending.
+  std::vector<uint64_t> MatchingIds(const Filter* filter, tenants::TenantId owner) const
+      ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
+  // Search under the state's lock; with `ids`, each hit's internal id beside it.
+  absl::StatusOr<std::vector<std::vector<Hit>>> SearchLocked(
+      std::span<const float> queries, const SearchParams& params,
+      std::vector<std::vector<uint64_t>>* ids) const;
+  // Search's last step: the hits' records in one batched read (SearchParams::with_attributes).
+  absl::Status FillHits(std::vector<std::vector<Hit>>* hits,
+                        const std::vector<std::vector<uint64_t>>& ids,
+                        const SearchParams& params) const;
 
   // ---- Tenants (collection_tenants.cc) ----
   // The record's size as tenant quotas count it: vector, key, attributes and tags.

@@ -60,6 +60,14 @@ class DBImpl final : public DB {
                                                          const ReadOptions& options) override;
   absl::StatusOr<uint64_t> Delete(std::string_view collection, std::span<const Key> keys,
                                   const WriteOptions& options) override;
+  // Records by filter: db/db_scan.cc.
+  absl::StatusOr<uint64_t> Count(std::string_view collection, const Filter* filter,
+                                 const ReadOptions& options) override;
+  absl::StatusOr<ScrollPage> Scroll(std::string_view collection, const Filter* filter,
+                                    const ScrollOptions& scroll,
+                                    const ReadOptions& options) override;
+  absl::StatusOr<uint64_t> DeleteByFilter(std::string_view collection, const Filter* filter,
+                                          const WriteOptions& options) override;
   using DB::BuildIndex;
   absl::Status BuildIndex(std::string_view collection, std::string_view spec,
                           const IndexBuildProgressFn& progress) override;

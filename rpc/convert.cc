@@ -220,6 +220,27 @@ void CollectionInfoToProto(const CollectionInfo& info, v1::CollectionInfo* proto
 void HitToProto(const Hit& hit, v1::Hit* proto) {
   KeyToProto(hit.key, proto->mutable_key());
   proto->set_distance(hit.distance);
+  auto& attributes = *proto->mutable_attributes();
+  for (const auto& [name, value] : hit.attributes) AttributeValueToProto(value, &attributes[name]);
+  for (const std::string& tag : hit.tags) proto->add_tags(tag);
+  proto->mutable_vector()->Assign(hit.vector.begin(), hit.vector.end());
+}
+
+absl::StatusOr<Hit> HitFromProto(const v1::Hit& proto, absl::string_view field) {
+  Hit hit;
+  absl::StatusOr<Key> key = KeyFromProto(proto.key(), absl::StrCat(field, ".key"));
+  if (!key.ok()) return key.status();
+  hit.key = *std::move(key);
+  hit.distance = proto.distance();
+  for (const auto& [name, value_proto] : proto.attributes()) {
+    absl::StatusOr<AttributeValue> value =
+        AttributeValueFromProto(value_proto, absl::StrCat(field, ".attributes[\"", name, "\"]"));
+    if (!value.ok()) return value.status();
+    hit.attributes.emplace(name, *std::move(value));
+  }
+  hit.tags.assign(proto.tags().begin(), proto.tags().end());
+  hit.vector.assign(proto.vector().begin(), proto.vector().end());
+  return hit;
 }
 
 absl::StatusOr<Filter> FilterFromProto(const v1::Filter& proto, absl::string_view field) {

@@ -46,6 +46,8 @@ void CollectionSpecToProto(const CollectionSpec& spec, v1::CollectionSpec* proto
 void CollectionInfoToProto(const CollectionInfo& info, v1::CollectionInfo* proto);
 
 void HitToProto(const Hit& hit, v1::Hit* proto);
+// Errors name `field` ("hit.key", "hit.attributes[n]").
+absl::StatusOr<Hit> HitFromProto(const v1::Hit& proto, absl::string_view field);
 
 // Shape only: every node has its op set, an equals has a value, nesting is at most
 // kMaxFilterDepth (errors name the wire path, e.g. "filter.all_of.filters[1]: op not set").

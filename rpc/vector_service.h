@@ -1,5 +1,6 @@
-// gRPC handlers of shoal.v1.VectorService (Upsert, Get, Delete, Batch, Ingest): check the
-// request's shape, call the DB, convert the result; the CallGate does auth, limits and metrics.
+// gRPC handlers of shoal.v1.VectorService (Upsert, Get, Delete, Batch, Ingest; Count, Scroll
+// and DeleteByFilter in vector_scan.cc): check the request's shape, call the DB, convert the
+// result; the CallGate does auth, limits and metrics.
 // Ingest applies one batch at a time per stream and asks the client to back off when the
 // IngestBudget (all streams together) is spent. Thread-safe; holds no per-call state.
 #ifndef SHOAL_RPC_VECTOR_SERVICE_H_
@@ -29,6 +30,13 @@ class VectorServiceImpl final : public v1::VectorService::Service {
                       v1::DeleteResponse* response) override;
   grpc::Status Batch(grpc::ServerContext* context, const v1::BatchRequest* request,
                      v1::BatchResponse* response) override;
+  grpc::Status Count(grpc::ServerContext* context, const v1::CountRequest* request,
+                     v1::CountResponse* response) override;
+  grpc::Status Scroll(grpc::ServerContext* context, const v1::ScrollRequest* request,
+                      v1::ScrollResponse* response) override;
+  grpc::Status DeleteByFilter(grpc::ServerContext* context,
+                              const v1::DeleteByFilterRequest* request,
+                              v1::DeleteByFilterResponse* response) override;
   grpc::Status Ingest(
       grpc::ServerContext* context,
       grpc::ServerReaderWriter<v1::IngestResponse, v1::IngestRequest>* stream) override;

@@ -468,19 +468,32 @@ namespace shoal::storage {
 
 absl::Status RecordStore::ScanKeys(uint32_t cid,
                                    const std::function<absl::Status(Key&&, uint64_t)>& fn) {
-  const std::string begin = CollectionPrefix(cid);
-  const std::string end = PrefixEnd(begin);
+  return ScanKeysAfter(cid, nullptr, [&](Key&& key, uint64_t iid) -> absl::StatusOr<bool> {
+    SHOAL_RETURN_IF_ERROR(fn(std::move(key), iid));
+    return true;
+  });
+}
+
+absl::Status RecordStore::ScanKeysAfter(
+    uint32_t cid, const Key* after,
+    const std::function<absl::StatusOr<bool>(Key&&, uint64_t)>& fn) {
+  const std::string begin = after != nullptr ? KeyMapRowKey(cid, *after) : CollectionPrefix(cid);
+  const std::string end = PrefixEnd(CollectionPrefix(cid));
   rocksdb::ReadOptions ro;
   rocksdb::Slice upper(end);
   ro.iterate_upper_bound = &upper;
   ro.fill_cache = false;
   std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, keys_));
-  for (it->Seek(begin); it->Valid(); it->Next()) {
+  it->Seek(begin);
+  if (after != nullptr && it->Valid() && it->key() == rocksdb::Slice(begin)) it->Next();
+  for (; it->Valid(); it->Next()) {
     auto key = DecodeKeyMapRowKey(it->key().ToStringView());
     if (!key.ok()) return key.status();
     auto iid = DecodeU64(it->value().ToStringView(), "key map");
     if (!iid.ok()) return iid.status();
-    if (absl::Status s = fn(*std::move(key), *iid); !s.ok()) return s;
+    absl::StatusOr<bool> more = fn(*std::move(key), *iid);
+    if (!more.ok()) return more.status();
+    if (!*more) return absl::OkStatus();
   }
   return FromRocks(it->status(), "scanning keys");
 }

@@ -197,6 +197,11 @@ class RecordStore {
   // Calls `fn` for every key -> internal id row of the collection.
   absl::Status ScanKeys(uint32_t collection_id,
                         const std::function<absl::Status(Key&&, uint64_t)>& fn);
+  // Calls `fn` for the key rows after `after` (nullptr = from the first) in key order (uint64
+  // keys ascending, then string keys by bytes: std::variant's order of Key) over one consistent
+  // view, until `fn` returns false or an error (returned).
+  absl::Status ScanKeysAfter(uint32_t collection_id, const Key* after,
+                             const std::function<absl::StatusOr<bool>(Key&&, uint64_t)>& fn);
 
   // ---- Tenants (record_store_tenants.cc) ----
   // Every tenant row, owner row and grant row of the collection (one range scan).

@@ -88,6 +88,35 @@ class DB {
   virtual absl::StatusOr<uint64_t> Delete(std::string_view collection, std::span<const Key> keys,
                                           const WriteOptions& options) = 0;
 
+  // ---- Records by filter (shoal/filter.h) ----
+  // `filter` is not owned; nullptr = every record. With options.tenant only the records that
+  // tenant sees count, are returned or (DeleteByFilter) the ones it owns are deleted (records it
+  // was only granted are left alone). Errors: InvalidArgument naming the field ("filter.and[1]",
+  // "limit", "page_token"), NotFound (collection, tenant), DataLoss (a quarantined collection).
+  //
+  // How many live records pass `filter`. Answered from RAM (the attribute index).
+  virtual absl::StatusOr<uint64_t> Count(std::string_view collection, const Filter* filter,
+                                         const ReadOptions& options) = 0;
+  // One page of the records that pass `filter`, in key order, read by iterating the key map
+  // (never the whole collection in RAM). The token names the last key examined, not an offset:
+  // a scroll resumed with it continues after that key whatever was written meanwhile. A record
+  // that exists from the first page to the last is returned exactly once; one written or deleted
+  // meanwhile may or may not be. Each page reads at most ~64k key rows (a selective filter may
+  // return a short page with a token). InvalidArgument: limit outside 1..kMaxScrollLimit, a
+  // token this call did not make.
+  virtual absl::StatusOr<ScrollPage> Scroll(std::string_view collection, const Filter* filter,
+                                            const ScrollOptions& scroll,
+                                            const ReadOptions& options) = 0;
+  // Deletes the records that pass `filter` when it starts and returns how many. Durable like
+  // Delete (options.sync), applied in batches of kDeleteByFilterBatch records, each one atomic
+  // RocksDB batch; writers wait for each batch, not for the whole call. A record rewritten
+  // after the call started is a newer record and survives. If a batch fails (or the process
+  // dies) midway, the batches already committed stay deleted, the rest stay whole (no record is
+  // half deleted, nothing acknowledged is lost) and the error says how many were deleted;
+  // running it again finishes the work.
+  virtual absl::StatusOr<uint64_t> DeleteByFilter(std::string_view collection, const Filter* filter,
+                                                  const WriteOptions& options) = 0;
+
   // ---- Index ----
   // Builds the collection's approximate index from a spec string and makes it serve searches;
   // blocks until done. Records written afterwards are searchable at once (searched exactly

@@ -138,12 +138,43 @@ struct SearchParams {
   // returned (the tenant's sub-tree of the index is searched; shoal/tenants.h). NotFound for an
   // unknown tenant; its max_searches_per_second quota applies.
   std::string tenant;
+  // Fill Hit::attributes and Hit::tags / Hit::vector. Read once the top-k is known, in one
+  // batched read of the hits' records (never per scored candidate). A hit whose record was
+  // deleted while the search ran is left out.
+  bool with_attributes = false;
+  bool with_vectors = false;
 };
 
 struct Hit {
   Key key;
   float distance = 0;  // smaller is closer; see Metric
+  // Only with SearchParams::with_attributes / with_vectors; empty otherwise.
+  std::map<std::string, AttributeValue> attributes;
+  std::vector<std::string> tags;
+  std::vector<float> vector;  // as written (not normalised)
   friend bool operator==(const Hit&, const Hit&) = default;
+};
+
+// ---- Scroll (DB::Scroll) ----
+
+inline constexpr uint32_t kMaxScrollLimit = 10000;
+// Records per atomic batch of DB::DeleteByFilter.
+inline constexpr size_t kDeleteByFilterBatch = 1024;
+
+struct ScrollOptions {
+  uint32_t limit = 100;    // records per page, 1..kMaxScrollLimit
+  std::string page_token;  // "" = from the first key; else a ScrollPage::next_page_token
+  bool with_vectors = false;
+  bool with_attributes = true;  // attributes and tags
+};
+
+// One page of records in key order (uint64 keys ascending, then string keys by bytes).
+struct ScrollPage {
+  std::vector<Record> records;
+  // Pass it back as ScrollOptions::page_token for the next page; "" = nothing follows. A page
+  // may hold fewer than `limit` records (even none) while a token follows: keep going until the
+  // token is "".
+  std::string next_page_token;
 };
 
 }  // namespace shoal

@@ -63,10 +63,10 @@ absl::StatusOr<std::vector<std::vector<Hit>>> HitsFromProto(const v1::SearchResp
   for (int q = 0; q < response.results_size(); ++q) {
     const v1::QueryResult& result = response.results(q);
     out[q].reserve(result.hits_size());
-    for (const v1::Hit& hit : result.hits()) {
-      absl::StatusOr<Key> key = rpc::KeyFromProto(hit.key(), "hit.key");
-      if (!key.ok()) return key.status();
-      out[q].push_back(Hit{*std::move(key), hit.distance()});
+    for (const v1::Hit& proto : result.hits()) {
+      absl::StatusOr<Hit> hit = rpc::HitFromProto(proto, "hit");
+      if (!hit.ok()) return hit.status();
+      out[q].push_back(*std::move(hit));
     }
   }
   if (stats != nullptr) {
@@ -89,6 +89,8 @@ void SearchToProto(const std::string& collection, std::span<const float> queries
   if (params.filter != nullptr) rpc::FilterToProto(*params.filter, request.mutable_filter());
   request.set_include_stats(params.stats != nullptr);
   request.set_tenant(params.tenant);
+  request.set_with_attributes(params.with_attributes);
+  request.set_with_vectors(params.with_vectors);
 }
 
 }  // namespace

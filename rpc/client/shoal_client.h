@@ -153,6 +153,16 @@ class Client {
                                   bool sync = false);
   absl::StatusOr<uint64_t> Delete(const std::string& collection, std::span<const Key> keys,
                                   const WriteOptions& options);
+  // Records by filter (VectorService Count / Scroll / DeleteByFilter; shoal/db.h). `filter`
+  // is not owned; nullptr = every record. Count and Scroll need a read-only key,
+  // DeleteByFilter a read-write one (nullptr deletes every record: the wire's `all`).
+  absl::StatusOr<uint64_t> Count(const std::string& collection, const Filter* filter = nullptr,
+                                 const ReadOptions& options = {});
+  absl::StatusOr<ScrollPage> Scroll(const std::string& collection, const Filter* filter = nullptr,
+                                    const ScrollOptions& scroll = {},
+                                    const ReadOptions& options = {});
+  absl::StatusOr<uint64_t> DeleteByFilter(const std::string& collection, const Filter* filter,
+                                          const WriteOptions& options = {});
   // Applies `ops` in order in one round trip; per op the records upserted or keys deleted.
   absl::StatusOr<std::vector<uint64_t>> Batch(std::span<const WriteOp> ops);
   // Streams `records` in batches over one Ingest stream, keeping up to max_in_flight batches

@@ -212,6 +212,18 @@ TEST_F(ConsoleApiTest, BrowseReturnsOnlyRecordsThatPassTheFilter) {
   Json answer = CallJson("POST", "/api/collections/c/browse", {{"filter", filter}, {"limit", 100}});
   ASSERT_EQ(answer["records"].size(), 10u);
   for (const Json& r : answer["records"]) EXPECT_EQ(r["record"]["attributes"]["label"], 2);
+  EXPECT_EQ(answer["anchor"], "scroll");
+  // Without "near" it pages through the records in key order.
+  Json first = CallJson("POST", "/api/collections/c/browse", {{"filter", filter}, {"limit", 4}});
+  ASSERT_EQ(first["records"].size(), 4u);
+  EXPECT_EQ(first["records"][0]["key"], 2);
+  EXPECT_EQ(first["records"][3]["key"], 11);  // labels are key % 3
+  Json second =
+      CallJson("POST", "/api/collections/c/browse",
+               {{"filter", filter}, {"limit", 100}, {"page_token", first["next_page_token"]}});
+  ASSERT_EQ(second["records"].size(), 6u);
+  EXPECT_EQ(second["records"][0]["key"], 14);
+  EXPECT_EQ(second["next_page_token"], "");
   Json near = CallJson("POST", "/api/collections/c/browse", {{"near", 4}, {"limit", 3}});
   EXPECT_EQ(near["anchor"], "near");
   EXPECT_EQ(near["records"][0]["key"], 4);

@@ -76,34 +76,43 @@ absl::StatusOr<Json> ConsoleApi::GetRecords(Call& call) {
   return Json{{"records", *std::move(records)}};
 }
 
-// The DB has no scan: browsing lists the records that pass the filter nearest to an anchor —
-// the record "near" when given, else the origin (for cosine, where the origin has no direction,
-// the first axis) — which is also what Search with a filter does, so the same rules apply.
+// Browsing pages through the records that pass the filter in key order (DB::Scroll; the body's
+// "page_token" continues a previous answer's "next_page_token"), or with "near" lists those
+// nearest to that record (a filtered search).
 absl::StatusOr<Json> ConsoleApi::Browse(Call& call) {
   const std::string& collection = call.params[0];
-  absl::StatusOr<CollectionInfo> info = call.db->DescribeCollection(collection);
-  if (!info.ok()) return info.status();
   absl::StatusOr<uint32_t> limit = OptionalUint(call.body, "limit", 50, 1, 1000);
   if (!limit.ok()) return limit.status();
   absl::StatusOr<std::optional<Filter>> filter = OptionalFilter(call.body);
   if (!filter.ok()) return filter.status();
-  std::vector<float> anchor(info->spec.dimension, 0.0f);
-  std::string anchor_name = "origin";
-  if (auto near = call.body.find("near"); near != call.body.end() && !near->is_null()) {
-    absl::StatusOr<std::vector<float>> vector = VectorOfKey(*call.db, collection, *near, "near");
-    if (!vector.ok()) return vector.status();
-    anchor = *std::move(vector);
-    anchor_name = "near";
-  } else if (info->spec.metric == Metric::kCosine) {
-    anchor[0] = 1;
+  const Filter* f = *filter ? &**filter : nullptr;
+  auto near = call.body.find("near");
+  if (near == call.body.end() || near->is_null()) {
+    ScrollOptions scroll{.limit = *limit, .with_vectors = true};
+    if (auto token = call.body.find("page_token"); token != call.body.end()) {
+      if (!token->is_string()) return absl::InvalidArgumentError("page_token: want a string");
+      scroll.page_token = token->get<std::string>();
+    }
+    absl::StatusOr<ScrollPage> page = call.db->Scroll(collection, f, scroll, {});
+    if (!page.ok()) return page.status();
+    Json list = Json::array();
+    for (const Record& r : page->records) {
+      list.push_back({{"key", KeyToJson(r.key)},
+                      {"distance", nullptr},
+                      {"record", RecordToJson(r, /*with_vector=*/true)}});
+    }
+    return Json{{"anchor", "scroll"},
+                {"records", std::move(list)},
+                {"next_page_token", page->next_page_token}};
   }
-  SearchParams params{.k = *limit};
-  if (*filter) params.filter = &**filter;
-  absl::StatusOr<std::vector<std::vector<Hit>>> hits = call.db->Search(collection, anchor, params);
+  absl::StatusOr<std::vector<float>> anchor = VectorOfKey(*call.db, collection, *near, "near");
+  if (!anchor.ok()) return anchor.status();
+  SearchParams params{.k = *limit, .filter = f};
+  absl::StatusOr<std::vector<std::vector<Hit>>> hits = call.db->Search(collection, *anchor, params);
   if (!hits.ok()) return hits.status();
   absl::StatusOr<Json> list = HitsJson(*call.db, collection, hits->front());
   if (!list.ok()) return list.status();
-  return Json{{"anchor", anchor_name}, {"records", *std::move(list)}};
+  return Json{{"anchor", "near"}, {"records", *std::move(list)}};
 }
 
 absl::StatusOr<Json> ConsoleApi::Search(Call& call) {

@@ -14,10 +14,12 @@ import shoal.cache
 import shoal.client
 import shoal.errors
 import shoal.filters
+import shoal.scan
 import shoal.tenants
 
 # The modules whose public names are the SDK's API (the generated shoal.v1 stubs are not).
-MODULES = (shoal, shoal.cache, shoal.client, shoal.errors, shoal.filters, shoal.tenants)
+MODULES = (shoal, shoal.cache, shoal.client, shoal.errors, shoal.filters, shoal.scan,
+           shoal.tenants)
 
 
 def defined_in(module):

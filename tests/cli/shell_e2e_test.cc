@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "tests/cli/child_process.h"
 #include "tests/cli/shoald_test.h"
 #include "tests/e2e/shoald_process.h"
@@ -77,6 +78,47 @@ TEST_F(ShellE2eTest, OneShotCommandsPrintJsonWhenPiped) {
   r = Shoal({"delete", "docs", "7", "404"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_EQ(r.out, "{\"deleted\":1}\n");
+}
+
+TEST_F(ShellE2eTest, CountScrollAndDeleteByFilterPrintTypedJson) {
+  ASSERT_EQ(Shoal({"create", "c", "--dimension", "2"}).exit_status, 0);
+  for (int i = 0; i < 5; ++i) {
+    ASSERT_EQ(Shoal({"upsert", "c", std::to_string(i), "1,0", "--attrs", absl::StrCat("n=", i),
+                     "--tags", i % 2 == 0 ? "even" : "odd"})
+                  .exit_status,
+              0);
+  }
+  RunResult r = Shoal({"count", "c", "--filter", "tag:even"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"count\":3}\n");
+  r = Shoal({"scroll", "c", "--filter", "n>=1", "--limit", "2"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  const std::string first_page =
+      "{\"records\":[{\"key\":1,\"attributes\":{\"n\":1},\"tags\":[\"odd\"]},"
+      "{\"key\":2,\"attributes\":{\"n\":2},\"tags\":[\"even\"]}],\"next_page_token\":\"";
+  ASSERT_EQ(r.out.substr(0, first_page.size()), first_page) << r.out;
+  const size_t end = r.out.find('"', first_page.size());
+  const std::string token = r.out.substr(first_page.size(), end - first_page.size());
+  r = Shoal({"scroll", "c", "--filter", "n>=1", "--page-token", token, "--vectors"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "{\"records\":[{\"key\":3,\"vector\":[1.0,0.0],\"attributes\":{\"n\":3},"
+            "\"tags\":[\"odd\"]},{\"key\":4,\"vector\":[1.0,0.0],\"attributes\":{\"n\":4},"
+            "\"tags\":[\"even\"]}],\"next_page_token\":null}\n");
+  r = Shoal({"scroll", "c", "--page-token", "garbage"});
+  EXPECT_NE(r.exit_status, 0);
+  EXPECT_NE(r.err.find("page_token"), std::string::npos) << r.err;
+  // Without --apply a delete by filter only counts.
+  r = Shoal({"delete", "c", "--filter", "tag:even"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"would_delete\":3}\n");
+  EXPECT_EQ(Shoal({"count", "c"}).out, "{\"count\":5}\n");
+  r = Shoal({"delete", "c", "--filter", "tag:even", "--apply", "--sync"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_EQ(r.out, "{\"deleted\":3}\n");
+  EXPECT_EQ(Shoal({"delete", "c", "1", "--filter", "tag:odd"}).exit_status, 2);  // keys and filter
+  EXPECT_EQ(Shoal({"delete", "c", "--all", "--apply"}).out, "{\"deleted\":2}\n");
+  EXPECT_EQ(Shoal({"count", "c"}).out, "{\"count\":0}\n");
 }
 
 TEST_F(ShellE2eTest, ErrorsExitNonZeroWithTheGrpcCode) {

@@ -201,6 +201,14 @@ class ConsoleBrowserTest(unittest.TestCase):
         self.wait(lambda: all("label=3" in r.text for r in self.css("#records tr[data-key]"))
                   and len(self.css("#records tr[data-key]")) == 24, "records with label 3")
         self.assertEqual(len(self.css("#records tr[data-key] canvas.picture")), 24)
+        # Pages in key order: "Next page" goes on after the last key shown.
+        keys = [int(r.get_attribute("data-key")) for r in self.css("#records tr[data-key]")]
+        self.assertEqual(keys, sorted(keys))
+        self.css("#browse-next")[0].click()
+        self.wait(lambda: (lambda k: len(k) == 24 and k[0] > keys[-1])(
+            [int(r.get_attribute("data-key")) for r in self.css("#records tr[data-key]")]),
+            "the next page of records with label 3")
+        self.assertTrue(all("label=3" in r.text for r in self.css("#records tr[data-key]")))
         first = self.css("#records tr[data-key] a")[0]
         first.click()
         detail = self.wait(lambda: self.css("#record-detail"), "the record's detail")[0]

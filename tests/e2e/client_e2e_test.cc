@@ -157,6 +157,46 @@ TEST_F(ClientE2eTest, RecordsBatchAndSearch) {
   EXPECT_TRUE(absl::IsInvalidArgument(bad)) << bad;
 }
 
+TEST_F(ClientE2eTest, CountScrollDeleteByFilterAndHitsWithAttributes) {
+  std::mt19937 rng(7);
+  ASSERT_TRUE(client_->CreateCollection({.name = "scan", .dimension = 8}).ok());
+  std::vector<Record> records = RandomRecords(300, 8, 0, rng);
+  ASSERT_TRUE(client_->Upsert("scan", records, /*sync=*/true).ok());
+  const Filter even = Eq("even", true);
+  EXPECT_EQ(client_->Count("scan").value_or(0), 300u);
+  EXPECT_EQ(client_->Count("scan", &even).value_or(0), 150u);
+  std::vector<Key> seen;
+  ScrollOptions scroll{.limit = 64, .with_vectors = true};
+  do {
+    absl::StatusOr<ScrollPage> page = client_->Scroll("scan", &even, scroll);
+    ASSERT_TRUE(page.ok()) << page.status();
+    for (const Record& r : page->records) {
+      seen.push_back(r.key);
+      EXPECT_EQ(r.vector, records[std::get<uint64_t>(r.key)].vector);
+      EXPECT_EQ(std::get<bool>(r.attributes.at("even")), true);
+    }
+    scroll.page_token = page->next_page_token;
+  } while (!scroll.page_token.empty());
+  ASSERT_EQ(seen.size(), 150u);
+  EXPECT_TRUE(std::is_sorted(seen.begin(), seen.end()));
+  absl::Status bad = client_->Scroll("scan", nullptr, {.limit = kMaxScrollLimit + 1}).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(bad) && bad.message().find("limit") != bad.message().npos)
+      << bad;
+
+  SearchParams params{.k = 2};
+  params.with_attributes = true;
+  absl::StatusOr<std::vector<std::vector<Hit>>> hits =
+      client_->Search("scan", records[10].vector, params);
+  ASSERT_TRUE(hits.ok()) << hits.status();
+  EXPECT_EQ((*hits)[0][0].key, Key(uint64_t{10}));
+  EXPECT_EQ((*hits)[0][0].attributes, records[10].attributes);
+
+  EXPECT_EQ(client_->DeleteByFilter("scan", &even, {.sync = true}).value_or(0), 150u);
+  EXPECT_EQ(client_->Count("scan", &even).value_or(1), 0u);
+  EXPECT_EQ(client_->DeleteByFilter("scan", nullptr).value_or(0), 150u);  // everything
+  EXPECT_EQ(client_->Count("scan").value_or(1), 0u);
+}
+
 TEST_F(ClientE2eTest, IngestStreamsEveryRecordUnderBackPressure) {
   // A 1-byte in-flight budget: two concurrent streams keep asking each other's batches to
   // back off; every record still arrives exactly once.

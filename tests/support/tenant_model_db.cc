@@ -170,6 +170,86 @@ absl::StatusOr<std::vector<std::vector<Hit>>> TenantModelDB::Search(std::string_
   return results;
 }
 
+// ---- Records by filter ----
+absl::StatusOr<std::vector<Key>> TenantModelDB::MatchingKeys(std::string_view collection,
+                                                             const Filter* filter,
+                                                             std::string_view tenant,
+                                                             bool owned_only) {
+  absl::StatusOr<Collection*> c = Find(collection);
+  if (!c.ok()) return c.status();
+  std::vector<Key> keys;
+  ScrollOptions scroll{.limit = kMaxScrollLimit, .with_attributes = false};
+  do {
+    absl::StatusOr<ScrollPage> page = base_->Scroll(collection, filter, scroll, ReadOptions{});
+    if (!page.ok()) return page.status();
+    for (Record& r : page->records) {
+      auto it = (*c)->records.find(r.key);
+      if (it == (*c)->records.end() || !Visible(it->second, tenant)) continue;
+      if (owned_only && !tenant.empty() && it->second.owner != tenant) continue;
+      keys.push_back(std::move(r.key));
+    }
+    scroll.page_token = page->next_page_token;
+  } while (!scroll.page_token.empty());
+  return keys;
+}
+
+absl::StatusOr<uint64_t> TenantModelDB::Count(std::string_view collection, const Filter* filter,
+                                              const ReadOptions& options) {
+  absl::MutexLock lock(&mu_);
+  Seen(options.tenant);
+  if (options.tenant.empty()) return base_->Count(collection, filter, options);
+  if (absl::StatusOr<TenantInfo*> t = FindTenant(collection, options.tenant); !t.ok()) {
+    return t.status();
+  }
+  absl::StatusOr<std::vector<Key>> keys = MatchingKeys(collection, filter, options.tenant, false);
+  if (!keys.ok()) return keys.status();
+  return keys->size();
+}
+
+absl::StatusOr<ScrollPage> TenantModelDB::Scroll(std::string_view collection, const Filter* filter,
+                                                 const ScrollOptions& scroll,
+                                                 const ReadOptions& options) {
+  absl::MutexLock lock(&mu_);
+  Seen(options.tenant);
+  if (options.tenant.empty()) return base_->Scroll(collection, filter, scroll, options);
+  if (absl::StatusOr<TenantInfo*> t = FindTenant(collection, options.tenant); !t.ok()) {
+    return t.status();
+  }
+  absl::StatusOr<Collection*> c = Find(collection);
+  if (!c.ok()) return c.status();
+  absl::StatusOr<ScrollPage> page = base_->Scroll(collection, filter, scroll, ReadOptions{});
+  if (!page.ok()) return page.status();
+  std::erase_if(page->records, [&](const Record& r) {
+    auto it = (*c)->records.find(r.key);
+    return it == (*c)->records.end() || !Visible(it->second, options.tenant);
+  });
+  return page;
+}
+
+absl::StatusOr<uint64_t> TenantModelDB::DeleteByFilter(std::string_view collection,
+                                                       const Filter* filter,
+                                                       const WriteOptions& options) {
+  absl::MutexLock lock(&mu_);
+  Seen(options.tenant);
+  if (!options.tenant.empty()) {
+    if (absl::StatusOr<TenantInfo*> t = FindTenant(collection, options.tenant); !t.ok()) {
+      return t.status();
+    }
+  }
+  absl::StatusOr<std::vector<Key>> doomed = MatchingKeys(collection, filter, options.tenant, true);
+  if (!doomed.ok()) return doomed.status();
+  if (doomed->empty()) return 0;
+  WriteOptions base_options = options;
+  base_options.tenant.clear();
+  absl::StatusOr<uint64_t> deleted = base_->Delete(collection, *doomed, base_options);
+  if (!deleted.ok()) return deleted.status();
+  absl::StatusOr<Collection*> c = Find(collection);
+  if (c.ok()) {
+    for (const Key& key : *doomed) (*c)->records.erase(key);
+  }
+  return deleted;
+}
+
 // ---- Tenants ----
 absl::Status TenantModelDB::CreateTenant(std::string_view collection, const TenantSpec& spec) {
   absl::MutexLock lock(&mu_);

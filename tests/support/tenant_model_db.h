@@ -50,6 +50,15 @@ class TenantModelDB final : public DB {
                                                          const ReadOptions& options) override;
   absl::StatusOr<uint64_t> Delete(std::string_view collection, std::span<const Key> keys,
                                   const WriteOptions& options) override;
+  // Records by filter: the base DB's answer without a tenant, then the model's visibility (a
+  // tenant's Scroll pages may be short; its DeleteByFilter becomes a Delete of the keys it owns).
+  absl::StatusOr<uint64_t> Count(std::string_view collection, const Filter* filter,
+                                 const ReadOptions& options) override;
+  absl::StatusOr<ScrollPage> Scroll(std::string_view collection, const Filter* filter,
+                                    const ScrollOptions& scroll,
+                                    const ReadOptions& options) override;
+  absl::StatusOr<uint64_t> DeleteByFilter(std::string_view collection, const Filter* filter,
+                                          const WriteOptions& options) override;
   absl::Status BuildIndex(std::string_view collection, std::string_view spec,
                           const IndexBuildProgressFn& progress) override;
   absl::Status FlushIndexUpdates(std::string_view collection) override;
@@ -130,6 +139,11 @@ class TenantModelDB final : public DB {
   absl::StatusOr<TenantInfo*> FindTenant(std::string_view collection, std::string_view tenant)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   static bool Visible(const Owned& owned, std::string_view tenant);
+  // Every key of the base DB that passes `filter` and that `tenant` sees (or, with
+  // `owned_only`, owns).
+  absl::StatusOr<std::vector<Key>> MatchingKeys(std::string_view collection, const Filter* filter,
+                                                std::string_view tenant, bool owned_only)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Seen(std::string_view tenant) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   DB* const base_;

@@ -36,12 +36,13 @@ from shoal.errors import (  # noqa: E402,F401
     AlreadyExistsError, DataLossError, DeadlineExceededError, FailedPreconditionError,
     InvalidArgumentError, NotFoundError, PermissionDeniedError, ResourceExhaustedError,
     ShoalError, UnauthenticatedError, UnavailableError)
+from shoal.scan import Hit, ScrollPage  # noqa: E402,F401
 from shoal.tenants import TenantInfo, TenantPage, TenantQuotas  # noqa: E402,F401
 from shoal import filters  # noqa: E402,F401
 
 __all__ = [
     "__version__", "Client", "BuildProgress", "CollectionInfo", "IngestResult", "Record",
-    "SearchResult", "Snapshot", "TenantInfo", "TenantPage", "TenantQuotas", "CacheInfo", "CacheLookupResult", "CachePolicy",
+    "SearchResult", "Snapshot", "Hit", "ScrollPage", "TenantInfo", "TenantPage", "TenantQuotas", "CacheInfo", "CacheLookupResult", "CachePolicy",
     "ShoalError",
     "AlreadyExistsError", "DataLossError",
     "DeadlineExceededError", "FailedPreconditionError", "InvalidArgumentError", "NotFoundError",

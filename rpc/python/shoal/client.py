@@ -42,6 +42,7 @@ from shoal.v1 import vector_service_pb2 as vector_pb2
 from shoal.v1 import vector_service_pb2_grpc as vector_grpc
 from shoal._health import health_pb2, health_pb2_grpc
 from shoal.filters import attribute_value
+from shoal.scan import Hit, Record, ScanCalls, hit_of, record_of
 from shoal.tenants import TenantCalls
 
 Key = Union[int, str]
@@ -87,14 +88,6 @@ class IngestResult(NamedTuple):
     upserted: int
     batches: int
     backoffs: int
-
-
-class Record(NamedTuple):
-    """A stored record as get returns it (vector as a float32 array)."""
-    key: Key
-    vector: np.ndarray
-    attributes: Dict[str, AttributeValue]
-    tags: List[str]
 
 
 class SearchResult(NamedTuple):
@@ -156,7 +149,7 @@ def as_matrix(vectors: npt.ArrayLike, what: str) -> np.ndarray:
     return m
 
 
-class Client(TenantCalls, CacheMethods):
+class Client(TenantCalls, CacheMethods, ScanCalls):
     """A connection to shoald: one method per RPC (see the module docstring). Thread-safe.
 
     `tenant` arguments: the tenant a call acts for ("" = none, or the API key's own tenant for
@@ -303,17 +296,18 @@ class Client(TenantCalls, CacheMethods):
             if not result.found:
                 out.append(None)
                 continue
-            r = result.record
-            attributes = {name: getattr(v, v.WhichOneof("value"))
-                          for name, v in r.attributes.items()}
-            out.append(Record(key_value(r.key), np.array(r.vector, dtype=np.float32),
-                              attributes, list(r.tags)))
+            out.append(record_of(result.record))
         return out
 
-    def delete(self, collection: str, keys: Iterable[Key], sync: bool = False,
-               tenant: str = "") -> int:
+    def delete(self, collection: str, keys: Optional[Iterable[Key]] = None, sync: bool = False,
+               tenant: str = "", filter: Optional[types_pb2.Filter] = None) -> int:
         """Deletes the keys that exist (with a tenant: that it sees; one it sees but does not
-        own raises PermissionDeniedError); returns how many did."""
+        own raises PermissionDeniedError); returns how many did. With `filter` instead of
+        keys: the records that pass it (delete_by_filter)."""
+        if (keys is None) == (filter is None):
+            raise ValueError("delete: pass either keys or filter")
+        if filter is not None:
+            return self.delete_by_filter(collection, filter, sync=sync, tenant=tenant)
         request = vector_pb2.DeleteRequest(collection=collection, sync=sync, tenant=tenant,
                                            keys=[key_of(k) for k in keys])
         return self._call(self._vectors.Delete, request).deleted
@@ -392,14 +386,23 @@ class Client(TenantCalls, CacheMethods):
     # ---- search ----
     def search(self, collection: str, queries: npt.ArrayLike, k: int = 10,
                filter: Optional[types_pb2.Filter] = None, max_postings: int = 0,
-               pruning_ratio: float = 0.0, tenant: str = "") -> SearchResult:
+               pruning_ratio: float = 0.0, tenant: str = "", with_attributes: bool = False,
+               with_vectors: bool = False) -> Union[SearchResult, List[Hit], List[List[Hit]]]:
         """k nearest neighbours. `queries`: shape (dimension,) -> ids, distances of shape (k,);
         shape (n, dimension) -> shape (n, k). filter: a shoal.v1.Filter (see shoal.filters).
-        tenant: only records it owns or was granted are searched."""
+        tenant: only records it owns or was granted are searched.
+        with_attributes / with_vectors: instead of arrays, a list of Hit (key, distance,
+        attributes, tags, vector) per query, closest first (one list for a single query) --
+        no get() needed to show what was found."""
         single = np.ndim(queries) == 1
         request = self._search_request(collection, queries, k, filter, max_postings,
                                        pruning_ratio, tenant)
+        request.with_attributes = with_attributes
+        request.with_vectors = with_vectors
         response = self._call(self._search.Search, request)
+        if with_attributes or with_vectors:
+            hits = [[hit_of(h) for h in r.hits] for r in response.results]
+            return hits[0] if single else hits
         return _result_arrays(response.results, k, single)
 
     def batch_search(self, searches: Iterable[Mapping[str, Any]],

@@ -1,6 +1,6 @@
-// One collection: its description, its records browsed with a filter (the DB has no scan: the
-// records that pass the filter nearest to an anchor), one record's vector and attributes, and
-// a picture of image-like vectors.
+// One collection: its description, its records browsed with a filter (page by page in key
+// order, or with a "near" key the ones nearest to that record), one record's vector and
+// attributes, and a picture of image-like vectors.
 import * as api from "./api.js";
 import {h, mount, bytes, count, keyText, parseKey, errorBox} from "./dom.js";
 import {picture, isImageLike} from "./picture.js";
@@ -47,7 +47,9 @@ export function collectionPage(main, session, [name]) {
   const near = h("input", {id: "browse-near", placeholder: "near key (optional)", size: 14});
   const limit = h("input", {id: "browse-limit", type: "number", min: 1, max: 1000, value: 24, size: 5});
   const keys = h("input", {id: "get-keys", placeholder: "keys, e.g. 1, 2, \"doc-7\"", size: 30});
+  const more = h("button", {type: "button", id: "browse-next", hidden: true}, "Next page");
   let dimension = 0;
+  let nextToken = "";
 
   const show = async (key) => {
     try {
@@ -62,10 +64,11 @@ export function collectionPage(main, session, [name]) {
         h("td", {class: "mono"}, attributesText(record)),
         h("td", {class: "num"}, distance === null ? "" : +distance.toPrecision(6)),
         h("td", {}, h("a", {href: `#/search/${encodeURIComponent(name)}/${encodeURIComponent(JSON.stringify(key))}`}, "similar")));
-  const browse = async (event) => {
+  const browse = async (event, pageToken = "") => {
     if (event) event.preventDefault();
     try {
       const body = {limit: Number(limit.value)};
+      if (pageToken) body.page_token = pageToken;
       if (filter.value.trim()) {
         try { body.filter = JSON.parse(filter.value); } catch (e) { throw new Error(`filter: not JSON (${e.message})`); }
       }
@@ -73,6 +76,8 @@ export function collectionPage(main, session, [name]) {
       const answer = await api.post(`collections/${api.enc(name)}/browse`, body);
       mount(results, answer.records.length ? answer.records.map((r) => rowOf(r.key, r.distance, r.record))
                                            : h("tr", {}, h("td", {colspan: 5, class: "muted"}, "No record passes.")));
+      nextToken = answer.next_page_token || "";
+      more.hidden = !nextToken;
       error.textContent = "";
     } catch (e) { error.textContent = e.message; }
   };
@@ -86,11 +91,13 @@ export function collectionPage(main, session, [name]) {
     } catch (e) { error.textContent = e.message; }
   };
 
+  more.onclick = () => browse(null, nextToken);
   const header = h("div");
   mount(main, h("h1", {}, `Collection ${name}`), header, error,
         h("form", {class: "card", id: "browse-form", onsubmit: browse},
           h("div", {class: "row"}, h("b", {}, "Browse"), near, h("label", {}, "limit"), limit,
             h("button", {class: "primary", type: "submit", id: "browse"}, "Browse"),
+            more,
             h("button", {type: "button", onclick: () => { filter.value = FILTER_EXAMPLE; }}, "Example filter")),
           filter),
         h("form", {class: "card row", id: "get-form", onsubmit: getKeys},
