@@ -93,6 +93,7 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchI
   ssd.skip = &state.stale;
   ssd.scope = scope;
   ssd.max_postings = params.max_postings;
+  ssd.target_recall = params.target_recall;
   if (params.pruning_ratio > 0) ssd.pruning_ratio = params.pruning_ratio;
   // A large buffer is searched through the buckets of the tree leaves the SpannIndex navigated
   // to (write_buffer.h).
