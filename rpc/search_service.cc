@@ -54,6 +54,7 @@ absl::Status DoSearch(CallGate& gate, DB& db, const Principal& caller,
   params.k = request.k();
   params.max_postings = request.max_postings();
   params.pruning_ratio = request.pruning_ratio();
+  params.target_recall = request.target_recall();
   std::optional<Filter> filter;
   if (request.has_filter()) {
     absl::StatusOr<Filter> converted = FilterFromProto(request.filter(), "filter");

@@ -392,13 +392,16 @@ class Client(TenantCalls, CacheMethods):
     # ---- search ----
     def search(self, collection: str, queries: npt.ArrayLike, k: int = 10,
                filter: Optional[types_pb2.Filter] = None, max_postings: int = 0,
-               pruning_ratio: float = 0.0, tenant: str = "") -> SearchResult:
+               pruning_ratio: float = 0.0, tenant: str = "",
+               target_recall: float = 0.0) -> SearchResult:
         """k nearest neighbours. `queries`: shape (dimension,) -> ids, distances of shape (k,);
         shape (n, dimension) -> shape (n, k). filter: a shoal.v1.Filter (see shoal.filters).
-        tenant: only records it owns or was granted are searched."""
+        tenant: only records it owns or was granted are searched. target_recall (0..1): scan
+        what reached this recall@10 at build time (0 = the index's default, 0.95);
+        max_postings (experts) overrides it."""
         single = np.ndim(queries) == 1
         request = self._search_request(collection, queries, k, filter, max_postings,
-                                       pruning_ratio, tenant)
+                                       pruning_ratio, tenant, target_recall)
         response = self._call(self._search.Search, request)
         return _result_arrays(response.results, k, single)
 
@@ -420,11 +423,12 @@ class Client(TenantCalls, CacheMethods):
 
     def _search_request(self, collection: str, queries: npt.ArrayLike, k: int = 10,
                         filter: Optional[types_pb2.Filter] = None, max_postings: int = 0,
-                        pruning_ratio: float = 0.0, tenant: str = "") -> search_pb2.SearchRequest:
+                        pruning_ratio: float = 0.0, tenant: str = "",
+                        target_recall: float = 0.0) -> search_pb2.SearchRequest:
         q = as_matrix(queries, "queries")
         request = search_pb2.SearchRequest(collection=collection, k=k, dimension=q.shape[1],
                                            max_postings=max_postings, pruning_ratio=pruning_ratio,
-                                           tenant=tenant)
+                                           tenant=tenant, target_recall=target_recall)
         request.queries.extend(q.ravel().tolist())
         if filter is not None:
             request.filter.CopyFrom(filter)
