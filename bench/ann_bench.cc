@@ -310,6 +310,8 @@ absl::StatusOr<DatasetResult> RunAnnDataset(const AnnBenchOptions& o, const std:
   if (!o.plot.empty()) SHOAL_RETURN_IF_ERROR(CheckPlotter());
   const double t0 = NowSeconds();
   SHOAL_ASSIGN_OR_RETURN(AnnDataset ds, LoadDataset(dataset));
+  AnnBenchOptions named = o;  // the CSV's dataset= names this run's dataset (suite: each one)
+  named.dataset = dataset;
   SHOAL_ASSIGN_OR_RETURN(Metric metric, MetricOfDataset(ds));
   const size_t nq = o.queries == 0 ? ds.test.rows : std::min(o.queries, ds.test.rows);
   if (nq == 0) return absl::InvalidArgumentError(absl::StrCat(ds.name, ": no test queries"));
@@ -332,11 +334,12 @@ absl::StatusOr<DatasetResult> RunAnnDataset(const AnnBenchOptions& o, const std:
       SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<AnnSystem> sys, make(ds.train.cols));
       systems.emplace_back(name, std::move(sys));
     }
-    SHOAL_ASSIGN_OR_RETURN(curves, RunInterleaved(std::move(systems), o, ds, gt, metric, nq, out));
+    SHOAL_ASSIGN_OR_RETURN(curves,
+                           RunInterleaved(std::move(systems), named, ds, gt, metric, nq, out));
   } else {
     for (const auto& [name, make] : chosen) {
       SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<AnnSystem> sys, make(ds.train.cols));
-      SHOAL_ASSIGN_OR_RETURN(SystemResult r, RunSystem(*sys, o, ds, gt, metric, nq, out));
+      SHOAL_ASSIGN_OR_RETURN(SystemResult r, RunSystem(*sys, named, ds, gt, metric, nq, out));
       curves.push_back(std::move(r));
     }  // each system is destroyed before the next is built
   }
