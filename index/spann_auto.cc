@@ -27,7 +27,7 @@ SpannOptions AutoSpannOptions(const DataShape& s) {
     o.quant = "none";
     return o;
   }
-  uint32_t bits = s.dim < 192 ? 5 : s.dim < 640 ? 4 : 3;
+  uint32_t bits = s.dim < 192 ? 5 : s.dim < 640 ? 4 : s.dim < 1024 ? 3 : 2;
   if (s.ram_budget_bytes > 0) {
     const double half = s.ram_budget_bytes / 2.0;
     if (CodeBytes(s, bits, o.replicas) > half) o.replicas = 2;

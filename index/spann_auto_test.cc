@@ -11,6 +11,7 @@ namespace {
 using ::testing::HasSubstr;
 
 TEST(SpannAutoTest, BitsFollowTheDimensionAndRamBudget) {
+  EXPECT_EQ(AutoSpannOptions({.n = 60000, .dim = 1536}).quant, "rabitq:bits=2");
   EXPECT_EQ(AutoSpannOptions({.n = 60000, .dim = 784}).quant, "rabitq:bits=3");
   EXPECT_EQ(AutoSpannOptions({.n = 60000, .dim = 256}).quant, "rabitq:bits=4");
   EXPECT_EQ(AutoSpannOptions({.n = 60000, .dim = 100}).quant, "rabitq:bits=5");
