@@ -184,10 +184,10 @@ absl::Status TimePoint(AnnSystem& sys, const AnnBenchOptions& o, const AnnDatase
 }
 
 // Builds one system, sweeps its points (all runs of a point, then the next point), prints and
-// writes them; returns its (recall, qps).
-absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchOptions& o,
-                                                 const AnnDataset& ds, const GroundTruth& gt,
-                                                 Metric metric, size_t nq, RunRows& out) {
+// writes them; returns its (recall, qps) curve, build time and RAM.
+absl::StatusOr<SystemResult> RunSystem(AnnSystem& sys, const AnnBenchOptions& o,
+                                       const AnnDataset& ds, const GroundTruth& gt, Metric metric,
+                                       size_t nq, RunRows& out) {
   SHOAL_ASSIGN_OR_RETURN(const double build_seconds, BuildAndPrintHeader(sys, o, ds, metric));
   std::vector<RecallQps> curve;
   const std::vector<std::string> points = sys.points();
@@ -203,11 +203,11 @@ absl::StatusOr<std::vector<RecallQps>> RunSystem(AnnSystem& sys, const AnnBenchO
     SHOAL_RETURN_IF_ERROR(ReportPoint(sys, o, nq, points[p], r, build_seconds, out));
     curve.push_back({r.recall, r.timing.Qps()});
   }
-  return curve;
+  return SystemResult{sys.name(), std::move(curve), build_seconds, sys.RamBytes()};
 }
 
 // --interleave: every system built first, then run 1 of every system's points, run 2, ...
-absl::StatusOr<std::vector<std::pair<std::string, std::vector<RecallQps>>>> RunInterleaved(
+absl::StatusOr<std::vector<SystemResult>> RunInterleaved(
     std::vector<std::pair<std::string, std::unique_ptr<AnnSystem>>> systems,
     const AnnBenchOptions& o, const AnnDataset& ds, const GroundTruth& gt, Metric metric, size_t nq,
     RunRows& out) {
@@ -236,7 +236,7 @@ absl::StatusOr<std::vector<std::pair<std::string, std::vector<RecallQps>>>> RunI
       }
     }
   }
-  std::vector<std::pair<std::string, std::vector<RecallQps>>> curves;
+  std::vector<SystemResult> curves;
   for (size_t s = 0; s < systems.size(); ++s) {
     AnnSystem& sys = *systems[s].second;
     std::printf("\n== %s (%s), %d interleaved runs\n", sys.name().c_str(),
@@ -250,7 +250,7 @@ absl::StatusOr<std::vector<std::pair<std::string, std::vector<RecallQps>>>> RunI
       SHOAL_RETURN_IF_ERROR(ReportPoint(sys, o, nq, names[p], pt.best, build_seconds[s], out));
       curve.push_back({pt.best.recall, pt.best.timing.Qps()});
     }
-    curves.emplace_back(systems[s].first, std::move(curve));
+    curves.push_back({systems[s].first, std::move(curve), build_seconds[s], sys.RamBytes()});
   }
   return curves;
 }
@@ -259,22 +259,21 @@ std::string QpsCell(std::optional<double> qps) {
   return qps ? absl::StrFormat("%.0f", *qps) : std::string("n/a");
 }
 
-void PrintSummary(const std::vector<std::pair<std::string, std::vector<RecallQps>>>& curves,
-                  int threads) {
+void PrintSummary(const std::vector<SystemResult>& curves, int threads) {
   std::printf("\nQPS at recall@10 >= (best point reaching it; %d client thread%s)\n", threads,
               threads == 1 ? "" : "s");
   std::printf("  %-24s %10s %10s %10s\n", "system", "0.90", "0.95", "0.99");
-  for (const auto& [name, curve] : curves) {
+  for (const auto& [name, curve, build, ram] : curves) {
     std::printf("  %-24s", name.c_str());
     for (double r : kRecallTargets) std::printf(" %10s", QpsCell(QpsAtRecall(curve, r)).c_str());
     std::printf("\n");
   }
   const std::vector<RecallQps>* shoal = nullptr;
-  for (const auto& [name, curve] : curves) {
+  for (const auto& [name, curve, build, ram] : curves) {
     if (name == "shoal") shoal = &curve;
   }
   if (shoal == nullptr) return;
-  for (const auto& [name, curve] : curves) {
+  for (const auto& [name, curve, build, ram] : curves) {
     if (name == "shoal") continue;
     std::printf("  %-24s", absl::StrCat("shoal / ", name).c_str());
     for (double r : kRecallTargets) {
@@ -290,6 +289,11 @@ void PrintSummary(const std::vector<std::pair<std::string, std::vector<RecallQps
 size_t FaissPqM(size_t pq_m, size_t dim) { return pq_m != 0 ? pq_m : std::max<size_t>(dim / 4, 1); }
 
 absl::Status RunAnnBench(const AnnBenchOptions& o) {
+  if (o.suite) return RunAnnSuite(o);
+  return RunAnnDataset(o, o.dataset).status();
+}
+
+absl::StatusOr<DatasetResult> RunAnnDataset(const AnnBenchOptions& o, const std::string& dataset) {
   if (o.threads < 1 || o.batch == 0 || o.runs < 1) {
     return absl::InvalidArgumentError("--threads, --batch and --runs must be at least 1");
   }
@@ -305,7 +309,9 @@ absl::Status RunAnnBench(const AnnBenchOptions& o) {
   }
   if (!o.plot.empty()) SHOAL_RETURN_IF_ERROR(CheckPlotter());
   const double t0 = NowSeconds();
-  SHOAL_ASSIGN_OR_RETURN(AnnDataset ds, LoadDataset(o.dataset));
+  SHOAL_ASSIGN_OR_RETURN(AnnDataset ds, LoadDataset(dataset));
+  AnnBenchOptions named = o;  // the CSV's dataset= names this run's dataset (suite: each one)
+  named.dataset = dataset;
   SHOAL_ASSIGN_OR_RETURN(Metric metric, MetricOfDataset(ds));
   const size_t nq = o.queries == 0 ? ds.test.rows : std::min(o.queries, ds.test.rows);
   if (nq == 0) return absl::InvalidArgumentError(absl::StrCat(ds.name, ": no test queries"));
@@ -315,26 +321,26 @@ absl::Status RunAnnBench(const AnnBenchOptions& o) {
               BlasDescription().c_str());
   const double t1 = NowSeconds();
   SHOAL_ASSIGN_OR_RETURN(GroundTruth gt,
-                         LoadGroundTruth(ds, o.dataset, nq, metric, kK,
+                         LoadGroundTruth(ds, dataset, nq, metric, kK,
                                          o.cache_dir.empty() ? DefaultCacheDir() : o.cache_dir));
   std::printf("ground truth: %s (%.2f s)\n", gt.source.c_str(), NowSeconds() - t1);
   std::fflush(stdout);
   RunRows out;
   SHOAL_RETURN_IF_ERROR(out.Open(o));
-  std::vector<std::pair<std::string, std::vector<RecallQps>>> curves;
+  std::vector<SystemResult> curves;
   if (o.interleave) {
     std::vector<std::pair<std::string, std::unique_ptr<AnnSystem>>> systems;
     for (const auto& [name, make] : chosen) {
       SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<AnnSystem> sys, make(ds.train.cols));
       systems.emplace_back(name, std::move(sys));
     }
-    SHOAL_ASSIGN_OR_RETURN(curves, RunInterleaved(std::move(systems), o, ds, gt, metric, nq, out));
+    SHOAL_ASSIGN_OR_RETURN(curves,
+                           RunInterleaved(std::move(systems), named, ds, gt, metric, nq, out));
   } else {
     for (const auto& [name, make] : chosen) {
       SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<AnnSystem> sys, make(ds.train.cols));
-      SHOAL_ASSIGN_OR_RETURN(std::vector<RecallQps> curve,
-                             RunSystem(*sys, o, ds, gt, metric, nq, out));
-      curves.emplace_back(name, std::move(curve));
+      SHOAL_ASSIGN_OR_RETURN(SystemResult r, RunSystem(*sys, named, ds, gt, metric, nq, out));
+      curves.push_back(std::move(r));
     }  // each system is destroyed before the next is built
   }
   PrintSummary(curves, o.threads);
@@ -346,7 +352,7 @@ absl::Status RunAnnBench(const AnnBenchOptions& o) {
                       absl::StrFormat("%s: recall@10 vs QPS (%zu queries, %d thread%s, batch %zu)",
                                       ds.name, nq, o.threads, o.threads == 1 ? "" : "s", o.batch)));
   }
-  return absl::OkStatus();
+  return DatasetResult{ds.name, ds.train.rows, ds.train.cols, ds.distance, std::move(curves)};
 }
 
 void RegisterAnnCommand(CLI::App& app, int* exit_code) {
@@ -354,8 +360,17 @@ void RegisterAnnCommand(CLI::App& app, int* exit_code) {
   CLI::App* cmd = app.add_subcommand(
       "ann", "ann-benchmarks protocol: Shoal vs hnswlib vs FAISS IVF, recall@10 vs QPS sweeps");
   cmd->add_option("--dataset", o->dataset,
-                  "fashion-mnist[:DIR] | PATH.hdf5 | synthetic:n=..,d=..,q=..,clusters=..,seed=..")
+                  "fashion-mnist[:DIR] | PATH.hdf5 | synthetic:n=..,d=..,q=..,clusters=..,seed=.. "
+                  "| embedding:n=..,d=..,distance=angular|euclidean")
       ->capture_default_str();
+  cmd->add_flag("--suite", o->suite,
+                "run the dataset suite (Fashion-MNIST + embedding-like 100/128/256/960/1536-d "
+                "sets + --suite-hdf5 files) and print one table");
+  cmd->add_option("--suite-n", o->suite_n, "rows of each generated suite set")
+      ->capture_default_str();
+  cmd->add_option("--suite-hdf5", o->suite_hdf5, "ann-benchmarks HDF5 files added to the suite");
+  cmd->add_option("--suite-only", o->suite_only,
+                  "comma-separated suite dataset names to run (default: all)");
   cmd->add_option("--queries", o->queries, "test queries to run (0 = all)")->capture_default_str();
   cmd->add_option("--threads", o->threads, "client threads, each issuing its own queries")
       ->capture_default_str();

@@ -13,9 +13,12 @@
 #define SHOAL_BENCH_ANN_BENCH_H_
 
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "bench/ann_system.h"
+#include "bench/report.h"
 
 namespace CLI {
 class App;
@@ -47,12 +50,44 @@ struct AnnBenchOptions {
   // the fast-scan peer uses 2x as many of 4 bits (the same code size).
   size_t faiss_pq_m = 0;
   std::string faiss_k_factor = "1,2,4,8";  // IndexRefineFlat's k_factor_rf sweep (x nprobe)
+  // --suite: every dataset of SuiteDatasets() in turn, one table at the end.
+  bool suite = false;
+  size_t suite_n = 50000;               // rows of each generated set
+  std::vector<std::string> suite_hdf5;  // ann-benchmarks files added to the suite
+  std::string suite_only;               // comma-separated suite names (empty: all)
 };
+
+// One system's sweep on one dataset.
+struct SystemResult {
+  std::string name;
+  std::vector<RecallQps> curve;
+  double build_seconds = 0;
+  double ram_bytes = 0;  // after the sweep (caches filled)
+};
+
+struct DatasetResult {
+  std::string name;
+  size_t rows = 0, dim = 0;
+  std::string distance;
+  std::vector<SystemResult> systems;
+};
+
+// The suite: (short name, LoadDataset spec) of Fashion-MNIST, embedding-like sets at 100-d
+// angular, 128-d euclidean, 256-d angular, 960-d euclidean and 1536-d angular of `n` rows
+// (seeded; storage/dataset/embedding_synthetic.h), then each HDF5 file.
+std::vector<std::pair<std::string, std::string>> SuiteDatasets(
+    size_t n, const std::vector<std::string>& hdf5);
 
 // Sub-quantizers of the IVF-PQ peers for `dim`-dimensional vectors: pq_m, or dim / 4 when 0.
 size_t FaissPqM(size_t pq_m, size_t dim);
 
 absl::Status RunAnnBench(const AnnBenchOptions& options);
+// One dataset (`dataset` in place of options.dataset): the per-system tables and summary.
+absl::StatusOr<DatasetResult> RunAnnDataset(const AnnBenchOptions& options,
+                                            const std::string& dataset);
+// --suite: RunAnnDataset on each suite dataset, then one table of QPS at recall 0.90 / 0.95 /
+// 0.99 per system, Shoal's ratio to each peer, RAM and build time (bench/ann_suite.cc).
+absl::Status RunAnnSuite(const AnnBenchOptions& options);
 
 // Adds the `ann` subcommand; when it runs, its exit status goes to *exit_code.
 void RegisterAnnCommand(CLI::App& app, int* exit_code);

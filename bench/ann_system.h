@@ -81,8 +81,9 @@ class AnnSystem {
 };
 
 struct ShoalSystemOptions {
-  std::string spec = "spann:centroid_ratio=0.02,replicas=4";  // DB::BuildIndex spec
-  std::string sweep = "max_postings=4,8,16,32,64,128;pruning_ratio=0,1.5,3";
+  std::string spec = "auto";  // DB::BuildIndex spec ("auto": chosen from the data)
+  // SearchParams grid: max_postings, pruning_ratio, target_recall (calibrated at build).
+  std::string sweep = "target_recall=0.8,0.85,0.9,0.93,0.95,0.97,0.98,0.99,0.995,0.999";
   std::string data_dir;  // keep the DB here (reused when it holds the same vectors)
   // Options::posting_cache_bytes; small values push searches to the SSD (0 = DB default).
   size_t posting_cache_bytes = 0;

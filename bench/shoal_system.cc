@@ -119,6 +119,7 @@ class ShoalSystem : public AnnSystem {
     for (const auto& [key, value] : grid_[point]) {
       if (key == "max_postings") params_.max_postings = static_cast<uint32_t>(value);
       if (key == "pruning_ratio") params_.pruning_ratio = static_cast<float>(value);
+      if (key == "target_recall") params_.target_recall = static_cast<float>(value);
     }
     return absl::OkStatus();
   }
@@ -162,9 +163,9 @@ absl::StatusOr<std::unique_ptr<AnnSystem>> MakeShoalSystem(const ShoalSystemOpti
   SHOAL_ASSIGN_OR_RETURN(std::vector<GridPoint> grid, ParseGrid(options.sweep));
   for (const GridPoint& p : grid) {
     for (const auto& [key, value] : p) {
-      if (key != "max_postings" && key != "pruning_ratio") {
-        return absl::InvalidArgumentError(
-            absl::StrCat("--shoal-sweep: unknown key '", key, "' (max_postings, pruning_ratio)"));
+      if (key != "max_postings" && key != "pruning_ratio" && key != "target_recall") {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "--shoal-sweep: unknown key '", key, "' (max_postings, pruning_ratio, target_recall)"));
       }
     }
   }

@@ -159,7 +159,12 @@ const std::vector<Command>& Commands() {
        {{"k", "K", "neighbours per query (default 10)"},
         {"filter", "TERM,...",
          "all must hold: NAME=VALUE, NAME>=X, NAME<=X, tag:T; a leading ! negates one"},
-        {"max-postings", "N", "posting lists to scan per query (default: the index's)"},
+        {"target-recall", "R",
+         "scan what reached recall@10 R when the index was built (0..1; default: the "
+         "index's, 0.95)"},
+        {"max-postings", "N",
+         "posting lists to scan per query (experts; overrides "
+         "--target-recall)"},
         {"pruning-ratio", "R",
          "skip postings whose centroid is over (1 + R) times the closest one's distance "
          "(default: the index's)"},

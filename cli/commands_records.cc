@@ -264,7 +264,9 @@ absl::StatusOr<Table> Search(const Connection& c, const Args& args) {
   SHOAL_ASSIGN_OR_RETURN(uint64_t k, args.GetUint("k", 10, UINT32_MAX));
   SHOAL_ASSIGN_OR_RETURN(uint64_t max_postings, args.GetUint("max-postings", 0, UINT32_MAX));
   SHOAL_ASSIGN_OR_RETURN(double pruning_ratio, args.GetDouble("pruning-ratio", 0));
+  SHOAL_ASSIGN_OR_RETURN(double target_recall, args.GetDouble("target-recall", 0));
   request.set_k(static_cast<uint32_t>(k));
+  request.set_target_recall(static_cast<float>(target_recall));
   request.set_max_postings(static_cast<uint32_t>(max_postings));
   request.set_pruning_ratio(static_cast<float>(pruning_ratio));
   request.set_tenant(args.Get("tenant", ""));

@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <string_view>
+#include <thread>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "db/index_form.h"
 #include "index/kmeans.h"
+#include "index/spann_calibration.h"
 
 namespace shoal::db {
 namespace {
@@ -28,9 +30,10 @@ struct PhaseSpan {
   std::string_view phase;
   double begin, end;
 };
-constexpr PhaseSpan kBuildPhases[] = {{"reading", 0.00, 0.10},   {"clustering", 0.10, 0.60},
-                                      {"assigning", 0.60, 0.72}, {"encoding", 0.72, 0.75},
-                                      {"writing", 0.75, 0.97},   {"committing", 0.97, 1.00}};
+constexpr PhaseSpan kBuildPhases[] = {{"reading", 0.00, 0.10},   {"clustering", 0.10, 0.58},
+                                      {"assigning", 0.58, 0.70}, {"encoding", 0.70, 0.73},
+                                      {"writing", 0.73, 0.90},   {"calibrating", 0.90, 0.98},
+                                      {"committing", 0.98, 1.00}};
 
 }  // namespace
 
@@ -107,9 +110,14 @@ absl::Status IndexLifecycle::Open(const storage::StoredIndex& stored) {
   return absl::OkStatus();
 }
 
+index::DataShape IndexLifecycle::Shape(uint64_t n) const {
+  return {n, spec_.dimension, IndexMetric(spec_.metric), options_.index_ram_bytes_limit};
+}
+
 absl::Status IndexLifecycle::Build(const std::string& spec, uint64_t next_internal_id,
                                    const IndexBuildProgressFn& progress) {
-  SHOAL_ASSIGN_OR_RETURN(index::SpannOptions options, index::ParseSpannSpec(spec));
+  // A bad spec fails before any vector is read; an auto one is resolved once they are counted.
+  SHOAL_RETURN_IF_ERROR(index::ResolveSpannSpec(spec, Shape(0)).status());
   Reporter report(progress);
   report("reading", 0);
   // Never a generation tried before in this process: a failed commit may have named it.
@@ -119,10 +127,16 @@ absl::Status IndexLifecycle::Build(const std::string& spec, uint64_t next_intern
     if (state_->spann) generation = std::max(generation, state_->spann->manifest().generation + 1);
   }
   SHOAL_ASSIGN_OR_RETURN(Vectors vectors, ReadAll(report));
+  SHOAL_ASSIGN_OR_RETURN(index::SpannOptions options,
+                         index::ResolveSpannSpec(spec, Shape(vectors.ids.size())));
   last_generation_ = generation;
   SHOAL_ASSIGN_OR_RETURN(index::SpannBuildOutput built,
                          WriteGeneration(options, vectors, next_internal_id, generation, report));
   SHOAL_ASSIGN_OR_RETURN(auto fresh, OpenBuilt(Dir(generation), built.manifest, built.postings));
+  report("calibrating", 0);
+  SHOAL_ASSIGN_OR_RETURN(built.manifest.calibration, Calibrate(*fresh, vectors));
+  fresh->SetCalibration(built.manifest.calibration);
+  report("calibrating", 1);
   report("committing", 0);
   SHOAL_RETURN_IF_ERROR(SwapIn(std::move(fresh), index::EncodeManifest(built.manifest),
                                built.postings, next_internal_id));
@@ -180,6 +194,23 @@ absl::StatusOr<index::SpannBuildOutput> IndexLifecycle::WriteGeneration(
     return published;
   }
   return built;
+}
+
+absl::StatusOr<std::vector<index::CalibrationPoint>> IndexLifecycle::Calibrate(
+    const index::SpannIndex& fresh, const Vectors& vectors) const {
+  const index::SpannManifest& m = fresh.manifest();
+  index::CalibrationInput in;
+  in.index = &fresh;
+  in.ids = vectors.ids;
+  in.vectors = vectors.data.data();
+  in.dim = spec_.dimension;
+  in.metric = IndexMetric(spec_.metric);
+  in.num_postings = m.num_postings;
+  in.queries = m.options.calibration_queries;
+  in.seed = m.options.seed;
+  in.threads = options_.build_threads != 0 ? options_.build_threads
+                                           : std::max(1u, std::thread::hardware_concurrency());
+  return index::CalibrateSpann(in);
 }
 
 absl::StatusOr<std::unique_ptr<index::SpannIndex>> IndexLifecycle::OpenBuilt(

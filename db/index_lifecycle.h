@@ -33,6 +33,7 @@
 #include "absl/status/statusor.h"
 #include "db/collection_state.h"
 #include "db/index_maintainer.h"
+#include "index/spann_auto.h"
 #include "index/spann_builder.h"
 #include "index/spann_index.h"
 #include "shoal/options.h"
@@ -78,6 +79,11 @@ class IndexLifecycle {
     std::vector<float> data;
   };
   class Reporter;
+  // The data shape an auto spec is chosen for: n vectors of this collection, its RAM bound.
+  index::DataShape Shape(uint64_t n) const;
+  // The target-recall table of a freshly built index, measured on sampled `vectors`.
+  absl::StatusOr<std::vector<index::CalibrationPoint>> Calibrate(const index::SpannIndex& fresh,
+                                                                 const Vectors& vectors) const;
   absl::StatusOr<Vectors> ReadAll(Reporter& report);
   // Writes generation `generation` under its .tmp name and publishes it.
   absl::StatusOr<index::SpannBuildOutput> WriteGeneration(const index::SpannOptions& options,

@@ -1,6 +1,7 @@
 #include "db/search_planner.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 #include <optional>
 
@@ -93,6 +94,7 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchI
   ssd.skip = &state.stale;
   ssd.scope = scope;
   ssd.max_postings = params.max_postings;
+  ssd.target_recall = params.target_recall;
   if (params.pruning_ratio > 0) ssd.pruning_ratio = params.pruning_ratio;
   // A large buffer is searched through the buckets of the tree leaves the SpannIndex navigated
   // to (write_buffer.h).
@@ -119,7 +121,19 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchF
   if (passing <= std::max(kExactFilterIds, 64 * k)) {
     return SearchAllowedExactly(state, q, n, k, threads, allowed(), params.stats);
   }
-  SHOAL_ASSIGN_OR_RETURN(auto found, SearchIndexes(state, q, n, params, threads, &allow, scope));
+  // The build calibrated target recall on unfiltered searches. A filter that passes a fraction s
+  // of the vectors leaves about s of each posting's entries, so a search at the default scan
+  // depth widens it by 1/s (at most 4x). (A tenant's scope already keeps the navigator to
+  // postings that hold its vectors.)
+  SearchParams widened = params;
+  if (params.max_postings == 0 && scope == nullptr) {
+    const double s = std::clamp(
+        static_cast<double>(passing) / static_cast<double>(std::max<size_t>(1, state.id_of.size())),
+        0.25, 1.0);
+    const uint32_t m = state.spann->ResolveMaxPostings({.target_recall = params.target_recall});
+    widened.max_postings = static_cast<uint32_t>(std::ceil(m / s));
+  }
+  SHOAL_ASSIGN_OR_RETURN(auto found, SearchIndexes(state, q, n, widened, threads, &allow, scope));
   // Queries whose nearest postings held fewer than k passing ids: answer them exactly.
   const size_t want = std::min(k, passing);
   std::vector<size_t> short_queries;

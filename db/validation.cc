@@ -278,6 +278,9 @@ absl::Status ValidateSearch(const CollectionSpec& spec, std::span<const float> q
   if (!std::isfinite(params.pruning_ratio) || params.pruning_ratio < 0) {
     return Invalid("pruning_ratio", "must be a finite number >= 0");
   }
+  if (!(params.target_recall >= 0 && params.target_recall <= 1)) {
+    return Invalid("target_recall", "must be in 0..1 (0 = the index's default)");
+  }
   if (queries.empty()) return Invalid("queries", "empty batch");
   if (queries.size() % spec.dimension != 0) {
     return Invalid("queries", absl::StrCat(queries.size(), " floats is not a multiple of the ",

@@ -64,7 +64,8 @@ struct SpannRuntimeOptions {
 };
 
 struct SpannKnobs {
-  uint32_t max_postings = 0;            // 0 = the manifest's default
+  uint32_t max_postings = 0;            // 0 = from target_recall
+  float target_recall = 0;              // 0 = the manifest's; used when max_postings is 0
   float pruning_ratio = -1;             // < 0 = the manifest's default; 0 = off
   const PostingScope* scope = nullptr;  // postings a query may scan (null: all)
 };
@@ -76,6 +77,15 @@ class SpannIndex final : public VectorIndex {
       std::span<const storage::PostingRow> postings, const SpannRuntimeOptions& options);
 
   const SpannManifest& manifest() const { return manifest_; }
+  // Installs the build's calibration table (index/spann_calibration.h) into the manifest. Only
+  // before the index is shared: searches read the manifest without a lock.
+  void SetCalibration(std::vector<CalibrationPoint> table) {
+    manifest_.calibration = std::move(table);
+  }
+  // The max_postings a search with these knobs scans: knobs.max_postings; else the calibrated
+  // value for the target recall (the knobs', else the manifest's); else the manifest's
+  // max_postings (no calibration table, or target_recall 0).
+  uint32_t ResolveMaxPostings(const SpannKnobs& knobs) const;
   const CentroidTree& tree() const { return tree_; }
   const std::string& io_backend() const { return io_backend_; }
 
@@ -188,7 +198,7 @@ class SpannIndex final : public VectorIndex {
                              const std::function<void(size_t, const QuantizedPosting&)>& scan,
                              SearchStats* stats) const;
 
-  const SpannManifest manifest_;
+  SpannManifest manifest_;  // changed only by SetCalibration, before the index is shared
   const CentroidTree tree_;
   mutable absl::Mutex dir_mu_;
   // Extents, centroids, in-RAM codes (PostingDirectory::codes, when resident) and prepared

@@ -54,6 +54,8 @@ const std::map<std::string, Setter>& Setters() {
       {"branching", Number(&SpannOptions::branching, 2, 1024)},
       {"iterations", Number(&SpannOptions::iterations, 1, 1000)},
       {"seed", Number(&SpannOptions::seed, 0, 9.0e15)},
+      {"target_recall", Number(&SpannOptions::target_recall, 0, 1)},
+      {"calibration_queries", Number(&SpannOptions::calibration_queries, 0, 100000)},
       {"quant",
        [](const std::string& k, const std::string& v, SpannOptions* o) {
          const bool rabitq = v.rfind("rabitq", 0) == 0;
@@ -74,16 +76,26 @@ const std::map<std::string, Setter>& Setters() {
 
 }  // namespace
 
+bool IsAutoSpec(const std::string& spec) {
+  return spec.empty() || spec == "auto" || spec == "spann:auto" ||
+         spec.rfind("spann:auto,", 0) == 0;
+}
+
 absl::StatusOr<SpannOptions> ParseSpannSpec(const std::string& spec) {
+  return ParseSpannSpec(spec, SpannOptions());
+}
+
+absl::StatusOr<SpannOptions> ParseSpannSpec(const std::string& spec, const SpannOptions& base) {
   std::vector<std::string> head = absl::StrSplit(spec, absl::MaxSplits(':', 1));
   if (head[0] != "spann") {
     return absl::InvalidArgumentError(
-        absl::StrCat("spec: unknown index '", head[0], "' (expected flat or spann:...)"));
+        absl::StrCat("spec: unknown index '", head[0], "' (expected flat, auto or spann:...)"));
   }
-  SpannOptions o;
+  SpannOptions o = base;
   if (head.size() == 1 || head[1].empty()) return o;
   for (absl::string_view item_view : absl::StrSplit(head[1], ',')) {
     const std::string item(item_view);
+    if (item == "auto") continue;  // the caller chose `base` (IsAutoSpec)
     std::vector<std::string> kv = absl::StrSplit(item, absl::MaxSplits('=', 1));
     if (kv.size() != 2) return Bad(kv[0], "expected key=value");
     auto it = Setters().find(kv[0]);
@@ -102,15 +114,45 @@ std::string SpannSpecString(const SpannOptions& o) {
                       ",posting_cap=", o.posting_cap, ",max_postings=", o.max_postings,
                       ",pruning_ratio=", o.pruning_ratio, ",navigator=", o.navigator,
                       ",beam=", o.beam, ",branching=", o.branching, ",iterations=", o.iterations,
-                      ",seed=", o.seed, ",quant=", o.quant);
+                      ",seed=", o.seed, ",quant=", o.quant, ",target_recall=", o.target_recall,
+                      ",calibration_queries=", o.calibration_queries);
 }
 
+namespace {
+
+// "4:0.91;8:0.97" (max_postings:recall, ascending).
+std::string EncodeCalibration(const std::vector<CalibrationPoint>& table) {
+  std::string out;
+  for (const CalibrationPoint& p : table) {
+    absl::StrAppend(&out, out.empty() ? "" : ";", p.max_postings, ":", p.recall);
+  }
+  return out;
+}
+
+bool DecodeCalibration(const std::string& text, std::vector<CalibrationPoint>* table) {
+  table->clear();
+  for (absl::string_view item : absl::StrSplit(text, ';', absl::SkipEmpty())) {
+    std::vector<absl::string_view> p = absl::StrSplit(item, ':');
+    CalibrationPoint c;
+    if (p.size() != 2 || !absl::SimpleAtoi(p[0], &c.max_postings) ||
+        !absl::SimpleAtof(p[1], &c.recall) || c.max_postings == 0 || !(c.recall >= 0) ||
+        c.recall > 1 || (!table->empty() && table->back().max_postings >= c.max_postings)) {
+      return false;
+    }
+    table->push_back(c);
+  }
+  return true;
+}
+
+}  // namespace
+
 std::string EncodeManifest(const SpannManifest& m) {
-  return absl::StrCat("shoal-spann-v1\nspec=", SpannSpecString(m.options),
+  return absl::StrCat("shoal-spann-v2\nspec=", SpannSpecString(m.options),
                       "\ndimension=", m.dimension, "\nmetric=", static_cast<int>(m.metric),
                       "\ngeneration=", m.generation, "\nnum_vectors=", m.num_vectors,
                       "\nindexed_below=", m.indexed_below, "\nnum_postings=", m.num_postings,
-                      "\nposting_cap=", m.posting_cap, "\n");
+                      "\nposting_cap=", m.posting_cap,
+                      "\ncalibration=", EncodeCalibration(m.calibration), "\n");
 }
 
 absl::StatusOr<SpannManifest> DecodeManifest(const std::string& text, const std::string& where) {
@@ -118,7 +160,10 @@ absl::StatusOr<SpannManifest> DecodeManifest(const std::string& text, const std:
     return absl::DataLossError(absl::StrCat(where, ": corrupt index manifest: ", what));
   };
   std::vector<std::string> lines = absl::StrSplit(text, '\n', absl::SkipEmpty());
-  if (lines.empty() || lines[0] != "shoal-spann-v1") return corrupt("bad header");
+  // v1: written before calibration; it has no calibration line.
+  if (lines.empty() || (lines[0] != "shoal-spann-v1" && lines[0] != "shoal-spann-v2")) {
+    return corrupt("bad header");
+  }
   std::map<std::string, std::string> kv;
   for (size_t i = 1; i < lines.size(); ++i) {
     std::vector<std::string> p = absl::StrSplit(lines[i], absl::MaxSplits('=', 1));
@@ -140,6 +185,10 @@ absl::StatusOr<SpannManifest> DecodeManifest(const std::string& text, const std:
     return corrupt("missing or bad number");
   }
   m.metric = static_cast<Metric>(metric);
+  if (lines[0] == "shoal-spann-v2" &&
+      (!kv.contains("calibration") || !DecodeCalibration(kv["calibration"], &m.calibration))) {
+    return corrupt("bad calibration");
+  }
   return m;
 }
 

@@ -22,12 +22,22 @@
 //   quant           none | sq8 | rabitq:bits=B — with a quantizer, postings hold ids + codes
 //                   kept in RAM, full vectors are read from vectors.dat only for candidates
 //                   whose lower bound can still enter the top-k                default none
+//   target_recall   default SearchParams::target_recall: searches that set neither
+//                   max_postings nor target_recall scan the fewest postings that reached this
+//                   recall@10 in the build's calibration (0 = off: use max_postings;
+//                   an index without a calibration table uses max_postings)   default 0.95
+//   calibration_queries  sampled vectors the build calibrates target recall on (0 = none)
+//                                                                           default 200
+//
+// "auto" (the spec "", "auto", "spann:auto" or "spann:auto,key=value,...") asks the build to
+// choose the keys from the data (index/spann_auto.h); keys given after it override the choice.
 // Pure functions; thread-safe.
 #ifndef SHOAL_INDEX_SPANN_OPTIONS_H_
 #define SHOAL_INDEX_SPANN_OPTIONS_H_
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "index/distance.h"
@@ -48,15 +58,32 @@ struct SpannOptions {
   uint32_t iterations = 10;
   uint64_t seed = 1;
   std::string quant = "none";
+  float target_recall = 0.95f;
+  uint32_t calibration_queries = 200;
 };
+
+// Does `spec` ask for automatically chosen options ("", "auto", "spann:auto[,key=value...]")?
+bool IsAutoSpec(const std::string& spec);
 
 // InvalidArgument naming the key ("spec.replicas: 0 is not in 1..16") for unknown keys, bad
 // numbers or values out of range; `spec` must start with "spann".
+// An "auto" item is accepted and ignored (IsAutoSpec tells the caller to choose options).
 absl::StatusOr<SpannOptions> ParseSpannSpec(const std::string& spec);
+// Same, applying the spec's keys on top of `base` instead of the defaults.
+absl::StatusOr<SpannOptions> ParseSpannSpec(const std::string& spec, const SpannOptions& base);
 // The canonical spec string of `o` (every key, fixed order); ParseSpannSpec round-trips it.
 std::string SpannSpecString(const SpannOptions& o);
 
-// What a built index is: written to RocksDB with the posting directory.
+// One row of a build's calibration: searching the `max_postings` nearest postings gave mean
+// recall@10 `recall` on the build's sampled queries (index/spann_calibration.h).
+struct CalibrationPoint {
+  uint32_t max_postings = 0;
+  float recall = 0;
+  friend bool operator==(const CalibrationPoint&, const CalibrationPoint&) = default;
+};
+
+// What a built index is: written to RocksDB with the posting directory. Format versions:
+// "shoal-spann-v1" (no calibration) is still read; "shoal-spann-v2" adds the calibration line.
 struct SpannManifest {
   SpannOptions options;
   uint32_t dimension = 0;
@@ -66,6 +93,9 @@ struct SpannManifest {
   uint64_t indexed_below = 0;  // internal ids < this existed at build time
   uint32_t num_postings = 0;
   uint32_t posting_cap = 0;  // resolved cap
+  // Ascending max_postings; empty for indexes built before calibration (or with
+  // calibration_queries=0).
+  std::vector<CalibrationPoint> calibration;
 };
 
 std::string EncodeManifest(const SpannManifest& m);

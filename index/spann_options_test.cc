@@ -32,6 +32,23 @@ TEST(SpannOptionsTest, RejectsBadSpecsNamingTheKey) {
               HasSubstr("spec.pruning_ratio"));
   EXPECT_THAT(ParseSpannSpec("spann:navigator=graph").status().message(),
               HasSubstr("spec.navigator"));
+  EXPECT_THAT(ParseSpannSpec("spann:target_recall=1.5").status().message(),
+              HasSubstr("spec.target_recall"));
+}
+
+TEST(SpannOptionsTest, AutoSpecs) {
+  for (const char* spec : {"", "auto", "spann:auto", "spann:auto,replicas=2"}) {
+    EXPECT_TRUE(IsAutoSpec(spec)) << spec;
+  }
+  for (const char* spec : {"spann", "spann:replicas=2", "flat", "spann:autox"}) {
+    EXPECT_FALSE(IsAutoSpec(spec)) << spec;
+  }
+  SpannOptions base;
+  base.quant = "sq8";
+  auto o = ParseSpannSpec("spann:auto,replicas=2", base);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->quant, "sq8");
+  EXPECT_EQ(o->replicas, 2u);
 }
 
 TEST(SpannOptionsTest, SpecStringAndManifestRoundTrip) {
@@ -58,6 +75,26 @@ TEST(SpannOptionsTest, SpecStringAndManifestRoundTrip) {
   EXPECT_EQ(EncodeManifest(*d), EncodeManifest(m));
   EXPECT_EQ(d->metric, Metric::kInnerProduct);
   EXPECT_EQ(DecodeManifest("garbage", "where").status().code(), absl::StatusCode::kDataLoss);
+
+  // v2 carries the calibration table; v1 (written before it) still decodes, without one.
+  m.calibration = {{1, 0.5f}, {4, 0.91f}, {9, 0.987f}};
+  auto with = DecodeManifest(EncodeManifest(m), "t");
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_EQ(with->calibration, m.calibration);
+  EXPECT_EQ(EncodeManifest(*with), EncodeManifest(m));
+  const std::string v1 =
+      "shoal-spann-v1\nspec=spann:replicas=2\ndimension=8\nmetric=0\ngeneration=3\n"
+      "num_vectors=10\nindexed_below=10\nnum_postings=2\nposting_cap=16\n";
+  auto old = DecodeManifest(v1, "old");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_TRUE(old->calibration.empty());
+  EXPECT_EQ(old->options.replicas, 2u);
+  std::string bad = EncodeManifest(m);
+  bad.replace(bad.find("4:0.91"), 6, "4:1.91");
+  EXPECT_EQ(DecodeManifest(bad, "t").status().code(), absl::StatusCode::kDataLoss);
+  bad = EncodeManifest(m);
+  bad.replace(bad.find("9:0.987"), 1, "3");  // not ascending
+  EXPECT_EQ(DecodeManifest(bad, "t").status().code(), absl::StatusCode::kDataLoss);
   std::string broken = EncodeManifest(m);
   broken.replace(broken.find("dimension=784"), 13, "dimension=x");
   EXPECT_THAT(DecodeManifest(broken, "where").status().message(), HasSubstr("where"));

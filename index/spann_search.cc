@@ -7,6 +7,7 @@
 
 #include "base/status_macros.h"
 #include "index/posting_navigator.h"
+#include "index/spann_calibration.h"
 #include "index/spann_index.h"
 
 namespace shoal::index {
@@ -40,6 +41,7 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
     const float* queries, size_t n, const SearchParameters& params) const {
   SpannKnobs knobs;
   knobs.max_postings = params.max_postings;
+  knobs.target_recall = params.target_recall;
   knobs.pruning_ratio = params.pruning_ratio;
   knobs.scope = params.scope;
   return SearchWithKnobs(queries, n, params.k, knobs, params.threads, params.skip, params.filter,
@@ -57,9 +59,17 @@ absl::Status SpannIndex::Remove(std::span<const uint64_t> /*ids*/) {
       "a SpannIndex changes only through its SpannUpdater (index/spann_updater.h)");
 }
 
+uint32_t SpannIndex::ResolveMaxPostings(const SpannKnobs& knobs) const {
+  if (knobs.max_postings != 0) return knobs.max_postings;
+  const float target =
+      knobs.target_recall > 0 ? knobs.target_recall : manifest_.options.target_recall;
+  const uint32_t calibrated = target > 0 ? MaxPostingsForRecall(manifest_.calibration, target) : 0;
+  return calibrated != 0 ? calibrated : manifest_.options.max_postings;
+}
+
 void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const SpannKnobs& knobs,
                           std::vector<uint32_t>* postings) const {
-  const size_t m = knobs.max_postings != 0 ? knobs.max_postings : manifest_.options.max_postings;
+  const size_t m = knobs.max_postings;  // resolved by SearchWithKnobs
   const float ratio =
       knobs.pruning_ratio >= 0 ? knobs.pruning_ratio : manifest_.options.pruning_ratio;
   thread_local std::vector<std::pair<float, uint32_t>> nearest;
@@ -86,6 +96,8 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::SearchWithKnobs(
     std::vector<std::vector<uint32_t>>* leaves) const {
   std::vector<std::vector<Neighbor>> out(n);
   if (leaves != nullptr) leaves->assign(n, {});
+  SpannKnobs resolved = knobs;
+  resolved.max_postings = ResolveMaxPostings(knobs);
   // An empty stale set excludes nothing: skip the per-entry hash probe.
   const Exclusion ex{skip != nullptr && skip->empty() ? nullptr : skip, allow};
   const std::shared_ptr<const PostingDirectory> dir = directory();
@@ -95,7 +107,7 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::SearchWithKnobs(
   std::vector<absl::Status> status(threads);
   auto work = [&](size_t t) {
     for (size_t i = t; i < n && status[t].ok(); i += threads) {
-      status[t] = SearchOne(*dir, queries + i * manifest_.dimension, k, knobs, ex, &out[i],
+      status[t] = SearchOne(*dir, queries + i * manifest_.dimension, k, resolved, ex, &out[i],
                             &per_thread[t], leaves != nullptr ? &(*leaves)[i] : nullptr);
     }
   };

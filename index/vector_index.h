@@ -66,7 +66,10 @@ struct SearchParameters {
   // SPANN, out (when not null): per query, the tree leaves the scanned postings descend from
   // (distinct, nearest posting's first).
   std::vector<std::vector<uint32_t>>* visited_leaves = nullptr;
-  uint32_t max_postings = 0;     // SPANN: 0 = the manifest's default
+  uint32_t max_postings = 0;  // SPANN: 0 = chosen for target_recall
+  // SPANN, used when max_postings is 0: scan the fewest postings that reached this recall@10 in
+  // the build's calibration (0 = the manifest's target; no table: its max_postings).
+  float target_recall = 0;
   float pruning_ratio = -1;      // SPANN: < 0 = the manifest's default; 0 = off
   SearchStats* stats = nullptr;  // added to when not null
 };

@@ -56,6 +56,7 @@ absl::Status DoSearch(CallGate& gate, DB& db, const Principal& caller,
   params.pruning_ratio = request.pruning_ratio();
   params.with_attributes = request.with_attributes();
   params.with_vectors = request.with_vectors();
+  params.target_recall = request.target_recall();
   std::optional<Filter> filter;
   if (request.has_filter()) {
     absl::StatusOr<Filter> converted = FilterFromProto(request.filter(), "filter");

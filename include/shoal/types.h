@@ -105,7 +105,8 @@ struct Record {
 
 // How far a running DB::BuildIndex is. Phases in order: "reading" (the vectors, from RocksDB),
 // "clustering" (the centroid tree), "assigning" (each vector's postings), "encoding" (quantizer
-// training, quantized tiers only), "writing" (posting and vector files, synced), "committing";
+// training, quantized tiers only), "writing" (posting and vector files, synced), "calibrating"
+// (max_postings per target recall, on sampled vectors), "committing";
 // `fraction` (0..1) is of the whole build and never decreases.
 struct IndexBuildProgress {
   std::string phase;
@@ -128,7 +129,11 @@ struct Filter;  // shoal/filter.h
 struct SearchParams {
   uint32_t k = 10;  // 1..Options::max_k
   // SSD-index knobs; the exact (flat) index ignores them. 0 = the index's default.
-  uint32_t max_postings = 0;     // scan at most this many nearest postings
+  uint32_t max_postings = 0;  // scan at most this many nearest postings (experts)
+  // With max_postings 0: scan the fewest postings that reached this recall@10 when the index
+  // was built and calibrated (0..1; 0 = the index's default target, 0.95 unless its spec says
+  // otherwise). An index built before calibration existed uses its spec's max_postings.
+  float target_recall = 0;
   float pruning_ratio = 0;       // scan posting i only if dist_i <= pruning_ratio * dist_1 (>= 1)
   SearchStats* stats = nullptr;  // optional out-parameter, not owned
   // Optional (not owned; shoal/filter.h): only records that pass it are scored and returned.

@@ -86,6 +86,7 @@ void SearchToProto(const std::string& collection, std::span<const float> queries
   request.set_k(params.k);
   request.set_max_postings(params.max_postings);
   request.set_pruning_ratio(params.pruning_ratio);
+  request.set_target_recall(params.target_recall);
   if (params.filter != nullptr) rpc::FilterToProto(*params.filter, request.mutable_filter());
   request.set_include_stats(params.stats != nullptr);
   request.set_tenant(params.tenant);

@@ -6,6 +6,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "storage/dataset/embedding_synthetic.h"
 #include "storage/dataset/formats.h"
 #include "storage/dataset/synthetic.h"
 
@@ -107,6 +108,9 @@ absl::StatusOr<AnnDataset> LoadDataset(const std::string& spec) {
     SHOAL_ASSIGN_OR_RETURN(ds.test, ReadFashionMnistPart(dir, "t10k"));
     return ds;
   }
+  if (absl::StartsWith(spec, "embedding:") || spec == "embedding") {
+    return storage::GenerateEmbeddingLike(spec);
+  }
   if (absl::StartsWith(spec, "synthetic:") || spec == "synthetic") {
     return storage::GenerateSynthetic(spec);
   }
@@ -115,7 +119,8 @@ absl::StatusOr<AnnDataset> LoadDataset(const std::string& spec) {
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown dataset '", spec,
-      "' (want fashion-mnist[:DIR], PATH.hdf5, or synthetic:n=..,d=..,q=..,clusters=..,seed=..)"));
+      "' (want fashion-mnist[:DIR], PATH.hdf5, synthetic:n=..,d=..,q=..,clusters=..,seed=.. or "
+      "embedding:n=..,d=..,distance=..)"));
 }
 
 }  // namespace shoal

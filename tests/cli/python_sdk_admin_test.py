@@ -110,6 +110,14 @@ class AdminRpcTest(unittest.TestCase):
         self.assertTrue(seen and seen[-1].done and seen[-1].phase == "PHASE_DONE", seen)
         ids, _ = self.client.search("idx", self.vectors[7], k=1, max_postings=64)
         self.assertEqual(ids.tolist(), [7])
+        # Target recall travels to the server: calibrated at build time, checked there.
+        ids, _ = self.client.search("idx", self.vectors[7], k=1, target_recall=0.99)
+        self.assertEqual(ids.tolist(), [7])
+        with self.assertRaisesRegex(shoal.InvalidArgumentError, "target_recall"):
+            self.client.search("idx", self.vectors[7], k=1, target_recall=1.5)
+        info = self.client.build_index("idx", "auto")  # 16-d: no quantizer, 64 per posting
+        self.assertIn("centroid_ratio=0.015625", info.index)
+        self.assertIn("quant=none", info.index)
         with self.assertRaises(shoal.InvalidArgumentError):
             self.client.build_index("idx", "spann:no_such_knob=1")
         self.assertGreaterEqual(self.client.compact("idx"), 0.0)

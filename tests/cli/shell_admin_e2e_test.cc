@@ -97,6 +97,13 @@ TEST_F(ShellAdminE2eTest, AliasesBuildIndexCompactStats) {
   r = Shoal({"search", "live", "3,3,1,3", "--k", "1", "--output", "csv"});
   ASSERT_EQ(r.exit_status, 0) << r.err;
   EXPECT_NE(r.out.find("\n0,0,3,0\n"), std::string::npos) << r.out;
+  r = Shoal(
+      {"search", "live", "3,3,1,3", "--k", "1", "--target-recall", "0.99", "--output", "csv"});
+  ASSERT_EQ(r.exit_status, 0) << r.err;
+  EXPECT_NE(r.out.find("\n0,0,3,0\n"), std::string::npos) << r.out;
+  r = Shoal({"search", "live", "3,3,1,3", "--target-recall", "2"});
+  EXPECT_NE(r.exit_status, 0);
+  EXPECT_NE(r.err.find("target_recall"), std::string::npos) << r.err;
 
   EXPECT_EQ(Shoal({"compact", "v1"}).exit_status, 0);
   r = Shoal({"stats"});

@@ -264,7 +264,7 @@ TEST_F(SpannSyntheticTest, BuildReportsItsPhasesWithAFractionThatNeverDecreases)
     if (phases.empty() || phases.back() != seen[i].phase) phases.push_back(seen[i].phase);
   }
   EXPECT_EQ(phases, (std::vector<std::string>{"reading", "clustering", "assigning", "encoding",
-                                              "writing", "committing"}));
+                                              "writing", "calibrating", "committing"}));
   ASSERT_FALSE(seen.empty());
   EXPECT_EQ(seen.back().fraction, 1.0);
   EXPECT_GT(seen.size(), 10u);  // the reading and writing steps report as they advance

@@ -387,16 +387,19 @@ class Client(TenantCalls, CacheMethods, ScanCalls):
     def search(self, collection: str, queries: npt.ArrayLike, k: int = 10,
                filter: Optional[types_pb2.Filter] = None, max_postings: int = 0,
                pruning_ratio: float = 0.0, tenant: str = "", with_attributes: bool = False,
-               with_vectors: bool = False) -> Union[SearchResult, List[Hit], List[List[Hit]]]:
+               with_vectors: bool = False, target_recall: float = 0.0
+               ) -> Union[SearchResult, List[Hit], List[List[Hit]]]:
         """k nearest neighbours. `queries`: shape (dimension,) -> ids, distances of shape (k,);
         shape (n, dimension) -> shape (n, k). filter: a shoal.v1.Filter (see shoal.filters).
-        tenant: only records it owns or was granted are searched.
+        tenant: only records it owns or was granted are searched. target_recall (0..1): scan
+        what reached this recall@10 at build time (0 = the index's default, 0.95);
+        max_postings (experts) overrides it.
         with_attributes / with_vectors: instead of arrays, a list of Hit (key, distance,
         attributes, tags, vector) per query, closest first (one list for a single query) --
         no get() needed to show what was found."""
         single = np.ndim(queries) == 1
         request = self._search_request(collection, queries, k, filter, max_postings,
-                                       pruning_ratio, tenant)
+                                       pruning_ratio, tenant, target_recall)
         request.with_attributes = with_attributes
         request.with_vectors = with_vectors
         response = self._call(self._search.Search, request)
@@ -423,11 +426,12 @@ class Client(TenantCalls, CacheMethods, ScanCalls):
 
     def _search_request(self, collection: str, queries: npt.ArrayLike, k: int = 10,
                         filter: Optional[types_pb2.Filter] = None, max_postings: int = 0,
-                        pruning_ratio: float = 0.0, tenant: str = "") -> search_pb2.SearchRequest:
+                        pruning_ratio: float = 0.0, tenant: str = "",
+                        target_recall: float = 0.0) -> search_pb2.SearchRequest:
         q = as_matrix(queries, "queries")
         request = search_pb2.SearchRequest(collection=collection, k=k, dimension=q.shape[1],
                                            max_postings=max_postings, pruning_ratio=pruning_ratio,
-                                           tenant=tenant)
+                                           tenant=tenant, target_recall=target_recall)
         request.queries.extend(q.ravel().tolist())
         if filter is not None:
             request.filter.CopyFrom(filter)
