@@ -4,6 +4,7 @@
 
 #include <cstring>
 #include <limits>
+#include <stdexcept>
 #include <utility>
 
 #include "absl/status/status.h"
@@ -24,18 +25,17 @@ std::string TypeName(py::handle value) {
 
 Key KeyFromObject(py::handle item, const std::string& where) {
   if (py::isinstance<py::str>(item)) return Key(item.cast<std::string>());
-  if (py::isinstance<py::bool_>(item) || !PyLong_Check(item.ptr())) {
-    // numpy integer scalars are not PyLong but index like one.
-    if (!py::isinstance<py::bool_>(item) && PyIndex_Check(item.ptr())) {
-      return KeyFromObject(py::reinterpret_steal<py::object>(PyNumber_Index(item.ptr())), where);
-    }
+  // An int, or anything that indexes like one (numpy integer scalars); a bool is not a key.
+  if (py::isinstance<py::bool_>(item) || !PyIndex_Check(item.ptr())) {
     RaiseInvalid(absl::StrCat(where, ": expected int or str, got ", TypeName(item)));
   }
-  const unsigned long long value = PyLong_AsUnsignedLongLong(item.ptr());
+  py::object index = py::reinterpret_steal<py::object>(PyNumber_Index(item.ptr()));
+  if (!index) throw py::error_already_set();
+  const unsigned long long value = PyLong_AsUnsignedLongLong(index.ptr());
   if (PyErr_Occurred()) {
     PyErr_Clear();
     RaiseInvalid(
-        absl::StrCat(where, ": integer ", std::string(py::str(item)), " is not in [0, 2^64)"));
+        absl::StrCat(where, ": integer ", std::string(py::str(index)), " is not in [0, 2^64)"));
   }
   return Key(static_cast<uint64_t>(value));
 }

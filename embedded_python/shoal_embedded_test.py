@@ -118,6 +118,7 @@ class EmbeddedTest(unittest.TestCase):
             self.assertIs(type(x.attributes["n"]), int)
             self.assertEqual(x.tags, ["red"])
             self.assertEqual((seven.key, seven.tags), (7, ["a", "b"]))
+            self.assertEqual(db.get("r", [np.uint64(7)])[0].key, 7)  # numpy scalar keys
             keys, dist = db.search_batch("r", vectors[:1], k=5)
             self.assertEqual(keys.dtype, object)  # string keys among the hits
             self.assertEqual(list(keys[0][:3]), ["x", "y", 7] if dist[0][1] <= dist[0][2]
@@ -136,6 +137,9 @@ class EmbeddedTest(unittest.TestCase):
                 (lambda: db.upsert("e", [-1], np.zeros((1, 4), np.float32)), "keys[0]"),
                 (lambda: db.upsert("e", np.array([5, -2]), np.zeros((2, 4))), "keys[1]"),
                 (lambda: db.upsert("e", [1.5], np.zeros((1, 4), np.float32)), "keys[0]"),
+                (lambda: db.upsert("e", [3, True], np.zeros((2, 4), np.float32)), "keys[1]"),
+                (lambda: db.upsert("e", [2**64], np.zeros((1, 4), np.float32)), "keys[0]"),
+                (lambda: db.upsert("e", 5, np.zeros((1, 4), np.float32)), "keys"),
                 (lambda: db.upsert("e", [1], np.zeros((1, 5), np.float32)), "dimension"),
                 (lambda: db.upsert("e", [1], np.full((1, 4), np.nan, np.float32)), "vector"),
                 (lambda: db.upsert("e", [1], np.zeros((1, 4)), attributes=[{"a": [1]}]),
