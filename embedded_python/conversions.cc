@@ -61,25 +61,6 @@ std::vector<Key> KeysFromIntegerArray(const py::array& array, const char* what) 
   return keys;
 }
 
-AttributeValue AttributeFromObject(py::handle value, const std::string& where) {
-  if (py::isinstance<py::bool_>(value)) return AttributeValue(value.cast<bool>());
-  if (py::isinstance<py::str>(value)) return AttributeValue(value.cast<std::string>());
-  if (py::isinstance<py::float_>(value)) return AttributeValue(value.cast<double>());
-  if (PyIndex_Check(value.ptr())) {
-    py::int_ as_int = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
-    const long long v = PyLong_AsLongLong(as_int.ptr());
-    if (PyErr_Occurred()) {
-      PyErr_Clear();
-      RaiseInvalid(absl::StrCat(where, ": integer does not fit in int64"));
-    }
-    return AttributeValue(static_cast<int64_t>(v));
-  }
-  if (py::hasattr(value, "__float__")) {  // numpy floating scalars
-    return AttributeValue(value.cast<double>());
-  }
-  RaiseInvalid(absl::StrCat(where, ": expected bool, int, float or str, got ", TypeName(value)));
-}
-
 // Checks that an optional per-record argument is None or a sequence of exactly n items.
 bool PerRecord(py::handle values, size_t n, const char* what) {
   if (values.is_none()) return false;
@@ -140,7 +121,7 @@ std::vector<Record> RecordsFromPython(std::vector<Key> keys, const FloatArray& v
       for (auto [name, value] : py::reinterpret_borrow<py::dict>(item)) {
         const std::string key = py::str(name);
         r.attributes[key] =
-            AttributeFromObject(value, absl::StrCat("attributes[", i, "][", key, "]"));
+            AttributeFromPython(value, absl::StrCat("attributes[", i, "][", key, "]"));
       }
     }
     if (has_tags && !tags[py::int_(i)].is_none()) {
@@ -153,6 +134,25 @@ std::vector<Record> RecordsFromPython(std::vector<Key> keys, const FloatArray& v
     }
   }
   return records;
+}
+
+AttributeValue AttributeFromPython(py::handle value, const std::string& where) {
+  if (py::isinstance<py::bool_>(value)) return AttributeValue(value.cast<bool>());
+  if (py::isinstance<py::str>(value)) return AttributeValue(value.cast<std::string>());
+  if (py::isinstance<py::float_>(value)) return AttributeValue(value.cast<double>());
+  if (PyIndex_Check(value.ptr())) {
+    py::int_ as_int = py::reinterpret_steal<py::int_>(PyNumber_Index(value.ptr()));
+    const long long v = PyLong_AsLongLong(as_int.ptr());
+    if (PyErr_Occurred()) {
+      PyErr_Clear();
+      RaiseInvalid(absl::StrCat(where, ": integer does not fit in int64"));
+    }
+    return AttributeValue(static_cast<int64_t>(v));
+  }
+  if (py::hasattr(value, "__float__")) {  // numpy floating scalars
+    return AttributeValue(value.cast<double>());
+  }
+  RaiseInvalid(absl::StrCat(where, ": expected bool, int, float or str, got ", TypeName(value)));
 }
 
 py::object KeyToPython(const Key& key) {

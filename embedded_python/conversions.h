@@ -37,6 +37,9 @@ std::vector<Key> KeysFromPython(py::handle keys, const char* what);
 std::vector<Record> RecordsFromPython(std::vector<Key> keys, const FloatArray& vectors,
                                       py::handle attributes, py::handle tags);
 
+// One attribute value; `where` names it in the error.
+AttributeValue AttributeFromPython(py::handle value, const std::string& where);
+
 py::object KeyToPython(const Key& key);
 py::dict AttributesToPython(const std::map<std::string, AttributeValue>& attributes);
 

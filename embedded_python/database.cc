@@ -119,6 +119,7 @@ py::tuple Database::SearchRows(const std::string& collection, const float* data,
   params.k = knobs.k;
   params.max_postings = knobs.max_postings;
   params.pruning_ratio = knobs.pruning_ratio;
+  params.filter = knobs.filter;
   // The query floats are read in place (no copy): the caller's array outlives this call.
   std::span<const float> queries(data, rows * dimension);
   std::vector<std::vector<Hit>> hits =

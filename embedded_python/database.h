@@ -32,6 +32,7 @@
 #include "absl/synchronization/mutex.h"
 #include "embedded_python/conversions.h"
 #include "shoal/db.h"
+#include "shoal/filter.h"
 
 namespace shoal::python {
 
@@ -45,11 +46,14 @@ struct PyRecord {
   py::list tags;
 };
 
-// Search knobs of an SSD index (SearchParams); 0 = the index's default. Ignored by "flat".
+// Per-search parameters (SearchParams). max_postings / pruning_ratio tune an SSD index (0 = the
+// index's default; "flat" ignores them); filter (not owned; nullptr = every record) limits the
+// records scored (shoal/filter.h).
 struct SearchKnobs {
   uint32_t k = 10;
   uint32_t max_postings = 0;
   float pruning_ratio = 0;
+  const Filter* filter = nullptr;
 };
 
 class Database {

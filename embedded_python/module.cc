@@ -6,10 +6,13 @@
 #include <pybind11/pybind11.h>
 #include <pybind11/stl.h>
 
+#include <limits>
+#include <optional>
 #include <string>
 
 #include "embedded_python/database.h"
 #include "shoal/db.h"
+#include "shoal/filter.h"
 
 namespace shoal::python {
 namespace {
@@ -73,8 +76,34 @@ void BindRecord(py::module_& m) {
       });
 }
 
-SearchKnobs Knobs(uint32_t k, uint32_t max_postings, float pruning_ratio) {
-  return SearchKnobs{.k = k, .max_postings = max_postings, .pruning_ratio = pruning_ratio};
+SearchKnobs Knobs(uint32_t k, uint32_t max_postings, float pruning_ratio, const Filter* filter) {
+  return SearchKnobs{
+      .k = k, .max_postings = max_postings, .pruning_ratio = pruning_ratio, .filter = filter};
+}
+
+// Filters are built by shoal_embedded.filters (eq, range, has_tag, all_of, any_of, not_), which
+// calls these; the tree is checked by Search (InvalidArgument naming the node).
+void BindFilter(py::module_& m) {
+  py::class_<Filter>(m, "Filter",
+                     "A search filter over attributes and tags; build it with "
+                     "shoal_embedded.filters (eq, range, has_tag, all_of, any_of, not_).");
+  m.def(
+      "_filter_eq",
+      [](const std::string& name, py::handle value) {
+        return Eq(name, AttributeFromPython(value, "value"));
+      },
+      py::arg("name"), py::arg("value"));
+  m.def(
+      "_filter_range",
+      [](const std::string& name, std::optional<double> lo, std::optional<double> hi) {
+        constexpr double kInf = std::numeric_limits<double>::infinity();
+        return Range(name, lo.value_or(-kInf), hi.value_or(kInf));
+      },
+      py::arg("name"), py::arg("lo") = py::none(), py::arg("hi") = py::none());
+  m.def("_filter_has_tag", &HasTag, py::arg("tag"));
+  m.def("_filter_all_of", &And, py::arg("operands"));
+  m.def("_filter_any_of", &Or, py::arg("operands"));
+  m.def("_filter_not", &Not, py::arg("operand"));
 }
 
 void BindDatabase(py::module_& m) {
@@ -142,23 +171,25 @@ subclasses carrying `code` (absl canonical code name) and `message`.)doc")
       .def(
           "search",
           [](Database& db, const std::string& c, const FloatArray& q, uint32_t k,
-             uint32_t max_postings, float pruning_ratio) {
-            return db.Search(c, q, Knobs(k, max_postings, pruning_ratio));
+             uint32_t max_postings, float pruning_ratio, const Filter* filter) {
+            return db.Search(c, q, Knobs(k, max_postings, pruning_ratio, filter));
           },
           py::arg("collection"), py::arg("query"), py::arg("k") = 10, py::kw_only(),
           py::arg("max_postings") = 0, py::arg("pruning_ratio") = 0.0f,
+          py::arg("filter") = py::none(),
           "One query of shape (dimension,) -> (keys, distances), closest first, at most k "
           "each. keys: uint64 array (object array when string keys are among them); distances: "
           "float32, smaller is closer. max_postings / pruning_ratio tune an SSD index (0 = "
-          "its default).")
+          "its default); filter (shoal_embedded.filters) limits the records searched.")
       .def(
           "search_batch",
           [](Database& db, const std::string& c, const FloatArray& q, uint32_t k,
-             uint32_t max_postings, float pruning_ratio) {
-            return db.SearchBatch(c, q, Knobs(k, max_postings, pruning_ratio));
+             uint32_t max_postings, float pruning_ratio, const Filter* filter) {
+            return db.SearchBatch(c, q, Knobs(k, max_postings, pruning_ratio, filter));
           },
           py::arg("collection"), py::arg("queries"), py::arg("k") = 10, py::kw_only(),
           py::arg("max_postings") = 0, py::arg("pruning_ratio") = 0.0f,
+          py::arg("filter") = py::none(),
           "Queries of shape (n, dimension) -> (keys, distances), each (n, k); a row with fewer "
           "than k hits is padded with distance inf and key 0 (None for object keys). The "
           "queries are read in place when they are C-contiguous float32.")
@@ -176,5 +207,6 @@ PYBIND11_MODULE(_core, m) {
   m.doc() = "Shoal's embedded library (include/shoal/db.h) for Python; import shoal_embedded.";
   shoal::python::BindCollectionInfo(m);
   shoal::python::BindRecord(m);
+  shoal::python::BindFilter(m);
   shoal::python::BindDatabase(m);
 }

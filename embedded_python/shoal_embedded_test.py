@@ -129,6 +129,50 @@ class EmbeddedTest(unittest.TestCase):
             self.assertIsNone(db.get("r", ["x"])[0])
             self.assertEqual(db.describe_collection("r").num_vectors, 2)
 
+    def test_filtered_search_matches_brute_force_over_the_passing_records(self):
+        f = shoal_embedded.filters
+        data = self.rng.standard_normal((1000, 8)).astype(np.float32)
+        queries = self.rng.standard_normal((10, 8)).astype(np.float32)
+        year = np.arange(1000) % 50 + 1980
+        attributes = [{"year": int(y), "lang": "en" if i % 3 else "de"}
+                      for i, y in enumerate(year)]
+        tags = [["odd"] if i % 2 else [] for i in range(1000)]
+        with self.open() as db:
+            db.create_collection("f", 8)
+            db.upsert("f", np.arange(1000, dtype=np.uint64), data, attributes=attributes,
+                      tags=tags)
+            cases = [
+                (f.eq("lang", "de"), np.arange(1000) % 3 == 0),
+                (f.range("year", lo=2020), year >= 2020),
+                (f.all_of(f.range("year", 1990, 1999), f.not_(f.has_tag("odd"))),
+                 (year >= 1990) & (year <= 1999) & (np.arange(1000) % 2 == 0)),
+                (f.any_of(f.has_tag("odd"), f.eq("lang", "de")),
+                 (np.arange(1000) % 2 == 1) | (np.arange(1000) % 3 == 0)),
+                (f.eq("lang", "fr"), np.zeros(1000, bool)),
+            ]
+            for index in ("flat", "spann:centroid_ratio=0.05,seed=3"):
+                db.build_index("f", index)
+                for flt, passing in cases:
+                    keys, dist = db.search_batch("f", queries, k=5, filter=flt,
+                                                 max_postings=1000)
+                    ids = np.flatnonzero(passing)
+                    for q in range(len(queries)):
+                        found = keys[q][np.isfinite(dist[q])]
+                        self.assertTrue(set(found.tolist()) <= set(ids.tolist()))
+                        if len(ids):
+                            want, _ = brute_force(data[ids], queries[q:q + 1], 5, "l2")
+                            self.assertEqual(sorted(found.tolist()), sorted(ids[want[0]].tolist()))
+                        else:
+                            self.assertEqual(len(found), 0)
+                    one, _ = db.search("f", queries[0], k=5, filter=flt, max_postings=1000)
+                    self.assertEqual(one.tolist(), keys[0][np.isfinite(dist[0])].tolist())
+            with self.assertRaises(shoal_embedded.InvalidArgumentError) as e:
+                db.search("f", queries[0], filter=f.all_of())
+            self.assertIn("filter", e.exception.message)
+            with self.assertRaises(shoal_embedded.InvalidArgumentError) as e:
+                db.search("f", queries[0], filter=f.range("year", 5, 1))
+            self.assertIn("filter", e.exception.message)
+
     def test_bad_input_raises_with_code_and_field(self):
         with self.open() as db:
             db.create_collection("e", 4)
@@ -214,6 +258,12 @@ class EmbeddedTest(unittest.TestCase):
         for name, member in vars(Database).items():
             if not name.startswith("_"):
                 self.assertTrue(inspect.getdoc(member), f"Database.{name}")
+        for name in shoal_embedded.filters.__all__:
+            function = getattr(shoal_embedded.filters, name)
+            self.assertTrue(inspect.getdoc(function), f"filters.{name}")
+            if inspect.isfunction(function):
+                hints = function.__annotations__
+                self.assertIn("return", hints, f"filters.{name}")
         stub = os.path.join(os.path.dirname(shoal_embedded.__file__), "_core.pyi")
         with open(stub) as f:
             text = f.read()

@@ -12,7 +12,8 @@
 For a Shoal *server* (shoald) use the gRPC SDK, package ``shoal``, instead.
 """
 
-from shoal_embedded._core import CollectionInfo, Database, Record
+from shoal_embedded import filters
+from shoal_embedded._core import CollectionInfo, Database, Filter, Record
 from shoal_embedded._errors import (
     AlreadyExistsError,
     DataLossError,
@@ -34,6 +35,7 @@ __all__ = [
     "Database",
     "Error",
     "FailedPreconditionError",
+    "Filter",
     "InternalError",
     "InvalidArgumentError",
     "NotFoundError",
@@ -42,4 +44,5 @@ __all__ = [
     "Record",
     "ResourceExhaustedError",
     "UnavailableError",
+    "filters",
 ]
