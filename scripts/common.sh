@@ -15,6 +15,7 @@ SHOAL_PACKAGES=(
   dataset-fashion-mnist
   libreadline-dev python3-grpcio python3-protobuf python3-numpy openssl
   python3-venv python3-pip python3-setuptools python3-matplotlib
+  pybind11-dev python3-dev python3-yaml  # embedded_python/ and bench/ann_benchmarks/
   chromium chromium-driver python3-selenium  # tests/console: the web console in a browser
   clang-14 libclang-rt-14-dev  # scripts/fuzz: libFuzzer, ASan and UBSan runtimes
 )
