@@ -54,6 +54,8 @@ absl::Status DoSearch(CallGate& gate, DB& db, const Principal& caller,
   params.k = request.k();
   params.max_postings = request.max_postings();
   params.pruning_ratio = request.pruning_ratio();
+  params.consistency.read_your_writes = request.consistency().read_your_writes();
+  params.consistency.min_applied_sequence = request.consistency().min_applied_sequence();
   std::optional<Filter> filter;
   if (request.has_filter()) {
     absl::StatusOr<Filter> converted = FilterFromProto(request.filter(), "filter");
