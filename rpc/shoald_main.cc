@@ -40,6 +40,7 @@
 #include "base/build_info.h"
 #include "cluster/cluster_db.h"
 #include "cluster/cluster_node.h"
+#include "rpc/cluster_status.h"
 #include "rpc/db_host.h"
 #include "rpc/server.h"
 #include "shoal/db.h"
@@ -262,6 +263,11 @@ int Run(const Flags& flags) {
   options.metrics_listen = flags.metrics_listen;
   options.snapshot_dir = flags.snapshot_dir;
   options.console_listen = flags.console_listen;
+  if (cluster_node != nullptr) {
+    options.cluster_status = [node = cluster_node.get()](shoal::v1::GetClusterResponse* out) {
+      shoal::rpc::FillClusterStatus(*node, out);
+    };
+  }
   absl::StatusOr<std::unique_ptr<shoal::rpc::Server>> server =
       shoal::rpc::Server::Start(db->get(), options);
   if (!server.ok()) return Fail("starting server", server.status());

@@ -4,7 +4,9 @@
 #include <string>
 #include <vector>
 
+#include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "shoal/v1/admin_service.grpc.pb.h"
 #include "tests/e2e/cluster_fixture.h"
 
 namespace shoal::e2e {
@@ -65,6 +67,42 @@ TEST_F(ClusterE2ETest, BadShardedSpecsNameTheField) {
   EXPECT_TRUE(absl::IsNotFound(clients_[0]->DescribeCollection("plain").status()));
 }
 
+v1::GetClusterResponse GetCluster(const std::string& address) {
+  auto stub =
+      v1::AdminService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::GetClusterResponse response;
+  grpc::Status status = stub->GetCluster(&context, {}, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response;
+}
+
+TEST_F(ClusterE2ETest, EveryNodeReportsTheSameNodesCoordinatorAndShardMap) {
+  CreateSharded("docs", 3, 2);
+  std::string coordinator;
+  for (uint32_t node = 0; node < kNodes; ++node) {
+    v1::GetClusterResponse cluster;
+    for (int attempt = 0; attempt < 50; ++attempt) {  // until its watch has seen the map
+      cluster = GetCluster(nodes_[node]->address());
+      if (cluster.collections_size() == 1) break;
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    EXPECT_TRUE(cluster.cluster_mode());
+    EXPECT_EQ(cluster.node_id(), absl::StrCat("n", node + 1));
+    EXPECT_TRUE(cluster.etcd_reachable());
+    ASSERT_EQ(cluster.nodes_size(), 3);
+    EXPECT_FALSE(cluster.coordinator().empty());
+    if (coordinator.empty()) coordinator = cluster.coordinator();
+    EXPECT_EQ(cluster.coordinator(), coordinator) << "one coordinator for all";
+    ASSERT_EQ(cluster.collections_size(), 1);
+    const v1::ClusterCollectionInfo& docs = cluster.collections(0);
+    EXPECT_EQ(docs.name(), "docs");
+    EXPECT_EQ(docs.version(), 1);
+    ASSERT_EQ(docs.replicas_size(), 3);
+    for (const v1::ShardReplicas& shard : docs.replicas()) EXPECT_EQ(shard.nodes_size(), 2);
+  }
+}
+
 TEST(ClusterSingleNodeTest, ShardedSpecWithoutClusterIsInvalidArgument) {
   const std::string dir = MakeTempDir();
   ShoaldProcess shoald;
@@ -77,6 +115,7 @@ TEST(ClusterSingleNodeTest, ShardedSpecWithoutClusterIsInvalidArgument) {
           .status();
   EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
   EXPECT_NE(status.message().find("shards"), std::string::npos) << status;
+  EXPECT_FALSE(GetCluster(shoald.address()).cluster_mode());
   EXPECT_EQ(shoald.Terminate(), 0);
   std::filesystem::remove_all(dir);
 }
