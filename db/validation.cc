@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "shoal/record_checks.h"
 
 namespace shoal::db {
 namespace {
@@ -340,3 +341,12 @@ absl::Status ValidateTenantQuotas(const TenantQuotas& quotas) {
 }
 
 }  // namespace shoal::db
+
+namespace shoal {
+
+absl::Status CheckRecords(const CollectionSpec& spec, std::span<const Record> records,
+                          const Options& options) {
+  return db::ValidateRecords(spec, records, options);
+}
+
+}  // namespace shoal

@@ -67,6 +67,31 @@ TEST_F(ClusterE2ETest, BadShardedSpecsNameTheField) {
   EXPECT_TRUE(absl::IsNotFound(clients_[0]->DescribeCollection("plain").status()));
 }
 
+// A batch a replica's DB would refuse is refused before it reaches the log (an acknowledged
+// write is never dropped by a replica).
+TEST_F(ClusterE2ETest, BadWritesAreRefusedBeforeTheLog) {
+  CreateSharded("docs", 3, 2);
+  Record bad = RecordOf(1);
+  bad.attributes["not a name"] = int64_t{1};
+  std::vector<Record> records = {RecordOf(2), bad};
+  absl::Status status = clients_[0]->Upsert("docs", records).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_NE(status.message().find("records[1].attributes"), std::string::npos) << status;
+  records = {RecordOf(3), RecordOf(3)};
+  status = clients_[1]->Upsert("docs", records).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  records = {Record{.key = uint64_t{4}, .vector = {1, 2}}};
+  status = clients_[2]->Upsert("docs", records).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_NE(status.message().find("vector"), std::string::npos) << status;
+  ReadOptions fresh;
+  fresh.consistency.read_your_writes = true;
+  std::vector<Key> keys = {uint64_t{1}, uint64_t{2}, uint64_t{3}};
+  auto found = clients_[0]->Get("docs", keys, fresh);
+  ASSERT_TRUE(found.ok()) << found.status();
+  for (const auto& record : *found) EXPECT_FALSE(record.has_value());
+}
+
 v1::GetClusterResponse GetCluster(const std::string& address) {
   auto stub =
       v1::AdminService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
