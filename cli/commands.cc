@@ -57,6 +57,10 @@ absl::StatusOr<Table> Create(const Connection& c, const Args& args) {
   request.mutable_spec()->set_name(args.positional[1]);
   request.mutable_spec()->set_dimension(static_cast<uint32_t>(*dimension));
   request.mutable_spec()->set_metric(*metric);
+  SHOAL_ASSIGN_OR_RETURN(uint64_t shards, args.GetUint("shards", 0, 1024));
+  SHOAL_ASSIGN_OR_RETURN(uint64_t replication, args.GetUint("replication", 0, 7));
+  request.mutable_spec()->set_shards(static_cast<uint32_t>(shards));
+  request.mutable_spec()->set_replication(static_cast<uint32_t>(replication));
   v1::CreateCollectionResponse response;
   SHOAL_RETURN_IF_ERROR(
       FromGrpc(c.collections().CreateCollection(c.Context().get(), request, &response)));
@@ -101,7 +105,9 @@ const std::vector<Command>& Commands() {
        "NAME",
        1,
        {{"dimension", "D", "vector dimension (required)"},
-        {"metric", "l2|ip|cosine", "distance (default l2)"}},
+        {"metric", "l2|ip|cosine", "distance (default l2)"},
+        {"shards", "S", "cluster mode: spread the records over S shards"},
+        {"replication", "R", "cluster mode: nodes keeping each shard"}},
        "create a collection",
        false,
        Create},
@@ -249,6 +255,13 @@ const std::vector<Command>& Commands() {
        "server statistics: uptime, totals over all collections, ingest",
        false,
        Stats},
+      {"cluster",
+       "status|nodes|shards [COLLECTION]",
+       2,
+       {},
+       "cluster mode: this node's view of the nodes, the coordinator and the shard maps",
+       false,
+       Cluster},
       {"tenant",
        "create|drop|list|describe|quota|state|grant|revoke|tenants-of|count COLLECTION ...",
        kAnyNumber,

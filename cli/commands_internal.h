@@ -69,6 +69,7 @@ absl::StatusOr<Table> Snapshot(const Connection& c, const Args& args);
 absl::StatusOr<Table> Snapshots(const Connection& c, const Args& args);
 absl::StatusOr<Table> Restore(const Connection& c, const Args& args);
 absl::StatusOr<Table> Stats(const Connection& c, const Args& args);
+absl::StatusOr<Table> Cluster(const Connection& c, const Args& args);  // commands_cluster.cc
 
 // `cache SUBCOMMAND ...` (commands_cache.cc).
 absl::StatusOr<Table> Cache(const Connection& c, const Args& args);

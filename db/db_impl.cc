@@ -141,7 +141,7 @@ DBImpl::~DBImpl() {
 
 absl::StatusOr<std::shared_ptr<Collection>> DBImpl::Find(std::string_view name,
                                                          std::string_view field) {
-  SHOAL_RETURN_IF_ERROR(ValidateCollectionName(name, std::string(field)));
+  SHOAL_RETURN_IF_ERROR(ValidateCollectionOrShardName(name, std::string(field)));
   std::string key(name);
   absl::MutexLock lock(&mu_);
   if (auto alias = aliases_.find(key); alias != aliases_.end()) key = alias->second;
@@ -255,7 +255,7 @@ absl::StatusOr<CollectionInfo> DBImpl::DescribeCollection(std::string_view name)
 }
 
 absl::Status DBImpl::DropCollection(std::string_view name) {
-  SHOAL_RETURN_IF_ERROR(ValidateCollectionName(name, "name"));
+  SHOAL_RETURN_IF_ERROR(ValidateCollectionOrShardName(name, "name"));
   const std::string key(name);
   absl::ReaderMutexLock change(&change_mu_);
   absl::MutexLock lock(&mu_);

@@ -6,6 +6,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "shoal/record_checks.h"
 
 namespace shoal::db {
 namespace {
@@ -214,13 +215,34 @@ absl::Status ValidateCollectionName(std::string_view name, const std::string& fi
   return absl::OkStatus();
 }
 
+absl::Status ValidateCollectionOrShardName(std::string_view name, const std::string& field) {
+  // Cluster mode's local shard copies: "<name>@<shard>" (shard: 1..4 digits).
+  if (const size_t at = name.find('@'); at != std::string_view::npos) {
+    const std::string_view shard = name.substr(at + 1);
+    if (shard.empty() || shard.size() > 4 ||
+        shard.find_first_not_of("0123456789") != std::string_view::npos) {
+      return Invalid(field, absl::StrCat("'", std::string(name),
+                                         "': a shard suffix must be '@' and 1..4 digits"));
+    }
+    name = name.substr(0, at);
+  }
+  return ValidateCollectionName(name, field);
+}
+
 absl::Status ValidateSpec(const CollectionSpec& spec) {
-  if (absl::Status s = ValidateCollectionName(spec.name, "name"); !s.ok()) return s;
+  if (absl::Status s = ValidateCollectionOrShardName(spec.name, "name"); !s.ok()) return s;
   if (spec.dimension == 0 || spec.dimension > kMaxDimension) {
     return Invalid("dimension", absl::StrCat(spec.dimension, " is not in 1..", kMaxDimension));
   }
   const int metric = static_cast<int>(spec.metric);
   if (metric < 0 || metric > 2) return Invalid("metric", absl::StrCat("unknown metric ", metric));
+  if (spec.shards != 0) {
+    return Invalid("shards", "a sharded collection needs cluster mode (shoald --cluster-etcd)");
+  }
+  if (spec.replication != 0) {
+    return Invalid("replication",
+                   "a replicated collection needs cluster mode (shoald --cluster-etcd)");
+  }
   return absl::OkStatus();
 }
 
@@ -322,3 +344,12 @@ absl::Status ValidateTenantQuotas(const TenantQuotas& quotas) {
 }
 
 }  // namespace shoal::db
+
+namespace shoal {
+
+absl::Status CheckRecords(const CollectionSpec& spec, std::span<const Record> records,
+                          const Options& options) {
+  return db::ValidateRecords(spec, records, options);
+}
+
+}  // namespace shoal

@@ -17,6 +17,8 @@ namespace shoal::db {
 
 // Names: [A-Za-z_][A-Za-z0-9_-]{0,63}.
 absl::Status ValidateCollectionName(std::string_view name, const std::string& field);
+// A collection name, or cluster mode's local shard copy of one: "<name>@<shard>" (1..4 digits).
+absl::Status ValidateCollectionOrShardName(std::string_view name, const std::string& field);
 absl::Status ValidateSpec(const CollectionSpec& spec);
 absl::Status ValidateKey(const Key& key, const std::string& field);
 absl::Status ValidateRecords(const CollectionSpec& spec, std::span<const Record> records,

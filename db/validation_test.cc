@@ -41,6 +41,24 @@ TEST(ValidationTest, SpecNeedsDimensionInRange) {
   EXPECT_TRUE(ValidateSpec({"c", kMaxDimension, Metric::kCosine}).ok());
 }
 
+TEST(ValidationTest, ShardedSpecsNeedClusterMode) {
+  ExpectInvalid(ValidateSpec({.name = "c", .dimension = 4, .shards = 3}), "shards");
+  ExpectInvalid(ValidateSpec({.name = "c", .dimension = 4, .replication = 2}), "replication");
+}
+
+TEST(ValidationTest, ShardCopyNamesAreAcceptedWhereCollectionsAreFound) {
+  EXPECT_TRUE(ValidateCollectionOrShardName("docs@2", "name").ok());
+  EXPECT_TRUE(ValidateCollectionOrShardName("docs@1023", "name").ok());
+  EXPECT_TRUE(ValidateCollectionOrShardName("docs", "name").ok());
+  ExpectInvalid(ValidateCollectionOrShardName("docs@", "name"), "name");
+  ExpectInvalid(ValidateCollectionOrShardName("docs@x", "name"), "name");
+  ExpectInvalid(ValidateCollectionOrShardName("docs@12345", "name"), "name");
+  ExpectInvalid(ValidateCollectionOrShardName("@1", "name"), "name");
+  ExpectInvalid(ValidateCollectionOrShardName("a@1@2", "name"), "name");
+  // Tenants, attributes and aliases keep the plain grammar.
+  ExpectInvalid(ValidateCollectionName("docs@2", "tenant"), "tenant");
+}
+
 TEST(ValidationTest, RecordsNameTheBadField) {
   Options o;
   std::vector<Record> ok = {R(1, {1, 2, 3})};

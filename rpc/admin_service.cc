@@ -22,6 +22,7 @@ constexpr RpcMethod kSnapshot{"AdminService/Snapshot", Role::kAdmin};
 constexpr RpcMethod kListSnapshots{"AdminService/ListSnapshots", Role::kAdmin};
 constexpr RpcMethod kRestore{"AdminService/Restore", Role::kAdmin};
 constexpr RpcMethod kGetStats{"AdminService/GetStats", Role::kAdmin};
+constexpr RpcMethod kGetCluster{"AdminService/GetCluster", Role::kAdmin};
 
 // DB's snapshot description in the wire form.
 v1::SnapshotInfo SnapshotToProto(const SnapshotInfo& info) {
@@ -197,6 +198,15 @@ grpc::Status AdminServiceImpl::GetStats(grpc::ServerContext* context,
     response->set_ingest_inflight_bytes(budget_->inflight());
     response->set_ingest_inflight_budget_bytes(budget_->limit());
     response->set_version(absl::StrCat("shoald ", base::VersionText()));
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status AdminServiceImpl::GetCluster(grpc::ServerContext* context,
+                                          const v1::GetClusterRequest* request,
+                                          v1::GetClusterResponse* response) {
+  return gate_->Unary(context, kGetCluster, *request, [&](DB&) -> absl::Status {
+    if (cluster_status_) cluster_status_(response);
     return absl::OkStatus();
   });
 }

@@ -5,6 +5,7 @@
 #define SHOAL_RPC_ADMIN_SERVICE_H_
 
 #include <atomic>
+#include <functional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -21,8 +22,13 @@ class AdminServiceImpl final : public v1::AdminService::Service {
  public:
   // `gate` and `budget` are not owned and must outlive the service. `snapshot_dir` empty =
   // snapshots are off (FAILED_PRECONDITION).
-  AdminServiceImpl(CallGate* gate, IngestBudget* budget, std::string snapshot_dir)
-      : gate_(gate), budget_(budget), shelf_(std::move(snapshot_dir)) {}
+  // `cluster_status` (cluster mode only) fills GetCluster's answer.
+  AdminServiceImpl(CallGate* gate, IngestBudget* budget, std::string snapshot_dir,
+                   std::function<void(v1::GetClusterResponse*)> cluster_status = nullptr)
+      : gate_(gate),
+        budget_(budget),
+        shelf_(std::move(snapshot_dir)),
+        cluster_status_(std::move(cluster_status)) {}
 
   grpc::Status BuildIndex(grpc::ServerContext* context, const v1::BuildIndexRequest* request,
                           grpc::ServerWriter<v1::BuildIndexProgress>* writer) override;
@@ -36,6 +42,8 @@ class AdminServiceImpl final : public v1::AdminService::Service {
                        v1::RestoreResponse* response) override;
   grpc::Status GetStats(grpc::ServerContext* context, const v1::GetStatsRequest* request,
                         v1::GetStatsResponse* response) override;
+  grpc::Status GetCluster(grpc::ServerContext* context, const v1::GetClusterRequest* request,
+                          v1::GetClusterResponse* response) override;
 
  private:
   absl::Status RunBuild(grpc::ServerContext* context, const v1::BuildIndexRequest& request,
@@ -44,6 +52,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   CallGate* const gate_;
   IngestBudget* const budget_;
   const SnapshotShelf shelf_;
+  const std::function<void(v1::GetClusterResponse*)> cluster_status_;
   const absl::Time started_ = absl::Now();
   std::atomic<int> builds_in_progress_{0};
 };

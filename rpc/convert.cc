@@ -197,6 +197,8 @@ absl::StatusOr<CollectionSpec> CollectionSpecFromProto(const v1::CollectionSpec&
   absl::StatusOr<Metric> metric = MetricFromProto(proto.metric(), absl::StrCat(field, ".metric"));
   if (!metric.ok()) return metric.status();
   spec.metric = *metric;
+  spec.shards = proto.shards();
+  spec.replication = proto.replication();
   return spec;
 }
 
@@ -204,6 +206,8 @@ void CollectionSpecToProto(const CollectionSpec& spec, v1::CollectionSpec* proto
   proto->set_name(spec.name);
   proto->set_dimension(spec.dimension);
   proto->set_metric(MetricToProto(spec.metric));
+  proto->set_shards(spec.shards);
+  proto->set_replication(spec.replication);
 }
 
 void CollectionInfoToProto(const CollectionInfo& info, v1::CollectionInfo* proto) {

@@ -57,6 +57,8 @@ absl::Status DoSearch(CallGate& gate, DB& db, const Principal& caller,
   params.with_attributes = request.with_attributes();
   params.with_vectors = request.with_vectors();
   params.target_recall = request.target_recall();
+  params.consistency.read_your_writes = request.consistency().read_your_writes();
+  params.consistency.min_applied_sequence = request.consistency().min_applied_sequence();
   std::optional<Filter> filter;
   if (request.has_filter()) {
     absl::StatusOr<Filter> converted = FilterFromProto(request.filter(), "filter");

@@ -17,6 +17,7 @@
 #define SHOAL_RPC_SERVER_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,10 @@
 namespace grpc {
 class Server;
 }  // namespace grpc
+
+namespace shoal::v1 {
+class GetClusterResponse;  // shoal/v1/admin_service.pb.h
+}  // namespace shoal::v1
 
 namespace shoal::rpc {
 
@@ -81,6 +86,9 @@ struct ServerOptions {
   // roles, limits and metrics as the gRPC services); empty = not served. Like the gRPC
   // address, only loopback without a key file (or allow_remote).
   std::string console_listen;
+  // Cluster mode: fills AdminService.GetCluster's answer (shoald_main.cc sets it); unset = a
+  // single node (cluster_mode false).
+  std::function<void(v1::GetClusterResponse*)> cluster_status;
 };
 
 class Server {

@@ -3,6 +3,14 @@
 //   shoald --listen 127.0.0.1:50051 --data ./shoal-data [--key-file KEYS] [--metrics-listen
 //          127.0.0.1:9464] [--console-listen 127.0.0.1:8080] [--snapshot-dir DIR]
 //          [--tls-cert PEM --tls-key PEM]
+//          [--cluster-etcd http://HOST:PORT --cluster-nats nats://HOST:PORT --node-id ID
+//           [--advertise HOST:PORT]]
+//
+// With the cluster flags the node joins a cluster (cluster/cluster_node.h; DESIGN.md §10):
+// collections created with shards > 0 are spread over the nodes, any node serves any call.
+// Nodes call each other with the API key in $SHOAL_CLUSTER_API_KEY (needed when the nodes
+// have a --key-file; a read-write key suffices).
+// Without them shoald is the single-node server it always was.
 //
 // Prints one line to stdout once serving (tools and tests parse it):
 //   shoald listening on HOST:PORT data=DIR
@@ -30,6 +38,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "base/build_info.h"
+#include "cluster/cluster_db.h"
+#include "cluster/cluster_node.h"
+#include "rpc/cluster_status.h"
 #include "rpc/db_host.h"
 #include "rpc/server.h"
 #include "shoal/db.h"
@@ -55,6 +66,10 @@ struct Flags {
   int32_t shutdown_drain_ms = 0;
   int32_t shutdown_grace_ms = 5000;
   bool testing_power_loss = false;
+  std::string cluster_etcd;
+  std::string cluster_nats;
+  std::string node_id;
+  std::string advertise;
 };
 
 // The outcome of parsing argv: run with `flags`, or print `text` and exit with `exit_status`
@@ -121,6 +136,20 @@ Parsed ParseFlags(int argc, char** argv) {
                "open the data directory through the fault-injecting file system; SIGUSR1 then "
                "drops every write not yet synced and exits with status 137, as a power cut would")
       ->group("");
+  app.add_option(
+         "--cluster-etcd", f.cluster_etcd,
+         "cluster mode: etcd endpoint (its v3 JSON gateway) for membership, the coordinator "
+         "election and shard maps; needs --cluster-nats and --node-id")
+      ->type_name("URL");
+  app.add_option("--cluster-nats", f.cluster_nats,
+                 "cluster mode: NATS server with JetStream, holding each shard's write-ahead log")
+      ->type_name("URL");
+  app.add_option("--node-id", f.node_id, "cluster mode: this node's id, [A-Za-z0-9_-]{1,64}")
+      ->type_name("ID");
+  app.add_option("--advertise", f.advertise,
+                 "cluster mode: the address other nodes reach this node at (default: the address "
+                 "it listens on)")
+      ->type_name("HOST:PORT");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
@@ -149,6 +178,48 @@ int Fail(const std::string& what, const absl::Status& status) {
   std::_Exit(137);
 }
 
+std::string PeerApiKey() {
+  const char* key = std::getenv("SHOAL_CLUSTER_API_KEY");
+  return key == nullptr ? "" : key;
+}
+
+// What shoald serves: the DB host, and in cluster mode the node and the ClusterDB it lends.
+struct Served {
+  std::unique_ptr<shoal::cluster::ClusterNode> cluster_node;
+  std::unique_ptr<shoal::DB> cluster_db;
+  std::unique_ptr<shoal::rpc::DbHost> host;
+};
+
+// `opener`: DB::Open, or --testing-power-loss-on-sigusr1's PowerCut::Open (single node only).
+absl::StatusOr<Served> OpenServed(const Flags& flags, shoal::rpc::DbHost::Opener opener) {
+  shoal::Options db_options;
+  db_options.create_if_missing = true;
+  Served served;
+  const bool cluster_mode =
+      !flags.cluster_etcd.empty() || !flags.cluster_nats.empty() || !flags.node_id.empty();
+  if (!cluster_mode) {
+    absl::StatusOr<std::unique_ptr<shoal::rpc::DbHost>> host =
+        shoal::rpc::DbHost::Open(flags.data, db_options, std::move(opener));
+    if (!host.ok()) return host.status();
+    served.host = *std::move(host);
+    return served;
+  }
+  absl::StatusOr<std::unique_ptr<shoal::DB>> local = shoal::DB::Open(flags.data, db_options);
+  if (!local.ok()) return local.status();
+  absl::StatusOr<std::unique_ptr<shoal::cluster::ClusterNode>> node =
+      shoal::cluster::ClusterNode::Create(local->get(), {.etcd_url = flags.cluster_etcd,
+                                                         .nats_url = flags.cluster_nats,
+                                                         .node_id = flags.node_id,
+                                                         .state_dir = flags.data + "/cluster",
+                                                         .api_key = PeerApiKey()});
+  if (!node.ok()) return node.status();
+  served.cluster_node = *std::move(node);
+  served.cluster_db =
+      std::make_unique<shoal::cluster::ClusterDB>(*std::move(local), served.cluster_node.get());
+  served.host = std::make_unique<shoal::rpc::DbHost>(served.cluster_db.get());
+  return served;
+}
+
 int Run(const Flags& flags) {
   // Block the shutdown signals before any thread exists (RocksDB's, gRPC's), so that every
   // thread inherits the mask and only the sigwait below ever receives them.
@@ -166,8 +237,6 @@ int Run(const Flags& flags) {
     return Fail("data", absl::UnavailableError("cannot create " + data + ": " + error.message()));
   }
 
-  shoal::Options db_options;
-  db_options.create_if_missing = true;
   // Lives until _exit: the DB's threads may still call into it when the power goes.
   // Lives until _exit: the DB's threads may still call into it when the power goes.
   static shoal::PowerCut* const power = flags.testing_power_loss ? new shoal::PowerCut() : nullptr;
@@ -177,9 +246,11 @@ int Run(const Flags& flags) {
       return power->Open(path, options);
     };
   }
-  absl::StatusOr<std::unique_ptr<shoal::rpc::DbHost>> db =
-      shoal::rpc::DbHost::Open(data, db_options, opener);
-  if (!db.ok()) return Fail("opening " + data, db.status());
+  absl::StatusOr<Served> served = OpenServed(flags, std::move(opener));
+  if (!served.ok()) return Fail("opening " + data, served.status());
+  std::unique_ptr<shoal::cluster::ClusterNode>& cluster_node = served->cluster_node;
+  std::unique_ptr<shoal::DB>& cluster_db = served->cluster_db;
+  std::unique_ptr<shoal::rpc::DbHost>* db = &served->host;
 
   shoal::rpc::ServerOptions options;
   options.listen_address = flags.listen;
@@ -194,10 +265,20 @@ int Run(const Flags& flags) {
   options.metrics_listen = flags.metrics_listen;
   options.snapshot_dir = flags.snapshot_dir;
   options.console_listen = flags.console_listen;
+  if (cluster_node != nullptr) {
+    options.cluster_status = [node = cluster_node.get()](shoal::v1::GetClusterResponse* out) {
+      shoal::rpc::FillClusterStatus(*node, out);
+    };
+  }
   absl::StatusOr<std::unique_ptr<shoal::rpc::Server>> server =
       shoal::rpc::Server::Start(db->get(), options);
   if (!server.ok()) return Fail("starting server", server.status());
 
+  if (cluster_node != nullptr) {
+    const std::string advertise = flags.advertise.empty() ? (*server)->address() : flags.advertise;
+    if (absl::Status s = cluster_node->Start(advertise); !s.ok()) return Fail("cluster", s);
+    std::cerr << "shoald: cluster node " << flags.node_id << " at " << advertise << std::endl;
+  }
   std::cout << "shoald listening on " << (*server)->address() << " data=" << data << std::endl;
   if ((*server)->metrics_port() != 0) {
     const std::string& listen = flags.metrics_listen;
@@ -223,7 +304,12 @@ int Run(const Flags& flags) {
   absl::SleepFor(absl::Milliseconds(flags.shutdown_drain_ms));
   (*server)->Shutdown(absl::Milliseconds(flags.shutdown_grace_ms));
   server->reset();
-  db->reset();  // closes the directory; every acknowledged write is already durable
+  if (cluster_node != nullptr) cluster_node->Stop();  // leaves the cluster at once
+  // Closes the directory (through cluster_db in cluster mode); every acknowledged write is
+  // already durable.
+  db->reset();
+  cluster_db.reset();
+  cluster_node.reset();
   std::cerr << "shoald: stopped" << std::endl;
   return 0;
 }

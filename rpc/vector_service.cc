@@ -66,7 +66,12 @@ absl::Status DoGet(CallGate& gate, DB& db, const Principal& caller, const v1::Ge
   absl::StatusOr<std::vector<Key>> keys = KeysFromProto(request.keys(), "keys");
   if (!keys.ok()) return keys.status();
   absl::StatusOr<std::vector<std::optional<Record>>> records =
-      db.Get(request.collection(), *keys, ReadOptions{.tenant = *tenant});
+      db.Get(request.collection(), *keys,
+             ReadOptions{.tenant = *tenant,
+                         .consistency = {
+                             .read_your_writes = request.consistency().read_your_writes(),
+                             .min_applied_sequence = request.consistency().min_applied_sequence(),
+                         }});
   if (!records.ok()) return records.status();
   for (const std::optional<Record>& record : *records) {
     v1::GetResult* result = response.add_results();

@@ -12,6 +12,8 @@ SHOAL_PACKAGES=(
   libfaiss-dev libopenblas-dev libabsl-dev liburing-dev zlib1g-dev libhdf5-dev
   libgtest-dev libgmock-dev libbenchmark-dev libhnswlib-dev prometheus-cpp-dev libcivetweb-dev libcli11-dev
   nlohmann-json3-dev
+  libnats-dev libcurl4-openssl-dev  # cluster/: NATS JetStream client; etcd's JSON gateway over HTTP
+  etcd-server nats-server  # tests/e2e/cluster_*: a real etcd and NATS JetStream beside shoald
   dataset-fashion-mnist
   libreadline-dev python3-grpcio python3-protobuf python3-numpy openssl
   python3-venv python3-pip python3-setuptools python3-matplotlib

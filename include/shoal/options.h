@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <string>
 
+#include "shoal/types.h"
+
 namespace shoal {
 
 struct Options {
@@ -98,6 +100,7 @@ struct ReadOptions {
   // "" = every record; otherwise only records the tenant owns or was granted (others read as
   // absent, exactly like keys that do not exist).
   std::string tenant;
+  ReadConsistency consistency;  // cluster mode only (shoal/types.h)
 };
 
 }  // namespace shoal

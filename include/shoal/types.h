@@ -37,11 +37,18 @@ const char* MetricName(Metric metric);
 inline constexpr uint32_t kMaxDimension = 65536;
 inline constexpr size_t kMaxNameBytes = 64;
 
-// What a collection is. Names match [A-Za-z_][A-Za-z0-9_-]{0,63}.
+// What a collection is. Names match [A-Za-z_][A-Za-z0-9_-]{0,63}. Cluster mode (shoald
+// --cluster-etcd) names each node's local copy of shard S "<name>@S"; the embedded DB accepts
+// that form too.
 struct CollectionSpec {
   std::string name;
   uint32_t dimension = 0;  // 1..kMaxDimension
   Metric metric = Metric::kL2;
+  // Cluster mode only: records spread over `shards` shards by key hash, each kept by
+  // `replication` nodes. 0 and 0 = not sharded (the only form the embedded DB accepts; other
+  // values are InvalidArgument naming the field).
+  uint32_t shards = 0;
+  uint32_t replication = 0;
 };
 
 struct CollectionInfo {
@@ -125,6 +132,16 @@ struct SearchStats {
 
 struct Filter;  // shoal/filter.h
 
+// Cluster mode (shoald --cluster-etcd): how fresh a read must be. A single node ignores it
+// (every acknowledged write is already visible there).
+struct ReadConsistency {
+  // true: the replica that answers has first applied every write of the shard acknowledged
+  // before the read began (read-your-writes, and everyone else's).
+  bool read_your_writes = false;
+  // Node to node: the shard stream sequence the answering replica must have applied. 0 = none.
+  uint64_t min_applied_sequence = 0;
+};
+
 // Per-request search parameters.
 struct SearchParams {
   uint32_t k = 10;  // 1..Options::max_k
@@ -148,6 +165,7 @@ struct SearchParams {
   // deleted while the search ran is left out.
   bool with_attributes = false;
   bool with_vectors = false;
+  ReadConsistency consistency;  // cluster mode only
 };
 
 struct Hit {

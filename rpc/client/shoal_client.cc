@@ -34,6 +34,8 @@ CollectionInfo InfoFromProto(const v1::CollectionInfo& proto) {
   info.spec.dimension = proto.spec().dimension();
   absl::StatusOr<Metric> metric = rpc::MetricFromProto(proto.spec().metric(), "metric");
   if (metric.ok()) info.spec.metric = *metric;
+  info.spec.shards = proto.spec().shards();
+  info.spec.replication = proto.spec().replication();
   info.num_vectors = proto.num_vectors();
   info.index = proto.index();
   info.index_ram_bytes = proto.index_ram_bytes();
@@ -92,6 +94,8 @@ void SearchToProto(const std::string& collection, std::span<const float> queries
   request.set_tenant(params.tenant);
   request.set_with_attributes(params.with_attributes);
   request.set_with_vectors(params.with_vectors);
+  request.mutable_consistency()->set_read_your_writes(params.consistency.read_your_writes);
+  request.mutable_consistency()->set_min_applied_sequence(params.consistency.min_applied_sequence);
 }
 
 }  // namespace
@@ -240,6 +244,8 @@ absl::StatusOr<std::vector<std::optional<Record>>> Client::Get(const std::string
   v1::GetRequest request;
   request.set_collection(collection);
   request.set_tenant(options.tenant);
+  request.mutable_consistency()->set_read_your_writes(options.consistency.read_your_writes);
+  request.mutable_consistency()->set_min_applied_sequence(options.consistency.min_applied_sequence);
   for (const Key& key : keys) rpc::KeyToProto(key, request.add_keys());
   v1::GetResponse response;
   grpc::Status status = stubs_->vectors->Get(NewContext(options_).get(), request, &response);

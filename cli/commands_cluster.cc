@@ -1,0 +1,51 @@
+// `shoal cluster status|nodes|shards [COLLECTION]`: what a cluster-mode shoald knows of its
+// cluster (AdminService.GetCluster).
+#include "base/status_macros.h"
+#include "cli/commands_internal.h"
+#include "shoal/v1/admin_service.grpc.pb.h"
+
+namespace shoal::cli {
+
+absl::StatusOr<Table> Cluster(const Connection& c, const Args& args) {
+  SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 2, 3));
+  const std::string& sub = args.positional[1];
+  v1::GetClusterResponse r;
+  SHOAL_RETURN_IF_ERROR(FromGrpc(c.admin().GetCluster(c.Context().get(), {}, &r)));
+  if (sub == "status") {
+    Table t{.columns = {"cluster_mode", "node", "coordinator", "nodes", "sharded_collections",
+                        "etcd_reachable"},
+            .single = true};
+    t.rows.push_back({Cell::Bool(r.cluster_mode()), Cell::Text(r.node_id()),
+                      Cell::Text(r.coordinator()), Cell::Number(uint64_t(r.nodes_size())),
+                      Cell::Number(uint64_t(r.collections_size())),
+                      Cell::Bool(r.etcd_reachable())});
+    return t;
+  }
+  if (!r.cluster_mode()) {
+    return absl::FailedPreconditionError("cluster: the server is not in cluster mode");
+  }
+  if (sub == "nodes") {
+    Table t{.columns = {"node", "address", "coordinator"}};
+    for (const v1::ClusterNodeInfo& node : r.nodes()) {
+      t.rows.push_back(
+          {Cell::Text(node.id()), Cell::Text(node.address()), Cell::Bool(node.coordinator())});
+    }
+    return t;
+  }
+  if (sub != "shards") return UsageError("cluster: status, nodes or shards");
+  const std::string only = args.positional.size() > 2 ? args.positional[2] : "";
+  Table t{.columns = {"collection", "version", "shard", "replicas", "stream_replicas"}};
+  for (const v1::ClusterCollectionInfo& info : r.collections()) {
+    if (!only.empty() && info.name() != only) continue;
+    for (const v1::ShardReplicas& shard : info.replicas()) {
+      std::vector<Cell> nodes;
+      for (const std::string& node : shard.nodes()) nodes.push_back(Cell::Text(node));
+      t.rows.push_back({Cell::Text(info.name()), Cell::Number(int64_t{info.version()}),
+                        Cell::Number(uint64_t{shard.shard()}), Cell::List(nodes),
+                        Cell::Number(uint64_t{info.stream_replicas()})});
+    }
+  }
+  return t;
+}
+
+}  // namespace shoal::cli

@@ -1,0 +1,136 @@
+// ClusterDB: the shoal::DB a cluster-mode shoald serves. Collections created with
+// spec.shards > 0 are sharded over the cluster (cluster_node.h); every other call, and every
+// call on a collection that is not sharded, goes to this node's local DB exactly as a single
+// node would serve it. Any node accepts any request:
+//   - Upsert / Delete of a sharded collection: the records are grouped by ShardOfKey and each
+//     group is appended to its shard's JetStream stream; the call returns once JetStream has
+//     acknowledged every group (cluster_writes.cc). A batch spanning shards is not atomic: on
+//     UNAVAILABLE some groups may be written (retrying the same batch is safe: idempotent).
+//   - Search: fans out to one live replica per shard (this node's own copy first), with the
+//     next replica tried when one fails, and merges the top k (cluster_reads.cc). Get routes
+//     each key to its shard the same way.
+//   - ReadConsistency::read_your_writes: before reading a shard, the stream's last sequence is
+//     read from JetStream and the chosen replica waits until it has applied it.
+//   - "<collection>@<shard>" names a node's local copy of a shard: calls on it (from other
+//     nodes' fan-outs) go to the local DB, after waiting for min_applied_sequence.
+// Index builds, tenants and aliases of a sharded collection are UNIMPLEMENTED for now.
+//
+// Errors: as DB, plus UNAVAILABLE when NATS, etcd or every replica of a shard is away (naming
+// the shard), UNIMPLEMENTED for calls sharded collections do not support yet.
+//
+// Thread safety: as DB (every method may be called concurrently).
+#ifndef SHOAL_CLUSTER_CLUSTER_DB_H_
+#define SHOAL_CLUSTER_CLUSTER_DB_H_
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "cluster/cluster_node.h"
+#include "shoal/db.h"
+
+namespace shoal::cluster {
+
+class ClusterDB : public DB {
+ public:
+  // Takes `local` (the node's own DB); `node` is not owned and must outlive this object, and
+  // must have been created over `local`.
+  ClusterDB(std::unique_ptr<DB> local, ClusterNode* node);
+  ~ClusterDB() override = default;
+
+  absl::Status CreateCollection(const CollectionSpec& spec) override;
+  absl::StatusOr<std::vector<CollectionInfo>> ListCollections() override;
+  absl::StatusOr<CollectionInfo> DescribeCollection(std::string_view name) override;
+  absl::Status DropCollection(std::string_view name) override;
+  absl::Status CreateAlias(std::string_view alias, std::string_view collection) override;
+  absl::Status AlterAlias(std::string_view alias, std::string_view collection) override;
+  absl::Status DropAlias(std::string_view alias) override;
+  absl::StatusOr<std::vector<AliasInfo>> ListAliases() override;
+  absl::Status Upsert(std::string_view collection, std::span<const Record> records,
+                      const WriteOptions& options) override;
+  absl::StatusOr<std::vector<std::optional<Record>>> Get(std::string_view collection,
+                                                         std::span<const Key> keys,
+                                                         const ReadOptions& options) override;
+  absl::StatusOr<uint64_t> Delete(std::string_view collection, std::span<const Key> keys,
+                                  const WriteOptions& options) override;
+  absl::Status BuildIndex(std::string_view collection, std::string_view spec,
+                          const IndexBuildProgressFn& progress) override;
+  absl::Status FlushIndexUpdates(std::string_view collection) override;
+  absl::Status Compact(std::string_view collection) override;
+  absl::Status Snapshot(const std::string& dir) override;
+  absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::string_view collection,
+                                                       std::span<const float> queries,
+                                                       const SearchParams& params) override;
+  absl::Status CreateTenant(std::string_view collection, const TenantSpec& spec) override;
+  absl::StatusOr<uint64_t> DropTenant(std::string_view collection, std::string_view tenant,
+                                      const WriteOptions& options) override;
+  absl::StatusOr<TenantPage> ListTenants(std::string_view collection, uint32_t page_size,
+                                         std::string_view page_token) override;
+  absl::StatusOr<TenantInfo> DescribeTenant(std::string_view collection,
+                                            std::string_view tenant) override;
+  absl::Status SetTenantQuotas(std::string_view collection, std::string_view tenant,
+                               const TenantQuotas& quotas) override;
+  absl::Status SetTenantState(std::string_view collection, std::string_view tenant,
+                              TenantState state) override;
+  absl::Status Grant(std::string_view collection, std::string_view tenant,
+                     std::span<const Key> keys, const WriteOptions& options) override;
+  absl::Status Revoke(std::string_view collection, std::string_view tenant,
+                      std::span<const Key> keys, const WriteOptions& options) override;
+  absl::StatusOr<std::vector<std::string>> ListKeyTenants(std::string_view collection,
+                                                          const Key& key) override;
+  absl::StatusOr<uint64_t> CountByTenant(std::string_view collection, std::string_view tenant,
+                                         bool owned_only) override;
+  absl::StatusOr<uint64_t> DeleteByTenant(std::string_view collection, std::string_view tenant,
+                                          const WriteOptions& options) override;
+  absl::Status CreateCache(const CacheSpec& spec) override;
+  absl::Status DropCache(std::string_view cache) override;
+  absl::StatusOr<std::vector<CacheInfo>> ListCaches() override;
+  absl::Status SetCachePolicy(std::string_view cache, std::string_view category,
+                              const CachePolicy& policy) override;
+  absl::StatusOr<CachePolicy> GetCachePolicy(std::string_view cache,
+                                             std::string_view category) override;
+  absl::StatusOr<CacheLookupResult> CacheLookup(std::string_view cache,
+                                                const CacheLookupRequest& request) override;
+  absl::StatusOr<uint64_t> CacheStore(std::string_view cache, const CacheStoreRequest& request,
+                                      const WriteOptions& options) override;
+  absl::StatusOr<uint64_t> CacheInvalidate(std::string_view cache,
+                                           const CacheInvalidation& which) override;
+  absl::Status CacheFeedback(std::string_view cache, const CacheFeedbackReport& feedback) override;
+  absl::StatusOr<CacheStats> GetCacheStats(std::string_view cache) override;
+  absl::Status ReportModelLoad(std::string_view model, double load) override;
+  absl::Status Verify(std::string_view collection, VerifyReport* report) override;
+
+ private:
+  bool IsSharded(std::string_view collection) const;
+  absl::Status NotYetSharded(std::string_view call, std::string_view collection) const;
+  // How long a replica may take to reach a read's sequence before the next one is tried.
+  static constexpr absl::Duration kApplyWait = absl::Seconds(3);
+  // Waits until this node's copy of the shard named `local_name` ("c@s") has applied
+  // `sequence` (0: no wait). UNAVAILABLE when it does not in time or is not a copy kept here.
+  absl::Status WaitLocalApplied(std::string_view local_name, uint64_t sequence) const;
+  // A read of a collection that is not sharded here: for a shard copy ("c@s"), waits as
+  // `consistency` asks (read_your_writes: the stream's last sequence); otherwise OK at once.
+  absl::Status WaitShardCopy(std::string_view name, const ReadConsistency& consistency) const;
+  // The sequence a read of the shard must see: the stream's last one with read_your_writes,
+  // else 0.
+  absl::StatusOr<uint64_t> ReadSequence(const ShardMap& map, uint32_t shard,
+                                        const ReadConsistency& consistency) const;
+  absl::StatusOr<std::vector<std::vector<Hit>>> SearchShard(const ShardMap& map, uint32_t shard,
+                                                            std::span<const float> queries,
+                                                            const SearchParams& params) const;
+  absl::StatusOr<std::vector<std::optional<Record>>> GetShard(const ShardMap& map, uint32_t shard,
+                                                              std::span<const Key> keys,
+                                                              const ReadOptions& options) const;
+  absl::Status CheckRecords(const ShardMap& map, std::span<const Record> records) const;
+  absl::StatusOr<CollectionInfo> DescribeSharded(const ShardMap& map) const;
+
+  std::unique_ptr<DB> local_;
+  ClusterNode* const node_;
+};
+
+}  // namespace shoal::cluster
+
+#endif  // SHOAL_CLUSTER_CLUSTER_DB_H_

@@ -1,0 +1,245 @@
+#include "cluster/cluster_node.h"
+
+#include <filesystem>
+#include <iostream>
+#include <set>
+#include <system_error>
+
+#include "absl/strings/str_cat.h"
+
+namespace shoal::cluster {
+namespace {
+
+absl::Status ValidateOptions(const ClusterNodeOptions& o) {
+  if (o.etcd_url.empty()) return absl::InvalidArgumentError("--cluster-etcd: required");
+  if (o.nats_url.empty()) return absl::InvalidArgumentError("--cluster-nats: required");
+  if (o.node_id.empty() || o.node_id.size() > 64 ||
+      o.node_id.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                  "0123456789_-") != std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--node-id: '", o.node_id, "' must match [A-Za-z0-9_-]{1,64}"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<ClusterNode>> ClusterNode::Create(
+    DB* local, const ClusterNodeOptions& options) {
+  if (absl::Status s = ValidateOptions(options); !s.ok()) return s;
+  std::error_code error;
+  std::filesystem::create_directories(options.state_dir, error);
+  if (error) {
+    return absl::InternalError(
+        absl::StrCat("cluster state dir ", options.state_dir, ": ", error.message()));
+  }
+  absl::StatusOr<std::unique_ptr<ShardLog>> log =
+      ShardLog::Connect(options.nats_url, options.peer_timeout);
+  if (!log.ok()) return log.status();
+  return std::unique_ptr<ClusterNode>(new ClusterNode(local, options, *std::move(log)));
+}
+
+ClusterNode::ClusterNode(DB* local, ClusterNodeOptions options, std::unique_ptr<ShardLog> log)
+    : local_(local), options_(std::move(options)), etcd_(options_.etcd_url), log_(std::move(log)) {}
+
+ClusterNode::~ClusterNode() { Stop(); }
+
+absl::Status ClusterNode::Start(const std::string& advertise) {
+  if (advertise.empty() || advertise.find(':') == std::string::npos) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--advertise: '", advertise, "' is not HOST:PORT"));
+  }
+  Membership* membership;
+  {
+    absl::MutexLock lock(&mu_);
+    if (membership_ != nullptr) return absl::FailedPreconditionError("cluster: started twice");
+    advertise_ = advertise;
+    membership_ =
+        std::make_unique<Membership>(&etcd_, options_.node_id, advertise, options_.lease_ttl);
+    membership = membership_.get();
+  }
+  return membership->Start([this](const ClusterView& view) { Reconcile(view); });
+}
+
+Membership* ClusterNode::membership() const {
+  absl::MutexLock lock(&mu_);
+  return membership_.get();
+}
+
+ClusterView ClusterNode::View() const {
+  Membership* membership = this->membership();
+  return membership == nullptr ? ClusterView{} : membership->View();
+}
+
+void ClusterNode::Stop() {
+  if (Membership* membership = this->membership()) membership->Stop();
+  std::map<std::string, std::shared_ptr<ShardReplica>> replicas;
+  {
+    absl::MutexLock lock(&mu_);
+    replicas.swap(replicas_);
+  }
+  for (auto& [name, replica] : replicas) replica->Stop();
+}
+
+// On the coordinator: a shard that lost replicas (their node's lease expired) gets live ones,
+// which catch up from the shard's stream. The txn on the map's mod_revision makes a stale
+// coordinator's write fail; the next view change tries again.
+void ClusterNode::Rereplicate(const ClusterView& view) {
+  if (view.coordinator != options_.node_id || !view.etcd_reachable) return;
+  std::vector<std::string> live;
+  for (const auto& [id, address] : view.nodes) live.push_back(id);
+  for (const auto& [name, current] : view.collections) {
+    ShardMap map = current;
+    if (!cluster::Rereplicate(live, map)) continue;
+    auto revision = view.collection_revisions.find(name);
+    if (revision == view.collection_revisions.end()) continue;
+    absl::StatusOr<bool> written =
+        etcd_.CompareAndPut(kCollectionsPrefix + name, EncodeShardMap(map), revision->second);
+    if (written.ok() && *written) {
+      std::cerr << "shoald: cluster: " << name << " shard map version " << map.version
+                << ": replicas moved to live nodes\n";
+    }
+  }
+}
+
+void ClusterNode::Reconcile(const ClusterView& view) {
+  Rereplicate(view);
+  std::set<std::string> mine;
+  for (const auto& [name, map] : view.collections) {
+    for (uint32_t shard = 0; shard < map.replicas.size(); ++shard) {
+      const std::vector<std::string>& nodes = map.replicas[shard];
+      if (std::find(nodes.begin(), nodes.end(), options_.node_id) == nodes.end()) continue;
+      const std::string local_name = ShardCollectionName(name, shard);
+      mine.insert(local_name);
+      {
+        absl::MutexLock lock(&mu_);
+        if (replicas_.contains(local_name)) continue;
+      }
+      auto replica = std::make_shared<ShardReplica>(local_, log_.get(), options_.node_id, map.spec,
+                                                    shard, options_.state_dir);
+      if (absl::Status s = replica->Start(); !s.ok()) {
+        std::cerr << "shoald: cluster: cannot open " << local_name << ": " << s << "\n";
+        continue;
+      }
+      absl::MutexLock lock(&mu_);
+      replicas_[local_name] = std::move(replica);
+    }
+  }
+  std::vector<std::shared_ptr<ShardReplica>> dropped;
+  {
+    absl::MutexLock lock(&mu_);
+    for (auto it = replicas_.begin(); it != replicas_.end();) {
+      if (mine.contains(it->first)) {
+        ++it;
+        continue;
+      }
+      dropped.push_back(it->second);
+      it = replicas_.erase(it);
+    }
+  }
+  for (auto& replica : dropped) replica->Stop();  // its local data stays until dropped
+}
+
+std::optional<ShardMap> ClusterNode::FindShardMap(std::string_view collection) const {
+  ClusterView view = View();
+  auto it = view.collections.find(std::string(collection));
+  if (it == view.collections.end()) return std::nullopt;
+  return it->second;
+}
+
+absl::Status ClusterNode::CreateShardedCollection(const CollectionSpec& spec) {
+  if (absl::Status s = ValidateShardedSpec(spec); !s.ok()) return s;
+  Membership* membership = this->membership();
+  if (membership == nullptr) return absl::UnavailableError("cluster: not started yet");
+  ClusterView view = membership->View();
+  if (view.coordinator.empty()) {
+    return absl::UnavailableError("cluster: no coordinator is elected yet; retry");
+  }
+  if (view.coordinator == options_.node_id) {
+    if (absl::Status s = CreateAsCoordinator(spec); !s.ok()) return s;
+  } else {
+    auto address = view.nodes.find(view.coordinator);
+    if (address == view.nodes.end()) {
+      return absl::UnavailableError("cluster: coordinator " + view.coordinator + " is not live");
+    }
+    absl::StatusOr<std::shared_ptr<client::Client>> peer = Peer(address->second);
+    if (!peer.ok()) return peer.status();
+    if (absl::Status s = (*peer)->CreateCollection(spec).status(); !s.ok()) return s;
+  }
+  // Return only once this node routes to the new map.
+  const absl::Time deadline = absl::Now() + options_.peer_timeout;
+  while (!membership->Refresh().collections.contains(spec.name)) {
+    if (absl::Now() > deadline) {
+      return absl::UnavailableError("cluster: the shard map of " + spec.name + " is not visible");
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ClusterNode::CreateAsCoordinator(const CollectionSpec& spec) {
+  ClusterView view = membership()->Refresh();
+  if (!view.etcd_reachable) return absl::UnavailableError("cluster: etcd is not reachable");
+  if (view.collections.contains(spec.name)) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("spec.name: collection '", spec.name, "' already exists"));
+  }
+  std::vector<std::string> nodes;
+  for (const auto& [id, address] : view.nodes) nodes.push_back(id);
+  ShardMap map{.spec = spec, .version = 1};
+  absl::StatusOr<std::vector<std::vector<std::string>>> replicas =
+      AssignShards(nodes, spec.shards, spec.replication);
+  if (!replicas.ok()) return replicas.status();
+  map.replicas = *std::move(replicas);
+  map.stream_replicas = spec.replication;
+  for (uint32_t shard = 0; shard < spec.shards; ++shard) {
+    absl::StatusOr<uint32_t> kept = log_->EnsureStream(spec.name, shard, spec.replication);
+    if (!kept.ok()) return kept.status();
+    map.stream_replicas = std::min(map.stream_replicas, *kept);
+  }
+  absl::StatusOr<bool> written =
+      etcd_.CompareAndPut(kCollectionsPrefix + spec.name, EncodeShardMap(map), 0);
+  if (!written.ok()) return written.status();
+  if (!*written) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("spec.name: collection '", spec.name, "' already exists"));
+  }
+  return absl::OkStatus();
+}
+
+std::vector<Replica> ClusterNode::Replicas(const ShardMap& map, uint32_t shard) const {
+  ClusterView view = View();
+  std::vector<Replica> out;
+  if (shard >= map.replicas.size()) return out;
+  for (const std::string& id : map.replicas[shard]) {
+    if (id == options_.node_id) {
+      if (LocalReplica(map.spec.name, shard) != nullptr) {
+        out.insert(out.begin(), Replica{.node_id = id, .local = true});
+      }
+      continue;
+    }
+    auto it = view.nodes.find(id);
+    if (it != view.nodes.end()) out.push_back({.node_id = id, .address = it->second});
+  }
+  return out;
+}
+
+std::shared_ptr<ShardReplica> ClusterNode::LocalReplica(const std::string& collection,
+                                                        uint32_t shard) const {
+  absl::MutexLock lock(&mu_);
+  auto it = replicas_.find(ShardCollectionName(collection, shard));
+  return it == replicas_.end() ? nullptr : it->second;
+}
+
+absl::StatusOr<std::shared_ptr<client::Client>> ClusterNode::Peer(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  if (auto it = peers_.find(address); it != peers_.end()) return it->second;
+  client::ConnectOptions options{.api_key = options_.api_key, .timeout = options_.peer_timeout};
+  absl::StatusOr<std::unique_ptr<client::Client>> peer = client::Client::Connect(address, options);
+  if (!peer.ok()) return peer.status();
+  std::shared_ptr<client::Client> shared = *std::move(peer);
+  peers_[address] = shared;
+  return shared;
+}
+
+}  // namespace shoal::cluster

@@ -1,0 +1,119 @@
+// ClusterNode: one shoald's membership of a cluster (shoald --cluster-etcd URL --cluster-nats
+// URL --node-id ID): registration and the coordinator election (membership.h), the shards this
+// node keeps (shard_replica.h, one per shard the shard maps give it, started and stopped as the
+// maps change), the shard logs (shard_log.h), and gRPC clients of the other nodes.
+//
+//   ClusterNodeOptions options{.etcd_url = ..., .nats_url = ..., .node_id = "n1", ...};
+//   SHOAL_ASSIGN_OR_RETURN(auto node, ClusterNode::Create(local_db, options));
+//   // ... once the gRPC server listens:
+//   SHOAL_RETURN_IF_ERROR(node->Start("10.0.0.5:50051"));
+//
+// The coordinator (the node elected through etcd) is the only writer of shard maps: it answers
+// CreateShardedCollection, which other nodes forward to it, and when a node's lease expires it
+// gives that node's shards to live nodes (Rereplicate in shard_map.h), which catch up from the
+// shard's stream (it keeps every entry).
+//
+// Thread safety: all methods are thread-safe.
+#ifndef SHOAL_CLUSTER_CLUSTER_NODE_H_
+#define SHOAL_CLUSTER_CLUSTER_NODE_H_
+
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "cluster/etcd_client.h"
+#include "cluster/membership.h"
+#include "cluster/shard_log.h"
+#include "cluster/shard_map.h"
+#include "cluster/shard_replica.h"
+#include "rpc/client/shoal_client.h"
+#include "shoal/db.h"
+
+namespace shoal::cluster {
+
+struct ClusterNodeOptions {
+  std::string etcd_url;   // "http://HOST:PORT"
+  std::string nats_url;   // "nats://HOST:PORT"
+  std::string node_id;    // [A-Za-z0-9_-]{1,64}
+  std::string state_dir;  // where applied sequences are kept (created if absent)
+  std::string api_key;    // sent to other nodes; "" = none
+  absl::Duration lease_ttl = absl::Seconds(5);
+  absl::Duration peer_timeout = absl::Seconds(5);  // each node-to-node call
+};
+
+// A node that keeps a shard, as reads choose one.
+struct Replica {
+  std::string node_id;
+  std::string address;
+  bool local = false;
+};
+
+class ClusterNode {
+ public:
+  // Checks the options (INVALID_ARGUMENT naming the flag) and connects to NATS (UNAVAILABLE).
+  // `local` is not owned and must outlive the node.
+  static absl::StatusOr<std::unique_ptr<ClusterNode>> Create(DB* local,
+                                                             const ClusterNodeOptions& options);
+  ~ClusterNode();  // Stop()
+  ClusterNode(const ClusterNode&) = delete;
+  ClusterNode& operator=(const ClusterNode&) = delete;
+
+  // Registers in etcd as reachable at `advertise` (HOST:PORT of this node's gRPC server) and
+  // starts following the cluster. INVALID_ARGUMENT for a bad address, UNAVAILABLE when etcd
+  // is away. Before Start the node sees no cluster (no sharded collections).
+  absl::Status Start(const std::string& advertise);
+  void Stop();
+
+  ClusterView View() const;
+  const std::string& node_id() const { return options_.node_id; }
+  std::optional<ShardMap> FindShardMap(std::string_view collection) const;
+
+  // Creates a sharded collection: on the coordinator, assigns shards to the live nodes, makes
+  // the shard streams and writes the shard map; elsewhere, asks the coordinator. Then waits
+  // until this node's view has the map. ALREADY_EXISTS, FAILED_PRECONDITION (fewer live nodes
+  // than spec.replication), UNAVAILABLE (no coordinator, etcd or NATS away).
+  absl::Status CreateShardedCollection(const CollectionSpec& spec);
+
+  // The live replicas of a shard, in the map's order, this node first when it is one.
+  std::vector<Replica> Replicas(const ShardMap& map, uint32_t shard) const;
+  // This node's running copy of the shard, or nullptr.
+  std::shared_ptr<ShardReplica> LocalReplica(const std::string& collection, uint32_t shard) const;
+  // A client of the node at `address` (made once, then shared).
+  absl::StatusOr<std::shared_ptr<client::Client>> Peer(const std::string& address);
+
+  // Whether etcd answered the last read (false before Start).
+  bool etcd_reachable() const { return View().etcd_reachable; }
+  ShardLog& log() { return *log_; }
+  DB& local() { return *local_; }
+
+ private:
+  ClusterNode(DB* local, ClusterNodeOptions options, std::unique_ptr<ShardLog> log);
+  Membership* membership() const;
+  // Starts replicas for the shards the view gives this node and stops the others.
+  void Reconcile(const ClusterView& view);
+  void Rereplicate(const ClusterView& view);
+  absl::Status CreateAsCoordinator(const CollectionSpec& spec);
+
+  DB* const local_;
+  const ClusterNodeOptions options_;
+  EtcdClient etcd_;
+  std::unique_ptr<ShardLog> log_;
+
+  mutable absl::Mutex mu_;
+  std::string advertise_ ABSL_GUARDED_BY(mu_);
+  std::unique_ptr<Membership> membership_ ABSL_GUARDED_BY(mu_);  // set once, by Start
+  // "<collection>@<shard>" -> this node's copy.
+  std::map<std::string, std::shared_ptr<ShardReplica>> replicas_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::shared_ptr<client::Client>> peers_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace shoal::cluster
+
+#endif  // SHOAL_CLUSTER_CLUSTER_NODE_H_

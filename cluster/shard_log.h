@@ -1,0 +1,70 @@
+// ShardLog: each shard's write-ahead log, a NATS JetStream stream (stream
+// "shoal_<collection>_<shard>", subject "shoal.<collection>.<shard>", file storage). A write is
+// acknowledged once JetStream acknowledges the publish: it is then stored (and, with stream
+// replicas > 1, replicated) by NATS, and every replica of the shard will apply it in stream
+// order (shard_replica.h).
+//
+//   SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<ShardLog> log, ShardLog::Connect("nats://..."));
+//   SHOAL_ASSIGN_OR_RETURN(uint32_t copies, log->EnsureStream("docs", 0, /*replicas=*/2));
+//   SHOAL_ASSIGN_OR_RETURN(uint64_t seq, log->Publish("docs", 0, entry_bytes));
+//
+// Errors: UNAVAILABLE when NATS or JetStream does not answer (the message says which call and
+// what the NATS client said); NOT_FOUND for a stream that does not exist.
+//
+// Thread safety: every method is thread-safe (the NATS client's connection and JetStream
+// context are).
+#ifndef SHOAL_CLUSTER_SHARD_LOG_H_
+#define SHOAL_CLUSTER_SHARD_LOG_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+// The NATS C client's handles (nats/nats.h), kept out of this header.
+struct __natsConnection;
+struct __jsCtx;
+
+namespace shoal::cluster {
+
+class ShardLog {
+ public:
+  // Connects to `url` ("nats://HOST:PORT", or several, comma-separated); the client reconnects
+  // by itself for as long as the process lives. Each request waits at most `timeout`.
+  static absl::StatusOr<std::unique_ptr<ShardLog>> Connect(const std::string& url,
+                                                           absl::Duration timeout);
+  ~ShardLog();
+  ShardLog(const ShardLog&) = delete;
+  ShardLog& operator=(const ShardLog&) = delete;
+
+  // Creates the shard's stream if absent, asking for `replicas` copies and settling for one
+  // when JetStream runs on fewer servers. Returns the copies the stream has.
+  absl::StatusOr<uint32_t> EnsureStream(const std::string& collection, uint32_t shard,
+                                        uint32_t replicas);
+  // Appends `payload`; returns its stream sequence once JetStream has stored it.
+  absl::StatusOr<uint64_t> Publish(const std::string& collection, uint32_t shard,
+                                   const std::string& payload);
+  // The sequence of the shard's last entry (0 when empty).
+  absl::StatusOr<uint64_t> LastSequence(const std::string& collection, uint32_t shard);
+
+  __jsCtx* jetstream() const { return js_; }
+  absl::Duration timeout() const { return timeout_; }
+
+ private:
+  ShardLog(__natsConnection* connection, __jsCtx* js, absl::Duration timeout)
+      : connection_(connection), js_(js), timeout_(timeout) {}
+
+  __natsConnection* const connection_;
+  __jsCtx* const js_;
+  const absl::Duration timeout_;
+};
+
+// An UNAVAILABLE (or NOT_FOUND for a missing stream / consumer) status for a NATS client error.
+absl::Status NatsStatus(const std::string& what, int nats_status, int js_error_code);
+
+}  // namespace shoal::cluster
+
+#endif  // SHOAL_CLUSTER_SHARD_LOG_H_

@@ -1,0 +1,219 @@
+#include "cluster/shard_replica.h"
+
+#include <fcntl.h>
+#include <nats/nats.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <utility>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "cluster/shard_map.h"
+#include "rpc/convert.h"
+#include "shoal/cluster/v1/shard_log.pb.h"
+
+namespace shoal::cluster {
+namespace {
+
+constexpr int kFetchBatch = 256;
+
+absl::Status ErrnoStatus(const std::string& what, const std::string& path) {
+  return absl::InternalError(absl::StrCat(what, " ", path, ": ", std::strerror(errno)));
+}
+
+absl::Status FsyncPath(const std::string& path, int flags) {
+  const int fd = ::open(path.c_str(), flags);
+  if (fd < 0) return ErrnoStatus("open", path);
+  const int rc = ::fsync(fd);
+  ::close(fd);
+  return rc == 0 ? absl::OkStatus() : ErrnoStatus("fsync", path);
+}
+
+uint64_t SequenceOf(natsMsg* msg) {
+  jsMsgMetaData* meta = nullptr;
+  if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) return 0;
+  const uint64_t sequence = meta->Sequence.Stream;
+  jsMsgMetaData_Destroy(meta);
+  return sequence;
+}
+
+}  // namespace
+
+ShardReplica::ShardReplica(DB* local, ShardLog* log, std::string node_id, CollectionSpec spec,
+                           uint32_t shard, std::string state_dir)
+    : local_(local),
+      log_(log),
+      node_id_(std::move(node_id)),
+      spec_(std::move(spec)),
+      shard_(shard),
+      local_name_(ShardCollectionName(spec_.name, shard)),
+      state_path_(absl::StrCat(state_dir, "/", local_name_, ".applied")) {}
+
+ShardReplica::~ShardReplica() { Stop(); }
+
+absl::Status ShardReplica::Start() {
+  CollectionSpec local{.name = local_name_, .dimension = spec_.dimension, .metric = spec_.metric};
+  if (absl::Status s = local_->CreateCollection(local); !s.ok() && !absl::IsAlreadyExists(s)) {
+    return s;
+  }
+  std::ifstream in(state_path_);
+  std::string text;
+  uint64_t applied = 0;
+  if (in && std::getline(in, text) && !absl::SimpleAtoi(text, &applied)) {
+    return absl::DataLossError(absl::StrCat(state_path_, ": not a sequence: '", text, "'"));
+  }
+  {
+    absl::MutexLock lock(&mu_);
+    applied_ = applied;
+  }
+  thread_ = std::thread([this] { Run(); });
+  return absl::OkStatus();
+}
+
+void ShardReplica::Stop() {
+  stop_ = true;
+  if (thread_.joinable()) thread_.join();
+}
+
+uint64_t ShardReplica::applied() const {
+  absl::MutexLock lock(&mu_);
+  return applied_;
+}
+
+absl::Status ShardReplica::WaitApplied(uint64_t sequence, absl::Duration timeout) const {
+  absl::MutexLock lock(&mu_);
+  auto reached = [this, sequence]()
+                     ABSL_SHARED_LOCKS_REQUIRED(mu_) { return applied_ >= sequence; };
+  if (mu_.AwaitWithTimeout(absl::Condition(&reached), timeout)) return absl::OkStatus();
+  return absl::UnavailableError(absl::StrCat("shard ", local_name_, " on node ", node_id_,
+                                             ": applied sequence ", applied_, " has not reached ",
+                                             sequence, " within ", absl::FormatDuration(timeout)));
+}
+
+natsSubscription* ShardReplica::Subscribe() {
+  const std::string stream = StreamName(spec_.name, shard_);
+  const std::string durable = absl::StrCat("node_", node_id_);
+  jsOptions options;
+  jsOptions_Init(&options);
+  options.Wait = absl::ToInt64Milliseconds(log_->timeout());
+  // The local file, not the consumer's ack floor, says where to resume: start the durable
+  // consumer afresh right after it.
+  (void)js_DeleteConsumer(log_->jetstream(), stream.c_str(), durable.c_str(), &options, nullptr);
+  jsSubOptions sub_options;
+  jsSubOptions_Init(&sub_options);
+  sub_options.Stream = stream.c_str();
+  sub_options.Config.AckPolicy = js_AckAll;
+  sub_options.Config.AckWait = int64_t{60} * 1000 * 1000 * 1000;  // ns
+  const uint64_t next = applied() + 1;
+  sub_options.Config.DeliverPolicy = js_DeliverByStartSequence;
+  sub_options.Config.OptStartSeq = next;
+  natsSubscription* sub = nullptr;
+  jsErrCode error = static_cast<jsErrCode>(0);
+  const std::string subject = StreamSubject(spec_.name, shard_);
+  natsStatus s = js_PullSubscribe(&sub, log_->jetstream(), subject.c_str(), durable.c_str(),
+                                  &options, &sub_options, &error);
+  if (s != NATS_OK) return nullptr;
+  return sub;
+}
+
+void ShardReplica::Run() {
+  natsSubscription* sub = nullptr;
+  while (!stop_) {
+    if (sub == nullptr && (sub = Subscribe()) == nullptr) {
+      absl::SleepFor(absl::Milliseconds(500));  // NATS away, or the stream not made yet
+      continue;
+    }
+    if (!ConsumeOnce(sub)) {
+      natsSubscription_Destroy(sub);
+      sub = nullptr;
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+  }
+  if (sub != nullptr) natsSubscription_Destroy(sub);  // the durable consumer stays
+}
+
+bool ShardReplica::ConsumeOnce(natsSubscription* sub) {
+  natsMsgList list = {nullptr, 0};
+  jsErrCode error = static_cast<jsErrCode>(0);
+  natsStatus s = natsSubscription_Fetch(&list, sub, kFetchBatch, 500, &error);
+  if (s == NATS_TIMEOUT) return true;  // nothing new
+  if (s != NATS_OK) return false;
+  uint64_t last = applied();
+  natsMsg* last_applied_msg = nullptr;
+  bool ok = true;
+  for (int i = 0; i < list.Count && ok; ++i) {
+    natsMsg* msg = list.Msgs[i];
+    const uint64_t sequence = SequenceOf(msg);
+    if (sequence == 0) {
+      ok = false;
+      break;
+    }
+    if (sequence > last) {
+      const std::string payload(natsMsg_GetData(msg), natsMsg_GetDataLength(msg));
+      absl::Status applied = Apply(payload, /*sync=*/i + 1 == list.Count);
+      if (!applied.ok() && !absl::IsInvalidArgument(applied) && !absl::IsNotFound(applied)) {
+        std::cerr << "shoald: cluster: " << local_name_ << " seq " << sequence << ": " << applied
+                  << " (will retry)\n";
+        ok = false;
+        break;
+      }
+      last = sequence;
+    }
+    last_applied_msg = msg;
+  }
+  if (last > applied() && RecordApplied(last).ok()) {
+    {
+      absl::MutexLock lock(&mu_);
+      applied_ = last;
+    }
+    if (last_applied_msg != nullptr) (void)natsMsg_Ack(last_applied_msg, nullptr);
+  } else if (last_applied_msg != nullptr && ok) {
+    (void)natsMsg_Ack(last_applied_msg, nullptr);
+  }
+  natsMsgList_Destroy(&list);
+  return ok;
+}
+
+absl::Status ShardReplica::Apply(const std::string& payload, bool sync) {
+  cluster::v1::ShardLogEntry entry;
+  if (!entry.ParseFromString(payload)) {
+    return absl::InvalidArgumentError(local_name_ + ": a log entry does not decode");
+  }
+  const WriteOptions options{.sync = sync, .tenant = entry.tenant()};
+  if (entry.upserts_size() > 0) {
+    std::vector<Record> records;
+    records.reserve(entry.upserts_size());
+    for (const shoal::v1::Record& proto : entry.upserts()) {
+      absl::StatusOr<Record> record = rpc::RecordFromProto(proto, "record");
+      if (!record.ok()) return record.status();
+      records.push_back(*std::move(record));
+    }
+    return local_->Upsert(local_name_, records, options);
+  }
+  std::vector<Key> keys;
+  for (const shoal::v1::Key& proto : entry.deletes()) {
+    absl::StatusOr<Key> key = rpc::KeyFromProto(proto, "key");
+    if (!key.ok()) return key.status();
+    keys.push_back(*std::move(key));
+  }
+  if (keys.empty()) return absl::OkStatus();
+  return local_->Delete(local_name_, keys, options).status();
+}
+
+absl::Status ShardReplica::RecordApplied(uint64_t sequence) {
+  const std::string tmp = state_path_ + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << sequence << "\n";
+    if (!out.flush()) return ErrnoStatus("write", tmp);
+  }
+  if (absl::Status s = FsyncPath(tmp, O_RDONLY); !s.ok()) return s;
+  if (::rename(tmp.c_str(), state_path_.c_str()) != 0) return ErrnoStatus("rename", tmp);
+  return FsyncPath(state_path_.substr(0, state_path_.rfind('/')), O_RDONLY | O_DIRECTORY);
+}
+
+}  // namespace shoal::cluster

@@ -1,0 +1,149 @@
+// Cluster mode end to end, the fast cases (default run): writes through any node are read and
+// searched on every node; bad sharded specs; a single node refuses a sharded spec.
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "shoal/v1/admin_service.grpc.pb.h"
+#include "tests/e2e/cluster_fixture.h"
+
+namespace shoal::e2e {
+namespace {
+
+TEST_F(ClusterE2ETest, WritesOnAnyNodeAreReadAndSearchedOnEveryNode) {
+  CreateSharded("docs", 3, 2);
+  std::vector<uint64_t> keys;
+  for (uint64_t batch = 0; batch < 12; ++batch) {
+    std::vector<Record> records;
+    for (uint64_t k = batch * 25; k < batch * 25 + 25; ++k) {
+      records.push_back(RecordOf(k));
+      keys.push_back(k);
+    }
+    auto written = clients_[batch % kNodes]->Upsert("docs", records);
+    ASSERT_TRUE(written.ok()) << written.status();
+  }
+  for (uint32_t node = 0; node < kNodes; ++node) ExpectAllPresent(node, keys);
+  for (uint32_t node = 0; node < kNodes; ++node) {
+    for (uint64_t key : {uint64_t{3}, uint64_t{150}, uint64_t{299}}) {
+      SearchParams params{.k = 3};
+      params.consistency.read_your_writes = true;
+      auto hits = clients_[node]->Search("docs", VectorOf(key), params);
+      ASSERT_TRUE(hits.ok()) << hits.status();
+      ASSERT_EQ(hits->size(), 1u);
+      ASSERT_EQ((*hits)[0].size(), 3u);
+      EXPECT_EQ((*hits)[0][0].distance, 0.0f) << "node " << node << " key " << key;
+    }
+  }
+  auto info = clients_[2]->DescribeCollection("docs");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->spec.shards, 3u);
+  EXPECT_EQ(info->spec.replication, 2u);
+  EXPECT_EQ(info->num_vectors, 300u);
+  // A delete through one node is gone on every node.
+  std::vector<Key> gone = {uint64_t{7}, uint64_t{8}};
+  ASSERT_TRUE(clients_[1]->Delete("docs", gone).ok());
+  ReadOptions fresh;
+  fresh.consistency.read_your_writes = true;
+  auto records = clients_[0]->Get("docs", gone, fresh);
+  ASSERT_TRUE(records.ok()) << records.status();
+  EXPECT_FALSE((*records)[0].has_value());
+  EXPECT_FALSE((*records)[1].has_value());
+}
+
+TEST_F(ClusterE2ETest, BadShardedSpecsNameTheField) {
+  CollectionSpec spec{.name = "bad", .dimension = kDimension, .shards = 3, .replication = 5};
+  absl::Status status = clients_[1]->CreateCollection(spec).status();
+  EXPECT_TRUE(absl::IsFailedPrecondition(status) || absl::IsInvalidArgument(status)) << status;
+  EXPECT_NE(status.message().find("replication"), std::string::npos) << status;
+  spec.replication = 0;
+  status = clients_[1]->CreateCollection(spec).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  // A collection without shards stays on the node that made it, as on a single node.
+  ASSERT_TRUE(clients_[1]->CreateCollection({.name = "plain", .dimension = kDimension}).ok());
+  std::vector<Record> one = {RecordOf(1)};
+  EXPECT_TRUE(clients_[1]->Upsert("plain", one).ok());
+  EXPECT_TRUE(absl::IsNotFound(clients_[0]->DescribeCollection("plain").status()));
+}
+
+// A batch a replica's DB would refuse is refused before it reaches the log (an acknowledged
+// write is never dropped by a replica).
+TEST_F(ClusterE2ETest, BadWritesAreRefusedBeforeTheLog) {
+  CreateSharded("docs", 3, 2);
+  Record bad = RecordOf(1);
+  bad.attributes["not a name"] = int64_t{1};
+  std::vector<Record> records = {RecordOf(2), bad};
+  absl::Status status = clients_[0]->Upsert("docs", records).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_NE(status.message().find("records[1].attributes"), std::string::npos) << status;
+  records = {RecordOf(3), RecordOf(3)};
+  status = clients_[1]->Upsert("docs", records).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  records = {Record{.key = uint64_t{4}, .vector = {1, 2}}};
+  status = clients_[2]->Upsert("docs", records).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_NE(status.message().find("vector"), std::string::npos) << status;
+  ReadOptions fresh;
+  fresh.consistency.read_your_writes = true;
+  std::vector<Key> keys = {uint64_t{1}, uint64_t{2}, uint64_t{3}};
+  auto found = clients_[0]->Get("docs", keys, fresh);
+  ASSERT_TRUE(found.ok()) << found.status();
+  for (const auto& record : *found) EXPECT_FALSE(record.has_value());
+}
+
+v1::GetClusterResponse GetCluster(const std::string& address) {
+  auto stub =
+      v1::AdminService::NewStub(grpc::CreateChannel(address, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext context;
+  v1::GetClusterResponse response;
+  grpc::Status status = stub->GetCluster(&context, {}, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+  return response;
+}
+
+TEST_F(ClusterE2ETest, EveryNodeReportsTheSameNodesCoordinatorAndShardMap) {
+  CreateSharded("docs", 3, 2);
+  std::string coordinator;
+  for (uint32_t node = 0; node < kNodes; ++node) {
+    v1::GetClusterResponse cluster;
+    for (int attempt = 0; attempt < 50; ++attempt) {  // until its watch has seen the map
+      cluster = GetCluster(nodes_[node]->address());
+      if (cluster.collections_size() == 1) break;
+      absl::SleepFor(absl::Milliseconds(100));
+    }
+    EXPECT_TRUE(cluster.cluster_mode());
+    EXPECT_EQ(cluster.node_id(), absl::StrCat("n", node + 1));
+    EXPECT_TRUE(cluster.etcd_reachable());
+    ASSERT_EQ(cluster.nodes_size(), 3);
+    EXPECT_FALSE(cluster.coordinator().empty());
+    if (coordinator.empty()) coordinator = cluster.coordinator();
+    EXPECT_EQ(cluster.coordinator(), coordinator) << "one coordinator for all";
+    ASSERT_EQ(cluster.collections_size(), 1);
+    const v1::ClusterCollectionInfo& docs = cluster.collections(0);
+    EXPECT_EQ(docs.name(), "docs");
+    EXPECT_EQ(docs.version(), 1);
+    ASSERT_EQ(docs.replicas_size(), 3);
+    for (const v1::ShardReplicas& shard : docs.replicas()) EXPECT_EQ(shard.nodes_size(), 2);
+  }
+}
+
+TEST(ClusterSingleNodeTest, ShardedSpecWithoutClusterIsInvalidArgument) {
+  const std::string dir = MakeTempDir();
+  ShoaldProcess shoald;
+  ASSERT_TRUE(shoald.Start(dir).ok()) << shoald.Stderr();
+  auto c = client::Client::Connect(shoald.address());
+  ASSERT_TRUE(c.ok());
+  absl::Status status =
+      (*c)->CreateCollection(
+              {.name = "docs", .dimension = kDimension, .shards = 3, .replication = 2})
+          .status();
+  EXPECT_TRUE(absl::IsInvalidArgument(status)) << status;
+  EXPECT_NE(status.message().find("shards"), std::string::npos) << status;
+  EXPECT_FALSE(GetCluster(shoald.address()).cluster_mode());
+  EXPECT_EQ(shoald.Terminate(), 0);
+  std::filesystem::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace shoal::e2e
