@@ -179,6 +179,26 @@ absl::StatusOr<uint64_t> ClusterDB::DeleteByTenant(std::string_view collection,
   return local_->DeleteByTenant(collection, tenant, options);
 }
 
+absl::StatusOr<uint64_t> ClusterDB::Count(std::string_view collection, const Filter* filter,
+                                          const ReadOptions& options) {
+  if (IsSharded(collection)) return NotYetSharded("Count", collection);
+  return local_->Count(collection, filter, options);
+}
+
+absl::StatusOr<ScrollPage> ClusterDB::Scroll(std::string_view collection, const Filter* filter,
+                                             const ScrollOptions& scroll,
+                                             const ReadOptions& options) {
+  if (IsSharded(collection)) return NotYetSharded("Scroll", collection);
+  return local_->Scroll(collection, filter, scroll, options);
+}
+
+absl::StatusOr<uint64_t> ClusterDB::DeleteByFilter(std::string_view collection,
+                                                   const Filter* filter,
+                                                   const WriteOptions& options) {
+  if (IsSharded(collection)) return NotYetSharded("DeleteByFilter", collection);
+  return local_->DeleteByFilter(collection, filter, options);
+}
+
 absl::Status ClusterDB::CreateCache(const CacheSpec& spec) { return local_->CreateCache(spec); }
 
 absl::Status ClusterDB::DropCache(std::string_view cache) { return local_->DropCache(cache); }

@@ -54,6 +54,14 @@ class ClusterDB : public DB {
   absl::StatusOr<std::vector<std::optional<Record>>> Get(std::string_view collection,
                                                          std::span<const Key> keys,
                                                          const ReadOptions& options) override;
+  // Count, Scroll and DeleteByFilter: the local collection; on a sharded one, UNIMPLEMENTED.
+  absl::StatusOr<uint64_t> Count(std::string_view collection, const Filter* filter,
+                                 const ReadOptions& options) override;
+  absl::StatusOr<ScrollPage> Scroll(std::string_view collection, const Filter* filter,
+                                    const ScrollOptions& scroll,
+                                    const ReadOptions& options) override;
+  absl::StatusOr<uint64_t> DeleteByFilter(std::string_view collection, const Filter* filter,
+                                          const WriteOptions& options) override;
   absl::StatusOr<uint64_t> Delete(std::string_view collection, std::span<const Key> keys,
                                   const WriteOptions& options) override;
   absl::Status BuildIndex(std::string_view collection, std::string_view spec,
