@@ -59,6 +59,7 @@ absl::Status DecodePostingEntries(std::span<const uint8_t> payload, size_t dim,
   return ForEachSegment(
       payload, dim, 8 + dim * sizeof(float),
       [&](std::span<const uint8_t> seg, uint32_t count) {
+        if (count == 0) return;  // an empty segment: nothing to copy (and memcpy of null is UB)
         const size_t n = out->ids.size();
         out->ids.resize(n + count);
         out->vectors.resize((n + count) * dim);
@@ -102,6 +103,7 @@ absl::Status DecodeQuantizedEntries(std::span<const uint8_t> payload, size_t cod
   return ForEachSegment(
       payload, code_bytes, 8 + 4 + code_bytes,
       [&](std::span<const uint8_t> seg, uint32_t count) {
+        if (count == 0) return;  // an empty segment: nothing to copy (and memcpy of null is UB)
         const size_t n = out->ids.size();
         out->ids.resize(n + count);
         out->sq_norms.resize(n + count);

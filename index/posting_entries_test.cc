@@ -26,6 +26,22 @@ TEST(PostingEntriesTest, SegmentsConcatenateAndDamageIsDataLoss) {
   EXPECT_TRUE(absl::IsDataLoss(DecodePostingEntries(payload, 4, "p", &decoded)));
 }
 
+// Found by fuzz/index_format_fuzzer (UBSan): an empty segment memcpy'd to a null pointer.
+TEST(PostingEntriesTest, AnEmptySegmentDecodesToNothing) {
+  const std::vector<uint8_t> empty =
+      EncodePostingEntries(std::vector<uint64_t>{}, std::vector<const float*>{}, 3);
+  DecodedPosting decoded;
+  ASSERT_TRUE(DecodePostingEntries(empty, 3, "p", &decoded).ok());
+  EXPECT_TRUE(decoded.ids.empty());
+  EXPECT_TRUE(decoded.vectors.empty());
+  QuantizedPosting quantized;
+  quantized.code_bytes = 4;
+  const std::vector<uint8_t> qempty = EncodeQuantizedEntries(quantized);
+  QuantizedPosting back;
+  ASSERT_TRUE(DecodeQuantizedEntries(qempty, 4, "q", &back).ok());
+  EXPECT_EQ(back.size(), 0u);
+}
+
 TEST(PostingEntriesTest, QuantizedSegmentsConcatenateAndDamageIsDataLoss) {
   QuantizedPosting p;
   p.code_bytes = 2;
