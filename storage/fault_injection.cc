@@ -38,7 +38,8 @@ class FaultFile final : public File {
 
   absl::Status Write(uint64_t offset, std::span<const uint8_t> data) override {
     size_t torn = SIZE_MAX;
-    if (int err = fs_->Check(FaultOp::kWrite, path(), &torn); err != 0) {
+    const auto op = fs_->Begin(FaultOp::kWrite, path(), &torn);
+    if (int err = op.err(); err != 0) {
       if (torn != SIZE_MAX) {
         absl::Status s = base_->Write(offset, data.first(std::min(torn, data.size())));
         if (!s.ok()) return s;
@@ -53,7 +54,8 @@ class FaultFile final : public File {
   }
 
   absl::Status Sync() override {
-    if (int err = fs_->Check(FaultOp::kSync, path()); err != 0) {
+    const auto op = fs_->Begin(FaultOp::kSync, path());
+    if (int err = op.err(); err != 0) {
       return Injected("fdatasync", path(), err);
     }
     if (absl::Status s = base_->Sync(); !s.ok()) return s;
@@ -86,7 +88,8 @@ class RocksFile final : public rocksdb::FSWritableFileOwnerWrapper {
   rocksdb::IOStatus Append(const rocksdb::Slice& data, const rocksdb::IOOptions& options,
                            rocksdb::IODebugContext* dbg) override {
     size_t torn = SIZE_MAX;
-    if (int err = fs_->Check(FaultOp::kWrite, path_, &torn); err != 0) {
+    const auto op = fs_->Begin(FaultOp::kWrite, path_, &torn);
+    if (int err = op.err(); err != 0) {
       if (torn != SIZE_MAX) {
         const size_t n = std::min(torn, data.size());
         if (target()->Append(rocksdb::Slice(data.data(), n), options, dbg).ok()) size_ += n;
@@ -105,7 +108,8 @@ class RocksFile final : public rocksdb::FSWritableFileOwnerWrapper {
   rocksdb::IOStatus PositionedAppend(const rocksdb::Slice& data, uint64_t offset,
                                      const rocksdb::IOOptions& options,
                                      rocksdb::IODebugContext* dbg) override {
-    if (int err = fs_->Check(FaultOp::kWrite, path_); err != 0) {
+    const auto op = fs_->Begin(FaultOp::kWrite, path_);
+    if (int err = op.err(); err != 0) {
       return RocksInjected("write", path_, err);
     }
     rocksdb::IOStatus s = target()->PositionedAppend(data, offset, options, dbg);
@@ -135,7 +139,8 @@ class RocksFile final : public rocksdb::FSWritableFileOwnerWrapper {
  private:
   template <typename F>
   rocksdb::IOStatus DoSync(F sync) {
-    if (int err = fs_->Check(FaultOp::kSync, path_); err != 0) {
+    const auto op = fs_->Begin(FaultOp::kSync, path_);
+    if (int err = op.err(); err != 0) {
       return RocksInjected("fsync", path_, err);
     }
     rocksdb::IOStatus s = sync();
@@ -157,6 +162,8 @@ class RocksFileSystem final : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& opts,
                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
                                     rocksdb::IODebugContext* dbg) override {
+    const auto op = fs_->BeginPowered(f);
+    if (int err = op.err(); err != 0) return RocksInjected("create", f, err);
     rocksdb::IOStatus s = target()->NewWritableFile(f, opts, r, dbg);
     if (!s.ok()) return s;
     fs_->RecordCreated(f, /*rocksdb=*/true);
@@ -176,6 +183,8 @@ class RocksFileSystem final : public rocksdb::FileSystemWrapper {
                                       const rocksdb::FileOptions& opts,
                                       std::unique_ptr<rocksdb::FSWritableFile>* r,
                                       rocksdb::IODebugContext* dbg) override {
+    const auto op = fs_->BeginPowered(f);
+    if (int err = op.err(); err != 0) return RocksInjected("create", f, err);
     rocksdb::IOStatus s = target()->ReuseWritableFile(f, old, opts, r, dbg);
     if (!s.ok()) return s;
     fs_->RecordRemoved(old);
@@ -186,7 +195,8 @@ class RocksFileSystem final : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus RenameFile(const std::string& from, const std::string& to,
                                const rocksdb::IOOptions& options,
                                rocksdb::IODebugContext* dbg) override {
-    if (int err = fs_->Check(FaultOp::kRename, from); err != 0) {
+    const auto op = fs_->Begin(FaultOp::kRename, from);
+    if (int err = op.err(); err != 0) {
       return RocksInjected("rename", from, err);
     }
     rocksdb::IOStatus s = target()->RenameFile(from, to, options, dbg);
@@ -251,6 +261,7 @@ uint64_t FaultInjectingFileSystem::injected() const {
 }
 
 void FaultInjectingFileSystem::PowerOff() {
+  absl::WriterMutexLock hold(&power_mu_);  // waits for the operations under way
   absl::MutexLock lock(&mu_);
   powered_off_ = true;
 }
@@ -260,11 +271,25 @@ void FaultInjectingFileSystem::PowerOffAfter(uint64_t operations) {
   power_off_countdown_ = static_cast<int64_t>(operations);
 }
 
-absl::Status FaultInjectingFileSystem::PowerCheck(std::string_view what, const std::string& path) {
+FaultInjectingFileSystem::Operation::Operation(absl::Mutex* power_mu, int err)
+    : power_mu_(power_mu), err_(err) {}
+
+FaultInjectingFileSystem::Operation::~Operation() ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  power_mu_->ReaderUnlock();
+}
+
+FaultInjectingFileSystem::Operation FaultInjectingFileSystem::Begin(
+    FaultOp op, const std::string& path, size_t* torn_prefix) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  power_mu_.ReaderLock();  // released by ~Operation
+  return Operation(&power_mu_, Check(op, path, torn_prefix));
+}
+
+FaultInjectingFileSystem::Operation FaultInjectingFileSystem::BeginPowered(
+    const std::string& /*path*/) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  power_mu_.ReaderLock();  // released by ~Operation
   absl::MutexLock lock(&mu_);
-  if (!powered_off_) return absl::OkStatus();
-  ++injected_;
-  return Injected(what, path, EIO);
+  if (powered_off_) ++injected_;
+  return Operation(&power_mu_, powered_off_ ? EIO : 0);
 }
 
 int FaultInjectingFileSystem::Check(FaultOp op, const std::string& path, size_t* torn_prefix) {
@@ -379,7 +404,8 @@ absl::Status FaultInjectingFileSystem::DropUnsyncedData(bool power_back_on) {
 
 absl::StatusOr<std::unique_ptr<File>> FaultInjectingFileSystem::Open(const std::string& path,
                                                                      OpenMode mode) {
-  if (mode == OpenMode::kCreate) SHOAL_RETURN_IF_ERROR(PowerCheck("create", path));
+  const Operation op = BeginPowered(path);
+  if (mode == OpenMode::kCreate && op.err() != 0) return Injected("create", path, op.err());
   absl::StatusOr<std::unique_ptr<File>> f = base_->Open(path, mode);
   if (!f.ok()) return f.status();
   if (mode == OpenMode::kCreate) {
@@ -400,7 +426,8 @@ absl::StatusOr<std::unique_ptr<File>> FaultInjectingFileSystem::Open(const std::
 }
 
 absl::Status FaultInjectingFileSystem::Rename(const std::string& from, const std::string& to) {
-  if (int err = Check(FaultOp::kRename, from); err != 0) {
+  const Operation op = Begin(FaultOp::kRename, from);
+  if (int err = op.err(); err != 0) {
     return Injected(absl::StrCat("rename to ", to, ":"), from, err);
   }
   if (absl::Status s = base_->Rename(from, to); !s.ok()) return s;
@@ -409,26 +436,30 @@ absl::Status FaultInjectingFileSystem::Rename(const std::string& from, const std
 }
 
 absl::Status FaultInjectingFileSystem::Unlink(const std::string& path) {
-  SHOAL_RETURN_IF_ERROR(PowerCheck("unlink", path));
+  const Operation op = BeginPowered(path);
+  if (op.err() != 0) return Injected("unlink", path, op.err());
   if (absl::Status s = base_->Unlink(path); !s.ok()) return s;
   RecordRemoved(path);
   return absl::OkStatus();
 }
 
 absl::Status FaultInjectingFileSystem::RemoveAll(const std::string& path) {
-  SHOAL_RETURN_IF_ERROR(PowerCheck("remove", path));
+  const Operation op = BeginPowered(path);
+  if (op.err() != 0) return Injected("remove", path, op.err());
   if (absl::Status s = base_->RemoveAll(path); !s.ok()) return s;
   RecordRemoved(path);
   return absl::OkStatus();
 }
 
 absl::Status FaultInjectingFileSystem::CreateDirs(const std::string& path) {
-  SHOAL_RETURN_IF_ERROR(PowerCheck("mkdir", path));
+  const Operation op = BeginPowered(path);
+  if (op.err() != 0) return Injected("mkdir", path, op.err());
   return base_->CreateDirs(path);
 }
 
 absl::Status FaultInjectingFileSystem::SyncDir(const std::string& path) {
-  if (int err = Check(FaultOp::kSync, path); err != 0) {
+  const Operation op = Begin(FaultOp::kSync, path);
+  if (int err = op.err(); err != 0) {
     return Injected("fsync directory", path, err);
   }
   return base_->SyncDir(path);

@@ -71,8 +71,9 @@ class FaultInjectingFileSystem final : public FileSystem {
   uint64_t injected() const;
 
   // Simulated power loss, part 1: from now on every write, sync and rename fails with EIO, and
-  // so does every removal and directory creation of Shoal's (so that what a dying process does
-  // after this moment never reaches the disk).
+  // so does every creation and removal of a file or directory (so that what a dying process
+  // does after this moment never reaches the disk). Operations already let through finish
+  // first: PowerOff waits for them, so a sync that returned OK was recorded as synced.
   void PowerOff();
   // The next `operations` writes, syncs and renames (Shoal's and RocksDB's) go through; the one
   // after them fails and the power is off (as PowerOff). To crash at each step of a procedure.
@@ -97,9 +98,27 @@ class FaultInjectingFileSystem final : public FileSystem {
   absl::StatusOr<FileStat> Stat(const std::string& path) override;
 
   // ---- Used by the file wrappers (fault_injection.cc) ----
-  // What to do with an operation on `path`: 0 = go ahead, else the errno to fail with; for a
-  // write, *torn_prefix is set when only that many bytes may be written first.
-  int Check(FaultOp op, const std::string& path, size_t* torn_prefix = nullptr);
+  // One operation on a file under way. While it lives, the power cannot go off (PowerOff waits
+  // for it), so that what it writes and records lands before the power goes, never after.
+  class [[nodiscard]] Operation {
+   public:
+    ~Operation();
+    Operation(const Operation&) = delete;
+    Operation& operator=(const Operation&) = delete;
+    // 0: go ahead; else the errno to fail with.
+    int err() const { return err_; }
+
+   private:
+    friend class FaultInjectingFileSystem;
+    Operation(absl::Mutex* power_mu, int err);
+    absl::Mutex* const power_mu_;
+    const int err_;
+  };
+  // An operation of kind `op` on `path`, checked against the rules and the power; for a write,
+  // *torn_prefix is set when only that many bytes may be written first.
+  Operation Begin(FaultOp op, const std::string& path, size_t* torn_prefix = nullptr);
+  // A creation or removal on `path`: checked against the power only.
+  Operation BeginPowered(const std::string& path);
   // Records the synced state of a file: Shoal's files pass their whole content, RocksDB's
   // their synced length.
   void RecordSynced(const std::string& path, std::string content);
@@ -130,9 +149,12 @@ class FaultInjectingFileSystem final : public FileSystem {
   mutable absl::Mutex mu_;
   std::vector<Rule> rules_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<std::string, absl::Duration>> sync_delays_ ABSL_GUARDED_BY(mu_);
-  // An injected EIO once the power is off, else OK: for removals and directory creation, which
-  // rules do not match.
-  absl::Status PowerCheck(std::string_view what, const std::string& path);
+  // What to do with an operation on `path` (see Begin): 0 = go ahead, else the errno.
+  int Check(FaultOp op, const std::string& path, size_t* torn_prefix);
+
+  // Held shared by every operation under way and exclusively by PowerOff, so that the power
+  // goes off between operations. Taken before mu_.
+  absl::Mutex power_mu_;
 
   bool powered_off_ ABSL_GUARDED_BY(mu_) = false;
   int64_t power_off_countdown_ ABSL_GUARDED_BY(mu_) = -1;  // PowerOffAfter; -1: none

@@ -33,8 +33,10 @@ class PowerCut {
 
   // DB::Open through the fault-injecting file system. The PowerCut must outlive the DB.
   absl::StatusOr<std::unique_ptr<DB>> Open(const std::string& path, const Options& options);
-  // Every later write, sync and rename fails; then every file goes back to its last synced
-  // content (a file never synced is removed). The power stays off.
+  // Waits for the writes and syncs under way; every later write, sync, rename, creation and
+  // removal fails; then every file goes back to its last synced content (a file never synced is
+  // removed). The power stays off, and a thread that aborts from then on is held until the
+  // process exits.
   absl::Status Cut();
 
  private:
