@@ -1,5 +1,6 @@
 // Record and search commands, and the conversions the handlers share.
 #include <cmath>
+#include <iostream>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -275,6 +276,8 @@ absl::StatusOr<Table> Search(const Connection& c, const Args& args) {
   }
   v1::SearchResponse response;
   SHOAL_RETURN_IF_ERROR(FromGrpc(c.search().Search(c.Context().get(), request, &response)));
+  for (const std::string& warning : response.warnings())
+    std::cerr << "warning: " << warning << "\n";
   Table t{.columns = {"query", "rank", "key", "distance"}};
   for (int q = 0; q < response.results_size(); ++q) {
     const auto& hits = response.results(q).hits();

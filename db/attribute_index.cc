@@ -1,7 +1,11 @@
 #include "db/attribute_index.h"
 
+#include <algorithm>
 #include <cmath>
 #include <variant>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace shoal::db {
 namespace {
@@ -126,6 +130,57 @@ index::IdBitmap AttributeIndex::EvaluateTag(const Filter& leaf) const {
   auto it = tag_of_.find(leaf.name);
   if (it == tag_of_.end()) return out;
   tag_ids_[it->second].ForEach([&](uint64_t id) { out.Set(id); });
+  return out;
+}
+
+std::string AttributeIndex::LeafWarning(const Filter& leaf) const {
+  if (leaf.op == Filter::Op::kHasTag) {
+    auto it = tag_of_.find(leaf.name);
+    if (it != tag_of_.end() && !tag_ids_[it->second].empty()) return "";
+    return absl::StrCat("filter: no record has tag '", leaf.name, "'");
+  }
+  auto it = column_of_.find(leaf.name);
+  const Column* column = it == column_of_.end() ? nullptr : &columns_[it->second];
+  if (column == nullptr || (column->ints.empty() && column->doubles.empty() &&
+                            column->bools.empty() && column->strings.empty())) {
+    return absl::StrCat("filter: no record has attribute '", leaf.name, "'");
+  }
+  const bool numbers = !column->ints.empty() || !column->doubles.empty();
+  const char* wanted =
+      nullptr;  // the type the leaf compares with, when the attribute never holds it
+  if (leaf.op == Filter::Op::kRange) {
+    if (!numbers) wanted = "a number range";
+  } else if (std::holds_alternative<bool>(leaf.value)) {
+    if (column->bools.empty()) wanted = "a boolean";
+  } else if (std::holds_alternative<std::string>(leaf.value)) {
+    if (column->strings.empty()) wanted = "a string";
+  } else if (!numbers) {
+    wanted = "a number";
+  }
+  if (wanted == nullptr) return "";
+  std::vector<std::string> held;
+  if (numbers) held.push_back("numbers");
+  if (!column->bools.empty()) held.push_back("booleans");
+  if (!column->strings.empty()) held.push_back("strings");
+  return absl::StrCat("filter: attribute '", leaf.name, "' holds only ",
+                      absl::StrJoin(held, " and "), ", compared with ", wanted,
+                      ": the comparison matches no record");
+}
+
+std::vector<std::string> AttributeIndex::FilterWarnings(const Filter& filter) const {
+  std::vector<std::string> out;
+  std::vector<const Filter*> stack = {&filter};
+  while (!stack.empty() && out.size() < kMaxFilterWarnings) {
+    const Filter* f = stack.back();
+    stack.pop_back();
+    if (f->op == Filter::Op::kAnd || f->op == Filter::Op::kOr || f->op == Filter::Op::kNot) {
+      for (auto it = f->operands.rbegin(); it != f->operands.rend(); ++it) stack.push_back(&*it);
+      continue;
+    }
+    std::string w = LeafWarning(*f);
+    if (!w.empty() && std::find(out.begin(), out.end(), w) == out.end())
+      out.push_back(std::move(w));
+  }
   return out;
 }
 

@@ -48,6 +48,12 @@ class AttributeIndex {
   // one, e.g. DB::Scroll).
   bool Matches(const Filter& filter, uint64_t id) const;
   bool Live(uint64_t id) const { return live_.Test(id); }
+  // Why `filter` cannot match what its author likely meant: a leaf on an attribute or tag no
+  // live record has, or a comparison with a type the attribute never holds (a string against
+  // numbers). A schemaless collection answers such a leaf with no ids (and NOT of it with
+  // every id); the warnings, each naming the attribute, say why. At most kMaxFilterWarnings.
+  std::vector<std::string> FilterWarnings(const Filter& filter) const;
+  static constexpr size_t kMaxFilterWarnings = 8;
 
   size_t size() const { return live_count_; }
   // Approximate RAM held, in bytes.
@@ -73,6 +79,8 @@ class AttributeIndex {
   index::IdBitmap EvaluateRange(const Filter& leaf) const;
   index::IdBitmap EvaluateTag(const Filter& leaf) const;
   bool MatchesLeaf(const Filter& leaf, uint64_t id) const;
+  // The warning for one leaf (FilterWarnings), or "" when there is none.
+  std::string LeafWarning(const Filter& leaf) const;
 
   absl::flat_hash_map<std::string, uint32_t> column_of_;
   std::vector<Column> columns_;

@@ -43,6 +43,39 @@ TEST_F(AttributeIndexTest, EqComparesNumbersAcrossIntAndDouble) {
   EXPECT_THAT(Ids(attrs_.Evaluate(shoal::Eq("flag", int64_t{1}))), IsEmpty());  // bool != number
 }
 
+// A filter that can only match nothing says why, naming the attribute; one that can match
+// says nothing, however few records it matches.
+TEST_F(AttributeIndexTest, FilterWarningsNameWhatCanMatchNothing) {
+  EXPECT_THAT(attrs_.FilterWarnings(shoal::Eq("lang", "fr")), IsEmpty());  // a value, not a type
+  EXPECT_THAT(attrs_.FilterWarnings(shoal::Range("n", 100, 200)), IsEmpty());
+  EXPECT_THAT(attrs_.FilterWarnings(shoal::Eq("flag", false)), IsEmpty());
+  EXPECT_THAT(attrs_.FilterWarnings(shoal::HasTag("red")), IsEmpty());
+  EXPECT_THAT(attrs_.FilterWarnings(shoal::Eq("lnag", "en")),
+              ElementsAre("filter: no record has attribute 'lnag'"));
+  EXPECT_THAT(attrs_.FilterWarnings(shoal::HasTag("green")),
+              ElementsAre("filter: no record has tag 'green'"));
+  EXPECT_THAT(attrs_.FilterWarnings(shoal::Eq("n", "3")),
+              ElementsAre("filter: attribute 'n' holds only numbers, compared with a string: the "
+                          "comparison matches no record"));
+  EXPECT_THAT(attrs_.FilterWarnings(shoal::Range("lang", 0, 1)),
+              ElementsAre("filter: attribute 'lang' holds only strings, compared with a number "
+                          "range: the comparison matches no record"));
+  EXPECT_THAT(attrs_.FilterWarnings(shoal::Eq("flag", int64_t{1})),
+              ElementsAre("filter: attribute 'flag' holds only booleans, compared with a number: "
+                          "the comparison matches no record"));
+  // Leaves under And, Or and Not are all looked at, each warning once, in filter order.
+  EXPECT_THAT(
+      attrs_.FilterWarnings(
+          shoal::And({shoal::Eq("lang", "en"),
+                      shoal::Or({shoal::Eq("x", int64_t{1}), shoal::Not(shoal::HasTag("green"))}),
+                      shoal::Eq("x", int64_t{2})})),
+      ElementsAre("filter: no record has attribute 'x'", "filter: no record has tag 'green'"));
+  // Once the last record holding an attribute is gone, so is the attribute.
+  attrs_.Remove(2);
+  EXPECT_THAT(attrs_.FilterWarnings(shoal::Eq("flag", true)),
+              ElementsAre("filter: no record has attribute 'flag'"));
+}
+
 TEST_F(AttributeIndexTest, EqOfACharLiteralIsAString) {
   EXPECT_TRUE(std::holds_alternative<std::string>(shoal::Eq("lang", "en").value));
   EXPECT_TRUE(std::holds_alternative<int64_t>(shoal::Eq("n", 3).value));

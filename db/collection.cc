@@ -329,6 +329,9 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::SearchLocked(
   const tenants::TenantId reader = tenant != nullptr ? tenant->meta.id : tenants::kNoTenant;
   const SearchStats before = p.stats != nullptr ? *p.stats : SearchStats{};
   SHOAL_ASSIGN_OR_RETURN(auto found, planner_.Search(state_, q, n, p, threads, reader));
+  if (params.stats != nullptr && params.filter != nullptr) {
+    params.stats->warnings = state_.attrs.FilterWarnings(*params.filter);
+  }
   std::vector<std::vector<Hit>> out(n);
   if (ids != nullptr) ids->assign(n, {});
   const float offset = spec_.metric == Metric::kCosine ? 1.0f : 0.0f;  // 1 - cos = 1 + (-ip)

@@ -67,7 +67,7 @@ absl::Status DoSearch(CallGate& gate, DB& db, const Principal& caller,
     params.filter = &*filter;
   }
   SearchStats stats;
-  if (request.include_stats()) params.stats = &stats;
+  if (request.include_stats() || filter.has_value()) params.stats = &stats;
   std::span<const float> queries(request.queries().data(), request.queries_size());
   const absl::Time start = absl::Now();
   absl::StatusOr<std::vector<std::vector<Hit>>> results =
@@ -83,6 +83,7 @@ absl::Status DoSearch(CallGate& gate, DB& db, const Principal& caller,
     out->set_cache_hits(stats.cache_hits);
     out->set_full_vectors_read(stats.full_vectors_read);
   }
+  for (const std::string& warning : stats.warnings) response.add_warnings(warning);
   for (const std::vector<Hit>& hits : *results) {
     v1::QueryResult* result = response.add_results();
     result->mutable_hits()->Reserve(static_cast<int>(hits.size()));

@@ -77,6 +77,7 @@ absl::StatusOr<std::vector<std::vector<Hit>>> HitsFromProto(const v1::SearchResp
     stats->bytes_read = response.stats().bytes_read();
     stats->cache_hits = response.stats().cache_hits();
     stats->full_vectors_read = response.stats().full_vectors_read();
+    stats->warnings.assign(response.warnings().begin(), response.warnings().end());
   }
   return out;
 }

@@ -7,6 +7,7 @@ import os
 import sys
 import tempfile
 import unittest
+import warnings
 
 import grpc
 import numpy as np
@@ -119,6 +120,21 @@ class PythonSdkScanTest(unittest.TestCase):
                                   with_attributes=True, with_vectors=True)
         self.assertEqual([[h.key for h in q] for q in both], [[3], [9]])
         np.testing.assert_array_equal(both[1][0].vector, [9, 1])
+
+    def test_a_filter_that_can_match_nothing_warns_why(self):
+        self.fill("scan_w", 20)
+        query = np.array([3, 1], dtype=np.float32)
+        for bad, why in [(f.eq("bukcet", 3), "no record has attribute 'bukcet'"),
+                         (f.eq("bucket", "3"), "attribute 'bucket' holds only numbers"),
+                         (f.has_tag("cold"), "no record has tag 'cold'")]:
+            with self.assertWarns(shoal.FilterWarning) as caught:
+                ids, _ = self.reader.search("scan_w", query, k=3, filter=bad)
+            self.assertEqual(len(ids[ids >= 0]), 0)
+            self.assertIn(why, str(caught.warning))
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # a filter that can match warns about nothing
+            ids, _ = self.reader.search("scan_w", query, k=3, filter=f.eq("bucket", 3))
+            self.assertEqual(sorted(i for i in ids.tolist() if i >= 0), [3, 13])
 
     def test_a_tenant_bound_key_counts_scrolls_and_deletes_only_its_own(self):
         self.admin.create_collection("scan_t", dimension=2)

@@ -34,7 +34,7 @@ from shoal.client import (  # noqa: E402,F401
 from shoal.cache import CacheInfo, CacheLookupResult, CachePolicy  # noqa: E402,F401
 from shoal.errors import (  # noqa: E402,F401
     AlreadyExistsError, DataLossError, DeadlineExceededError, FailedPreconditionError,
-    InvalidArgumentError, NotFoundError, PermissionDeniedError, ResourceExhaustedError,
+    FilterWarning, InvalidArgumentError, NotFoundError, PermissionDeniedError, ResourceExhaustedError,
     ShoalError, UnauthenticatedError, UnavailableError)
 from shoal.scan import Hit, ScrollPage  # noqa: E402,F401
 from shoal.tenants import TenantInfo, TenantPage, TenantQuotas  # noqa: E402,F401
@@ -43,7 +43,7 @@ from shoal import filters  # noqa: E402,F401
 __all__ = [
     "__version__", "Client", "BuildProgress", "CollectionInfo", "IngestResult", "Record",
     "SearchResult", "Snapshot", "Hit", "ScrollPage", "TenantInfo", "TenantPage", "TenantQuotas", "CacheInfo", "CacheLookupResult", "CachePolicy",
-    "ShoalError",
+    "ShoalError", "FilterWarning",
     "AlreadyExistsError", "DataLossError",
     "DeadlineExceededError", "FailedPreconditionError", "InvalidArgumentError", "NotFoundError",
     "PermissionDeniedError", "ResourceExhaustedError", "UnauthenticatedError",

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import queue
 import time
+import warnings
 from typing import (Any, Callable, Dict, Iterable, Iterator, List, Mapping, NamedTuple,
                     Optional, Sequence, Tuple, Union)
 
@@ -148,6 +149,12 @@ def as_matrix(vectors: npt.ArrayLike, what: str) -> np.ndarray:
         raise ValueError(f"{what}: want shape (n, dimension), got {np.shape(vectors)}")
     return m
 
+
+
+def _warn_about_filter(response: search_pb2.SearchResponse) -> None:
+    """Passes the server's filter warnings (SearchResponse.warnings) on as FilterWarning."""
+    for text in response.warnings:
+        warnings.warn(text, errors.FilterWarning, stacklevel=3)
 
 class Client(TenantCalls, CacheMethods, ScanCalls):
     """A connection to shoald: one method per RPC (see the module docstring). Thread-safe.
@@ -403,6 +410,7 @@ class Client(TenantCalls, CacheMethods, ScanCalls):
         request.with_attributes = with_attributes
         request.with_vectors = with_vectors
         response = self._call(self._search.Search, request)
+        _warn_about_filter(response)
         if with_attributes or with_vectors:
             hits = [[hit_of(h) for h in r.hits] for r in response.results]
             return hits[0] if single else hits
@@ -421,6 +429,8 @@ class Client(TenantCalls, CacheMethods, ScanCalls):
             request.searches.append(self._search_request(**s))
             shapes.append((s.get("k", 10), single))
         response = self._call(self._search.BatchSearch, request)
+        for r in response.responses:
+            _warn_about_filter(r)
         return [_result_arrays(r.results, k, single)
                 for r, (k, single) in zip(response.responses, shapes)]
 

@@ -87,3 +87,9 @@ def from_rpc_error(error: grpc.RpcError, method: str = "") -> ShoalError:
     """The ShoalError for a grpc.RpcError."""
     code = error.code()
     return _BY_CODE.get(code, ShoalError)(code, error.details() or "", method)
+
+
+class FilterWarning(UserWarning):
+    """Issued (warnings.warn) when the server says a search filter may not do what was meant:
+    an attribute or tag no record has, or a value of a type the attribute never holds. Such a
+    comparison matches nothing; collections are schemaless, so it is not an error."""
