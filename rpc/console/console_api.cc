@@ -87,7 +87,7 @@ const std::vector<ConsoleApi::Route>& ConsoleApi::Routes() {
       {"GET", "/api/collections/*/tenants", {"Console/ListTenants", kRead, kScoped},
        &R::ListTenants, true, true},
       {"GET", "/api/caches", {"Console/ListCaches", kRead, kScoped}, &R::ListCaches, true, true},
-      // The caches page polls its cache every two seconds for the hit-rate chart.
+      // The caches page polls its cache every second for the hit-rate chart: not counted.
       {"GET", "/api/caches/*", {"Console/DescribeCache", kRead, kScoped}, &R::DescribeCache,
        true, false},
       {"POST", "/api/caches/*/policy", {"Console/SetCachePolicy", kAdmin}, &R::SetCachePolicy,
