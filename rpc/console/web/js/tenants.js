@@ -10,9 +10,11 @@ function quota(n, format) {
 
 function tenantTable(tenants) {
   const columns = ["name", "state", "vectors owned", "visible", "bytes owned", "quota vectors",
-                   "quota bytes", "quota searches/s", "searches", "p50 µs", "p99 µs"];
+                   "quota bytes", "quota searches/s", "searches", "p50", "p99"];
+  // "µs" stays out of the upper-cased header text: upper-cased it reads "MS".
+  const unit = (c) => (c === "p50" || c === "p99" ? [`search ${c} `, h("span", {class: "unit"}, "µs")] : c);
   return h("table", {id: "tenants"},
-           h("thead", {}, h("tr", {}, columns.map((c, i) => h("th", {class: i >= 2 ? "num" : ""}, c)))),
+           h("thead", {}, h("tr", {}, columns.map((c, i) => h("th", {class: i >= 2 ? "num" : ""}, unit(c))))),
            h("tbody", {}, tenants.length ? tenants.map((t) => h("tr", {dataset: {tenant: t.name}},
                h("td", {}, t.name), h("td", {}, t.state),
                h("td", {class: "num"}, count(t.vectors_owned)), h("td", {class: "num"}, count(t.vectors_visible)),
