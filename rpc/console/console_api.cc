@@ -53,60 +53,47 @@ const std::vector<ConsoleApi::Route>& ConsoleApi::Routes() {
   constexpr Role kRead = Role::kReadOnly;
   constexpr Role kWrite = Role::kReadWrite;
   constexpr Role kAdmin = Role::kAdmin;
+  // What a tenant-bound key may do (console_api.h): kAnyKey reads nothing of a tenant's,
+  // kScoped pins the key's tenant in the handler, kWholeCollection (the default) refuses it.
+  constexpr TenantAccess kAny = TenantAccess::kAnyKey;
+  constexpr TenantAccess kScoped = TenantAccess::kScoped;
+  // clang-format off
   static const auto* routes = new std::vector<Route>{
-      {"GET", "/api/session", {"Console/Session", kRead}, &R::Session, false, true},
-      {"GET",
-       "/api/collections",
-       {"Console/ListCollections", kRead},
-       &R::ListCollections,
-       true,
+      {"GET", "/api/session", {"Console/Session", kRead, kAny}, &R::Session, false, true},
+      {"GET", "/api/collections", {"Console/ListCollections", kRead, kAny}, &R::ListCollections,
+       true, true},
+      {"POST", "/api/collections", {"Console/CreateCollection", kWrite}, &R::CreateCollection,
+       true, true},
+      {"GET", "/api/collections/*", {"Console/DescribeCollection", kRead, kAny},
+       &R::DescribeCollection, true, true},
+      {"DELETE", "/api/collections/*", {"Console/DropCollection", kWrite}, &R::DropCollection,
+       true, true},
+      {"POST", "/api/collections/*/get", {"Console/Get", kRead, kScoped}, &R::GetRecords, true,
        true},
-      {"POST",
-       "/api/collections",
-       {"Console/CreateCollection", kWrite},
-       &R::CreateCollection,
-       true,
+      {"POST", "/api/collections/*/browse", {"Console/Browse", kRead, kScoped}, &R::Browse, true,
        true},
-      {"GET",
-       "/api/collections/*",
-       {"Console/DescribeCollection", kRead},
-       &R::DescribeCollection,
-       true,
+      {"POST", "/api/collections/*/search", {"Console/Search", kRead, kScoped}, &R::Search, true,
        true},
-      {"DELETE",
-       "/api/collections/*",
-       {"Console/DropCollection", kWrite},
-       &R::DropCollection,
-       true,
-       true},
-      {"POST", "/api/collections/*/get", {"Console/Get", kRead}, &R::GetRecords, true, true},
-      {"POST", "/api/collections/*/browse", {"Console/Browse", kRead}, &R::Browse, true, true},
-      {"POST", "/api/collections/*/search", {"Console/Search", kRead}, &R::Search, true, true},
-      {"POST",
-       "/api/collections/*/build",
-       {"Console/BuildIndex", kAdmin},
-       &R::BuildIndex,
-       true,
+      {"POST", "/api/collections/*/build", {"Console/BuildIndex", kAdmin}, &R::BuildIndex, true,
        true},
       // The builds page polls twice a second: not counted, like the metrics poll.
       {"GET", "/api/builds", {"Console/ListBuilds", kRead}, &R::ListBuilds, false, false},
-      {"GET", "/api/snapshots", {"Console/ListSnapshots", kAdmin}, &R::ListSnapshots, false, true},
+      {"GET", "/api/snapshots", {"Console/ListSnapshots", kAdmin}, &R::ListSnapshots, false,
+       true},
       {"POST", "/api/snapshots", {"Console/Snapshot", kAdmin}, &R::CreateSnapshot, true, true},
-      {"POST",
-       "/api/snapshots/*/restore",
-       {"Console/Restore", kAdmin},
-       &R::RestoreSnapshot,
-       false,
-       true},
-      {"GET", "/api/metrics", {"Console/Metrics", kRead}, &R::Metrics, false, false},
-      {"GET",
-       "/api/collections/*/tenants",
-       {"Console/ListTenants", kAdmin},
-       &R::ListTenants,
-       true,
-       true},
-      {"GET", "/api/caches", {"Console/ListCaches", kRead}, &R::NotBuiltYet, false, true},
+      {"POST", "/api/snapshots/*/restore", {"Console/Restore", kAdmin}, &R::RestoreSnapshot,
+       false, true},
+      {"GET", "/api/metrics", {"Console/Metrics", kRead, kAny}, &R::Metrics, false, false},
+      {"GET", "/api/collections/*/tenants", {"Console/ListTenants", kRead, kScoped},
+       &R::ListTenants, true, true},
+      {"GET", "/api/caches", {"Console/ListCaches", kRead, kScoped}, &R::ListCaches, true, true},
+      // The caches page polls its cache every second for the hit-rate chart: not counted.
+      {"GET", "/api/caches/*", {"Console/DescribeCache", kRead, kScoped}, &R::DescribeCache,
+       true, false},
+      {"POST", "/api/caches/*/policy", {"Console/SetCachePolicy", kAdmin}, &R::SetCachePolicy,
+       true, true},
   };
+  // clang-format on
   return *routes;
 }
 
@@ -190,20 +177,49 @@ absl::StatusOr<Json> ConsoleApi::Dispatch(const Route& route, Call& call) {
 
 absl::StatusOr<Json> ConsoleApi::Session(Call& call) {
   const Role role = call.principal.role;
+  // A tenant-bound key may write its own records over gRPC, but what the console writes
+  // (collections, builds, policies, snapshots) acts on whole collections: the page offers it
+  // nothing of that (and the API refuses it).
+  const bool bound = !call.principal.tenant.empty();
   return Json{
       {"name", call.principal.name},
       {"role", RoleName(role)},
+      {"tenant", call.principal.tenant},
       {"authenticates", gate_->authenticates()},
-      {"can_write", role >= Role::kReadWrite},
-      {"can_admin", role >= Role::kAdmin},
-      {"features", {{"snapshots", shelf_->enabled()}, {"tenants", false}, {"caches", false}}}};
+      {"can_write", role >= Role::kReadWrite && !bound},
+      {"can_admin", role >= Role::kAdmin && !bound},
+      {"features", {{"snapshots", shelf_->enabled()}, {"tenants", true}, {"caches", true}}}};
 }
+
+namespace {
+
+// A collection's JSON; for a tenant-bound caller with its tenant's counts under "tenant" (null
+// where the tenant does not exist in that collection).
+absl::StatusOr<Json> CollectionJson(DB& db, const CollectionInfo& info, const Principal& caller) {
+  Json json = CollectionInfoToJson(info);
+  if (caller.tenant.empty()) return json;
+  absl::StatusOr<TenantInfo> tenant = db.DescribeTenant(info.spec.name, caller.tenant);
+  if (absl::IsNotFound(tenant.status())) {
+    json["tenant"] = nullptr;
+  } else if (!tenant.ok()) {
+    return tenant.status();
+  } else {
+    json["tenant"] = TenantInfoToJson(*tenant);
+  }
+  return json;
+}
+
+}  // namespace
 
 absl::StatusOr<Json> ConsoleApi::ListCollections(Call& call) {
   absl::StatusOr<std::vector<CollectionInfo>> infos = call.db->ListCollections();
   if (!infos.ok()) return infos.status();
   Json list = Json::array();
-  for (const CollectionInfo& info : *infos) list.push_back(CollectionInfoToJson(info));
+  for (const CollectionInfo& info : *infos) {
+    absl::StatusOr<Json> json = CollectionJson(*call.db, info, call.principal);
+    if (!json.ok()) return json.status();
+    list.push_back(*std::move(json));
+  }
   return Json{{"collections", std::move(list)}};
 }
 
@@ -230,7 +246,7 @@ absl::StatusOr<Json> ConsoleApi::CreateCollection(Call& call) {
 absl::StatusOr<Json> ConsoleApi::DescribeCollection(Call& call) {
   absl::StatusOr<CollectionInfo> info = call.db->DescribeCollection(call.params[0]);
   if (!info.ok()) return info.status();
-  return CollectionInfoToJson(*info);
+  return CollectionJson(*call.db, *info, call.principal);
 }
 
 absl::StatusOr<Json> ConsoleApi::DropCollection(Call& call) {
@@ -239,20 +255,27 @@ absl::StatusOr<Json> ConsoleApi::DropCollection(Call& call) {
 }
 
 absl::StatusOr<Json> ConsoleApi::ListTenants(Call& call) {
-  // Admin only: a tenant's name is its own business (tenant-scoped keys will see only theirs).
-  absl::StatusOr<TenantPage> page = call.db->ListTenants(call.params[0], 1000, "");
-  if (!page.ok()) return page.status();
+  // As TenantService/ListTenants: a tenant-bound key sees only its own tenant (an empty list
+  // where it does not exist in this collection), never another's name.
+  const std::string& collection = call.params[0];
   Json list = Json::array();
+  if (!call.principal.tenant.empty()) {
+    absl::StatusOr<TenantInfo> own = call.db->DescribeTenant(collection, call.principal.tenant);
+    if (absl::IsNotFound(own.status())) {
+      // An unknown collection stays NOT_FOUND.
+      absl::StatusOr<CollectionInfo> info = call.db->DescribeCollection(collection);
+      if (!info.ok()) return info.status();
+    } else if (!own.ok()) {
+      return own.status();
+    } else {
+      list.push_back(TenantInfoToJson(*own));
+    }
+    return Json{{"tenants", std::move(list)}, {"more", false}};
+  }
+  absl::StatusOr<TenantPage> page = call.db->ListTenants(collection, 1000, "");
+  if (!page.ok()) return page.status();
   for (const TenantInfo& tenant : page->tenants) list.push_back(TenantInfoToJson(tenant));
   return Json{{"tenants", std::move(list)}, {"more", !page->next_page_token.empty()}};
-}
-
-absl::StatusOr<Json> ConsoleApi::NotBuiltYet(Call& call) {
-  // The hook for the caches page: the semantic cache lands with a DB API of its own.
-  return absl::UnimplementedError(
-      absl::StrCat(call.request.path,
-                   ": not built yet in this shoald (the semantic cache gets its console "
-                   "page when it lands)"));
 }
 
 }  // namespace shoal::rpc::console

@@ -9,27 +9,38 @@
 // "Authorization: Bearer KEY" or "X-Api-Key: KEY"), the role, the rate limit and the message
 // size; then it gets a DB lease and its latency is recorded as method "Console/<Op>". Writes go
 // through the same DB calls, and so the same validation, as the gRPC handlers. Roles are those
-// of the matching RPCs:
+// of the matching RPCs, and so is what a tenant-bound key ("ROLE KEY NAME tenant=T") may do:
+// "any" routes answer every key alike, "scoped" ones only ever show its own tenant T (records T
+// sees, T's own tenant stats, the cache partitions of T), "none" refuse it (PERMISSION_DENIED):
 //
-//   GET    /api/session                          read-only   who am I (name, role), features
-//   GET    /api/collections                      read-only   every CollectionInfo
-//   POST   /api/collections                      read-write  create {name, dimension, metric}
-//   GET    /api/collections/NAME                 read-only   one CollectionInfo
-//   DELETE /api/collections/NAME                 read-write  drop
-//   POST   /api/collections/NAME/get             read-only   {keys} -> records (or null)
-//   POST   /api/collections/NAME/browse          read-only   {filter?, near?, limit?} -> records
-//   POST   /api/collections/NAME/search          read-only   {vector | key, k?, filter?,
-//                                                            max_postings?} -> hits with records
-//   POST   /api/collections/NAME/build           admin       {spec} -> the started build
-//   GET    /api/builds                           read-only   console builds and their progress
-//   GET    /api/snapshots                        admin       every snapshot
-//   POST   /api/snapshots                        admin       create {name?}
-//   POST   /api/snapshots/NAME/restore           admin       restore (replaces the database)
-//   GET    /api/metrics                          read-only   MetricsSample (not recorded itself)
-//   GET    /api/collections/NAME/tenants         admin       the first 1000 tenants
-//   (DB::ListTenants:
-//                                                            UNIMPLEMENTED until the engine lands)
-//   GET    /api/caches                           read-only   UNIMPLEMENTED until the cache lands
+//   method path                                  role        bound key
+//   GET    /api/session                          read-only   any     who am I (name, role, tenant)
+//   GET    /api/collections                      read-only   any     every CollectionInfo (+ the
+//                                                                    bound tenant's counts)
+//   POST   /api/collections                      read-write  none    create {name, dimension,
+//   metric} GET    /api/collections/NAME                 read-only   any     one CollectionInfo
+//   DELETE /api/collections/NAME                 read-write  none    drop
+//   POST   /api/collections/NAME/get             read-only   scoped  {keys} -> records (or null)
+//   POST   /api/collections/NAME/browse          read-only   scoped  {filter?, near?, limit?,
+//                                                                    page_token?} -> records
+//   POST   /api/collections/NAME/search          read-only   scoped  {vector | key, k?, filter?,
+//                                                                    max_postings?} -> hits
+//   POST   /api/collections/NAME/build           admin       none    {spec} -> the started build
+//   GET    /api/builds                           read-only   none    console builds, progress
+//   GET    /api/snapshots                        admin       none    every snapshot
+//   POST   /api/snapshots                        admin       none    create {name?}
+//   POST   /api/snapshots/NAME/restore           admin       none    restore (replaces the DB)
+//   GET    /api/metrics                          read-only   any     MetricsSample (not recorded)
+//   GET    /api/collections/NAME/tenants         read-only   scoped  tenants (a bound key: its own)
+//   GET    /api/caches                           read-only   scoped  every cache (a bound key: its
+//                                                                    partitions' entries, bytes)
+//   GET    /api/caches/NAME                      read-only   scoped  stats and policies (a bound
+//                                                                    key: its partitions only)
+//   POST   /api/caches/NAME/policy               admin       none    {category, policy} -> policy
+//
+// The record routes take an optional "tenant" in the body, pinned as gRPC pins it
+// (rpc/tenant_scope.h): a bound key gets its own whatever it names, an admin key the one it
+// names, other keys none.
 //
 // Answers are JSON (rpc/console/console_json.h); an error is {"error": {code, message}} with
 // the HTTP status of its canonical code (401 unknown key, 403 role, 400 bad field, 404, ...).
@@ -98,11 +109,16 @@ class ConsoleApi {
   absl::StatusOr<Json> DescribeCollection(Call& call);
   absl::StatusOr<Json> DropCollection(Call& call);
   absl::StatusOr<Json> ListTenants(Call& call);
-  absl::StatusOr<Json> NotBuiltYet(Call& call);
   // console_records.cc
   absl::StatusOr<Json> GetRecords(Call& call);
   absl::StatusOr<Json> Browse(Call& call);
   absl::StatusOr<Json> Search(Call& call);
+  // The tenant a record route acts for: the body's optional "tenant", pinned by ScopeTenant.
+  absl::StatusOr<std::string> RecordTenant(Call& call);
+  // console_caches.cc
+  absl::StatusOr<Json> ListCaches(Call& call);
+  absl::StatusOr<Json> DescribeCache(Call& call);
+  absl::StatusOr<Json> SetCachePolicy(Call& call);
   // console_admin.cc
   absl::StatusOr<Json> BuildIndex(Call& call);
   absl::StatusOr<Json> ListBuilds(Call& call);

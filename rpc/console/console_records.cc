@@ -12,8 +12,8 @@ namespace {
 
 // Records (or null) for `keys`, in order, with their vectors.
 absl::StatusOr<Json> RecordsJson(DB& db, const std::string& collection,
-                                 const std::vector<Key>& keys) {
-  absl::StatusOr<std::vector<std::optional<Record>>> records = db.Get(collection, keys);
+                                 const std::vector<Key>& keys, const ReadOptions& read) {
+  absl::StatusOr<std::vector<std::optional<Record>>> records = db.Get(collection, keys, read);
   if (!records.ok()) return records.status();
   Json list = Json::array();
   for (const std::optional<Record>& record : *records) {
@@ -31,12 +31,14 @@ absl::StatusOr<std::optional<Filter>> OptionalFilter(const Json& body) {
   return *std::move(filter);
 }
 
-// The vector of the record `key`; NOT_FOUND naming `field` when there is none.
+// The vector of the record `key`; NOT_FOUND naming `field` when there is none (or the tenant
+// in `read` does not see it: a bound key cannot search by another tenant's record).
 absl::StatusOr<std::vector<float>> VectorOfKey(DB& db, const std::string& collection,
-                                               const Json& key_json, const char* field) {
+                                               const Json& key_json, const char* field,
+                                               const ReadOptions& read) {
   absl::StatusOr<Key> key = KeyFromJson(key_json, field);
   if (!key.ok()) return key.status();
-  absl::StatusOr<std::vector<std::optional<Record>>> found = db.Get(collection, {&*key, 1});
+  absl::StatusOr<std::vector<std::optional<Record>>> found = db.Get(collection, {&*key, 1}, read);
   if (!found.ok()) return found.status();
   if (!found->front()) {
     return absl::NotFoundError(
@@ -46,13 +48,14 @@ absl::StatusOr<std::vector<float>> VectorOfKey(DB& db, const std::string& collec
 }
 
 // Hits joined with their records: [{key, distance, record}] (record null if deleted since).
-absl::StatusOr<Json> HitsJson(DB& db, const std::string& collection, const std::vector<Hit>& hits) {
+absl::StatusOr<Json> HitsJson(DB& db, const std::string& collection, const std::vector<Hit>& hits,
+                              const ReadOptions& read) {
   std::vector<Key> keys;
   keys.reserve(hits.size());
   for (const Hit& hit : hits) keys.push_back(hit.key);
   Json records = Json::array();
   if (!keys.empty()) {
-    absl::StatusOr<Json> fetched = RecordsJson(db, collection, keys);
+    absl::StatusOr<Json> fetched = RecordsJson(db, collection, keys, read);
     if (!fetched.ok()) return fetched.status();
     records = *std::move(fetched);
   }
@@ -66,12 +69,20 @@ absl::StatusOr<Json> HitsJson(DB& db, const std::string& collection, const std::
 
 }  // namespace
 
+absl::StatusOr<std::string> ConsoleApi::RecordTenant(Call& call) {
+  absl::StatusOr<std::string> requested = OptionalString(call.body, "tenant");
+  if (!requested.ok()) return requested.status();
+  return gate_->ScopeTenant(call.principal, *requested, "tenant");
+}
+
 absl::StatusOr<Json> ConsoleApi::GetRecords(Call& call) {
+  absl::StatusOr<std::string> tenant = RecordTenant(call);
+  if (!tenant.ok()) return tenant.status();
   auto it = call.body.find("keys");
   if (it == call.body.end()) return absl::InvalidArgumentError("keys: required");
   absl::StatusOr<std::vector<Key>> keys = KeysFromJson(*it, "keys");
   if (!keys.ok()) return keys.status();
-  absl::StatusOr<Json> records = RecordsJson(*call.db, call.params[0], *keys);
+  absl::StatusOr<Json> records = RecordsJson(*call.db, call.params[0], *keys, {.tenant = *tenant});
   if (!records.ok()) return records.status();
   return Json{{"records", *std::move(records)}};
 }
@@ -81,6 +92,9 @@ absl::StatusOr<Json> ConsoleApi::GetRecords(Call& call) {
 // nearest to that record (a filtered search).
 absl::StatusOr<Json> ConsoleApi::Browse(Call& call) {
   const std::string& collection = call.params[0];
+  absl::StatusOr<std::string> tenant = RecordTenant(call);
+  if (!tenant.ok()) return tenant.status();
+  const ReadOptions read{.tenant = *tenant};
   absl::StatusOr<uint32_t> limit = OptionalUint(call.body, "limit", 50, 1, 1000);
   if (!limit.ok()) return limit.status();
   absl::StatusOr<std::optional<Filter>> filter = OptionalFilter(call.body);
@@ -93,7 +107,7 @@ absl::StatusOr<Json> ConsoleApi::Browse(Call& call) {
       if (!token->is_string()) return absl::InvalidArgumentError("page_token: want a string");
       scroll.page_token = token->get<std::string>();
     }
-    absl::StatusOr<ScrollPage> page = call.db->Scroll(collection, f, scroll, {});
+    absl::StatusOr<ScrollPage> page = call.db->Scroll(collection, f, scroll, read);
     if (!page.ok()) return page.status();
     Json list = Json::array();
     for (const Record& r : page->records) {
@@ -105,18 +119,22 @@ absl::StatusOr<Json> ConsoleApi::Browse(Call& call) {
                 {"records", std::move(list)},
                 {"next_page_token", page->next_page_token}};
   }
-  absl::StatusOr<std::vector<float>> anchor = VectorOfKey(*call.db, collection, *near, "near");
+  absl::StatusOr<std::vector<float>> anchor =
+      VectorOfKey(*call.db, collection, *near, "near", read);
   if (!anchor.ok()) return anchor.status();
-  SearchParams params{.k = *limit, .filter = f};
+  SearchParams params{.k = *limit, .filter = f, .tenant = *tenant};
   absl::StatusOr<std::vector<std::vector<Hit>>> hits = call.db->Search(collection, *anchor, params);
   if (!hits.ok()) return hits.status();
-  absl::StatusOr<Json> list = HitsJson(*call.db, collection, hits->front());
+  absl::StatusOr<Json> list = HitsJson(*call.db, collection, hits->front(), read);
   if (!list.ok()) return list.status();
   return Json{{"anchor", "near"}, {"records", *std::move(list)}};
 }
 
 absl::StatusOr<Json> ConsoleApi::Search(Call& call) {
   const std::string& collection = call.params[0];
+  absl::StatusOr<std::string> tenant = RecordTenant(call);
+  if (!tenant.ok()) return tenant.status();
+  const ReadOptions read{.tenant = *tenant};
   absl::StatusOr<uint32_t> k = OptionalUint(call.body, "k", 10, 1, 1000);
   if (!k.ok()) return k.status();
   absl::StatusOr<uint32_t> max_postings =
@@ -131,7 +149,7 @@ absl::StatusOr<Json> ConsoleApi::Search(Call& call) {
   if (by_vector == by_key) return absl::InvalidArgumentError("vector: give a vector or a key");
   absl::StatusOr<std::vector<float>> query =
       by_vector ? VectorFromJson(*vector_it, "vector")
-                : VectorOfKey(*call.db, collection, *key_it, "key");
+                : VectorOfKey(*call.db, collection, *key_it, "key", read);
   if (!query.ok()) return query.status();
   // The DB sees a flat span; a query of the wrong length must not pass as several queries.
   absl::StatusOr<CollectionInfo> info = call.db->DescribeCollection(collection);
@@ -141,11 +159,11 @@ absl::StatusOr<Json> ConsoleApi::Search(Call& call) {
                                                    " values, collection \"", collection,
                                                    "\" has dimension ", info->spec.dimension));
   }
-  SearchParams params{.k = *k, .max_postings = *max_postings};
+  SearchParams params{.k = *k, .max_postings = *max_postings, .tenant = *tenant};
   if (*filter) params.filter = &**filter;
   absl::StatusOr<std::vector<std::vector<Hit>>> hits = call.db->Search(collection, *query, params);
   if (!hits.ok()) return hits.status();
-  absl::StatusOr<Json> list = HitsJson(*call.db, collection, hits->front());
+  absl::StatusOr<Json> list = HitsJson(*call.db, collection, hits->front(), read);
   if (!list.ok()) return list.status();
   return Json{{"query", *query}, {"hits", *std::move(list)}};
 }

@@ -1,7 +1,10 @@
 """The web console in a real browser (Debian's chromium + chromium-driver, headless, driven by
 python3-selenium) against a real shoald loaded with 2,000 Fashion-MNIST images: every page
 loads, search by example shows the neighbours the DB's exact search finds, a read-only key
-cannot write (the page hides it and the API answers 403), an unknown key sees nothing.
+cannot write (the page hides it and the API answers 403), an unknown key sees nothing, the
+caches page shows a semantic cache's stats and edits a policy after confirmation, and a key
+bound to tenant acme sees only acme's records, tenant and cache partitions (in the page and in
+every API answer), never tenant globex's.
 
 Skips (exit 77) with the reason when chromium, chromedriver, selenium or the dataset is missing
 ($SHOAL_CHROMIUM / $SHOAL_CHROMEDRIVER override where chromium and chromedriver are looked for).
@@ -29,6 +32,8 @@ LABELS = "/usr/share/datasets/fashion-mnist/train-labels-idx1-ubyte.gz"
 ROWS = 2000
 ADMIN_KEY = "console-admin-key-0123456789"
 READER_KEY = "console-reader-key-0123456789"
+ACME_KEY = "console-acme-key-0123456789"
+TENANT_ROWS = 60  # images per tenant in collection "shop": acme keys 0.., globex keys 1000..
 SHOTS = os.environ.get("SHOAL_CONSOLE_SHOTS", "/tmp/console-shots")
 
 
@@ -89,7 +94,8 @@ class ConsoleBrowserTest(unittest.TestCase):
         cls.tmp = tempfile.mkdtemp(prefix="shoal-console-")
         keys = os.path.join(cls.tmp, "keys")
         with open(keys, "w") as f:
-            f.write(f"admin {ADMIN_KEY} ops\nread-only {READER_KEY} dashboards\n")
+            f.write(f"admin {ADMIN_KEY} ops\nread-only {READER_KEY} dashboards\n"
+                    f"read-only {ACME_KEY} acme-dash tenant=acme\n")
         cls.server = Shoald(["--key-file", keys, "--console-listen", "127.0.0.1:0",
                              "--snapshot-dir", os.path.join(cls.tmp, "snapshots")])
         line = cls.server.process.stdout.readline().strip()
@@ -105,6 +111,7 @@ class ConsoleBrowserTest(unittest.TestCase):
             cls.client.upsert("fashion", range(start, end), cls.vectors[start:end],
                               [{"label": int(x)} for x in cls.labels[start:end]])
         cls.np = np
+        cls.fill_tenants_and_cache()
 
         options = webdriver.ChromeOptions()
         options.binary_location = CHROMIUM
@@ -115,6 +122,41 @@ class ConsoleBrowserTest(unittest.TestCase):
         cls.browser.set_page_load_timeout(30)
         print(f"  set-up (shoald, {ROWS} rows, chromium): {time.time() - started:.1f} s",
               file=sys.stderr)
+
+    @classmethod
+    def fill_tenants_and_cache(cls):
+        """Collection "shop": acme owns images 0.. as keys 0.., globex images 60.. as keys
+        1000... Cache "answers": category "code" (threshold 0.95) with entries and lookups in
+        a partition of each tenant."""
+        client, rows = cls.client, TENANT_ROWS
+        client.create_collection("shop", dimension=784, metric="l2")
+        for tenant, base in (("acme", 0), ("globex", 1000)):
+            client.create_tenant("shop", tenant)
+            first = 0 if tenant == "acme" else rows
+            client.upsert("shop", range(base, base + rows), cls.vectors[first:first + rows],
+                          [{"label": int(x)} for x in cls.labels[first:first + rows]],
+                          tenant=tenant)
+        from shoal.cache import CachePolicy
+        client.create_cache("answers", dimension=8)
+        client.set_cache_policy("answers", CachePolicy(threshold=0.95), category="code")
+        for tenant in ("acme", "globex"):
+            cls.cache_traffic(tenant, 3)
+
+    @classmethod
+    def cache_traffic(cls, tenant, lookups):
+        """A store and `lookups` rounds of (exact hit, near hit, miss) in tenant's partition."""
+        np, client = cls.np, cls.client
+        model = f"{tenant}-llm"
+        base = np.eye(8, dtype=np.float32)[0]
+        client.cache_store("answers", base, f"{tenant} answer", prompt="sort a list",
+                           category="code", tenant=tenant, model=model)
+        for _ in range(lookups):
+            client.cache_lookup("answers", base, prompt="sort a list", category="code",
+                                tenant=tenant, model=model)
+            client.cache_lookup("answers", base + 0.01, prompt="sort the list", category="code",
+                                tenant=tenant, model=model)
+            client.cache_lookup("answers", np.eye(8, dtype=np.float32)[3], prompt="other",
+                                category="code", tenant=tenant, model=model)
 
     @classmethod
     def tearDownClass(cls):
@@ -152,8 +194,14 @@ class ConsoleBrowserTest(unittest.TestCase):
     def css(self, selector):
         return self.browser.find_elements("css selector", selector)
 
-    def shot(self, name):
+    def shot(self, name, whole=False):
+        """A screenshot of the window, or with `whole` of the whole page (up to 3000 px)."""
+        if whole:
+            height = self.browser.execute_script("return document.documentElement.scrollHeight")
+            self.browser.set_window_size(1400, min(3000, height + 140))
         self.browser.save_screenshot(os.path.join(SHOTS, f"{name}.png"))
+        if whole:
+            self.browser.set_window_size(1400, 1000)
 
     def sign_in(self, key):
         self.browser.get(self.url)
@@ -162,6 +210,20 @@ class ConsoleBrowserTest(unittest.TestCase):
         field = self.wait(lambda: self.css("#key"), "the sign-in form")[0]
         field.send_keys(key)
         self.css("#login")[0].click()
+
+    def drive_cache_chart(self, tenants, points):
+        """Cache lookups in `tenants`' partitions while the caches page polls (every second),
+        until its hit-rate chart has `points` points."""
+        def charted():
+            box = self.css("#cache-view .charts")
+            return int(box[0].get_attribute("data-points") or 0) if box else 0
+        for _ in range(80):
+            for tenant in tenants:
+                self.cache_traffic(tenant, 1)
+            if charted() >= points:
+                break
+            time.sleep(0.2)
+        self.assertGreaterEqual(charted(), points, "the hit-rate chart")
 
     def go(self, hash_):
         self.browser.execute_script(f"location.hash = {json.dumps(hash_)}")
@@ -209,12 +271,13 @@ class ConsoleBrowserTest(unittest.TestCase):
             [int(r.get_attribute("data-key")) for r in self.css("#records tr[data-key]")]),
             "the next page of records with label 3")
         self.assertTrue(all("label=3" in r.text for r in self.css("#records tr[data-key]")))
+        self.shot("collection")
         first = self.css("#records tr[data-key] a")[0]
         first.click()
         detail = self.wait(lambda: self.css("#record-detail"), "the record's detail")[0]
         self.assertEqual(len(detail.find_elements("css selector", "canvas.picture")), 1)
         self.assertIn("vector (784 values)", detail.text)
-        self.shot("collection")
+        self.shot("record")
 
     def test_4_search_by_example_shows_the_exact_neighbours(self):
         np = self.np
@@ -291,7 +354,7 @@ class ConsoleBrowserTest(unittest.TestCase):
         self.shot("snapshots")
         self.assertEqual(self.client.describe_collection("fashion").num_vectors, ROWS)
 
-    def test_7_metrics_and_hooks(self):
+    def test_7_metrics(self):
         self.go("#/metrics")
         self.wait(lambda: float(self.css("[data-test=rpcs]")[0].text) > 0, "the metrics")
         # Searches and synced writes while the charts poll, so every line has points.
@@ -307,12 +370,44 @@ class ConsoleBrowserTest(unittest.TestCase):
                   "a WAL sync rate")
         self.assertEqual(len(self.css("#charts canvas")), 4)
         self.shot("metrics")
-        # The hooks: "not built yet" until tenants and the cache land, then their tables.
-        for page in ("tenants", "caches"):
-            self.go(f"#/{page}")
-            self.wait(lambda: "Not built yet" in self.css(f"#{page}-state")[0].text
-                      or self.css(f"#{page}-state table"), page)
-            self.shot(page)
+        self.go("#/tenants/shop")
+        self.wait(lambda: len(self.css("#tenants tr[data-tenant]")) == 2, "both tenants")
+        acme = self.css('#tenants tr[data-tenant="acme"]')[0].text
+        self.assertIn(str(TENANT_ROWS), acme)
+        self.shot("tenants")
+
+    def test_7b_caches_page_shows_stats_and_edits_a_policy_after_confirmation(self):
+        # The restore of test 6 reopened the DB: counters start again; entries stayed.
+        self.go("#/caches")
+        self.wait(lambda: self.css('#caches tr[data-cache="answers"]'), "the cache's row")
+        self.wait(lambda: self.css("#cache-policies tr[data-category]"), "the policies")
+        self.drive_cache_chart(["acme", "acme", "globex"], 3)
+        self.wait(lambda: self.css("#cache-summary [data-test=hit-rate]")[0].text == "66.7%",
+                  "the hit rate")
+        code = self.wait(lambda: self.css('#cache-categories tr[data-row="code"]'),
+                         "the category's counters")[0]
+        self.assertIn("66.7%", code.text)
+        tenants = {r.get_attribute("data-tenant") for r in self.css("#cache-partitions tbody tr")}
+        self.assertEqual(tenants, {"acme", "globex"})
+        self.assertEqual(len(self.css("#charts canvas, #cache-view canvas")), 1)
+        self.shot("caches", whole=True)
+        # Edit "code": the change waits for the confirmation; Cancel changes nothing.
+        self.css('#cache-policies tr[data-category="code"] button[data-action="edit-policy"]')[0].click()
+        threshold = self.wait(lambda: self.css("#policy-threshold"), "the policy form")[0]
+        threshold.clear()
+        threshold.send_keys("0.8")
+        self.css("#policy-save")[0].click()
+        self.wait(lambda: self.css("#confirm-cancel"), "the confirmation")
+        self.assertIn("threshold: 0.95 → 0.8", self.css("#modal")[0].text)
+        self.shot("cache-policy-confirm")
+        self.css("#confirm-cancel")[0].click()
+        self.assertAlmostEqual(self.client.get_cache_policy("answers", "code").threshold, 0.95)
+        self.css("#policy-save")[0].click()
+        self.wait(lambda: self.css("#confirm-ok"), "the confirmation")[0].click()
+        self.wait(lambda: not self.css("#policy-form"), "the saved policy")
+        self.assertAlmostEqual(self.client.get_cache_policy("answers", "code").threshold, 0.8)
+        self.wait(lambda: "0.8" in self.css('#cache-policies tr[data-category="code"]')[0].text,
+                  "the new threshold in the table")
 
     def test_8_drop_asks_for_confirmation(self):
         self.go("#/collections")
@@ -340,6 +435,11 @@ class ConsoleBrowserTest(unittest.TestCase):
         self.assertEqual(self.css("#build-form"), [])
         self.go("#/snapshots")
         self.wait(lambda: self.css("#snapshots-denied"), "no snapshot form")
+        self.go("#/caches/answers")  # the policies without controls
+        self.wait(lambda: self.css("#policies-read-only"), "read-only policies")
+        self.assertTrue(self.css("#cache-policies tr[data-category]"))
+        self.assertEqual(self.css('button[data-action="edit-policy"], #policy-new'), [])
+        self.shot("caches-read-only")
         self.go("#/search/fashion/5")  # reads still work
         self.wait(lambda: len(self.css("#hits .hit")) == 10, "hits for a read-only key")
         # The API refuses what the page hides.
@@ -347,12 +447,104 @@ class ConsoleBrowserTest(unittest.TestCase):
                                    ("POST", "collections", {"name": "x", "dimension": 2}),
                                    ("POST", "collections/fashion/build", {"spec": "flat"}),
                                    ("POST", "snapshots", {"name": "s2"}),
-                                   ("POST", "snapshots/shot1/restore", {})):
+                                   ("POST", "snapshots/shot1/restore", {}),
+                                   ("POST", "caches/answers/policy",
+                                    {"category": "code", "policy": {"enabled": False}})):
             status, answer = api(self.port, method, path, READER_KEY, body)
             self.assertEqual(status, 403, path)
             self.assertEqual(answer["error"]["code"], "PERMISSION_DENIED")
         self.assertEqual(self.client.describe_collection("fashion").num_vectors, ROWS)
         self.assertNotIn("x", [c.name for c in self.client.list_collections()])
+
+    def test_9b_tenant_bound_key_sees_only_its_tenant(self):
+        np = self.np
+        self.sign_in(ACME_KEY)
+        row = self.wait(lambda: self.css('#collections tr[data-collection="shop"]'), "shop")[0]
+        self.assertIn("acme-dash (read-only, tenant acme)", self.css("#who")[0].text)
+        self.assertEqual(row.find_element("css selector", "[data-test=tenant-vectors]").text,
+                         str(TENANT_ROWS))
+        for page in ("builds", "snapshots"):
+            self.assertFalse(self.css(f'#nav a[data-page="{page}"]')[0].is_displayed(), page)
+        self.assertEqual(self.css("#create-form"), [])
+        self.shot("tenant-bound-collections")
+        # Browsing shop shows acme's records only, page after page.
+        self.go("#/collection/shop")
+        self.wait(lambda: len(self.css("#records tr[data-key]")) == 24, "acme's records")
+        seen = []
+        while True:
+            keys = [int(r.get_attribute("data-key")) for r in self.css("#records tr[data-key]")]
+            seen += keys
+            if self.css("#browse-next")[0].get_attribute("hidden") is not None:
+                break
+            self.css("#browse-next")[0].click()
+            self.wait(lambda: [int(r.get_attribute("data-key"))
+                               for r in self.css("#records tr[data-key]")][:1] != keys[:1],
+                      "the next page")
+        self.assertEqual(seen, list(range(TENANT_ROWS)))
+        self.shot("tenant-bound-collection")
+        # Search by example: acme's nearest neighbours only, in the DB's order for acme.
+        self.go("#/search/shop/5")
+        self.wait(lambda: self.css("#hits[data-done]") and self.css("#hits .hit"), "hits")
+        shown = [int(h.get_attribute("data-key")) for h in self.css("#hits .hit")]
+        distances = ((self.vectors[:TENANT_ROWS] - self.vectors[5]) ** 2).sum(axis=1)
+        self.assertEqual(sorted(shown), sorted(int(k) for k in np.argsort(distances)[:10]))
+        self.shot("tenant-bound-search")
+        # globex's record is not there for it: neither as a query nor as a record.
+        self.go("#/search/shop/1005")
+        error = self.wait(lambda: self.css("[data-test=error]") and
+                          [e for e in self.css("[data-test=error]") if e.text], "the error")[0]
+        self.assertIn("NOT_FOUND", error.text)
+        self.assertEqual(self.css("#hits .hit"), [])
+        self.go("#/tenants/shop")
+        self.wait(lambda: self.css("#tenants tr[data-tenant]"), "its tenant")
+        self.assertEqual([r.get_attribute("data-tenant")
+                          for r in self.css("#tenants tr[data-tenant]")], ["acme"])
+        self.shot("tenant-bound-tenants")
+        self.go("#/caches/answers")
+        self.wait(lambda: self.css("#cache-partitions tbody tr[data-tenant]"), "its partitions")
+        self.assertEqual({r.get_attribute("data-tenant")
+                          for r in self.css("#cache-partitions tbody tr[data-tenant]")}, {"acme"})
+        self.assertEqual(self.css("#cache-categories"), [])
+        self.drive_cache_chart(["acme"], 2)
+        self.shot("tenant-bound-caches", whole=True)
+        for page in ("collections", "collection/shop", "search/shop/3", "tenants/shop",
+                     "caches/answers", "metrics"):
+            self.go(f"#/{page}")
+            time.sleep(0.3)
+            self.assertNotIn("globex", self.browser.page_source, page)
+        # Every API route, aimed at globex's data: refused, absent or acme's only.
+        echoes = {"collections/shop/browse": {"tenant": "globex"}}
+        tries = [
+            ("GET", "session", None, 200), ("GET", "collections", None, 200),
+            ("GET", "collections/shop", None, 200), ("GET", "metrics", None, 200),
+            ("POST", "collections", {"name": "x", "dimension": 2}, 403),
+            ("DELETE", "collections/shop", None, 403),
+            ("POST", "collections/shop/get", {"keys": [1000, 1001, 3]}, 200),
+            ("POST", "collections/shop/browse", {"limit": 1000}, 200),
+            ("POST", "collections/shop/browse", {"near": 1000}, 404),
+            ("POST", "collections/shop/search", {"key": 1000}, 404),
+            ("POST", "collections/shop/search",
+             {"vector": [float(v) for v in self.vectors[TENANT_ROWS]], "k": 100}, 200),
+            ("POST", "collections/shop/build", {"spec": "flat"}, 403),
+            ("GET", "builds", None, 403), ("GET", "snapshots", None, 403),
+            ("POST", "snapshots", {"name": "s"}, 403),
+            ("POST", "snapshots/shot1/restore", {}, 403),
+            ("GET", "collections/shop/tenants", None, 200),
+            ("GET", "caches", None, 200), ("GET", "caches/answers", None, 200),
+            ("POST", "caches/answers/policy", {"policy": {"enabled": False}}, 403),
+        ]
+        for method, path, body, want in tries:
+            status, answer = api(self.port, method, path, ACME_KEY, body)
+            self.assertEqual(status, want, (method, path, answer))
+            self.assertNotIn("globex", json.dumps(answer), path)
+            for record in (answer or {}).get("records", []) + (answer or {}).get("hits", []):
+                if record is not None:
+                    self.assertLess(record["key"], 1000, path)
+        status, answer = api(self.port, "POST", "collections/shop/browse", ACME_KEY,
+                             echoes["collections/shop/browse"])
+        self.assertEqual((status, answer["error"]["code"]), (403, "PERMISSION_DENIED"))
+        self.assertEqual(api(self.port, "POST", "collections/shop/get", ACME_KEY,
+                             {"keys": [1000]})[1]["records"], [None])
 
     def test_10_other_sites_cannot_drive_it(self):
         body = {"name": "evil", "dimension": 2}

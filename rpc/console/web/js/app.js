@@ -1,5 +1,6 @@
 // The console's shell: sign-in, navigation (#/page/arg), and the session every page reads
-// (who the key is and what it may do: a read-only key gets a read-only console).
+// (who the key is and what it may do: a read-only key gets a read-only console, a tenant-bound
+// key a console of its tenant without the pages that act on whole collections).
 import * as api from "./api.js";
 import {h, mount, errorBox} from "./dom.js";
 import {collectionsPage} from "./collections.js";
@@ -8,7 +9,8 @@ import {searchPage} from "./search.js";
 import {buildsPage} from "./builds.js";
 import {snapshotsPage} from "./snapshots.js";
 import {metricsPage} from "./metrics.js";
-import {tenantsPage, cachesPage} from "./hooks.js";
+import {tenantsPage} from "./tenants.js";
+import {cachesPage} from "./caches.js";
 
 const PAGES = {
   collections: collectionsPage,
@@ -77,9 +79,16 @@ async function start() {
   }
   document.getElementById("nav").hidden = false;
   document.getElementById("logout").hidden = !session.authenticates;
+  const bound = Boolean(session.tenant);
+  for (const page of ["builds", "snapshots"]) {
+    document.querySelector(`#nav a[data-page="${page}"]`).hidden = bound;
+  }
   document.getElementById("who").textContent =
-      session.authenticates ? `${session.name} (${session.role})` : "no authentication (loopback)";
+      !session.authenticates ? "no authentication (loopback)"
+      : bound ? `${session.name} (${session.role}, tenant ${session.tenant})`
+      : `${session.name} (${session.role})`;
   document.body.dataset.role = session.role;
+  document.body.dataset.tenant = session.tenant || "";
   route();
 }
 

@@ -35,7 +35,7 @@ export class LineChart {
       g.beginPath(); g.moveTo(left, y); g.lineTo(right, y); g.stroke();
       g.fillText(`${+(max * i / 4).toPrecision(3)}${this.unit}`, 2, y + 4);
     }
-    if (points.length >= 2) {
+    if (points.length >= 1) {
       const t0 = points[0].t, t1 = points[points.length - 1].t;
       const x = (t) => left + (right - left) * (t - t0) / Math.max(1, t1 - t0);
       g.fillText(`${Math.round((t1 - t0) / 1000)} s`, left, height - 4);
@@ -52,6 +52,17 @@ export class LineChart {
           started = true;
         }
         g.stroke();
+        // A point without neighbours on the line (the first one, or one between gaps) as a dot.
+        g.fillStyle = COLORS[s % COLORS.length];
+        points.forEach((p, i) => {
+          const v = p.values[s];
+          const alone = (j) => j < 0 || j >= points.length || !Number.isFinite(points[j].values[s]);
+          if (Number.isFinite(v) && alone(i - 1) && alone(i + 1)) {
+            g.beginPath();
+            g.arc(x(p.t), bottom - (bottom - top) * v / max, 2.5, 0, 2 * Math.PI);
+            g.fill();
+          }
+        });
       });
     }
     const last = points.length ? points[points.length - 1].values : [];
@@ -59,7 +70,7 @@ export class LineChart {
       const swatch = h("i");
       swatch.style.background = COLORS[s % COLORS.length];
       const v = last[s];
-      return h("span", {dataset: {series: name}}, swatch, `${name}: ${Number.isFinite(v) ? +v.toPrecision(4) : "–"}${this.unit}`);
+      return h("span", {dataset: {series: name}}, swatch, `${name}: ${Number.isFinite(v) ? `${+v.toPrecision(4)}${this.unit}` : "–"}`);
     }));
   }
 }

@@ -7,11 +7,14 @@ import {picture, isImageLike} from "./picture.js";
 
 const FILTER_EXAMPLE = '{"equals": {"name": "label", "value": {"int_value": 3}}}';
 
-function infoCard(info) {
+function infoCard(info, session) {
   const item = (label, value) => h("div", {}, h("label", {}, label), h("b", {}, value));
   return h("div", {class: "card row", id: "collection-info"},
            item("dimension", info.dimension), item("metric", info.metric),
-           item("vectors", count(info.num_vectors)), item("index", info.index),
+           item("vectors", count(info.num_vectors)),
+           info.tenant !== undefined ? item(`tenant ${session.tenant} sees`,
+                                            info.tenant ? count(info.tenant.vectors_visible) : "none") : null,
+           item("index", info.index),
            item("index RAM", bytes(info.index_ram_bytes)),
            item("unindexed", count(info.unindexed_vectors)),
            info.postings ? item("postings", count(info.postings)) : null,
@@ -108,7 +111,7 @@ export function collectionPage(main, session, [name]) {
           results));
   api.get(`collections/${api.enc(name)}`).then((info) => {
     dimension = info.dimension;
-    mount(header, infoCard(info));
+    mount(header, infoCard(info, session));
     browse();
   }, (e) => { error.textContent = e.message; });
 }

@@ -1,8 +1,10 @@
-// Collections: every collection with its shape, counts, index and RAM; create and drop for keys
-// that may write.
+// Collections: every collection with its shape, counts, index and RAM (for a tenant-bound key
+// also how many records its tenant sees); create and drop for keys that may write.
 import * as api from "./api.js";
 import {h, mount, bytes, count, errorBox} from "./dom.js";
 import {confirmAction} from "./modal.js";
+
+const NUMERIC = new Set(["dim", "vectors", "vector bytes", "index RAM", "unindexed"]);
 
 function createForm(session, reload) {
   if (!session.can_write) return null;
@@ -51,6 +53,8 @@ function row(info, session, reload, error) {
            h("td", {class: "num"}, info.dimension),
            h("td", {}, info.metric),
            h("td", {class: "num", dataset: {test: "num-vectors"}}, count(info.num_vectors)),
+           session.tenant ? h("td", {class: "num", dataset: {test: "tenant-vectors"}},
+                              info.tenant ? count(info.tenant.vectors_visible) : "–") : null,
            h("td", {class: "num"}, bytes(info.vector_bytes)),
            h("td", {class: "mono spec"}, info.index),
            h("td", {class: "num"}, bytes(info.index_ram_bytes)),
@@ -67,7 +71,7 @@ export function collectionsPage(main, session) {
       const {collections} = await api.get("collections");
       mount(body, collections.length
                       ? collections.map((info) => row(info, session, reload, error))
-                      : h("tr", {}, h("td", {colspan: 9, class: "muted"}, "No collections yet.")));
+                      : h("tr", {}, h("td", {colspan: 10, class: "muted"}, "No collections yet.")));
       error.textContent = "";
     } catch (e) {
       error.textContent = e.message;
@@ -75,9 +79,11 @@ export function collectionsPage(main, session) {
   };
   mount(main, h("h1", {}, "Collections"), createForm(session, reload), error,
         h("table", {id: "collections"},
-          h("thead", {}, h("tr", {}, ["name", "dim", "metric", "vectors", "vector bytes", "index",
-                                      "index RAM", "unindexed", ""].map((t, i) =>
-                                        h("th", {class: [1, 3, 4, 6, 7].includes(i) ? "num" : ""}, t)))),
+          h("thead", {}, h("tr", {}, ["name", "dim", "metric", "vectors",
+                                      session.tenant ? `${session.tenant} sees` : null,
+                                      "vector bytes", "index", "index RAM", "unindexed", ""]
+                                        .filter((t) => t !== null).map((t) =>
+                                          h("th", {class: NUMERIC.has(t) || t.endsWith(" sees") ? "num" : ""}, t)))),
           body));
   reload();
   const timer = setInterval(reload, 5000);
