@@ -369,7 +369,12 @@ absl::Status SemanticCache::Feedback(const CacheFeedbackReport& report) {
     return absl::InvalidArgumentError("feedback.similarity: not a similarity of a hit");
   }
   Category* c = e->shard->category;
-  LearnFromReport(c->policy, wrong, &c->learning);
+  const uint64_t lookups = c->counters.lookups.load(std::memory_order_relaxed);
+  const double hit_rate =
+      lookups == 0 ? 1.0
+                   : static_cast<double>(c->counters.hits.load(std::memory_order_relaxed)) /
+                         static_cast<double>(lookups);
+  LearnFromReport(c->policy, wrong, hit_rate, &c->learning);
   Bump(e->shard, wrong ? &AtomicCounters::false_hit_reports : &AtomicCounters::correct_reports);
   Writes writes;
   if (!wrong) {
