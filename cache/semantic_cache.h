@@ -12,7 +12,8 @@
 //
 // Expiry: an entry is served while now < ttl_start + ttl(load) (cache_policy.h), checked on
 // the candidate only; entries past the longest TTL the band allows are removed by Sweep (run
-// by Store, Invalidate and Stats, and by whoever calls it), never scanned for at lookup.
+// by Store, Invalidate and Stats, and by CacheCatalog's background sweeper), never scanned for at
+// lookup.
 // Durability: Store commits its rows (synced when asked) before the entry becomes visible;
 // Load rebuilds everything from the rows and drops entries already past their longest TTL.
 // Hit counts, TTL refreshes and learned thresholds are written unsynced (a crash may forget
