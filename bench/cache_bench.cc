@@ -135,10 +135,28 @@ std::string Answer(const Query& q) {
   return absl::StrCat(kCategories[q.category].name, ":", q.intent, ":v", version);
 }
 
+// The simulated model backend: serves `qps` calls per simulated second from a queue; its load
+// (queued calls / queue_limit, at most 1) is reported to Shoal before every lookup.
+struct Backend {
+  double qps = 0;  // 0: no backend (nothing reported)
+  double queue_limit = 20;
+  double band = 0;  // load band: thresholds may loosen by this much, TTLs double
+  double queued = 0;
+  double last_s = 0;
+  uint64_t calls = 0;
+  double load_sum = 0;
+  void Advance(double now_s) {
+    queued = std::max(0.0, queued - (now_s - last_s) * qps);
+    last_s = now_s;
+  }
+  double Load() const { return std::min(1.0, queued / queue_limit); }
+};
+
 // One peer over the whole query stream on a fresh cache; `threshold[c]` per category.
 absl::StatusOr<PerCategory> RunPeer(DB& db, cache::FakeClock& clock, const Workload& w,
                                     const CacheBenchOptions& o,
-                                    const std::vector<double>& threshold, bool learn) {
+                                    const std::vector<double>& threshold, bool learn,
+                                    Backend* backend = nullptr) {
   const int64_t start = clock.NowMicros();
   (void)db.DropCache("bench");
   SHOAL_RETURN_IF_ERROR(db.CreateCache({.name = "bench", .dimension = o.dimension}));
@@ -147,11 +165,20 @@ absl::StatusOr<PerCategory> RunPeer(DB& db, cache::FakeClock& clock, const Workl
                   .ttl_seconds = kCategories[c].ttl_s,
                   .target_false_hit_rate = learn ? o.delta : 0};
     if (learn) p.max_threshold = std::max(0.995, threshold[c]);
+    if (backend != nullptr && backend->band > 0) {
+      p.min_threshold = threshold[c] - backend->band;
+      p.max_ttl_seconds = 2 * p.ttl_seconds;
+    }
     SHOAL_RETURN_IF_ERROR(db.SetCachePolicy("bench", kCategories[c].name, p));
   }
   PerCategory out(std::size(kCategories));
   for (const Query& q : w.queries) {
     clock.SetMicros(start + static_cast<int64_t>(q.time_s * 1e6));
+    if (backend != nullptr) {
+      backend->Advance(q.time_s);
+      backend->load_sum += backend->Load();
+      SHOAL_RETURN_IF_ERROR(db.ReportModelLoad("m", backend->Load()));
+    }
     CacheLookupRequest r{.partition = {.model = "m"},
                          .category = kCategories[q.category].name,
                          .embedding = w.vectors[q.category][q.intent][q.paraphrase],
@@ -171,6 +198,10 @@ absl::StatusOr<PerCategory> RunPeer(DB& db, cache::FakeClock& clock, const Workl
                       .similarity = hit.similarity}));
       }
       continue;  // the client serves the hit (it learns it was wrong only by feedback)
+    }
+    if (backend != nullptr) {
+      ++backend->calls;
+      backend->queued += 1;
     }
     SHOAL_RETURN_IF_ERROR(db.CacheStore("bench", {.lookup = r, .response = answer}, {}).status());
   }
@@ -261,6 +292,20 @@ absl::Status RunCacheBench(const CacheBenchOptions& o) {
                 static_cast<unsigned long long>(c.counters.false_hit_reports),
                 static_cast<unsigned long long>(c.counters.hits));
   }
+  if (o.backend_qps > 0) {
+    // Overloaded backend: the same learned peer without and with the load band.
+    for (double band : {0.0, o.load_band}) {
+      Backend b{.qps = o.backend_qps, .band = band};
+      SHOAL_ASSIGN_OR_RETURN(PerCategory run,
+                             RunPeer(*db, clock, w, o, std::vector(n, o.base_threshold), true, &b));
+      const Outcome t = Total(run);
+      std::printf(
+          "backend %.1f qps, band %.2f: model calls %llu, mean load %.2f, hit %.4f, "
+          "false %.4f\n",
+          o.backend_qps, band, static_cast<unsigned long long>(b.calls),
+          b.load_sum / static_cast<double>(w.queries.size()), t.hit_rate(), t.false_rate());
+    }
+  }
   const Outcome a = Total(adaptive);
   std::printf("best global threshold at false hits <= %.3f: %s (hit %.4f)\n", o.delta,
               best_t < 0 ? "none" : absl::StrFormat("%.2f", best_t / 100.0).c_str(),
@@ -292,8 +337,26 @@ void RegisterCacheCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--step", options->step_seconds, "simulated seconds per query")
       ->capture_default_str();
   cmd->add_option("--dir", options->dir, "scratch directory")->capture_default_str();
-  cmd->callback([options, exit_code] {
-    absl::Status s = RunCacheBench(*options);
+  cmd->add_option("--backend-qps", options->backend_qps,
+                  "also: a simulated model backend of this capacity (calls per simulated s)")
+      ->capture_default_str();
+  cmd->add_option("--load-band", options->load_band,
+                  "backend runs: how far thresholds may loosen under load (TTLs double)")
+      ->capture_default_str();
+  auto latency = std::make_shared<CacheLatencyOptions>();
+  cmd->add_option("--latency-entries", latency->entries,
+                  "instead: lookup latency of one shard holding this many entries");
+  cmd->add_option("--latency-dimension", latency->dimension, "latency: embedding dimension")
+      ->capture_default_str();
+  cmd->add_option("--latency-lookups", latency->lookups, "latency: lookups of each kind")
+      ->capture_default_str();
+  cmd->callback([options, latency, exit_code] {
+    if (latency->entries > 0) {
+      latency->seed = options->seed;
+      latency->dir = options->dir;
+    }
+    absl::Status s =
+        latency->entries > 0 ? RunCacheLatencyBench(*latency) : RunCacheBench(*options);
     if (!s.ok()) {
       std::fprintf(stderr, "shoal_bench cache: %s\n", s.ToString().c_str());
       *exit_code = 1;

@@ -13,7 +13,11 @@
 // TTLs). A hit is correct when its answer is the asked intent's current version. The clock is
 // simulated (--step seconds per query). Prints hit rate and false-hit rate per peer and the
 // ratio the goal names: shoal hit rate / best global hit rate at false hits <= delta.
-// Not measured here yet: lookup latency at 1M entries, and an overloaded model backend.
+// --latency-entries N instead measures lookup latency (p50/p99/max, hit and miss) of one shard
+// holding N random entries, pinned to one core, and the RSS growth per entry
+// (cache_latency_bench.cc). --backend-qps Q adds a simulated model backend serving Q calls per
+// simulated second from a queue (its load reported to Shoal before each lookup) and runs the
+// learned peer without and with the load band (--load-band): model calls, hit and false rates.
 #ifndef SHOAL_BENCH_CACHE_BENCH_H_
 #define SHOAL_BENCH_CACHE_BENCH_H_
 
@@ -36,10 +40,23 @@ struct CacheBenchOptions {
   double delta = 0.02;   // target false-hit rate
   double base_threshold = 0.85;
   double step_seconds = 0.1;
-  std::string dir;  // scratch (default: a fresh one under /tmp)
+  std::string dir;         // scratch (default: a fresh one under /tmp)
+  double backend_qps = 0;  // > 0: also run the overloaded-backend comparison
+  double load_band = 0.05;
 };
 
 absl::Status RunCacheBench(const CacheBenchOptions& options);
+
+struct CacheLatencyOptions {
+  uint64_t seed = 1;
+  size_t entries = 0;  // 0: not asked for
+  uint32_t dimension = 384;
+  size_t lookups = 1000;  // of each kind (hit, miss)
+  size_t response_bytes = 256;
+  std::string dir;
+};
+
+absl::Status RunCacheLatencyBench(const CacheLatencyOptions& options);
 
 void RegisterCacheCommand(CLI::App& app, int* exit_code);
 

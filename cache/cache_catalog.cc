@@ -42,17 +42,53 @@ absl::StatusOr<std::unique_ptr<CacheCatalog>> CacheCatalog::Open(storage::Record
       }));
   absl::MutexLock lock(&catalog->mu_);
   for (const CacheSpec& spec : specs) {
-    SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<SemanticCache> c,
-                           SemanticCache::Load(spec, store, clock, &catalog->loads_));
-    catalog->caches_[spec.name] = std::move(c);
+    absl::StatusOr<std::unique_ptr<SemanticCache>> c =
+        SemanticCache::Load(spec, store, clock, &catalog->loads_);
+    if (c.ok()) {
+      catalog->caches_[spec.name] = *std::move(c);
+    } else if (absl::IsDataLoss(c.status())) {
+      catalog->quarantined_[spec.name] = {spec, c.status()};  // the others still serve
+    } else {
+      return c.status();
+    }
   }
   return catalog;
+}
+
+CacheCatalog::~CacheCatalog() {
+  {
+    absl::MutexLock lock(&sweeper_mu_);
+    stopping_ = true;
+  }
+  if (sweeper_.joinable()) sweeper_.join();
+}
+
+void CacheCatalog::StartSweeper(absl::Duration period) {
+  absl::MutexLock lock(&sweeper_mu_);
+  if (sweeper_.joinable() || stopping_) return;
+  sweeper_ = std::thread([this, period] { SweepLoop(period); });
+}
+
+uint64_t CacheCatalog::BackgroundSweeps() const {
+  absl::MutexLock lock(&sweeper_mu_);
+  return sweeps_;
+}
+
+void CacheCatalog::SweepLoop(absl::Duration period) {
+  absl::MutexLock lock(&sweeper_mu_);
+  while (!sweeper_mu_.AwaitWithTimeout(absl::Condition(&stopping_), period)) {
+    sweeper_mu_.Unlock();
+    // Errors are retried next period (the rows are past their TTL either way).
+    Sweep().IgnoreError();
+    sweeper_mu_.Lock();
+    ++sweeps_;
+  }
 }
 
 absl::Status CacheCatalog::Create(const CacheSpec& spec) {
   SHOAL_RETURN_IF_ERROR(ValidateCacheSpec(spec));
   absl::MutexLock lock(&mu_);
-  if (caches_.contains(spec.name)) {
+  if (caches_.contains(spec.name) || quarantined_.contains(spec.name)) {
     return absl::AlreadyExistsError(absl::StrCat("spec.name: cache '", spec.name, "' exists"));
   }
   SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<SemanticCache> c,
@@ -63,6 +99,14 @@ absl::Status CacheCatalog::Create(const CacheSpec& spec) {
 
 absl::Status CacheCatalog::Drop(std::string_view name) {
   absl::MutexLock lock(&mu_);
+  if (auto q = quarantined_.find(std::string(name)); q != quarantined_.end()) {
+    // Its rows never loaded: delete them through a cache object that holds nothing.
+    SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<SemanticCache> empty,
+                           SemanticCache::Create(q->second.first, store_, clock_, &loads_));
+    SHOAL_RETURN_IF_ERROR(empty->Drop());
+    quarantined_.erase(q);
+    return absl::OkStatus();
+  }
   auto it = caches_.find(std::string(name));
   if (it == caches_.end()) {
     return absl::NotFoundError(absl::StrCat("cache: no cache '", std::string(name), "'"));
@@ -79,6 +123,12 @@ std::vector<CacheInfo> CacheCatalog::List() {
     for (const auto& [name, c] : caches_) all.push_back(c);
   }
   std::vector<CacheInfo> out;
+  {
+    absl::MutexLock lock(&mu_);
+    for (const auto& [name, q] : quarantined_) {
+      out.push_back({.spec = q.first, .quarantine = q.second.ToString()});
+    }
+  }
   for (const auto& c : all) out.push_back(c->Info());
   std::sort(out.begin(), out.end(),
             [](const CacheInfo& a, const CacheInfo& b) { return a.spec.name < b.spec.name; });
@@ -89,6 +139,11 @@ absl::StatusOr<std::shared_ptr<SemanticCache>> CacheCatalog::Find(std::string_vi
   absl::MutexLock lock(&mu_);
   auto it = caches_.find(std::string(name));
   if (it == caches_.end()) {
+    if (auto q = quarantined_.find(std::string(name)); q != quarantined_.end()) {
+      return absl::DataLossError(absl::StrCat(
+          "cache: cache '", std::string(name), "' is quarantined: it could not be loaded (",
+          q->second.second.ToString(), "); DropCache removes it"));
+    }
     return absl::NotFoundError(absl::StrCat("cache: no cache '", std::string(name), "'"));
   }
   return it->second;

@@ -132,72 +132,108 @@ void SemanticCache::Hit(Entry* e, const CachePolicy& policy, int64_t now) {
   }
 }
 
+SemanticCache::Entry* SemanticCache::Decide(const Category& c, const Shard* shard,
+                                            const float* query, const std::string& hash,
+                                            double load, int64_t now, CacheLookupResult* r) {
+  r->threshold = EntryThreshold(c.policy, load, c.learning.offset, -INFINITY);
+  if (!c.policy.enabled) {
+    r->disabled = true;
+    return nullptr;
+  }
+  if (shard == nullptr) return nullptr;
+  Entry* e = nullptr;
+  if (!hash.empty()) {
+    auto it = shard->exact.find(hash);
+    if (it != shard->exact.end()) {
+      Entry* x = entries_.at(it->second).get();
+      if (Served(*x, c.policy, load, now)) {
+        e = x;
+        r->exact = r->hit = true;
+        r->similarity = 1.0;
+      }
+    }
+  }
+  if (e == nullptr) {
+    auto [nearest, sim] = Nearest(*shard, query, /*served_only=*/true, now, load);
+    e = nearest;
+    r->similarity = sim;
+  }
+  if (e != nullptr) {
+    const float t = ThresholdOf(*e, c, load);
+    if (!r->exact) r->threshold = t;
+    r->hit = r->exact || static_cast<float>(r->similarity) >= t;
+    r->entry_id = e->id;
+    r->age_seconds = static_cast<double>(now - e->created_us) / 1e6;
+  }
+  return e;
+}
+
+absl::Status SemanticCache::ReadResponse(uint64_t id, std::string* response) const {
+  SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> row,
+                         store_->GetCacheRow(EntryKey(spec_.name, id)));
+  if (!row.has_value()) {
+    return absl::DataLossError(
+        absl::StrCat("cache '", spec_.name, "': entry ", id, " is in RAM but its row is missing"));
+  }
+  SHOAL_ASSIGN_OR_RETURN(StoredEntry stored, DecodeEntry(id, *row, spec_.dimension));
+  *response = std::move(stored.response);
+  return absl::OkStatus();
+}
+
+absl::Status SemanticCache::RecordHit(uint64_t id, float similarity) {
+  absl::MutexLock lock(&mu_);
+  if (dropped_) return absl::OkStatus();
+  auto it = entries_.find(id);
+  if (it == entries_.end()) return absl::OkStatus();  // removed since: nothing to refresh
+  Entry* e = it->second.get();
+  const CachePolicy& policy = e->shard->category->policy;
+  e->last_similarity = similarity;
+  Hit(e, policy, clock_->NowMicros());
+  if (!policy.refresh_ttl_on_hit) return absl::OkStatus();
+  Writes writes;
+  PutMeta(*e, &writes);
+  return store_->WriteCacheRows(writes, /*sync=*/false);
+}
+
+absl::Status SemanticCache::LookupLocked(const CacheLookupRequest& request, const float* query,
+                                         const std::string& hash, double load, Category* c,
+                                         CacheLookupResult* r) {
+  Shard* shard = FindShard(request.partition, request.category);
+  const int64_t now = clock_->NowMicros();
+  Entry* e = Decide(*c, shard, query, hash, load, now, r);
+  if (r->hit) SHOAL_RETURN_IF_ERROR(ReadResponse(e->id, &r->response));
+  for (AtomicCounters* k : {&c->counters, shard != nullptr ? &shard->counters : nullptr}) {
+    if (k == nullptr) continue;
+    k->lookups.fetch_add(1, std::memory_order_relaxed);
+    (r->hit ? k->hits : k->misses).fetch_add(1, std::memory_order_relaxed);
+    if (r->exact) k->exact_hits.fetch_add(1, std::memory_order_relaxed);
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CacheLookupResult> SemanticCache::Lookup(const CacheLookupRequest& request) {
   const auto start = std::chrono::steady_clock::now();
   SHOAL_RETURN_IF_ERROR(ValidateRequest(request, ""));
   const std::vector<float> query = Prepare(request.embedding);
   const std::string hash = PromptHashOf(request);
   const double load = loads_->Get(request.partition.model);
-  absl::MutexLock lock(&mu_);
-  SHOAL_RETURN_IF_ERROR(CheckLive());
-  const int64_t now = clock_->NowMicros();
-  Category* c = GetCategory(request.category);
   CacheLookupResult r;
-  r.threshold = EntryThreshold(c->policy, load, c->learning.offset, -INFINITY);
-  Shard* shard = FindShard(request.partition, request.category);
-  Entry* e = nullptr;
-  if (!c->policy.enabled) {
-    r.disabled = true;
-  } else if (shard != nullptr) {
-    if (!hash.empty()) {
-      auto it = shard->exact.find(hash);
-      if (it != shard->exact.end()) {
-        Entry* x = entries_.at(it->second).get();
-        if (Served(*x, c->policy, load, now)) {
-          e = x;
-          r.exact = r.hit = true;
-          r.similarity = 1.0;
-        }
-      }
-    }
-    if (e == nullptr) {
-      auto [nearest, sim] = Nearest(*shard, query.data(), /*served_only=*/true, now, load);
-      e = nearest;
-      r.similarity = sim;
-    }
-    if (e != nullptr) {
-      const float t = ThresholdOf(*e, *c, load);
-      if (!r.exact) r.threshold = t;
-      r.hit = r.exact || static_cast<float>(r.similarity) >= t;
-      r.entry_id = e->id;
-      r.age_seconds = static_cast<double>(now - e->created_us) / 1e6;
+  bool done = false;
+  {
+    absl::ReaderMutexLock lock(&mu_);
+    SHOAL_RETURN_IF_ERROR(CheckLive());
+    if (Category* c = FindCategory(request.category); c != nullptr) {
+      SHOAL_RETURN_IF_ERROR(LookupLocked(request, query.data(), hash, load, c, &r));
+      done = true;
     }
   }
-  if (r.hit) {
-    SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> row,
-                           store_->GetCacheRow(EntryKey(spec_.name, e->id)));
-    if (!row.has_value()) {
-      return absl::DataLossError(absl::StrCat("cache '", spec_.name, "': entry ", e->id,
-                                              " is in RAM but its row is missing"));
-    }
-    SHOAL_ASSIGN_OR_RETURN(StoredEntry stored, DecodeEntry(e->id, *row, spec_.dimension));
-    r.response = std::move(stored.response);
-    e->last_similarity = static_cast<float>(r.similarity);
-    Hit(e, c->policy, now);
-    if (c->policy.refresh_ttl_on_hit) {
-      Writes writes;
-      PutMeta(*e, &writes);
-      SHOAL_RETURN_IF_ERROR(store_->WriteCacheRows(writes, /*sync=*/false));
-    }
+  if (!done) {
+    absl::MutexLock lock(&mu_);  // the category's first lookup creates it
+    SHOAL_RETURN_IF_ERROR(CheckLive());
+    SHOAL_RETURN_IF_ERROR(
+        LookupLocked(request, query.data(), hash, load, GetCategory(request.category), &r));
   }
-  CacheCounters& cc = c->counters;
-  CacheCounters* sc = shard != nullptr ? &shard->counters : nullptr;
-  for (CacheCounters* k : {&cc, sc}) {
-    if (k == nullptr) continue;
-    ++k->lookups;
-    ++(r.hit ? k->hits : k->misses);
-    if (r.exact) ++k->exact_hits;
-  }
+  if (r.hit) SHOAL_RETURN_IF_ERROR(RecordHit(r.entry_id, static_cast<float>(r.similarity)));
   latency_.Record(
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
   return r;
@@ -309,7 +345,7 @@ absl::StatusOr<uint64_t> SemanticCache::Store(const CacheStoreRequest& request, 
   for (const auto& [id, why] : victims) Remove(id, why);
   const uint64_t id = entry->id;
   Insert(std::move(entry), vector.data());
-  Bump(shard, &CacheCounters::stores);
+  Bump(shard, &AtomicCounters::stores);
   return id;
 }
 
@@ -333,8 +369,13 @@ absl::Status SemanticCache::Feedback(const CacheFeedbackReport& report) {
     return absl::InvalidArgumentError("feedback.similarity: not a similarity of a hit");
   }
   Category* c = e->shard->category;
-  LearnFromReport(c->policy, wrong, &c->learning);
-  Bump(e->shard, wrong ? &CacheCounters::false_hit_reports : &CacheCounters::correct_reports);
+  const uint64_t lookups = c->counters.lookups.load(std::memory_order_relaxed);
+  const double hit_rate =
+      lookups == 0 ? 1.0
+                   : static_cast<double>(c->counters.hits.load(std::memory_order_relaxed)) /
+                         static_cast<double>(lookups);
+  LearnFromReport(c->policy, wrong, hit_rate, &c->learning);
+  Bump(e->shard, wrong ? &AtomicCounters::false_hit_reports : &AtomicCounters::correct_reports);
   Writes writes;
   if (!wrong) {
     ++e->meta.correct;

@@ -12,13 +12,18 @@
 //
 // Expiry: an entry is served while now < ttl_start + ttl(load) (cache_policy.h), checked on
 // the candidate only; entries past the longest TTL the band allows are removed by Sweep (run
-// by Store, Invalidate and Stats, and by whoever calls it), never scanned for at lookup.
+// by Store, Invalidate and Stats, and by CacheCatalog's background sweeper), never scanned for at
+// lookup.
 // Durability: Store commits its rows (synced when asked) before the entry becomes visible;
 // Load rebuilds everything from the rows and drops entries already past their longest TTL.
 // Hit counts, TTL refreshes and learned thresholds are written unsynced (a crash may forget
 // them, never an entry).
 //
-// Thread safety: all methods may be called concurrently; one mutex per cache serialises them.
+// Thread safety: all methods may be called concurrently. A reader/writer lock per cache:
+// lookups search, decide and read the hit's response under the reader lock, so they run in
+// parallel with each other; a hit then takes the writer lock briefly for its bookkeeping (LRU
+// order, hit count, TTL refresh). Stores, invalidation, feedback, sweeps, policies and stats
+// take the writer lock. Counters and the latency histogram are atomics.
 // Errors: InvalidArgument naming the field, NotFound (entry id), ResourceExhausted (an entry
 // larger than its category's byte quota), FailedPrecondition (the cache was dropped), and the
 // store's errors.
@@ -26,6 +31,7 @@
 #define SHOAL_CACHE_SEMANTIC_CACHE_H_
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <set>
@@ -58,7 +64,8 @@ class ModelLoads {
   absl::flat_hash_map<std::string, double> loads_ ABSL_GUARDED_BY(mu_);
 };
 
-// Lookup latency in fixed buckets (microseconds); not thread-safe (the cache's mutex guards it).
+// Lookup latency in fixed buckets (microseconds). Thread-safe (atomic counts; a Fill taken
+// while Records run may miss the newest of them).
 class LatencyHistogram {
  public:
   static constexpr std::array<double, 12> kBoundsUs = {10,   25,   50,   100,   250,   500,
@@ -67,8 +74,8 @@ class LatencyHistogram {
   void Fill(CacheStats* stats) const;
 
  private:
-  std::array<uint64_t, kBoundsUs.size() + 1> counts_{};
-  double sum_us_ = 0;
+  std::array<std::atomic<uint64_t>, kBoundsUs.size() + 1> counts_{};
+  std::atomic<uint64_t> sum_ns_{0};
 };
 
 class SemanticCache {
@@ -122,19 +129,32 @@ class SemanticCache {
   static std::string PromptHashOf(const CacheLookupRequest& request);
   float Similarity(float distance) const;
 
-  Category* FindCategory(std::string_view name) const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  Category* FindCategory(std::string_view name) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   Category* GetCategory(std::string_view name) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   Shard* FindShard(const CachePartition& partition, std::string_view category) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   Shard* GetShard(const CachePartition& partition, Category* category)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   bool Served(const Entry& e, const CachePolicy& policy, double load, int64_t now) const;
   float ThresholdOf(const Entry& e, const Category& c, double load) const
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The nearest entry of `shard` served at `now` (nullptr if none) and its similarity.
   std::pair<Entry*, float> Nearest(const Shard& shard, const float* query, bool served_only,
-                                   int64_t now, double load) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                                   int64_t now, double load) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Lookup's decision (exact shortcut, then the nearest served entry against its threshold)
+  // into *r; returns the entry decided on (the hit, or the nearest on a miss; may be null).
+  Entry* Decide(const Category& c, const Shard* shard, const float* query, const std::string& hash,
+                double load, int64_t now, CacheLookupResult* r) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The stored response of entry `id` (DataLoss when its row is missing or damaged).
+  absl::Status ReadResponse(uint64_t id, std::string* response) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Lookup's work under the lock (shared, or exclusive when it creates category `c`).
+  absl::Status LookupLocked(const CacheLookupRequest& request, const float* query,
+                            const std::string& hash, double load, Category* c, CacheLookupResult* r)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // A hit's bookkeeping under the writer lock (nothing if the entry went meanwhile).
+  absl::Status RecordHit(uint64_t id, float similarity) ABSL_LOCKS_EXCLUDED(mu_);
   void Hit(Entry* e, const CachePolicy& policy, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // The order key of `e` under `eviction` (smaller goes first).
@@ -169,7 +189,7 @@ class SemanticCache {
   absl::flat_hash_map<std::string, std::unique_ptr<Category>> categories_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::unique_ptr<Shard>> shards_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
-  LatencyHistogram latency_ ABSL_GUARDED_BY(mu_);
+  LatencyHistogram latency_;
 };
 
 }  // namespace shoal::cache

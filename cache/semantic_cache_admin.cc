@@ -32,22 +32,24 @@ double ModelLoads::Get(std::string_view model) const {
 void LatencyHistogram::Record(double micros) {
   size_t b = 0;
   while (b < kBoundsUs.size() && micros > kBoundsUs[b]) ++b;
-  ++counts_[b];
-  sum_us_ += micros;
+  counts_[b].fetch_add(1, std::memory_order_relaxed);
+  sum_ns_.fetch_add(static_cast<uint64_t>(std::max(0.0, micros) * 1000), std::memory_order_relaxed);
 }
 
 void LatencyHistogram::Fill(CacheStats* stats) const {
+  std::array<uint64_t, kBoundsUs.size() + 1> counts;
+  for (size_t b = 0; b < counts.size(); ++b) counts[b] = counts_[b].load(std::memory_order_relaxed);
   stats->latency_bounds_us.assign(kBoundsUs.begin(), kBoundsUs.end());
-  stats->latency_counts.assign(counts_.begin(), counts_.end());
-  stats->latency_sum_us = sum_us_;
+  stats->latency_counts.assign(counts.begin(), counts.end());
+  stats->latency_sum_us = static_cast<double>(sum_ns_.load(std::memory_order_relaxed)) / 1000;
   uint64_t total = 0;
-  for (uint64_t c : counts_) total += c;
+  for (uint64_t c : counts) total += c;
   auto quantile = [&](double q) {
     if (total == 0) return 0.0;
     const double want = q * static_cast<double>(total);
     uint64_t seen = 0;
-    for (size_t b = 0; b < counts_.size(); ++b) {
-      seen += counts_[b];
+    for (size_t b = 0; b < counts.size(); ++b) {
+      seen += counts[b];
       if (static_cast<double>(seen) >= want) {
         return b < kBoundsUs.size() ? kBoundsUs[b] : kBoundsUs.back() * 10;
       }
@@ -140,7 +142,7 @@ absl::Status SemanticCache::LoadRows() {
         const int64_t hard = HardTtlMicros(c->policy);
         if (hard != 0 && now >= e->meta.ttl_start_us + hard) {
           AddDeletes(id, &expired);
-          Bump(e->shard, &CacheCounters::expirations);
+          Bump(e->shard, &AtomicCounters::expirations);
           return absl::OkStatus();
         }
         e->last_tick = ++tick_;
@@ -235,8 +237,8 @@ void SemanticCache::Insert(std::unique_ptr<Entry> e, const float* vector) {
   if (e->last_tick == 0) e->last_tick = ++tick_;
   c->order.insert(OrderKey(*e, c->policy.eviction));
   c->expiry.insert({e->meta.ttl_start_us, e->id});
-  Bump(s, &CacheCounters::entries);
-  Bump(s, &CacheCounters::bytes, e->bytes);
+  Bump(s, &AtomicCounters::entries);
+  Bump(s, &AtomicCounters::bytes, e->bytes);
   entries_[e->id] = std::move(e);
 }
 
@@ -251,22 +253,20 @@ void SemanticCache::Remove(uint64_t id, Removal why) {
   if (x != s->exact.end() && x->second == id) s->exact.erase(x);
   c->order.erase(OrderKey(*e, c->policy.eviction));
   c->expiry.erase({e->meta.ttl_start_us, id});
-  s->counters.entries--;
-  c->counters.entries--;
-  s->counters.bytes -= e->bytes;
-  c->counters.bytes -= e->bytes;
+  Bump(s, &AtomicCounters::entries, ~uint64_t{0});  // -1
+  Bump(s, &AtomicCounters::bytes, uint64_t{0} - e->bytes);
   switch (why) {
     case Removal::kExpired:
-      Bump(s, &CacheCounters::expirations);
+      Bump(s, &AtomicCounters::expirations);
       break;
     case Removal::kEvictedByEntries:
-      Bump(s, &CacheCounters::evicted_by_entries);
+      Bump(s, &AtomicCounters::evicted_by_entries);
       break;
     case Removal::kEvictedByBytes:
-      Bump(s, &CacheCounters::evicted_by_bytes);
+      Bump(s, &AtomicCounters::evicted_by_bytes);
       break;
     case Removal::kInvalidated:
-      Bump(s, &CacheCounters::invalidated);
+      Bump(s, &AtomicCounters::invalidated);
       break;
     case Removal::kReplaced:
       break;

@@ -3,7 +3,9 @@
 #ifndef SHOAL_CACHE_SEMANTIC_CACHE_INTERNAL_H_
 #define SHOAL_CACHE_SEMANTIC_CACHE_INTERNAL_H_
 
+#include <atomic>
 #include <cmath>
+#include <cstdint>
 #include <limits>
 #include <set>
 #include <string>
@@ -13,6 +15,25 @@
 
 namespace shoal::cache {
 
+// CacheCounters as atomics, so lookups (under the cache's reader lock) count without a
+// writer lock. Each field is exact on its own; a Load() taken while calls run may mix moments.
+struct AtomicCounters {
+  std::atomic<uint64_t> lookups{0};
+  std::atomic<uint64_t> hits{0};
+  std::atomic<uint64_t> exact_hits{0};
+  std::atomic<uint64_t> misses{0};
+  std::atomic<uint64_t> stores{0};
+  std::atomic<uint64_t> false_hit_reports{0};
+  std::atomic<uint64_t> correct_reports{0};
+  std::atomic<uint64_t> evicted_by_entries{0};
+  std::atomic<uint64_t> evicted_by_bytes{0};
+  std::atomic<uint64_t> invalidated{0};
+  std::atomic<uint64_t> expirations{0};
+  std::atomic<uint64_t> entries{0};
+  std::atomic<uint64_t> bytes{0};
+  CacheCounters Load() const;
+};
+
 struct SemanticCache::Category {
   std::string name;
   bool own_policy = false;
@@ -21,7 +42,7 @@ struct SemanticCache::Category {
   // Eviction order (OrderKey, id) and expiry order (ttl_start_us, id) of its entries.
   std::set<std::pair<uint64_t, uint64_t>> order;
   std::set<std::pair<int64_t, uint64_t>> expiry;
-  CacheCounters counters;
+  AtomicCounters counters;
   CategoryLearning learning;
 };
 
@@ -32,7 +53,7 @@ struct SemanticCache::Shard {
   Category* category;
   index::FlatIndex index;                            // entry id -> vector
   absl::flat_hash_map<std::string, uint64_t> exact;  // prompt hash -> entry id
-  CacheCounters counters;
+  AtomicCounters counters;
 };
 
 struct SemanticCache::Entry {
@@ -47,10 +68,11 @@ struct SemanticCache::Entry {
   float last_similarity = std::numeric_limits<float>::quiet_NaN();  // of its last hit
 };
 
-// Adds n to one counter of a shard and of its category.
-inline void Bump(SemanticCache::Shard* s, uint64_t CacheCounters::*field, uint64_t n = 1) {
-  s->counters.*field += n;
-  s->category->counters.*field += n;
+// Adds n to one counter of a shard and of its category (n may wrap to subtract).
+inline void Bump(SemanticCache::Shard* s, std::atomic<uint64_t> AtomicCounters::*field,
+                 uint64_t n = 1) {
+  (s->counters.*field).fetch_add(n, std::memory_order_relaxed);
+  (s->category->counters.*field).fetch_add(n, std::memory_order_relaxed);
 }
 
 // Bytes an entry is charged against its category's max_bytes.

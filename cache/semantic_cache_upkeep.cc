@@ -28,6 +28,23 @@ void Add(CacheCounters* to, const CacheCounters& from) {
 
 }  // namespace
 
+CacheCounters AtomicCounters::Load() const {
+  constexpr auto kOrder = std::memory_order_relaxed;
+  return {.lookups = lookups.load(kOrder),
+          .hits = hits.load(kOrder),
+          .exact_hits = exact_hits.load(kOrder),
+          .misses = misses.load(kOrder),
+          .stores = stores.load(kOrder),
+          .false_hit_reports = false_hit_reports.load(kOrder),
+          .correct_reports = correct_reports.load(kOrder),
+          .evicted_by_entries = evicted_by_entries.load(kOrder),
+          .evicted_by_bytes = evicted_by_bytes.load(kOrder),
+          .invalidated = invalidated.load(kOrder),
+          .expirations = expirations.load(kOrder),
+          .entries = entries.load(kOrder),
+          .bytes = bytes.load(kOrder)};
+}
+
 uint64_t SemanticCache::SweepLocked(int64_t now, Writes* writes) {
   uint64_t removed = 0;
   for (auto& [name, c] : categories_) {
@@ -110,14 +127,14 @@ CacheStats SemanticCache::Stats() {
   for (const auto& [name, c] : categories_) by_name[name] = c.get();
   for (const auto& [name, c] : by_name) {
     out.categories.push_back(
-        {.category = name, .counters = c->counters, .threshold_offset = c->learning.offset});
-    Add(&out.total, c->counters);
+        {.category = name, .counters = c->counters.Load(), .threshold_offset = c->learning.offset});
+    Add(&out.total, out.categories.back().counters);
   }
   std::map<std::string, CachePartitionStats> partitions;
   for (const auto& [key, s] : shards_) {
     CachePartitionStats& p = partitions[ShardKey(s->partition, "")];
     p.partition = s->partition;
-    Add(&p.counters, s->counters);
+    Add(&p.counters, s->counters.Load());
   }
   for (auto& [key, p] : partitions) out.partitions.push_back(std::move(p));
   latency_.Fill(&out);

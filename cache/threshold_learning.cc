@@ -16,17 +16,18 @@ constexpr double kLowerStep = 0.005;
 
 }  // namespace
 
-void LearnFromReport(const CachePolicy& p, bool wrong, CategoryLearning* l) {
+void LearnFromReport(const CachePolicy& p, bool wrong, double hit_rate, CategoryLearning* l) {
   ++l->reports;
   const double weight = 1.0 / static_cast<double>(std::min(l->reports, kAverageOver));
-  l->false_hit_rate += weight * ((wrong ? 1.0 : 0.0) - l->false_hit_rate);
+  l->wrong_share += weight * ((wrong ? 1.0 : 0.0) - l->wrong_share);
+  const double rate = l->wrong_share * std::clamp(hit_rate, 0.0, 1.0);  // per lookup
   const double delta = p.target_false_hit_rate;
   const double max_offset = std::max(0.0, p.max_threshold - p.threshold);
   if (delta <= 0) {
     l->offset = 0;
-  } else if (l->false_hit_rate > delta) {
+  } else if (rate > delta) {
     l->offset = std::min(l->offset + kRaiseStep, max_offset);
-  } else if (l->false_hit_rate < delta / 2 && l->reports >= kMinReportsToLoosen) {
+  } else if (rate < delta / 2 && l->reports >= kMinReportsToLoosen) {
     l->offset = std::max(l->offset - kLowerStep, 0.0);
   }
   l->offset = std::clamp(l->offset, 0.0, max_offset);

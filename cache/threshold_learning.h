@@ -6,10 +6,14 @@
 //   t         = min(base(L) + offset_c, max_threshold)         (the category's learned offset)
 //   t_e       = max(t, next float above wrong_floor_e)         (the entry's own evidence)
 // and the query hits e when similarity >= t_e (single precision).
-//   - offset_c in [0, max_threshold - threshold] moves with the category's reported false-hit
-//     rate r (a running mean over the first 50 reports, then an exponential average with
-//     weight 1/50): each report with r > delta raises it by 0.01; each with r < delta / 2,
-//     after at least 20 reports, lowers it by 0.005. delta = target_false_hit_rate; 0 = off.
+//   - offset_c in [0, max_threshold - threshold] moves with the category's false-hit rate per
+//     LOOKUP, r = w * h: w is the share of reported hits judged wrong (a running mean over
+//     the first 50 reports, then an exponential average with weight 1/50) and h the share of
+//     the category's lookups that hit (its counters since open). So delta bounds false hits
+//     among all lookups, as the goal and `shoal_bench cache` count them, and feedback
+//     on only a sample of hits estimates the same r. Each report with r > delta raises the
+//     offset by 0.01; each with r < delta / 2, after at least 20 reports, lowers it by 0.005.
+//     delta = target_false_hit_rate; 0 = off.
 //   - wrong_floor_e is the highest similarity at which e was judged wrong: by Feedback(wrong)
 //     on a hit it served, or by an observed neighbour — a CacheStore in e's partition and
 //     category whose vector lies within min_threshold of e and whose response differs from e's
@@ -29,12 +33,14 @@ namespace shoal::cache {
 
 struct CategoryLearning {
   double offset = 0;
-  double false_hit_rate = 0;  // running estimate of r
+  double wrong_share = 0;  // running estimate of w (per reported hit)
   uint64_t reports = 0;
 };
 
-// Updates the category's estimate and offset with one verdict (`resolved` policy).
-void LearnFromReport(const CachePolicy& resolved, bool wrong, CategoryLearning* learning);
+// Updates the category's estimate and offset with one verdict (`resolved` policy); `hit_rate`
+// is h above, in [0, 1].
+void LearnFromReport(const CachePolicy& resolved, bool wrong, double hit_rate,
+                     CategoryLearning* learning);
 
 // t_e above, as a float (the precision similarities are compared in).
 float EntryThreshold(const CachePolicy& resolved, double load, double category_offset,

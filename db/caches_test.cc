@@ -5,9 +5,12 @@
 
 #include <filesystem>
 
+#include "cache/cache_rows.h"
 #include "cache/clock.h"
 #include "db/db_impl.h"
 #include "shoal/db.h"
+#include "shoal/verify.h"
+#include "storage/record_store.h"
 
 namespace shoal {
 namespace {
@@ -115,6 +118,40 @@ TEST_F(CachesTest, TenantsAreHardPartitions) {
   EXPECT_EQ(db_->CacheInvalidate("c", {.tenant = "alice", .dry_run = true}).value_or(0), 1u);
   EXPECT_EQ(db_->CacheInvalidate("c", {.tenant = "alice", .dry_run = false}).value_or(0), 1u);
   EXPECT_EQ(db_->CacheFeedback("c", {.entry_id = 1}).code(), absl::StatusCode::kNotFound);
+}
+
+TEST_F(CachesTest, DamagedCacheRowIsReportedByVerifyAndQuarantinedAtOpen) {
+  ASSERT_TRUE(db_->CreateCache({.name = "good", .dimension = 2}).ok());
+  ASSERT_TRUE(db_->CreateCache({.name = "bad", .dimension = 2}).ok());
+  ASSERT_TRUE(db_->CacheStore("good", {.lookup = Q({1, 0}, "a"), .response = "A"}, {}).ok());
+  auto id = db_->CacheStore("bad", {.lookup = Q({1, 0}, "b"), .response = "B"}, {});
+  ASSERT_TRUE(id.ok()) << id.status();
+  VerifyReport clean;
+  ASSERT_TRUE(db_->Verify("", &clean).ok());
+  EXPECT_EQ(clean.caches, 2u);
+  EXPECT_EQ(clean.cache_entries, 2u);
+  db_.reset();
+  {
+    auto store = storage::RecordStore::Open(dir_ + "/rocksdb", {});
+    ASSERT_TRUE(store.ok()) << store.status();
+    const std::vector<storage::RecordStore::CacheWrite> junk{
+        {.key = cache::EntryKey("bad", *id), .value = "junk"}};
+    ASSERT_TRUE((*store)->WriteCacheRows(junk, /*sync=*/true).ok());
+  }
+  auto offline = VerifyDatabase(dir_);
+  ASSERT_TRUE(offline.ok()) << offline.status();
+  ASSERT_EQ(offline->problems.size(), 1u);
+  EXPECT_NE(offline->problems[0].find("cache 'bad'"), std::string::npos) << offline->problems[0];
+  Open();  // does not fail: "bad" is quarantined, "good" serves
+  auto hit = db_->CacheLookup("good", Q({1, 0}, "a"));
+  ASSERT_TRUE(hit.ok()) << hit.status();
+  EXPECT_TRUE(hit->hit);
+  EXPECT_EQ(db_->CacheLookup("bad", Q({1, 0}, "b")).status().code(), absl::StatusCode::kDataLoss);
+  VerifyReport online;
+  EXPECT_EQ(db_->Verify("", &online).code(), absl::StatusCode::kDataLoss);
+  ASSERT_TRUE(db_->DropCache("bad").ok());
+  VerifyReport after;
+  EXPECT_TRUE(db_->Verify("", &after).ok());
 }
 
 }  // namespace

@@ -95,6 +95,9 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
                          cache::CacheCatalog::Open(db->store_.get(), hooks.cache_clock != nullptr
                                                                          ? hooks.cache_clock
                                                                          : cache::SystemClock()));
+  if (hooks.cache_sweep_seconds > 0) {
+    db->caches_->StartSweeper(absl::Seconds(hooks.cache_sweep_seconds));
+  }
   absl::MutexLock lock(&db->mu_);
   for (const storage::StoredCollection& meta : catalog) {
     absl::StatusOr<std::unique_ptr<Collection>> c = Collection::Load(

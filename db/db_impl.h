@@ -33,6 +33,7 @@ struct StorageHooks {
   storage::FileSystem* fs = nullptr;          // Shoal's own files; nullptr = POSIX
   rocksdb::Env* rocksdb_env = nullptr;        // RocksDB's files; nullptr = RocksDB's default
   const cache::Clock* cache_clock = nullptr;  // semantic caches' time; nullptr = wall clock
+  double cache_sweep_seconds = 30;            // semantic caches' background expiry sweep; 0 = none
 };
 
 class DBImpl final : public DB {

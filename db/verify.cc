@@ -14,6 +14,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "cache/cache_verify.h"
 #include "db/collection.h"
 #include "db/db_impl.h"
 #include "db/snapshot.h"
@@ -326,6 +327,27 @@ absl::Status Collection::Verify(VerifyReport* report) {
   return absl::OkStatus();
 }
 
+namespace {
+
+// The semantic caches' rows (cache/cache_verify.h) into *report.
+absl::Status VerifyCaches(storage::RecordStore* store, VerifyReport* report) {
+  std::vector<std::string> problems;
+  cache::CacheVerifyCounts counts;
+  SHOAL_RETURN_IF_ERROR(cache::VerifyCacheRows(store, &problems, &counts));
+  report->caches += counts.caches;
+  report->cache_entries += counts.entries;
+  for (std::string& p : problems) {
+    if (report->problems.size() < VerifyReport::kMaxProblems) {
+      report->problems.push_back(std::move(p));
+    } else {
+      ++report->problems_not_listed;
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
 absl::Status DBImpl::Verify(std::string_view collection, VerifyReport* report) {
   std::vector<std::shared_ptr<Collection>> targets;
   if (!collection.empty()) {
@@ -338,6 +360,7 @@ absl::Status DBImpl::Verify(std::string_view collection, VerifyReport* report) {
               [](const auto& a, const auto& b) { return a->spec().name < b->spec().name; });
   }
   for (const auto& c : targets) SHOAL_RETURN_IF_ERROR(c->Verify(report));
+  if (collection.empty()) SHOAL_RETURN_IF_ERROR(VerifyCaches(store_.get(), report));
   if (report->ok()) return absl::OkStatus();
   return absl::DataLossError(absl::StrCat("verify found ",
                                           report->problems.size() + report->problems_not_listed,
@@ -405,6 +428,7 @@ absl::StatusOr<VerifyReport> VerifyDatabase(const std::string& path) {
     db::DurableView view;
     SHOAL_RETURN_IF_ERROR(checker.Collection(meta, &view));
   }
+  SHOAL_RETURN_IF_ERROR(db::VerifyCaches(store.get(), &report));
   return report;
 }
 

@@ -51,6 +51,9 @@ struct VerifyReport {
     uint64_t stale_marks = 0;          // index copies marked out of date (rewritten / deleted)
   };
   std::vector<CollectionReport> collections;
+  // Semantic caches' rows (checked when every collection is: DB::Verify("") and offline).
+  uint64_t caches = 0;
+  uint64_t cache_entries = 0;  // entry rows that decoded
   // Human-readable, one per problem (at most kMaxProblems; the rest are counted).
   std::vector<std::string> problems;
   uint64_t problems_not_listed = 0;
