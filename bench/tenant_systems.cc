@@ -60,7 +60,8 @@ class PerTenantSystem final : public TenantSystem {
     const std::vector<uint32_t>& m = w_->members[tenant];
     for (size_t j = 0; j < k; ++j) {
       const int64_t id = local_.ids[j];
-      out->Ids(row)[j] = id >= 0 && static_cast<size_t>(id) < m.size() ? m[id] : -1;
+      // (int64_t: a uint32_t row and -1 would meet as 4294967295.)
+      out->Ids(row)[j] = id >= 0 && static_cast<size_t>(id) < m.size() ? int64_t{m[id]} : -1;
       out->Distances(row)[j] = local_.distances[j];
     }
     return absl::OkStatus();
