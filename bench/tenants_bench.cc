@@ -251,6 +251,39 @@ void PrintSummary(const std::vector<std::unique_ptr<TenantSystem>>& systems,
   }
 }
 
+// Scores every point, prints each system's table and appends the CSV rows.
+absl::Status ReportPoints(const TenantsBenchOptions& o, const Labelled& l, const TenantWorkload& w,
+                          const Neighbors& truth, Metric metric,
+                          const std::vector<std::unique_ptr<TenantSystem>>& systems,
+                          const std::vector<double>& build,
+                          std::vector<std::vector<Point>>& points) {
+  CsvWriter csv;
+  if (!o.csv.empty()) SHOAL_RETURN_IF_ERROR(csv.Open(o.csv));
+  for (size_t s = 0; s < systems.size(); ++s) {
+    std::printf("\n== %s (%s), %d interleaved runs\n   %-22s %8s %8s %8s %10s %9s %9s %6s\n",
+                systems[s]->name().c_str(), systems[s]->build_params().c_str(), o.runs, "params",
+                "recall", "small", "large", "QPS", "p50 us", "p99 us", "viol");
+    for (Point& p : points[s]) {
+      p.score = ScoreTenantAnswers(l.ds.train, l.ds.test, w, truth, p.found, metric);
+      const Slice all = SliceOf(p.timing, w, std::nullopt);
+      std::printf("   %-22s %8.4f %8.4f %8.4f %10.1f %9.1f %9.1f %6llu\n", p.name.c_str(),
+                  p.score.recall, p.score.recall_small, p.score.recall_large, all.qps, all.p50,
+                  all.p99, static_cast<unsigned long long>(p.score.violations));
+      SHOAL_RETURN_IF_ERROR(
+          csv.Write({.system = systems[s]->name(),
+                     .params = absl::StrCat("dataset=", o.dataset, ";n=", l.ds.train.rows,
+                                            ";tenants=", w.members.size(), ";", p.name),
+                     .recall_at_10 = p.score.recall,
+                     .qps = all.qps,
+                     .p50_us = all.p50,
+                     .p99_us = all.p99,
+                     .index_ram_bytes = systems[s]->RamBytes(),
+                     .build_seconds = build[s]}));
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunTenantsBench(const TenantsBenchOptions& o) {
@@ -300,30 +333,7 @@ absl::Status RunTenantsBench(const TenantsBenchOptions& o) {
       }
     }
   }
-  CsvWriter csv;
-  if (!o.csv.empty()) SHOAL_RETURN_IF_ERROR(csv.Open(o.csv));
-  for (size_t s = 0; s < systems.size(); ++s) {
-    std::printf("\n== %s (%s), %d interleaved runs\n   %-22s %8s %8s %8s %10s %9s %9s %6s\n",
-                systems[s]->name().c_str(), systems[s]->build_params().c_str(), o.runs, "params",
-                "recall", "small", "large", "QPS", "p50 us", "p99 us", "viol");
-    for (Point& p : points[s]) {
-      p.score = ScoreTenantAnswers(l.ds.train, l.ds.test, w, truth, p.found, metric);
-      const Slice all = SliceOf(p.timing, w, std::nullopt);
-      std::printf("   %-22s %8.4f %8.4f %8.4f %10.1f %9.1f %9.1f %6llu\n", p.name.c_str(),
-                  p.score.recall, p.score.recall_small, p.score.recall_large, all.qps, all.p50,
-                  all.p99, static_cast<unsigned long long>(p.score.violations));
-      SHOAL_RETURN_IF_ERROR(
-          csv.Write({.system = systems[s]->name(),
-                     .params = absl::StrCat("dataset=", o.dataset, ";n=", l.ds.train.rows,
-                                            ";tenants=", w.members.size(), ";", p.name),
-                     .recall_at_10 = p.score.recall,
-                     .qps = all.qps,
-                     .p50_us = all.p50,
-                     .p99_us = all.p99,
-                     .index_ram_bytes = systems[s]->RamBytes(),
-                     .build_seconds = build[s]}));
-    }
-  }
+  SHOAL_RETURN_IF_ERROR(ReportPoints(o, l, w, truth, metric, systems, build, points));
   PrintSummary(systems, points, build, w, load);
   systems.clear();  // the per-tenant peers' RAM back before the scaling runs
   std::fflush(stdout);
