@@ -9,6 +9,7 @@
 #include "bench/flat_bench.h"
 #include "bench/kmeans_bench.h"
 #include "bench/serve_bench.h"
+#include "bench/tenants_bench.h"
 #include "bench/updates_bench.h"
 
 int main(int argc, char** argv) {
@@ -22,6 +23,7 @@ int main(int argc, char** argv) {
   shoal::bench::RegisterUpdatesCommand(app, &exit_code);
   shoal::bench::RegisterServeCommand(app, &exit_code);
   shoal::bench::RegisterCacheCommand(app, &exit_code);
+  shoal::bench::RegisterTenantsCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

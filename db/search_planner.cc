@@ -158,17 +158,28 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchA
   allowed.ForEach([&](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (!state.buffer.Contains(id)) to_read.push_back(id);
   });
-  index::FlatIndex passing(dimension_, IndexMetric(metric_));
-  std::vector<float> scratch;
-  // One batched read (a tenant's shortlist, or a selective filter's ids).
-  SHOAL_ASSIGN_OR_RETURN(std::vector<std::optional<Record>> records,
-                         store_->GetRecords(id_, to_read));
-  for (size_t i = 0; i < to_read.size(); ++i) {
-    if (records[i].has_value())
-      passing.Add(to_read[i], IndexForm(metric_, records[i]->vector, &scratch));
+  std::vector<std::vector<index::Neighbor>> found;
+  if (state.spann != nullptr && state.spann->has_vector_file()) {
+    // The quantized tier's full vectors: its RAM cache, else one batched read of vectors.dat
+    // (not the records: RocksDB decodes whole records, attributes and tags included).
+    found.resize(n);
+    for (size_t i = 0; i < n; ++i) {
+      SHOAL_RETURN_IF_ERROR(
+          state.spann->SearchAmong(q + i * dimension_, k, to_read, &found[i], stats));
+    }
+  } else {
+    index::FlatIndex passing(dimension_, IndexMetric(metric_));
+    std::vector<float> scratch;
+    // One batched read (a tenant's shortlist, or a selective filter's ids).
+    SHOAL_ASSIGN_OR_RETURN(std::vector<std::optional<Record>> records,
+                           store_->GetRecords(id_, to_read));
+    for (size_t i = 0; i < to_read.size(); ++i) {
+      if (records[i].has_value())
+        passing.Add(to_read[i], IndexForm(metric_, records[i]->vector, &scratch));
+    }
+    if (stats != nullptr) stats->vectors_scored += n * allowed.Count();
+    found = passing.Search(q, n, k, threads);
   }
-  if (stats != nullptr) stats->vectors_scored += n * allowed.Count();
-  auto found = passing.Search(q, n, k, threads);
   if (state.buffer.size() > 0) {
     index::SearchParameters p;
     p.k = k;

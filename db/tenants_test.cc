@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -306,6 +307,17 @@ void TenantsTest::SsdIndexCase(const std::string& spec) {
   for (uint64_t k : SearchKeys("a", 50, 10, 20)) EXPECT_EQ(k % 3 == 0 || k == 5000, true) << k;
   EXPECT_EQ(SearchKeys("a", 50.2f, 10, 1)[0], 5000u);
   for (uint64_t k : SearchKeys("b", 50, 10, 20)) EXPECT_NE(k % 3, 0u) << k;
+  // a (1501 vectors) is answered exactly (the quantized tier from its vector file, the other
+  // from the records): its 10 nearest by brute force, in order.
+  std::vector<std::pair<float, uint64_t>> exact;
+  for (const Record& r : a) {
+    const float dx = r.vector[0] - 37.31f, dy = r.vector[1] - 20.17f;
+    exact.emplace_back(dx * dx + dy * dy, std::get<uint64_t>(r.key));
+  }
+  std::sort(exact.begin(), exact.end());
+  std::vector<uint64_t> want;
+  for (size_t i = 0; i < 10; ++i) want.push_back(exact[i].second);
+  EXPECT_EQ(SearchKeys("a", 37.31f, 20.17f, 10), want) << spec;
   // b (3000 vectors) is searched through its sub-tree of the index, not exactly: its own
   // vectors are found (distinct grid points; 45 rows of 100).
   int found = 0;

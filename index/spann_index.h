@@ -104,6 +104,16 @@ class SpannIndex final : public VectorIndex {
                    std::span<const uint32_t> leaves) override;
   absl::Status Remove(std::span<const uint64_t> ids) override;
 
+  // Exact top-k of `q` (index form) among `ids`, every one a vector of this index, read from the
+  // full-vector cache or else in one batch from vectors.dat; nothing else is scored, so an id
+  // outside `ids` never comes back. For a few known ids (a tenant's shortlist, a selective
+  // filter's ids) without touching the postings. FailedPrecondition without a vector file
+  // (quant=none keeps vectors only in the postings: see has_vector_file()); DataLoss for an id
+  // the file does not hold.
+  absl::Status SearchAmong(const float* q, size_t k, std::span<const uint64_t> ids,
+                           std::vector<Neighbor>* out, SearchStats* stats) const;
+  bool has_vector_file() const { return directory()->vectors != nullptr; }
+
   // RAM held now: centroid tree + posting directory + cached postings.
   size_t MemoryBytes() const override;
   // RAM without the cache (what a RAM bound must leave room for).

@@ -128,4 +128,17 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::SearchWithKnobs(
   return out;
 }
 
+absl::Status SpannIndex::SearchAmong(const float* q, size_t k, std::span<const uint64_t> ids,
+                                     std::vector<Neighbor>* out, SearchStats* stats) const {
+  const std::shared_ptr<const PostingDirectory> dir = directory();
+  if (dir->vectors == nullptr) {
+    return absl::FailedPreconditionError(
+        "SearchAmong: this index keeps no vector file (quant=none): read the vectors elsewhere");
+  }
+  SearchStats local;
+  SHOAL_RETURN_IF_ERROR(Rerank(*dir, q, k, ids, out, stats != nullptr ? stats : &local));
+  if (stats != nullptr) stats->vectors_scored += ids.size();
+  return absl::OkStatus();
+}
+
 }  // namespace shoal::index
