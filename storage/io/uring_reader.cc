@@ -68,6 +68,8 @@ absl::StatusOr<std::unique_ptr<Ring>> NewRingFor(int fd, uint32_t max_in_flight)
   return ring;
 }
 
+struct BatchRun;
+
 class UringReader final : public BlockReader {
  public:
   UringReader(int fd, bool direct, std::string path, uint32_t max_in_flight)
@@ -103,6 +105,13 @@ class UringReader final : public BlockReader {
     }
     return NewRing();
   }
+
+  // Submits the queued reads and waits for one completion at least. False (with run.io_error
+  // set) when the ring failed: it must then be abandoned.
+  bool SubmitAndWait(BatchRun& run) const;
+  // Handles every completion there is: requeues the rest of a partial read, records an error,
+  // or hands the bytes to on_read, then frees the op.
+  void Reap(BatchRun& run, const ReadCallback& on_read);
 
   // Makes the ring's slots at least `bytes` long (no reads may be in flight).
   void EnsureSlots(Ring& r, size_t bytes) const {
@@ -142,54 +151,26 @@ void PrepRead(Ring& r, Op& op, const ReadRequest& req, uint64_t user_data) {
   if (r.file_registered) sqe->flags |= IOSQE_FIXED_FILE;
 }
 
-absl::Status UringReader::ReadBatch(std::span<const ReadRequest> requests,
-                                    const ReadCallback& on_read) {
-  if (absl::Status s = ValidateRequests(requests); !s.ok()) return s;
-  if (requests.empty()) return absl::OkStatus();
-  auto acquired = AcquireRing();
-  if (!acquired.ok()) return acquired.status();
-  std::unique_ptr<Ring> ring = *std::move(acquired);
-  Ring& r = *ring;
-  uint32_t largest = 0;
-  for (const ReadRequest& q : requests) largest = std::max(largest, q.length);
-  EnsureSlots(r, std::min<size_t>(largest, kMaxSlot));
-
-  std::vector<Op>& ops = r.ops;
-  std::vector<uint32_t>& free_ops = r.free_ops;
-  free_ops.clear();
-  for (size_t i = std::min(ops.size(), requests.size()); i-- > 0;) {
-    free_ops.push_back(static_cast<uint32_t>(i));
-  }
-  size_t next = 0, in_flight = 0;
-  size_t io_error_index = std::numeric_limits<size_t>::max();
-  absl::Status io_error, cb_error;
-  bool stop = false;
-  bool ring_broken = false;
-
-  auto release = [&](uint32_t id) {
-    Op& op = ops[id];
-    if (op.slot >= 0) r.free_slots.push_back(static_cast<uint32_t>(op.slot));
-    op.own.reset();
-    op.slot = -1;
-    free_ops.push_back(id);
-    --in_flight;
-  };
-  auto fail = [&](size_t index, absl::Status s) {
-    if (index < io_error_index) {
-      io_error_index = index;
-      io_error = std::move(s);
+// One ReadBatch call on one ring: which requests have been handed out, which ops are in flight,
+// and the error to return (the I/O error of the lowest failed request, else the callback's).
+struct BatchRun {
+  BatchRun(Ring& ring, std::span<const ReadRequest> reqs) : r(ring), requests(reqs) {
+    r.free_ops.clear();
+    for (size_t i = std::min(r.ops.size(), requests.size()); i-- > 0;) {
+      r.free_ops.push_back(static_cast<uint32_t>(i));
     }
-    stop = true;
-  };
+  }
 
-  while (true) {
-    while (!stop && next < requests.size() && !free_ops.empty()) {
+  // Hands requests to free ops (and arena slots, or a buffer of their own when a request is
+  // longer than a slot) and queues their reads, until ops or slots run out or the batch stops.
+  void Fill() {
+    while (!stop && next < requests.size() && !r.free_ops.empty()) {
       const ReadRequest& q = requests[next];
       const bool fits = q.length <= r.slot_bytes;
       if (fits && r.free_slots.empty()) break;
-      const uint32_t id = free_ops.back();
-      free_ops.pop_back();
-      Op& op = ops[id];
+      const uint32_t id = r.free_ops.back();
+      r.free_ops.pop_back();
+      Op& op = r.ops[id];
       op.index = next;
       op.done = 0;
       if (fits) {
@@ -205,68 +186,124 @@ absl::Status UringReader::ReadBatch(std::span<const ReadRequest> requests,
       ++in_flight;
       ++next;
     }
-    if (in_flight == 0) break;
-    int rc;
-    do {
-      rc = io_uring_submit_and_wait(&r.ring, 1);
-    } while (rc == -EINTR || rc == -EAGAIN);
-    if (rc < 0 && rc != -EBUSY) {  // EBUSY: completions to reap first; the loop comes back.
-      // The ring is in an unknown state. Abandon it and leak its buffers rather than free
-      // memory the kernel might still write into.
+  }
+
+  void Release(uint32_t id) {
+    Op& op = r.ops[id];
+    if (op.slot >= 0) r.free_slots.push_back(static_cast<uint32_t>(op.slot));
+    op.own.reset();
+    op.slot = -1;
+    r.free_ops.push_back(id);
+    --in_flight;
+  }
+
+  void Fail(size_t index, absl::Status s) {
+    if (index < io_error_index) {
+      io_error_index = index;
+      io_error = std::move(s);
+    }
+    stop = true;
+  }
+
+  Ring& r;
+  const std::span<const ReadRequest> requests;
+  size_t next = 0;
+  size_t in_flight = 0;
+  size_t io_error_index = std::numeric_limits<size_t>::max();
+  absl::Status io_error;
+  absl::Status cb_error;
+  bool stop = false;
+};
+
+absl::Status UringReader::ReadBatch(std::span<const ReadRequest> requests,
+                                    const ReadCallback& on_read) {
+  if (absl::Status s = ValidateRequests(requests); !s.ok()) return s;
+  if (requests.empty()) return absl::OkStatus();
+  auto acquired = AcquireRing();
+  if (!acquired.ok()) return acquired.status();
+  std::unique_ptr<Ring> ring = *std::move(acquired);
+  uint32_t largest = 0;
+  for (const ReadRequest& q : requests) largest = std::max(largest, q.length);
+  EnsureSlots(*ring, std::min<size_t>(largest, kMaxSlot));
+
+  BatchRun run(*ring, requests);
+  bool ring_broken = false;
+  while (true) {
+    run.Fill();
+    if (run.in_flight == 0) break;
+    if (!SubmitAndWait(run)) {
       ring_broken = true;
-      io_error =
-          absl::InternalError(absl::StrCat(path_, ": io_uring_submit: ", std::strerror(-rc)));
       break;
     }
-    io_uring_cqe* cqe;
-    unsigned head, seen = 0;
-    io_uring_for_each_cqe(&r.ring, head, cqe) {
-      ++seen;
-      const uint32_t id = static_cast<uint32_t>(io_uring_cqe_get_data64(cqe));
-      Op& op = ops[id];
-      const ReadRequest& q = requests[op.index];
-      const int res = cqe->res;
-      if (res == -EAGAIN || res == -EINTR) {
-        PrepRead(r, op, q, id);
-        continue;
-      }
-      if (res < 0) {
-        fail(op.index, ErrnoError(path_, q, -res));
-        release(id);
-        continue;
-      }
-      op.done += static_cast<uint32_t>(res);
-      bytes_read_.fetch_add(static_cast<uint64_t>(res), std::memory_order_relaxed);
-      if (op.done < q.length) {
-        // Only a read ending at a page boundary can be continued (see pread_reader.cc).
-        if (res > 0 && op.done % kPageSize == 0) {
-          PrepRead(r, op, q, id);
-          continue;
-        }
-        fail(op.index, ShortReadError(path_, q, op.done));
-        release(id);
-        continue;
-      }
-      if (!stop) {
-        absl::Status s = on_read(op.index, std::span<const uint8_t>(op.buf, q.length));
-        if (!s.ok()) {
-          if (cb_error.ok() && io_error.ok()) cb_error = std::move(s);
-          stop = true;
-        }
-      }
-      release(id);
-    }
-    io_uring_cq_advance(&r.ring, seen);
+    Reap(run, on_read);
   }
   if (ring_broken) {
-    for (Op& op : ops) (void)op.own.release();
-    (void)r.arena.release();
+    // The ring is in an unknown state. Abandon it and leak its buffers rather than free
+    // memory the kernel might still write into.
+    for (Op& op : ring->ops) (void)op.own.release();
+    (void)ring->arena.release();
     ring.reset();
   } else {
     ReleaseRing(std::move(ring));
   }
-  if (!cb_error.ok()) return cb_error;
-  return io_error;
+  if (!run.cb_error.ok()) return run.cb_error;
+  return run.io_error;
+}
+
+bool UringReader::SubmitAndWait(BatchRun& run) const {
+  int rc;
+  do {
+    rc = io_uring_submit_and_wait(&run.r.ring, 1);
+  } while (rc == -EINTR || rc == -EAGAIN);
+  if (rc < 0 && rc != -EBUSY) {  // EBUSY: completions to reap first; the loop comes back.
+    run.io_error =
+        absl::InternalError(absl::StrCat(path_, ": io_uring_submit: ", std::strerror(-rc)));
+    return false;
+  }
+  return true;
+}
+
+void UringReader::Reap(BatchRun& run, const ReadCallback& on_read) {
+  Ring& r = run.r;
+  io_uring_cqe* cqe;
+  unsigned head, seen = 0;
+  io_uring_for_each_cqe(&r.ring, head, cqe) {
+    ++seen;
+    const uint32_t id = static_cast<uint32_t>(io_uring_cqe_get_data64(cqe));
+    Op& op = r.ops[id];
+    const ReadRequest& q = run.requests[op.index];
+    const int res = cqe->res;
+    if (res == -EAGAIN || res == -EINTR) {
+      PrepRead(r, op, q, id);
+      continue;
+    }
+    if (res < 0) {
+      run.Fail(op.index, ErrnoError(path_, q, -res));
+      run.Release(id);
+      continue;
+    }
+    op.done += static_cast<uint32_t>(res);
+    bytes_read_.fetch_add(static_cast<uint64_t>(res), std::memory_order_relaxed);
+    if (op.done < q.length) {
+      // Only a read ending at a page boundary can be continued (see pread_reader.cc).
+      if (res > 0 && op.done % kPageSize == 0) {
+        PrepRead(r, op, q, id);
+        continue;
+      }
+      run.Fail(op.index, ShortReadError(path_, q, op.done));
+      run.Release(id);
+      continue;
+    }
+    if (!run.stop) {
+      absl::Status s = on_read(op.index, std::span<const uint8_t>(op.buf, q.length));
+      if (!s.ok()) {
+        if (run.cb_error.ok() && run.io_error.ok()) run.cb_error = std::move(s);
+        run.stop = true;
+      }
+    }
+    run.Release(id);
+  }
+  io_uring_cq_advance(&r.ring, seen);
 }
 
 }  // namespace

@@ -278,6 +278,52 @@ absl::Status VectorFile::Sync() {
 
 uint64_t VectorFile::bytes_read() const { return reader_->bytes_read(); }
 
+absl::Status VectorFile::CheckVectorPage(const uint8_t* page, uint64_t page_no, uint64_t owner,
+                                         uint32_t seq, uint64_t id) const {
+  absl::Status s = CheckPage(page, PageKind::kVector, owner, seq, path_, page_no * kPageSize);
+  if (!s.ok() && PageIsZero(page)) {
+    return absl::NotFoundError(absl::StrCat(path_, ": vector ", id, " not found"));
+  }
+  if (s.ok() && PagePayloadBytes(page) != PayloadBytes(seq)) {
+    return absl::DataLossError(absl::StrCat(path_, ": page at offset ", page_no * kPageSize,
+                                            ": payload size ", PagePayloadBytes(page),
+                                            ", expected ", PayloadBytes(seq), " for dim ", dim_));
+  }
+  return s;
+}
+
+absl::StatusOr<const uint8_t*> VectorFile::SettledSlotPage(const uint8_t* page, uint64_t page_no,
+                                                           uint64_t first_id,
+                                                           std::vector<uint8_t>& reread) {
+  absl::Status s = CheckVectorPage(page, page_no, page_no, 0, first_id);
+  // A page holding several slots is rewritten in place when a later id joins it; a read
+  // racing with that write may see it torn. Its checksum tells, and a re-read settles it.
+  for (int attempt = 0; absl::IsDataLoss(s) && slots_ > 1 && attempt < 3; ++attempt) {
+    reread.resize(kPageSize);
+    absl::StatusOr<size_t> n = file_->Read(page_no * kPageSize, {reread.data(), kPageSize});
+    if (!n.ok() || *n != kPageSize) break;
+    page = reread.data();
+    s = CheckVectorPage(page, page_no, page_no, 0, first_id);
+  }
+  // Still torn: a write-out that failed part-way (the page stays buffered until a Sync makes
+  // it durable; the buffered copy holds every slot the file had), or a slow one (over once
+  // the copy has waited for the writer's lock: read once more).
+  if (absl::IsDataLoss(s) && slots_ > 1) {
+    reread.resize(kPageSize);
+    bool again = CopyBufferedPage(page_no, reread.data());
+    if (!again) {
+      absl::StatusOr<size_t> n = file_->Read(page_no * kPageSize, {reread.data(), kPageSize});
+      again = n.ok() && *n == kPageSize;
+    }
+    if (again) {
+      page = reread.data();
+      s = CheckVectorPage(page, page_no, page_no, 0, first_id);
+    }
+  }
+  if (!s.ok()) return s;
+  return page;
+}
+
 absl::Status VectorFile::ReadBatch(std::span<const uint64_t> ids, const VectorCallback& on_vector) {
   const uint64_t file_pages = file_pages_.load();
   // (first page, index into ids), sorted so that ids sharing a page form one group and the
@@ -302,54 +348,17 @@ absl::Status VectorFile::ReadBatch(std::span<const uint64_t> ids, const VectorCa
   }
   group_begin.push_back(order.size());
 
-  auto check = [&](const uint8_t* page, uint64_t page_no, uint64_t owner, uint32_t seq,
-                   uint64_t id) -> absl::Status {
-    absl::Status s = CheckPage(page, PageKind::kVector, owner, seq, path_, page_no * kPageSize);
-    if (!s.ok() && PageIsZero(page)) {
-      return absl::NotFoundError(absl::StrCat(path_, ": vector ", id, " not found"));
-    }
-    if (s.ok() && PagePayloadBytes(page) != PayloadBytes(seq)) {
-      return absl::DataLossError(absl::StrCat(path_, ": page at offset ", page_no * kPageSize,
-                                              ": payload size ", PagePayloadBytes(page),
-                                              ", expected ", PayloadBytes(seq), " for dim ", dim_));
-    }
-    return s;
-  };
   const size_t vec = 4 * static_cast<size_t>(dim_);
   std::vector<float> joined(slots_ > 0 ? 0 : dim_);  // A large vector, put back together.
   return reader_->ReadBatch(requests, [&](size_t r, std::span<const uint8_t> bytes) {
     const uint64_t page_no = requests[r].offset / kPageSize;
     if (slots_ > 0) {
       const uint64_t first_id = ids[order[group_begin[r]].second];
-      const uint8_t* page = bytes.data();
-      absl::Status s = check(page, page_no, page_no, 0, first_id);
-      // A page holding several slots is rewritten in place when a later id joins it; a read
-      // racing with that write may see it torn. Its checksum tells, and a re-read settles it.
       thread_local std::vector<uint8_t> reread;
-      for (int attempt = 0; absl::IsDataLoss(s) && slots_ > 1 && attempt < 3; ++attempt) {
-        reread.resize(kPageSize);
-        absl::StatusOr<size_t> n = file_->Read(page_no * kPageSize, {reread.data(), kPageSize});
-        if (!n.ok() || *n != kPageSize) break;
-        page = reread.data();
-        s = check(page, page_no, page_no, 0, first_id);
-      }
-      // Still torn: a write-out that failed part-way (the page stays buffered until a Sync makes
-      // it durable; the buffered copy holds every slot the file had), or a slow one (over once
-      // the copy has waited for the writer's lock: read once more).
-      if (absl::IsDataLoss(s) && slots_ > 1) {
-        reread.resize(kPageSize);
-        bool again = CopyBufferedPage(page_no, reread.data());
-        if (!again) {
-          absl::StatusOr<size_t> n = file_->Read(page_no * kPageSize, {reread.data(), kPageSize});
-          again = n.ok() && *n == kPageSize;
-        }
-        if (again) {
-          page = reread.data();
-          s = check(page, page_no, page_no, 0, first_id);
-        }
-      }
-      if (!s.ok()) return s;
-      const uint8_t* payload = page + kPageHeader;
+      absl::StatusOr<const uint8_t*> page =
+          SettledSlotPage(bytes.data(), page_no, first_id, reread);
+      if (!page.ok()) return page.status();
+      const uint8_t* payload = *page + kPageHeader;
       for (size_t g = group_begin[r]; g < group_begin[r + 1]; ++g) {
         const size_t i = order[g].second;
         Slot where;
@@ -368,7 +377,9 @@ absl::Status VectorFile::ReadBatch(std::span<const uint64_t> ids, const VectorCa
     auto* dst = reinterpret_cast<uint8_t*>(joined.data());
     for (uint32_t piece = 0; piece < pages_per_; ++piece) {
       const uint8_t* page = bytes.data() + piece * kPageSize;
-      if (absl::Status s = check(page, page_no + piece, id, piece, id); !s.ok()) return s;
+      if (absl::Status s = CheckVectorPage(page, page_no + piece, id, piece, id); !s.ok()) {
+        return s;
+      }
       std::memcpy(dst + piece * kPagePayload, page + kPageHeader, PayloadBytes(piece));
     }
     for (size_t g = group_begin[r]; g < group_begin[r + 1]; ++g) {

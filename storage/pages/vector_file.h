@@ -181,6 +181,15 @@ class VectorFile {
   // Copies buffered page `page_no`, sealed, to `out` (kPageSize bytes); false when not buffered.
   bool CopyBufferedPage(uint64_t page_no, uint8_t* out) ABSL_LOCKS_EXCLUDED(mu_);
   uint32_t PayloadBytes(uint32_t piece) const;
+  // Checks one page read for vector `id` (piece `seq` of a vector, or slot page `owner`):
+  // NotFound when it was never written, DataLoss when torn or of the wrong size.
+  absl::Status CheckVectorPage(const uint8_t* page, uint64_t page_no, uint64_t owner, uint32_t seq,
+                               uint64_t id) const;
+  // The checked slot page `page_no` as read (`page`) or, when that copy is torn, as read again
+  // into `reread`; the check's error when it stays torn.
+  absl::StatusOr<const uint8_t*> SettledSlotPage(const uint8_t* page, uint64_t page_no,
+                                                 uint64_t first_id, std::vector<uint8_t>& reread)
+      ABSL_LOCKS_EXCLUDED(mu_);
 
   const std::unique_ptr<File> file_;  // Buffered read/write handle of the writer.
   const std::string path_;

@@ -2,6 +2,7 @@
 // See vector_file.h for the layout both follow.
 #include <algorithm>
 #include <cstring>
+#include <span>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -13,6 +14,53 @@ namespace {
 
 constexpr uint64_t kScanChunkPages = 256;  // 1 MiB per read while scanning
 constexpr size_t kWriteChunkBytes = 1 << 20;
+
+// The pages of a file being written after its header page, in file order: each is filled in
+// page(), sealed by Emit, and written out in chunks of kWriteChunkBytes.
+class PageSink {
+ public:
+  explicit PageSink(File* file) : file_(file), page_(kPageSize, 0) {}
+
+  // The page being filled (zeroed after each Emit).
+  uint8_t* page() { return page_.data(); }
+  std::span<const uint8_t> page_bytes() const { return page_; }
+
+  // Seals page() with `bytes` of payload, queues it, and clears page() for the next one.
+  absl::Status Emit(PageKind kind, uint64_t owner, uint32_t seq, size_t bytes) {
+    SealPage(page_.data(), kind, owner, seq, bytes);
+    out_.insert(out_.end(), page_.begin(), page_.end());
+    std::fill(page_.begin(), page_.end(), 0);
+    return out_.size() >= kWriteChunkBytes ? Flush() : absl::OkStatus();
+  }
+
+  // Writes the queued pages.
+  absl::Status Flush() {
+    if (out_.empty()) return absl::OkStatus();
+    SHOAL_RETURN_IF_ERROR(file_->Write(out_first_ * kPageSize, out_));
+    out_first_ += out_.size() / kPageSize;
+    out_.clear();
+    return absl::OkStatus();
+  }
+
+  // The first page not written yet (after a Flush: the file's length in pages).
+  uint64_t next_page() const { return out_first_ + out_.size() / kPageSize; }
+
+ private:
+  File* const file_;
+  std::vector<uint8_t> page_;
+  std::vector<uint8_t> out_;  // sealed pages not yet written, starting at page out_first_
+  uint64_t out_first_ = 1;    // the packed region follows the header page
+};
+
+// The table of kept ids (kind kVectorTable), kIdsPerTablePage ids per page.
+absl::Status EmitIdTable(const std::vector<uint64_t>& kept, size_t ids_per_page, PageSink& sink) {
+  for (size_t t = 0; t * ids_per_page < kept.size(); ++t) {
+    const size_t n = std::min(ids_per_page, kept.size() - t * ids_per_page);
+    std::memcpy(sink.page() + kPageHeader, kept.data() + t * ids_per_page, n * 8);
+    SHOAL_RETURN_IF_ERROR(sink.Emit(PageKind::kVectorTable, 0, static_cast<uint32_t>(t), n * 8));
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -163,25 +211,10 @@ absl::StatusOr<VectorFile::Compaction> VectorFile::WriteCompacted(
   Compaction result;
   result.bytes_before = source.size_bytes();
   std::vector<uint64_t> kept;
-  std::vector<uint8_t> out;  // sealed pages not yet written, starting at page out_first
-  uint64_t out_first = 1;    // the packed region follows the header page
-  std::vector<uint8_t> page(kPageSize, 0);
-  auto write_out = [&]() -> absl::Status {
-    if (out.empty()) return absl::OkStatus();
-    SHOAL_RETURN_IF_ERROR(file->Write(out_first * kPageSize, out));
-    out_first += out.size() / kPageSize;
-    out.clear();
-    return absl::OkStatus();
-  };
-  auto emit = [&](PageKind kind, uint64_t owner, uint32_t seq, size_t bytes) -> absl::Status {
-    SealPage(page.data(), kind, owner, seq, bytes);
-    out.insert(out.end(), page.begin(), page.end());
-    std::fill(page.begin(), page.end(), 0);
-    return out.size() >= kWriteChunkBytes ? write_out() : absl::OkStatus();
-  };
+  PageSink sink(file.get());
   auto seal_slots = [&]() {  // the page of packed slots just filled (small vectors)
     const uint64_t page_no = 1 + (kept.size() - 1) / slots;
-    return emit(PageKind::kVector, page_no, 0, source.PayloadBytes(0));
+    return sink.Emit(PageKind::kVector, page_no, 0, source.PayloadBytes(0));
   };
   absl::Status scanned = source.Scan([&](uint64_t id, const float* v) -> absl::Status {
     if (!keep(id)) {
@@ -191,7 +224,7 @@ absl::StatusOr<VectorFile::Compaction> VectorFile::WriteCompacted(
     const auto* src = reinterpret_cast<const uint8_t*>(v);
     if (slots > 0) {
       const uint32_t slot = static_cast<uint32_t>(kept.size() % slots);
-      uint8_t* payload = page.data() + kPageHeader;
+      uint8_t* payload = sink.page() + kPageHeader;
       std::memcpy(payload + slot * vec, src, vec);
       if (slots > 1) payload[slots * vec + slot / 8] |= static_cast<uint8_t>(1u << (slot % 8));
       kept.push_back(id);
@@ -200,8 +233,8 @@ absl::StatusOr<VectorFile::Compaction> VectorFile::WriteCompacted(
     kept.push_back(id);
     for (uint32_t piece = 0; piece < pages_per; ++piece) {
       const uint32_t bytes = source.PayloadBytes(piece);
-      std::memcpy(page.data() + kPageHeader, src + piece * kPagePayload, bytes);
-      SHOAL_RETURN_IF_ERROR(emit(PageKind::kVector, id, piece, bytes));
+      std::memcpy(sink.page() + kPageHeader, src + piece * kPagePayload, bytes);
+      SHOAL_RETURN_IF_ERROR(sink.Emit(PageKind::kVector, id, piece, bytes));
     }
     return absl::OkStatus();
   });
@@ -215,21 +248,14 @@ absl::StatusOr<VectorFile::Compaction> VectorFile::WriteCompacted(
   h.packed_first_page = 1;
   h.table_first_page =
       1 + (slots > 0 ? (kept.size() + slots - 1) / slots : kept.size() * pages_per);
-  for (size_t t = 0; t * kIdsPerTablePage < kept.size(); ++t) {
-    const size_t n = std::min(kIdsPerTablePage, kept.size() - t * kIdsPerTablePage);
-    std::memcpy(page.data() + kPageHeader, kept.data() + t * kIdsPerTablePage, n * 8);
-    if (absl::Status s = emit(PageKind::kVectorTable, 0, static_cast<uint32_t>(t), n * 8);
-        !s.ok()) {
-      return fail(s);
-    }
-  }
-  if (absl::Status s = write_out(); !s.ok()) return fail(s);
-  h.direct_first_page = out_first;
-  SealHeader(page.data(), source.dim_, h);
-  if (absl::Status s = file->Write(0, page); !s.ok()) return fail(s);
+  if (absl::Status s = EmitIdTable(kept, kIdsPerTablePage, sink); !s.ok()) return fail(s);
+  if (absl::Status s = sink.Flush(); !s.ok()) return fail(s);
+  h.direct_first_page = sink.next_page();
+  SealHeader(sink.page(), source.dim_, h);
+  if (absl::Status s = file->Write(0, sink.page_bytes()); !s.ok()) return fail(s);
   if (absl::Status s = file->Sync(); !s.ok()) return fail(s);
   result.kept = kept.size();
-  result.bytes_after = out_first * kPageSize;
+  result.bytes_after = sink.next_page() * kPageSize;
   return result;
 }
 

@@ -273,4 +273,16 @@ uint64_t InternalIdFromRecordRowKey(std::string_view row_key) {
   return GetFixed64BE(row_key.data() + 4);
 }
 
+std::string PrefixUpperBound(std::string_view prefix) {
+  std::string end(prefix);
+  for (size_t i = end.size(); i-- > 0;) {
+    if (static_cast<uint8_t>(end[i]) != 0xff) {
+      end[i] = static_cast<char>(static_cast<uint8_t>(end[i]) + 1);
+      end.resize(i + 1);
+      return end;
+    }
+  }
+  return std::string(end.size() + 1, '\xff');
+}
+
 }  // namespace shoal::storage

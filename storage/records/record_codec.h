@@ -38,6 +38,9 @@ std::string TenantRowPrefix(uint32_t collection_id);
 uint64_t InternalIdFromRecordRowKey(std::string_view row_key);
 // The key of a key-map row (DataLoss when malformed).
 absl::StatusOr<Key> DecodeKeyMapRowKey(std::string_view row_key);
+// The smallest key after every key that starts with `prefix`: the exclusive end of a scan or a
+// DeleteRange over the prefix.
+std::string PrefixUpperBound(std::string_view prefix);
 
 void PutFixed32BE(std::string* out, uint32_t v);
 void PutFixed64BE(std::string* out, uint64_t v);

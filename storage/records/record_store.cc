@@ -1,7 +1,5 @@
 #include "storage/records/record_store.h"
 
-#include <cstring>
-
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -69,45 +67,6 @@ absl::StatusOr<StoredCollection> DecodeCatalogRow(std::string_view name, std::st
   c.spec.dimension = GetFixed32BE(v.data() + 5);
   c.spec.metric = static_cast<Metric>(v[9]);
   return c;
-}
-
-enum : char { kIndexManifest = 'M', kIndexPosting = 'P', kIndexStale = 'S', kIndexWatermark = 'W' };
-
-std::string IndexRowKey(uint32_t cid, char kind, uint64_t id = 0) {
-  std::string key = CollectionPrefix(cid);
-  key.push_back(kind);
-  if (kind == kIndexPosting) PutFixed32BE(&key, static_cast<uint32_t>(id));
-  if (kind == kIndexStale) PutFixed64BE(&key, id);
-  return key;
-}
-
-std::string EncodePostingRow(const PostingRow& row) {
-  std::string out;
-  PutFixed64BE(&out, row.first_page);
-  PutFixed32BE(&out, row.num_pages);
-  PutFixed32BE(&out, row.bytes);
-  PutFixed32BE(&out, row.count);
-  if (row.origin != UINT32_MAX || !row.centroid.empty()) {
-    PutFixed32BE(&out, row.origin);
-    for (float f : row.centroid) {
-      uint32_t bits;
-      std::memcpy(&bits, &f, 4);
-      PutFixed32BE(&out, bits);
-    }
-  }
-  return out;
-}
-
-std::string PrefixEnd(const std::string& prefix) {
-  std::string end = prefix;
-  for (size_t i = end.size(); i-- > 0;) {
-    if (static_cast<uint8_t>(end[i]) != 0xff) {
-      end[i] = static_cast<char>(static_cast<uint8_t>(end[i]) + 1);
-      end.resize(i + 1);
-      return end;
-    }
-  }
-  return std::string(end.size() + 1, '\xff');
 }
 
 // Merge operator of the catalog family: keeps the larger of two 8-byte big-endian counters
@@ -205,10 +164,6 @@ void RecordStore::Batch::DeleteRecordRow(uint32_t cid, uint64_t iid) {
 
 void RecordStore::Batch::SetNextInternalId(uint32_t cid, uint64_t next) {
   batch_->Merge(store_->catalog_, NextIdRow(cid), EncodeU64(next));
-}
-
-void RecordStore::Batch::MarkStale(uint32_t cid, uint64_t iid) {
-  batch_->Put(store_->index_, IndexRowKey(cid, kIndexStale, iid), "");
 }
 
 size_t RecordStore::Batch::Count() const { return batch_->Count(); }
@@ -343,7 +298,7 @@ absl::StatusOr<StoredCollection> RecordStore::CreateCollection(const CollectionS
 
 absl::Status RecordStore::DropCollection(const StoredCollection& c) {
   const std::string begin = CollectionPrefix(c.id);
-  const std::string end = PrefixEnd(begin);
+  const std::string end = PrefixUpperBound(begin);
   rocksdb::WriteBatch batch;
   batch.Delete(catalog_, CollectionRow(c.spec.name));
   batch.Delete(catalog_, NextIdRow(c.id));
@@ -351,7 +306,7 @@ absl::Status RecordStore::DropCollection(const StoredCollection& c) {
   batch.DeleteRange(keys_, begin, end);
   batch.DeleteRange(index_, begin, end);
   const std::string tenants = TenantRowPrefix(c.id);
-  batch.DeleteRange(catalog_, tenants, PrefixEnd(tenants));
+  batch.DeleteRange(catalog_, tenants, PrefixUpperBound(tenants));
   return Write(&batch, /*sync=*/true, "dropping collection");
 }
 
@@ -442,7 +397,7 @@ absl::Status RecordStore::ScanRecords(uint32_t cid,
                                       const std::function<absl::Status(uint64_t, Record&&)>& fn,
                                       uint64_t first_internal_id) {
   const std::string begin = RecordRowKey(cid, first_internal_id);
-  const std::string end = PrefixEnd(CollectionPrefix(cid));
+  const std::string end = PrefixUpperBound(CollectionPrefix(cid));
   rocksdb::ReadOptions ro;
   rocksdb::Slice upper(end);
   ro.iterate_upper_bound = &upper;
@@ -462,10 +417,6 @@ absl::Status RecordStore::ScanRecords(uint32_t cid,
   return FromRocks(it->status(), "scanning records");
 }
 
-}  // namespace shoal::storage
-
-namespace shoal::storage {
-
 absl::Status RecordStore::ScanKeys(uint32_t cid,
                                    const std::function<absl::Status(Key&&, uint64_t)>& fn) {
   return ScanKeysAfter(cid, nullptr, [&](Key&& key, uint64_t iid) -> absl::StatusOr<bool> {
@@ -478,7 +429,7 @@ absl::Status RecordStore::ScanKeysAfter(
     uint32_t cid, const Key* after,
     const std::function<absl::StatusOr<bool>(Key&&, uint64_t)>& fn) {
   const std::string begin = after != nullptr ? KeyMapRowKey(cid, *after) : CollectionPrefix(cid);
-  const std::string end = PrefixEnd(CollectionPrefix(cid));
+  const std::string end = PrefixUpperBound(CollectionPrefix(cid));
   rocksdb::ReadOptions ro;
   rocksdb::Slice upper(end);
   ro.iterate_upper_bound = &upper;
@@ -496,90 +447,6 @@ absl::Status RecordStore::ScanKeysAfter(
     if (!*more) return absl::OkStatus();
   }
   return FromRocks(it->status(), "scanning keys");
-}
-
-absl::Status RecordStore::CommitIndex(uint32_t cid, const std::string& manifest,
-                                      std::span<const PostingRow> postings) {
-  const std::string begin = CollectionPrefix(cid);
-  rocksdb::WriteBatch batch;
-  batch.DeleteRange(index_, begin, PrefixEnd(begin));
-  batch.Put(index_, IndexRowKey(cid, kIndexManifest), manifest);
-  for (const PostingRow& row : postings) {
-    batch.Put(index_, IndexRowKey(cid, kIndexPosting, row.posting), EncodePostingRow(row));
-  }
-  return Write(&batch, /*sync=*/true, "committing index");
-}
-
-absl::Status RecordStore::CommitIndexChange(uint32_t cid, const IndexChange& change, bool sync) {
-  rocksdb::WriteBatch batch;
-  for (const PostingRow& row : change.put) {
-    batch.Put(index_, IndexRowKey(cid, kIndexPosting, row.posting), EncodePostingRow(row));
-  }
-  for (uint32_t p : change.removed) batch.Delete(index_, IndexRowKey(cid, kIndexPosting, p));
-  for (uint64_t iid : change.erase_tombstones) {
-    batch.Delete(index_, IndexRowKey(cid, kIndexStale, iid));
-  }
-  if (change.indexed_below != 0) {
-    batch.Put(index_, IndexRowKey(cid, kIndexWatermark), EncodeU64(change.indexed_below));
-  }
-  // Through Write: after a failed commit stopped RocksDB's writes, the maintenance thread's
-  // retry resumes them once the fault clears, as a client write would.
-  return Write(&batch, sync, "committing index change");
-}
-
-absl::Status RecordStore::ClearIndex(uint32_t cid) {
-  const std::string begin = CollectionPrefix(cid);
-  rocksdb::WriteBatch batch;
-  batch.DeleteRange(index_, begin, PrefixEnd(begin));
-  return Write(&batch, /*sync=*/true, "clearing index");
-}
-
-absl::StatusOr<std::optional<StoredIndex>> RecordStore::LoadIndex(uint32_t cid) {
-  StoredIndex out;
-  rocksdb::Status s =
-      db_->Get(rocksdb::ReadOptions(), index_, IndexRowKey(cid, kIndexManifest), &out.manifest);
-  if (s.IsNotFound()) return std::optional<StoredIndex>();
-  if (!s.ok()) return FromRocks(s, "reading index manifest");
-  const std::string begin = CollectionPrefix(cid);
-  const std::string end = PrefixEnd(begin);
-  rocksdb::ReadOptions ro;
-  rocksdb::Slice upper(end);
-  ro.iterate_upper_bound = &upper;
-  std::unique_ptr<rocksdb::Iterator> it(db_->NewIterator(ro, index_));
-  for (it->Seek(begin); it->Valid(); it->Next()) {
-    std::string_view key = it->key().ToStringView();
-    std::string_view value = it->value().ToStringView();
-    const char kind = key.size() > 4 ? key[4] : 0;
-    if (kind == kIndexPosting && key.size() == 9 &&
-        (value.size() == 20 || (value.size() >= 24 && value.size() % 4 == 0))) {
-      PostingRow row;
-      row.posting = GetFixed32BE(key.data() + 5);
-      row.first_page = GetFixed64BE(value.data());
-      row.num_pages = GetFixed32BE(value.data() + 8);
-      row.bytes = GetFixed32BE(value.data() + 12);
-      row.count = GetFixed32BE(value.data() + 16);
-      if (value.size() >= 24) {
-        row.origin = GetFixed32BE(value.data() + 20);
-        for (size_t o = 24; o < value.size(); o += 4) {
-          const uint32_t bits = GetFixed32BE(value.data() + o);
-          float f;
-          std::memcpy(&f, &bits, 4);
-          row.centroid.push_back(f);
-        }
-      }
-      out.postings.push_back(std::move(row));
-    } else if (kind == kIndexWatermark && key.size() == 5 && value.size() == 8) {
-      out.indexed_below = GetFixed64BE(value.data());
-    } else if (kind == kIndexStale && key.size() == 13) {
-      out.stale_ids.push_back(GetFixed64BE(key.data() + 5));
-    } else if (kind != kIndexManifest) {
-      return absl::DataLossError(absl::StrCat("index row of collection ", cid, " is corrupt (",
-                                              key.size(), "-byte key, ", value.size(),
-                                              "-byte value)"));
-    }
-  }
-  if (!it->status().ok()) return FromRocks(it->status(), "scanning index");
-  return std::optional<StoredIndex>(std::move(out));
 }
 
 }  // namespace shoal::storage
