@@ -21,10 +21,10 @@
 #include "base/status_macros.h"
 #include "bench/blas_env.h"
 #include "bench/report.h"
-#include "index/gpu/gpu_gemm.h"
-#include "index/gpu/gpu_kmeans.h"
-#include "index/kmeans.h"
-#include "index/spann_builder.h"
+#include "index/clustering/gpu/gpu_gemm.h"
+#include "index/clustering/gpu/gpu_kmeans.h"
+#include "index/clustering/kmeans.h"
+#include "index/spann/spann_builder.h"
 
 namespace shoal::bench {
 namespace {

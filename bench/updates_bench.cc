@@ -18,7 +18,7 @@
 #include "rocksdb/write_batch.h"
 #include "shoal/dataset.h"
 #include "shoal/db.h"
-#include "storage/record_codec.h"
+#include "storage/records/record_codec.h"
 
 namespace shoal::bench {
 namespace {

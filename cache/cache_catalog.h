@@ -31,7 +31,7 @@
 #include "cache/clock.h"
 #include "cache/semantic_cache.h"
 #include "shoal/cache.h"
-#include "storage/record_store.h"
+#include "storage/records/record_store.h"
 
 namespace shoal::cache {
 

@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "storage/record_codec.h"
+#include "storage/records/record_codec.h"
 
 namespace shoal {
 

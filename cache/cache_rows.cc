@@ -6,7 +6,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "storage/record_codec.h"
+#include "storage/records/record_codec.h"
 
 namespace shoal {
 

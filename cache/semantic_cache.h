@@ -47,9 +47,9 @@
 #include "cache/cache_rows.h"
 #include "cache/clock.h"
 #include "cache/threshold_learning.h"
-#include "index/flat_index.h"
+#include "index/flat/flat_index.h"
 #include "shoal/cache.h"
-#include "storage/record_store.h"
+#include "storage/records/record_store.h"
 
 namespace shoal::cache {
 

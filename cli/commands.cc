@@ -2,6 +2,8 @@
 // commands_records.cc.
 #include "cli/commands.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "cli/commands_internal.h"
@@ -82,10 +84,9 @@ absl::StatusOr<Table> Drop(const Connection& c, const Args& args) {
   return t;
 }
 
-}  // namespace
-
-const std::vector<Command>& Commands() {
-  static const std::vector<Command> kCommands = {
+// The commands of collections: health, list, describe, create, drop, in the order help lists them.
+std::vector<Command> CollectionCommands() {
+  return {
       {"health",
        "",
        0,
@@ -112,6 +113,13 @@ const std::vector<Command>& Commands() {
        false,
        Create},
       {"drop", "NAME", 1, {}, "drop a collection and every record in it", true, Drop},
+  };
+}
+
+// The commands of records: write, read, delete, count, scroll, search, in the order help lists
+// them.
+std::vector<Command> RecordCommands() {
+  return {
       {"upsert",
        "NAME KEY V1,V2,...",
        3,
@@ -178,6 +186,12 @@ const std::vector<Command>& Commands() {
        "k nearest neighbours of one or more queries (';' separates queries)",
        true,
        Search},
+  };
+}
+
+// The commands of aliases, second names of collections, in the order help lists them.
+std::vector<Command> AliasCommands() {
+  return {
       {"aliases", "[COLLECTION]", 1, {}, "list aliases (of one collection)", true, Aliases},
       {"alias-create",
        "ALIAS COLLECTION",
@@ -194,6 +208,12 @@ const std::vector<Command>& Commands() {
        false,
        AliasAlter},
       {"alias-drop", "ALIAS", 1, {}, "remove an alias (the collection stays)", false, AliasDrop},
+  };
+}
+
+// The commands of semantic caches, in the order help lists them.
+std::vector<Command> CacheCommands() {
+  return {
       {"cache",
        "create|drop|list|policy|lookup|store|invalidate|stats [NAME] [V1,V2,...]",
        3,
@@ -225,6 +245,13 @@ const std::vector<Command>& Commands() {
        "stats",
        false,
        Cache},
+  };
+}
+
+// The commands of administration: index builds, compaction, snapshots, statistics, cluster, in the
+// order help lists them.
+std::vector<Command> AdminCommands() {
+  return {
       {"build-index",
        "COLLECTION SPEC",
        2,
@@ -262,6 +289,12 @@ const std::vector<Command>& Commands() {
        "cluster mode: this node's view of the nodes, the coordinator and the shard maps",
        false,
        Cluster},
+  };
+}
+
+// The commands of tenants of a collection, in the order help lists them.
+std::vector<Command> TenantCommands() {
+  return {
       {"tenant",
        "create|drop|list|describe|quota|state|grant|revoke|tenants-of|count COLLECTION ...",
        kAnyNumber,
@@ -278,6 +311,19 @@ const std::vector<Command>& Commands() {
        false,
        Tenant},
   };
+}
+
+}  // namespace
+
+const std::vector<Command>& Commands() {
+  static const std::vector<Command> kCommands = [] {
+    std::vector<Command> all;
+    for (auto group : {CollectionCommands, RecordCommands, AliasCommands, CacheCommands,
+                       AdminCommands, TenantCommands}) {
+      for (Command& command : group()) all.push_back(std::move(command));
+    }
+    return all;
+  }();
   return kCommands;
 }
 

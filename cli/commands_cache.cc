@@ -160,87 +160,99 @@ absl::StatusOr<Table> CacheStatsTable(const Connection& c, const Args& args) {
   return t;
 }
 
+absl::StatusOr<Table> CacheList(const Connection& c) {
+  v1::ListCachesResponse r;
+  SHOAL_RETURN_IF_ERROR(FromGrpc(Stub(c)->ListCaches(c.Context().get(), {}, &r)));
+  Table t{.columns = {"name", "dimension", "metric", "entries", "bytes", "categories"}};
+  for (const v1::CacheInfo& i : r.caches()) {
+    std::vector<Cell> cats;
+    for (const std::string& cat : i.categories()) cats.push_back(Cell::Text(cat));
+    t.rows.push_back({Cell::Text(i.spec().name()), Cell::Number(uint64_t{i.spec().dimension()}),
+                      Cell::Text(MetricText(i.spec().metric())),
+                      Cell::Number(uint64_t{i.entries()}), Cell::Bytes(i.bytes()),
+                      Cell::List(cats)});
+  }
+  return t;
+}
+
+absl::StatusOr<Table> CacheCreate(const Connection& c, const Args& args, const std::string& name) {
+  SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 3, 3));
+  SHOAL_ASSIGN_OR_RETURN(uint64_t dimension, args.GetUint("dimension", 0, UINT32_MAX));
+  if (dimension == 0) return UsageError("--dimension: required");
+  SHOAL_ASSIGN_OR_RETURN(v1::Metric metric, ParseMetric(args.Get("metric", "cosine")));
+  v1::CreateCacheRequest request;
+  request.mutable_spec()->set_name(name);
+  request.mutable_spec()->set_dimension(static_cast<uint32_t>(dimension));
+  request.mutable_spec()->set_metric(metric);
+  v1::CreateCacheResponse r;
+  SHOAL_RETURN_IF_ERROR(FromGrpc(Stub(c)->CreateCache(c.Context().get(), request, &r)));
+  return One("created", Cell::Text(name));
+}
+
+absl::StatusOr<Table> CacheDrop(const Connection& c, const std::string& name) {
+  v1::DropCacheRequest request;
+  request.set_cache(name);
+  v1::DropCacheResponse r;
+  SHOAL_RETURN_IF_ERROR(FromGrpc(Stub(c)->DropCache(c.Context().get(), request, &r)));
+  return One("dropped", Cell::Text(name));
+}
+
+absl::StatusOr<Table> CacheInvalidate(const Connection& c, const Args& args,
+                                      const std::string& name) {
+  v1::CacheInvalidateRequest request;
+  request.set_cache(name);
+  request.set_category(args.Get("category", ""));
+  request.set_tenant(args.Get("tenant", ""));
+  SHOAL_ASSIGN_OR_RETURN(double older, args.GetDouble("older-than", 0));
+  request.set_older_than_seconds(older);
+  request.set_dry_run(!args.Has("apply"));
+  v1::CacheInvalidateResponse r;
+  SHOAL_RETURN_IF_ERROR(FromGrpc(Stub(c)->Invalidate(c.Context().get(), request, &r)));
+  return One(args.Has("apply") ? "removed" : "would_remove", Cell::Number(uint64_t{r.count()}));
+}
+
+absl::StatusOr<Table> CacheLookup(const Connection& c, const Args& args) {
+  SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 4, 4));
+  v1::CacheLookupRequest request;
+  SHOAL_RETURN_IF_ERROR(FillLookup(args, &request));
+  v1::CacheLookupResponse r;
+  SHOAL_RETURN_IF_ERROR(FromGrpc(Stub(c)->Lookup(c.Context().get(), request, &r)));
+  Table t{.columns = {"hit", "exact", "entry", "similarity", "threshold", "age", "response"},
+          .single = true};
+  t.rows.push_back({Cell::Bool(r.hit()), Cell::Bool(r.exact()),
+                    Cell::Number(uint64_t{r.entry_id()}), Cell::Number(r.similarity()),
+                    Cell::Number(r.threshold()), Cell::Seconds(r.age_seconds()),
+                    Cell::Text(r.response())});
+  return t;
+}
+
+absl::StatusOr<Table> CacheStore(const Connection& c, const Args& args) {
+  SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 4, 4));
+  if (!args.Has("response")) return UsageError("--response: required");
+  v1::CacheStoreRequest request;
+  SHOAL_RETURN_IF_ERROR(FillLookup(args, request.mutable_lookup()));
+  request.set_response(args.Get("response", ""));
+  request.set_sync(args.Has("sync"));
+  v1::CacheStoreResponse r;
+  SHOAL_RETURN_IF_ERROR(FromGrpc(Stub(c)->Store(c.Context().get(), request, &r)));
+  return One("entry", Cell::Number(uint64_t{r.entry_id()}));
+}
+
 }  // namespace
 
 absl::StatusOr<Table> Cache(const Connection& c, const Args& args) {
   SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 2, 4));
   const std::string& sub = args.positional[1];
-  auto stub = Stub(c);
-  if (sub == "list") {
-    v1::ListCachesResponse r;
-    SHOAL_RETURN_IF_ERROR(FromGrpc(stub->ListCaches(c.Context().get(), {}, &r)));
-    Table t{.columns = {"name", "dimension", "metric", "entries", "bytes", "categories"}};
-    for (const v1::CacheInfo& i : r.caches()) {
-      std::vector<Cell> cats;
-      for (const std::string& cat : i.categories()) cats.push_back(Cell::Text(cat));
-      t.rows.push_back({Cell::Text(i.spec().name()), Cell::Number(uint64_t{i.spec().dimension()}),
-                        Cell::Text(MetricText(i.spec().metric())),
-                        Cell::Number(uint64_t{i.entries()}), Cell::Bytes(i.bytes()),
-                        Cell::List(cats)});
-    }
-    return t;
-  }
+  if (sub == "list") return CacheList(c);
   if (args.positional.size() < 3) return UsageError(kUsageError);
   const std::string& name = args.positional[2];
-  if (sub == "create") {
-    SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 3, 3));
-    SHOAL_ASSIGN_OR_RETURN(uint64_t dimension, args.GetUint("dimension", 0, UINT32_MAX));
-    if (dimension == 0) return UsageError("--dimension: required");
-    SHOAL_ASSIGN_OR_RETURN(v1::Metric metric, ParseMetric(args.Get("metric", "cosine")));
-    v1::CreateCacheRequest request;
-    request.mutable_spec()->set_name(name);
-    request.mutable_spec()->set_dimension(static_cast<uint32_t>(dimension));
-    request.mutable_spec()->set_metric(metric);
-    v1::CreateCacheResponse r;
-    SHOAL_RETURN_IF_ERROR(FromGrpc(stub->CreateCache(c.Context().get(), request, &r)));
-    return One("created", Cell::Text(name));
-  }
-  if (sub == "drop") {
-    v1::DropCacheRequest request;
-    request.set_cache(name);
-    v1::DropCacheResponse r;
-    SHOAL_RETURN_IF_ERROR(FromGrpc(stub->DropCache(c.Context().get(), request, &r)));
-    return One("dropped", Cell::Text(name));
-  }
+  if (sub == "create") return CacheCreate(c, args, name);
+  if (sub == "drop") return CacheDrop(c, name);
   if (sub == "policy") return Policy(c, args);
   if (sub == "stats") return CacheStatsTable(c, args);
-  if (sub == "invalidate") {
-    v1::CacheInvalidateRequest request;
-    request.set_cache(name);
-    request.set_category(args.Get("category", ""));
-    request.set_tenant(args.Get("tenant", ""));
-    SHOAL_ASSIGN_OR_RETURN(double older, args.GetDouble("older-than", 0));
-    request.set_older_than_seconds(older);
-    request.set_dry_run(!args.Has("apply"));
-    v1::CacheInvalidateResponse r;
-    SHOAL_RETURN_IF_ERROR(FromGrpc(stub->Invalidate(c.Context().get(), request, &r)));
-    return One(args.Has("apply") ? "removed" : "would_remove", Cell::Number(uint64_t{r.count()}));
-  }
-  if (sub == "lookup") {
-    SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 4, 4));
-    v1::CacheLookupRequest request;
-    SHOAL_RETURN_IF_ERROR(FillLookup(args, &request));
-    v1::CacheLookupResponse r;
-    SHOAL_RETURN_IF_ERROR(FromGrpc(stub->Lookup(c.Context().get(), request, &r)));
-    Table t{.columns = {"hit", "exact", "entry", "similarity", "threshold", "age", "response"},
-            .single = true};
-    t.rows.push_back({Cell::Bool(r.hit()), Cell::Bool(r.exact()),
-                      Cell::Number(uint64_t{r.entry_id()}), Cell::Number(r.similarity()),
-                      Cell::Number(r.threshold()), Cell::Seconds(r.age_seconds()),
-                      Cell::Text(r.response())});
-    return t;
-  }
-  if (sub == "store") {
-    SHOAL_RETURN_IF_ERROR(ExpectPositional(args, 4, 4));
-    if (!args.Has("response")) return UsageError("--response: required");
-    v1::CacheStoreRequest request;
-    SHOAL_RETURN_IF_ERROR(FillLookup(args, request.mutable_lookup()));
-    request.set_response(args.Get("response", ""));
-    request.set_sync(args.Has("sync"));
-    v1::CacheStoreResponse r;
-    SHOAL_RETURN_IF_ERROR(FromGrpc(stub->Store(c.Context().get(), request, &r)));
-    return One("entry", Cell::Number(uint64_t{r.entry_id()}));
-  }
+  if (sub == "invalidate") return CacheInvalidate(c, args, name);
+  if (sub == "lookup") return CacheLookup(c, args);
+  if (sub == "store") return CacheStore(c, args);
   return UsageError(absl::StrCat("cache: unknown subcommand \"", sub,
                                  "\" (create, drop, list, policy, lookup, store, invalidate, "
                                  "stats)"));

@@ -50,8 +50,8 @@
 #include "shoal/options.h"
 #include "shoal/types.h"
 #include "shoal/verify.h"
-#include "storage/file_system.h"
-#include "storage/record_store.h"
+#include "storage/io/file_system.h"
+#include "storage/records/record_store.h"
 
 namespace shoal::db {
 

@@ -26,7 +26,7 @@
 #include "db/attribute_index.h"
 #include "db/tenant_stats.h"
 #include "db/write_buffer.h"
-#include "index/spann_index.h"
+#include "index/spann/spann_index.h"
 #include "shoal/types.h"
 #include "tenants/access_table.h"
 #include "tenants/tenant_tree.h"

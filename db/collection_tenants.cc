@@ -1,5 +1,5 @@
 // Collection's tenants (shoal/db.h "Tenants"): the catalog of tenants, the owner and grant rows
-// written with each record (storage/record_store_tenants.cc) and the access table in RAM
+// written with each record (storage/records/record_store_tenants.cc) and the access table in RAM
 // (tenants/access_table.h) that every tenant read checks.
 #include <algorithm>
 #include <limits>

@@ -19,8 +19,8 @@
 #include "cache/clock.h"
 #include "db/collection.h"
 #include "shoal/db.h"
-#include "storage/file_system.h"
-#include "storage/record_store.h"
+#include "storage/io/file_system.h"
+#include "storage/records/record_store.h"
 
 namespace rocksdb {
 class Env;

@@ -21,7 +21,7 @@
 
 #include "db/db_impl.h"
 #include "shoal/db.h"
-#include "storage/fault_injection.h"
+#include "storage/io/fault_injection.h"
 
 namespace shoal::testing {
 

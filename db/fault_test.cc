@@ -12,7 +12,7 @@
 #include "db/db_impl.h"
 #include "db/fault_db_testing.h"
 #include "shoal/db.h"
-#include "storage/fault_injection.h"
+#include "storage/io/fault_injection.h"
 
 namespace shoal {
 namespace {

@@ -7,7 +7,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "index/distance.h"
+#include "index/distance/distance.h"
 #include "shoal/types.h"
 
 namespace shoal::db {

@@ -32,7 +32,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "index/spann_updater.h"
+#include "index/spann/spann_updater.h"
 
 namespace shoal::db {
 

@@ -8,8 +8,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "db/index_form.h"
-#include "index/kmeans.h"
-#include "index/spann_calibration.h"
+#include "index/clustering/kmeans.h"
+#include "index/spann/spann_calibration.h"
 
 namespace shoal::db {
 namespace {

@@ -33,13 +33,13 @@
 #include "absl/status/statusor.h"
 #include "db/collection_state.h"
 #include "db/index_maintainer.h"
-#include "index/spann_auto.h"
-#include "index/spann_builder.h"
-#include "index/spann_index.h"
+#include "index/spann/spann_auto.h"
+#include "index/spann/spann_builder.h"
+#include "index/spann/spann_index.h"
 #include "shoal/options.h"
 #include "shoal/types.h"
-#include "storage/file_system.h"
-#include "storage/record_store.h"
+#include "storage/io/file_system.h"
+#include "storage/records/record_store.h"
 
 namespace shoal::db {
 

@@ -41,10 +41,10 @@
 #include "db/index_handoff.h"
 #include "db/maintenance_budget.h"
 #include "db/retry_backoff.h"
-#include "index/spann_updater.h"
+#include "index/spann/spann_updater.h"
 #include "shoal/options.h"
-#include "storage/file_system.h"
-#include "storage/record_store.h"
+#include "storage/io/file_system.h"
+#include "storage/records/record_store.h"
 
 namespace shoal::db {
 

@@ -13,7 +13,7 @@
 #include "absl/time/clock.h"
 #include "db/fault_db_testing.h"
 #include "shoal/db.h"
-#include "storage/fault_injection.h"
+#include "storage/io/fault_injection.h"
 
 namespace shoal {
 namespace {

@@ -1,6 +1,6 @@
-// Online inserts append to postings (index/update_work.cc WritePosting): after the first rewrite
-// of a posting, later drains that only add entries write just the new entries' pages after its
-// extent. Every vector stays findable, Verify (which decodes every posting page) is clean, a
+// Online inserts append to postings (index/spann/update_work.cc WritePosting): after the first
+// rewrite of a posting, later drains that only add entries write just the new entries' pages after
+// its extent. Every vector stays findable, Verify (which decodes every posting page) is clean, a
 // reopen and a power loss lose nothing acknowledged, and an append that fails (EIO on the
 // posting file) leaves the old posting serving until a retry (no reopen) succeeds. Both tiers.
 #include <gtest/gtest.h>
@@ -12,7 +12,7 @@
 
 #include "db/fault_db_testing.h"
 #include "shoal/db.h"
-#include "storage/fault_injection.h"
+#include "storage/io/fault_injection.h"
 
 namespace shoal {
 namespace {

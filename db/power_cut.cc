@@ -4,7 +4,7 @@
 #include <unistd.h>
 
 #include "db/db_impl.h"
-#include "storage/fault_injection.h"
+#include "storage/io/fault_injection.h"
 
 namespace shoal {
 

@@ -14,7 +14,7 @@
 #include "base/test_seed.h"
 #include "db/db_impl.h"
 #include "shoal/db.h"
-#include "storage/fault_injection.h"
+#include "storage/io/fault_injection.h"
 
 namespace shoal {
 namespace {

@@ -3,8 +3,8 @@
 // db/error_handler.h takes background-error handling out of DBImpl.
 //
 // A failed maintenance step (an I/O error: EIO, ENOSPC) changes nothing a reader sees and leaves
-// the updater usable (index/spann_updater.h), so the policy is simply to retry: 200 ms after the
-// first failure, twice as long after each further one, up to 3.2 s; a success resets it. The
+// the updater usable (index/spann/spann_updater.h), so the policy is simply to retry: 200 ms after
+// the first failure, twice as long after each further one, up to 3.2 s; a success resets it. The
 // caller cuts a wait short when a flush asks for the work at once.
 //
 //   RetryBackoff backoff;

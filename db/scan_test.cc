@@ -1,7 +1,7 @@
 // Count, Scroll and DeleteByFilter through the public API (db/collection_scan.cc), and search
 // hits with attributes: empty filter, filters against a brute-force model, paging across
 // concurrent upserts and deletes, tenants, bounds and bad tokens, durability, and a power loss in
-// the middle of a DeleteByFilter (storage/fault_injection.h).
+// the middle of a DeleteByFilter (storage/io/fault_injection.h).
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
@@ -15,7 +15,7 @@
 #include "db/db_impl.h"
 #include "shoal/db.h"
 #include "shoal/filter.h"
-#include "storage/fault_injection.h"
+#include "storage/io/fault_injection.h"
 
 namespace shoal {
 namespace {

@@ -8,7 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "base/status_macros.h"
 #include "db/index_form.h"
-#include "index/flat_index.h"
+#include "index/flat/flat_index.h"
 
 namespace shoal::db {
 

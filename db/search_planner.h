@@ -36,7 +36,7 @@
 #include "db/collection_state.h"
 #include "index/vector_index.h"
 #include "shoal/types.h"
-#include "storage/record_store.h"
+#include "storage/records/record_store.h"
 
 namespace shoal::db {
 

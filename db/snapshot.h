@@ -18,7 +18,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "shoal/db.h"
-#include "storage/file_system.h"
+#include "storage/io/file_system.h"
 
 namespace shoal::db {
 

@@ -23,7 +23,7 @@
 #include "db/snapshot.h"
 #include "shoal/db.h"
 #include "shoal/verify.h"
-#include "storage/fault_injection.h"
+#include "storage/io/fault_injection.h"
 
 namespace shoal {
 namespace {

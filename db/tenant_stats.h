@@ -20,7 +20,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "shoal/tenants.h"
-#include "storage/record_store.h"
+#include "storage/records/record_store.h"
 
 namespace shoal::db {
 

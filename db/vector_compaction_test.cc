@@ -13,8 +13,8 @@
 
 #include "db/fault_db_testing.h"
 #include "shoal/db.h"
-#include "storage/fault_injection.h"
-#include "storage/vector_file.h"
+#include "storage/io/fault_injection.h"
+#include "storage/pages/vector_file.h"
 
 namespace shoal {
 namespace {

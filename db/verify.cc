@@ -20,14 +20,14 @@
 #include "db/snapshot.h"
 #include "db/validation.h"
 #include "db/verify_tenants.h"
-#include "index/posting_entries.h"
-#include "index/spann_builder.h"
-#include "index/spann_index.h"
-#include "index/spann_options.h"
-#include "storage/file_system.h"
-#include "storage/posting_file.h"
-#include "storage/record_store.h"
-#include "storage/vector_file.h"
+#include "index/postings/posting_entries.h"
+#include "index/spann/spann_builder.h"
+#include "index/spann/spann_index.h"
+#include "index/spann/spann_options.h"
+#include "storage/io/file_system.h"
+#include "storage/pages/posting_file.h"
+#include "storage/pages/vector_file.h"
+#include "storage/records/record_store.h"
 
 namespace shoal {
 namespace db {

@@ -12,7 +12,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "shoal/types.h"
-#include "storage/record_store.h"
+#include "storage/records/record_store.h"
 #include "tenants/access_table.h"
 #include "tenants/tenant_tree.h"
 

@@ -22,9 +22,9 @@
 #include <span>
 #include <vector>
 
-#include "index/flat_index.h"
-#include "index/leaf_buckets.h"
-#include "index/spann_index.h"
+#include "index/flat/flat_index.h"
+#include "index/flat/leaf_buckets.h"
+#include "index/spann/spann_index.h"
 #include "index/vector_index.h"
 
 namespace shoal::db {

@@ -21,12 +21,12 @@
 #include <utility>
 #include <vector>
 
-#include "index/centroid_tree.h"
-#include "index/kmeans.h"
-#include "index/posting_entries.h"
-#include "index/quantizer.h"
-#include "index/rabitq.h"
-#include "storage/crc32c.h"
+#include "index/clustering/centroid_tree.h"
+#include "index/clustering/kmeans.h"
+#include "index/postings/posting_entries.h"
+#include "index/quantization/quantizer.h"
+#include "index/quantization/rabitq.h"
+#include "storage/io/crc32c.h"
 
 namespace {
 

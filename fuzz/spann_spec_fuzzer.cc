@@ -1,12 +1,12 @@
-// Fuzzes the index spec parser and the manifest decoder (index/spann_options.h): any string may
-// be rejected; an accepted spec must round-trip through SpannSpecString, an accepted manifest
+// Fuzzes the index spec parser and the manifest decoder (index/spann/spann_options.h): any string
+// may be rejected; an accepted spec must round-trip through SpannSpecString, an accepted manifest
 // through EncodeManifest.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
 #include <string>
 
-#include "index/spann_options.h"
+#include "index/spann/spann_options.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -1,7 +1,7 @@
-// Fuzzes on-disk decoding (storage/record_codec.h, storage/page_format.h): records, record keys
-// and key-map row keys from the input; a page built from the input checked as read, and the same
-// page sealed and checked again. Decoders must reject bad bytes with DataLoss, never crash; what
-// decodes must re-encode to a record that decodes again.
+// Fuzzes on-disk decoding (storage/records/record_codec.h, storage/pages/page_format.h): records,
+// record keys and key-map row keys from the input; a page built from the input checked as read, and
+// the same page sealed and checked again. Decoders must reject bad bytes with DataLoss, never
+// crash; what decodes must re-encode to a record that decodes again.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "storage/page_format.h"
-#include "storage/record_codec.h"
+#include "storage/pages/page_format.h"
+#include "storage/records/record_codec.h"
 
 namespace {
 

@@ -16,7 +16,7 @@
 // Add and Remove need exclusive access (SpannIndex: Search may also run beside its updater).
 // Errors: Search returns DataLoss / I/O errors from structures on disk; Add and Remove return
 // InvalidArgument for malformed input and FailedPrecondition where the structure is changed by
-// other means (a SpannIndex changes through its SpannUpdater: index/spann_updater.h).
+// other means (a SpannIndex changes through its SpannUpdater: index/spann/spann_updater.h).
 #ifndef SHOAL_INDEX_VECTOR_INDEX_H_
 #define SHOAL_INDEX_VECTOR_INDEX_H_
 

@@ -12,12 +12,12 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "index/flat_index.h"
-#include "index/kmeans.h"
-#include "index/leaf_buckets.h"
-#include "index/spann_builder.h"
-#include "index/spann_index.h"
-#include "index/spann_options.h"
+#include "index/clustering/kmeans.h"
+#include "index/flat/flat_index.h"
+#include "index/flat/leaf_buckets.h"
+#include "index/spann/spann_builder.h"
+#include "index/spann/spann_index.h"
+#include "index/spann/spann_options.h"
 
 namespace shoal::index {
 namespace {

@@ -1,6 +1,6 @@
 // AccessTable: who may see which vector of a collection — each internal id's owner tenant and
 // the tenants it was granted to, and each tenant's ids (owned and granted) — in RAM, rebuilt at
-// open from the catalog's owner and grant rows (storage/record_store_tenants.cc).
+// open from the catalog's owner and grant rows (storage/records/record_store_tenants.cc).
 //
 //   shoal::tenants::AccessTable access;
 //   access.AddTenant(1);

@@ -36,7 +36,7 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
-#include "index/centroid_tree.h"
+#include "index/clustering/centroid_tree.h"
 #include "index/vector_index.h"
 #include "tenants/access_table.h"
 

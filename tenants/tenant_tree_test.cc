@@ -6,8 +6,8 @@
 
 #include "base/test_seed.h"
 #include "gtest/gtest.h"
-#include "index/centroid_tree.h"
-#include "index/kmeans.h"
+#include "index/clustering/centroid_tree.h"
+#include "index/clustering/kmeans.h"
 
 namespace shoal::tenants {
 namespace {

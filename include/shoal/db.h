@@ -124,8 +124,8 @@ class DB {
   // Options::index_update_threads). "flat" returns to exact search.
   //   "spann:centroid_ratio=0.02,replicas=4,posting_cap=256,seed=1"
   // "" or "auto" chooses the spec from the data (count, dimension, metric and
-  // Options::index_ram_bytes_limit; index/spann_auto.h); "spann:auto,key=value" overrides some
-  // of the choice. Every SSD build then calibrates SearchParams::target_recall on sampled
+  // Options::index_ram_bytes_limit; index/spann/spann_auto.h); "spann:auto,key=value" overrides
+  // some of the choice. Every SSD build then calibrates SearchParams::target_recall on sampled
   // vectors (spec calibration_queries=0 skips it).
   // Errors: InvalidArgument (bad spec, naming the key), ResourceExhausted (over
   // Options::index_ram_bytes_limit), NotFound.

@@ -9,7 +9,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
-#include "index/flat_index.h"
+#include "index/flat/flat_index.h"
 #include "shoal/dataset.h"
 #include "shoal/db.h"
 

@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "index/flat_index.h"
+#include "index/flat/flat_index.h"
 #include "shoal/dataset.h"
 #include "shoal/db.h"
 

@@ -15,7 +15,7 @@
 #include <thread>
 
 #include "absl/container/flat_hash_set.h"
-#include "index/flat_index.h"
+#include "index/flat/flat_index.h"
 #include "shoal/dataset.h"
 #include "shoal/db.h"
 

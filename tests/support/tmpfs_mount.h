@@ -1,5 +1,5 @@
 // TmpfsMount: a real, small file system for tests of what Shoal does when a disk fills up.
-// The fault-injection layer (storage/fault_injection.h) fails the operations it is told to;
+// The fault-injection layer (storage/io/fault_injection.h) fails the operations it is told to;
 // a real full file system fails every writer at once — RocksDB's info log, WAL, MANIFEST and
 // SSTs, Shoal's index files — including the ones nobody thought to inject into.
 //

@@ -7,7 +7,7 @@ Outside ann-benchmarks the module imports on its own, with a stand-in for BaseAN
 
 Constructor arguments, as config.yml passes them: ``Shoal(metric, params)`` with metric
 "euclidean" (Shoal's l2) or "angular" (cosine) and params the SPANN spec keys
-(index/spann_options.h: centroid_ratio, replicas, posting_cap, quant, seed, ...); the index is
+(index/spann/spann_options.h: centroid_ratio, replicas, posting_cap, quant, seed, ...); the index is
 built from ``"spann:" + "k=v,..."`` in the order given. Query arguments:
 ``set_query_arguments(max_postings, pruning_ratio=0)``. ``SHOAL_ANN_DIR`` picks where the
 database directory is made (default: the system's temporary directory); done() removes it.

@@ -1,0 +1,236 @@
+// AssignTopM on the device: host preparation (shift, biases, error bound), then the points in
+// chunks. Chunks rotate over up to three slots, each with its own stream, device buffers and
+// pinned staging: while one slot's kernels run, the next slot's points are copied in and the
+// previous slot's labels copied out. Retained points (GpuRetainPoints) skip the copies.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "index/clustering/gpu/gpu_assign_kernels.cuh"
+#include "index/clustering/gpu/gpu_error_bound.h"
+
+namespace shoal::index::gpu::backend {
+namespace {
+
+// Host-side constants of one call, uploaded once.
+struct Prepared {
+  DeviceBuffer centroids, shifted, shift, lane_bias, bias;
+  AssignArgs args{};
+};
+
+Outcome Prepare(const float* centroids, size_t k, size_t d, size_t m, const float* bias,
+                Prepared* p) {
+  std::vector<double> mean(d, 0.0);
+  for (size_t c = 0; c < k; ++c) {
+    for (size_t j = 0; j < d; ++j) mean[j] += centroids[c * d + j];
+  }
+  std::vector<float> shift(d), shifted(k * d), lane_bias(k);
+  for (size_t j = 0; j < d; ++j) shift[j] = static_cast<float>(mean[j] / static_cast<double>(k));
+  float cmax = 0, bmax = 0;
+  for (size_t c = 0; c < k; ++c) {
+    float norm = 0;
+    for (size_t j = 0; j < d; ++j) {
+      const float v = centroids[c * d + j] - shift[j];
+      shifted[c * d + j] = v;
+      norm = std::fma(v, v, norm);
+    }
+    const float b = bias != nullptr ? bias[c] : 0.0f;
+    lane_bias[c] = norm + b;
+    cmax = std::max(cmax, std::sqrt(norm));
+    bmax = std::max(bmax, std::fabs(b));
+  }
+  SHOAL_CUDA_TRY(p->centroids.Allocate(k * d * sizeof(float)));
+  SHOAL_CUDA_TRY(p->shifted.Allocate(k * d * sizeof(float)));
+  SHOAL_CUDA_TRY(p->shift.Allocate(d * sizeof(float)));
+  SHOAL_CUDA_TRY(p->lane_bias.Allocate(k * sizeof(float)));
+  SHOAL_CUDA_TRY(cudaMemcpy(p->centroids.get<float>(), centroids, k * d * sizeof(float),
+                            cudaMemcpyHostToDevice));
+  SHOAL_CUDA_TRY(cudaMemcpy(p->shifted.get<float>(), shifted.data(), k * d * sizeof(float),
+                            cudaMemcpyHostToDevice));
+  SHOAL_CUDA_TRY(
+      cudaMemcpy(p->shift.get<float>(), shift.data(), d * sizeof(float), cudaMemcpyHostToDevice));
+  SHOAL_CUDA_TRY(cudaMemcpy(p->lane_bias.get<float>(), lane_bias.data(), k * sizeof(float),
+                            cudaMemcpyHostToDevice));
+  if (bias != nullptr) {
+    SHOAL_CUDA_TRY(p->bias.Allocate(k * sizeof(float)));
+    SHOAL_CUDA_TRY(
+        cudaMemcpy(p->bias.get<float>(), bias, k * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  AssignArgs& a = p->args;
+  a.centroids = p->centroids.get<float>();
+  a.shifted = p->shifted.get<float>();
+  a.shift = p->shift.get<float>();
+  a.lane_bias = p->lane_bias.get<float>();
+  a.bias = bias != nullptr ? p->bias.get<float>() : nullptr;
+  a.k = static_cast<uint32_t>(k);
+  a.d = static_cast<uint32_t>(d);
+  a.m = static_cast<uint32_t>(m);
+  a.cmax = cmax;
+  a.bound = Tf32ErrorBound::For(a.d, bmax);
+  return {};
+}
+
+// One slot of the chunk rotation.
+struct Slot {
+  Stream stream;
+  DeviceBuffer points, cand_score, cand_id, labels, distances, flagged, flagged_count;
+  PinnedBuffer in, out_labels, out_distances;
+  size_t first = 0, rows = 0;  // the chunk in flight
+  bool busy = false;
+};
+
+template <int KEEP>
+class ChunkedAssign {
+ public:
+  ChunkedAssign(const float* points, size_t n, size_t d, size_t m, bool tf32, uint32_t* labels,
+                float* distances)
+      : points_(points), n_(n), d_(d), m_(m), tf32_(tf32), labels_(labels), distances_(distances) {}
+
+  Outcome Run(const Prepared& p, const Config& config) {
+    const float* retained = FindRetained(points_, n_, d_);
+    const size_t per_row =
+        (retained != nullptr ? 0 : d_ * sizeof(float)) + (tf32_ ? KEEP * 8 + 4 : 0) + m_ * 8;
+    const int slots = retained != nullptr ? 1 : config.streams;
+    const size_t rows = ChunkRows(n_, per_row, slots, config.budget_bytes);
+    DeviceBuffer bad;
+    SHOAL_CUDA_TRY(bad.Allocate(sizeof(unsigned long long)));
+    SHOAL_CUDA_TRY(cudaMemset(bad.get<void>(), 0xFF, sizeof(unsigned long long)));
+    // Prepare's copies and this memset ran on the legacy default stream, which the slots'
+    // non-blocking streams do not wait for.
+    SHOAL_CUDA_TRY(cudaStreamSynchronize(nullptr));
+    std::vector<std::unique_ptr<Slot>> slot(static_cast<size_t>(slots));
+    for (auto& s : slot) {
+      s = std::make_unique<Slot>();
+      if (Outcome o = Allocate(*s, rows, retained != nullptr); o.error != nullptr) return o;
+    }
+    size_t chunk = 0;
+    for (size_t first = 0; first < n_; first += rows, ++chunk) {
+      Slot& s = *slot[chunk % slot.size()];
+      if (Outcome o = Drain(s); o.error != nullptr) return o;
+      s.first = first;
+      s.rows = std::min(rows, n_ - first);
+      const float* device_points = retained != nullptr ? retained + first * d_ : nullptr;
+      if (device_points == nullptr) {
+        const size_t bytes = s.rows * d_ * sizeof(float);
+        std::memcpy(s.in.get<float>(), points_ + first * d_, bytes);
+        SHOAL_CUDA_TRY(cudaMemcpyAsync(s.points.get<float>(), s.in.get<float>(), bytes,
+                                       cudaMemcpyHostToDevice, s.stream.get()));
+        LaunchFindNonFinite(s.points.get<float>(), s.rows, d_, first, bad.get<unsigned long long>(),
+                            s.stream.get());
+        device_points = s.points.get<float>();
+      }
+      SHOAL_CUDA_TRY(Launch(s, device_points, p.args));
+      SHOAL_CUDA_TRY(cudaMemcpyAsync(s.out_labels.get<uint32_t>(), s.labels.get<uint32_t>(),
+                                     s.rows * m_ * sizeof(uint32_t), cudaMemcpyDeviceToHost,
+                                     s.stream.get()));
+      if (distances_ != nullptr) {
+        SHOAL_CUDA_TRY(cudaMemcpyAsync(s.out_distances.get<float>(), s.distances.get<float>(),
+                                       s.rows * m_ * sizeof(float), cudaMemcpyDeviceToHost,
+                                       s.stream.get()));
+      }
+      SHOAL_CUDA_TRY(cudaEventRecord(s.stream.event(), s.stream.get()));
+      s.busy = true;
+    }
+    for (auto& s : slot) {
+      if (Outcome o = Drain(*s); o.error != nullptr) return o;
+    }
+    unsigned long long first_bad = 0;
+    SHOAL_CUDA_TRY(
+        cudaMemcpy(&first_bad, bad.get<void>(), sizeof(first_bad), cudaMemcpyDeviceToHost));
+    if (first_bad != ~0ull) return {nullptr, static_cast<int64_t>(first_bad)};
+    return {};
+  }
+
+ private:
+  Outcome Allocate(Slot& s, size_t rows, bool retained) {
+    SHOAL_CUDA_TRY(s.stream.Create());
+    if (!retained) {
+      SHOAL_CUDA_TRY(s.points.Allocate(rows * d_ * sizeof(float)));
+      SHOAL_CUDA_TRY(s.in.Allocate(rows * d_ * sizeof(float)));
+    }
+    if (tf32_) {
+      SHOAL_CUDA_TRY(s.cand_score.Allocate(rows * KEEP * sizeof(float)));
+      SHOAL_CUDA_TRY(s.cand_id.Allocate(rows * KEEP * sizeof(uint32_t)));
+      SHOAL_CUDA_TRY(s.flagged.Allocate(rows * sizeof(uint32_t)));
+      SHOAL_CUDA_TRY(s.flagged_count.Allocate(sizeof(uint32_t)));
+    }
+    SHOAL_CUDA_TRY(s.labels.Allocate(rows * m_ * sizeof(uint32_t)));
+    SHOAL_CUDA_TRY(s.distances.Allocate(rows * m_ * sizeof(float)));
+    SHOAL_CUDA_TRY(s.out_labels.Allocate(rows * m_ * sizeof(uint32_t)));
+    if (distances_ != nullptr) SHOAL_CUDA_TRY(s.out_distances.Allocate(rows * m_ * sizeof(float)));
+    return {};
+  }
+
+  cudaError_t Launch(Slot& s, const float* device_points, const AssignArgs& args) {
+    const auto count = static_cast<uint32_t>(s.rows);
+    const unsigned exact_blocks = (count + kExactThreads - 1) / kExactThreads;
+    cudaStream_t stream = s.stream.get();
+    if (!tf32_) {
+      ExactTopMKernel<KEEP><<<exact_blocks, kExactThreads, 0, stream>>>(
+          device_points, count, nullptr, nullptr, args, s.labels.get<uint32_t>(),
+          s.distances.get<float>());
+      return cudaGetLastError();
+    }
+    const unsigned tc_blocks = (count + kTcPoints - 1) / kTcPoints;
+    Tf32TopMKernel<KEEP><<<tc_blocks, kTcThreads, 0, stream>>>(
+        device_points, count, args, s.cand_score.get<float>(), s.cand_id.get<uint32_t>());
+    if (cudaError_t e = cudaMemsetAsync(s.flagged_count.get<void>(), 0, sizeof(uint32_t), stream);
+        e != cudaSuccess) {
+      return e;
+    }
+    RefineKernel<KEEP><<<(count + 127) / 128, 128, 0, stream>>>(
+        device_points, count, args, s.cand_score.get<float>(), s.cand_id.get<uint32_t>(),
+        s.labels.get<uint32_t>(), s.distances.get<float>(), s.flagged.get<uint32_t>(),
+        s.flagged_count.get<uint32_t>());
+    // Sized for every row; blocks past the flagged count return at once.
+    ExactTopMKernel<KEEP><<<exact_blocks, kExactThreads, 0, stream>>>(
+        device_points, count, s.flagged.get<uint32_t>(), s.flagged_count.get<uint32_t>(), args,
+        s.labels.get<uint32_t>(), s.distances.get<float>());
+    return cudaGetLastError();
+  }
+
+  // Waits for the slot's chunk (if any) and copies its results to the caller's arrays.
+  Outcome Drain(Slot& s) {
+    if (!s.busy) return {};
+    SHOAL_CUDA_TRY(cudaEventSynchronize(s.stream.event()));
+    std::memcpy(labels_ + s.first * m_, s.out_labels.get<uint32_t>(),
+                s.rows * m_ * sizeof(uint32_t));
+    if (distances_ != nullptr) {
+      std::memcpy(distances_ + s.first * m_, s.out_distances.get<float>(),
+                  s.rows * m_ * sizeof(float));
+    }
+    s.busy = false;
+    return {};
+  }
+
+  const float* points_;
+  size_t n_, d_, m_;
+  bool tf32_;
+  uint32_t* labels_;
+  float* distances_;
+};
+
+}  // namespace
+
+Outcome AssignTopM(const float* points, size_t n, const float* centroids, size_t k, size_t d,
+                   size_t m, const float* bias, uint32_t* labels, float* distances,
+                   const Config& config) {
+  int device = 0, major = 0;
+  SHOAL_CUDA_TRY(cudaGetDevice(&device));
+  SHOAL_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  const bool tf32 = config.tf32 && major >= 8;
+  Prepared prepared;
+  if (Outcome o = Prepare(centroids, k, d, m, bias, &prepared); o.error != nullptr) return o;
+  // TF32 keeps a few candidates beyond m: rivals within the error bound of the m-th are then
+  // re-scored from the list instead of sending the point to a full exact scan. Two list
+  // sizes keep the build small: 8 (k-means, replication up to m = 4) and 32.
+  const size_t keep = tf32 ? std::min<size_t>(m + 4, 32) : m;
+  if (keep <= 8) {
+    return ChunkedAssign<8>(points, n, d, m, tf32, labels, distances).Run(prepared, config);
+  }
+  return ChunkedAssign<32>(points, n, d, m, tf32, labels, distances).Run(prepared, config);
+}
+
+}  // namespace shoal::index::gpu::backend

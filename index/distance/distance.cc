@@ -1,0 +1,80 @@
+// Run-time dispatch of the distance kernels: the level is chosen once from base::Cpu().
+#include "index/distance/distance.h"
+
+#include <cmath>
+
+#include "base/cpu_features.h"
+#include "index/distance/distance_internal.h"
+
+namespace shoal::index {
+namespace internal {
+namespace {
+
+constexpr DistanceKernels kScalar = {KernelLevelId::kScalar, "scalar", L2SqrScalar,
+                                     InnerProductScalar, L2SqrHalfBoundedScalar};
+constexpr DistanceKernels kAvx2 = {KernelLevelId::kAvx2, "avx2", L2SqrAvx2, InnerProductAvx2,
+                                   L2SqrHalfBoundedAvx2};
+constexpr DistanceKernels kAvx512 = {KernelLevelId::kAvx512, "avx512", L2SqrAvx512,
+                                     InnerProductAvx512, L2SqrHalfBoundedAvx512};
+
+}  // namespace
+
+bool LevelSupported(KernelLevelId level) {
+  const base::CpuFeatures& cpu = base::Cpu();
+  switch (level) {
+    case KernelLevelId::kScalar:
+      return true;
+    case KernelLevelId::kAvx2:
+      return cpu.avx2 && cpu.fma && cpu.f16c;  // every AVX2 CPU has F16C
+    case KernelLevelId::kAvx512:
+      return cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.fma;  // F16C is in AVX-512F
+  }
+  return false;
+}
+
+const DistanceKernels& KernelsFor(KernelLevelId level) {
+  switch (level) {
+    case KernelLevelId::kAvx512:
+      return kAvx512;
+    case KernelLevelId::kAvx2:
+      return kAvx2;
+    case KernelLevelId::kScalar:
+      break;
+  }
+  return kScalar;
+}
+
+const DistanceKernels& ActiveKernels() {
+  static const DistanceKernels& active = []() -> const DistanceKernels& {
+    if (LevelSupported(KernelLevelId::kAvx512)) return kAvx512;
+    if (LevelSupported(KernelLevelId::kAvx2)) return kAvx2;
+    return kScalar;
+  }();
+  return active;
+}
+
+}  // namespace internal
+
+float L2Sqr(const float* a, const float* b, size_t dim) {
+  return internal::ActiveKernels().l2_sqr(a, b, dim);
+}
+
+float InnerProduct(const float* a, const float* b, size_t dim) {
+  return internal::ActiveKernels().inner_product(a, b, dim);
+}
+
+float L2SqrHalf(const float* a, const uint16_t* b, size_t dim) {
+  return internal::ActiveKernels().l2_sqr_half_bounded(a, b, dim, INFINITY);
+}
+
+float L2SqrHalfBounded(const float* a, const uint16_t* b, size_t dim, float bound) {
+  return internal::ActiveKernels().l2_sqr_half_bounded(a, b, dim, bound);
+}
+
+float Distance(Metric metric, const float* a, const float* b, size_t dim) {
+  return metric == Metric::kL2 ? L2Sqr(a, b, dim) : -InnerProduct(a, b, dim);
+}
+
+const char* KernelLevel() { return internal::ActiveKernels().name; }
+
+}  // namespace shoal::index

@@ -1,0 +1,50 @@
+// Distance kernels: squared L2 and inner product over float vectors, with AVX-512, AVX2+FMA and
+// scalar implementations chosen once at run time (base::Cpu(); SHOAL_CPU caps the level). For
+// memory-bound scans (the centroid navigator), L2SqrHalf reads the second vector as IEEE
+// binary16 ("half"), converted exactly to float and accumulated in float: half the bytes.
+//
+//   float d = shoal::index::L2Sqr(a, b, dim);
+//   std::vector<uint16_t> h(dim);
+//   shoal::index::FloatsToHalves(b, dim, h.data());
+//   float approx = shoal::index::L2SqrHalf(a, h.data(), dim);
+//
+// All functions are pure and thread-safe.
+#ifndef SHOAL_INDEX_DISTANCE_DISTANCE_H_
+#define SHOAL_INDEX_DISTANCE_DISTANCE_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace shoal::index {
+
+// The index's view of a metric; the DB maps cosine to kInnerProduct over normalised vectors.
+enum class Metric { kL2, kInnerProduct };
+
+float L2Sqr(const float* a, const float* b, size_t dim);
+float InnerProduct(const float* a, const float* b, size_t dim);
+// "smaller is closer": L2Sqr, or -InnerProduct.
+float Distance(Metric metric, const float* a, const float* b, size_t dim);
+
+// Squared L2 between float `a` and half `b`; equals L2Sqr over HalfToFloat(b[i]) up to float
+// summation order.
+float L2SqrHalf(const float* a, const uint16_t* b, size_t dim);
+// Same, but may stop early: once a partial sum (looked at every 128 dimensions) exceeds `bound`
+// it returns that partial sum, a value > bound and <= L2SqrHalf. When L2SqrHalf(a, b, dim) <=
+// bound it returns exactly that. For keeping the k nearest: pass the current k-th distance, so
+// rivals that cannot enter stop early (put the informative dimensions first).
+float L2SqrHalfBounded(const float* a, const uint16_t* b, size_t dim, float bound);
+
+// Round to nearest even, as vcvtps2ph does: |x| >= 65520 becomes +-inf, NaN stays NaN, values
+// below 2^-14 become subnormal (or zero). HalfToFloat is exact. Portable (no F16C needed).
+uint16_t FloatToHalf(float x);
+float HalfToFloat(uint16_t h);
+// Converts n floats; false (and `out` unspecified) if one is NaN or its magnitude above the
+// largest half, 65504 (it would not survive the conversion as a number).
+bool FloatsToHalves(const float* in, size_t n, uint16_t* out);
+
+// Name of the kernel level in use: "avx512", "avx2" or "scalar".
+const char* KernelLevel();
+
+}  // namespace shoal::index
+
+#endif  // SHOAL_INDEX_DISTANCE_DISTANCE_H_

@@ -1,0 +1,75 @@
+// Private to index/: the per-ISA distance kernels behind distance.h, exposed so that tests and
+// FlatIndex can call a specific level. Nothing outside index/ includes this header.
+//
+// Each ISA lives in its own translation unit compiled with its own -m flags; the AVX-512 and
+// AVX2 units must only be entered when base::Cpu() reports the features. Those units include
+// no shared inline code (no std templates), so no AVX instruction can leak into portable code
+// through an ODR-merged inline function.
+#ifndef SHOAL_INDEX_DISTANCE_DISTANCE_INTERNAL_H_
+#define SHOAL_INDEX_DISTANCE_DISTANCE_INTERNAL_H_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace shoal::index::internal {
+
+using DistanceFn = float (*)(const float* a, const float* b, size_t dim);
+using HalfBoundedFn = float (*)(const float* a, const uint16_t* b, size_t dim, float bound);
+
+// How often (in dimensions) the bounded half kernels compare their partial sum with the bound.
+inline constexpr size_t kHalfCheckDims = 128;
+
+enum class KernelLevelId { kScalar, kAvx2, kAvx512 };
+
+struct DistanceKernels {
+  KernelLevelId level;
+  const char* name;  // "scalar", "avx2", "avx512"
+  DistanceFn l2_sqr;
+  DistanceFn inner_product;
+  HalfBoundedFn l2_sqr_half_bounded;  // L2SqrHalfBounded
+};
+
+float L2SqrScalar(const float* a, const float* b, size_t dim);
+float InnerProductScalar(const float* a, const float* b, size_t dim);
+float L2SqrAvx2(const float* a, const float* b, size_t dim);
+float InnerProductAvx2(const float* a, const float* b, size_t dim);
+float L2SqrAvx512(const float* a, const float* b, size_t dim);
+float InnerProductAvx512(const float* a, const float* b, size_t dim);
+float L2SqrHalfBoundedScalar(const float* a, const uint16_t* b, size_t dim, float bound);
+float L2SqrHalfBoundedAvx2(const float* a, const uint16_t* b, size_t dim, float bound);
+float L2SqrHalfBoundedAvx512(const float* a, const uint16_t* b, size_t dim, float bound);
+// F16C's own conversions (AVX2 unit; only with base::Cpu().f16c): tests check the portable
+// FloatToHalf / HalfToFloat against them bit for bit.
+void FloatsToHalvesF16c(const float* in, size_t n, uint16_t* out);
+void HalvesToFloatsF16c(const uint16_t* in, size_t n, float* out);
+
+// True if this CPU (after the SHOAL_CPU cap) can run `level`.
+bool LevelSupported(KernelLevelId level);
+// The kernels of `level`; only call with a supported level.
+const DistanceKernels& KernelsFor(KernelLevelId level);
+// The best supported level, chosen once.
+const DistanceKernels& ActiveKernels();
+
+// ---- Blocked scoring for batched exact search (AVX-512 only) ----
+//
+// A query block is kQueryBlock queries packed dimension-major: qpack[d * kQueryBlock + q].
+// A base panel is kPanelWidth vectors packed dimension-major: panel[d * kPanelWidth + j].
+// Padding rows/lanes are zero-filled by the packer.
+inline constexpr size_t kQueryBlock = 8;
+inline constexpr size_t kPanelWidth = 48;
+
+// Packs `rows` (<= kPanelWidth) vectors of `dim` floats, row j at base + j * dim, into a panel;
+// lanes j >= rows are zero. Offsets must fit int32: kPanelWidth * dim < 2^31.
+void PackPanelAvx512(const float* base, size_t rows, size_t dim, float* panel);
+
+// For q < kQueryBlock, j < kPanelWidth:
+//   scores[q * kPanelWidth + j] = bias[j] + scale * <query q, base j>
+// with the dot product accumulated in float, one FMA per dimension in order d = 0..dim-1, and
+// bit j of masks[q] set iff that score <= thresholds[q] (NaN scores never set a bit), so the
+// caller visits only the few candidates instead of scanning every score.
+void ScoreBlockAvx512(const float* qpack, const float* panel, size_t dim, const float* bias,
+                      float scale, const float* thresholds, float* scores, uint64_t* masks);
+
+}  // namespace shoal::index::internal
+
+#endif  // SHOAL_INDEX_DISTANCE_DISTANCE_INTERNAL_H_

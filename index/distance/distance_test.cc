@@ -1,0 +1,264 @@
+#include "index/distance/distance.h"
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/cpu_features.h"
+#include "base/test_seed.h"
+#include "gtest/gtest.h"
+#include "index/distance/distance_internal.h"
+
+namespace shoal::index {
+namespace {
+
+using internal::KernelLevelId;
+
+uint32_t Seed() { return base::TestSeed(); }
+
+std::vector<KernelLevelId> SupportedLevels() {
+  std::vector<KernelLevelId> levels;
+  for (auto level : {KernelLevelId::kScalar, KernelLevelId::kAvx2, KernelLevelId::kAvx512}) {
+    if (internal::LevelSupported(level)) levels.push_back(level);
+  }
+  return levels;
+}
+
+// Exact-enough references and the scale of their rounding error (sum of |terms|).
+struct Reference {
+  double value;
+  double magnitude;
+};
+Reference L2Reference(const float* a, const float* b, size_t dim) {
+  double s = 0;
+  for (size_t i = 0; i < dim; ++i) s += (double(a[i]) - b[i]) * (double(a[i]) - b[i]);
+  return {s, s};
+}
+Reference IpReference(const float* a, const float* b, size_t dim) {
+  double s = 0, m = 0;
+  for (size_t i = 0; i < dim; ++i) {
+    s += double(a[i]) * b[i];
+    m += std::abs(double(a[i]) * b[i]);
+  }
+  return {s, m};
+}
+
+// Float accumulation of `dim` terms: error at most ~dim * 2^-24 * magnitude; 1e-5 relative
+// to the magnitude is far inside that for the dims tested, and far outside a wrong result.
+void ExpectNear(float got, Reference ref, const std::string& what) {
+  EXPECT_NEAR(got, ref.value, 1e-5 * ref.magnitude + 1e-30) << what;
+}
+
+TEST(DistanceTest, EveryLevelMatchesDoubleReferenceOverManyDims) {
+  std::mt19937 rng(Seed());
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  std::vector<size_t> dims;
+  for (size_t d = 1; d <= 130; ++d) dims.push_back(d);
+  for (size_t d : {191, 255, 256, 257, 383, 511, 512, 513, 767, 783, 784, 785, 960, 999, 1024}) {
+    dims.push_back(d);
+  }
+  for (KernelLevelId level : SupportedLevels()) {
+    const auto& kernels = internal::KernelsFor(level);
+    for (size_t dim : dims) {
+      // +1: unaligned starts.
+      std::vector<float> a(dim + 1), b(dim + 1);
+      for (auto& x : a) x = uniform(rng);
+      for (auto& x : b) x = uniform(rng);
+      const std::string what = std::string(kernels.name) + " dim " + std::to_string(dim);
+      ExpectNear(kernels.l2_sqr(a.data() + 1, b.data() + 1, dim),
+                 L2Reference(a.data() + 1, b.data() + 1, dim), what);
+      ExpectNear(kernels.inner_product(a.data() + 1, b.data() + 1, dim),
+                 IpReference(a.data() + 1, b.data() + 1, dim), what);
+    }
+  }
+}
+
+TEST(DistanceTest, EveryLevelIsExactOnSmallIntegers) {
+  // Small integer values keep every partial sum exact in float, so all levels must agree
+  // exactly with each other and with the reference; this also catches a tail lane read twice.
+  std::mt19937 rng(Seed());
+  std::uniform_int_distribution<int> value(0, 15);
+  for (size_t dim = 1; dim <= 300; ++dim) {
+    std::vector<float> a(dim), b(dim);
+    for (auto& x : a) x = value(rng);
+    for (auto& x : b) x = value(rng);
+    for (KernelLevelId level : SupportedLevels()) {
+      const auto& kernels = internal::KernelsFor(level);
+      EXPECT_EQ(kernels.l2_sqr(a.data(), b.data(), dim), L2Reference(a.data(), b.data(), dim).value)
+          << kernels.name << " dim " << dim;
+      EXPECT_EQ(kernels.inner_product(a.data(), b.data(), dim),
+                IpReference(a.data(), b.data(), dim).value)
+          << kernels.name << " dim " << dim;
+    }
+  }
+}
+
+TEST(DistanceTest, ZeroDimIsZero) {
+  const float a = 1, b = 2;
+  for (KernelLevelId level : SupportedLevels()) {
+    EXPECT_EQ(internal::KernelsFor(level).l2_sqr(&a, &b, 0), 0.0f);
+    EXPECT_EQ(internal::KernelsFor(level).inner_product(&a, &b, 0), 0.0f);
+  }
+}
+
+TEST(DistanceTest, PublicFunctionsUseTheActiveLevel) {
+  const std::string level = KernelLevel();
+  const auto& cpu = base::Cpu();
+  if (cpu.avx512f && cpu.avx512bw && cpu.avx512vl && cpu.fma) {
+    EXPECT_EQ(level, "avx512");
+  } else if (cpu.avx2 && cpu.fma && cpu.f16c) {
+    EXPECT_EQ(level, "avx2");
+  } else {
+    EXPECT_EQ(level, "scalar");
+  }
+  const float a[3] = {1, 2, 3}, b[3] = {4, 6, 3};
+  EXPECT_EQ(L2Sqr(a, b, 3), 25.0f);
+  EXPECT_EQ(InnerProduct(a, b, 3), 25.0f);
+  EXPECT_EQ(Distance(Metric::kL2, a, b, 3), 25.0f);
+  EXPECT_EQ(Distance(Metric::kInnerProduct, a, b, 3), -25.0f);
+}
+
+TEST(DistanceTest, BlockKernelMatchesPlainDotProducts) {
+  if (!internal::LevelSupported(KernelLevelId::kAvx512)) GTEST_SKIP() << "no AVX-512";
+  using internal::kPanelWidth;
+  using internal::kQueryBlock;
+  std::mt19937 rng(Seed());
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (size_t dim : {1, 7, 16, 33, 100, 784}) {
+    std::vector<float> q(kQueryBlock * dim), x(kPanelWidth * dim), bias(kPanelWidth);
+    for (auto& v : q) v = uniform(rng);
+    for (auto& v : x) v = uniform(rng);
+    for (auto& v : bias) v = uniform(rng);
+    std::vector<float> qpack(dim * kQueryBlock), panel(dim * kPanelWidth);
+    for (size_t d = 0; d < dim; ++d) {
+      for (size_t i = 0; i < kQueryBlock; ++i) qpack[d * kQueryBlock + i] = q[i * dim + d];
+      for (size_t j = 0; j < kPanelWidth; ++j) panel[d * kPanelWidth + j] = x[j * dim + d];
+    }
+    // Thresholds around the middle of the scores, so masks have both bits.
+    std::vector<float> thresholds(kQueryBlock);
+    for (auto& t : thresholds) t = uniform(rng) * std::sqrt(float(dim));
+    std::vector<float> scores(kQueryBlock * kPanelWidth);
+    std::vector<uint64_t> masks(kQueryBlock);
+    internal::ScoreBlockAvx512(qpack.data(), panel.data(), dim, bias.data(), -2.0f,
+                               thresholds.data(), scores.data(), masks.data());
+    for (size_t i = 0; i < kQueryBlock; ++i) {
+      EXPECT_EQ(masks[i] >> kPanelWidth, 0u);
+      for (size_t j = 0; j < kPanelWidth; ++j) {
+        const float got = scores[i * kPanelWidth + j];
+        const Reference dot = IpReference(&q[i * dim], &x[j * dim], dim);
+        EXPECT_NEAR(got, bias[j] - 2 * dot.value, 1e-5 * (2 * dot.magnitude + 1))
+            << "dim " << dim << " q " << i << " x " << j;
+        EXPECT_EQ((masks[i] >> j) & 1, got <= thresholds[i] ? 1u : 0u) << "dim " << dim;
+      }
+    }
+  }
+}
+
+uint32_t Bits(float x) {
+  uint32_t b;
+  std::memcpy(&b, &x, 4);
+  return b;
+}
+
+TEST(DistanceTest, PortableHalfConversionsMatchF16cBitForBit) {
+  if (!base::Cpu().f16c) GTEST_SKIP() << "no F16C";
+  std::vector<uint16_t> halves(65536);
+  for (uint32_t h = 0; h < 65536; ++h) halves[h] = static_cast<uint16_t>(h);
+  std::vector<float> want(65536);
+  internal::HalvesToFloatsF16c(halves.data(), halves.size(), want.data());
+  for (uint32_t h = 0; h < 65536; ++h) {
+    ASSERT_EQ(Bits(HalfToFloat(static_cast<uint16_t>(h))), Bits(want[h])) << "half " << h;
+  }
+  // Every half, its neighbours in float and the midpoints (ties), plus random bit patterns.
+  std::vector<float> floats;
+  for (float f : want) {
+    const uint32_t b = Bits(f);
+    for (uint32_t delta : {0u, 1u, 0xFFFu, 0x1000u, 0x1001u, 0x1FFFu}) {
+      for (uint32_t v : {b + delta, b - delta}) {
+        float x;
+        std::memcpy(&x, &v, 4);
+        floats.push_back(x);
+      }
+    }
+  }
+  std::mt19937 rng(Seed());
+  for (int i = 0; i < 1000000; ++i) {
+    const uint32_t v = rng();
+    float x;
+    std::memcpy(&x, &v, 4);
+    floats.push_back(x);
+  }
+  std::vector<uint16_t> got(floats.size());
+  internal::FloatsToHalvesF16c(floats.data(), floats.size(), got.data());
+  for (size_t i = 0; i < floats.size(); ++i) {
+    ASSERT_EQ(FloatToHalf(floats[i]), got[i]) << "float bits " << std::hex << Bits(floats[i]);
+  }
+}
+
+TEST(DistanceTest, FloatsToHalvesRefusesWhatAHalfCannotHold) {
+  std::vector<uint16_t> out(2);
+  const float fine[2] = {65504.0f, -1e-9f};
+  EXPECT_TRUE(FloatsToHalves(fine, 2, out.data()));
+  EXPECT_EQ(HalfToFloat(out[0]), 65504.0f);
+  for (float bad : {65505.0f, -70000.0f, std::nanf(""), INFINITY}) {
+    const float in[2] = {1.0f, bad};
+    EXPECT_FALSE(FloatsToHalves(in, 2, out.data())) << bad;
+  }
+}
+
+// Every level against a double reference over the halves' exact values; on small integers
+// (exact in float) bit-equal to each other; with a bound, either the same value (below it) or a
+// partial sum above the bound and at most the distance.
+TEST(DistanceTest, HalfKernelsEveryLevelMatchReference) {
+  std::mt19937 rng(Seed());
+  std::uniform_real_distribution<float> uniform(-300.0f, 300.0f);
+  std::uniform_int_distribution<int> small(0, 15);
+  for (size_t dim : {1,   2,   7,   8,   15,  16,  17,  31,  33,  63,  64, 65,
+                     100, 128, 129, 200, 255, 256, 257, 783, 784, 785, 960}) {
+    std::vector<float> a(dim), b(dim), ia(dim), ib(dim);
+    for (auto& x : a) x = uniform(rng);
+    for (auto& x : b) x = uniform(rng);
+    for (auto& x : ia) x = static_cast<float>(small(rng));
+    for (auto& x : ib) x = static_cast<float>(small(rng));
+    std::vector<uint16_t> h(dim + 1), ih(dim);
+    ASSERT_TRUE(FloatsToHalves(b.data(), dim, h.data() + 1));  // +1: unaligned
+    ASSERT_TRUE(FloatsToHalves(ib.data(), dim, ih.data()));
+    for (size_t i = 0; i < dim; ++i) b[i] = HalfToFloat(h[i + 1]);
+    const Reference ref = L2Reference(a.data(), b.data(), dim);
+    for (KernelLevelId level : SupportedLevels()) {
+      const auto& kernels = internal::KernelsFor(level);
+      const std::string what = std::string(kernels.name) + " dim " + std::to_string(dim);
+      const float full = kernels.l2_sqr_half_bounded(a.data(), h.data() + 1, dim, INFINITY);
+      ExpectNear(full, ref, what);
+      EXPECT_EQ(kernels.l2_sqr_half_bounded(ia.data(), ih.data(), dim, INFINITY),
+                L2Reference(ia.data(), ib.data(), dim).value)
+          << what;
+      for (float fraction : {0.0f, 0.1f, 0.5f, 0.9f, 1.0f, 1.1f}) {
+        const float bound = fraction * full;
+        const float got = kernels.l2_sqr_half_bounded(a.data(), h.data() + 1, dim, bound);
+        if (got <= bound) {
+          EXPECT_EQ(got, full) << what << " bound " << bound;
+        } else {
+          EXPECT_LE(got, full) << what << " bound " << bound;
+        }
+        if (fraction > 1) EXPECT_EQ(got, full) << what;
+        // Dimensions beyond the first check always allow an early stop below a tiny bound.
+        if (fraction == 0 && dim >= 2 * internal::kHalfCheckDims && full > 0) {
+          EXPECT_LT(got, full) << what;
+        }
+      }
+    }
+  }
+  const float a = 1;
+  const uint16_t b = FloatToHalf(2);
+  EXPECT_EQ(L2SqrHalf(&a, &b, 1), 1.0f);
+  EXPECT_EQ(L2SqrHalf(&a, &b, 0), 0.0f);
+  EXPECT_EQ(L2SqrHalfBounded(&a, &b, 1, 0.5f), 1.0f);
+}
+
+}  // namespace
+}  // namespace shoal::index

@@ -1,0 +1,123 @@
+#include "index/postings/posting_entries.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+
+namespace shoal::index {
+namespace {
+
+// Walks a posting payload's segments (one per write: the posting's, then one per append), each
+// a header of (count, field) uint32s and count entries of entry_bytes. Calls take(segment, count)
+// for each; a header whose field is not `field` or a segment shorter than its count is
+// bad(byte offset, count, field read), returned as is.
+template <typename Take, typename Bad>
+absl::Status ForEachSegment(std::span<const uint8_t> payload, size_t field, size_t entry_bytes,
+                            Take take, Bad bad) {
+  size_t at = 0;
+  do {
+    const std::span<const uint8_t> seg = payload.subspan(at);
+    uint32_t count = 0, got = 0;
+    if (seg.size() >= 8) {
+      std::memcpy(&count, seg.data(), 4);
+      std::memcpy(&got, seg.data() + 4, 4);
+    }
+    const uint64_t want = 8 + uint64_t{count} * entry_bytes;
+    if (seg.size() < 8 || got != field || seg.size() < want) return bad(at, count, got);
+    take(seg, count);
+    at += want;
+  } while (at < payload.size());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::vector<uint8_t> EncodePostingEntries(std::span<const uint64_t> ids,
+                                          std::span<const float* const> vectors, size_t dim) {
+  const uint32_t count = static_cast<uint32_t>(ids.size());
+  const uint32_t d = static_cast<uint32_t>(dim);
+  std::vector<uint8_t> out(8 + count * (8 + dim * sizeof(float)));
+  uint8_t* p = out.data();
+  std::memcpy(p, &count, 4);
+  std::memcpy(p + 4, &d, 4);
+  std::memcpy(p + 8, ids.data(), count * 8);
+  uint8_t* v = p + 8 + count * 8;
+  for (uint32_t i = 0; i < count; ++i) {
+    std::memcpy(v + i * dim * sizeof(float), vectors[i], dim * sizeof(float));
+  }
+  return out;
+}
+
+absl::Status DecodePostingEntries(std::span<const uint8_t> payload, size_t dim,
+                                  const std::string& where, DecodedPosting* out) {
+  out->dim = dim;
+  out->ids.clear();
+  out->vectors.clear();
+  return ForEachSegment(
+      payload, dim, 8 + dim * sizeof(float),
+      [&](std::span<const uint8_t> seg, uint32_t count) {
+        if (count == 0) return;  // an empty segment: nothing to copy (and memcpy of null is UB)
+        const size_t n = out->ids.size();
+        out->ids.resize(n + count);
+        out->vectors.resize((n + count) * dim);
+        std::memcpy(out->ids.data() + n, seg.data() + 8, count * 8);
+        std::memcpy(out->vectors.data() + n * dim, seg.data() + 8 + count * 8,
+                    count * dim * sizeof(float));
+      },
+      [&](size_t at, uint32_t count, uint32_t field) {
+        return absl::DataLossError(absl::StrCat(where, ": posting payload of ", payload.size(),
+                                                " bytes does not hold ", count,
+                                                " entries of dimension ", dim, " at byte ", at,
+                                                " (header says dimension ", field, ")"));
+      });
+}
+
+std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& p, size_t begin, size_t end) {
+  if (p.packed) {
+    std::fprintf(stderr, "EncodeQuantizedEntries: codes in the scan form (Unpack first)\n");
+    std::abort();
+  }
+  end = std::min(end, p.size());
+  begin = std::min(begin, end);
+  const uint32_t count = static_cast<uint32_t>(end - begin);
+  const uint32_t cb = static_cast<uint32_t>(p.code_bytes);
+  std::vector<uint8_t> out(8 + size_t{count} * (8 + 4 + cb));
+  uint8_t* o = out.data();
+  std::memcpy(o, &count, 4);
+  std::memcpy(o + 4, &cb, 4);
+  std::memcpy(o + 8, p.ids.data() + begin, count * 8);
+  std::memcpy(o + 8 + count * 8, p.sq_norms.data() + begin, count * 4);
+  std::memcpy(o + 8 + count * 12, p.codes.data() + begin * cb, size_t{count} * cb);
+  return out;
+}
+
+absl::Status DecodeQuantizedEntries(std::span<const uint8_t> payload, size_t code_bytes,
+                                    const std::string& where, QuantizedPosting* out) {
+  out->code_bytes = code_bytes;
+  out->ids.clear();
+  out->sq_norms.clear();
+  out->codes.clear();
+  return ForEachSegment(
+      payload, code_bytes, 8 + 4 + code_bytes,
+      [&](std::span<const uint8_t> seg, uint32_t count) {
+        if (count == 0) return;  // an empty segment: nothing to copy (and memcpy of null is UB)
+        const size_t n = out->ids.size();
+        out->ids.resize(n + count);
+        out->sq_norms.resize(n + count);
+        out->codes.resize((n + count) * code_bytes);
+        std::memcpy(out->ids.data() + n, seg.data() + 8, count * 8);
+        std::memcpy(out->sq_norms.data() + n, seg.data() + 8 + count * 8, count * 4);
+        std::memcpy(out->codes.data() + n * code_bytes, seg.data() + 8 + count * 12,
+                    size_t{count} * code_bytes);
+      },
+      [&](size_t at, uint32_t count, uint32_t field) {
+        return absl::DataLossError(absl::StrCat(
+            where, ": quantized posting of ", payload.size(), " bytes does not hold ", count,
+            " codes of ", code_bytes, " bytes at byte ", at, " (header says ", field, ")"));
+      });
+}
+
+}  // namespace shoal::index

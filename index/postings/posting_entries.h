@@ -1,0 +1,63 @@
+// The payload of one posting list (the bytes storage/pages/posting_file.h seals into pages):
+//   u32 count | u32 dim | count x u64 internal id | count x dim x f32 vector (index form)
+// Vectors sit contiguously after the ids so a decoded posting is scanned without gathering.
+// A payload may hold several such segments back to back: an online insert appends one to a
+// posting (new pages after its extent) instead of rewriting it; decoding concatenates them.
+// Pure functions; thread-safe.
+#ifndef SHOAL_INDEX_POSTINGS_POSTING_ENTRIES_H_
+#define SHOAL_INDEX_POSTINGS_POSTING_ENTRIES_H_
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace shoal::index {
+
+struct DecodedPosting {
+  size_t dim = 0;
+  std::vector<uint64_t> ids;
+  std::vector<float> vectors;  // ids.size() x dim
+  size_t size() const { return ids.size(); }
+  const float* vector(size_t i) const { return vectors.data() + i * dim; }
+  size_t MemoryBytes() const {
+    return sizeof(*this) + ids.capacity() * sizeof(uint64_t) + vectors.capacity() * sizeof(float);
+  }
+};
+
+// `vectors[i]` points at entry i's dim floats.
+std::vector<uint8_t> EncodePostingEntries(std::span<const uint64_t> ids,
+                                          std::span<const float* const> vectors, size_t dim);
+
+// DataLoss naming `where` when the payload does not hold what its segment headers say.
+absl::Status DecodePostingEntries(std::span<const uint8_t> payload, size_t dim,
+                                  const std::string& where, DecodedPosting* out);
+
+// A posting of the quantized tier, as it lives in RAM (segments as above):
+//   u32 count | u32 code_bytes | count x u64 id | count x f32 |x|^2 | count x code
+struct QuantizedPosting {
+  size_t code_bytes = 0;
+  std::vector<uint64_t> ids;
+  std::vector<float> sq_norms;  // |x|^2 of the index-form vector (inner-product distances)
+  // ids.size() x code_bytes, or, when `packed`, the quantizer's scan form of them
+  // (PostingQuantizer::Pack: what the index keeps in RAM; Unpack before encoding to disk).
+  std::vector<uint8_t> codes;
+  bool packed = false;
+  size_t size() const { return ids.size(); }
+  size_t MemoryBytes() const {
+    return sizeof(*this) + ids.capacity() * sizeof(uint64_t) + sq_norms.capacity() * sizeof(float) +
+           codes.capacity();
+  }
+};
+
+// Entries [begin, end) of `posting` (all by default) as one segment.
+std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& posting, size_t begin = 0,
+                                            size_t end = SIZE_MAX);
+absl::Status DecodeQuantizedEntries(std::span<const uint8_t> payload, size_t code_bytes,
+                                    const std::string& where, QuantizedPosting* out);
+
+}  // namespace shoal::index
+
+#endif  // SHOAL_INDEX_POSTINGS_POSTING_ENTRIES_H_

@@ -1,0 +1,50 @@
+#include "index/postings/posting_navigator.h"
+
+#include <algorithm>
+
+#include "index/distance/distance.h"
+#include "index/topk.h"
+
+namespace shoal::index {
+
+void NearestPostings(const CentroidTree& tree, const PostingDirectory& dir, const float* q,
+                     size_t m, size_t beam, bool flat, std::vector<std::pair<float, uint32_t>>* out,
+                     CentroidScoring scoring) {
+  out->clear();
+  m = std::min(m, dir.size());
+  if (m == 0) return;
+  if (!flat && !dir.reshaped) {  // posting p is tree leaf p, centroids unchanged
+    tree.NearestLeaves(q, m, std::max(beam, m), out, scoring);
+    return;
+  }
+  TopK<uint32_t> top(m);
+  size_t found = 0;
+  auto push = [&](uint32_t p) {
+    if (!dir.live[p]) return;
+    top.Push(L2Sqr(q, dir.centroid(p), dir.dim), p);
+    ++found;
+  };
+  if (flat) {
+    for (uint32_t p = 0; p < dir.size(); ++p) push(p);
+  } else {
+    // A leaf whose postings were all merged away yields none (its vectors went to neighbours
+    // descending from other leaves): with fewer than m live postings found, ask for twice the
+    // leaves, until m are found or every leaf was seen. Without this a query near such leaves
+    // scanned fewer postings than asked — none at all where its nearest m leaves were all
+    // emptied (measured: ~1 in 500 searches for a live vector got no hit after 30% deletes,
+    // max_postings 3).
+    thread_local std::vector<std::pair<float, uint32_t>> leaves;
+    for (size_t want = m;; want *= 2) {
+      tree.NearestLeaves(q, want, std::max(beam, want), &leaves, scoring);
+      top = TopK<uint32_t>(m);
+      found = 0;
+      for (const auto& [dist, leaf] : leaves) {
+        for (uint32_t p : (*dir.by_leaf)[leaf]) push(p);
+      }
+      if (found >= m || leaves.size() < want || want >= tree.num_leaves()) break;
+    }
+  }
+  for (const auto& e : top.TakeSorted()) out->emplace_back(e.distance, e.id);
+}
+
+}  // namespace shoal::index

@@ -1,0 +1,47 @@
+#include "index/spann/spann_auto.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+
+namespace shoal::index {
+namespace {
+
+constexpr double kVectorsPerPosting = 64;
+
+// RAM of the resident codes: per entry its code (bits * dim / 8 + 16 bytes of factors), id
+// and norm, times the replicas each vector is written to (about `replicas` on average with the
+// RNG rule rejecting a few).
+double CodeBytes(const DataShape& s, uint32_t bits, uint32_t replicas) {
+  const double code = bits * ((s.dim + 63) / 64 * 64) / 8.0 + 16 + 8 + 4;
+  return static_cast<double>(s.n) * replicas * code;
+}
+
+}  // namespace
+
+SpannOptions AutoSpannOptions(const DataShape& s) {
+  SpannOptions o;
+  o.centroid_ratio = std::clamp(1.0 / kVectorsPerPosting, 1e-6, 0.5);
+  o.replicas = 4;
+  if (s.dim < 32) {
+    o.quant = "none";
+    return o;
+  }
+  uint32_t bits = s.dim < 192 ? 5 : s.dim < 640 ? 4 : s.dim < 1024 ? 3 : 2;
+  if (s.ram_budget_bytes > 0) {
+    const double half = s.ram_budget_bytes / 2.0;
+    if (CodeBytes(s, bits, o.replicas) > half) o.replicas = 2;
+    while (bits > 1 && CodeBytes(s, bits, o.replicas) > half) --bits;
+  }
+  o.quant = absl::StrCat("rabitq:bits=", bits);
+  return o;
+}
+
+absl::StatusOr<SpannOptions> ResolveSpannSpec(const std::string& spec, const DataShape& shape) {
+  if (!IsAutoSpec(spec)) return ParseSpannSpec(spec);
+  const SpannOptions base = AutoSpannOptions(shape);
+  if (spec.rfind("spann:", 0) != 0) return base;  // "" or "auto"
+  return ParseSpannSpec(spec, base);
+}
+
+}  // namespace shoal::index

@@ -1,0 +1,51 @@
+// AutoSpannOptions: the index options a build picks by itself from the data's shape (the spec
+// "auto", or none), so that a user who knows no knobs gets a fast index.
+//
+//   SHOAL_ASSIGN_OR_RETURN(SpannOptions o,
+//                          ResolveSpannSpec("auto", {.n = 60000, .dim = 784, .metric = kL2}));
+//
+// Rules (measured on Fashion-MNIST and the synthetic embedding suite of `shoal_bench ann
+// --suite`, docs/PERFORMANCE.md "Defaults that need no tuning"):
+//   quant           RaBitQ codes held in RAM (full vectors only re-rank) for dim >= 32, with
+//                   more bits at low dimension, where RaBitQ's estimate is looser
+//                   (error ~ 2^-B / sqrt(dim)): 5 bits below 192-d, 4 below 640-d, 3 below
+//                   1024-d, else 2 (at 1536-d the scan of 3-bit codes is memory-bound: 2 bits
+//                   gave p50 598 us vs 867 us at recall 0.98 with the same postings scanned;
+//                   1 bit was slower, 924 us, from re-ranking ~4x more full vectors).
+//                   Below 32-d: no quantizer (a full vector is barely larger than a code).
+//   centroid_ratio  about 64 vectors per posting (1/64), at least 1 posting.
+//   replicas        4; 2 when the codes of 4 would take over half the RAM budget.
+//   bits            one fewer (down to 1) while the codes still take over half the budget.
+//   posting_cap, navigator, beam: the defaults (4x the mean posting; tree above 256 postings).
+//   target_recall   0.95, calibrated at build time (index/spann/spann_calibration.h).
+// Pure; thread-safe.
+#ifndef SHOAL_INDEX_SPANN_SPANN_AUTO_H_
+#define SHOAL_INDEX_SPANN_SPANN_AUTO_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "index/distance/distance.h"
+#include "index/spann/spann_options.h"
+
+namespace shoal::index {
+
+struct DataShape {
+  uint64_t n = 0;  // vectors to index
+  size_t dim = 0;
+  Metric metric = Metric::kL2;
+  size_t ram_budget_bytes = 0;  // 0 = no bound (Options::index_ram_bytes_limit)
+};
+
+SpannOptions AutoSpannOptions(const DataShape& shape);
+
+// The options a build uses for `spec`: for an auto spec (IsAutoSpec) AutoSpannOptions with the
+// spec's explicit keys applied over them, else ParseSpannSpec(spec). InvalidArgument as
+// ParseSpannSpec.
+absl::StatusOr<SpannOptions> ResolveSpannSpec(const std::string& spec, const DataShape& shape);
+
+}  // namespace shoal::index
+
+#endif  // SHOAL_INDEX_SPANN_SPANN_AUTO_H_

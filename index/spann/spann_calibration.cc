@@ -1,0 +1,113 @@
+#include "index/spann/spann_calibration.h"
+
+#include <algorithm>
+#include <atomic>
+#include <random>
+#include <thread>
+
+#include "absl/container/flat_hash_set.h"
+#include "base/status_macros.h"
+#include "index/topk.h"
+
+namespace shoal::index {
+namespace {
+
+constexpr size_t kK = 10;                 // recall@10, what the table is for
+constexpr size_t kQueryBlock = 16;        // queries scored per pass over the rows
+constexpr float kStopRecall = 0.999f;     // the ladder ends once reached
+constexpr uint32_t kLadderMax = 1 << 12;  // and never scans more postings than this
+
+// max_postings values tried: every value up to 8, then steps of about 1/8.
+std::vector<uint32_t> Ladder(uint32_t num_postings) {
+  std::vector<uint32_t> out;
+  const uint32_t end = std::min(std::max(num_postings, 1u), kLadderMax);
+  for (uint32_t m = 1; m <= end; m += std::max(1u, m / 8)) out.push_back(m);
+  if (out.back() != end) out.push_back(end);
+  return out;
+}
+
+// Seeded distinct rows of [0, n).
+std::vector<size_t> SampleRows(size_t n, size_t count, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  absl::flat_hash_set<size_t> seen;
+  std::vector<size_t> rows;
+  while (rows.size() < count) {
+    const size_t r = rng() % n;
+    if (seen.insert(r).second) rows.push_back(r);
+  }
+  return rows;
+}
+
+// Per query: the 10th smallest distance to any other vector (brute force).
+std::vector<float> TrueKth(const CalibrationInput& in, const std::vector<size_t>& rows) {
+  const size_t n = in.ids.size(), q = rows.size();
+  std::vector<float> kth(q);
+  std::atomic<size_t> next_block{0};
+  auto work = [&] {
+    for (size_t b; (b = next_block.fetch_add(kQueryBlock)) < q;) {
+      const size_t e = std::min(q, b + kQueryBlock);
+      std::vector<TopK<uint64_t>> top(e - b, TopK<uint64_t>(kK));
+      for (size_t j = 0; j < n; ++j) {
+        const float* x = in.vectors + j * in.dim;
+        for (size_t i = b; i < e; ++i) {
+          if (j == rows[i]) continue;
+          top[i - b].Push(Distance(in.metric, in.vectors + rows[i] * in.dim, x, in.dim), j);
+        }
+      }
+      for (size_t i = b; i < e; ++i) kth[i] = top[i - b].Threshold();
+    }
+  };
+  std::vector<std::thread> workers;
+  for (uint32_t t = 1; t < std::max(1u, in.threads); ++t) workers.emplace_back(work);
+  work();
+  for (auto& w : workers) w.join();
+  return kth;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<CalibrationPoint>> CalibrateSpann(const CalibrationInput& in) {
+  const size_t n = in.ids.size();
+  if (in.index == nullptr || in.queries == 0 || n < kK + 2) return std::vector<CalibrationPoint>();
+  const std::vector<size_t> rows = SampleRows(n, std::min<size_t>(in.queries, n - 1), in.seed);
+  const std::vector<float> kth = TrueKth(in, rows);
+  std::vector<float> queries;
+  queries.reserve(rows.size() * in.dim);
+  for (size_t r : rows)
+    queries.insert(queries.end(), in.vectors + r * in.dim, in.vectors + (r + 1) * in.dim);
+
+  std::vector<CalibrationPoint> table;
+  for (uint32_t m : Ladder(in.num_postings)) {
+    SearchParameters p;
+    p.k = kK + 1;  // room for the query's own vector
+    p.threads = std::max(1u, in.threads);
+    p.max_postings = m;
+    SHOAL_ASSIGN_OR_RETURN(auto found, in.index->Search(queries.data(), rows.size(), p));
+    size_t hits = 0;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const float limit = kth[i] + 1e-4f * std::abs(kth[i]) + 1e-6f;
+      size_t taken = 0;
+      for (const Neighbor& nb : found[i]) {
+        if (nb.id == in.ids[rows[i]] || taken == kK) continue;
+        ++taken;
+        if (nb.distance <= limit) ++hits;
+      }
+    }
+    const float recall = static_cast<float>(hits) / static_cast<float>(rows.size() * kK);
+    table.push_back({m, recall});
+    if (recall >= kStopRecall) break;
+  }
+  return table;
+}
+
+uint32_t MaxPostingsForRecall(std::span<const CalibrationPoint> table, float target) {
+  if (table.empty()) return 0;
+  const CalibrationPoint* best = &table[0];
+  for (const CalibrationPoint& p : table) {
+    if (p.recall >= target) return p.max_postings;
+    if (p.recall > best->recall) best = &p;
+  }
+  return best->max_postings;
+}
+
+}  // namespace shoal::index

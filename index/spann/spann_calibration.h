@@ -1,0 +1,54 @@
+// Target-recall calibration of a built SPANN index: which max_postings reaches which recall@10.
+//
+//   CalibrationInput in{&index, ids, vectors, dim, Metric::kL2, num_postings};
+//   SHOAL_ASSIGN_OR_RETURN(std::vector<CalibrationPoint> table, CalibrateSpann(in));
+//   uint32_t m = MaxPostingsForRecall(table, 0.95f);  // what a search at target 0.95 scans
+//
+// Queries are `queries` vectors sampled (seeded) from the indexed set itself. Each is held out
+// of its own answer: the exact ground truth is a brute-force top-10 over every other vector,
+// and the index's answer (asked for 11) drops the query's own id. The index is then searched at
+// each max_postings of a ladder (1, 2, 3, ... 32, 40, ..., up to the number of postings) until
+// the mean recall@10 reaches 0.999. A hit counts when its distance is within the 10th true
+// distance (ann-benchmarks' rule, so ties do not count as misses).
+//
+// Cost: queries x n x dim multiply-adds for the ground truth (blocked over 16 queries at a
+// time, split over `threads`) plus queries x ladder searches.
+//
+// Thread safety: pure given a const index; `index` may serve other searches meanwhile.
+#ifndef SHOAL_INDEX_SPANN_SPANN_CALIBRATION_H_
+#define SHOAL_INDEX_SPANN_SPANN_CALIBRATION_H_
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "index/distance/distance.h"
+#include "index/spann/spann_options.h"
+#include "index/vector_index.h"
+
+namespace shoal::index {
+
+struct CalibrationInput {
+  const VectorIndex* index = nullptr;  // searched with SearchParameters::max_postings
+  std::span<const uint64_t> ids;       // the indexed ids, one per row of `vectors`
+  const float* vectors = nullptr;      // ids.size() x dim, index form
+  size_t dim = 0;
+  Metric metric = Metric::kL2;
+  uint32_t num_postings = 0;  // the ladder's end
+  uint32_t queries = 200;     // sampled query vectors (at most ids.size() - 1)
+  uint64_t seed = 1;
+  uint32_t threads = 1;
+};
+
+// The measured (max_postings, recall) rows, ascending max_postings. Empty when there is nothing
+// to calibrate on (queries = 0, or fewer than 12 vectors). Errors: the index's search errors.
+absl::StatusOr<std::vector<CalibrationPoint>> CalibrateSpann(const CalibrationInput& in);
+
+// The smallest max_postings whose measured recall reached `target`; the row of the best recall
+// when none did; 0 for an empty table.
+uint32_t MaxPostingsForRecall(std::span<const CalibrationPoint> table, float target);
+
+}  // namespace shoal::index
+
+#endif  // SHOAL_INDEX_SPANN_SPANN_CALIBRATION_H_

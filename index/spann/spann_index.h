@@ -1,0 +1,233 @@
+// SpannIndex: searches a built SSD-resident index (see spann_builder.h). Leaf centroids and the
+// centroid tree stay in RAM; posting lists are read from postings.dat through a BlockReader
+// (io_uring with O_DIRECT, or pread) — all of one query's missing postings in one batch — and
+// decoded postings are kept in a byte-budgeted LRU cache.
+//
+// Query: navigator (flat scan of leaf centroids, or best-first descent of the tree) -> the
+// max_postings nearest postings -> query-aware pruning (keep posting i if d_i <= ratio * d_1,
+// squared L2 to the centroids) -> cached or read postings -> exact distances (replicas
+// deduplicated, `skip` ids ignored) -> top-k, ties to the smaller id.
+//
+// Quantized tier (spec quant=sq8|rabitq): every posting's ids and codes are loaded into RAM at
+// Open, in the quantizer's scan form (RaBitQ: 32-code fast-scan blocks), unless they do not fit
+// ram_limit_bytes; a query estimates distances from the codes with error bounds, drops a code at
+// once when its lower bound passes the running k-th upper bound, and reranks exactly only the
+// candidates whose lower bound is at most the final k-th smallest upper bound — no rerank depth
+// to tune — from a storage::VectorCache or else one batch from vectors.dat.
+//
+// Updates: the posting set is a PostingDirectory (index/postings/posting_directory.h) that a
+// SpannUpdater replaces whole; each Search call reads the version current when it starts. The
+// SpannIndex is searched through index::VectorIndex (vector_index.h); the hooks the updater changes
+// it through are private to SpannUpdater and UpdateWork, so the query API stays apart from them.
+//
+// Thread safety: Search and MemoryBytes may run concurrently with each other and with
+// PublishDirectory; caches are internally synchronised.
+// Errors: DataLoss (a page fails its checksum: names the file and offset), I/O errors.
+#ifndef SHOAL_INDEX_SPANN_SPANN_INDEX_H_
+#define SHOAL_INDEX_SPANN_SPANN_INDEX_H_
+
+#include <functional>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "base/paged_id_set.h"
+#include "index/clustering/centroid_tree.h"
+#include "index/flat/flat_index.h"
+#include "index/id_filter.h"
+#include "index/postings/posting_directory.h"
+#include "index/postings/posting_entries.h"
+#include "index/quantization/quantizer.h"
+#include "index/spann/spann_options.h"
+#include "index/vector_index.h"
+#include "shoal/types.h"
+#include "storage/caches/lru_cache.h"
+#include "storage/caches/vector_cache.h"
+#include "storage/io/block_reader.h"
+#include "storage/pages/posting_file.h"
+#include "storage/pages/vector_file.h"
+#include "storage/records/record_store.h"
+
+namespace shoal::index {
+
+struct SpannRuntimeOptions {
+  storage::IoBackend io = storage::IoBackend::kAuto;
+  size_t posting_cache_bytes = 256u << 20;
+  // 0 = unbounded. Quantized tier: when every code would not fit in it beside the centroids,
+  // codes stay in postings.dat and are read per query like full-vector postings (cached).
+  size_t ram_limit_bytes = 0;
+  // Quantized tier: what vectors.dat is opened through (online inserts write it); null = POSIX.
+  storage::FileSystem* fs = nullptr;
+};
+
+struct SpannKnobs {
+  uint32_t max_postings = 0;            // 0 = from target_recall
+  float target_recall = 0;              // 0 = the manifest's; used when max_postings is 0
+  float pruning_ratio = -1;             // < 0 = the manifest's default; 0 = off
+  const PostingScope* scope = nullptr;  // postings a query may scan (null: all)
+};
+
+class SpannIndex final : public VectorIndex {
+ public:
+  static absl::StatusOr<std::unique_ptr<SpannIndex>> Open(
+      const std::string& dir, const SpannManifest& manifest,
+      std::span<const storage::PostingRow> postings, const SpannRuntimeOptions& options);
+
+  const SpannManifest& manifest() const { return manifest_; }
+  // Installs the build's calibration table (index/spann/spann_calibration.h) into the manifest.
+  // Only before the index is shared: searches read the manifest without a lock.
+  void SetCalibration(std::vector<CalibrationPoint> table) {
+    manifest_.calibration = std::move(table);
+  }
+  // The max_postings a search with these knobs scans: knobs.max_postings; else the calibrated
+  // value for the target recall (the knobs', else the manifest's); else the manifest's
+  // max_postings (no calibration table, or target_recall 0).
+  uint32_t ResolveMaxPostings(const SpannKnobs& knobs) const;
+  const CentroidTree& tree() const { return tree_; }
+  const std::string& io_backend() const { return io_backend_; }
+
+  // ---- VectorIndex ----
+  size_t dimension() const override { return manifest_.dimension; }
+  // Top-k of each of `n` queries (index form, row-major): the navigator picks each query's
+  // max_postings nearest postings that params.scope allows (descending farther when it rejects
+  // some), pruned by pruning_ratio; their entries are scanned skipping params.skip and ids
+  // params.filter rejects. Adds what it did to *params.stats; fills params.visited_leaves (the
+  // tree leaves the scanned postings descend from, so the caller can search a leaf-bucketed
+  // buffer without a second descent).
+  absl::StatusOr<std::vector<std::vector<Neighbor>>> Search(
+      const float* queries, size_t n, const SearchParameters& params) const override;
+  // FailedPrecondition: a SpannIndex changes only through its SpannUpdater.
+  absl::Status Add(std::span<const uint64_t> ids, const float* vectors,
+                   std::span<const uint32_t> leaves) override;
+  absl::Status Remove(std::span<const uint64_t> ids) override;
+
+  // Exact top-k of `q` (index form) among `ids`, every one a vector of this index, read from the
+  // full-vector cache or else in one batch from vectors.dat; nothing else is scored, so an id
+  // outside `ids` never comes back. For a few known ids (a tenant's shortlist, a selective
+  // filter's ids) without touching the postings. FailedPrecondition without a vector file
+  // (quant=none keeps vectors only in the postings: see has_vector_file()); DataLoss for an id
+  // the file does not hold.
+  absl::Status SearchAmong(const float* q, size_t k, std::span<const uint64_t> ids,
+                           std::vector<Neighbor>* out, SearchStats* stats) const;
+  bool has_vector_file() const { return directory()->vectors != nullptr; }
+
+  // RAM held now: centroid tree + posting directory + cached postings.
+  size_t MemoryBytes() const override;
+  // RAM without the cache (what a RAM bound must leave room for).
+  size_t FixedMemoryBytes() const;
+  // Splits `bytes` between the caches this tier uses: decoded postings (full vectors or, when
+  // codes are not resident, codes) and full vectors for the quantized tier's rerank.
+  void SetCacheBudget(size_t bytes);
+  // The posting set searches read now.
+  std::shared_ptr<const PostingDirectory> directory() const {
+    absl::MutexLock lock(&dir_mu_);
+    return dir_;
+  }
+
+ private:
+  // ---- Hooks for online updates (SpannUpdater, UpdateWork), kept out of the query API ----
+  friend class SpannUpdater;
+  friend class UpdateWork;
+  // Makes `next` the version later searches read (the updater's commit point in RAM).
+  void PublishDirectory(std::shared_ptr<const PostingDirectory> next) {
+    absl::MutexLock lock(&dir_mu_);
+    dir_ = std::move(next);
+  }
+  // Online updates: posting extent `old_serial` was rewritten as `new_serial` (0 = a posting new
+  // in this change). When the search cache holds the old extent (searches read that posting) or
+  // the posting is new, the rewritten entries — made by `entries` only then — are cached under
+  // the new serial, so a rewrite does not send the posting's next reader to the SSD. Full-vector
+  // tier: decoded postings; quantized tier with codes not resident: codes (else a no-op).
+  void RecacheRewritten(uint64_t old_serial, uint64_t new_serial,
+                        const std::function<DecodedPosting()>& entries) const;
+  void RecacheRewrittenCodes(uint64_t old_serial, uint64_t new_serial,
+                             const std::function<QuantizedPosting()>& entries) const;
+  // Online updates, quantized tier: the full vectors of fresh inserts go into the rerank cache as
+  // they are written to vectors.dat (ids `skip` rejects are left out), so a search that finds a
+  // fresh vector among its candidates does not read it back from the SSD (measured: during
+  // shoal_bench updates, rerank-cache hits fell from 11 to 1-3 per query and searches read
+  // 30-56 KiB each). A no-op for the full-vector tier or without a rerank cache budget.
+  void CacheFreshVectors(std::span<const uint64_t> ids, const float* vectors,
+                         const std::function<bool(uint64_t)>& skip) const;
+  // The posting cached under extent `serial` (full-vector tier: decoded entries; quantized tier
+  // with codes not resident: codes, maybe in the scan form), or null: the updater reads a posting
+  // it changes from here before going to the SSD.
+  std::shared_ptr<const DecodedPosting> CachedPosting(uint64_t serial) const {
+    return cache_.Lookup(serial);
+  }
+  std::shared_ptr<const QuantizedPosting> CachedCodes(uint64_t serial) const {
+    return code_cache_.Lookup(serial);
+  }
+  // Drops the cached extents `serials` (replaced in a directory published since).
+  void Uncache(std::span<const uint64_t> serials) const;
+  // Quantized tier only (null otherwise): the codec. (The vector file rerank reads is the
+  // directory's: PostingDirectory::vectors.)
+  const PostingQuantizer* quantizer() const { return quantizer_.get(); }
+  storage::BlockReader* posting_reader() const { return reader_.get(); }
+  const std::string& posting_path() const { return posting_path_; }
+  // Quantized tier: are all codes held in RAM (else read per query from postings.dat)?
+  bool codes_resident() const { return codes_resident_; }
+
+  SpannIndex(SpannManifest manifest, CentroidTree tree,
+             std::unique_ptr<storage::BlockReader> reader, std::string path, size_t cache_bytes);
+  // Top-k of each query with the knobs given (Search's body).
+  absl::StatusOr<std::vector<std::vector<Neighbor>>> SearchWithKnobs(
+      const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
+      const base::PagedIdSet* skip, const IdFilter* allow, SearchStats* stats,
+      std::vector<std::vector<uint32_t>>* leaves) const;
+  // The postings to scan for one query, nearest first.
+  void Navigate(const PostingDirectory& dir, const float* q, const SpannKnobs& knobs,
+                std::vector<uint32_t>* postings) const;
+  // Ids the scan must not return: stale (`skip`) or rejected by the request's filter.
+  struct Exclusion {
+    const base::PagedIdSet* skip;
+    const IdFilter* allow;
+    bool Excludes(uint64_t id) const {
+      return (skip != nullptr && skip->Contains(id)) || (allow != nullptr && !allow->Allows(id));
+    }
+  };
+  absl::Status SearchOne(const PostingDirectory& dir, const float* q, size_t k,
+                         const SpannKnobs& knobs, const Exclusion& ex, std::vector<Neighbor>* out,
+                         SearchStats* stats, std::vector<uint32_t>* leaves) const;
+  // Scans `postings` (Navigate's choice) through their codes.
+  absl::Status SearchQuantized(const PostingDirectory& dir, const float* q, size_t k,
+                               std::span<const uint32_t> postings, const Exclusion& ex,
+                               std::vector<Neighbor>* out, SearchStats* stats) const;
+  // The k nearest of `ids` by exact distance (full vectors from the rerank cache, else one
+  // batch from vectors.dat), into *out.
+  absl::Status Rerank(const PostingDirectory& dir, const float* q, size_t k,
+                      std::span<const uint64_t> ids, std::vector<Neighbor>* out,
+                      SearchStats* stats) const;
+  absl::Status LoadQuantized(storage::FileSystem& fs, const std::string& dir,
+                             size_t ram_limit_bytes, PostingDirectory* directory);
+  // Reads and decodes the postings `ids` (codes) in one batch, calling scan(i, posting).
+  absl::Status ReadQuantized(const PostingDirectory& dir, std::span<const uint32_t> ids,
+                             const std::function<void(size_t, const QuantizedPosting&)>& scan,
+                             SearchStats* stats) const;
+
+  SpannManifest manifest_;  // changed only by SetCalibration, before the index is shared
+  const CentroidTree tree_;
+  mutable absl::Mutex dir_mu_;
+  // Extents, centroids, in-RAM codes (PostingDirectory::codes, when resident) and prepared
+  // centroids (PostingQuantizer::Prepare form) of every posting.
+  std::shared_ptr<const PostingDirectory> dir_ ABSL_GUARDED_BY(dir_mu_);
+  const std::unique_ptr<storage::BlockReader> reader_;
+  const std::string posting_path_;
+  std::string io_backend_;
+  bool flat_navigator_ = true;
+  // Decoded postings by extent serial (PostingDirectory::serials): a rewritten posting gets a
+  // new key, so a stale copy is never served.
+  mutable storage::ByteLruCache<uint64_t, DecodedPosting> cache_;
+  // Quantized tier only.
+  std::unique_ptr<PostingQuantizer> quantizer_;
+  bool codes_resident_ = true;
+  mutable storage::ByteLruCache<uint64_t, QuantizedPosting> code_cache_;  // by extent serial
+  mutable storage::VectorCache vector_cache_;
+};
+
+}  // namespace shoal::index
+
+#endif  // SHOAL_INDEX_SPANN_SPANN_INDEX_H_

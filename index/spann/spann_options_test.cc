@@ -1,0 +1,104 @@
+#include "index/spann/spann_options.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+namespace shoal::index {
+namespace {
+
+using ::testing::HasSubstr;
+
+TEST(SpannOptionsTest, ParsesKeysAndKeepsDefaults) {
+  auto o = ParseSpannSpec("spann:centroid_ratio=0.1,replicas=8,navigator=tree,pruning_ratio=2");
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_DOUBLE_EQ(o->centroid_ratio, 0.1);
+  EXPECT_EQ(o->replicas, 8u);
+  EXPECT_EQ(o->navigator, "tree");
+  EXPECT_FLOAT_EQ(o->pruning_ratio, 2);
+  EXPECT_EQ(o->max_postings, SpannOptions().max_postings);
+  EXPECT_TRUE(ParseSpannSpec("spann").ok());
+  EXPECT_TRUE(ParseSpannSpec("spann:").ok());
+}
+
+TEST(SpannOptionsTest, RejectsBadSpecsNamingTheKey) {
+  EXPECT_THAT(ParseSpannSpec("ivf:nlist=3").status().message(), HasSubstr("unknown index 'ivf'"));
+  EXPECT_THAT(ParseSpannSpec("spann:replicas=0").status().message(), HasSubstr("spec.replicas"));
+  EXPECT_THAT(ParseSpannSpec("spann:replicas=2.5").status().message(), HasSubstr("integer"));
+  EXPECT_THAT(ParseSpannSpec("spann:nope=1").status().message(), HasSubstr("spec.nope"));
+  EXPECT_THAT(ParseSpannSpec("spann:seed").status().message(), HasSubstr("key=value"));
+  EXPECT_THAT(ParseSpannSpec("spann:centroid_ratio=abc").status().message(),
+              HasSubstr("not a number"));
+  EXPECT_THAT(ParseSpannSpec("spann:pruning_ratio=0.5").status().message(),
+              HasSubstr("spec.pruning_ratio"));
+  EXPECT_THAT(ParseSpannSpec("spann:navigator=graph").status().message(),
+              HasSubstr("spec.navigator"));
+  EXPECT_THAT(ParseSpannSpec("spann:target_recall=1.5").status().message(),
+              HasSubstr("spec.target_recall"));
+}
+
+TEST(SpannOptionsTest, AutoSpecs) {
+  for (const char* spec : {"", "auto", "spann:auto", "spann:auto,replicas=2"}) {
+    EXPECT_TRUE(IsAutoSpec(spec)) << spec;
+  }
+  for (const char* spec : {"spann", "spann:replicas=2", "flat", "spann:autox"}) {
+    EXPECT_FALSE(IsAutoSpec(spec)) << spec;
+  }
+  SpannOptions base;
+  base.quant = "sq8";
+  auto o = ParseSpannSpec("spann:auto,replicas=2", base);
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_EQ(o->quant, "sq8");
+  EXPECT_EQ(o->replicas, 2u);
+}
+
+TEST(SpannOptionsTest, SpecStringAndManifestRoundTrip) {
+  SpannOptions o;
+  o.centroid_ratio = 0.0625;
+  o.replicas = 3;
+  o.seed = 42;
+  o.quant = "rabitq:bits=2";
+  auto back = ParseSpannSpec(SpannSpecString(o));
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(SpannSpecString(*back), SpannSpecString(o));
+
+  SpannManifest m;
+  m.options = o;
+  m.dimension = 784;
+  m.metric = Metric::kInnerProduct;
+  m.generation = 7;
+  m.num_vectors = 60000;
+  m.indexed_below = 60010;
+  m.num_postings = 1200;
+  m.posting_cap = 400;
+  auto d = DecodeManifest(EncodeManifest(m), "t");
+  ASSERT_TRUE(d.ok()) << d.status();
+  EXPECT_EQ(EncodeManifest(*d), EncodeManifest(m));
+  EXPECT_EQ(d->metric, Metric::kInnerProduct);
+  EXPECT_EQ(DecodeManifest("garbage", "where").status().code(), absl::StatusCode::kDataLoss);
+
+  // v2 carries the calibration table; v1 (written before it) still decodes, without one.
+  m.calibration = {{1, 0.5f}, {4, 0.91f}, {9, 0.987f}};
+  auto with = DecodeManifest(EncodeManifest(m), "t");
+  ASSERT_TRUE(with.ok()) << with.status();
+  EXPECT_EQ(with->calibration, m.calibration);
+  EXPECT_EQ(EncodeManifest(*with), EncodeManifest(m));
+  const std::string v1 =
+      "shoal-spann-v1\nspec=spann:replicas=2\ndimension=8\nmetric=0\ngeneration=3\n"
+      "num_vectors=10\nindexed_below=10\nnum_postings=2\nposting_cap=16\n";
+  auto old = DecodeManifest(v1, "old");
+  ASSERT_TRUE(old.ok()) << old.status();
+  EXPECT_TRUE(old->calibration.empty());
+  EXPECT_EQ(old->options.replicas, 2u);
+  std::string bad = EncodeManifest(m);
+  bad.replace(bad.find("4:0.91"), 6, "4:1.91");
+  EXPECT_EQ(DecodeManifest(bad, "t").status().code(), absl::StatusCode::kDataLoss);
+  bad = EncodeManifest(m);
+  bad.replace(bad.find("9:0.987"), 1, "3");  // not ascending
+  EXPECT_EQ(DecodeManifest(bad, "t").status().code(), absl::StatusCode::kDataLoss);
+  std::string broken = EncodeManifest(m);
+  broken.replace(broken.find("dimension=784"), 13, "dimension=x");
+  EXPECT_THAT(DecodeManifest(broken, "where").status().message(), HasSubstr("where"));
+}
+
+}  // namespace
+}  // namespace shoal::index

@@ -1,0 +1,144 @@
+// SpannIndex's query path above the posting scan: the batch driver, the navigator's choice of
+// postings (with a PostingScope) and the VectorIndex methods (see spann_index.h).
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <thread>
+
+#include "base/status_macros.h"
+#include "index/postings/posting_navigator.h"
+#include "index/spann/spann_calibration.h"
+#include "index/spann/spann_index.h"
+
+namespace shoal::index {
+namespace {
+
+// The m nearest postings `scope` allows (every posting when null), nearest first. A scope that
+// rejects some sends the navigator farther: it asks for 4x as many each time until m pass or
+// every posting was offered. (Tenants whose postings lie far from a query pay that descent; a
+// descent that skips disallowed tree nodes outright is for the tenant tree to add.)
+void NearestAllowed(const CentroidTree& tree, const PostingDirectory& dir, const float* q, size_t m,
+                    size_t beam, bool flat, const PostingScope* scope,
+                    std::vector<std::pair<float, uint32_t>>* nearest) {
+  if (scope == nullptr) {
+    NearestPostings(tree, dir, q, m, beam, flat, nearest, CentroidScoring::kHalf);
+    return;
+  }
+  for (size_t want = m;; want *= 4) {
+    NearestPostings(tree, dir, q, want, beam, flat, nearest, CentroidScoring::kHalf);
+    const size_t offered = nearest->size();
+    std::erase_if(*nearest, [&](const std::pair<float, uint32_t>& e) {
+      return !scope->AllowsPosting(e.second, dir.origin[e.second]);
+    });
+    if (nearest->size() >= m || offered < want || want >= dir.size()) break;
+  }
+  if (nearest->size() > m) nearest->resize(m);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
+    const float* queries, size_t n, const SearchParameters& params) const {
+  SpannKnobs knobs;
+  knobs.max_postings = params.max_postings;
+  knobs.target_recall = params.target_recall;
+  knobs.pruning_ratio = params.pruning_ratio;
+  knobs.scope = params.scope;
+  return SearchWithKnobs(queries, n, params.k, knobs, params.threads, params.skip, params.filter,
+                         params.stats, params.visited_leaves);
+}
+
+absl::Status SpannIndex::Add(std::span<const uint64_t> /*ids*/, const float* /*vectors*/,
+                             std::span<const uint32_t> /*leaves*/) {
+  return absl::FailedPreconditionError(
+      "a SpannIndex changes only through its SpannUpdater (index/spann/spann_updater.h)");
+}
+
+absl::Status SpannIndex::Remove(std::span<const uint64_t> /*ids*/) {
+  return absl::FailedPreconditionError(
+      "a SpannIndex changes only through its SpannUpdater (index/spann/spann_updater.h)");
+}
+
+uint32_t SpannIndex::ResolveMaxPostings(const SpannKnobs& knobs) const {
+  if (knobs.max_postings != 0) return knobs.max_postings;
+  const float target =
+      knobs.target_recall > 0 ? knobs.target_recall : manifest_.options.target_recall;
+  const uint32_t calibrated = target > 0 ? MaxPostingsForRecall(manifest_.calibration, target) : 0;
+  return calibrated != 0 ? calibrated : manifest_.options.max_postings;
+}
+
+void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const SpannKnobs& knobs,
+                          std::vector<uint32_t>* postings) const {
+  const size_t m = knobs.max_postings;  // resolved by SearchWithKnobs
+  const float ratio =
+      knobs.pruning_ratio >= 0 ? knobs.pruning_ratio : manifest_.options.pruning_ratio;
+  thread_local std::vector<std::pair<float, uint32_t>> nearest;
+  NearestAllowed(tree_, dir, q, m, manifest_.options.beam, flat_navigator_, knobs.scope, &nearest);
+  if (ratio > 0) {  // prune on exact distances, not the half copy's
+    for (auto& [dist, p] : nearest) {
+      dist = L2Sqr(q, dir.centroid(p), dir.dim);
+      if (std::isnan(dist)) dist = std::numeric_limits<float>::infinity();
+    }
+    std::sort(nearest.begin(), nearest.end());
+  }
+  postings->clear();
+  const float limit = ratio > 0 && !nearest.empty() ? ratio * std::max(nearest[0].first, 1e-12f)
+                                                    : std::numeric_limits<float>::infinity();
+  for (const auto& [dist, p] : nearest) {
+    if (dist > limit) break;
+    postings->push_back(p);
+  }
+}
+
+absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::SearchWithKnobs(
+    const float* queries, size_t n, size_t k, const SpannKnobs& knobs, size_t threads,
+    const base::PagedIdSet* skip, const IdFilter* allow, SearchStats* stats,
+    std::vector<std::vector<uint32_t>>* leaves) const {
+  std::vector<std::vector<Neighbor>> out(n);
+  if (leaves != nullptr) leaves->assign(n, {});
+  SpannKnobs resolved = knobs;
+  resolved.max_postings = ResolveMaxPostings(knobs);
+  // An empty stale set excludes nothing: skip the per-entry hash probe.
+  const Exclusion ex{skip != nullptr && skip->empty() ? nullptr : skip, allow};
+  const std::shared_ptr<const PostingDirectory> dir = directory();
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  threads = std::min(threads, n);
+  std::vector<SearchStats> per_thread(threads);
+  std::vector<absl::Status> status(threads);
+  auto work = [&](size_t t) {
+    for (size_t i = t; i < n && status[t].ok(); i += threads) {
+      status[t] = SearchOne(*dir, queries + i * manifest_.dimension, k, resolved, ex, &out[i],
+                            &per_thread[t], leaves != nullptr ? &(*leaves)[i] : nullptr);
+    }
+  };
+  std::vector<std::thread> workers;
+  for (size_t t = 1; t < threads; ++t) workers.emplace_back(work, t);
+  work(0);
+  for (auto& w : workers) w.join();
+  for (size_t t = 0; t < threads; ++t) {
+    SHOAL_RETURN_IF_ERROR(status[t]);
+    if (stats != nullptr) {
+      stats->postings_read += per_thread[t].postings_read;
+      stats->vectors_scored += per_thread[t].vectors_scored;
+      stats->bytes_read += per_thread[t].bytes_read;
+      stats->cache_hits += per_thread[t].cache_hits;
+      stats->full_vectors_read += per_thread[t].full_vectors_read;
+    }
+  }
+  return out;
+}
+
+absl::Status SpannIndex::SearchAmong(const float* q, size_t k, std::span<const uint64_t> ids,
+                                     std::vector<Neighbor>* out, SearchStats* stats) const {
+  const std::shared_ptr<const PostingDirectory> dir = directory();
+  if (dir->vectors == nullptr) {
+    return absl::FailedPreconditionError(
+        "SearchAmong: this index keeps no vector file (quant=none): read the vectors elsewhere");
+  }
+  SearchStats local;
+  SHOAL_RETURN_IF_ERROR(Rerank(*dir, q, k, ids, out, stats != nullptr ? stats : &local));
+  if (stats != nullptr) stats->vectors_scored += ids.size();
+  return absl::OkStatus();
+}
+
+}  // namespace shoal::index

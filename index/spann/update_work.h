@@ -1,0 +1,100 @@
+// UpdateWork (internal to SpannUpdater): one directory change being built. It copies the current
+// PostingDirectory, loads the postings it touches (tombstoned entries dropped), applies appends,
+// splits, reassignments and merges to them in RAM, and Finish writes every changed posting to
+// fresh pages and returns the Change. Single-threaded; see spann_updater.h for the protocol.
+#ifndef SHOAL_INDEX_SPANN_UPDATE_WORK_H_
+#define SHOAL_INDEX_SPANN_UPDATE_WORK_H_
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "index/spann/spann_updater.h"
+
+namespace shoal::index {
+
+// A posting's entries while a change is built. Full-vector tier: q.ids + vecs; quantized tier:
+// q (ids, |x|^2, codes against the posting's centroid).
+struct WorkEntries {
+  QuantizedPosting q;
+  std::vector<float> vecs;
+  bool dirty = false;
+  absl::flat_hash_set<uint64_t> idset;  // built on first membership check
+  bool has_idset = false;
+  // Entries [0, base) are the posting as its current extent holds it, untouched: only entries
+  // after them were added (so they can be appended instead of the posting rewritten).
+  size_t base = 0;
+  bool appendable = false;
+  size_t size() const { return q.ids.size(); }
+};
+
+class UpdateWork {
+ public:
+  UpdateWork(SpannUpdater* up, const PostingDirectory& current, const DeadFn& dead);
+
+  // Calls UpdaterOptions::yield: once per unit of work.
+  void Pace();
+
+  // Vectors inserted by this change, by id (full vectors are then not read back).
+  void AddFresh(uint64_t id, const float* v) { fresh_[id] = v; }
+  absl::StatusOr<WorkEntries*> Load(uint32_t p);
+  // Appends unless the posting already holds the id (check skipped when `known_new`).
+  absl::Status Append(uint32_t p, uint64_t id, const float* x, bool known_new);
+  // The postings `x` joins by the RNG rule over the working directory, nearest first.
+  void Choose(const float* x, std::vector<uint32_t>* out) const;
+  absl::Status Split(uint32_t p, uint32_t depth);
+  absl::Status Merge(uint32_t p);
+  // Splits every loaded posting over the cap (one cascade level each).
+  absl::Status SplitOverfull();
+  const PostingDirectory& dir() const { return *next_; }
+  size_t live_postings() const;
+  absl::StatusOr<SpannUpdater::Change> Finish();
+
+  // Pages kept free after a rewritten posting of `pages` pages for its appends, and the most
+  // partly filled pages an appended posting of `pages` (when packed) may carry.
+  static uint32_t AppendSlack(uint32_t pages) { return std::max<uint32_t>(4, pages / 2); }
+
+ private:
+  // Writes p's entries: appended after its extent when it can, else rewritten to new pages
+  // (their run, reserve included, added to *allocated). Returns the whole new extent and sets
+  // *appended.
+  absl::StatusOr<storage::Extent> WritePosting(uint32_t p, const WorkEntries& e,
+                                               std::vector<storage::Extent>* allocated,
+                                               bool* appended);
+  // Entries [begin, end) of `e` as one payload segment (posting_entries.h).
+  std::vector<uint8_t> Encode(const WorkEntries& e, size_t begin, size_t end) const;
+  // Full vectors of `ids` (n x dim): from fresh_, the posting (full tier) or vectors.dat.
+  absl::Status VectorsOf(const WorkEntries& e, std::vector<float>* out);
+  void Encode(uint32_t p, const float* x, uint8_t* code) const;
+  // Rebuilds p's entries from ids + vectors (codes against p's current centroid).
+  void Assign(uint32_t p, std::vector<uint64_t> ids, const std::vector<float>& vecs);
+  uint32_t AddPosting(uint32_t origin, const float* centroid);
+  // Sets p's centroid (and, quantized tier, its prepared form).
+  void SetCentroid(uint32_t p, const float* centroid);
+  std::vector<std::vector<uint32_t>>& MutableByLeaf();
+  absl::Status ReassignNeighbours(uint32_t p, uint32_t q, const std::vector<float>& old_centroid,
+                                  uint32_t depth);
+
+  SpannUpdater* const up_;
+  const SpannIndex& index_;
+  const PostingDirectory& cur_;
+  const DeadFn& dead_;
+  const size_t dim_;
+  std::shared_ptr<PostingDirectory> next_;
+  std::shared_ptr<std::vector<std::vector<uint32_t>>> by_leaf_;  // mutable copy once reshaped
+  std::map<uint32_t, WorkEntries> touched_;
+  std::vector<uint32_t> removed_;
+  std::vector<PostingSplit> splits_;  // for DirectoryChange (observers)
+  std::vector<VectorMove> moves_;
+  absl::flat_hash_map<uint64_t, const float*> fresh_;
+  UpdateStats stats_;
+};
+
+}  // namespace shoal::index
+
+#endif  // SHOAL_INDEX_SPANN_UPDATE_WORK_H_

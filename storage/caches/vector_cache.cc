@@ -1,0 +1,120 @@
+// VectorCache: open addressing with linear probing (backward-shift deletion), CLOCK eviction.
+#include "storage/caches/vector_cache.h"
+
+#include <algorithm>
+#include <cstring>
+
+namespace shoal::storage {
+
+void VectorCache::SetBudget(size_t bytes) {
+  absl::MutexLock lock(&mu_);
+  // The table keeps its load at most 1/2 in a power-of-two size: up to 4 entries per slot.
+  const size_t per_slot = dim_ * sizeof(float) + 4 * sizeof(Entry) + sizeof(uint64_t) + 1;
+  capacity_ = bytes / per_slot;
+  chunk_slots_ = std::clamp<size_t>(capacity_, 1, kChunkSlots);
+  table_.assign(16, Entry{0, kEmpty});
+  chunks_.clear();
+  slot_id_.clear();
+  referenced_.reset(capacity_ != 0 ? new std::atomic<uint8_t>[capacity_] : nullptr);
+  for (size_t i = 0; i < capacity_; ++i) referenced_[i].store(0, std::memory_order_relaxed);
+  hand_ = 0;
+}
+
+size_t VectorCache::charged_bytes() const {
+  absl::ReaderMutexLock lock(&mu_);
+  const size_t chunk_slots =
+      std::min(capacity_, (slot_id_.size() + chunk_slots_ - 1) / chunk_slots_ * chunk_slots_);
+  return table_.size() * sizeof(Entry) + chunk_slots * dim_ * sizeof(float) +
+         slot_id_.size() * sizeof(uint64_t) + capacity_;
+}
+
+size_t VectorCache::Probe(uint64_t id) const {
+  const size_t mask = table_.size() - 1;
+  size_t at = Home(id);
+  while (table_[at].slot != kEmpty && table_[at].id != id) at = (at + 1) & mask;
+  return at;
+}
+
+void VectorCache::LookupBatch(std::span<const uint64_t> ids,
+                              absl::FunctionRef<void(size_t, const float*)> fn,
+                              std::vector<size_t>* missing) const {
+  absl::ReaderMutexLock lock(&mu_);
+  if (table_.empty()) {
+    for (size_t i = 0; i < ids.size(); ++i) missing->push_back(i);
+    return;
+  }
+  // The vectors are cold in the CPU caches: find them all and start their loads before the
+  // first is scored, so that their memory latencies overlap.
+  thread_local std::vector<uint32_t> slots;
+  slots.resize(ids.size());
+  for (uint64_t id : ids) __builtin_prefetch(&table_[Home(id)]);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    slots[i] = table_[Probe(ids[i])].slot;
+    if (slots[i] == kEmpty) continue;
+    const char* v = reinterpret_cast<const char*>(SlotVector(slots[i]));
+    for (size_t b = 0; b < dim_ * sizeof(float); b += 64) __builtin_prefetch(v + b);
+  }
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (slots[i] == kEmpty) {
+      missing->push_back(i);
+      continue;
+    }
+    referenced_[slots[i]].store(1, std::memory_order_relaxed);
+    fn(i, SlotVector(slots[i]));
+  }
+}
+
+void VectorCache::Erase(size_t at) {
+  // Backward-shift deletion: move later entries of the same run into the hole, so every entry
+  // stays reachable from its home without tombstones.
+  const size_t mask = table_.size() - 1;
+  size_t hole = at;
+  for (size_t next = (hole + 1) & mask; table_[next].slot != kEmpty; next = (next + 1) & mask) {
+    const size_t home = Home(table_[next].id);
+    // Movable into the hole when its home is not in (hole, next] (cyclically).
+    const bool between =
+        hole <= next ? (home > hole && home <= next) : (home > hole || home <= next);
+    if (!between) {
+      table_[hole] = table_[next];
+      hole = next;
+    }
+  }
+  table_[hole].slot = kEmpty;
+}
+
+void VectorCache::Grow() {
+  std::vector<Entry> old;
+  old.swap(table_);
+  table_.assign(old.size() * 2, Entry{0, kEmpty});
+  for (const Entry& e : old) {
+    if (e.slot != kEmpty) table_[Probe(e.id)] = e;
+  }
+}
+
+void VectorCache::Insert(uint64_t id, const float* v) {
+  absl::MutexLock lock(&mu_);
+  if (capacity_ == 0 || table_[Probe(id)].slot != kEmpty) return;
+  uint32_t slot;
+  if (slot_id_.size() < capacity_) {
+    slot = static_cast<uint32_t>(slot_id_.size());
+    if (slot % chunk_slots_ == 0) {  // the last chunk holds only what the capacity leaves
+      chunks_.push_back(std::make_unique<float[]>(std::min(chunk_slots_, capacity_ - slot) * dim_));
+    }
+    slot_id_.push_back(id);
+  } else {
+    // CLOCK: the first slot not referenced since the hand last passed it.
+    while (referenced_[hand_].exchange(0, std::memory_order_relaxed) != 0) {
+      hand_ = (hand_ + 1) % capacity_;
+    }
+    slot = static_cast<uint32_t>(hand_);
+    hand_ = (hand_ + 1) % capacity_;
+    Erase(Probe(slot_id_[slot]));
+    slot_id_[slot] = id;
+  }
+  std::memcpy(SlotVector(slot), v, dim_ * sizeof(float));
+  referenced_[slot].store(0, std::memory_order_relaxed);
+  if ((slot_id_.size() + 1) * 2 > table_.size()) Grow();
+  table_[Probe(id)] = Entry{id, slot};
+}
+
+}  // namespace shoal::storage

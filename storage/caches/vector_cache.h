@@ -1,0 +1,84 @@
+// VectorCache: full vectors by id, bounded by bytes — what the quantized SSD index keeps of the
+// vectors it reranks, so that a hot vector is not read from vectors.dat again. Built for the
+// rerank loop: a query looks up all its candidates under one shared lock, with one probe of an
+// open-addressing table each and the vector read in place (no per-entry allocation, reference
+// count or list splice); eviction is CLOCK (a reference bit per slot, set by readers).
+//
+//   VectorCache cache(/*dim=*/784);
+//   cache.SetBudget(64 << 20);
+//   std::vector<size_t> missing;
+//   cache.LookupBatch(ids, [&](size_t i, const float* v) { Score(ids[i], v); }, &missing);
+//   for (size_t i : missing) cache.Insert(ids[i], ReadVector(ids[i]));
+//
+// Slots live in chunks of up to kChunkSlots vectors allocated as they are first used, so RAM
+// follows what is cached, not the budget. charged_bytes() counts the slots in use, their table
+// entries and the chunks' vectors.
+//
+// Thread safety: every method may be called from any number of threads; LookupBatch calls `fn`
+// with the shared lock held (fn must not call back into the cache).
+#ifndef SHOAL_STORAGE_CACHES_VECTOR_CACHE_H_
+#define SHOAL_STORAGE_CACHES_VECTOR_CACHE_H_
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
+#include "absl/synchronization/mutex.h"
+
+namespace shoal::storage {
+
+class VectorCache {
+ public:
+  static constexpr size_t kChunkSlots = 1024;
+
+  explicit VectorCache(size_t dim) : dim_(dim) {}
+
+  // Drops every entry and bounds the cache to `bytes` (0 = caches nothing).
+  void SetBudget(size_t bytes);
+  size_t charged_bytes() const;
+
+  // For each ids[i] held: fn(i, vector) (dim floats, valid during the call). The indexes i of
+  // the ids not held are appended to *missing.
+  void LookupBatch(std::span<const uint64_t> ids, absl::FunctionRef<void(size_t, const float*)> fn,
+                   std::vector<size_t>* missing) const;
+  // Copies v in as the vector of `id` (a no-op when already held or the budget holds no slot),
+  // evicting a vector not referenced since the clock hand last passed it.
+  void Insert(uint64_t id, const float* v);
+
+ private:
+  static constexpr uint32_t kEmpty = ~0u;
+  struct Entry {
+    uint64_t id;
+    uint32_t slot;  // kEmpty: a free table entry
+  };
+  size_t Home(uint64_t id) const {
+    return static_cast<size_t>((id * 0x9E3779B97F4A7C15ull) >> 32) & (table_.size() - 1);
+  }
+  // The table index holding id, or the free entry where it would go.
+  size_t Probe(uint64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  float* SlotVector(uint32_t slot) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return chunks_[slot / chunk_slots_].get() + (slot % chunk_slots_) * dim_;
+  }
+  void Erase(size_t at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void Grow() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
+  const size_t dim_;
+  mutable absl::Mutex mu_;
+  size_t capacity_ ABSL_GUARDED_BY(mu_) = 0;       // slots the budget allows
+  size_t chunk_slots_ ABSL_GUARDED_BY(mu_) = 1;    // min(kChunkSlots, capacity_)
+  std::vector<Entry> table_ ABSL_GUARDED_BY(mu_);  // power-of-two size, load <= 1/2
+  std::vector<std::unique_ptr<float[]>> chunks_ ABSL_GUARDED_BY(mu_);
+  std::vector<uint64_t> slot_id_ ABSL_GUARDED_BY(mu_);  // per used slot: the id it holds
+  // Per used slot: referenced since the hand last passed (readers set it under the shared lock).
+  std::unique_ptr<std::atomic<uint8_t>[]> referenced_ ABSL_GUARDED_BY(mu_);
+  size_t hand_ ABSL_GUARDED_BY(mu_) = 0;
+};
+
+}  // namespace shoal::storage
+
+#endif  // SHOAL_STORAGE_CACHES_VECTOR_CACHE_H_
