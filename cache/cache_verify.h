@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
-#include "storage/record_store.h"
+#include "storage/records/record_store.h"
 
 namespace shoal::cache {
 

@@ -10,7 +10,7 @@
 #include "db/db_impl.h"
 #include "shoal/db.h"
 #include "shoal/verify.h"
-#include "storage/record_store.h"
+#include "storage/records/record_store.h"
 
 namespace shoal {
 namespace {
