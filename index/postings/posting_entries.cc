@@ -43,6 +43,7 @@ std::vector<uint8_t> EncodePostingEntries(std::span<const uint64_t> ids,
   uint8_t* p = out.data();
   std::memcpy(p, &count, 4);
   std::memcpy(p + 4, &d, 4);
+  if (count == 0) return out;  // no ids: ids.data() may be null, and memcpy of null is UB
   std::memcpy(p + 8, ids.data(), count * 8);
   uint8_t* v = p + 8 + count * 8;
   for (uint32_t i = 0; i < count; ++i) {
@@ -88,6 +89,7 @@ std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& p, size_t be
   uint8_t* o = out.data();
   std::memcpy(o, &count, 4);
   std::memcpy(o + 4, &cb, 4);
+  if (count == 0) return out;  // as above: the vectors may have no storage
   std::memcpy(o + 8, p.ids.data() + begin, count * 8);
   std::memcpy(o + 8 + count * 8, p.sq_norms.data() + begin, count * 4);
   std::memcpy(o + 8 + count * 12, p.codes.data() + begin * cb, size_t{count} * cb);
