@@ -142,6 +142,14 @@ TEST(QuantizerTest, Sq8WithANonFiniteMinOrStepIsDataLoss) {
   }
 }
 
+// Found by fuzz/index_format_fuzzer (UBSan): a dimension of 0 memcpy'd into null arrays.
+TEST(QuantizerTest, Sq8WithNoDimensionsIsDataLoss) {
+  const std::string bytes = std::string("shoal-sq8-v1") + std::string(4, '\0');
+  absl::StatusOr<std::unique_ptr<PostingQuantizer>> q = DeserializeQuantizer(bytes, "q.bin");
+  EXPECT_EQ(q.status().code(), absl::StatusCode::kDataLoss) << q.status();
+  EXPECT_NE(q.status().message().find("q.bin"), std::string::npos) << q.status();
+}
+
 TEST(RaBitQTest, CreateRejectsBadArguments) {
   EXPECT_EQ(RaBitQ::Create(0, 1, 1).status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(RaBitQ::Create(8, 0, 1).status().code(), absl::StatusCode::kInvalidArgument);

@@ -122,7 +122,8 @@ absl::StatusOr<std::unique_ptr<Sq8Quantizer>> Sq8Quantizer::Deserialize(const st
   const size_t head = sizeof(kMagic) - 1;
   uint32_t d = 0;
   if (bytes.size() >= head + 4) std::memcpy(&d, bytes.data() + head, 4);
-  if (bytes.compare(0, head, kMagic) != 0 || bytes.size() != head + 4 + 8 * size_t{d}) {
+  // d == 0: no vectors have no dimensions (and memcpy into the empty arrays' null data is UB).
+  if (bytes.compare(0, head, kMagic) != 0 || d == 0 || bytes.size() != head + 4 + 8 * size_t{d}) {
     return absl::DataLossError(
         absl::StrCat(where, ": corrupt sq8 quantizer (", bytes.size(), " bytes)"));
   }
