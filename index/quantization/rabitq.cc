@@ -333,6 +333,7 @@ void RaBitQ::Pack(const uint8_t* codes, size_t n, uint8_t* packed) const {
   const size_t d = padded_dim();
   const size_t words = d / 64;
   const size_t positions = d / 4;
+  if (n == 0) return;  // an empty posting: `packed` may be null (memset of null is UB)
   std::memset(packed, 0, PackedBytes(n));
   for (size_t i = 0; i < n; ++i) {
     const uint8_t* code = codes + i * code_bytes_;
