@@ -162,7 +162,7 @@ class RocksFileSystem final : public rocksdb::FileSystemWrapper {
   rocksdb::IOStatus NewWritableFile(const std::string& f, const rocksdb::FileOptions& opts,
                                     std::unique_ptr<rocksdb::FSWritableFile>* r,
                                     rocksdb::IODebugContext* dbg) override {
-    const auto op = fs_->BeginPowered(f);
+    const auto op = fs_->BeginPowered();
     if (int err = op.err(); err != 0) return RocksInjected("create", f, err);
     rocksdb::IOStatus s = target()->NewWritableFile(f, opts, r, dbg);
     if (!s.ok()) return s;
@@ -183,7 +183,7 @@ class RocksFileSystem final : public rocksdb::FileSystemWrapper {
                                       const rocksdb::FileOptions& opts,
                                       std::unique_ptr<rocksdb::FSWritableFile>* r,
                                       rocksdb::IODebugContext* dbg) override {
-    const auto op = fs_->BeginPowered(f);
+    const auto op = fs_->BeginPowered();
     if (int err = op.err(); err != 0) return RocksInjected("create", f, err);
     rocksdb::IOStatus s = target()->ReuseWritableFile(f, old, opts, r, dbg);
     if (!s.ok()) return s;
@@ -284,8 +284,8 @@ FaultInjectingFileSystem::Operation FaultInjectingFileSystem::Begin(
   return Operation(&power_mu_, Check(op, path, torn_prefix));
 }
 
-FaultInjectingFileSystem::Operation FaultInjectingFileSystem::BeginPowered(
-    const std::string& /*path*/) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+FaultInjectingFileSystem::Operation FaultInjectingFileSystem::BeginPowered()
+    ABSL_NO_THREAD_SAFETY_ANALYSIS {
   power_mu_.ReaderLock();  // released by ~Operation
   absl::MutexLock lock(&mu_);
   if (powered_off_) ++injected_;
@@ -404,13 +404,17 @@ absl::Status FaultInjectingFileSystem::DropUnsyncedData(bool power_back_on) {
 
 absl::StatusOr<std::unique_ptr<File>> FaultInjectingFileSystem::Open(const std::string& path,
                                                                      OpenMode mode) {
-  const Operation op = BeginPowered(path);
-  if (mode == OpenMode::kCreate && op.err() != 0) return Injected("create", path, op.err());
+  if (mode == OpenMode::kCreate) {  // it truncates: a change to the disk, under the power
+    const Operation op = BeginPowered();
+    if (op.err() != 0) return Injected("create", path, op.err());
+    absl::StatusOr<std::unique_ptr<File>> f = base_->Open(path, mode);
+    if (!f.ok()) return f.status();
+    RecordCreated(path, /*rocksdb=*/false);
+    return std::unique_ptr<File>(new FaultFile(*std::move(f), this));
+  }
   absl::StatusOr<std::unique_ptr<File>> f = base_->Open(path, mode);
   if (!f.ok()) return f.status();
-  if (mode == OpenMode::kCreate) {
-    RecordCreated(path, /*rocksdb=*/false);
-  } else if (mode == OpenMode::kExisting) {
+  if (mode == OpenMode::kExisting) {
     absl::MutexLock lock(&mu_);
     if (!tracked_.contains(path)) {
       // Existing content counts as synced: what a power loss would leave of it is unknown here.
@@ -436,7 +440,7 @@ absl::Status FaultInjectingFileSystem::Rename(const std::string& from, const std
 }
 
 absl::Status FaultInjectingFileSystem::Unlink(const std::string& path) {
-  const Operation op = BeginPowered(path);
+  const Operation op = BeginPowered();
   if (op.err() != 0) return Injected("unlink", path, op.err());
   if (absl::Status s = base_->Unlink(path); !s.ok()) return s;
   RecordRemoved(path);
@@ -444,7 +448,7 @@ absl::Status FaultInjectingFileSystem::Unlink(const std::string& path) {
 }
 
 absl::Status FaultInjectingFileSystem::RemoveAll(const std::string& path) {
-  const Operation op = BeginPowered(path);
+  const Operation op = BeginPowered();
   if (op.err() != 0) return Injected("remove", path, op.err());
   if (absl::Status s = base_->RemoveAll(path); !s.ok()) return s;
   RecordRemoved(path);
@@ -452,7 +456,7 @@ absl::Status FaultInjectingFileSystem::RemoveAll(const std::string& path) {
 }
 
 absl::Status FaultInjectingFileSystem::CreateDirs(const std::string& path) {
-  const Operation op = BeginPowered(path);
+  const Operation op = BeginPowered();
   if (op.err() != 0) return Injected("mkdir", path, op.err());
   return base_->CreateDirs(path);
 }

@@ -117,8 +117,8 @@ class FaultInjectingFileSystem final : public FileSystem {
   // An operation of kind `op` on `path`, checked against the rules and the power; for a write,
   // *torn_prefix is set when only that many bytes may be written first.
   Operation Begin(FaultOp op, const std::string& path, size_t* torn_prefix = nullptr);
-  // A creation or removal on `path`: checked against the power only.
-  Operation BeginPowered(const std::string& path);
+  // A creation or removal: checked against the power only.
+  Operation BeginPowered();
   // Records the synced state of a file: Shoal's files pass their whole content, RocksDB's
   // their synced length.
   void RecordSynced(const std::string& path, std::string content);
