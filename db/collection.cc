@@ -126,6 +126,10 @@ absl::Status Collection::CheckNotDropped() const {
   return absl::OkStatus();
 }
 
+absl::Status Collection::SyncIfAsked(const WriteOptions& options) const {
+  return options.sync ? store_->SyncWal() : absl::OkStatus();
+}
+
 absl::Status Collection::Upsert(std::span<const Record> records, const WriteOptions& options) {
   SHOAL_RETURN_IF_ERROR(ValidateRecords(spec_, records, options_));
   BatchScheduledScope batch_scheduled(options_.batch_scheduled_writes);  // write_scheduling.h
@@ -277,7 +281,10 @@ absl::StatusOr<uint64_t> Collection::Delete(std::span<const Key> keys,
       AddDeleteRows(*iid, key, &batch);
     }
   }
-  if (ids.empty()) return 0;
+  if (ids.empty()) {
+    SHOAL_RETURN_IF_ERROR(SyncIfAsked(options));
+    return 0;
+  }
   claim.Unlock();
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
   absl::MutexLock lock(&state_.mu);

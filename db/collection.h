@@ -145,6 +145,9 @@ class Collection {
     return db::IndexForm(spec_.metric, v, scratch);
   }
   absl::Status CheckNotDropped() const ABSL_SHARED_LOCKS_REQUIRED(write_mu_);
+  // For a synced call that turns out to write nothing: it still makes every write acknowledged
+  // before it durable (WriteOptions::sync), so it syncs the WAL.
+  absl::Status SyncIfAsked(const WriteOptions& options) const;
   // Upsert's last part, once committed: the buffer, key maps and attributes, then the hand-off.
   void ApplyUpsert(std::span<const Record> records, const std::vector<uint64_t>& ids,
                    const std::vector<std::optional<uint64_t>>& old, const index::SpannIndex* spann,

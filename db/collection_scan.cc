@@ -216,6 +216,7 @@ absl::StatusOr<uint64_t> Collection::DeleteByFilter(const Filter* filter,
     ApplyDeletes(live);
     deleted += live.size();
   }
+  if (deleted == 0) SHOAL_RETURN_IF_ERROR(SyncIfAsked(options));
   return deleted;
 }
 

@@ -86,7 +86,10 @@ absl::StatusOr<uint64_t> Collection::DeleteOwned(std::string_view tenant,
     for (uint64_t iid : ids) AddDeleteRows(iid, state_.key_of.At(iid), &batch);
     if (drop) batch.DeleteTenant(id_, t->meta);
   }
-  if (ids.empty() && !drop) return 0;
+  if (ids.empty() && !drop) {
+    SHOAL_RETURN_IF_ERROR(SyncIfAsked(options));
+    return 0;
+  }
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync || drop));
   absl::MutexLock lock(&state_.mu);
   ApplyDeletes(ids);
@@ -213,7 +216,7 @@ absl::Status Collection::SetAccess(std::string_view tenant, std::span<const Key>
       if (grant) leaves.push_back(TenantTreeLeaf(*iid));
     }
   }
-  if (changed.empty()) return absl::OkStatus();
+  if (changed.empty()) return SyncIfAsked(options);
   claim.Unlock();
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
   absl::MutexLock lock(&state_.mu);

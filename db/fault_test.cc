@@ -98,6 +98,22 @@ TEST_F(FaultTest, WalFsyncEioFailsTheWriteThenWritesResume) {
   ReopenAndCheck();
 }
 
+// With every memtable flushed (a whole-database compaction or a snapshot empties them), a WAL
+// fault must still end with a fresh WAL writer: RocksDB 7.8's Resume() replaces the failed one
+// only by flushing a non-empty memtable, and reusing it aborts the process (an assertion).
+TEST_F(FaultTest, WalFaultsAfterEveryMemtableWasFlushedThenWritesResume) {
+  PutRange(0, 10);
+  for (const auto& [op, err] : {std::pair{FaultOp::kWrite, EIO}, std::pair{FaultOp::kSync, EIO},
+                                std::pair{FaultOp::kWrite, ENOSPC}}) {
+    ASSERT_TRUE(db_->Compact("").ok());
+    fs_.Fail(op, ".log", err);
+    EXPECT_FALSE(Put(100).ok());
+    ExpectReadable();
+    PutRange(11, 20);  // one-shot: writes resume on a fresh WAL
+  }
+  ReopenAndCheck();
+}
+
 TEST_F(FaultTest, WalWriteEnospcIsResourceExhaustedUntilCleared) {
   PutRange(0, 10);
   fs_.Fail(FaultOp::kWrite, ".log", ENOSPC, /*one_shot=*/false);

@@ -84,8 +84,9 @@ struct Options {
 
 struct WriteOptions {
   // true: the write is fsync'ed to the WAL before it is acknowledged and survives a machine
-  // crash. false: it survives a process crash (it is in the OS page cache) but may be lost
-  // if the machine loses power.
+  // crash, and so does every write acknowledged before it began (the WAL is one sequence) —
+  // also when the call changes nothing (deleting absent keys still syncs). false: it survives
+  // a process crash (it is in the OS page cache) but may be lost if the machine loses power.
   bool sync = false;
   // Multi-tenancy (shoal/tenants.h). Upsert: the tenant that owns the records (it must exist;
   // its quotas apply); "" = no owner (visible to calls that name no tenant only). Delete: with a

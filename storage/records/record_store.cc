@@ -22,6 +22,7 @@ namespace {
 constexpr char kCollectionRowPrefix[] = "collection/";
 constexpr char kNextIdRowPrefix[] = "next_id/";
 constexpr char kNextCollectionIdRow[] = "next_collection_id";
+constexpr char kMemtableMarker[] = "memtable_marker";  // see KeepMemtableNonEmpty
 constexpr uint8_t kCatalogVersion = 1;
 
 std::string CollectionRow(std::string_view name) {
@@ -310,18 +311,57 @@ absl::Status RecordStore::DropCollection(const StoredCollection& c) {
   return Write(&batch, /*sync=*/true, "dropping collection");
 }
 
-// Resume() replaces a failed WAL writer only as a side effect of flushing a memtable, and RocksDB
-// 7.8 flushes only non-empty ones: after a failure on an empty memtable the next write would
-// reuse the failed writer. A WAL-less marker written at open and after each recovery keeps a
-// memtable non-empty until the next failure.
+// RocksDB 7.8 (Debian's build keeps its assertions) aborts the process when a write uses a WAL
+// writer that failed. Resume() replaces the failed writer only as a side effect of flushing a
+// memtable, and it flushes only non-empty ones. So a catalog memtable must hold something when
+// a write fails: every batch carries a marker row (kMemtableMarker), and it is put back without
+// the WAL after whatever flushes every memtable (open, compaction, checkpoint, resume).
 absl::Status RecordStore::KeepMemtableNonEmpty() {
   rocksdb::WriteOptions no_wal;
   no_wal.disableWAL = true;
-  return FromRocks(db_->Put(no_wal, catalog_, "memtable_marker", ""), "writing marker");
+  return FromRocks(db_->Put(no_wal, catalog_, kMemtableMarker, ""), "writing marker");
+}
+
+bool RecordStore::MemtablesEmpty() {
+  for (rocksdb::ColumnFamilyHandle* h : {catalog_, records_, keys_, index_}) {
+    uint64_t entries = 0;
+    if (!db_->GetIntProperty(h, "rocksdb.num-entries-active-mem-table", &entries) || entries != 0) {
+      return false;
+    }
+  }
+  return true;
+}
+
+absl::Status RecordStore::ResumeWrites(std::string_view context) {
+  const std::string stopped = absl::StrCat(
+      std::string(context), ": writes are stopped after an I/O error and cannot resume yet: ");
+  if (MemtablesEmpty()) {
+    // Resume() would clear the error and keep the failed WAL writer (see above).
+    return absl::UnavailableError(
+        absl::StrCat(stopped,
+                     "the write failed with nothing in memory to flush, so RocksDB cannot replace "
+                     "its WAL; reads go on, and a restart resumes writes"));
+  }
+  rocksdb::Status r = db_->Resume();
+  if (!r.ok()) {
+    const std::string msg = absl::StrCat(stopped, r.ToString());
+    return absl::StrContains(msg, "No space left on device") ? absl::ResourceExhaustedError(msg)
+                                                             : absl::UnavailableError(msg);
+  }
+  SHOAL_RETURN_IF_ERROR(KeepMemtableNonEmpty());
+  stopped_.store(false);
+  return absl::OkStatus();
 }
 
 absl::Status RecordStore::Commit(Batch& batch, bool sync) {
   return Write(batch.batch_.get(), sync, "writing batch");
+}
+
+absl::Status RecordStore::SyncWal() {
+  // An empty batch through the write path, not DB::SyncWAL: a failed fsync then stops writes
+  // until Resume() replaces the WAL, as it does for a failed synced write.
+  rocksdb::WriteBatch empty;
+  return Write(&empty, /*sync=*/true, "syncing the WAL");
 }
 
 absl::Status RecordStore::Write(rocksdb::WriteBatch* batch, bool sync, std::string_view context) {
@@ -331,18 +371,12 @@ absl::Status RecordStore::Write(rocksdb::WriteBatch* batch, bool sync, std::stri
   }
   if (stopped_.load()) {
     // An earlier write failed and RocksDB stopped writes; Resume() flushes what it can and
-    // starts a fresh WAL. It fails while the fault lasts.
-    rocksdb::Status r = db_->Resume();
-    if (!r.ok()) {
-      const std::string msg = absl::StrCat(
-          std::string(context),
-          ": writes are stopped after an I/O error and cannot resume yet: ", r.ToString());
-      return absl::StrContains(msg, "No space left on device") ? absl::ResourceExhaustedError(msg)
-                                                               : absl::UnavailableError(msg);
-    }
-    SHOAL_RETURN_IF_ERROR(KeepMemtableNonEmpty());
-    stopped_.store(false);
+    // starts a fresh WAL. It fails while the fault lasts. No write runs meanwhile.
+    absl::MutexLock lock(&resume_mu_);
+    if (stopped_.load()) SHOAL_RETURN_IF_ERROR(ResumeWrites(context));
   }
+  absl::ReaderMutexLock lock(&resume_mu_);
+  batch->Put(catalog_, kMemtableMarker, "");
   rocksdb::WriteOptions wo;
   wo.sync = sync;
   rocksdb::Status s = db_->Write(wo, batch);

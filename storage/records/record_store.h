@@ -23,11 +23,15 @@
 // error"); reads go on. The next write first asks RocksDB to resume (storage/records/rocksdb_env.h:
 // flush the memtables, start a fresh WAL); while it cannot (the fault persists) writes fail with
 // Unavailable (ResourceExhausted when the disk is full), and they succeed again once the fault
-// clears. A write that failed may or may not be found after a reopen (it was never
-// acknowledged).
+// clears — except when the failed write found every memtable empty (the first write after a
+// flush of all of them): RocksDB 7.8 cannot then replace its WAL writer, and writes stay
+// Unavailable until a reopen. A write that failed may or may not be found after a reopen (it
+// was never acknowledged).
 //
-// Durability: Commit(sync=true) returns after the WAL is fsynced. Concurrent committers share
-// fsyncs (RocksDB's group commit: the leader of a write group syncs for all of it).
+// Durability: Commit(sync=true) returns after the WAL is fsynced, and with it every write
+// committed before (the WAL is one sequence). Concurrent committers share fsyncs (RocksDB's
+// group commit: the leader of a write group syncs for all of it). SyncWal() is that fsync
+// without a write, for a synced call that turns out to change nothing.
 #ifndef SHOAL_STORAGE_RECORDS_RECORD_STORE_H_
 #define SHOAL_STORAGE_RECORDS_RECORD_STORE_H_
 
@@ -43,6 +47,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "shoal/tenants.h"
 #include "shoal/types.h"
 
@@ -184,6 +189,8 @@ class RecordStore {
 
   Batch NewBatch() const { return Batch(this); }
   absl::Status Commit(Batch& batch, bool sync);
+  // Makes every write committed so far durable (an fsync of the WAL); fails as Commit does.
+  absl::Status SyncWal();
 
   absl::StatusOr<std::optional<Record>> GetRecord(uint32_t collection_id, uint64_t internal_id);
   // Many records in one batched read (RocksDB MultiGet); nullopt where a record is absent.
@@ -267,13 +274,18 @@ class RecordStore {
  private:
   RecordStore() = default;
   // Writes `batch`, resuming first if an earlier write stopped RocksDB (see the file comment).
-  absl::Status Write(rocksdb::WriteBatch* batch, bool sync, std::string_view context);
+  absl::Status Write(rocksdb::WriteBatch* batch, bool sync, std::string_view context)
+      ABSL_LOCKS_EXCLUDED(resume_mu_);
+  // Resume() after a failed write, when it can replace the failed WAL writer.
+  absl::Status ResumeWrites(std::string_view context) ABSL_EXCLUSIVE_LOCKS_REQUIRED(resume_mu_);
+  bool MemtablesEmpty();
   absl::Status KeepMemtableNonEmpty();
   // UnreferencedTableFiles' check of one table.
   UnreferencedTable ClassifyUnreferenced(const std::string& name);
   bool read_only_ = false;
   rocksdb::FileLock* lock_ = nullptr;  // held while read-only (RocksDB holds its own otherwise)
   std::atomic<bool> stopped_{false};   // a write failed: Resume() before the next one
+  absl::Mutex resume_mu_;              // writes hold it shared, ResumeWrites exclusively
   std::unique_ptr<rocksdb::Env> env_;  // storage/records/rocksdb_env.h; outlives db_
   rocksdb::DB* db_ = nullptr;
   rocksdb::ColumnFamilyHandle* catalog_ = nullptr;

@@ -65,9 +65,7 @@ absl::Status RecordStore::PutAlias(std::string_view alias, std::string_view coll
   } else {
     batch.Put(catalog_, row, rocksdb::Slice(collection.data(), collection.size()));
   }
-  rocksdb::WriteOptions wo;
-  wo.sync = true;
-  return FromRocks(db_->Write(wo, &batch), absl::StrCat("writing alias ", std::string(alias)));
+  return Write(&batch, /*sync=*/true, absl::StrCat("writing alias ", std::string(alias)));
 }
 
 absl::Status RecordStore::Compact(std::optional<uint32_t> collection_id) {
@@ -90,7 +88,9 @@ absl::Status RecordStore::Compact(std::optional<uint32_t> collection_id) {
     if (!s.ok()) return FromRocks(s, "compacting");
   }
   if (!collection_id.has_value()) {
-    return FromRocks(db_->CompactRange(options, catalog_, nullptr, nullptr), "compacting");
+    rocksdb::Status s = db_->CompactRange(options, catalog_, nullptr, nullptr);
+    KeepMemtableNonEmpty().IgnoreError();  // the compaction flushed every memtable
+    return FromRocks(s, "compacting");
   }
   return absl::OkStatus();
 }
@@ -102,8 +102,9 @@ absl::Status RecordStore::Checkpoint(const std::string& dir) {
   std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
   // log_size_for_flush = 0: flush the memtables first, so the checkpoint holds SST files only
   // (plus an empty WAL) and opens fast.
-  return FromRocks(checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0),
-                   absl::StrCat("checkpoint into ", dir));
+  s = checkpoint->CreateCheckpoint(dir, /*log_size_for_flush=*/0);
+  KeepMemtableNonEmpty().IgnoreError();  // the checkpoint flushed every memtable
+  return FromRocks(s, absl::StrCat("checkpoint into ", dir));
 }
 
 RecordStore::UnreferencedTable RecordStore::ClassifyUnreferenced(const std::string& name) {
