@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace shoal::cluster {
 namespace {
@@ -58,7 +59,9 @@ absl::Status ClusterNode::Start(const std::string& advertise) {
         std::make_unique<Membership>(&etcd_, options_.node_id, advertise, options_.lease_ttl);
     membership = membership_.get();
   }
-  return membership->Start([this](const ClusterView& view) { Reconcile(view); });
+  SHOAL_RETURN_IF_ERROR(membership->Start([this](const ClusterView& view) { Reconcile(view); }));
+  mover_ = std::thread([this] { MoveLoop(); });
+  return absl::OkStatus();
 }
 
 Membership* ClusterNode::membership() const {
@@ -72,6 +75,8 @@ ClusterView ClusterNode::View() const {
 }
 
 void ClusterNode::Stop() {
+  stop_moves_ = true;
+  if (mover_.joinable()) mover_.join();
   if (Membership* membership = this->membership()) membership->Stop();
   std::map<std::string, std::shared_ptr<ShardReplica>> replicas;
   {
@@ -102,8 +107,63 @@ void ClusterNode::Rereplicate(const ClusterView& view) {
   }
 }
 
+// On the coordinator: a node that keeps too few shards (it joined, or came back after its
+// shards were re-replicated) gets one replica moved to it; the next view change (the target
+// completing the move) plans the next one.
+void ClusterNode::PlanMoves(const ClusterView& view) {
+  if (view.coordinator != options_.node_id || !view.etcd_reachable) return;
+  std::vector<std::string> live;
+  for (const auto& [id, address] : view.nodes) live.push_back(id);
+  for (const auto& [name, current] : view.collections) {
+    ShardMap map = current;
+    if (!cluster::PlanMove(live, map)) continue;
+    auto revision = view.collection_revisions.find(name);
+    if (revision == view.collection_revisions.end()) continue;
+    absl::StatusOr<bool> written =
+        etcd_.CompareAndPut(kCollectionsPrefix + name, EncodeShardMap(map), revision->second);
+    if (written.ok() && *written) {
+      std::cerr << "shoald: cluster: " << name << " shard map version " << map.version
+                << ": moving shard " << map.move->shard << " from " << map.move->from << " to "
+                << map.move->to << "\n";
+    }
+  }
+}
+
+// On a move's target: once its copy has applied the shard's stream as far as it reached a
+// moment ago, the move completes (the source leaves the shard). The txn on the map's
+// mod_revision makes a write over a newer map fail; the next round reads it again.
+void ClusterNode::CompleteMoves() {
+  const ClusterView view = View();
+  for (const auto& [name, current] : view.collections) {
+    if (!current.move || current.move->to != options_.node_id) continue;
+    std::shared_ptr<ShardReplica> replica = LocalReplica(name, current.move->shard);
+    if (replica == nullptr) continue;
+    absl::StatusOr<uint64_t> last = log_->LastSequence(name, current.move->shard);
+    if (!last.ok() || replica->applied() < *last) continue;
+    ShardMap map = current;
+    CompleteMove(map);
+    auto revision = view.collection_revisions.find(name);
+    if (revision == view.collection_revisions.end()) continue;
+    absl::StatusOr<bool> written =
+        etcd_.CompareAndPut(kCollectionsPrefix + name, EncodeShardMap(map), revision->second);
+    if (written.ok() && *written) {
+      std::cerr << "shoald: cluster: " << name << " shard map version " << map.version
+                << ": moved shard " << current.move->shard << " to " << options_.node_id
+                << " (applied " << replica->applied() << ")\n";
+    }
+  }
+}
+
+void ClusterNode::MoveLoop() {
+  while (!stop_moves_) {
+    CompleteMoves();
+    for (int i = 0; i < 4 && !stop_moves_; ++i) absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
 void ClusterNode::Reconcile(const ClusterView& view) {
   Rereplicate(view);
+  PlanMoves(view);
   std::set<std::string> mine;
   for (const auto& [name, map] : view.collections) {
     for (uint32_t shard = 0; shard < map.replicas.size(); ++shard) {
@@ -212,6 +272,7 @@ std::vector<Replica> ClusterNode::Replicas(const ShardMap& map, uint32_t shard) 
   std::vector<Replica> out;
   if (shard >= map.replicas.size()) return out;
   for (const std::string& id : map.replicas[shard]) {
+    if (!ReadableReplica(map, shard, id)) continue;  // still catching up
     if (id == options_.node_id) {
       if (LocalReplica(map.spec.name, shard) != nullptr) {
         out.insert(out.begin(), Replica{.node_id = id, .local = true});

@@ -11,15 +11,20 @@
 // The coordinator (the node elected through etcd) is the only writer of shard maps: it answers
 // CreateShardedCollection, which other nodes forward to it, and when a node's lease expires it
 // gives that node's shards to live nodes (Rereplicate in shard_map.h), which catch up from the
-// shard's stream (it keeps every entry).
+// shard's stream (it keeps every entry). When a node joins (or comes back after its shards
+// went elsewhere) it moves replicas to it one at a time (PlanMove): the target starts its copy
+// and catches up from the stream while reads keep using the other replicas, and completes the
+// move itself once caught up (the source then leaves the shard).
 //
 // Thread safety: all methods are thread-safe.
 #ifndef SHOAL_CLUSTER_CLUSTER_NODE_H_
 #define SHOAL_CLUSTER_CLUSTER_NODE_H_
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -99,6 +104,10 @@ class ClusterNode {
   // Starts replicas for the shards the view gives this node and stops the others.
   void Reconcile(const ClusterView& view);
   void Rereplicate(const ClusterView& view);
+  void PlanMoves(const ClusterView& view);
+  // Completes the moves whose target is this node and has caught up (every 200 ms).
+  void CompleteMoves();
+  void MoveLoop();
   absl::Status CreateAsCoordinator(const CollectionSpec& spec);
 
   DB* const local_;
@@ -112,6 +121,8 @@ class ClusterNode {
   // "<collection>@<shard>" -> this node's copy.
   std::map<std::string, std::shared_ptr<ShardReplica>> replicas_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<client::Client>> peers_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> stop_moves_{false};
+  std::thread mover_;  // MoveLoop, from Start to Stop
 };
 
 }  // namespace shoal::cluster
