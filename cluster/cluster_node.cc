@@ -155,8 +155,10 @@ void ClusterNode::CompleteMoves() {
 }
 
 void ClusterNode::MoveLoop() {
-  while (!stop_moves_) {
+  for (uint64_t round = 1; !stop_moves_; ++round) {
     CompleteMoves();
+    if (round % 5 == 0) PublishApplied();
+    if (round % 10 == 0) PurgeStreams();
     for (int i = 0; i < 4 && !stop_moves_; ++i) absl::SleepFor(absl::Milliseconds(50));
   }
 }
@@ -175,8 +177,12 @@ void ClusterNode::Reconcile(const ClusterView& view) {
         absl::MutexLock lock(&mu_);
         if (replicas_.contains(local_name)) continue;
       }
-      auto replica = std::make_shared<ShardReplica>(local_, log_.get(), options_.node_id, map.spec,
-                                                    shard, options_.state_dir);
+      const std::string collection = name;
+      auto replica = std::make_shared<ShardReplica>(
+          local_, log_.get(), options_.node_id, map.spec, shard, options_.state_dir,
+          [this, collection](uint32_t shard, uint64_t first_kept) {
+            return FindSeed(collection, shard, first_kept);
+          });
       if (absl::Status s = replica->Start(); !s.ok()) {
         std::cerr << "shoald: cluster: cannot open " << local_name << ": " << s << "\n";
         continue;
@@ -274,7 +280,8 @@ std::vector<Replica> ClusterNode::Replicas(const ShardMap& map, uint32_t shard) 
   for (const std::string& id : map.replicas[shard]) {
     if (!ReadableReplica(map, shard, id)) continue;  // still catching up
     if (id == options_.node_id) {
-      if (LocalReplica(map.spec.name, shard) != nullptr) {
+      if (std::shared_ptr<ShardReplica> mine = LocalReplica(map.spec.name, shard);
+          mine != nullptr && mine->ready()) {
         out.insert(out.begin(), Replica{.node_id = id, .local = true});
       }
       continue;

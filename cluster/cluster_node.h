@@ -43,6 +43,9 @@
 
 namespace shoal::cluster {
 
+// Where nodes publish their shard copies' applied sequences (retention.cc).
+inline constexpr char kAppliedPrefix[] = "/shoal-applied/";
+
 struct ClusterNodeOptions {
   std::string etcd_url;   // "http://HOST:PORT"
   std::string nats_url;   // "nats://HOST:PORT"
@@ -107,7 +110,18 @@ class ClusterNode {
   void PlanMoves(const ClusterView& view);
   // Completes the moves whose target is this node and has caught up (every 200 ms).
   void CompleteMoves();
+  // Moves, retention: every 200 ms CompleteMoves, every second PublishApplied, every 2 s
+  // PurgeStreams.
   void MoveLoop();
+  // retention.cc: publishes the applied sequences of this node's copies that changed.
+  void PublishApplied();
+  absl::StatusOr<uint64_t> PublishedApplied(const std::string& collection, uint32_t shard,
+                                            const std::string& node);
+  // On the coordinator: purges each shard's stream up to its replicas' lowest applied sequence.
+  void PurgeStreams();
+  // Another readable replica of the shard that applied at least first_kept - 1.
+  absl::StatusOr<SeedSource> FindSeed(const std::string& collection, uint32_t shard,
+                                      uint64_t first_kept);
   absl::Status CreateAsCoordinator(const CollectionSpec& spec);
 
   DB* const local_;
@@ -123,6 +137,10 @@ class ClusterNode {
   std::map<std::string, std::shared_ptr<client::Client>> peers_ ABSL_GUARDED_BY(mu_);
   std::atomic<bool> stop_moves_{false};
   std::thread mover_;  // MoveLoop, from Start to Stop
+  // Only MoveLoop's thread uses these: "<collection>@<shard>" -> published applied sequence;
+  // stream -> the sequence it was purged through.
+  std::map<std::string, uint64_t> published_;
+  std::map<std::string, uint64_t> purged_;
 };
 
 }  // namespace shoal::cluster
