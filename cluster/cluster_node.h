@@ -8,13 +8,15 @@
 //   // ... once the gRPC server listens:
 //   SHOAL_RETURN_IF_ERROR(node->Start("10.0.0.5:50051"));
 //
-// The coordinator (the node elected through etcd) is the only writer of shard maps: it answers
-// CreateShardedCollection, which other nodes forward to it, and when a node's lease expires it
+// The coordinator (the node elected through etcd) writes shard maps: it answers
+// CreateShardedCollection, which other nodes forward to it; when a node's lease expires it
 // gives that node's shards to live nodes (Rereplicate in shard_map.h), which catch up from the
-// shard's stream (it keeps every entry). When a node joins (or comes back after its shards
-// went elsewhere) it moves replicas to it one at a time (PlanMove): the target starts its copy
-// and catches up from the stream while reads keep using the other replicas, and completes the
-// move itself once caught up (the source then leaves the shard).
+// shard's stream (or, past its retention, copy the shard from another replica first:
+// retention.cc); when a node joins (or comes back after its shards went elsewhere) it moves
+// replicas to it one at a time (PlanMove): the target starts its copy and catches up while
+// reads keep using the other replicas, then completes the move itself (the one map write not
+// made by the coordinator; the source leaves the shard). Every map write is a txn on the map's
+// mod_revision, so a write over a newer map fails and is planned again from the new view.
 //
 // Thread safety: all methods are thread-safe.
 #ifndef SHOAL_CLUSTER_CLUSTER_NODE_H_
