@@ -310,4 +310,9 @@ absl::StatusOr<std::shared_ptr<client::Client>> ClusterNode::Peer(const std::str
   return shared;
 }
 
+absl::StatusOr<std::unique_ptr<client::Client>> ClusterNode::ConnectPeer(
+    const std::string& address, absl::Duration timeout) const {
+  return client::Client::Connect(address, {.api_key = options_.api_key, .timeout = timeout});
+}
+
 }  // namespace shoal::cluster

@@ -97,6 +97,9 @@ class ClusterNode {
   std::shared_ptr<ShardReplica> LocalReplica(const std::string& collection, uint32_t shard) const;
   // A client of the node at `address` (made once, then shared).
   absl::StatusOr<std::shared_ptr<client::Client>> Peer(const std::string& address);
+  // A client of its own whose calls may each take up to `timeout` (index builds).
+  absl::StatusOr<std::unique_ptr<client::Client>> ConnectPeer(const std::string& address,
+                                                              absl::Duration timeout) const;
 
   // Whether etcd answered the last read (false before Start).
   bool etcd_reachable() const { return View().etcd_reachable; }
