@@ -169,7 +169,9 @@ bool ShardReplica::ConsumeOnce(natsSubscription* sub) {
   for (int i = 0; i < list.Count && ok; ++i) {
     natsMsg* msg = list.Msgs[i];
     const uint64_t sequence = SequenceOf(msg);
-    if (sequence == 0) {
+    // A gap: the entries after `last` were purged (this copy was out of the shard for a
+    // moment). Subscribe again; SeedIfBehind copies the shard afresh.
+    if (sequence == 0 || sequence > last + 1) {
       ok = false;
       break;
     }
@@ -257,6 +259,8 @@ absl::Status ShardReplica::SeedIfBehind() {
     return absl::UnavailableError(absl::StrCat("replica on ", source->node_id, " applied ",
                                                source->applied, ", the stream starts at ", *first));
   }
+  ready_ = false;  // until it has caught up again
+  ready_at_.reset();
   absl::StatusOr<uint64_t> copied = CopyFrom(*source);
   if (!copied.ok()) return copied.status();
   if (absl::Status s = RecordApplied(source->applied); !s.ok()) return s;
