@@ -6,6 +6,7 @@
 #include "bench/ann_bench.h"
 #include "bench/blas_env.h"
 #include "bench/cache_bench.h"
+#include "bench/cluster_bench.h"
 #include "bench/flat_bench.h"
 #include "bench/kmeans_bench.h"
 #include "bench/serve_bench.h"
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
   shoal::bench::RegisterServeCommand(app, &exit_code);
   shoal::bench::RegisterCacheCommand(app, &exit_code);
   shoal::bench::RegisterTenantsCommand(app, &exit_code);
+  shoal::bench::RegisterClusterCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }

@@ -70,6 +70,7 @@ absl::StatusOr<CollectionInfo> ClusterDB::DescribeSharded(const ShardMap& map) c
         part = (*peer)->DescribeCollection(local_name);
       }
       if (!part.ok()) continue;
+      if (shard == 0) info.index = part->index;  // every copy is built alike (BuildIndex)
       info.num_vectors += part->num_vectors;
       info.unindexed_vectors += part->unindexed_vectors;
       break;
@@ -97,7 +98,9 @@ absl::StatusOr<std::vector<AliasInfo>> ClusterDB::ListAliases() { return local_-
 
 absl::Status ClusterDB::BuildIndex(std::string_view collection, std::string_view spec,
                                    const IndexBuildProgressFn& progress) {
-  if (IsSharded(collection)) return NotYetSharded("BuildIndex", collection);
+  if (std::optional<ShardMap> map = node_->FindShardMap(collection)) {
+    return BuildShardedIndex(*map, spec);  // no progress reports: the builds run on many nodes
+  }
   return local_->BuildIndex(collection, spec, progress);
 }
 

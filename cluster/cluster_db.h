@@ -13,7 +13,11 @@
 //     read from JetStream and the chosen replica waits until it has applied it.
 //   - "<collection>@<shard>" names a node's local copy of a shard: calls on it (from other
 //     nodes' fan-outs) go to the local DB, after waiting for min_applied_sequence.
-// Index builds, tenants and aliases of a sharded collection are UNIMPLEMENTED for now.
+//   - BuildIndex of a sharded collection: every live replica of every shard builds the index
+//     over its own copy, the nodes side by side (cluster_admin.cc); no progress reports; the
+//     first error names shard and node. A copy made later (a move, a re-replication) starts
+//     without the index (exact search) until BuildIndex runs again.
+// Drop, compaction, tenants and aliases of a sharded collection are UNIMPLEMENTED for now.
 //
 // Errors: as DB, plus UNAVAILABLE when NATS, etcd or every replica of a shard is away (naming
 // the shard), UNIMPLEMENTED for calls sharded collections do not support yet.
@@ -134,6 +138,7 @@ class ClusterDB : public DB {
                                                               const ReadOptions& options) const;
   absl::Status CheckRecords(const ShardMap& map, std::span<const Record> records) const;
   absl::StatusOr<CollectionInfo> DescribeSharded(const ShardMap& map) const;
+  absl::Status BuildShardedIndex(const ShardMap& map, std::string_view spec);
 
   std::unique_ptr<DB> local_;
   ClusterNode* const node_;

@@ -6,6 +6,7 @@
 #include <system_error>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace shoal::cluster {
 namespace {
@@ -58,7 +59,9 @@ absl::Status ClusterNode::Start(const std::string& advertise) {
         std::make_unique<Membership>(&etcd_, options_.node_id, advertise, options_.lease_ttl);
     membership = membership_.get();
   }
-  return membership->Start([this](const ClusterView& view) { Reconcile(view); });
+  SHOAL_RETURN_IF_ERROR(membership->Start([this](const ClusterView& view) { Reconcile(view); }));
+  mover_ = std::thread([this] { MoveLoop(); });
+  return absl::OkStatus();
 }
 
 Membership* ClusterNode::membership() const {
@@ -72,6 +75,8 @@ ClusterView ClusterNode::View() const {
 }
 
 void ClusterNode::Stop() {
+  stop_moves_ = true;
+  if (mover_.joinable()) mover_.join();
   if (Membership* membership = this->membership()) membership->Stop();
   std::map<std::string, std::shared_ptr<ShardReplica>> replicas;
   {
@@ -102,8 +107,65 @@ void ClusterNode::Rereplicate(const ClusterView& view) {
   }
 }
 
+// On the coordinator: a node that keeps too few shards (it joined, or came back after its
+// shards were re-replicated) gets one replica moved to it; the next view change (the target
+// completing the move) plans the next one.
+void ClusterNode::PlanMoves(const ClusterView& view) {
+  if (view.coordinator != options_.node_id || !view.etcd_reachable) return;
+  std::vector<std::string> live;
+  for (const auto& [id, address] : view.nodes) live.push_back(id);
+  for (const auto& [name, current] : view.collections) {
+    ShardMap map = current;
+    if (!cluster::PlanMove(live, map)) continue;
+    auto revision = view.collection_revisions.find(name);
+    if (revision == view.collection_revisions.end()) continue;
+    absl::StatusOr<bool> written =
+        etcd_.CompareAndPut(kCollectionsPrefix + name, EncodeShardMap(map), revision->second);
+    if (written.ok() && *written) {
+      std::cerr << "shoald: cluster: " << name << " shard map version " << map.version
+                << ": moving shard " << map.move->shard << " from " << map.move->from << " to "
+                << map.move->to << "\n";
+    }
+  }
+}
+
+// On a move's target: once its copy has applied the shard's stream as far as it reached a
+// moment ago, the move completes (the source leaves the shard). The txn on the map's
+// mod_revision makes a write over a newer map fail; the next round reads it again.
+void ClusterNode::CompleteMoves() {
+  const ClusterView view = View();
+  for (const auto& [name, current] : view.collections) {
+    if (!current.move || current.move->to != options_.node_id) continue;
+    std::shared_ptr<ShardReplica> replica = LocalReplica(name, current.move->shard);
+    if (replica == nullptr) continue;
+    absl::StatusOr<uint64_t> last = log_->LastSequence(name, current.move->shard);
+    if (!last.ok() || replica->applied() < *last) continue;
+    ShardMap map = current;
+    CompleteMove(map);
+    auto revision = view.collection_revisions.find(name);
+    if (revision == view.collection_revisions.end()) continue;
+    absl::StatusOr<bool> written =
+        etcd_.CompareAndPut(kCollectionsPrefix + name, EncodeShardMap(map), revision->second);
+    if (written.ok() && *written) {
+      std::cerr << "shoald: cluster: " << name << " shard map version " << map.version
+                << ": moved shard " << current.move->shard << " to " << options_.node_id
+                << " (applied " << replica->applied() << ")\n";
+    }
+  }
+}
+
+void ClusterNode::MoveLoop() {
+  for (uint64_t round = 1; !stop_moves_; ++round) {
+    CompleteMoves();
+    if (round % 5 == 0) PublishApplied();
+    if (round % 10 == 0) PurgeStreams();
+    for (int i = 0; i < 4 && !stop_moves_; ++i) absl::SleepFor(absl::Milliseconds(50));
+  }
+}
+
 void ClusterNode::Reconcile(const ClusterView& view) {
   Rereplicate(view);
+  PlanMoves(view);
   std::set<std::string> mine;
   for (const auto& [name, map] : view.collections) {
     for (uint32_t shard = 0; shard < map.replicas.size(); ++shard) {
@@ -115,8 +177,12 @@ void ClusterNode::Reconcile(const ClusterView& view) {
         absl::MutexLock lock(&mu_);
         if (replicas_.contains(local_name)) continue;
       }
-      auto replica = std::make_shared<ShardReplica>(local_, log_.get(), options_.node_id, map.spec,
-                                                    shard, options_.state_dir);
+      const std::string collection = name;
+      auto replica = std::make_shared<ShardReplica>(
+          local_, log_.get(), options_.node_id, map.spec, shard, options_.state_dir,
+          [this, collection](uint32_t shard, uint64_t first_kept) {
+            return FindSeed(collection, shard, first_kept);
+          });
       if (absl::Status s = replica->Start(); !s.ok()) {
         std::cerr << "shoald: cluster: cannot open " << local_name << ": " << s << "\n";
         continue;
@@ -212,8 +278,10 @@ std::vector<Replica> ClusterNode::Replicas(const ShardMap& map, uint32_t shard) 
   std::vector<Replica> out;
   if (shard >= map.replicas.size()) return out;
   for (const std::string& id : map.replicas[shard]) {
+    if (!ReadableReplica(map, shard, id)) continue;  // still catching up
     if (id == options_.node_id) {
-      if (LocalReplica(map.spec.name, shard) != nullptr) {
+      if (std::shared_ptr<ShardReplica> mine = LocalReplica(map.spec.name, shard);
+          mine != nullptr && mine->ready()) {
         out.insert(out.begin(), Replica{.node_id = id, .local = true});
       }
       continue;
@@ -240,6 +308,11 @@ absl::StatusOr<std::shared_ptr<client::Client>> ClusterNode::Peer(const std::str
   std::shared_ptr<client::Client> shared = *std::move(peer);
   peers_[address] = shared;
   return shared;
+}
+
+absl::StatusOr<std::unique_ptr<client::Client>> ClusterNode::ConnectPeer(
+    const std::string& address, absl::Duration timeout) const {
+  return client::Client::Connect(address, {.api_key = options_.api_key, .timeout = timeout});
 }
 
 }  // namespace shoal::cluster

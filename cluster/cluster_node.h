@@ -8,18 +8,25 @@
 //   // ... once the gRPC server listens:
 //   SHOAL_RETURN_IF_ERROR(node->Start("10.0.0.5:50051"));
 //
-// The coordinator (the node elected through etcd) is the only writer of shard maps: it answers
-// CreateShardedCollection, which other nodes forward to it, and when a node's lease expires it
+// The coordinator (the node elected through etcd) writes shard maps: it answers
+// CreateShardedCollection, which other nodes forward to it; when a node's lease expires it
 // gives that node's shards to live nodes (Rereplicate in shard_map.h), which catch up from the
-// shard's stream (it keeps every entry).
+// shard's stream (or, past its retention, copy the shard from another replica first:
+// retention.cc); when a node joins (or comes back after its shards went elsewhere) it moves
+// replicas to it one at a time (PlanMove): the target starts its copy and catches up while
+// reads keep using the other replicas, then completes the move itself (the one map write not
+// made by the coordinator; the source leaves the shard). Every map write is a txn on the map's
+// mod_revision, so a write over a newer map fails and is planned again from the new view.
 //
 // Thread safety: all methods are thread-safe.
 #ifndef SHOAL_CLUSTER_CLUSTER_NODE_H_
 #define SHOAL_CLUSTER_CLUSTER_NODE_H_
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -37,6 +44,9 @@
 #include "shoal/db.h"
 
 namespace shoal::cluster {
+
+// Where nodes publish their shard copies' applied sequences (retention.cc).
+inline constexpr char kAppliedPrefix[] = "/shoal-applied/";
 
 struct ClusterNodeOptions {
   std::string etcd_url;   // "http://HOST:PORT"
@@ -87,6 +97,9 @@ class ClusterNode {
   std::shared_ptr<ShardReplica> LocalReplica(const std::string& collection, uint32_t shard) const;
   // A client of the node at `address` (made once, then shared).
   absl::StatusOr<std::shared_ptr<client::Client>> Peer(const std::string& address);
+  // A client of its own whose calls may each take up to `timeout` (index builds).
+  absl::StatusOr<std::unique_ptr<client::Client>> ConnectPeer(const std::string& address,
+                                                              absl::Duration timeout) const;
 
   // Whether etcd answered the last read (false before Start).
   bool etcd_reachable() const { return View().etcd_reachable; }
@@ -99,6 +112,21 @@ class ClusterNode {
   // Starts replicas for the shards the view gives this node and stops the others.
   void Reconcile(const ClusterView& view);
   void Rereplicate(const ClusterView& view);
+  void PlanMoves(const ClusterView& view);
+  // Completes the moves whose target is this node and has caught up (every 200 ms).
+  void CompleteMoves();
+  // Moves, retention: every 200 ms CompleteMoves, every second PublishApplied, every 2 s
+  // PurgeStreams.
+  void MoveLoop();
+  // retention.cc: publishes the applied sequences of this node's copies that changed.
+  void PublishApplied();
+  absl::StatusOr<uint64_t> PublishedApplied(const std::string& collection, uint32_t shard,
+                                            const std::string& node);
+  // On the coordinator: purges each shard's stream up to its replicas' lowest applied sequence.
+  void PurgeStreams();
+  // Another readable replica of the shard that applied at least first_kept - 1.
+  absl::StatusOr<SeedSource> FindSeed(const std::string& collection, uint32_t shard,
+                                      uint64_t first_kept);
   absl::Status CreateAsCoordinator(const CollectionSpec& spec);
 
   DB* const local_;
@@ -112,6 +140,12 @@ class ClusterNode {
   // "<collection>@<shard>" -> this node's copy.
   std::map<std::string, std::shared_ptr<ShardReplica>> replicas_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, std::shared_ptr<client::Client>> peers_ ABSL_GUARDED_BY(mu_);
+  std::atomic<bool> stop_moves_{false};
+  std::thread mover_;  // MoveLoop, from Start to Stop
+  // Only MoveLoop's thread uses these: "<collection>@<shard>" -> published applied sequence;
+  // stream -> the sequence it was purged through.
+  std::map<std::string, uint64_t> published_;
+  std::map<std::string, uint64_t> purged_;
 };
 
 }  // namespace shoal::cluster

@@ -25,10 +25,14 @@ absl::Status NoReplica(const ShardMap& map, uint32_t shard, const absl::Status& 
 }  // namespace
 
 absl::Status ClusterDB::WaitLocalApplied(std::string_view local_name, uint64_t sequence) const {
-  if (sequence == 0) return absl::OkStatus();
   std::optional<std::pair<std::string, uint32_t>> shard = ParseShardCollectionName(local_name);
   std::shared_ptr<ShardReplica> replica =
       shard ? node_->LocalReplica(shard->first, shard->second) : nullptr;
+  if (replica != nullptr && !replica->ready()) {
+    return absl::UnavailableError(absl::StrCat("collection: '", std::string(local_name),
+                                               "' is still catching up on this node"));
+  }
+  if (sequence == 0) return absl::OkStatus();
   if (replica == nullptr) {
     return absl::UnavailableError(absl::StrCat("collection: '", std::string(local_name),
                                                "' is not a shard copy this node keeps"));

@@ -123,4 +123,27 @@ absl::StatusOr<uint64_t> ShardLog::LastSequence(const std::string& collection, u
   return last;
 }
 
+absl::StatusOr<uint64_t> ShardLog::FirstSequence(const std::string& collection, uint32_t shard) {
+  const std::string name = StreamName(collection, shard);
+  jsOptions options = RequestOptions(timeout_);
+  jsStreamInfo* info = nullptr;
+  jsErrCode error = static_cast<jsErrCode>(0);
+  natsStatus s = js_GetStreamInfo(&info, js_, name.c_str(), &options, &error);
+  if (s != NATS_OK) return NatsStatus("stream info " + name, s, error);
+  // An empty stream reports first = last + 1 (or 0 when nothing was ever written).
+  const uint64_t first = info->State.Msgs == 0 ? info->State.LastSeq + 1 : info->State.FirstSeq;
+  jsStreamInfo_Destroy(info);
+  return first;
+}
+
+absl::Status ShardLog::Purge(const std::string& collection, uint32_t shard, uint64_t keep_from) {
+  const std::string name = StreamName(collection, shard);
+  jsOptions options = RequestOptions(timeout_);
+  options.Stream.Purge.Sequence = keep_from;
+  jsErrCode error = static_cast<jsErrCode>(0);
+  natsStatus s = js_PurgeStream(js_, name.c_str(), &options, &error);
+  if (s != NATS_OK) return NatsStatus("purge " + name, s, error);
+  return absl::OkStatus();
+}
+
 }  // namespace shoal::cluster

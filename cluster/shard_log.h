@@ -49,6 +49,11 @@ class ShardLog {
                                    const std::string& payload);
   // The sequence of the shard's last entry (0 when empty).
   absl::StatusOr<uint64_t> LastSequence(const std::string& collection, uint32_t shard);
+  // The sequence of the shard's first entry still kept (last + 1 when every entry is purged).
+  absl::StatusOr<uint64_t> FirstSequence(const std::string& collection, uint32_t shard);
+  // Removes the shard's entries before `keep_from` (retention once every replica has applied
+  // them; a replica that needs older ones copies the shard from another: shard_replica.h).
+  absl::Status Purge(const std::string& collection, uint32_t shard, uint64_t keep_from);
 
   __jsCtx* jetstream() const { return js_; }
   absl::Duration timeout() const { return timeout_; }

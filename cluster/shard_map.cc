@@ -28,6 +28,9 @@ std::string EncodeShardMap(const ShardMap& map) {
                {"version", map.version},
                {"stream_replicas", map.stream_replicas},
                {"replicas", map.replicas}};
+  if (map.move) {
+    json["move"] = {{"shard", map.move->shard}, {"from", map.move->from}, {"to", map.move->to}};
+  }
   return json.dump();
 }
 
@@ -46,12 +49,21 @@ absl::StatusOr<ShardMap> DecodeShardMap(const std::string& text) {
     map.version = json.at("version").get<int64_t>();
     map.stream_replicas = json.value("stream_replicas", 1u);
     map.replicas = json.at("replicas").get<std::vector<std::vector<std::string>>>();
+    if (json.contains("move")) {
+      const Json& move = json.at("move");
+      map.move = ShardMap::Move{.shard = move.at("shard").get<uint32_t>(),
+                                .from = move.at("from").get<std::string>(),
+                                .to = move.at("to").get<std::string>()};
+    }
   } catch (const Json::exception& error) {  // nlohmann throws on a missing or mistyped field
     return BadMap(absl::StrCat(error.what(), " in ", text));
   }
   if (map.spec.shards == 0 || map.replicas.size() != map.spec.shards) {
     return BadMap(absl::StrCat("shards ", map.spec.shards, " but ", map.replicas.size(),
                                " replica lists in ", text));
+  }
+  if (map.move && map.move->shard >= map.spec.shards) {
+    return BadMap(absl::StrCat("move of shard ", map.move->shard, " in ", text));
   }
   return map;
 }
@@ -120,10 +132,61 @@ bool Rereplicate(const std::vector<std::string>& live, ShardMap& map) {
       ++load[*best];
     }
   }
-  if (next == map.replicas) return false;
+  std::optional<ShardMap::Move> move = map.move;
+  if (move &&
+      (!load.contains(move->to) || std::find(next[move->shard].begin(), next[move->shard].end(),
+                                             move->to) == next[move->shard].end())) {
+    move.reset();  // its target is gone: the shard keeps what it has
+  }
+  if (next == map.replicas && move == map.move) return false;
   map.replicas = std::move(next);
+  map.move = std::move(move);
   ++map.version;
   return true;
+}
+
+bool PlanMove(const std::vector<std::string>& live, ShardMap& map) {
+  if (map.move || live.empty()) return false;
+  std::map<std::string, int> load;
+  for (const std::string& node : live) load[node] = 0;
+  for (const auto& nodes : map.replicas) {
+    for (const std::string& node : nodes) {
+      if (load.contains(node)) ++load[node];
+    }
+  }
+  auto least = std::min_element(load.begin(), load.end(),
+                                [](const auto& a, const auto& b) { return a.second < b.second; });
+  auto most = std::max_element(load.begin(), load.end(),
+                               [](const auto& a, const auto& b) { return a.second < b.second; });
+  if (most->second - least->second < 2) return false;  // balanced as well as it can be
+  for (uint32_t s = 0; s < map.replicas.size(); ++s) {
+    std::vector<std::string>& nodes = map.replicas[s];
+    if (std::find(nodes.begin(), nodes.end(), most->first) == nodes.end() ||
+        std::find(nodes.begin(), nodes.end(), least->first) != nodes.end()) {
+      continue;
+    }
+    nodes.push_back(least->first);
+    map.move = ShardMap::Move{.shard = s, .from = most->first, .to = least->first};
+    ++map.version;
+    return true;
+  }
+  return false;
+}
+
+bool CompleteMove(ShardMap& map) {
+  if (!map.move) return false;
+  std::vector<std::string>& nodes = map.replicas[map.move->shard];
+  nodes.erase(std::remove(nodes.begin(), nodes.end(), map.move->from), nodes.end());
+  map.move.reset();
+  ++map.version;
+  return true;
+}
+
+bool ReadableReplica(const ShardMap& map, uint32_t shard, const std::string& node) {
+  if (shard >= map.replicas.size()) return false;
+  if (map.move && map.move->shard == shard && map.move->to == node) return false;
+  const std::vector<std::string>& nodes = map.replicas[shard];
+  return std::find(nodes.begin(), nodes.end(), node) != nodes.end();
 }
 
 uint32_t ShardOfKey(const Key& key, uint32_t shards) {

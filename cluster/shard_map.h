@@ -34,6 +34,16 @@ struct ShardMap {
   std::vector<std::vector<std::string>> replicas;
   // Copies JetStream keeps of each shard's stream (min(R, NATS servers)).
   uint32_t stream_replicas = 1;
+  // A shard replica moving to a node that keeps fewer shards than its share (PlanMove): `to`
+  // is already in replicas[shard] (last) and catches up; reads do not use it until the move
+  // completes (CompleteMove), which drops `from`. At most one move per map.
+  struct Move {
+    uint32_t shard = 0;
+    std::string from;
+    std::string to;
+    bool operator==(const Move&) const = default;
+  };
+  std::optional<Move> move;
 };
 
 std::string EncodeShardMap(const ShardMap& map);
@@ -55,6 +65,17 @@ absl::StatusOr<std::vector<std::vector<std::string>>> AssignShards(std::vector<s
 // map.spec.replication, or every live node. True (and `map` changed, version + 1) when any
 // shard changed.
 bool Rereplicate(const std::vector<std::string>& live, ShardMap& map);
+
+// When no move is under way and the most loaded live node keeps at least 2 shards more than
+// the least loaded one (a node that just joined keeps none): starts moving one replica from
+// the most loaded node (of a shard the least loaded lacks) to the least loaded (ties by id).
+// True (and `map` changed, version + 1) when it did.
+bool PlanMove(const std::vector<std::string>& live, ShardMap& map);
+// Completes map.move: drops `from` from the shard's replicas (when still there) and clears the
+// move; version + 1. False when there is no move.
+bool CompleteMove(ShardMap& map);
+// Whether `node` keeps a readable replica of `shard`: listed and not the target of a move.
+bool ReadableReplica(const ShardMap& map, uint32_t shard, const std::string& node);
 
 // The shard of `key`: FNV-1a (64-bit) of a kind byte and the key's bytes (a uint64 as 8 bytes
 // little-endian), modulo `shards`. Never changes: it decides where stored records live.

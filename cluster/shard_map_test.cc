@@ -1,7 +1,9 @@
 #include "cluster/shard_map.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -119,6 +121,84 @@ TEST(ShardMapTest, ShardCollectionNamesRoundTrip) {
   EXPECT_FALSE(ParseShardCollectionName("docs@x").has_value());
   EXPECT_EQ(StreamName("docs", 2), "shoal_docs_2");
   EXPECT_EQ(StreamSubject("docs", 2), "shoal.docs.2");
+}
+
+ShardMap TwoNodeMap() {
+  return ShardMap{.spec = {.name = "docs", .dimension = 8, .shards = 3, .replication = 2},
+                  .version = 1,
+                  .replicas = {{"n1", "n2"}, {"n2", "n1"}, {"n1", "n2"}}};
+}
+
+std::map<std::string, int> Loads(const ShardMap& map) {
+  std::map<std::string, int> load;
+  for (const auto& nodes : map.replicas) {
+    for (const std::string& node : nodes) ++load[node];
+  }
+  return load;
+}
+
+TEST(ShardMapTest, MovesEncodeAndDecode) {
+  ShardMap map = TwoNodeMap();
+  map.move = ShardMap::Move{.shard = 2, .from = "n1", .to = "n3"};
+  absl::StatusOr<ShardMap> back = DecodeShardMap(EncodeShardMap(map));
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->move, map.move);
+  map.move->shard = 3;  // past the last shard
+  EXPECT_TRUE(absl::IsDataLoss(DecodeShardMap(EncodeShardMap(map)).status()));
+}
+
+TEST(ShardMapTest, AJoiningNodeGetsItsShareOneMoveAtATime) {
+  ShardMap map = TwoNodeMap();
+  const std::vector<std::string> live = {"n1", "n2", "n3"};
+  int moves = 0;
+  while (PlanMove(live, map)) {
+    ASSERT_TRUE(map.move.has_value());
+    const uint32_t shard = map.move->shard;
+    EXPECT_EQ(map.move->to, "n3");
+    EXPECT_FALSE(ReadableReplica(map, shard, "n3")) << "n3 reads before it caught up";
+    EXPECT_TRUE(ReadableReplica(map, shard, map.move->from));
+    EXPECT_FALSE(PlanMove(live, map)) << "a second move while one is under way";
+    ASSERT_TRUE(CompleteMove(map));
+    EXPECT_FALSE(map.move.has_value());
+    EXPECT_TRUE(ReadableReplica(map, shard, "n3"));
+    EXPECT_EQ(map.replicas[shard].size(), 2u);
+    ASSERT_LT(++moves, 10);
+  }
+  EXPECT_EQ(moves, 2);
+  EXPECT_EQ(map.version, 5);  // two moves, two completions
+  EXPECT_EQ(Loads(map), (std::map<std::string, int>{{"n1", 2}, {"n2", 2}, {"n3", 2}}));
+  EXPECT_FALSE(CompleteMove(map));
+}
+
+TEST(ShardMapTest, AMoveWhoseTargetDiesIsDropped) {
+  ShardMap map = TwoNodeMap();
+  ASSERT_TRUE(PlanMove({"n1", "n2", "n3"}, map));
+  const uint32_t shard = map.move->shard;
+  ASSERT_TRUE(Rereplicate({"n1", "n2"}, map));  // n3's lease expired
+  EXPECT_FALSE(map.move.has_value());
+  EXPECT_EQ(map.replicas[shard].size(), 2u);
+  EXPECT_EQ(Loads(map), (std::map<std::string, int>{{"n1", 3}, {"n2", 3}}));
+}
+
+TEST(ShardMapTest, AMoveWhoseSourceDiesCompletesWithTheTarget) {
+  ShardMap map = TwoNodeMap();
+  ASSERT_TRUE(PlanMove({"n1", "n2", "n3"}, map));
+  const ShardMap::Move move = *map.move;
+  std::vector<std::string> live = {"n1", "n2", "n3"};
+  live.erase(std::find(live.begin(), live.end(), move.from));
+  Rereplicate(live, map);
+  ASSERT_TRUE(map.move.has_value()) << "the target still catches up";
+  ASSERT_TRUE(CompleteMove(map));
+  EXPECT_TRUE(ReadableReplica(map, move.shard, "n3"));
+  EXPECT_FALSE(ReadableReplica(map, move.shard, move.from));
+}
+
+TEST(ShardMapTest, ABalancedMapPlansNoMove) {
+  ShardMap map = TwoNodeMap();
+  EXPECT_FALSE(PlanMove({"n1", "n2"}, map));
+  map.replicas = {{"n1", "n2"}, {"n2", "n3"}, {"n3", "n1"}};
+  EXPECT_FALSE(PlanMove({"n1", "n2", "n3"}, map));
+  EXPECT_EQ(map.version, 1);
 }
 
 }  // namespace

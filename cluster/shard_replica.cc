@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/numbers.h"
@@ -44,14 +45,15 @@ uint64_t SequenceOf(natsMsg* msg) {
 }  // namespace
 
 ShardReplica::ShardReplica(DB* local, ShardLog* log, std::string node_id, CollectionSpec spec,
-                           uint32_t shard, std::string state_dir)
+                           uint32_t shard, std::string state_dir, SeedFinder seed)
     : local_(local),
       log_(log),
       node_id_(std::move(node_id)),
       spec_(std::move(spec)),
       shard_(shard),
       local_name_(ShardCollectionName(spec_.name, shard)),
-      state_path_(absl::StrCat(state_dir, "/", local_name_, ".applied")) {}
+      state_path_(absl::StrCat(state_dir, "/", local_name_, ".applied")),
+      seed_(std::move(seed)) {}
 
 ShardReplica::~ShardReplica() { Stop(); }
 
@@ -69,6 +71,11 @@ absl::Status ShardReplica::Start() {
   {
     absl::MutexLock lock(&mu_);
     applied_ = applied;
+  }
+  // A copy that has applied the whole stream (a new shard's empty one, too) is ready at once.
+  if (absl::StatusOr<uint64_t> last = log_->LastSequence(spec_.name, shard_); last.ok()) {
+    ready_at_ = *last;
+    ready_ = applied >= *last;
   }
   thread_ = std::thread([this] { Run(); });
   return absl::OkStatus();
@@ -123,9 +130,23 @@ natsSubscription* ShardReplica::Subscribe() {
 void ShardReplica::Run() {
   natsSubscription* sub = nullptr;
   while (!stop_) {
-    if (sub == nullptr && (sub = Subscribe()) == nullptr) {
-      absl::SleepFor(absl::Milliseconds(500));  // NATS away, or the stream not made yet
-      continue;
+    if (!ready_ && sub != nullptr) {
+      if (!ready_at_) {
+        absl::StatusOr<uint64_t> last = log_->LastSequence(spec_.name, shard_);
+        if (last.ok()) ready_at_ = *last;
+      }
+      if (ready_at_ && applied() >= *ready_at_) ready_ = true;
+    }
+    if (sub == nullptr) {
+      if (absl::Status seeded = SeedIfBehind(); !seeded.ok()) {
+        std::cerr << "shoald: cluster: " << local_name_ << ": " << seeded << " (will retry)\n";
+        absl::SleepFor(absl::Milliseconds(500));
+        continue;
+      }
+      if ((sub = Subscribe()) == nullptr) {
+        absl::SleepFor(absl::Milliseconds(500));  // NATS away, or the stream not made yet
+        continue;
+      }
     }
     if (!ConsumeOnce(sub)) {
       natsSubscription_Destroy(sub);
@@ -148,7 +169,9 @@ bool ShardReplica::ConsumeOnce(natsSubscription* sub) {
   for (int i = 0; i < list.Count && ok; ++i) {
     natsMsg* msg = list.Msgs[i];
     const uint64_t sequence = SequenceOf(msg);
-    if (sequence == 0) {
+    // A gap: the entries after `last` were purged (this copy was out of the shard for a
+    // moment). Subscribe again; SeedIfBehind copies the shard afresh.
+    if (sequence == 0 || sequence > last + 1) {
       ok = false;
       break;
     }
@@ -214,6 +237,63 @@ absl::Status ShardReplica::RecordApplied(uint64_t sequence) {
   if (absl::Status s = FsyncPath(tmp, O_RDONLY); !s.ok()) return s;
   if (::rename(tmp.c_str(), state_path_.c_str()) != 0) return ErrnoStatus("rename", tmp);
   return FsyncPath(state_path_.substr(0, state_path_.rfind('/')), O_RDONLY | O_DIRECTORY);
+}
+
+}  // namespace shoal::cluster
+
+namespace shoal::cluster {
+
+absl::Status ShardReplica::SeedIfBehind() {
+  absl::StatusOr<uint64_t> first = log_->FirstSequence(spec_.name, shard_);
+  if (absl::IsNotFound(first.status())) return absl::OkStatus();  // Subscribe waits for it
+  if (!first.ok()) return first.status();
+  if (applied() + 1 >= *first) return absl::OkStatus();
+  if (!seed_) {
+    return absl::FailedPreconditionError(absl::StrCat("the stream starts at ", *first,
+                                                      " past applied ", applied(),
+                                                      " and no replica to copy from"));
+  }
+  absl::StatusOr<SeedSource> source = seed_(shard_, *first);
+  if (!source.ok()) return source.status();
+  if (source->applied + 1 < *first) {
+    return absl::UnavailableError(absl::StrCat("replica on ", source->node_id, " applied ",
+                                               source->applied, ", the stream starts at ", *first));
+  }
+  ready_ = false;  // until it has caught up again
+  ready_at_.reset();
+  absl::StatusOr<uint64_t> copied = CopyFrom(*source);
+  if (!copied.ok()) return copied.status();
+  if (absl::Status s = RecordApplied(source->applied); !s.ok()) return s;
+  {
+    absl::MutexLock lock(&mu_);
+    applied_ = source->applied;
+  }
+  std::cerr << "shoald: cluster: " << local_name_ << ": copied " << *copied << " records from node "
+            << source->node_id << " at sequence " << source->applied << "\n";
+  return absl::OkStatus();
+}
+
+absl::StatusOr<uint64_t> ShardReplica::CopyFrom(const SeedSource& source) {
+  // The old copy may hold records deleted since: start from an empty collection.
+  if (absl::Status s = local_->DropCollection(local_name_); !s.ok() && !absl::IsNotFound(s)) {
+    return s;
+  }
+  CollectionSpec local{.name = local_name_, .dimension = spec_.dimension, .metric = spec_.metric};
+  if (absl::Status s = local_->CreateCollection(local); !s.ok()) return s;
+  uint64_t copied = 0;
+  std::string token;
+  do {
+    if (stop_) return absl::CancelledError("stopped while copying " + local_name_);
+    absl::StatusOr<ScrollPage> page = source.scroll(token);
+    if (!page.ok()) return page.status();
+    if (!page->records.empty()) {
+      absl::Status s = local_->Upsert(local_name_, page->records, {.sync = true});
+      if (!s.ok()) return s;
+      copied += page->records.size();
+    }
+    token = page->next_page_token;
+  } while (!token.empty());
+  return copied;
 }
 
 }  // namespace shoal::cluster

@@ -13,12 +13,21 @@
 // While NATS is away the thread retries every half second; the replica serves reads of what
 // it has applied throughout.
 //
+// Streams are purged once every replica has applied their entries (ShardLog::Purge). A
+// replica whose next sequence is no longer in the stream (it is new, or it comes back to a
+// shard it kept long ago) first copies the shard from another replica (`seed`, a logical
+// snapshot: that replica's applied sequence X, then every page of its copy), then consumes
+// the stream from X + 1. The pages may reflect entries after X as well: re-applying them in
+// stream order is idempotent, so the copy ends exact. Its old local data is dropped first.
+//
 // Thread safety: all methods are thread-safe; the consumer runs on the replica's own thread.
 #ifndef SHOAL_CLUSTER_SHARD_REPLICA_H_
 #define SHOAL_CLUSTER_SHARD_REPLICA_H_
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -33,12 +42,24 @@ struct __natsSubscription;  // nats/nats.h
 
 namespace shoal::cluster {
 
+// Another replica a shard can be copied from: its applied sequence (its copy reflects at least
+// that much) and a reader of its copy's pages (ScrollOptions::page_token; with vectors).
+struct SeedSource {
+  std::string node_id;
+  uint64_t applied = 0;
+  std::function<absl::StatusOr<ScrollPage>(const std::string& page_token)> scroll;
+};
+// Finds a replica of `shard` whose applied sequence is at least `first_kept` - 1 (UNAVAILABLE
+// when none is reachable).
+using SeedFinder = std::function<absl::StatusOr<SeedSource>(uint32_t shard, uint64_t first_kept)>;
+
 class ShardReplica {
  public:
   // `local` and `log` are not owned and must outlive the replica. `spec` is the sharded
-  // collection's (its name without the shard suffix).
+  // collection's (its name without the shard suffix). `seed` may be empty (then a replica
+  // behind the stream's retention retries until one is given; tests).
   ShardReplica(DB* local, ShardLog* log, std::string node_id, CollectionSpec spec, uint32_t shard,
-               std::string state_dir);
+               std::string state_dir, SeedFinder seed = {});
   ~ShardReplica();  // Stop()
   ShardReplica(const ShardReplica&) = delete;
   ShardReplica& operator=(const ShardReplica&) = delete;
@@ -50,6 +71,9 @@ class ShardReplica {
   void Stop();
 
   uint64_t applied() const;
+  // Whether the copy has caught up once since Start (applied the stream as far as it reached
+  // when the replica first subscribed): until then reads go to other replicas.
+  bool ready() const { return ready_; }
   // Waits until the replica has applied `sequence`. UNAVAILABLE after `timeout` (naming both
   // sequences), so the caller may try another replica.
   absl::Status WaitApplied(uint64_t sequence, absl::Duration timeout) const;
@@ -64,6 +88,9 @@ class ShardReplica {
   absl::Status Apply(const std::string& payload, bool sync);
   absl::Status RecordApplied(uint64_t sequence);
   ::__natsSubscription* Subscribe();
+  // When the stream no longer holds the next sequence: copies the shard from another replica.
+  absl::Status SeedIfBehind();
+  absl::StatusOr<uint64_t> CopyFrom(const SeedSource& source);
 
   DB* const local_;
   ShardLog* const log_;
@@ -72,7 +99,12 @@ class ShardReplica {
   const uint32_t shard_;
   const std::string local_name_;
   const std::string state_path_;
+  const SeedFinder seed_;
   std::atomic<bool> stop_{false};
+  std::atomic<bool> ready_{false};
+  // The stream's last sequence when the replica started (or first could ask): ready_ once
+  // applied. Start, then only the thread.
+  std::optional<uint64_t> ready_at_;
   std::thread thread_;
 
   mutable absl::Mutex mu_;

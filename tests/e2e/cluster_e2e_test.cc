@@ -1,5 +1,6 @@
 // Cluster mode end to end, the fast cases (default run): writes through any node are read and
-// searched on every node; bad sharded specs; a single node refuses a sharded spec.
+// searched on every node; bad sharded specs; index builds of every shard copy; a single node
+// refuses a sharded spec.
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -90,6 +91,43 @@ TEST_F(ClusterE2ETest, BadWritesAreRefusedBeforeTheLog) {
   auto found = clients_[0]->Get("docs", keys, fresh);
   ASSERT_TRUE(found.ok()) << found.status();
   for (const auto& record : *found) EXPECT_FALSE(record.has_value());
+}
+
+// BuildIndex of a sharded collection builds every replica's copy; searches keep answering.
+TEST_F(ClusterE2ETest, BuildIndexBuildsEveryShardCopy) {
+  CreateSharded("docs", 3, 2);
+  std::vector<uint64_t> keys;
+  for (uint64_t batch = 0; batch < 9; ++batch) {
+    std::vector<Record> records;
+    for (uint64_t k = batch * 100; k < batch * 100 + 100; ++k) {
+      records.push_back(RecordOf(k));
+      keys.push_back(k);
+    }
+    ASSERT_TRUE(clients_[batch % kNodes]->Upsert("docs", records).ok());
+  }
+  for (uint32_t node = 0; node < kNodes; ++node) ExpectAllPresent(node, keys);
+  auto built = clients_[1]->BuildIndex("docs", "spann:centroid_ratio=0.05,replicas=2,seed=1");
+  ASSERT_TRUE(built.ok()) << built.status();
+  EXPECT_EQ(built->index.rfind("spann", 0), 0u) << built->index;
+  EXPECT_EQ(built->num_vectors, keys.size());
+  int copies = 0;
+  for (uint32_t node = 0; node < kNodes; ++node) {
+    for (uint32_t shard = 0; shard < 3; ++shard) {
+      auto info = clients_[node]->DescribeCollection(cluster::ShardCollectionName("docs", shard));
+      if (!info.ok()) continue;  // not a copy this node keeps
+      ++copies;
+      EXPECT_EQ(info->index.rfind("spann", 0), 0u) << "node " << node << " shard " << shard;
+    }
+  }
+  EXPECT_EQ(copies, 6);  // 3 shards x 2 replicas
+  for (uint32_t node = 0; node < kNodes; ++node) {
+    auto hits = clients_[node]->Search("docs", VectorOf(7), {.k = 3});
+    ASSERT_TRUE(hits.ok()) << hits.status();
+    EXPECT_EQ((*hits)[0].size(), 3u);
+  }
+  absl::Status bad = clients_[0]->BuildIndex("docs", "spann:bogus=1").status();
+  EXPECT_TRUE(absl::IsInvalidArgument(bad)) << bad;
+  EXPECT_NE(bad.message().find("shard"), std::string::npos) << bad;
 }
 
 v1::GetClusterResponse GetCluster(const std::string& address) {

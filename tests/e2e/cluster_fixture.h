@@ -42,11 +42,14 @@ class ClusterE2ETest : public testing::Test {
     if (std::string missing = services_.Missing(); !missing.empty()) GTEST_SKIP() << missing;
     dir_ = MakeTempDir();
     ASSERT_TRUE(services_.Start(dir_).ok());
-    for (uint32_t i = 0; i < kNodes; ++i) {
-      nodes_.push_back(std::make_unique<ShoaldProcess>());
+    for (uint32_t i = 0; i < kNodes; ++i) nodes_.push_back(std::make_unique<ShoaldProcess>());
+    for (uint32_t i = 0; i < InitialNodes(); ++i) {
       ASSERT_TRUE(StartNode(i).ok()) << nodes_[i]->Stderr();
     }
   }
+
+  // How many of the kNodes nodes SetUp starts (the others: StartNode(i) later).
+  virtual uint32_t InitialNodes() const { return kNodes; }
 
   void TearDown() override {
     nodes_.clear();

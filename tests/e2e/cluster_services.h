@@ -38,6 +38,7 @@ class ChildProcess {
   void Signal(int signal);
   void Kill();  // SIGKILL and reap
   bool running() const { return pid_ > 0; }
+  pid_t pid() const { return pid_; }
 
  private:
   std::vector<std::string> argv_;
@@ -57,6 +58,7 @@ class ClusterServices {
 
   ChildProcess& etcd() { return etcd_; }
   ChildProcess& nats() { return nats_; }
+  pid_t nats_pid() const { return nats_.pid(); }
   const std::string& etcd_url() const { return etcd_url_; }
   const std::string& nats_url() const { return nats_url_; }
 

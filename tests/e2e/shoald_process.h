@@ -55,6 +55,8 @@ class ShoaldProcess {
   int port() const { return port_; }
   // The metrics port from "shoald metrics on HOST:PORT"; 0 without --metrics-listen.
   int metrics_port() const { return metrics_port_; }
+  // The child's process id (-1 when none runs).
+  pid_t pid() const { return pid_; }
   // Everything the child wrote to stderr so far.
   std::string Stderr() const;
 

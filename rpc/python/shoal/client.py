@@ -216,9 +216,13 @@ class Client(TenantCalls, CacheMethods, ScanCalls):
         return health_pb2.HealthCheckResponse.ServingStatus.Name(response.status)
 
     # ---- collections ----
-    def create_collection(self, name: str, dimension: int, metric: str = "l2") -> CollectionInfo:
-        """Creates an empty collection (metric: l2, ip or cosine); returns it."""
-        spec = types_pb2.CollectionSpec(name=name, dimension=dimension, metric=metric_of(metric))
+    def create_collection(self, name: str, dimension: int, metric: str = "l2", shards: int = 0,
+                          replication: int = 0) -> CollectionInfo:
+        """Creates an empty collection (metric: l2, ip or cosine); returns it. shards and
+        replication (cluster mode only, shoald --cluster-etcd): records spread over `shards`
+        shards by key hash, each kept by `replication` nodes; 0 and 0 = not sharded."""
+        spec = types_pb2.CollectionSpec(name=name, dimension=dimension, metric=metric_of(metric),
+                                        shards=shards, replication=replication)
         response = self._call(self._collections.CreateCollection,
                               collection_pb2.CreateCollectionRequest(spec=spec))
         return collection_info(response.collection)
@@ -292,12 +296,14 @@ class Client(TenantCalls, CacheMethods, ScanCalls):
                                            records=self.records(keys, vectors, attributes, tags))
         return self._call(self._vectors.Upsert, request).upserted
 
-    def get(self, collection: str, keys: Iterable[Key],
-            tenant: str = "") -> List[Optional[Record]]:
+    def get(self, collection: str, keys: Iterable[Key], tenant: str = "",
+            read_your_writes: bool = False) -> List[Optional[Record]]:
         """One entry per key: a Record (vector as a float32 array) or None (also for a record
-        `tenant` neither owns nor was granted)."""
+        `tenant` neither owns nor was granted). read_your_writes (cluster mode): the replica
+        read first applies every write acknowledged before the call."""
         request = vector_pb2.GetRequest(collection=collection, keys=[key_of(k) for k in keys],
                                         tenant=tenant)
+        request.consistency.read_your_writes = read_your_writes
         out = []
         for result in self._call(self._vectors.Get, request).results:
             if not result.found:

@@ -1,0 +1,198 @@
+// Cluster mode end to end, shard moves (ctest label `cluster`): a node that joins a running
+// cluster gets its share of the shards, moved one replica at a time while a client keeps
+// writing and searching; the client sees no error it cannot retry, and nothing acknowledged
+// is lost.
+#include <algorithm>
+#include <atomic>
+#include <map>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "cluster/etcd_client.h"
+#include "cluster/membership.h"
+#include "cluster/shard_log.h"
+#include "cluster/shard_map.h"
+#include "gtest/gtest.h"
+#include "tests/e2e/cluster_fixture.h"
+
+namespace shoal::e2e {
+namespace {
+
+// Starts with n1 and n2 only; n3 joins in the test.
+class ClusterMoveE2ETest : public ClusterE2ETest {
+ protected:
+  uint32_t InitialNodes() const override { return 2; }
+};
+
+absl::StatusOr<cluster::ShardMap> StoredMap(const std::string& etcd_url) {
+  cluster::EtcdClient etcd(etcd_url);
+  auto stored = etcd.Get(std::string(cluster::kCollectionsPrefix) + "docs");
+  if (!stored.ok()) return stored.status();
+  if (stored->kvs.size() != 1) return absl::NotFoundError("no shard map of docs");
+  return cluster::DecodeShardMap(stored->kvs[0].value);
+}
+
+// Writes batches of 10 new keys and searches, through `clients` in turn, until stopped;
+// retries a write that fails with UNAVAILABLE (the same batch: idempotent) and keeps every
+// other error.
+class Client {
+ public:
+  explicit Client(std::vector<client::Client*> clients) : clients_(std::move(clients)) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  void Stop() {
+    running_ = false;
+    thread_.join();
+  }
+  const std::vector<uint64_t>& acked() const { return acked_; }
+  const std::vector<std::string>& errors() const { return errors_; }
+  int retries() const { return retries_; }
+
+ private:
+  void Run() {
+    uint64_t next = 0;
+    for (uint32_t turn = 0; running_; ++turn) {
+      std::vector<Record> records;
+      for (uint64_t i = 0; i < 10; ++i) records.push_back(RecordOf(next + i));
+      client::Client& via = *clients_[turn % clients_.size()];
+      absl::Status status = via.Upsert("docs", records).status();
+      if (absl::IsUnavailable(status)) {
+        ++retries_;
+        absl::SleepFor(absl::Milliseconds(50));
+        continue;  // the same batch again
+      }
+      if (!status.ok()) errors_.push_back(absl::StrCat("upsert: ", status.ToString()));
+      if (status.ok()) {
+        for (uint64_t i = 0; i < 10; ++i) acked_.push_back(next + i);
+      }
+      next += 10;
+      auto hits = via.Search("docs", VectorOf(next), {.k = 5});
+      if (!hits.ok() && !absl::IsUnavailable(hits.status())) {
+        errors_.push_back(absl::StrCat("search: ", hits.status().ToString()));
+      }
+    }
+  }
+
+  std::vector<client::Client*> clients_;
+  std::atomic<bool> running_{true};
+  std::vector<uint64_t> acked_;
+  std::vector<std::string> errors_;
+  int retries_ = 0;
+  std::thread thread_;
+};
+
+// Waits until the moves that give n3 its share are done; the final map.
+cluster::ShardMap WaitForBalance(const std::string& etcd_url) {
+  absl::StatusOr<cluster::ShardMap> map;
+  std::map<std::string, int> load;
+  for (int attempt = 0; attempt < 300; ++attempt) {
+    absl::SleepFor(absl::Milliseconds(200));
+    map = StoredMap(etcd_url);
+    if (!map.ok()) continue;
+    load.clear();
+    for (const auto& owners : map->replicas) {
+      for (const std::string& node : owners) ++load[node];
+    }
+    if (map.ok() && !map->move && load["n3"] == 2) break;
+  }
+  if (!map.ok()) {
+    ADD_FAILURE() << map.status();
+    return {};
+  }
+  EXPECT_FALSE(map->move.has_value()) << "a move never completed, map version " << map->version;
+  EXPECT_EQ(load, (std::map<std::string, int>{{"n1", 2}, {"n2", 2}, {"n3", 2}}));
+  return *map;
+}
+
+// n3's own copies hold every key of its shards in `present` and none in `absent`.
+void ExpectN3Copies(client::Client& n3, const cluster::ShardMap& map,
+                    const std::vector<uint64_t>& present, const std::vector<uint64_t>& absent) {
+  for (uint32_t shard = 0; shard < map.spec.shards; ++shard) {
+    const auto& owners = map.replicas[shard];
+    if (std::find(owners.begin(), owners.end(), "n3") == owners.end()) continue;
+    for (bool want : {true, false}) {
+      std::vector<Key> keys;
+      for (uint64_t key : want ? present : absent) {
+        if (cluster::ShardOfKey(key, map.spec.shards) == shard) keys.push_back(key);
+      }
+      if (keys.empty()) continue;
+      ReadOptions fresh;
+      fresh.consistency.read_your_writes = true;
+      absl::StatusOr<std::vector<std::optional<Record>>> records;
+      for (int attempt = 0; attempt < 100; ++attempt) {  // until n3's copy is ready
+        records = n3.Get(cluster::ShardCollectionName("docs", shard), keys, fresh);
+        if (!absl::IsUnavailable(records.status())) break;
+        absl::SleepFor(absl::Milliseconds(200));
+      }
+      ASSERT_TRUE(records.ok()) << records.status();
+      for (size_t j = 0; j < keys.size(); ++j) {
+        EXPECT_EQ((*records)[j].has_value(), want)
+            << "n3, shard " << shard << ", key " << std::get<uint64_t>(keys[j]);
+      }
+    }
+  }
+}
+
+TEST_F(ClusterMoveE2ETest, AJoiningNodeGetsItsShareWhileAClientKeepsWriting) {
+  CreateSharded("docs", 3, 2);  // on n1 and n2: each keeps all 3 shards
+  Client client({clients_[0].get(), clients_[1].get()});
+  absl::SleepFor(absl::Seconds(1));
+  ASSERT_TRUE(StartNode(2).ok()) << nodes_[2]->Stderr();
+  // Two moves bring n3 to 2 shards of 6 replicas (and n1, n2 down to 2 each).
+  const cluster::ShardMap map = WaitForBalance(services_.etcd_url());
+  EXPECT_EQ(map.version, 5);         // two moves, each planned and completed
+  absl::SleepFor(absl::Seconds(1));  // writes go on after the moves
+  client.Stop();
+  EXPECT_TRUE(client.errors().empty()) << client.errors().front();
+  ASSERT_GT(client.acked().size(), 50u);
+  for (uint32_t node = 0; node < kNodes; ++node) ExpectAllPresent(node, client.acked());
+  ExpectN3Copies(*clients_[2], map, client.acked(), {});
+}
+
+// Streams are purged once both replicas applied them; n3 then copies its shards from a replica
+// (the stream no longer starts at 1) and consumes the tail, deletes included.
+TEST_F(ClusterMoveE2ETest, StreamsArePurgedAndAJoiningNodeCopiesItsShards) {
+  CreateSharded("docs", 3, 2);
+  std::vector<uint64_t> early, deleted;
+  for (uint64_t batch = 0; batch < 20; ++batch) {
+    std::vector<Record> records;
+    for (uint64_t i = 0; i < 10; ++i) records.push_back(RecordOf(100000 + batch * 10 + i));
+    ASSERT_TRUE(clients_[batch % 2]->Upsert("docs", records).ok());
+    for (const Record& r : records) early.push_back(std::get<uint64_t>(r.key));
+  }
+  for (uint64_t key = 100000; key < 100050; ++key) deleted.push_back(key);
+  std::vector<Key> keys(deleted.begin(), deleted.end());
+  ASSERT_TRUE(clients_[0]->Delete("docs", keys).ok());
+  early.erase(early.begin(), early.begin() + 50);
+  auto log = cluster::ShardLog::Connect(services_.nats_url(), absl::Seconds(5));
+  ASSERT_TRUE(log.ok()) << log.status();
+  bool purged = false;
+  for (int attempt = 0; attempt < 150 && !purged; ++attempt) {
+    absl::SleepFor(absl::Milliseconds(200));
+    purged = true;
+    for (uint32_t shard = 0; shard < 3; ++shard) {
+      auto first = (*log)->FirstSequence("docs", shard);
+      ASSERT_TRUE(first.ok()) << first.status();
+      purged = purged && *first > 1;
+    }
+  }
+  ASSERT_TRUE(purged) << "the streams were not purged after both replicas applied them";
+  Client client({clients_[0].get(), clients_[1].get()});
+  ASSERT_TRUE(StartNode(2).ok()) << nodes_[2]->Stderr();
+  const cluster::ShardMap map = WaitForBalance(services_.etcd_url());
+  client.Stop();
+  EXPECT_TRUE(client.errors().empty()) << client.errors().front();
+  EXPECT_NE(nodes_[2]->Stderr().find("records from node"), std::string::npos)
+      << "n3 did not copy a shard:\n"
+      << nodes_[2]->Stderr();
+  std::vector<uint64_t> present = early;
+  present.insert(present.end(), client.acked().begin(), client.acked().end());
+  for (uint32_t node = 0; node < kNodes; ++node) ExpectAllPresent(node, present);
+  ExpectN3Copies(*clients_[2], map, present, deleted);
+}
+
+}  // namespace
+}  // namespace shoal::e2e
