@@ -4,11 +4,13 @@
 //   SHOAL_ASSIGN_OR_RETURN(uint64_t id, c->Store(request, /*sync=*/true));
 //   SHOAL_ASSIGN_OR_RETURN(CacheLookupResult r, c->Lookup(request.lookup));
 //
-// Layout: one small exact index (index::FlatIndex, vectors in RAM) and one exact-prompt map per
-// shard = (partition, category); a lookup only ever touches its own shard, so partitions are
-// hard. Entry rows (response, vector, partition) and metadata rows are in the RecordStore
-// (cache_rows.h); a hit reads its response from there. Quotas, eviction order and expiry are
-// per category over all partitions.
+// Layout: one vector index (ShardIndex, vectors in RAM: exact while the shard is small, clustered
+// IVF with SQ8 codes and exact rerank once it is large) and one exact-prompt map per shard =
+// (partition, category); a lookup only ever touches its own shard, so partitions are hard. A
+// clustered shard's nearest similarity is exact for the entry it finds, which is the true nearest
+// at the measured recall (docs/PERFORMANCE.md). Entry rows (response, vector, partition) and
+// metadata rows are in the RecordStore (cache_rows.h); a hit reads its response from there. Quotas,
+// eviction order and expiry are per category over all partitions.
 //
 // Expiry: an entry is served while now < ttl_start + ttl(load) (cache_policy.h), checked on
 // the candidate only; entries past the longest TTL the band allows are removed by Sweep (run
@@ -47,7 +49,6 @@
 #include "cache/cache_rows.h"
 #include "cache/clock.h"
 #include "cache/threshold_learning.h"
-#include "index/flat/flat_index.h"
 #include "shoal/cache.h"
 #include "storage/records/record_store.h"
 
@@ -136,7 +137,9 @@ class SemanticCache {
   Shard* GetShard(const CachePartition& partition, Category* category)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  bool Served(const Entry& e, const CachePolicy& policy, double load, int64_t now) const;
+  // Whether `e` of category `c` is within its TTL at `now` under `load` (the category's share
+  // of the band).
+  bool Served(const Entry& e, const Category& c, double load, int64_t now) const;
   float ThresholdOf(const Entry& e, const Category& c, double load) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The nearest entry of `shard` served at `now` (nullptr if none) and its similarity.
