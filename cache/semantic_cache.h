@@ -14,8 +14,8 @@
 //
 // Expiry: an entry is served while now < ttl_start + ttl(load) (cache_policy.h), checked on
 // the candidate only; entries past the longest TTL the band allows are removed by Sweep (run
-// by Store, Invalidate and Stats, and by CacheCatalog's background sweeper), never scanned for at
-// lookup.
+// by Store and Invalidate, and by CacheCatalog's background sweeper), never scanned for at
+// lookup; Stats counts expirations as the sweeps make them.
 // Durability: Store commits its rows (synced when asked) before the entry becomes visible;
 // Load rebuilds everything from the rows and drops entries already past their longest TTL.
 // Hit counts, TTL refreshes and learned thresholds are written unsynced (a crash may forget
@@ -24,10 +24,10 @@
 // Thread safety: all methods may be called concurrently. A reader/writer lock per cache:
 // lookups search, decide and read the hit's response under the reader lock, so they run in
 // parallel with each other; a hit then takes the writer lock briefly for its bookkeeping (LRU
-// order, hit count, TTL refresh). Stores, invalidation, feedback, sweeps, policies and stats
-// take the writer lock. Counters and the latency histogram are atomics.
-// Errors: InvalidArgument naming the field, NotFound (entry id), ResourceExhausted (an entry
-// larger than its category's byte quota), FailedPrecondition (the cache was dropped), and the
+// order, hit count, TTL refresh). Stats and Info take the reader lock. Stores, invalidation,
+// feedback, sweeps and policies take the writer lock. Counters and the latency histogram are
+// atomics. Errors: InvalidArgument naming the field, NotFound (entry id), ResourceExhausted (an
+// entry larger than its category's byte quota), FailedPrecondition (the cache was dropped), and the
 // store's errors.
 #ifndef SHOAL_CACHE_SEMANTIC_CACHE_H_
 #define SHOAL_CACHE_SEMANTIC_CACHE_H_
