@@ -3,9 +3,11 @@
 // and the RAM each entry costs. See cache_bench.h.
 #include <sched.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "bench/cache_bench.h"
+#include "index/distance/distance.h"
 #include "shoal/db.h"
 
 namespace shoal::bench {
@@ -47,6 +50,52 @@ std::vector<float> RandomUnit(uint32_t dimension, std::mt19937_64& rng) {
   return v;
 }
 
+// A unit vector at cosine `similarity` to unit vector `v`, in a random direction.
+std::vector<float> Near(const std::vector<float>& v, double similarity, std::mt19937_64& rng) {
+  std::vector<float> u = RandomUnit(static_cast<uint32_t>(v.size()), rng);
+  double dot = 0;
+  for (size_t j = 0; j < v.size(); ++j) dot += double{u[j]} * v[j];
+  double norm = 0;
+  for (size_t j = 0; j < v.size(); ++j) {
+    u[j] = static_cast<float>(u[j] - dot * v[j]);
+    norm += double{u[j]} * u[j];
+  }
+  const double side = std::sqrt(1 - similarity * similarity) / std::sqrt(norm);
+  std::vector<float> out(v.size());
+  for (size_t j = 0; j < v.size(); ++j) {
+    out[j] = static_cast<float>(similarity * v[j] + side * u[j]);
+  }
+  return out;
+}
+
+// How exact the misses' reported nearest similarities are: the stored vectors are drawn again
+// from the seed and each miss query's true nearest similarity computed by brute force.
+void PrintMissExactness(const CacheLatencyOptions& o, const std::vector<std::vector<float>>& misses,
+                        const std::vector<double>& reported) {
+  std::mt19937_64 rng(o.seed);
+  std::vector<double> best(misses.size(), -2);
+  for (size_t i = 0; i < o.entries; ++i) {
+    const std::vector<float> v = RandomUnit(o.dimension, rng);
+    for (size_t q = 0; q < misses.size(); ++q) {
+      best[q] =
+          std::max(best[q], double{index::InnerProduct(v.data(), misses[q].data(), o.dimension)});
+    }
+  }
+  size_t exact = 0;
+  double shortfall_sum = 0, shortfall_max = 0;
+  for (size_t q = 0; q < misses.size(); ++q) {
+    const double shortfall = std::max(0.0, best[q] - reported[q]);
+    exact += shortfall <= 1e-5;
+    shortfall_sum += shortfall;
+    shortfall_max = std::max(shortfall_max, shortfall);
+  }
+  std::printf(
+      "miss nearest similarity: the true nearest for %zu of %zu (recall@1 %.3f); "
+      "shortfall mean %.4f max %.4f\n",
+      exact, misses.size(), static_cast<double>(exact) / misses.size(),
+      shortfall_sum / misses.size(), shortfall_max);
+}
+
 struct Percentiles {
   double p50 = 0, p99 = 0, max = 0;
 };
@@ -57,6 +106,63 @@ Percentiles Of(std::vector<double> micros) {
     return micros[std::min(micros.size() - 1, static_cast<size_t>(q * micros.size()))];
   };
   return {at(0.5), at(0.99), micros.back()};
+}
+
+double ThreadCpuMicros() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) * 1e6 + static_cast<double>(ts.tv_nsec) / 1e3;
+}
+
+struct Kind {
+  std::string name;
+  double near = 0;  // > 0: a near duplicate of a stored vector at this similarity (a hit)
+  std::vector<double> wall_us, cpu_us;
+  size_t missed = 0;  // near duplicates that missed
+};
+
+struct Lookups {
+  std::vector<Kind> kinds;
+  std::vector<std::vector<float>> misses;  // the miss queries, for PrintMissExactness
+  std::vector<double> miss_similarity;
+};
+
+// Times `o.lookups` lookups of each kind, interleaved: stored vectors (hits), fresh random ones
+// (misses; drawn from `rng` as before), and near duplicates (their own random stream).
+absl::StatusOr<Lookups> TimeLookups(DB& db, const CacheLatencyOptions& o,
+                                    const std::vector<std::vector<float>>& kept,
+                                    std::mt19937_64& rng) {
+  Lookups l;
+  l.kinds = {{.name = "hit"},
+             {.name = "miss"},
+             {.name = "near 0.95", .near = 0.95},
+             {.name = "near 0.91", .near = 0.91}};
+  std::mt19937_64 near_rng(o.seed + 1);
+  for (size_t i = 0; i < o.lookups; ++i) {
+    for (size_t kind = 0; kind < l.kinds.size(); ++kind) {
+      Kind& k = l.kinds[kind];
+      CacheLookupRequest q{.partition = {.model = "m"}, .category = "c"};
+      const std::vector<float>& stored = kept[i % kept.size()];
+      q.embedding = kind == 0   ? stored
+                    : kind == 1 ? RandomUnit(o.dimension, rng)
+                                : Near(stored, k.near, near_rng);
+      const double cpu_start = ThreadCpuMicros();
+      const auto start = std::chrono::steady_clock::now();
+      SHOAL_ASSIGN_OR_RETURN(CacheLookupResult r, db.CacheLookup("lat", q));
+      k.wall_us.push_back(
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
+              .count());
+      k.cpu_us.push_back(ThreadCpuMicros() - cpu_start);
+      if (kind >= 2) {
+        k.missed += !r.hit;
+      } else if (r.hit != (kind == 0)) {
+        return absl::InternalError(
+            absl::StrCat("lookup ", i, ": expected a ", k.name, ", similarity ", r.similarity));
+      }
+      if (kind == 1) l.misses.push_back(q.embedding), l.miss_similarity.push_back(r.similarity);
+    }
+  }
+  return l;
 }
 
 }  // namespace
@@ -85,6 +191,7 @@ absl::Status RunCacheLatencyBench(const CacheLatencyOptions& o) {
   const uint64_t rss_before = RssBytes();
   const auto fill_start = std::chrono::steady_clock::now();
   const std::string response(o.response_bytes, 'r');
+  double slowest_store_s = 0;  // a store that (re)clusters the shard
   for (size_t i = 0; i < o.entries; ++i) {
     CacheStoreRequest s{.lookup = {.partition = {.model = "m"},
                                    .category = "c",
@@ -93,40 +200,49 @@ absl::Status RunCacheLatencyBench(const CacheLatencyOptions& o) {
     if (i % (o.entries / o.lookups + 1) == 0 && kept.size() < o.lookups) {
       kept.push_back(s.lookup.embedding);
     }
+    const auto store_start = std::chrono::steady_clock::now();
     SHOAL_RETURN_IF_ERROR(db->CacheStore("lat", s, {}).status());
+    slowest_store_s = std::max(
+        slowest_store_s,
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - store_start).count());
   }
   const double fill_s =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - fill_start).count();
   const uint64_t rss_after = RssBytes();
-  std::vector<double> hit_us, miss_us;
-  for (size_t i = 0; i < o.lookups; ++i) {
-    for (bool hit : {true, false}) {
-      CacheLookupRequest q{.partition = {.model = "m"},
-                           .category = "c",
-                           .embedding = hit ? kept[i % kept.size()] : RandomUnit(o.dimension, rng)};
-      const auto start = std::chrono::steady_clock::now();
-      SHOAL_ASSIGN_OR_RETURN(CacheLookupResult r, db->CacheLookup("lat", q));
-      const double us =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start)
-              .count();
-      if (r.hit != hit) {
-        return absl::InternalError(absl::StrCat("lookup ", i, ": expected a ", hit ? "hit" : "miss",
-                                                ", similarity ", r.similarity));
-      }
-      (hit ? hit_us : miss_us).push_back(us);
-    }
+  SHOAL_ASSIGN_OR_RETURN(Lookups l, TimeLookups(*db, o, kept, rng));
+  std::printf(
+      "cache latency: %zu entries of %u-d (one shard), %zu lookups of each kind, one "
+      "core\n",
+      o.entries, o.dimension, o.lookups);
+  std::printf("fill: %.1f s (%.0f stores/s; slowest store %.1f s)\n", fill_s, o.entries / fill_s,
+              slowest_store_s);
+  std::printf(
+      "(wall: as the caller sees it, preemption included; cpu: the thread's own CPU time)\n");
+  for (const Kind& k : l.kinds) {
+    const Percentiles w = Of(k.wall_us), c = Of(k.cpu_us);
+    std::printf("%-9s wall us p50 %.1f p99 %.1f max %.1f | cpu us p50 %.1f p99 %.1f max %.1f%s\n",
+                k.name.c_str(), w.p50, w.p99, w.max, c.p50, c.p99, c.max,
+                k.missed > 0 ? absl::StrCat("  (", k.missed, " missed)").c_str() : "");
   }
-  const Percentiles h = Of(hit_us), m = Of(miss_us);
-  std::printf("cache latency: %zu entries of %u-d (one shard), %zu hits + %zu misses, one core\n",
-              o.entries, o.dimension, hit_us.size(), miss_us.size());
-  std::printf("fill: %.1f s (%.0f stores/s)\n", fill_s, o.entries / fill_s);
-  std::printf("hit  lookup us: p50 %.1f  p99 %.1f  max %.1f\n", h.p50, h.p99, h.max);
-  std::printf("miss lookup us: p50 %.1f  p99 %.1f  max %.1f\n", m.p50, m.p99, m.max);
   std::printf("RSS growth per entry: %.0f bytes (vector alone %u bytes; response %zu bytes)\n",
               static_cast<double>(rss_after - rss_before) / o.entries, o.dimension * 4,
               o.response_bytes);
-  std::printf("goal p99 <= 1000 us: hit %s, miss %s\n", h.p99 <= 1000 ? "met" : "NOT met",
-              m.p99 <= 1000 ? "met" : "NOT met");
+  const Percentiles h = Of(l.kinds[0].wall_us), m = Of(l.kinds[1].wall_us);
+  const Percentiles hc = Of(l.kinds[0].cpu_us), mc = Of(l.kinds[1].cpu_us);
+  std::printf("goal p99 <= 1000 us: wall hit %s, miss %s; cpu hit %s, miss %s\n",
+              h.p99 <= 1000 ? "met" : "NOT met", m.p99 <= 1000 ? "met" : "NOT met",
+              hc.p99 <= 1000 ? "met" : "NOT met", mc.p99 <= 1000 ? "met" : "NOT met");
+  PrintMissExactness(o, l.misses, l.miss_similarity);
+  const auto reopen_start = std::chrono::steady_clock::now();
+  db.reset();
+  SHOAL_ASSIGN_OR_RETURN(db, DB::Open(dir, Options{}));
+  std::printf(
+      "reopen (rows read, index rebuilt): %.1f s\n",
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - reopen_start).count());
+  SHOAL_ASSIGN_OR_RETURN(
+      CacheLookupResult again,
+      db->CacheLookup("lat", {.partition = {.model = "m"}, .category = "c", .embedding = kept[0]}));
+  if (!again.hit) return absl::InternalError("after reopen: a stored vector missed");
   db.reset();
   if (o.dir.empty()) std::filesystem::remove_all(dir);
   return absl::OkStatus();

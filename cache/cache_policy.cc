@@ -98,15 +98,15 @@ double LoadFactor(const CachePolicy& p, double load) {
   return std::clamp((load - p.load_high) / (1.0 - p.load_high), 0.0, 1.0);
 }
 
-double ThresholdUnderLoad(const CachePolicy& p, double load) {
-  const double f = LoadFactor(p, load);
+double ThresholdUnderLoad(const CachePolicy& p, double load, double share) {
+  const double f = LoadFactor(p, load) * std::clamp(share, 0.0, 1.0);
   return std::clamp(p.threshold - f * (p.threshold - p.min_threshold), p.min_threshold,
                     p.threshold);
 }
 
-int64_t TtlMicrosUnderLoad(const CachePolicy& p, double load) {
+int64_t TtlMicrosUnderLoad(const CachePolicy& p, double load, double share) {
   if (p.ttl_seconds == 0) return 0;
-  const double f = LoadFactor(p, load);
+  const double f = LoadFactor(p, load) * std::clamp(share, 0.0, 1.0);
   const double ttl = static_cast<double>(p.ttl_seconds) +
                      f * static_cast<double>(p.max_ttl_seconds - p.ttl_seconds);
   return std::clamp(static_cast<int64_t>(ttl * 1e6), p.ttl_seconds * int64_t{1000000},

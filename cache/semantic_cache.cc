@@ -92,29 +92,38 @@ float SemanticCache::Similarity(float distance) const {
   return spec_.metric == Metric::kL2 ? 1.0f - distance / 2.0f : -distance;
 }
 
-bool SemanticCache::Served(const Entry& e, const CachePolicy& policy, double load,
-                           int64_t now) const {
-  const int64_t ttl = TtlMicrosUnderLoad(policy, load);
+bool SemanticCache::Served(const Entry& e, const Category& c, double load, int64_t now) const {
+  const int64_t ttl = TtlMicrosUnderLoad(c.policy, load, BandShare(c.policy, c.learning));
   return ttl == 0 || now < e.meta.ttl_start_us + ttl;
 }
 
 float SemanticCache::ThresholdOf(const Entry& e, const Category& c, double load) const {
-  return EntryThreshold(c.policy, load, c.learning.offset, e.meta.wrong_floor);
+  return EntryThreshold(c.policy, load, c.learning.offset, e.meta.wrong_floor,
+                        BandShare(c.policy, c.learning));
 }
 
 std::pair<SemanticCache::Entry*, float> SemanticCache::Nearest(const Shard& shard,
                                                                const float* query, bool served_only,
                                                                int64_t now, double load) {
-  const size_t size = shard.index.size();
-  for (size_t k = std::min(kFirstCandidates, size); k > 0; k = std::min(k * 8, size)) {
-    auto found = shard.index.Search(query, 1, k, /*threads=*/1);
-    for (const index::Neighbor& n : found[0]) {
+  // The first served entry of `found` (closest first), with its similarity.
+  auto first_served = [&](const std::vector<index::Neighbor>& found) -> std::pair<Entry*, float> {
+    for (const index::Neighbor& n : found) {
       Entry* e = entries_.at(n.id).get();
-      if (!served_only || Served(*e, shard.category->policy, load, now)) {
+      if (!served_only || Served(*e, *shard.category, load, now)) {
         return {e, Similarity(n.distance)};
       }
     }
-    if (k == size) break;
+    return {nullptr, std::numeric_limits<float>::quiet_NaN()};
+  };
+  // A clustered shard: its candidates (exact similarities). None served: the exact path.
+  if (shard.index.clustered()) {
+    auto best = first_served(shard.index.Search(query, kFirstCandidates));
+    if (best.first != nullptr) return best;
+  }
+  const size_t size = shard.index.size();
+  for (size_t k = std::min(kFirstCandidates, size); k > 0; k = std::min(k * 8, size)) {
+    auto best = first_served(shard.index.SearchExact(query, k));
+    if (best.first != nullptr || k == size) return best;
   }
   return {nullptr, std::numeric_limits<float>::quiet_NaN()};
 }
@@ -135,7 +144,8 @@ void SemanticCache::Hit(Entry* e, const CachePolicy& policy, int64_t now) {
 SemanticCache::Entry* SemanticCache::Decide(const Category& c, const Shard* shard,
                                             const float* query, const std::string& hash,
                                             double load, int64_t now, CacheLookupResult* r) {
-  r->threshold = EntryThreshold(c.policy, load, c.learning.offset, -INFINITY);
+  r->threshold =
+      EntryThreshold(c.policy, load, c.learning.offset, -INFINITY, BandShare(c.policy, c.learning));
   if (!c.policy.enabled) {
     r->disabled = true;
     return nullptr;
@@ -146,7 +156,7 @@ SemanticCache::Entry* SemanticCache::Decide(const Category& c, const Shard* shar
     auto it = shard->exact.find(hash);
     if (it != shard->exact.end()) {
       Entry* x = entries_.at(it->second).get();
-      if (Served(*x, c.policy, load, now)) {
+      if (Served(*x, c, load, now)) {
         e = x;
         r->exact = r->hit = true;
         r->similarity = 1.0;

@@ -4,16 +4,18 @@
 //   SHOAL_ASSIGN_OR_RETURN(uint64_t id, c->Store(request, /*sync=*/true));
 //   SHOAL_ASSIGN_OR_RETURN(CacheLookupResult r, c->Lookup(request.lookup));
 //
-// Layout: one small exact index (index::FlatIndex, vectors in RAM) and one exact-prompt map per
-// shard = (partition, category); a lookup only ever touches its own shard, so partitions are
-// hard. Entry rows (response, vector, partition) and metadata rows are in the RecordStore
-// (cache_rows.h); a hit reads its response from there. Quotas, eviction order and expiry are
-// per category over all partitions.
+// Layout: one vector index (ShardIndex, vectors in RAM: exact while the shard is small, clustered
+// IVF with SQ8 codes and exact rerank once it is large) and one exact-prompt map per shard =
+// (partition, category); a lookup only ever touches its own shard, so partitions are hard. A
+// clustered shard's nearest similarity is exact for the entry it finds, which is the true nearest
+// at the measured recall (docs/PERFORMANCE.md). Entry rows (response, vector, partition) and
+// metadata rows are in the RecordStore (cache_rows.h); a hit reads its response from there. Quotas,
+// eviction order and expiry are per category over all partitions.
 //
 // Expiry: an entry is served while now < ttl_start + ttl(load) (cache_policy.h), checked on
 // the candidate only; entries past the longest TTL the band allows are removed by Sweep (run
-// by Store, Invalidate and Stats, and by CacheCatalog's background sweeper), never scanned for at
-// lookup.
+// by Store and Invalidate, and by CacheCatalog's background sweeper), never scanned for at
+// lookup; Stats counts expirations as the sweeps make them.
 // Durability: Store commits its rows (synced when asked) before the entry becomes visible;
 // Load rebuilds everything from the rows and drops entries already past their longest TTL.
 // Hit counts, TTL refreshes and learned thresholds are written unsynced (a crash may forget
@@ -22,10 +24,10 @@
 // Thread safety: all methods may be called concurrently. A reader/writer lock per cache:
 // lookups search, decide and read the hit's response under the reader lock, so they run in
 // parallel with each other; a hit then takes the writer lock briefly for its bookkeeping (LRU
-// order, hit count, TTL refresh). Stores, invalidation, feedback, sweeps, policies and stats
-// take the writer lock. Counters and the latency histogram are atomics.
-// Errors: InvalidArgument naming the field, NotFound (entry id), ResourceExhausted (an entry
-// larger than its category's byte quota), FailedPrecondition (the cache was dropped), and the
+// order, hit count, TTL refresh). Stats and Info take the reader lock. Stores, invalidation,
+// feedback, sweeps and policies take the writer lock. Counters and the latency histogram are
+// atomics. Errors: InvalidArgument naming the field, NotFound (entry id), ResourceExhausted (an
+// entry larger than its category's byte quota), FailedPrecondition (the cache was dropped), and the
 // store's errors.
 #ifndef SHOAL_CACHE_SEMANTIC_CACHE_H_
 #define SHOAL_CACHE_SEMANTIC_CACHE_H_
@@ -47,7 +49,6 @@
 #include "cache/cache_rows.h"
 #include "cache/clock.h"
 #include "cache/threshold_learning.h"
-#include "index/flat/flat_index.h"
 #include "shoal/cache.h"
 #include "storage/records/record_store.h"
 
@@ -136,7 +137,9 @@ class SemanticCache {
   Shard* GetShard(const CachePartition& partition, Category* category)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  bool Served(const Entry& e, const CachePolicy& policy, double load, int64_t now) const;
+  // Whether `e` of category `c` is within its TTL at `now` under `load` (the category's share
+  // of the band).
+  bool Served(const Entry& e, const Category& c, double load, int64_t now) const;
   float ThresholdOf(const Entry& e, const Category& c, double load) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The nearest entry of `shard` served at `now` (nullptr if none) and its similarity.

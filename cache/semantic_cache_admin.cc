@@ -133,6 +133,7 @@ absl::Status SemanticCache::LoadRows() {
         e->id = id;
         Category* c = GetCategory(s.category);
         e->shard = GetShard(s.partition, c);
+        e->shard->index.SetAutoCluster(false);  // clustered once, below
         e->prompt_hash = s.prompt_hash;
         e->response_hash = Fnv1a64(s.response);
         e->created_us = s.created_us;
@@ -150,6 +151,7 @@ absl::Status SemanticCache::LoadRows() {
         Insert(std::move(e), s.vector.data());
         return absl::OkStatus();
       }));
+  for (auto& [key, shard] : shards_) shard->index.SetAutoCluster(true);
   return store_->WriteCacheRows(expired, /*sync=*/false);
 }
 

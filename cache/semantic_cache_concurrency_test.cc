@@ -51,6 +51,43 @@ class RendezvousClock final : public Clock {
   mutable bool broken_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// A clock whose calls after Close() wait until Open() (or, giving up, 10 s).
+class GateClock final : public Clock {
+ public:
+  void Close() {
+    absl::MutexLock lock(&mu_);
+    open_ = false;
+  }
+  void Open() {
+    absl::MutexLock lock(&mu_);
+    open_ = true;
+  }
+  // Waits (up to 10 s) until a caller is held at the gate.
+  bool AwaitHeld() const {
+    absl::MutexLock lock(&mu_);
+    auto held = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return held_ > 0; };
+    return mu_.AwaitWithTimeout(absl::Condition(&held), absl::Seconds(10));
+  }
+  bool gave_up() const {
+    absl::MutexLock lock(&mu_);
+    return gave_up_;
+  }
+  int64_t NowMicros() const override {
+    absl::MutexLock lock(&mu_);
+    ++held_;
+    auto open = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return open_; };
+    if (!mu_.AwaitWithTimeout(absl::Condition(&open), absl::Seconds(10))) gave_up_ = true;
+    --held_;
+    return 1'700'000'000'000'000;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  bool open_ ABSL_GUARDED_BY(mu_) = true;
+  mutable int held_ ABSL_GUARDED_BY(mu_) = 0;
+  mutable bool gave_up_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 class SemanticCacheConcurrencyTest : public ::testing::Test {
  protected:
   void Open(const Clock* clock) {
@@ -99,6 +136,27 @@ TEST_F(SemanticCacheConcurrencyTest, LookupsHoldTheLockTogether) {
   a.join();
   b.join();
   EXPECT_TRUE(clock.Met()) << "two lookups never ran under the cache's lock at once";
+}
+
+TEST_F(SemanticCacheConcurrencyTest, StatsAndInfoDoNotWaitForALookup) {
+  GateClock clock;
+  Open(&clock);
+  std::vector<float> v(kDim, 0);
+  v[0] = 1;
+  CacheLookupRequest q{.partition = {.model = "m"}, .embedding = v};
+  ASSERT_TRUE(cache_->Store({.lookup = q, .response = "r"}, /*sync=*/false).ok());
+  ASSERT_TRUE(cache_->Lookup(q).ok());  // the category exists: lookups take the reader lock
+  clock.Close();
+  std::thread lookup([&] { EXPECT_TRUE(cache_->Lookup(q).ok()); });
+  ASSERT_TRUE(clock.AwaitHeld());  // the lookup holds the reader lock, stopped in the clock
+  const CacheStats stats = cache_->Stats();
+  const CacheInfo info = cache_->Info();
+  const bool lookup_still_held = !clock.gave_up();
+  clock.Open();
+  lookup.join();
+  EXPECT_TRUE(lookup_still_held) << "Stats or Info waited for the lookup's reader lock";
+  EXPECT_EQ(stats.total.lookups, 1u);
+  EXPECT_EQ(info.entries, 1u);
 }
 
 // Per thread: its own tenant, keys 0..kKeys-1 (a random unit vector and a prompt each).

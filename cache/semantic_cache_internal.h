@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "cache/semantic_cache.h"
+#include "cache/shard_index.h"
 
 namespace shoal::cache {
 
@@ -51,7 +52,7 @@ struct SemanticCache::Shard {
       : partition(p), category(c), index(dimension, metric) {}
   CachePartition partition;
   Category* category;
-  index::FlatIndex index;                            // entry id -> vector
+  ShardIndex index;  // entry id -> vector (exact while small, clustered once large)
   absl::flat_hash_map<std::string, uint64_t> exact;  // prompt hash -> entry id
   AtomicCounters counters;
 };

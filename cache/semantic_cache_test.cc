@@ -451,5 +451,96 @@ TEST_F(SemanticCacheTest, CountersAgreeWithAReferenceModel) {
   EXPECT_EQ(t.lookups, hits + misses);
 }
 
+// Shards past ShardIndex's cluster_at (4096) are searched through the clustered index.
+class ClusteredCacheTest : public SemanticCacheTest {
+ protected:
+  static constexpr size_t kDim = 16;
+  static constexpr size_t kEntries = 4500;
+  void OpenBig() {
+    auto c = catalog_->Find("big");
+    if (!c.ok()) {
+      ASSERT_TRUE(catalog_->Create({.name = "big", .dimension = kDim}).ok());
+      c = catalog_->Find("big");
+    }
+    ASSERT_TRUE(c.ok()) << c.status();
+    big_ = *c;
+  }
+  // kEntries unit vectors around 64 centres.
+  static std::vector<std::vector<float>> Vectors(uint64_t seed) {
+    std::mt19937_64 rng(seed);
+    std::normal_distribution<float> normal;
+    std::vector<std::vector<float>> centres(64, std::vector<float>(kDim));
+    for (auto& c : centres) {
+      for (float& x : c) x = normal(rng);
+    }
+    std::vector<std::vector<float>> out(kEntries, std::vector<float>(kDim));
+    for (auto& v : out) {
+      const auto& c = centres[rng() % centres.size()];
+      double n = 0;
+      for (size_t j = 0; j < kDim; ++j) v[j] = c[j] + 0.3f * normal(rng), n += v[j] * v[j];
+      for (float& x : v) x /= static_cast<float>(std::sqrt(n));
+    }
+    return out;
+  }
+  void StoreAll(const std::vector<std::vector<float>>& v, const CachePartition& p,
+                const std::string& category, const std::string& tag) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      auto id =
+          big_->Store({.lookup = Q(v[i], "", p, category), .response = tag + std::to_string(i)},
+                      /*sync=*/false);
+      ASSERT_TRUE(id.ok()) << id.status();
+    }
+  }
+  CacheLookupResult GetBig(const CacheLookupRequest& q) {
+    auto r = big_->Lookup(q);
+    EXPECT_TRUE(r.ok()) << r.status();
+    return r.value_or(CacheLookupResult{});
+  }
+  std::shared_ptr<SemanticCache> big_;
+};
+
+TEST_F(ClusteredCacheTest, NeverCrossesPartitionsAndFindsEveryEntryAfterReopen) {
+  OpenBig();
+  ASSERT_TRUE(big_->SetPolicy("", Policy(0.999)).ok());
+  const auto v = Vectors(base::TestSeed());
+  const CachePartition a{.tenant = "a", .model = "m"}, b{.tenant = "b", .model = "m"};
+  StoreAll(v, a, "", "a");
+  StoreAll(v, b, "", "b");
+  for (int round = 0; round < 2; ++round) {
+    for (size_t i = 0; i < kEntries; i += 13) {
+      for (const auto& [p, tag] : {std::pair{a, "a"}, std::pair{b, "b"}}) {
+        const CacheLookupResult r = GetBig(Q(v[i], "", p));
+        ASSERT_TRUE(r.hit) << "round " << round << " entry " << i << " sim " << r.similarity;
+        // Duplicated vectors within a partition may answer for each other, never across.
+        EXPECT_EQ(r.response.substr(0, 1), tag);
+        EXPECT_NEAR(r.similarity, 1.0, 1e-5);
+      }
+    }
+    EXPECT_TRUE(std::isnan(GetBig(Q(v[0], "", {.tenant = "c", .model = "m"})).similarity));
+    Reopen();  // rebuilds every shard's clustered index from the rows
+    OpenBig();
+  }
+}
+
+TEST_F(ClusteredCacheTest, ExpiredCandidatesFallBackToTheNearestServedEntry) {
+  OpenBig();
+  CachePolicy p = Policy(0.999);
+  p.ttl_seconds = 30;
+  p.max_ttl_seconds = 60;  // swept only after 60 s
+  ASSERT_TRUE(big_->SetPolicy("", p).ok());
+  const auto v = Vectors(base::TestSeed());
+  StoreAll(v, {}, "", "old");
+  clock_.AdvanceMicros(20 * kSecond);
+  std::vector<float> fresh(kDim, 0.0f);
+  fresh[0] = 1;
+  auto id = big_->Store({.lookup = Q(fresh, "", {}), .response = "fresh"}, /*sync=*/false);
+  ASSERT_TRUE(id.ok()) << id.status();
+  clock_.AdvanceMicros(15 * kSecond);  // every old entry is past its TTL, none swept yet
+  const CacheLookupResult r = GetBig(Q(v[5], "", {}));
+  EXPECT_FALSE(r.hit);
+  EXPECT_EQ(r.entry_id, *id);
+  EXPECT_NEAR(r.similarity, v[5][0], 1e-5);  // the exact similarity to the one served entry
+}
+
 }  // namespace
 }  // namespace shoal::cache

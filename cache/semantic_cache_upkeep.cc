@@ -114,15 +114,9 @@ absl::Status SemanticCache::Drop() {
 }
 
 CacheStats SemanticCache::Stats() {
-  absl::MutexLock lock(&mu_);
+  absl::ReaderMutexLock lock(&mu_);  // counters are atomics; the maps only read
   CacheStats out;
   out.name = spec_.name;
-  if (!dropped_) {
-    Writes writes;
-    SweepLocked(clock_->NowMicros(), &writes);
-    // Best effort: the removed entries are past their TTL either way.
-    store_->WriteCacheRows(writes, /*sync=*/false).IgnoreError();
-  }
   std::map<std::string, const Category*> by_name;
   for (const auto& [name, c] : categories_) by_name[name] = c.get();
   for (const auto& [name, c] : by_name) {
@@ -142,7 +136,7 @@ CacheStats SemanticCache::Stats() {
 }
 
 CacheInfo SemanticCache::Info() const {
-  absl::MutexLock lock(&mu_);
+  absl::ReaderMutexLock lock(&mu_);
   CacheInfo info;
   info.spec = spec_;
   for (const auto& [name, c] : categories_) {

@@ -21,6 +21,7 @@ void LearnFromReport(const CachePolicy& p, bool wrong, double hit_rate, Category
   const double weight = 1.0 / static_cast<double>(std::min(l->reports, kAverageOver));
   l->wrong_share += weight * ((wrong ? 1.0 : 0.0) - l->wrong_share);
   const double rate = l->wrong_share * std::clamp(hit_rate, 0.0, 1.0);  // per lookup
+  l->rate = rate;
   const double delta = p.target_false_hit_rate;
   const double max_offset = std::max(0.0, p.max_threshold - p.threshold);
   if (delta <= 0) {
@@ -33,8 +34,16 @@ void LearnFromReport(const CachePolicy& p, bool wrong, double hit_rate, Category
   l->offset = std::clamp(l->offset, 0.0, max_offset);
 }
 
-float EntryThreshold(const CachePolicy& p, double load, double category_offset, float wrong_floor) {
-  const double base = ThresholdUnderLoad(p, load);
+double BandShare(const CachePolicy& p, const CategoryLearning& l) {
+  const double delta = p.target_false_hit_rate;
+  if (delta <= 0) return 1;
+  if (l.reports < kMinReportsToLoosen) return 0;
+  return std::clamp((delta - l.rate) / delta, 0.0, 1.0);
+}
+
+float EntryThreshold(const CachePolicy& p, double load, double category_offset, float wrong_floor,
+                     double band_share) {
+  const double base = ThresholdUnderLoad(p, load, band_share);
   const double t = std::clamp(base + category_offset, p.min_threshold, p.max_threshold);
   float out = static_cast<float>(t);
   if (wrong_floor >= out) {

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "cache/cache_policy.h"
 
 namespace shoal::cache {
@@ -46,6 +49,32 @@ TEST(ThresholdLearningTest, EntryFloorLiftsOnlyThatEntry) {
   EXPECT_FLOAT_EQ(EntryThreshold(p, 0, 0, -INFINITY), 0.85f);
   EXPECT_GT(EntryThreshold(p, 0, 0, 0.9f), 0.9f);
   EXPECT_FLOAT_EQ(EntryThreshold(p, 0, 0.5, -INFINITY), 0.99f);  // capped at max_threshold
+}
+
+TEST(ThresholdLearningTest, MarginAwareBandUsesOnlyTheMeasuredMargin) {
+  CachePolicy p = Learning(0.02);
+  p.min_threshold = 0.75;  // a band of 0.10 at full load
+  p.ttl_seconds = 100;
+  p.max_ttl_seconds = 300;
+  EXPECT_DOUBLE_EQ(BandShare(p, CategoryLearning{}), 0.0);  // no reports: no measured margin
+  // 2% of hits wrong at a 50% hit rate: r ~ 1% of lookups, about half of delta: about half
+  // the band (the running w is read 25 reports after a wrong one).
+  const CategoryLearning half = Feed(p, 425, 50, 0.5);
+  const double g = BandShare(p, half);
+  EXPECT_DOUBLE_EQ(g, (0.02 - half.rate) / 0.02);
+  EXPECT_GT(g, 0.3);
+  EXPECT_LT(g, 0.7);
+  EXPECT_NEAR(EntryThreshold(p, 1.0, 0, -INFINITY, g), 0.85 - g * 0.10, 1e-6);
+  EXPECT_EQ(TtlMicrosUnderLoad(p, 1.0, g), static_cast<int64_t>((100 + g * 200) * 1e6));
+  EXPECT_FLOAT_EQ(EntryThreshold(p, 0.5, 0, -INFINITY, g), 0.85f);  // not overloaded
+  // At or over delta: none of the band.
+  const CategoryLearning over = Feed(p, 400, 20, 0.5);
+  EXPECT_DOUBLE_EQ(BandShare(p, over), 0.0);
+  EXPECT_FLOAT_EQ(EntryThreshold(p, 1.0, over.offset, -INFINITY, BandShare(p, over)),
+                  static_cast<float>(std::min(0.85 + over.offset, 0.99)));
+  // No false hits at all: the whole band. Learning off: the band as set.
+  EXPECT_DOUBLE_EQ(BandShare(p, Feed(p, 100, 1000, 0.5)), 1.0);
+  EXPECT_DOUBLE_EQ(BandShare(Learning(0), CategoryLearning{}), 1.0);
 }
 
 }  // namespace

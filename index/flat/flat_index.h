@@ -58,6 +58,11 @@ class FlatIndex final : public VectorIndex {
     return slot == nullptr ? nullptr : rows_.row(*slot);
   }
 
+  // Row `row` < size() (rows are numbered 0..size()-1 in no particular order; a Remove may
+  // renumber the last row): its id and its dimension() floats. For walking every vector.
+  uint64_t IdAt(size_t row) const { return rows_.id(row); }
+  const float* RowAt(size_t row) const { return rows_.row(row); }
+
   // For each of `num_queries` queries (row-major, dimension() floats each) the min(k, size())
   // nearest stored vectors, closest first. `threads` = 0 uses hardware concurrency.
   std::vector<std::vector<Neighbor>> Search(const float* queries, size_t num_queries, size_t k,

@@ -1,0 +1,147 @@
+#include "cache/shard_index.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "base/test_seed.h"
+
+namespace shoal::cache {
+namespace {
+
+constexpr size_t kDim = 16;
+
+// n unit vectors around `blobs` random centres (clustered, like embeddings of paraphrases).
+std::vector<float> Blobs(size_t n, size_t blobs, uint64_t seed) {
+  std::mt19937_64 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<float> centres(blobs * kDim);
+  for (float& x : centres) x = normal(rng);
+  std::vector<float> out(n * kDim);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t b = rng() % blobs;
+    double norm = 0;
+    for (size_t j = 0; j < kDim; ++j) {
+      out[i * kDim + j] = centres[b * kDim + j] + 0.3f * normal(rng);
+      norm += double{out[i * kDim + j]} * out[i * kDim + j];
+    }
+    for (size_t j = 0; j < kDim; ++j) out[i * kDim + j] /= static_cast<float>(std::sqrt(norm));
+  }
+  return out;
+}
+
+ShardIndex::Options Small(size_t probes = 4) {
+  return {.cluster_at = 256, .probes = probes, .rerank = 16, .regrow = 4.0, .seed = 1};
+}
+
+void Fill(ShardIndex* index, const std::vector<float>& v, uint64_t first_id = 1) {
+  for (size_t i = 0; i < v.size() / kDim; ++i) index->Add(first_id + i, v.data() + i * kDim);
+}
+
+TEST(ShardIndexTest, SmallShardIsExact) {
+  ShardIndex index(kDim, index::Metric::kInnerProduct, Small());
+  const std::vector<float> v = Blobs(200, 8, base::TestSeed());
+  Fill(&index, v);
+  EXPECT_FALSE(index.clustered());
+  const std::vector<float> q = Blobs(20, 8, base::TestSeed() + 1);
+  for (size_t i = 0; i < 20; ++i) {
+    const auto a = index.Search(q.data() + i * kDim, 5);
+    const auto b = index.SearchExact(q.data() + i * kDim, 5);
+    ASSERT_EQ(a.size(), 5u);
+    for (size_t j = 0; j < 5; ++j) EXPECT_EQ(a[j].id, b[j].id);
+  }
+}
+
+TEST(ShardIndexTest, ProbingEveryListEqualsExact) {
+  for (index::Metric metric : {index::Metric::kInnerProduct, index::Metric::kL2}) {
+    // Probes and rerank cover everything: the clustered path must return the exact answer.
+    ShardIndex index(kDim, metric, {.cluster_at = 256, .probes = 1'000'000, .rerank = 1'000'000});
+    const std::vector<float> v = Blobs(2000, 16, base::TestSeed());
+    Fill(&index, v);
+    ASSERT_TRUE(index.clustered());
+    EXPECT_GT(index.lists(), 1u);
+    const std::vector<float> q = Blobs(50, 16, base::TestSeed() + 7);
+    for (size_t i = 0; i < 50; ++i) {
+      const auto a = index.Search(q.data() + i * kDim, 10);
+      const auto b = index.SearchExact(q.data() + i * kDim, 10);
+      ASSERT_EQ(a.size(), b.size());
+      for (size_t j = 0; j < a.size(); ++j) {
+        EXPECT_EQ(a[j].id, b[j].id) << "query " << i << " rank " << j;
+        EXPECT_NEAR(a[j].distance, b[j].distance, 1e-4);
+      }
+    }
+  }
+}
+
+TEST(ShardIndexTest, FindsEveryStoredVectorAndMostNearestNeighbours) {
+  ShardIndex index(kDim, index::Metric::kInnerProduct, Small(/*probes=*/8));
+  const std::vector<float> v = Blobs(4000, 32, base::TestSeed());
+  Fill(&index, v);
+  ASSERT_TRUE(index.clustered());
+  // A stored vector sits in its nearest list, which is always probed first.
+  for (size_t i = 0; i < 4000; i += 7) {
+    const auto a = index.Search(v.data() + i * kDim, 1);
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_NEAR(a[0].distance, -1.0f, 1e-4) << "vector " << i;
+  }
+  const std::vector<float> q = Blobs(200, 32, base::TestSeed() + 3);
+  size_t same = 0;
+  for (size_t i = 0; i < 200; ++i) {
+    same += index.Search(q.data() + i * kDim, 1)[0].id ==
+            index.SearchExact(q.data() + i * kDim, 1)[0].id;
+  }
+  EXPECT_GE(same, 180u);  // recall@1 >= 0.9 with 8 of 128 lists probed on clustered data
+}
+
+TEST(ShardIndexTest, RemovedAndReplacedVectorsAreNeverFound) {
+  ShardIndex index(kDim, index::Metric::kInnerProduct, Small(/*probes=*/1'000'000));
+  const std::vector<float> v = Blobs(1000, 8, base::TestSeed());
+  Fill(&index, v);
+  ASSERT_TRUE(index.clustered());
+  for (uint64_t id = 1; id <= 1000; id += 2) ASSERT_TRUE(index.Remove(id));
+  EXPECT_FALSE(index.Remove(1));
+  EXPECT_EQ(index.size(), 500u);
+  for (size_t i = 0; i < 1000; ++i) {
+    for (const index::Neighbor& n : index.Search(v.data() + i * kDim, 10)) {
+      EXPECT_EQ(n.id % 2, 0u) << "removed id " << n.id << " found";
+    }
+  }
+  // Replacing id 2's vector by id 4's: id 2 is then found at distance -1 from id 4's vector.
+  index.Add(2, v.data() + 3 * kDim);
+  EXPECT_EQ(index.size(), 500u);
+  const auto a = index.Search(v.data() + 3 * kDim, 2);
+  ASSERT_EQ(a.size(), 2u);
+  EXPECT_NEAR(a[1].distance, -1.0f, 1e-4);
+  EXPECT_EQ(a[0].id, 2u);  // ties go to the smaller id
+  EXPECT_EQ(a[1].id, 4u);
+  // Shrinking under cluster_at / 2 returns to exact search.
+  for (uint64_t id = 6; id <= 1000; id += 2) index.Remove(id);
+  EXPECT_FALSE(index.clustered());
+  EXPECT_EQ(index.Search(v.data() + 3 * kDim, 1)[0].id, 2u);
+}
+
+TEST(ShardIndexTest, RebuildsAsItGrowsAndWhenAutoClusterReturns) {
+  ShardIndex index(kDim, index::Metric::kL2, Small());
+  const std::vector<float> v = Blobs(4096, 32, base::TestSeed());
+  Fill(&index, std::vector<float>(v.begin(), v.begin() + 256 * kDim));
+  ASSERT_TRUE(index.clustered());
+  const size_t first = index.lists();
+  Fill(&index, std::vector<float>(v.begin() + 256 * kDim, v.end()), 257);
+  EXPECT_GT(index.lists(), first);  // rebuilt at 1024 and at 4096 vectors
+
+  ShardIndex bulk(kDim, index::Metric::kL2, Small());
+  bulk.SetAutoCluster(false);
+  Fill(&bulk, v);
+  EXPECT_FALSE(bulk.clustered());
+  bulk.SetAutoCluster(true);
+  EXPECT_TRUE(bulk.clustered());
+  EXPECT_EQ(bulk.lists(), index.lists());
+  for (size_t i = 0; i < 4096; i += 11) {
+    EXPECT_EQ(bulk.Search(v.data() + i * kDim, 1)[0].distance, 0.0f);
+  }
+}
+
+}  // namespace
+}  // namespace shoal::cache
