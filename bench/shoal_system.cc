@@ -48,8 +48,10 @@ class ShoalSystem : public AnnSystem {
   }
 
   // Does the built index `built` (DescribeCollection's canonical spec, every key spelled out)
-  // have every key=value the user's `spec` names?
+  // have every key=value the user's `spec` names? "auto" is resolved from the data, so any SPANN
+  // index over the same vectors (the directory's own auto build) is taken as it.
   static bool SameIndex(const std::string& built, const std::string& spec) {
+    if (spec == "auto") return built.rfind("spann:", 0) == 0;
     const size_t colon = spec.find(':');
     if (colon == std::string::npos || built.rfind(spec.substr(0, colon + 1), 0) != 0) {
       return built == spec;

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "base/aligned_vector.h"
 #include "index/clustering/centroid_tree.h"
 #include "index/postings/posting_entries.h"
 #include "storage/pages/posting_file.h"
@@ -59,7 +60,7 @@ struct PostingDirectory {
   // `prepared` empty when that form is the centroid itself).
   std::vector<std::shared_ptr<const QuantizedPosting>> codes;
   size_t prepared_dim = 0;
-  std::vector<float> prepared;
+  base::AlignedVector<float> prepared;  // rows 64-byte aligned (RaBitQ: 64k floats per row)
   // Postings descending from each tree leaf (only consulted once some posting was split or
   // merged; before that posting p is leaf p).
   std::shared_ptr<const std::vector<std::vector<uint32_t>>> by_leaf;

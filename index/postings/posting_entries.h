@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "base/aligned_vector.h"
 
 namespace shoal::index {
 
@@ -43,7 +44,8 @@ struct QuantizedPosting {
   std::vector<float> sq_norms;  // |x|^2 of the index-form vector (inner-product distances)
   // ids.size() x code_bytes, or, when `packed`, the quantizer's scan form of them
   // (PostingQuantizer::Pack: what the index keeps in RAM; Unpack before encoding to disk).
-  std::vector<uint8_t> codes;
+  // 64-byte aligned: the scan kernels load whole cache lines of it (base/aligned_vector.h).
+  base::AlignedVector<uint8_t> codes;
   bool packed = false;
   size_t size() const { return ids.size(); }
   size_t MemoryBytes() const {

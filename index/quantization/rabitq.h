@@ -68,6 +68,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/aligned_vector.h"
 
 namespace shoal::index {
 
@@ -148,19 +149,20 @@ class RaBitQ {
 
   // Per (query, centroid) preparation, reusable for every code of one posting.
   struct Query {
-    std::vector<float> rotated;  // q' = P (q - c) / |q - c|, padded_dim() floats
-    float residual_norm = 0;     // |q - c|
-    double lower = 0;            // q_bar_i = lower + delta * qu_i
+    base::AlignedVector<float> rotated;  // q' = P (q - c) / |q - c|, padded_dim() floats
+    float residual_norm = 0;             // |q - c|
+    double lower = 0;                    // q_bar_i = lower + delta * qu_i
     double delta = 0;
-    double sum_q_bar = 0;      // sum_i q_bar_i
-    double error_sq = 0;       // |q_bar - q'|^2
-    uint32_t query_bits = 0;   // B_q
-    std::vector<uint16_t> qu;  // the quantized query: padded_dim() levels in [0, 2^B_q)
+    double sum_q_bar = 0;              // sum_i q_bar_i
+    double error_sq = 0;               // |q_bar - q'|^2
+    uint32_t query_bits = 0;           // B_q
+    base::AlignedVector<uint16_t> qu;  // the quantized query: padded_dim() levels in [0, 2^B_q)
     // Fast-scan lookup tables, lut_groups() x padded_dim()/4 x 16 bytes: qu split into 6-bit
     // groups (group g = bits 6g..6g+5 of each level), and for each group of 4 dimensions j and
     // each 4-bit pattern e, the sum of that group's values over the dimensions whose bit is set
     // in e (at most 4 * 63 = 252, one byte).
-    std::vector<uint8_t> luts;
+    // All three are 64-byte aligned: the AVX-512 kernels load and store whole lines of them.
+    base::AlignedVector<uint8_t> luts;
   };
   void PrepareQuery(const float* q, const float* centroid, Query* out) const;
   // The same from the rotated query P q and rotated centroid P c (padded_dim() floats each,

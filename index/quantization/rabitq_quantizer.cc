@@ -33,14 +33,14 @@ class RabitqQuantizer final : public PostingQuantizer {
   size_t PackedBytes(size_t n) const override { return rq_.PackedBytes(n); }
   void Pack(QuantizedPosting* p) const override {
     if (p->packed) return;
-    std::vector<uint8_t> packed(rq_.PackedBytes(p->size()));
+    base::AlignedVector<uint8_t> packed(rq_.PackedBytes(p->size()));
     rq_.Pack(p->codes.data(), p->size(), packed.data());
     p->codes = std::move(packed);
     p->packed = true;
   }
   void Unpack(QuantizedPosting* p) const override {
     if (!p->packed) return;
-    std::vector<uint8_t> codes(p->size() * rq_.code_bytes());
+    base::AlignedVector<uint8_t> codes(p->size() * rq_.code_bytes());
     rq_.Unpack(p->codes.data(), p->size(), codes.data());
     p->codes = std::move(codes);
     p->packed = false;

@@ -137,8 +137,9 @@ class CandidateIntervals {
   float running_ = std::numeric_limits<float>::infinity();
 };
 
-// Starts loading a RAM-resident posting's prepared centroid, first codes and ids (the scan
-// kernel prefetches ahead within a posting, not across postings).
+// Starts loading a RAM-resident posting's prepared centroid, first codes, ids and norms (the
+// scan kernel prefetches ahead within a posting, not across postings). Reads the posting's
+// header, which PrefetchHeader started loading a posting earlier.
 inline void PrefetchResident(const PostingDirectory& dir, uint32_t p, size_t prepared_dim) {
   const auto* centroid = reinterpret_cast<const char*>(dir.prepared_centroid(p));
   for (size_t b = 0; b < prepared_dim * sizeof(float); b += 64) __builtin_prefetch(centroid + b);
@@ -148,6 +149,18 @@ inline void PrefetchResident(const PostingDirectory& dir, uint32_t p, size_t pre
   }
   const auto* ids = reinterpret_cast<const char*>(next.ids.data());
   for (size_t b = 0; b < next.ids.size() * sizeof(uint64_t); b += 64) __builtin_prefetch(ids + b);
+  // Inner-product indexes read each entry's norm beside its estimate (empty otherwise).
+  const auto* norms = reinterpret_cast<const char*>(next.sq_norms.data());
+  for (size_t b = 0; b < next.sq_norms.size() * sizeof(float); b += 64) {
+    __builtin_prefetch(norms + b);
+  }
+}
+
+// Starts loading posting p's header (its QuantizedPosting: sizes and buffer pointers), which
+// PrefetchResident reads. Measured at 100-d: a query scans ~64 postings of ~65 entries, and
+// without this each scan began with a cache miss on the header (~20% of the per-entry loop).
+inline void PrefetchHeader(const PostingDirectory& dir, uint32_t p) {
+  __builtin_prefetch(dir.codes[p].get());
 }
 
 }  // namespace
@@ -408,7 +421,8 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   const bool ip = manifest_.metric == Metric::kInnerProduct;
   const float q_sq = ip ? InnerProduct(q, q, d) : 0;
   thread_local CandidateIntervals cands;
-  thread_local std::vector<float> est, err, prepared;
+  thread_local std::vector<float> est, err;
+  thread_local base::AlignedVector<float> prepared;  // the kernels load whole lines of it
   cands.Reset(k);
   const size_t pd = quantizer_->prepared_dim();
   prepared.resize(pd);
@@ -430,10 +444,15 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
     }
   };
   std::vector<uint32_t> missing;
+  if (codes_resident_ && !postings.empty()) {
+    PrefetchResident(dir, postings[0], pd);
+    if (postings.size() > 1) PrefetchHeader(dir, postings[1]);
+  }
   for (size_t i = 0; i < postings.size(); ++i) {
     const uint32_t p = postings[i];
     if (codes_resident_) {
-      // The next posting loads while this one is scanned.
+      // The next posting loads while this one is scanned; the one after it, its header.
+      if (i + 2 < postings.size()) PrefetchHeader(dir, postings[i + 2]);
       if (i + 1 < postings.size()) PrefetchResident(dir, postings[i + 1], pd);
       scan(p, *dir.codes[p]);
     } else if (auto cached = code_cache_.Lookup(dir.serials[p])) {
