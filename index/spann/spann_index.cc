@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "index/postings/posting_navigator.h"
+#include "index/postings/posting_prefetch.h"
 #include "index/spann/spann_builder.h"
 #include "index/topk.h"
 
@@ -136,32 +137,6 @@ class CandidateIntervals {
   std::vector<float> uppers_;  // max-heap of at most k upper bounds
   float running_ = std::numeric_limits<float>::infinity();
 };
-
-// Starts loading a RAM-resident posting's prepared centroid, first codes, ids and norms (the
-// scan kernel prefetches ahead within a posting, not across postings). Reads the posting's
-// header, which PrefetchHeader started loading a posting earlier.
-inline void PrefetchResident(const PostingDirectory& dir, uint32_t p, size_t prepared_dim) {
-  const auto* centroid = reinterpret_cast<const char*>(dir.prepared_centroid(p));
-  for (size_t b = 0; b < prepared_dim * sizeof(float); b += 64) __builtin_prefetch(centroid + b);
-  const QuantizedPosting& next = *dir.codes[p];
-  for (size_t b = 0; b < std::min<size_t>(next.codes.size(), 512); b += 64) {
-    __builtin_prefetch(next.codes.data() + b);
-  }
-  const auto* ids = reinterpret_cast<const char*>(next.ids.data());
-  for (size_t b = 0; b < next.ids.size() * sizeof(uint64_t); b += 64) __builtin_prefetch(ids + b);
-  // Inner-product indexes read each entry's norm beside its estimate (empty otherwise).
-  const auto* norms = reinterpret_cast<const char*>(next.sq_norms.data());
-  for (size_t b = 0; b < next.sq_norms.size() * sizeof(float); b += 64) {
-    __builtin_prefetch(norms + b);
-  }
-}
-
-// Starts loading posting p's header (its QuantizedPosting: sizes and buffer pointers), which
-// PrefetchResident reads. Measured at 100-d: a query scans ~64 postings of ~65 entries, and
-// without this each scan began with a cache miss on the header (~20% of the per-entry loop).
-inline void PrefetchHeader(const PostingDirectory& dir, uint32_t p) {
-  __builtin_prefetch(dir.codes[p].get());
-}
 
 }  // namespace
 
