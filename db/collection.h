@@ -200,7 +200,8 @@ class Collection {
                        const std::vector<std::optional<uint64_t>>& old,
                        const std::vector<uint32_t>& leaves)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
-  // Takes `iid` out of the tenant tree for every tenant that sees it.
+  // Takes `iid` (going away: deleted or rewritten) out of the tenant tree for every tenant that
+  // sees it, and forgets its leaf.
   void DetachFromTenantTree(uint64_t iid) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
   // The tree leaf of `iid`: the tenant tree's, else from its record (0 without an SSD index).
   uint32_t TenantTreeLeaf(uint64_t iid) const ABSL_SHARED_LOCKS_REQUIRED(state_.mu);

@@ -139,6 +139,7 @@ void Collection::DetachFromTenantTree(uint64_t iid) {
   const tenants::TenantId owner = state_.access.OwnerOf(iid);
   if (owner != tenants::kNoTenant) state_.tenant_tree.Detach(owner, iid);
   for (tenants::TenantId g : state_.access.GrantsOf(iid)) state_.tenant_tree.Detach(g, iid);
+  state_.tenant_tree.Forget(iid);
 }
 
 uint32_t Collection::TenantTreeLeaf(uint64_t iid) const {

@@ -19,8 +19,8 @@
 // every id it has handed out) at each write.
 //
 // Memory: one hash entry per id that has an owner or a grant (owner, record bytes, grantees
-// inline up to two), plus one hash-set entry per (tenant, id) pair. A tenant with no ids costs
-// one small struct; thousands of tenants are cheap.
+// inline up to two), plus about 2 bytes per (tenant, id) pair (a CompactIdSet of each tenant's
+// owned and granted ids). A tenant with no ids costs one small struct; thousands are cheap.
 //
 // Thread safety: none of its own; const methods may run concurrently (Collection guards it with
 // its state's reader/writer lock).
@@ -33,9 +33,9 @@
 #include <span>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/container/inlined_vector.h"
 #include "base/sharded_hash.h"
+#include "tenants/compact_id_set.h"
 
 namespace shoal::tenants {
 
@@ -44,7 +44,7 @@ inline constexpr TenantId kNoTenant = 0;  // a record no tenant owns
 
 class AccessTable {
  public:
-  using IdSet = absl::flat_hash_set<uint64_t>;
+  using IdSet = CompactIdSet;
 
   // ---- Tenants ----
   // Adds a tenant with no ids (no-op when present).
@@ -84,7 +84,7 @@ class AccessTable {
   size_t OwnedCount(TenantId t) const;
   size_t VisibleCount(TenantId t) const;
   uint64_t OwnedBytes(TenantId t) const;
-  // The tenant's owned / granted ids (nullptr for an unknown tenant); unordered.
+  // The tenant's owned / granted ids (nullptr for an unknown tenant); ForEach is ascending.
   const IdSet* Owned(TenantId t) const;
   const IdSet* Granted(TenantId t) const;
   // Ids with an entry (an owner or a grant).

@@ -45,24 +45,72 @@ void TenantTree::Path(uint32_t leaf, std::vector<uint32_t>* path) const {
   std::reverse(path->begin(), path->end());
 }
 
+void TenantTree::LeafPages::Set(uint64_t id, uint32_t leaf_plus_one) {
+  const uint64_t p = id >> kBits;
+  if (p >= pages_.size()) pages_.resize(p + 1);
+  if (pages_[p] == nullptr) pages_[p] = std::make_unique<Page>();
+  uint32_t& slot = pages_[p]->leaf[id & kMask];
+  if (slot == 0) ++pages_[p]->used;
+  slot = leaf_plus_one;
+}
+
+void TenantTree::LeafPages::Erase(uint64_t id) {
+  const uint64_t p = id >> kBits;
+  if (p >= pages_.size() || pages_[p] == nullptr) return;
+  uint32_t& slot = pages_[p]->leaf[id & kMask];
+  if (slot == 0) return;
+  slot = 0;
+  if (--pages_[p]->used == 0) pages_[p].reset();
+}
+
+size_t TenantTree::LeafPages::MemoryBytes() const {
+  size_t bytes = pages_.capacity() * sizeof(pages_[0]);
+  for (const auto& page : pages_) bytes += page != nullptr ? sizeof(Page) : 0;
+  return bytes;
+}
+
+namespace {
+auto CountLess = [](const std::pair<uint32_t, uint32_t>& c, uint32_t node) {
+  return c.first < node;
+};
+}  // namespace
+
+void TenantTree::AddCount(Counts& c, uint32_t node, int delta) {
+  auto it = std::lower_bound(c.begin(), c.end(), node, CountLess);
+  if (it == c.end() || it->first != node) {
+    if (delta <= 0) return;
+    if (c.size() == c.capacity()) {
+      const size_t at = it - c.begin();
+      c.reserve(c.size() * 5 / 4 + 2);  // by a quarter: the arrays are many and small
+      it = c.begin() + at;
+    }
+    c.insert(it, {node, static_cast<uint32_t>(delta)});
+    return;
+  }
+  it->second += delta;
+  if (it->second == 0) {
+    c.erase(it);
+    if (c.capacity() > 2 * c.size() + 8) c.shrink_to_fit();
+  }
+}
+
 uint32_t TenantTree::CountIn(const Sub& s, uint32_t node) const {
-  const auto it = s.count.find(node);
-  return it == s.count.end() ? 0 : it->second;
+  const auto it = std::lower_bound(s.count.begin(), s.count.end(), node, CountLess);
+  return it == s.count.end() || it->first != node ? 0 : it->second;
 }
 
 uint32_t TenantTree::LeafOfId(uint64_t id) const {
-  const auto it = leaf_of_.find(id);
-  return it == leaf_of_.end() ? 0 : it->second;
+  const uint32_t leaf = leaf_of_.Get(id);
+  return leaf == 0 ? 0 : leaf - 1;
 }
 
 void TenantTree::Attach(TenantId t, uint64_t id, uint32_t leaf) {
   leaf = std::min<uint32_t>(leaf, num_leaves() - 1);
-  leaf_of_[id] = leaf;
-  ++leaf_refs_[id];
+  leaf_of_.Set(id, leaf + 1);
   Sub& s = subs_[t];
   std::vector<uint32_t> path;
   Path(leaf, &path);
-  for (uint32_t n : path) ++s.count[n];
+  for (uint32_t n : path) AddCount(s.count, n, 1);
   // The id's bucket is the first node of its path with at most cap vectors of the tenant.
   for (uint32_t n : path) {
     auto it = s.shortlist.find(n);
@@ -84,24 +132,25 @@ void TenantTree::SplitDown(Sub& s, uint32_t node) {
     return;
   }
   std::vector<uint32_t> path;
-  for (uint64_t id : ids) {
+  ids.ForEach([&](uint64_t id) {
     Path(LeafOfId(id), &path);
     const auto at = std::find(path.begin(), path.end(), node);
-    if (at == path.end() || at + 1 == path.end()) continue;
+    if (at == path.end() || at + 1 == path.end()) return;
     s.shortlist[*(at + 1)].insert(id);
-  }
+  });
 }
 
 void TenantTree::Gather(Sub& s, uint32_t node, IdSet* into) {
-  if (auto it = s.shortlist.find(node); it != s.shortlist.end()) {
-    into->insert(it->second.begin(), it->second.end());
-    s.shortlist.erase(it);
-    return;
-  }
-  if (auto it = s.dense.find(node); it != s.dense.end()) {
-    into->insert(it->second.begin(), it->second.end());
-    s.dense.erase(it);
-    return;
+  for (auto* buckets : {&s.shortlist, &s.dense}) {
+    if (auto it = buckets->find(node); it != buckets->end()) {
+      if (into->empty()) {
+        *into = std::move(it->second);
+      } else {
+        it->second.ForEach([&](uint64_t id) { into->insert(id); });
+      }
+      buckets->erase(it);
+      return;
+    }
   }
   for (uint32_t c : children_[node]) {
     if (CountIn(s, c) > 0) Gather(s, c, into);
@@ -115,14 +164,14 @@ void TenantTree::MergeUp(Sub& s, uint32_t node) {
 }
 
 std::optional<uint32_t> TenantTree::LeafOf(uint64_t id) const {
-  const auto it = leaf_of_.find(id);
-  if (it == leaf_of_.end()) return std::nullopt;
-  return it->second;
+  const uint32_t leaf = leaf_of_.Get(id);
+  if (leaf == 0) return std::nullopt;
+  return leaf - 1;
 }
 
 void TenantTree::Detach(TenantId t, uint64_t id) {
   const auto sub = subs_.find(t);
-  if (sub == subs_.end() || !leaf_of_.contains(id)) return;
+  if (sub == subs_.end() || leaf_of_.Get(id) == 0) return;
   Sub& s = sub->second;
   const uint32_t leaf = LeafOfId(id);
   std::vector<uint32_t> path;
@@ -130,7 +179,7 @@ void TenantTree::Detach(TenantId t, uint64_t id) {
   bool found = false;
   for (uint32_t n : path) {
     auto it = s.shortlist.find(n);
-    if (it != s.shortlist.end() && it->second.erase(id) > 0) {
+    if (it != s.shortlist.end() && it->second.erase(id)) {
       if (it->second.empty()) s.shortlist.erase(it);
       found = true;
       break;
@@ -138,17 +187,10 @@ void TenantTree::Detach(TenantId t, uint64_t id) {
   }
   if (!found) {
     auto it = s.dense.find(path.back());
-    if (it == s.dense.end() || it->second.erase(id) == 0) return;  // never attached
+    if (it == s.dense.end() || !it->second.erase(id)) return;  // never attached
     if (it->second.empty()) s.dense.erase(it);
   }
-  for (uint32_t n : path) {
-    auto it = s.count.find(n);
-    if (--it->second == 0) s.count.erase(it);
-  }
-  if (auto r = leaf_refs_.find(id); r != leaf_refs_.end() && --r->second == 0) {
-    leaf_refs_.erase(r);
-    leaf_of_.erase(id);
-  }
+  for (uint32_t n : path) AddCount(s.count, n, -1);
   // The first sparse node of the path gathers what lies below it (a merge, when it was dense).
   for (uint32_t n : path) {
     if (CountIn(s, n) == 0) break;
@@ -160,21 +202,7 @@ void TenantTree::Detach(TenantId t, uint64_t id) {
   if (s.count.empty()) subs_.erase(sub);
 }
 
-void TenantTree::DropTenant(TenantId t) {
-  const auto sub = subs_.find(t);
-  if (sub == subs_.end()) return;
-  auto release = [&](const IdSet& ids) {
-    for (uint64_t id : ids) {
-      if (auto r = leaf_refs_.find(id); r != leaf_refs_.end() && --r->second == 0) {
-        leaf_refs_.erase(r);
-        leaf_of_.erase(id);
-      }
-    }
-  };
-  for (const auto& [n, ids] : sub->second.shortlist) release(ids);
-  for (const auto& [n, ids] : sub->second.dense) release(ids);
-  subs_.erase(sub);
-}
+void TenantTree::DropTenant(TenantId t) { subs_.erase(t); }
 
 bool TenantTree::Reaches(TenantId t, uint32_t leaf) const {
   const auto sub = subs_.find(t);
@@ -201,13 +229,15 @@ void TenantTree::ForEachDenseLeaf(TenantId t, const std::function<void(uint32_t)
 }
 
 size_t TenantTree::MemoryBytes() const {
+  using Bucket = std::pair<const uint32_t, IdSet>;
   size_t bytes = (parent_.capacity() + leaf_node_.capacity() + node_leaf_.capacity()) * 4 +
-                 (leaf_of_.capacity() + leaf_refs_.capacity()) * 13;
+                 leaf_of_.MemoryBytes() + subs_.capacity() * (sizeof(TenantId) + sizeof(Sub) + 1);
   for (const auto& c : children_) bytes += sizeof(c) + c.capacity() * 4;
   for (const auto& [t, s] : subs_) {
-    bytes += sizeof(Sub) + s.count.capacity() * 9;
-    for (const auto& [n, ids] : s.shortlist) bytes += 48 + ids.capacity() * 9;
-    for (const auto& [n, ids] : s.dense) bytes += 48 + ids.capacity() * 9;
+    bytes += s.count.capacity() * sizeof(Counts::value_type) +
+             (s.shortlist.capacity() + s.dense.capacity()) * (sizeof(Bucket) + 1);
+    for (const auto& [n, ids] : s.shortlist) bytes += ids.MemoryBytes();
+    for (const auto& [n, ids] : s.dense) bytes += ids.MemoryBytes();
   }
   return bytes;
 }
@@ -224,7 +254,9 @@ void TenantTree::Check(TenantId t, const std::vector<std::pair<uint64_t, uint32_
   const auto sub = subs_.find(t);
   const Sub empty;
   const Sub& s = sub == subs_.end() ? empty : sub->second;
-  if (want != s.count) problem(absl::StrCat(who, "node counts disagree with its ids"));
+  Counts sorted(want.begin(), want.end());
+  std::sort(sorted.begin(), sorted.end());
+  if (sorted != s.count) problem(absl::StrCat(who, "node counts disagree with its ids"));
   absl::flat_hash_map<uint64_t, int> seen;
   for (const auto& [n, list] : s.shortlist) {
     if (list.size() > cap_) {
@@ -233,11 +265,11 @@ void TenantTree::Check(TenantId t, const std::vector<std::pair<uint64_t, uint32_
     if (parent_[n] != kNone && CountIn(s, parent_[n]) <= cap_) {
       problem(absl::StrCat(who, "shortlist at node ", n, " below a sparse parent"));
     }
-    for (uint64_t id : list) ++seen[id];
+    list.ForEach([&](uint64_t id) { ++seen[id]; });
   }
   for (const auto& [n, list] : s.dense) {
     if (list.size() <= cap_) problem(absl::StrCat(who, "dense leaf node ", n, " is sparse"));
-    for (uint64_t id : list) ++seen[id];
+    list.ForEach([&](uint64_t id) { ++seen[id]; });
   }
   for (const auto& [id, leaf] : ids) {
     const auto it = seen.find(id);

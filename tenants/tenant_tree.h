@@ -16,10 +16,14 @@
 // Without an SSD index the tree has one node, the root (leaf 0): a tenant is one shortlist while
 // sparse, one dense leaf after.
 //
-// Why exact counts and not Bloom filters: a count per (tenant, node it reaches) costs ~16 bytes
-// in a hash map and never answers "maybe"; Curator's Bloom filters (1% false positives at 1,000
+// Why exact counts and not Bloom filters: a count per (tenant, node it reaches) costs 8 bytes in
+// a sorted array and never answers "maybe"; Curator's Bloom filters (1% false positives at 1,000
 // tenants) cost a fixed ~1.2 KB per node whatever the tenants, are rebuilt lazily and can only
 // be cleared by a rebuild. With the tree's depth of 2-4, a vector adds 2-4 counts per tenant.
+//
+// Memory (measured in docs/PERFORMANCE.md "Multi-tenant search"): shortlists and dense leaves
+// are CompactIdSets (about 2 bytes per id), counts sorted (node, count) arrays, and the leaf of
+// each id a paged array indexed by id (4 bytes per id): no per-membership hash entry.
 //
 // Isolation: the tree only narrows where a search looks; every candidate is still checked
 // against the access table (access_table.h), so a stale shortlist entry can never leak.
@@ -28,23 +32,25 @@
 #ifndef SHOAL_TENANTS_TENANT_TREE_H_
 #define SHOAL_TENANTS_TENANT_TREE_H_
 
+#include <array>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
 #include "index/clustering/centroid_tree.h"
 #include "index/vector_index.h"
 #include "tenants/access_table.h"
+#include "tenants/compact_id_set.h"
 
 namespace shoal::tenants {
 
 class TenantTree {
  public:
-  using IdSet = absl::flat_hash_set<uint64_t>;
+  using IdSet = CompactIdSet;
   static constexpr uint32_t kDefaultCap = 128;
 
   // One node (no SSD index).
@@ -60,8 +66,12 @@ class TenantTree {
   void Attach(TenantId t, uint64_t id, uint32_t leaf);
   // `id` stopped being visible to `t`. Unknown pairs are ignored.
   void Detach(TenantId t, uint64_t id);
-  // The leaf `id` was attached with, while some tenant has it attached.
+  // The leaf `id` was last attached with (kept after its last Detach: an id's vector, so its
+  // leaf, never changes), until Forget.
   std::optional<uint32_t> LeafOf(uint64_t id) const;
+  // `id` is gone for good (deleted, or the old id of a rewritten record): forgets its leaf.
+  // Detach it from every tenant first.
+  void Forget(uint64_t id) { leaf_of_.Erase(id); }
   void DropTenant(TenantId t);
 
   // The filter: does `leaf` hold any vector of `t`?
@@ -81,11 +91,34 @@ class TenantTree {
   size_t MemoryBytes() const;
 
  private:
+  // Sorted (node, count) pairs; a node the tenant does not reach has none.
+  using Counts = std::vector<std::pair<uint32_t, uint32_t>>;
   struct Sub {
-    absl::flat_hash_map<uint32_t, uint32_t> count;   // node -> vectors below (absent = 0)
+    Counts count;                                    // node -> vectors below (absent = 0)
     absl::flat_hash_map<uint32_t, IdSet> shortlist;  // node -> ids
     absl::flat_hash_map<uint32_t, IdSet> dense;      // leaf node -> ids (over the cap)
   };
+  // id -> leaf + 1 (0: none), in pages of 4,096 ids allocated on demand: ids are dense.
+  class LeafPages {
+   public:
+    uint32_t Get(uint64_t id) const {
+      const uint64_t p = id >> kBits;
+      return p < pages_.size() && pages_[p] != nullptr ? pages_[p]->leaf[id & kMask] : 0;
+    }
+    void Set(uint64_t id, uint32_t leaf_plus_one);
+    void Erase(uint64_t id);
+    size_t MemoryBytes() const;
+
+   private:
+    static constexpr int kBits = 12;
+    static constexpr uint64_t kMask = (uint64_t{1} << kBits) - 1;
+    struct Page {
+      std::array<uint32_t, size_t{1} << kBits> leaf{};
+      uint32_t used = 0;
+    };
+    std::vector<std::unique_ptr<Page>> pages_;
+  };
+  static void AddCount(Counts& c, uint32_t node, int delta);
   // Root first, down to the leaf's node.
   void Path(uint32_t leaf, std::vector<uint32_t>* path) const;
   uint32_t CountIn(const Sub& s, uint32_t node) const;
@@ -101,8 +134,7 @@ class TenantTree {
   std::vector<uint32_t> leaf_node_;  // by leaf
   std::vector<uint32_t> node_leaf_;  // by node: leaf index, UINT32_MAX for inner nodes
   std::vector<std::vector<uint32_t>> children_;
-  absl::flat_hash_map<uint64_t, uint32_t> leaf_of_;    // id -> leaf, for splits
-  absl::flat_hash_map<uint64_t, uint32_t> leaf_refs_;  // id -> tenants attached
+  LeafPages leaf_of_;  // id -> leaf, for splits and for LeafOf
   absl::flat_hash_map<TenantId, Sub> subs_;
 };
 
