@@ -145,6 +145,9 @@ const AccessTable::IdSet* AccessTable::Granted(TenantId t) const {
 
 size_t AccessTable::MemoryBytes() const {
   size_t bytes = ids_.MemoryBytes();
+  ids_.ForEach([&](uint64_t, const Entry& e) {
+    if (e.grants.capacity() > 2) bytes += e.grants.capacity() * sizeof(TenantId) + 16;  // heap
+  });
   for (const auto& [t, ids] : tenants_) {
     bytes += sizeof(TenantIds) + ids->owned.MemoryBytes() + ids->granted.MemoryBytes();
   }

@@ -45,30 +45,6 @@ void TenantTree::Path(uint32_t leaf, std::vector<uint32_t>* path) const {
   std::reverse(path->begin(), path->end());
 }
 
-void TenantTree::LeafPages::Set(uint64_t id, uint32_t leaf_plus_one) {
-  const uint64_t p = id >> kBits;
-  if (p >= pages_.size()) pages_.resize(p + 1);
-  if (pages_[p] == nullptr) pages_[p] = std::make_unique<Page>();
-  uint32_t& slot = pages_[p]->leaf[id & kMask];
-  if (slot == 0) ++pages_[p]->used;
-  slot = leaf_plus_one;
-}
-
-void TenantTree::LeafPages::Erase(uint64_t id) {
-  const uint64_t p = id >> kBits;
-  if (p >= pages_.size() || pages_[p] == nullptr) return;
-  uint32_t& slot = pages_[p]->leaf[id & kMask];
-  if (slot == 0) return;
-  slot = 0;
-  if (--pages_[p]->used == 0) pages_[p].reset();
-}
-
-size_t TenantTree::LeafPages::MemoryBytes() const {
-  size_t bytes = pages_.capacity() * sizeof(pages_[0]);
-  for (const auto& page : pages_) bytes += page != nullptr ? sizeof(Page) : 0;
-  return bytes;
-}
-
 namespace {
 auto CountLess = [](const std::pair<uint32_t, uint32_t>& c, uint32_t node) {
   return c.first < node;
@@ -100,13 +76,13 @@ uint32_t TenantTree::CountIn(const Sub& s, uint32_t node) const {
 }
 
 uint32_t TenantTree::LeafOfId(uint64_t id) const {
-  const uint32_t leaf = leaf_of_.Get(id);
-  return leaf == 0 ? 0 : leaf - 1;
+  const uint32_t* leaf = leaf_of_.Find(id);
+  return leaf == nullptr ? 0 : *leaf;
 }
 
 void TenantTree::Attach(TenantId t, uint64_t id, uint32_t leaf) {
   leaf = std::min<uint32_t>(leaf, num_leaves() - 1);
-  leaf_of_.Set(id, leaf + 1);
+  leaf_of_.Set(id, leaf);
   Sub& s = subs_[t];
   std::vector<uint32_t> path;
   Path(leaf, &path);
@@ -164,14 +140,14 @@ void TenantTree::MergeUp(Sub& s, uint32_t node) {
 }
 
 std::optional<uint32_t> TenantTree::LeafOf(uint64_t id) const {
-  const uint32_t leaf = leaf_of_.Get(id);
-  if (leaf == 0) return std::nullopt;
-  return leaf - 1;
+  const uint32_t* leaf = leaf_of_.Find(id);
+  if (leaf == nullptr) return std::nullopt;
+  return *leaf;
 }
 
 void TenantTree::Detach(TenantId t, uint64_t id) {
   const auto sub = subs_.find(t);
-  if (sub == subs_.end() || leaf_of_.Get(id) == 0) return;
+  if (sub == subs_.end() || leaf_of_.Find(id) == nullptr) return;
   Sub& s = sub->second;
   const uint32_t leaf = LeafOfId(id);
   std::vector<uint32_t> path;

@@ -32,15 +32,14 @@
 #ifndef SHOAL_TENANTS_TENANT_TREE_H_
 #define SHOAL_TENANTS_TENANT_TREE_H_
 
-#include <array>
 #include <cstdint>
 #include <functional>
-#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "base/paged_id_map.h"
 #include "index/clustering/centroid_tree.h"
 #include "index/vector_index.h"
 #include "tenants/access_table.h"
@@ -98,26 +97,6 @@ class TenantTree {
     absl::flat_hash_map<uint32_t, IdSet> shortlist;  // node -> ids
     absl::flat_hash_map<uint32_t, IdSet> dense;      // leaf node -> ids (over the cap)
   };
-  // id -> leaf + 1 (0: none), in pages of 4,096 ids allocated on demand: ids are dense.
-  class LeafPages {
-   public:
-    uint32_t Get(uint64_t id) const {
-      const uint64_t p = id >> kBits;
-      return p < pages_.size() && pages_[p] != nullptr ? pages_[p]->leaf[id & kMask] : 0;
-    }
-    void Set(uint64_t id, uint32_t leaf_plus_one);
-    void Erase(uint64_t id);
-    size_t MemoryBytes() const;
-
-   private:
-    static constexpr int kBits = 12;
-    static constexpr uint64_t kMask = (uint64_t{1} << kBits) - 1;
-    struct Page {
-      std::array<uint32_t, size_t{1} << kBits> leaf{};
-      uint32_t used = 0;
-    };
-    std::vector<std::unique_ptr<Page>> pages_;
-  };
   static void AddCount(Counts& c, uint32_t node, int delta);
   // Root first, down to the leaf's node.
   void Path(uint32_t leaf, std::vector<uint32_t>* path) const;
@@ -134,7 +113,7 @@ class TenantTree {
   std::vector<uint32_t> leaf_node_;  // by leaf
   std::vector<uint32_t> node_leaf_;  // by node: leaf index, UINT32_MAX for inner nodes
   std::vector<std::vector<uint32_t>> children_;
-  LeafPages leaf_of_;  // id -> leaf, for splits and for LeafOf
+  base::PagedIdMap<uint32_t, 12> leaf_of_;  // id -> leaf, for splits and for LeafOf
   absl::flat_hash_map<TenantId, Sub> subs_;
 };
 
