@@ -211,8 +211,8 @@ absl::Status Collection::SetAccess(std::string_view tenant, std::span<const Key>
         batch.DeleteGrant(id_, tid, *iid);
       }
       changed.push_back(*iid);
-      if (grant) leaves.push_back(TenantTreeLeaf(*iid));
     }
+    if (grant) leaves = TenantTreeLeaves(changed);
   }
   if (changed.empty()) return SyncIfAsked(options);
   claim.Unlock();
