@@ -7,6 +7,17 @@
 namespace shoal::tenants {
 namespace {
 constexpr uint32_t kNone = UINT32_MAX;
+
+// A tenant with at most cap vectors (one shortlist, at the root) keeps only its root count:
+// Reaches and Count below the root then look at the leaves of its <= cap ids. Search never asks
+// for such a tenant (it is answered exactly from its ids, db/search_planner.cc), and small
+// tenants are most tenants: their per-node counts were most of the tree's RAM at 10,000 tenants.
+// The other counts are made from the ids' leaves when a tenant outgrows the root, and dropped
+// when it shrinks back.
+uint32_t RootOf(const std::vector<uint32_t>& parent, uint32_t node) {
+  while (parent[node] != kNone) node = parent[node];
+  return node;
+}
 }  // namespace
 
 TenantTree::TenantTree(uint32_t cap)
@@ -86,6 +97,19 @@ void TenantTree::Attach(TenantId t, uint64_t id, uint32_t leaf) {
   Sub& s = subs_[t];
   std::vector<uint32_t> path;
   Path(leaf, &path);
+  const uint32_t root = path.front(), total = CountIn(s, root);
+  if (total < cap_) {  // sparse after it too: the root's count and shortlist only
+    AddCount(s.count, root, 1);
+    s.shortlist[root].insert(id);
+    return;
+  }
+  if (total == cap_) {  // leaving the root: every node's count, from the ids' leaves
+    std::vector<uint32_t> other;
+    s.shortlist[root].ForEach([&](uint64_t o) {
+      Path(LeafOfId(o), &other);
+      for (size_t i = 1; i < other.size(); ++i) AddCount(s.count, other[i], 1);
+    });
+  }
   for (uint32_t n : path) AddCount(s.count, n, 1);
   // The id's bucket is the first node of its path with at most cap vectors of the tenant.
   for (uint32_t n : path) {
@@ -166,7 +190,20 @@ void TenantTree::Detach(TenantId t, uint64_t id) {
     if (it == s.dense.end() || !it->second.erase(id)) return;  // never attached
     if (it->second.empty()) s.dense.erase(it);
   }
+  const uint32_t root = path.front();
+  if (CountIn(s, root) <= cap_) {  // sparse: the root's count only
+    AddCount(s.count, root, -1);
+    if (s.count.empty()) subs_.erase(sub);
+    return;
+  }
   for (uint32_t n : path) AddCount(s.count, n, -1);
+  if (const uint32_t total = CountIn(s, root); total <= cap_) {
+    // Sparse again: one shortlist at the root, and the root's count only.
+    MergeUp(s, root);
+    s.count.assign(1, {root, total});
+    s.count.shrink_to_fit();
+    return;
+  }
   // The first sparse node of the path gathers what lies below it (a merge, when it was dense).
   for (uint32_t n : path) {
     if (CountIn(s, n) == 0) break;
@@ -181,14 +218,29 @@ void TenantTree::Detach(TenantId t, uint64_t id) {
 void TenantTree::DropTenant(TenantId t) { subs_.erase(t); }
 
 bool TenantTree::Reaches(TenantId t, uint32_t leaf) const {
-  const auto sub = subs_.find(t);
-  if (sub == subs_.end() || leaf >= num_leaves()) return false;
-  return CountIn(sub->second, leaf_node_[leaf]) > 0;
+  if (leaf >= num_leaves()) return false;
+  return Count(t, leaf_node_[leaf]) > 0;
 }
 
 uint32_t TenantTree::Count(TenantId t, uint32_t node) const {
   const auto sub = subs_.find(t);
-  return sub == subs_.end() ? 0 : CountIn(sub->second, node);
+  if (sub == subs_.end() || node >= parent_.size()) return 0;
+  const Sub& s = sub->second;
+  const uint32_t root = RootOf(parent_, node);
+  if (node == root || CountIn(s, root) > cap_) return CountIn(s, node);
+  // Sparse (at most cap ids, all in the root's shortlist): count those below `node`.
+  uint32_t n = 0;
+  const auto list = s.shortlist.find(root);
+  if (list == s.shortlist.end()) return 0;
+  list->second.ForEach([&](uint64_t id) {
+    for (uint32_t x = leaf_node_[LeafOfId(id)]; x != kNone; x = parent_[x]) {
+      if (x == node) {
+        ++n;
+        break;
+      }
+    }
+  });
+  return n;
 }
 
 void TenantTree::ForEachShortlist(TenantId t,
@@ -226,6 +278,10 @@ void TenantTree::Check(TenantId t, const std::vector<std::pair<uint64_t, uint32_
   for (const auto& [id, leaf] : ids) {
     Path(leaf, &path);
     for (uint32_t n : path) ++want[n];
+  }
+  if (ids.size() <= cap_ && !ids.empty()) {  // sparse: the root's count only
+    const uint32_t root = RootOf(parent_, leaf_node_[0]);
+    want = {{root, static_cast<uint32_t>(ids.size())}};
   }
   const auto sub = subs_.find(t);
   const Sub empty;
