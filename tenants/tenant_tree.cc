@@ -259,7 +259,8 @@ void TenantTree::ForEachDenseLeaf(TenantId t, const std::function<void(uint32_t)
 size_t TenantTree::MemoryBytes() const {
   using Bucket = std::pair<const uint32_t, IdSet>;
   size_t bytes = (parent_.capacity() + leaf_node_.capacity() + node_leaf_.capacity()) * 4 +
-                 leaf_of_.MemoryBytes() + subs_.capacity() * (sizeof(TenantId) + sizeof(Sub) + 1);
+                 leaf_of_.MemoryBytes() + subs_.capacity() * (sizeof(void*) + 1) +
+                 subs_.size() * (sizeof(TenantId) + sizeof(Sub));
   for (const auto& c : children_) bytes += sizeof(c) + c.capacity() * 4;
   for (const auto& [t, s] : subs_) {
     bytes += s.count.capacity() * sizeof(Counts::value_type) +
