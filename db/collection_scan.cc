@@ -63,7 +63,7 @@ absl::StatusOr<uint64_t> Collection::Count(const Filter* filter, const ReadOptio
   uint64_t n = 0;
   for (const auto* ids : {state_.access.Owned(reader), state_.access.Granted(reader)}) {
     if (ids == nullptr) continue;
-    for (uint64_t id : *ids) n += passing.Test(id) ? 1 : 0;
+    ids->ForEach([&](uint64_t id) { n += passing.Test(id) ? 1 : 0; });
   }
   return n;
 }
@@ -165,9 +165,9 @@ std::vector<uint64_t> Collection::MatchingIds(const Filter* filter, tenants::Ten
   std::vector<uint64_t> ids;
   if (owner != tenants::kNoTenant) {
     if (const auto* owned = state_.access.Owned(owner)) {
-      for (uint64_t id : *owned) {
+      owned->ForEach([&](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
         if (filter == nullptr || state_.attrs.Matches(*filter, id)) ids.push_back(id);
-      }
+      });
     }
   } else if (filter != nullptr) {
     state_.attrs.Evaluate(*filter).ForEach([&](uint64_t id) { ids.push_back(id); });

@@ -80,9 +80,7 @@ absl::StatusOr<uint64_t> Collection::DeleteOwned(std::string_view tenant,
     absl::ReaderMutexLock lock(&state_.mu);
     SHOAL_ASSIGN_OR_RETURN(t, FindTenant(tenant));
     // The tenant's own ids only: never a scan of the collection.
-    if (const auto* owned = state_.access.Owned(t->meta.id))
-      ids.assign(owned->begin(), owned->end());
-    std::sort(ids.begin(), ids.end());
+    if (const auto* owned = state_.access.Owned(t->meta.id)) ids = owned->ToVector();  // sorted
     for (uint64_t iid : ids) AddDeleteRows(iid, state_.key_of.At(iid), &batch);
     if (drop) batch.DeleteTenant(id_, t->meta);
   }
@@ -213,8 +211,8 @@ absl::Status Collection::SetAccess(std::string_view tenant, std::span<const Key>
         batch.DeleteGrant(id_, tid, *iid);
       }
       changed.push_back(*iid);
-      if (grant) leaves.push_back(TenantTreeLeaf(*iid));
     }
+    if (grant) leaves = TenantTreeLeaves(changed);
   }
   if (changed.empty()) return SyncIfAsked(options);
   claim.Unlock();

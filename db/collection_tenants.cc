@@ -139,17 +139,39 @@ void Collection::DetachFromTenantTree(uint64_t iid) {
   const tenants::TenantId owner = state_.access.OwnerOf(iid);
   if (owner != tenants::kNoTenant) state_.tenant_tree.Detach(owner, iid);
   for (tenants::TenantId g : state_.access.GrantsOf(iid)) state_.tenant_tree.Detach(g, iid);
+  state_.tenant_tree.Forget(iid);
 }
 
-uint32_t Collection::TenantTreeLeaf(uint64_t iid) const {
-  if (std::optional<uint32_t> leaf = state_.tenant_tree.LeafOf(iid)) return *leaf;
-  if (state_.spann == nullptr) return 0;
-  // An id no tenant saw yet (an unowned record's first grant): its vector from the store. A
-  // failed read leaves it on leaf 0: searches then reach it through the exact fallback only.
-  absl::StatusOr<std::optional<Record>> r = store_->GetRecord(id_, iid);
-  if (!r.ok() || !r->has_value()) return 0;
+std::vector<uint32_t> Collection::TenantTreeLeaves(std::span<const uint64_t> iids) const {
+  std::vector<uint32_t> leaves(iids.size(), 0);
+  std::vector<size_t> unknown;  // indexes into iids
+  for (size_t i = 0; i < iids.size(); ++i) {
+    if (std::optional<uint32_t> leaf = state_.tenant_tree.LeafOf(iids[i])) {
+      leaves[i] = *leaf;
+    } else if (state_.spann != nullptr) {
+      unknown.push_back(i);
+    }
+  }
+  // Ids no tenant saw yet (an unowned record's first grant; every id at a rebuild): their vectors
+  // from the store, one multi-get per 1,024 records. A failed read leaves an id on leaf 0:
+  // searches then reach it through the exact fallback only.
+  constexpr size_t kChunk = 1024;
+  std::vector<uint64_t> ids;
   std::vector<float> scratch;
-  return WriteBuffer::LeafOf(*state_.spann, IndexForm((*r)->vector, &scratch));
+  for (size_t first = 0; first < unknown.size(); first += kChunk) {
+    const size_t n = std::min(kChunk, unknown.size() - first);
+    ids.clear();
+    for (size_t j = 0; j < n; ++j) ids.push_back(iids[unknown[first + j]]);
+    absl::StatusOr<std::vector<std::optional<Record>>> records = store_->GetRecords(id_, ids);
+    if (!records.ok()) continue;
+    for (size_t j = 0; j < n; ++j) {
+      const std::optional<Record>& r = (*records)[j];
+      if (!r.has_value()) continue;
+      leaves[unknown[first + j]] =
+          WriteBuffer::LeafOf(*state_.spann, IndexForm(r->vector, &scratch));
+    }
+  }
+  return leaves;
 }
 
 void Collection::RebuildTenantTree() {
@@ -160,8 +182,10 @@ void Collection::RebuildTenantTree() {
   state_.access.ForEachId([&](uint64_t iid, tenants::TenantId, std::span<const tenants::TenantId>) {
     ids.push_back(iid);
   });
-  for (uint64_t iid : ids) {
-    const uint32_t leaf = TenantTreeLeaf(iid);
+  const std::vector<uint32_t> leaves = TenantTreeLeaves(ids);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const uint64_t iid = ids[i];
+    const uint32_t leaf = leaves[i];
     const tenants::TenantId owner = state_.access.OwnerOf(iid);
     if (owner != tenants::kNoTenant) state_.tenant_tree.Attach(owner, iid, leaf);
     for (tenants::TenantId g : state_.access.GrantsOf(iid)) {

@@ -71,7 +71,7 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::Search(
     built.emplace();
     for (const auto* ids : {state.access.Owned(tenant), state.access.Granted(tenant)}) {
       if (ids == nullptr) continue;
-      for (uint64_t id : *ids) built->Set(id);
+      ids->ForEach([&](uint64_t id) { built->Set(id); });
     }
     if (attributes.has_value()) built->And(*attributes);
     return *built;

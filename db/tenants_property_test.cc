@@ -1,10 +1,11 @@
 // Randomized isolation test of tenants against an in-test model: create and drop tenants,
 // upsert with an owner, grant, revoke, delete (by key, with and without a tenant, by tenant),
 // reopen, BuildIndex and FlushIndexUpdates with a small posting cap (so postings split and
-// merge). After every step: no Search, Get or Count answers anything the tenant may not see,
-// counts and ListKeyTenants agree with the model, and a visible vector is found by a search
-// for itself. Ends with DB::Verify. SHOAL_TENANT_OPS sets the number of operations (default
-// 20000; the long run is SHOAL_TENANT_OPS=1000000); SHOAL_TEST_SEED replays a run.
+// merge), grant then revoke (the answers before come back). After every step: no Search, Get or
+// Count answers anything the tenant may not see, counts and ListKeyTenants agree with the model,
+// and a visible vector is found by a search for itself. Ends with DB::Verify. SHOAL_TENANT_OPS sets
+// the number of operations (default 20000; the long run is SHOAL_TENANT_OPS=1000000);
+// SHOAL_TEST_SEED replays a run.
 #include <gtest/gtest.h>
 #include <stdlib.h>
 
@@ -97,6 +98,7 @@ class TenantsPropertyTest : public ::testing::Test {
   void SetAccess(bool grant);
   void Delete();
   void DropOrDeleteByTenant(bool drop);
+  void GrantThenRevokeRestores();
   void Check();
 
   std::mt19937_64 rng_;
@@ -207,6 +209,43 @@ void TenantsPropertyTest::DropOrDeleteByTenant(bool drop) {
   }
 }
 
+// Granting keys a tenant does not see and revoking them again gives the same search answers
+// as before, and the same tenants per key.
+void TenantsPropertyTest::GrantThenRevokeRestores() {
+  const std::string t = TenantName();
+  if (!m_.tenants.contains(t)) return;
+  std::vector<uint64_t> keys;
+  for (uint64_t k : SomeKeys(6)) {
+    if (m_.records.contains(k) && !m_.Sees(t, k)) keys.push_back(k);
+  }
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  if (keys.empty()) return;
+  SearchParams p;
+  p.k = 10;
+  p.tenant = t;
+  const std::vector<float> q = RandomVector();
+  auto answer = [&]() {
+    auto hits = db_->Search("c", q, p);
+    EXPECT_TRUE(hits.ok()) << where_ << hits.status();
+    std::vector<std::pair<uint64_t, float>> out;
+    if (hits.ok()) {
+      for (const Hit& h : (*hits)[0]) out.emplace_back(std::get<uint64_t>(h.key), h.distance);
+    }
+    return out;
+  };
+  const auto before = answer();
+  std::vector<std::vector<std::string>> tenants_before;
+  for (uint64_t k : keys) tenants_before.push_back(*db_->ListKeyTenants("c", k));
+  ASSERT_TRUE(db_->Grant("c", t, AsKeys(keys), {}).ok()) << where_;
+  ASSERT_TRUE(db_->Revoke("c", t, AsKeys(keys), {}).ok()) << where_;
+  ASSERT_EQ(answer(), before) << where_ << " tenant " << t;
+  for (size_t i = 0; i < keys.size(); ++i) {
+    ASSERT_EQ(*db_->ListKeyTenants("c", keys[i]), tenants_before[i])
+        << where_ << " key " << keys[i];
+  }
+}
+
 void TenantsPropertyTest::Check() {
   const std::string t = TenantName();
   const bool exists = m_.tenants.contains(t);
@@ -295,6 +334,8 @@ void TenantsPropertyTest::Step() {
         << where_;
   } else if (dice < 7930) {
     ASSERT_TRUE(db_->FlushIndexUpdates("c").ok()) << where_;
+  } else if (dice < 8100) {
+    GrantThenRevokeRestores();
   }
   Check();
 }

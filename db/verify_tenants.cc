@@ -103,15 +103,15 @@ void CheckTenantTree(const tenants::TenantTree& tree, const tenants::AccessTable
     std::vector<std::pair<uint64_t, uint32_t>> ids;
     for (const auto* set : {access.Owned(t), access.Granted(t)}) {
       if (set == nullptr) continue;
-      for (uint64_t iid : *set) {
+      set->ForEach([&](uint64_t iid) {
         const std::optional<uint32_t> leaf = tree.LeafOf(iid);
         if (!leaf.has_value()) {
           problem(absl::StrCat("in memory: tenant '", name, "' sees record ", iid,
                                ", which its tree does not hold (a false negative)"));
-          continue;
+          return;
         }
         ids.emplace_back(iid, *leaf);
-      }
+      });
     }
     tree.Check(t, ids, [&](std::string p) { problem(absl::StrCat("tenant '", name, "': ", p)); });
   }

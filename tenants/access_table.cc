@@ -12,18 +12,18 @@ void AccessTable::AddTenant(TenantId t) {
 void AccessTable::RemoveTenant(TenantId t) {
   const auto it = tenants_.find(t);
   if (it == tenants_.end()) return;
-  for (uint64_t id : it->second->granted) {
+  it->second->granted.ForEach([&](uint64_t id) {
     Entry* e = ids_.Find(id);
-    if (e == nullptr) continue;
+    if (e == nullptr) return;
     e->grants.erase(std::remove(e->grants.begin(), e->grants.end(), t), e->grants.end());
     if (e->owner == kNoTenant && e->grants.empty()) ids_.Erase(id);
-  }
-  for (uint64_t id : it->second->owned) {
+  });
+  it->second->owned.ForEach([&](uint64_t id) {
     Entry* e = ids_.Find(id);
-    if (e == nullptr) continue;
+    if (e == nullptr) return;
     e->owner = kNoTenant;
     if (e->grants.empty()) ids_.Erase(id);
-  }
+  });
   tenants_.erase(it);
 }
 
@@ -79,7 +79,7 @@ uint64_t AccessTable::BytesOf(uint64_t id) const {
 
 bool AccessTable::Grant(uint64_t id, TenantId t) {
   TenantIds* ids = Find(t);
-  if (ids == nullptr || ids->owned.contains(id) || !ids->granted.insert(id).second) return false;
+  if (ids == nullptr || ids->owned.contains(id) || !ids->granted.insert(id)) return false;
   Entry* e = ids_.Find(id);
   if (e == nullptr) {
     ids_.Insert(id, Entry{});
@@ -91,7 +91,7 @@ bool AccessTable::Grant(uint64_t id, TenantId t) {
 
 bool AccessTable::Revoke(uint64_t id, TenantId t) {
   TenantIds* ids = Find(t);
-  if (ids == nullptr || ids->granted.erase(id) == 0) return false;
+  if (ids == nullptr || !ids->granted.erase(id)) return false;
   if (Entry* e = ids_.Find(id)) {
     e->grants.erase(std::remove(e->grants.begin(), e->grants.end(), t), e->grants.end());
     if (e->owner == kNoTenant && e->grants.empty()) ids_.Erase(id);
@@ -145,9 +145,11 @@ const AccessTable::IdSet* AccessTable::Granted(TenantId t) const {
 
 size_t AccessTable::MemoryBytes() const {
   size_t bytes = ids_.MemoryBytes();
+  ids_.ForEach([&](uint64_t, const Entry& e) {
+    if (e.grants.capacity() > 2) bytes += e.grants.capacity() * sizeof(TenantId) + 16;  // heap
+  });
   for (const auto& [t, ids] : tenants_) {
-    bytes += sizeof(TenantIds) +
-             (ids->owned.capacity() + ids->granted.capacity()) * (sizeof(uint64_t) + 1);
+    bytes += sizeof(TenantIds) + ids->owned.MemoryBytes() + ids->granted.MemoryBytes();
   }
   return bytes;
 }

@@ -16,10 +16,19 @@
 // Without an SSD index the tree has one node, the root (leaf 0): a tenant is one shortlist while
 // sparse, one dense leaf after.
 //
-// Why exact counts and not Bloom filters: a count per (tenant, node it reaches) costs ~16 bytes
-// in a hash map and never answers "maybe"; Curator's Bloom filters (1% false positives at 1,000
+// A tenant with at most `cap` vectors (one shortlist, at the root) keeps only its root count:
+// Reaches and Count below the root then look at the leaves of its <= cap ids. (Search never asks:
+// such a tenant is answered exactly from its ids, db/search_planner.cc.) The other counts are
+// made from the ids' leaves when it outgrows the root, and dropped when it shrinks back.
+//
+// Why exact counts and not Bloom filters: a count per (tenant, node it reaches) costs 8 bytes in
+// a sorted array and never answers "maybe"; Curator's Bloom filters (1% false positives at 1,000
 // tenants) cost a fixed ~1.2 KB per node whatever the tenants, are rebuilt lazily and can only
 // be cleared by a rebuild. With the tree's depth of 2-4, a vector adds 2-4 counts per tenant.
+//
+// Memory (measured in docs/PERFORMANCE.md "Multi-tenant search"): shortlists and dense leaves
+// are CompactIdSets (about 2 bytes per id), counts sorted (node, count) arrays, and the leaf of
+// each id a paged array indexed by id (4 bytes per id): no per-membership hash entry.
 //
 // Isolation: the tree only narrows where a search looks; every candidate is still checked
 // against the access table (access_table.h), so a stale shortlist entry can never leak.
@@ -35,16 +44,18 @@
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/flat_hash_set.h"
+#include "absl/container/node_hash_map.h"
+#include "base/paged_id_map.h"
 #include "index/clustering/centroid_tree.h"
 #include "index/vector_index.h"
 #include "tenants/access_table.h"
+#include "tenants/compact_id_set.h"
 
 namespace shoal::tenants {
 
 class TenantTree {
  public:
-  using IdSet = absl::flat_hash_set<uint64_t>;
+  using IdSet = CompactIdSet;
   static constexpr uint32_t kDefaultCap = 128;
 
   // One node (no SSD index).
@@ -60,13 +71,18 @@ class TenantTree {
   void Attach(TenantId t, uint64_t id, uint32_t leaf);
   // `id` stopped being visible to `t`. Unknown pairs are ignored.
   void Detach(TenantId t, uint64_t id);
-  // The leaf `id` was attached with, while some tenant has it attached.
+  // The leaf `id` was last attached with (kept after its last Detach: an id's vector, so its
+  // leaf, never changes), until Forget.
   std::optional<uint32_t> LeafOf(uint64_t id) const;
+  // `id` is gone for good (deleted, or the old id of a rewritten record): forgets its leaf.
+  // Detach it from every tenant first.
+  void Forget(uint64_t id) { leaf_of_.Erase(id); }
   void DropTenant(TenantId t);
 
-  // The filter: does `leaf` hold any vector of `t`?
+  // The filter: does `leaf` hold any vector of `t`? (A count lookup; a scan of at most cap ids
+  // for a tenant sparse at the root.)
   bool Reaches(TenantId t, uint32_t leaf) const;
-  // Vectors of `t` below `node`.
+  // Vectors of `t` below `node` (as Reaches).
   uint32_t Count(TenantId t, uint32_t node) const;
   // Calls fn(node, ids) for every shortlist of `t`.
   void ForEachShortlist(TenantId t, const std::function<void(uint32_t, const IdSet&)>& fn) const;
@@ -81,11 +97,14 @@ class TenantTree {
   size_t MemoryBytes() const;
 
  private:
+  // Sorted (node, count) pairs; a node the tenant does not reach has none.
+  using Counts = std::vector<std::pair<uint32_t, uint32_t>>;
   struct Sub {
-    absl::flat_hash_map<uint32_t, uint32_t> count;   // node -> vectors below (absent = 0)
+    Counts count;                                    // node -> vectors below (absent = 0)
     absl::flat_hash_map<uint32_t, IdSet> shortlist;  // node -> ids
     absl::flat_hash_map<uint32_t, IdSet> dense;      // leaf node -> ids (over the cap)
   };
+  static void AddCount(Counts& c, uint32_t node, int delta);
   // Root first, down to the leaf's node.
   void Path(uint32_t leaf, std::vector<uint32_t>* path) const;
   uint32_t CountIn(const Sub& s, uint32_t node) const;
@@ -101,9 +120,10 @@ class TenantTree {
   std::vector<uint32_t> leaf_node_;  // by leaf
   std::vector<uint32_t> node_leaf_;  // by node: leaf index, UINT32_MAX for inner nodes
   std::vector<std::vector<uint32_t>> children_;
-  absl::flat_hash_map<uint64_t, uint32_t> leaf_of_;    // id -> leaf, for splits
-  absl::flat_hash_map<uint64_t, uint32_t> leaf_refs_;  // id -> tenants attached
-  absl::flat_hash_map<TenantId, Sub> subs_;
+  base::PagedIdMap<uint32_t, 12> leaf_of_;  // id -> leaf, for splits and for LeafOf
+  // Node-based: a slot is a pointer, not a 96-byte Sub at a load of 0.44-0.875 (thousands of
+  // small tenants).
+  absl::node_hash_map<TenantId, Sub> subs_;
 };
 
 // What a tenant's SPANN search may scan: the postings whose tree leaf holds any of its vectors.
