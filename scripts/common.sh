@@ -44,3 +44,13 @@ shoal_build() {
     cmake --build "$SHOAL_BUILD" -j "${SHOAL_JOBS:-2}"
   fi
 }
+
+# shoal_configure_asan: the one ASan + UBSan build (clang-14, -O1, asserts on, line tables only)
+# that scripts/sanitize asan builds its unit tests in and scripts/fuzz its libFuzzer targets in,
+# so that CI compiles the libraries once. SHOAL_ASAN_BUILD overrides the directory (build-asan/).
+SHOAL_ASAN_BUILD="${SHOAL_ASAN_BUILD:-$SHOAL_ROOT/build-asan}"
+shoal_configure_asan() {
+  CC=clang-14 CXX=clang++-14 cmake -S "$SHOAL_ROOT" -B "$SHOAL_ASAN_BUILD" \
+    -DCMAKE_BUILD_TYPE=Debug -DSHOAL_FUZZ=ON -DSHOAL_WITH_CUDA=OFF \
+    -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" -DCMAKE_C_FLAGS_DEBUG="-O1 -gline-tables-only"
+}
