@@ -86,47 +86,43 @@ void ClusterNode::Stop() {
   for (auto& [name, replica] : replicas) replica->Stop();
 }
 
-// On the coordinator: a shard that lost replicas (their node's lease expired) gets live ones,
-// which catch up from the shard's stream. The txn on the map's mod_revision makes a stale
-// coordinator's write fail; the next view change tries again.
-void ClusterNode::Rereplicate(const ClusterView& view) {
+// On the coordinator: `plan` (shard_map.h: Rereplicate, PlanMove) changes each collection's
+// shard map given the live nodes; a changed map is written with a txn on its mod_revision, so
+// a stale coordinator's write fails and the next view change tries again.
+void ClusterNode::RewriteShardMaps(const ClusterView& view, ShardMapPlan plan,
+                                   std::string (*describe)(const ShardMap&)) {
   if (view.coordinator != options_.node_id || !view.etcd_reachable) return;
   std::vector<std::string> live;
   for (const auto& [id, address] : view.nodes) live.push_back(id);
   for (const auto& [name, current] : view.collections) {
     ShardMap map = current;
-    if (!cluster::Rereplicate(live, map)) continue;
+    if (!plan(live, map)) continue;
     auto revision = view.collection_revisions.find(name);
     if (revision == view.collection_revisions.end()) continue;
     absl::StatusOr<bool> written =
         etcd_.CompareAndPut(kCollectionsPrefix + name, EncodeShardMap(map), revision->second);
     if (written.ok() && *written) {
-      std::cerr << "shoald: cluster: " << name << " shard map version " << map.version
-                << ": replicas moved to live nodes\n";
+      std::cerr << "shoald: cluster: " << name << " shard map version " << map.version << ": "
+                << describe(map) << "\n";
     }
   }
 }
 
-// On the coordinator: a node that keeps too few shards (it joined, or came back after its
-// shards were re-replicated) gets one replica moved to it; the next view change (the target
-// completing the move) plans the next one.
+// A shard that lost replicas (their node's lease expired) gets live ones, which catch up from
+// the shard's stream.
+void ClusterNode::Rereplicate(const ClusterView& view) {
+  RewriteShardMaps(view, &cluster::Rereplicate,
+                   [](const ShardMap&) -> std::string { return "replicas moved to live nodes"; });
+}
+
+// A node that keeps too few shards (it joined, or came back after its shards were
+// re-replicated) gets one replica moved to it; the next view change (the target completing the
+// move) plans the next one.
 void ClusterNode::PlanMoves(const ClusterView& view) {
-  if (view.coordinator != options_.node_id || !view.etcd_reachable) return;
-  std::vector<std::string> live;
-  for (const auto& [id, address] : view.nodes) live.push_back(id);
-  for (const auto& [name, current] : view.collections) {
-    ShardMap map = current;
-    if (!cluster::PlanMove(live, map)) continue;
-    auto revision = view.collection_revisions.find(name);
-    if (revision == view.collection_revisions.end()) continue;
-    absl::StatusOr<bool> written =
-        etcd_.CompareAndPut(kCollectionsPrefix + name, EncodeShardMap(map), revision->second);
-    if (written.ok() && *written) {
-      std::cerr << "shoald: cluster: " << name << " shard map version " << map.version
-                << ": moving shard " << map.move->shard << " from " << map.move->from << " to "
-                << map.move->to << "\n";
-    }
-  }
+  RewriteShardMaps(view, &cluster::PlanMove, [](const ShardMap& map) -> std::string {
+    return absl::StrCat("moving shard ", map.move->shard, " from ", map.move->from, " to ",
+                        map.move->to);
+  });
 }
 
 // On a move's target: once its copy has applied the shard's stream as far as it reached a

@@ -111,6 +111,10 @@ class ClusterNode {
   Membership* membership() const;
   // Starts replicas for the shards the view gives this node and stops the others.
   void Reconcile(const ClusterView& view);
+  // A change planned on a shard map given the live nodes; true when it changed the map.
+  using ShardMapPlan = bool (*)(const std::vector<std::string>& live, ShardMap& map);
+  void RewriteShardMaps(const ClusterView& view, ShardMapPlan plan,
+                        std::string (*describe)(const ShardMap&));
   void Rereplicate(const ClusterView& view);
   void PlanMoves(const ClusterView& view);
   // Completes the moves whose target is this node and has caught up (every 200 ms).
