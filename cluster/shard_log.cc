@@ -3,6 +3,7 @@
 #include <nats/nats.h>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "cluster/shard_map.h"
 
 namespace shoal::cluster {
@@ -111,19 +112,8 @@ absl::StatusOr<uint64_t> ShardLog::Publish(const std::string& collection, uint32
   return sequence;
 }
 
-absl::StatusOr<uint64_t> ShardLog::LastSequence(const std::string& collection, uint32_t shard) {
-  const std::string name = StreamName(collection, shard);
-  jsOptions options = RequestOptions(timeout_);
-  jsStreamInfo* info = nullptr;
-  jsErrCode error = static_cast<jsErrCode>(0);
-  natsStatus s = js_GetStreamInfo(&info, js_, name.c_str(), &options, &error);
-  if (s != NATS_OK) return NatsStatus("stream info " + name, s, error);
-  const uint64_t last = info->State.LastSeq;
-  jsStreamInfo_Destroy(info);
-  return last;
-}
-
-absl::StatusOr<uint64_t> ShardLog::FirstSequence(const std::string& collection, uint32_t shard) {
+absl::StatusOr<ShardLog::StreamState> ShardLog::State(const std::string& collection,
+                                                      uint32_t shard) {
   const std::string name = StreamName(collection, shard);
   jsOptions options = RequestOptions(timeout_);
   jsStreamInfo* info = nullptr;
@@ -131,9 +121,21 @@ absl::StatusOr<uint64_t> ShardLog::FirstSequence(const std::string& collection, 
   natsStatus s = js_GetStreamInfo(&info, js_, name.c_str(), &options, &error);
   if (s != NATS_OK) return NatsStatus("stream info " + name, s, error);
   // An empty stream reports first = last + 1 (or 0 when nothing was ever written).
-  const uint64_t first = info->State.Msgs == 0 ? info->State.LastSeq + 1 : info->State.FirstSeq;
+  const StreamState state{
+      .first = info->State.Msgs == 0 ? info->State.LastSeq + 1 : info->State.FirstSeq,
+      .last = info->State.LastSeq};
   jsStreamInfo_Destroy(info);
-  return first;
+  return state;
+}
+
+absl::StatusOr<uint64_t> ShardLog::LastSequence(const std::string& collection, uint32_t shard) {
+  SHOAL_ASSIGN_OR_RETURN(const StreamState state, State(collection, shard));
+  return state.last;
+}
+
+absl::StatusOr<uint64_t> ShardLog::FirstSequence(const std::string& collection, uint32_t shard) {
+  SHOAL_ASSIGN_OR_RETURN(const StreamState state, State(collection, shard));
+  return state.first;
 }
 
 absl::Status ShardLog::Purge(const std::string& collection, uint32_t shard, uint64_t keep_from) {

@@ -59,6 +59,11 @@ class ShardLog {
   absl::Duration timeout() const { return timeout_; }
 
  private:
+  struct StreamState {
+    uint64_t first = 0;  // the oldest message kept (last + 1 when none is)
+    uint64_t last = 0;   // the newest message ever written (0: none)
+  };
+  absl::StatusOr<StreamState> State(const std::string& collection, uint32_t shard);
   ShardLog(__natsConnection* connection, __jsCtx* js, absl::Duration timeout)
       : connection_(connection), js_(js), timeout_(timeout) {}
 
