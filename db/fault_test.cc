@@ -114,6 +114,22 @@ TEST_F(FaultTest, WalFaultsAfterEveryMemtableWasFlushedThenWritesResume) {
   ReopenAndCheck();
 }
 
+// A full disk: the WAL write fails, then so does each resume's flush after it switched to a
+// fresh WAL, until every memtable is empty again (the data waits in immutable ones). Once
+// space returns, writes must resume without a restart.
+TEST_F(FaultTest, ResumeThatSwitchedTheWalButCouldNotFlushResumesWhenSpaceReturns) {
+  PutRange(0, 10);
+  fs_.Fail(FaultOp::kWrite, ".log", ENOSPC);
+  fs_.Fail(FaultOp::kWrite, ".sst", ENOSPC, /*one_shot=*/false);
+  EXPECT_EQ(Put(10).code(), absl::StatusCode::kResourceExhausted);
+  // Each resume switches one more column family's memtable before its flush fails.
+  for (uint64_t k = 11; k < 17; ++k) EXPECT_FALSE(Put(k).ok()) << k;
+  ExpectReadable();
+  fs_.Clear();
+  PutRange(20, 30);
+  ReopenAndCheck();
+}
+
 TEST_F(FaultTest, WalWriteEnospcIsResourceExhaustedUntilCleared) {
   PutRange(0, 10);
   fs_.Fail(FaultOp::kWrite, ".log", ENOSPC, /*one_shot=*/false);

@@ -11,6 +11,7 @@
 #include "rocksdb/options.h"
 #include "rocksdb/slice.h"
 #include "rocksdb/table.h"
+#include "rocksdb/transaction_log.h"
 #include "rocksdb/write_batch.h"
 #include "storage/records/record_codec.h"
 #include "storage/records/rocksdb_env.h"
@@ -332,11 +333,20 @@ bool RecordStore::MemtablesEmpty() {
   return true;
 }
 
+uint64_t RecordStore::CurrentWal() {
+  std::unique_ptr<rocksdb::LogFile> wal;
+  if (!db_->GetCurrentWalFile(&wal).ok() || wal == nullptr) return 0;
+  return wal->LogNumber();
+}
+
 absl::Status RecordStore::ResumeWrites(std::string_view context) {
   const std::string stopped = absl::StrCat(
       std::string(context), ": writes are stopped after an I/O error and cannot resume yet: ");
-  if (MemtablesEmpty()) {
-    // Resume() would clear the error and keep the failed WAL writer (see above).
+  const uint64_t wal = CurrentWal();
+  if (MemtablesEmpty() && (wal == 0 || wal == failed_wal_.load())) {
+    // Resume() would clear the error and keep the failed WAL writer (see above). An earlier
+    // Resume() that failed after switching the WAL (a flush it could not write) left the
+    // memtables empty too, but with a fresh writer: that one may resume.
     return absl::UnavailableError(
         absl::StrCat(stopped,
                      "the write failed with nothing in memory to flush, so RocksDB cannot replace "
@@ -380,7 +390,10 @@ absl::Status RecordStore::Write(rocksdb::WriteBatch* batch, bool sync, std::stri
   rocksdb::WriteOptions wo;
   wo.sync = sync;
   rocksdb::Status s = db_->Write(wo, batch);
-  if (!s.ok()) stopped_.store(true);
+  if (!s.ok()) {
+    failed_wal_.store(CurrentWal());
+    stopped_.store(true);
+  }
   return FromRocks(s, context);
 }
 

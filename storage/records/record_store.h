@@ -279,14 +279,16 @@ class RecordStore {
   // Resume() after a failed write, when it can replace the failed WAL writer.
   absl::Status ResumeWrites(std::string_view context) ABSL_EXCLUSIVE_LOCKS_REQUIRED(resume_mu_);
   bool MemtablesEmpty();
+  uint64_t CurrentWal();  // the number of the WAL written to now; 0 when RocksDB cannot tell
   absl::Status KeepMemtableNonEmpty();
   // UnreferencedTableFiles' check of one table.
   UnreferencedTable ClassifyUnreferenced(const std::string& name);
   bool read_only_ = false;
-  rocksdb::FileLock* lock_ = nullptr;  // held while read-only (RocksDB holds its own otherwise)
-  std::atomic<bool> stopped_{false};   // a write failed: Resume() before the next one
-  absl::Mutex resume_mu_;              // writes hold it shared, ResumeWrites exclusively
-  std::unique_ptr<rocksdb::Env> env_;  // storage/records/rocksdb_env.h; outlives db_
+  rocksdb::FileLock* lock_ = nullptr;    // held while read-only (RocksDB holds its own otherwise)
+  std::atomic<bool> stopped_{false};     // a write failed: Resume() before the next one
+  absl::Mutex resume_mu_;                // writes hold it shared, ResumeWrites exclusively
+  std::atomic<uint64_t> failed_wal_{0};  // CurrentWal() when the last write failed
+  std::unique_ptr<rocksdb::Env> env_;    // storage/records/rocksdb_env.h; outlives db_
   rocksdb::DB* db_ = nullptr;
   rocksdb::ColumnFamilyHandle* catalog_ = nullptr;
   rocksdb::ColumnFamilyHandle* records_ = nullptr;
