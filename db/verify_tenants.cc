@@ -100,22 +100,22 @@ void CheckAccessTable(const tenants::AccessTable& access, const TenantRowsView& 
 void CheckTenantTree(const tenants::TenantTree& tree, const tenants::AccessTable& access,
                      const TenantRowsView& view, const ProblemFn& problem) {
   for (const auto& [t, name] : view.names) {
+    // A lambda may not capture a structured binding before C++20's P1091 (clang-14: the ASan
+    // build of scripts/sanitize): the lambdas capture a plain reference to the name.
+    const std::string& tenant_name = name;
     std::vector<std::pair<uint64_t, uint32_t>> ids;
     for (const auto* set : {access.Owned(t), access.Granted(t)}) {
       if (set == nullptr) continue;
       set->ForEach([&](uint64_t iid) {
         const std::optional<uint32_t> leaf = tree.LeafOf(iid);
         if (!leaf.has_value()) {
-          problem(absl::StrCat("in memory: tenant '", name, "' sees record ", iid,
+          problem(absl::StrCat("in memory: tenant '", tenant_name, "' sees record ", iid,
                                ", which its tree does not hold (a false negative)"));
           return;
         }
         ids.emplace_back(iid, *leaf);
       });
     }
-    // A lambda may not capture a structured binding before C++20's P1091 (clang-14: the ASan
-    // build of scripts/sanitize): capture a plain reference to the name.
-    const std::string& tenant_name = name;
     tree.Check(t, ids,
                [&](std::string p) { problem(absl::StrCat("tenant '", tenant_name, "': ", p)); });
   }
