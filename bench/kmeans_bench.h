@@ -7,10 +7,12 @@
 //
 //   shoal_bench kmeans                                  # N=1M, D=128, K=1024, 2 iterations
 //   shoal_bench kmeans --n 1000000 8000000 --d 128 768 --k 1024 16384 --iterations 5
+//   shoal_bench kmeans --n 2000000 --build-n 2000000 --build-dataset fashion-mnist
 #ifndef SHOAL_BENCH_KMEANS_BENCH_H_
 #define SHOAL_BENCH_KMEANS_BENCH_H_
 
 #include <cstddef>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -26,11 +28,12 @@ struct KMeansBenchOptions {
   std::vector<size_t> d = {128};
   std::vector<size_t> k = {1024};
   int iterations = 2;
-  int threads = 2;           // CPU threads for ours and FAISS
-  bool faiss = true;         // run faiss::Clustering
-  bool cpu = true;           // run our CPU backend
-  size_t build_n = 200000;   // points of the index-build comparison (0 = skip)
-  size_t gpu_budget_mb = 0;  // > 0: also a streamed GPU run under this device budget
+  int threads = 2;            // CPU threads for ours and FAISS
+  bool faiss = true;          // run faiss::Clustering
+  bool cpu = true;            // run our CPU backend
+  size_t build_n = 200000;    // points of the index-build comparison (0 = skip)
+  std::string build_dataset;  // also the index build on this LoadDataset spec (empty = skip)
+  size_t gpu_budget_mb = 0;   // > 0: also a streamed GPU run under this device budget
   uint64_t seed = 1;
 };
 

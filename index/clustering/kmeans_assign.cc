@@ -269,13 +269,17 @@ class CpuClusteringBackend final : public ClusteringBackend {
 // on the call's shape, so results stay deterministic.
 class GpuClusteringBackend final : public ClusteringBackend {
  public:
-  explicit GpuClusteringBackend(uint32_t threads) : cpu_(MakeCpuClusteringBackend(threads)) {}
+  explicit GpuClusteringBackend(uint32_t threads)
+      : cpu_(MakeCpuClusteringBackend(threads)),
+        min_assign_work_(
+            kMinGpuAssignWorkPerThread *
+            (threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency()))) {}
   std::string name() const override { return "cuda"; }
 
   absl::Status AssignTopM(const float* points, size_t n, const float* centroids, size_t k, size_t d,
                           size_t m, const float* bias, uint32_t* labels,
                           float* distances) override {
-    if (m > gpu::kGpuMaxTopM || double(n) * k * d < kMinGpuAssignWork) {
+    if (m > gpu::kGpuMaxTopM || double(n) * k * d < min_assign_work_) {
       return cpu_->AssignTopM(points, n, centroids, k, d, m, bias, labels, distances);
     }
     return gpu::GpuAssignTopM(points, n, centroids, k, d, m, bias, labels, distances);
@@ -295,11 +299,14 @@ class GpuClusteringBackend final : public ClusteringBackend {
   }
 
  private:
-  // Multiply-adds below which a call stays on the CPU (a launch and copies cost ~0.1 ms).
-  static constexpr double kMinGpuAssignWork = 1 << 24;
+  // Multiply-adds per CPU thread below which an assignment stays on the CPU: a device call costs
+  // about 2 ms of set-up (buffers, copies, synchronisation), in which one AVX-512 thread does
+  // about 2^25 of them.
+  static constexpr double kMinGpuAssignWorkPerThread = 1 << 25;
   static constexpr double kMinGpuUpdateWork = 1 << 20;
 
   std::unique_ptr<ClusteringBackend> cpu_;
+  const double min_assign_work_;
 };
 
 }  // namespace

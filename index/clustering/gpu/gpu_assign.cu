@@ -2,6 +2,9 @@
 // chunks. Chunks rotate over up to three slots, each with its own stream, device buffers and
 // pinned staging: while one slot's kernels run, the next slot's points are copied in and the
 // previous slot's labels copied out. Retained points (GpuRetainPoints) skip the copies.
+// TF32 per chunk: ShiftKernel, cuBLAS's TF32 SGEMM into a chunk x k block of dot products (at
+// most 1 GiB) and ScanKernel (Tf32TopMKernel instead when cuBLAS is missing), then
+// RefineKernel and ExactTopMKernel for the flagged rows.
 #include <algorithm>
 #include <cmath>
 #include <cstring>
@@ -9,10 +12,16 @@
 #include <vector>
 
 #include "index/clustering/gpu/gpu_assign_kernels.cuh"
+#include "index/clustering/gpu/gpu_cublas.cuh"
 #include "index/clustering/gpu/gpu_error_bound.h"
 
 namespace shoal::index::gpu::backend {
 namespace {
+
+// Dot products per chunk of the cuBLAS path (1 GiB): bounds the block that exists at once.
+constexpr size_t kMaxDots = size_t{1} << 28;
+
+const char* ErrorOf(cudaError_t e) { return e == cudaSuccess ? nullptr : cudaGetErrorString(e); }
 
 // Host-side constants of one call, uploaded once.
 struct Prepared {
@@ -33,7 +42,7 @@ Outcome Prepare(const float* centroids, size_t k, size_t d, size_t m, const floa
     float norm = 0;
     for (size_t j = 0; j < d; ++j) {
       const float v = centroids[c * d + j] - shift[j];
-      shifted[c * d + j] = v;
+      shifted[c * d + j] = RoundToTf32(v);  // the GEMM's operand; the norm is of v
       norm = std::fma(v, v, norm);
     }
     const float b = bias != nullptr ? bias[c] : 0.0f;
@@ -75,25 +84,40 @@ Outcome Prepare(const float* centroids, size_t k, size_t d, size_t m, const floa
 // One slot of the chunk rotation.
 struct Slot {
   Stream stream;
-  DeviceBuffer points, cand_score, cand_id, labels, distances, flagged, flagged_count;
+  DeviceBuffer points, shifted, norms, dots, cand_score, cand_id, cand_count, labels, distances,
+      flagged, flagged_count;
   PinnedBuffer in, out_labels, out_distances;
   size_t first = 0, rows = 0;  // the chunk in flight
   bool busy = false;
 };
 
-template <int KEEP>
+// KEEP: candidates per point; TOPM (>= m): the scan's list for the m-th best approximate score.
+template <int KEEP, int TOPM>
 class ChunkedAssign {
  public:
-  ChunkedAssign(const float* points, size_t n, size_t d, size_t m, bool tf32, uint32_t* labels,
-                float* distances)
-      : points_(points), n_(n), d_(d), m_(m), tf32_(tf32), labels_(labels), distances_(distances) {}
+  ChunkedAssign(const float* points, size_t n, size_t k, size_t d, size_t m, bool tf32,
+                uint32_t* labels, float* distances)
+      : points_(points),
+        n_(n),
+        k_(k),
+        d_(d),
+        m_(m),
+        tf32_(tf32),
+        labels_(labels),
+        distances_(distances) {}
 
   Outcome Run(const Prepared& p, const Config& config) {
     const float* retained = FindRetained(points_, n_, d_);
-    const size_t per_row =
-        (retained != nullptr ? 0 : d_ * sizeof(float)) + (tf32_ ? KEEP * 8 + 4 : 0) + m_ * 8;
-    const int slots = retained != nullptr ? 1 : config.streams;
-    const size_t rows = ChunkRows(n_, per_row, slots, config.budget_bytes);
+    if (tf32_) cublas_ = std::make_unique<CublasGemm>();
+    const bool gemm = tf32_ && cublas_->ok();
+    const size_t per_row = (retained != nullptr ? 0 : d_ * sizeof(float)) +
+                           (tf32_ ? (d_ + 1) * sizeof(float) + KEEP * 8 + 8 : 0) +
+                           (gemm ? k_ * sizeof(float) : 0) + m_ * 8;
+    // Retained points need no copies, but two slots still let one chunk's GEMM overlap the
+    // other's scan and refinement.
+    const int slots = retained != nullptr ? std::min(2, config.streams) : config.streams;
+    size_t rows = ChunkRows(n_, per_row, slots, config.budget_bytes);
+    if (gemm) rows = std::max<size_t>(1, std::min(rows, kMaxDots / k_));
     DeviceBuffer bad;
     SHOAL_CUDA_TRY(bad.Allocate(sizeof(unsigned long long)));
     SHOAL_CUDA_TRY(cudaMemset(bad.get<void>(), 0xFF, sizeof(unsigned long long)));
@@ -121,7 +145,7 @@ class ChunkedAssign {
                             s.stream.get());
         device_points = s.points.get<float>();
       }
-      SHOAL_CUDA_TRY(Launch(s, device_points, p.args));
+      if (const char* error = Launch(s, device_points, p.args); error != nullptr) return {error};
       SHOAL_CUDA_TRY(cudaMemcpyAsync(s.out_labels.get<uint32_t>(), s.labels.get<uint32_t>(),
                                      s.rows * m_ * sizeof(uint32_t), cudaMemcpyDeviceToHost,
                                      s.stream.get()));
@@ -151,6 +175,12 @@ class ChunkedAssign {
       SHOAL_CUDA_TRY(s.in.Allocate(rows * d_ * sizeof(float)));
     }
     if (tf32_) {
+      SHOAL_CUDA_TRY(s.shifted.Allocate(rows * d_ * sizeof(float)));
+      SHOAL_CUDA_TRY(s.norms.Allocate(rows * sizeof(float)));
+      if (cublas_->ok()) {
+        SHOAL_CUDA_TRY(s.dots.Allocate(rows * k_ * sizeof(float)));
+        SHOAL_CUDA_TRY(s.cand_count.Allocate(rows * sizeof(uint32_t)));
+      }
       SHOAL_CUDA_TRY(s.cand_score.Allocate(rows * KEEP * sizeof(float)));
       SHOAL_CUDA_TRY(s.cand_id.Allocate(rows * KEEP * sizeof(uint32_t)));
       SHOAL_CUDA_TRY(s.flagged.Allocate(rows * sizeof(uint32_t)));
@@ -163,7 +193,8 @@ class ChunkedAssign {
     return {};
   }
 
-  cudaError_t Launch(Slot& s, const float* device_points, const AssignArgs& args) {
+  // Null, or what failed.
+  const char* Launch(Slot& s, const float* device_points, const AssignArgs& args) {
     const auto count = static_cast<uint32_t>(s.rows);
     const unsigned exact_blocks = (count + kExactThreads - 1) / kExactThreads;
     cudaStream_t stream = s.stream.get();
@@ -171,24 +202,40 @@ class ChunkedAssign {
       ExactTopMKernel<KEEP><<<exact_blocks, kExactThreads, 0, stream>>>(
           device_points, count, nullptr, nullptr, args, s.labels.get<uint32_t>(),
           s.distances.get<float>());
-      return cudaGetLastError();
+      return ErrorOf(cudaGetLastError());
     }
-    const unsigned tc_blocks = (count + kTcPoints - 1) / kTcPoints;
-    Tf32TopMKernel<KEEP><<<tc_blocks, kTcThreads, 0, stream>>>(
-        device_points, count, args, s.cand_score.get<float>(), s.cand_id.get<uint32_t>());
+    ShiftKernel<<<(count + 7) / 8, 256, 0, stream>>>(device_points, count, args.d, args.shift,
+                                                     s.shifted.get<float>(), s.norms.get<float>());
+    if (cublas_->ok()) {
+      if (const char* error = cublas_->TransposedTimes(
+              stream, static_cast<int>(count), static_cast<int>(args.k), static_cast<int>(args.d),
+              s.shifted.get<float>(), args.shifted, s.dots.get<float>());
+          error != nullptr) {
+        return error;
+      }
+      ScanKernel<TOPM, KEEP>
+          <<<(count + kScanPoints - 1) / kScanPoints, dim3(kScanPoints, kScanSlices), 0, stream>>>(
+              s.dots.get<float>(), count, args, s.norms.get<float>(), s.cand_score.get<float>(),
+              s.cand_id.get<uint32_t>(), s.cand_count.get<uint32_t>());
+    } else {
+      Tf32TopMKernel<KEEP><<<(count + kTcPoints - 1) / kTcPoints, kTcThreads, 0, stream>>>(
+          device_points, count, args, s.cand_score.get<float>(), s.cand_id.get<uint32_t>());
+    }
     if (cudaError_t e = cudaMemsetAsync(s.flagged_count.get<void>(), 0, sizeof(uint32_t), stream);
         e != cudaSuccess) {
-      return e;
+      return cudaGetErrorString(e);
     }
-    RefineKernel<KEEP><<<(count + 127) / 128, 128, 0, stream>>>(
-        device_points, count, args, s.cand_score.get<float>(), s.cand_id.get<uint32_t>(),
-        s.labels.get<uint32_t>(), s.distances.get<float>(), s.flagged.get<uint32_t>(),
-        s.flagged_count.get<uint32_t>());
+    RefineKernel<KEEP>
+        <<<(count + kRefineThreads - 1) / kRefineThreads, kRefineThreads, 0, stream>>>(
+            device_points, count, args, s.norms.get<float>(), s.cand_score.get<float>(),
+            s.cand_id.get<uint32_t>(), cublas_->ok() ? s.cand_count.get<uint32_t>() : nullptr,
+            s.labels.get<uint32_t>(), s.distances.get<float>(), s.flagged.get<uint32_t>(),
+            s.flagged_count.get<uint32_t>());
     // Sized for every row; blocks past the flagged count return at once.
     ExactTopMKernel<KEEP><<<exact_blocks, kExactThreads, 0, stream>>>(
         device_points, count, s.flagged.get<uint32_t>(), s.flagged_count.get<uint32_t>(), args,
         s.labels.get<uint32_t>(), s.distances.get<float>());
-    return cudaGetLastError();
+    return ErrorOf(cudaGetLastError());
   }
 
   // Waits for the slot's chunk (if any) and copies its results to the caller's arrays.
@@ -206,8 +253,9 @@ class ChunkedAssign {
   }
 
   const float* points_;
-  size_t n_, d_, m_;
+  size_t n_, k_, d_, m_;
   bool tf32_;
+  std::unique_ptr<CublasGemm> cublas_;  // TF32 only
   uint32_t* labels_;
   float* distances_;
 };
@@ -226,11 +274,13 @@ Outcome AssignTopM(const float* points, size_t n, const float* centroids, size_t
   // TF32 keeps a few candidates beyond m: rivals within the error bound of the m-th are then
   // re-scored from the list instead of sending the point to a full exact scan. Two list
   // sizes keep the build small: 8 (k-means, replication up to m = 4) and 32.
-  const size_t keep = tf32 ? std::min<size_t>(m + 4, 32) : m;
-  if (keep <= 8) {
-    return ChunkedAssign<8>(points, n, d, m, tf32, labels, distances).Run(prepared, config);
+  if (m == 1) {
+    return ChunkedAssign<8, 1>(points, n, k, d, m, tf32, labels, distances).Run(prepared, config);
   }
-  return ChunkedAssign<32>(points, n, d, m, tf32, labels, distances).Run(prepared, config);
+  if (m <= 4) {
+    return ChunkedAssign<8, 4>(points, n, k, d, m, tf32, labels, distances).Run(prepared, config);
+  }
+  return ChunkedAssign<32, 32>(points, n, k, d, m, tf32, labels, distances).Run(prepared, config);
 }
 
 }  // namespace shoal::index::gpu::backend

@@ -1,7 +1,12 @@
 // Private to index/clustering/gpu: the assignment kernels (see gpu_kmeans.h for the method).
 //
-//   Tf32TopMKernel   128 points x 64 centroids per tile on tensor cores (WMMA m16n16k8 TF32),
-//                    running top-KEEP of approximate scores per point in registers.
+//   ShiftKernel      points minus the centroids' mean, rounded to TF32, and their squared norms
+//                    (one warp per row, coalesced).
+//   ScanKernel       over a column-major block of cuBLAS TF32 dot products (4 threads per point,
+//                    each over a quarter of the centroids): the m-th best approximate score,
+//                    then every centroid within twice the error bound of it.
+//   Tf32TopMKernel   the same without cuBLAS: 128 points x 64 centroids per tile on tensor cores
+//                    (WMMA m16n16k8 TF32), the top list fed from shared memory.
 //   RefineKernel     re-scores in exact fp32 each point's candidates that may still be in
 //                    its exact top m (within twice the error bound of the m-th score), or
 //                    flags the point when such a rival may lie beyond the kept list.
@@ -23,7 +28,7 @@ namespace shoal::index::gpu::backend {
 // Problem constants shared by the kernels of one assignment call.
 struct AssignArgs {
   const float* centroids;  // k x d, original coordinates
-  const float* shifted;    // k x d, centroids minus shift (TF32 path)
+  const float* shifted;    // k x d, centroids minus shift rounded to TF32 (TF32 path)
   const float* shift;      // d, the centroids' mean
   const float* lane_bias;  // k: |c - shift|^2 + bias[c] (TF32 path)
   const float* bias;       // k or null
@@ -239,44 +244,220 @@ __global__ void __launch_bounds__(kTcThreads)
 static_assert(kTcPoints * 32 * 2 <= kTcSmemFloats, "merge area for KEEP = 32");
 static_assert((kTcPoints + kTcCentroids) * kTcStageLd <= kTcSmemFloats, "stage area");
 
+// Points minus shift rounded to TF32 (the GEMM's operand) and |x - shift|^2 (for the error
+// bound; any summation order: the bound's safety factor covers it). One warp per row.
+__global__ void ShiftKernel(const float* __restrict__ points, uint32_t count, uint32_t d,
+                            const float* __restrict__ shift, float* __restrict__ shifted,
+                            float* __restrict__ norms) {
+  const int lane = threadIdx.x % 32;
+  const uint32_t warps = gridDim.x * (blockDim.x / 32);
+  for (uint32_t row = (blockIdx.x * blockDim.x + threadIdx.x) / 32; row < count; row += warps) {
+    float norm = 0.0f;
+    for (uint32_t j = lane; j < d; j += 32) {
+      const float v = points[size_t{row} * d + j] - shift[j];
+      norm = fmaf(v, v, norm);
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+      shifted[size_t{row} * d + j] = nvcuda::wmma::__float_to_tf32(v);
+#else
+      shifted[size_t{row} * d + j] = v;  // never read: TF32 needs sm_80
+#endif
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o /= 2) norm += __shfl_xor_sync(0xffffffffu, norm, o);
+    if (lane == 0) norms[row] = norm;
+  }
+}
+
+constexpr int kScanPoints = 128;  // points per block (threadIdx.x: consecutive, coalesced)
+constexpr int kScanSlices = 4;    // threads per point (threadIdx.y), each over k / 4 centroids
+
+// The m-th of a sorted list (m - 1 < N), by constant indices so the list stays in registers.
+template <int N>
+__device__ __forceinline__ float MthScore(const TopList<N>& top, uint32_t m) {
+  float s = top.score[0];
+#pragma unroll
+  for (int j = 1; j < N; ++j) s = j == static_cast<int>(m) - 1 ? top.score[j] : s;
+  return s;
+}
+
+// Candidates per point over dots (count x k, column-major: the dots of point p are
+// dots[p + c * count]) with score(c) = |c'|^2 + bias - 2 dot, in two passes over the block:
+// the m-th best score gives thr = (m-th score) + 2 * bound (see RefineKernel); the second pass
+// lists every centroid scoring at or below thr, in any order. Writes cand_count (the number
+// found, which may exceed KEEP) and up to KEEP (score, id) pairs per point. TOPM >= m.
+template <int TOPM, int KEEP>
+__global__ void __launch_bounds__(kScanPoints* kScanSlices)
+    ScanKernel(const float* __restrict__ dots, uint32_t count, AssignArgs a,
+               const float* __restrict__ norms, float* __restrict__ cand_score,
+               uint32_t* __restrict__ cand_id, uint32_t* __restrict__ cand_count) {
+  __shared__ float merge_score[kScanPoints * TOPM];
+  __shared__ uint32_t merge_id[kScanPoints * TOPM];
+  __shared__ float threshold[kScanPoints];
+  __shared__ uint32_t listed[kScanPoints];
+  const uint32_t point = blockIdx.x * kScanPoints + threadIdx.x;
+  const bool valid = point < count;
+  const int slice = threadIdx.y;
+  const uint32_t per_slice = (a.k + kScanSlices - 1) / kScanSlices;
+  const uint32_t begin = slice * per_slice;
+  const uint32_t end = begin + per_slice < a.k ? begin + per_slice : a.k;
+  const float* column = dots + point;
+  TopList<TOPM> top;
+  top.Init();
+  if (valid) {
+#pragma unroll(TOPM <= 4 ? 4 : 1)  // a long list unrolled spills
+    for (uint32_t c = begin; c < end; ++c) {
+      top.Offer(fmaf(-2.0f, column[size_t{c} * count], a.lane_bias[c]), c);
+    }
+  }
+  for (int s = 1; s < kScanSlices; ++s) {  // slice 0 merges the others' lists one by one
+    __syncthreads();
+    if (slice == s) {
+#pragma unroll
+      for (int j = 0; j < TOPM; ++j) {
+        merge_score[threadIdx.x * TOPM + j] = top.score[j];
+        merge_id[threadIdx.x * TOPM + j] = top.id[j];
+      }
+    }
+    __syncthreads();
+    if (slice == 0) {
+      for (int j = 0; j < TOPM; ++j) {
+        top.Offer(merge_score[threadIdx.x * TOPM + j], merge_id[threadIdx.x * TOPM + j]);
+      }
+    }
+  }
+  if (slice == 0) {
+    // NaN for NaN points: nothing is listed and the refinement flags the row.
+    threshold[threadIdx.x] =
+        valid ? MthScore(top, a.m) + 2.0f * a.bound.ForPoint(sqrtf(norms[point]), a.cmax) : 0.0f;
+    listed[threadIdx.x] = 0;
+  }
+  __syncthreads();
+  const float thr = threshold[threadIdx.x];
+  if (valid) {
+    const size_t out = size_t{point} * KEEP;
+#pragma unroll 4
+    for (uint32_t c = begin; c < end; ++c) {
+      const float score = fmaf(-2.0f, column[size_t{c} * count], a.lane_bias[c]);
+      if (score <= thr) {
+        const uint32_t i = atomicAdd(&listed[threadIdx.x], 1u);
+        if (i < KEEP) {
+          cand_score[out + i] = score;
+          cand_id[out + i] = c;
+        }
+      }
+    }
+  }
+  __syncthreads();
+  if (slice == 0 && valid) cand_count[point] = listed[threadIdx.x];
+}
+
+constexpr int kRefineThreads = 128;
+
+// Per-warp staging of WarpExactL2: 32 rows x 32 dimensions of points and of centroids.
+struct RefineTiles {
+  float x[32][33];  // +1: no bank conflicts
+  float c[32][33];
+  uint32_t row[32], centroid[32];
+};
+
+// ExactL2 of each lane's (row, centroid) pair, kNoLabel for none (result 0): the same j order
+// and arithmetic as ExactL2, with the rows read coalesced through shared memory 32 dimensions at
+// a time. Every lane of the warp must call it.
+__device__ __forceinline__ float WarpExactL2(const float* __restrict__ points,
+                                             const float* __restrict__ centroids, uint32_t d,
+                                             uint32_t row, uint32_t centroid, RefineTiles& t) {
+  const int lane = threadIdx.x % 32;
+  t.row[lane] = row;
+  t.centroid[lane] = centroid;
+  float acc = 0.0f;
+  for (uint32_t d0 = 0; d0 < d; d0 += 32) {
+    __syncwarp();
+    const uint32_t j = d0 + lane;
+    for (int q = 0; q < 32; ++q) {
+      const uint32_t r = t.row[q], c = t.centroid[q];
+      t.x[q][lane] = r != kNoLabel && j < d ? points[size_t{r} * d + j] : 0.0f;
+      t.c[q][lane] = c != kNoLabel && j < d ? centroids[size_t{c} * d + j] : 0.0f;
+    }
+    __syncwarp();
+    const uint32_t dims = d - d0 < 32 ? d - d0 : 32;
+    for (uint32_t i = 0; i < dims; ++i) {  // padding is skipped: sums stay in exact j order
+      const float diff = t.x[lane][i] - t.c[lane][i];
+      acc = fmaf(diff, diff, acc);
+    }
+  }
+  __syncwarp();
+  return acc;
+}
+
 // One thread per point. With thr = (m-th approximate score) + 2 * bound, a centroid scoring
 // above thr cannot be among the exact top m (its exact cost exceeds that of each of the m
-// best candidates). So when the kept list ends above thr (every rival outside it scores
-// higher still), re-scoring the kept candidates at or below thr in exact fp32 and taking the
-// best m gives the exact fp32 answer; otherwise the point is flagged for a full exact scan.
+// best candidates). So re-scoring in exact fp32 every centroid at or below thr and taking the
+// best m gives the exact fp32 answer, when the list holds them all; otherwise the point is
+// flagged for a full exact scan. The candidates come from ScanKernel (cand_count: every one is
+// within thr, the list is complete when cand_count <= KEEP) or, with cand_count null, from
+// Tf32TopMKernel (the KEEP best, ascending: complete when the last scores above thr).
 template <int KEEP>
-__global__ void RefineKernel(const float* __restrict__ points, uint32_t count, AssignArgs a,
-                             const float* __restrict__ cand_score,
-                             const uint32_t* __restrict__ cand_id, uint32_t* __restrict__ labels,
-                             float* __restrict__ distances, uint32_t* __restrict__ flagged,
-                             uint32_t* __restrict__ flagged_count) {
-  const uint32_t row = blockIdx.x * blockDim.x + threadIdx.x;
-  if (row >= count) return;
-  const float* x = points + size_t{row} * a.d;
-  float norm = 0.0f;  // |x - shift|^2
-  for (uint32_t j = 0; j < a.d; ++j) {
-    const float v = x[j] - a.shift[j];
-    norm = fmaf(v, v, norm);
-  }
+__global__ void __launch_bounds__(kRefineThreads)
+    RefineKernel(const float* __restrict__ points, uint32_t count, AssignArgs a,
+                 const float* __restrict__ norms, const float* __restrict__ cand_score,
+                 const uint32_t* __restrict__ cand_id, const uint32_t* __restrict__ cand_count,
+                 uint32_t* __restrict__ labels, float* __restrict__ distances,
+                 uint32_t* __restrict__ flagged, uint32_t* __restrict__ flagged_count) {
+  __shared__ RefineTiles tiles[kRefineThreads / 32];
+  RefineTiles& t = tiles[threadIdx.x / 32];
+  const uint32_t row = blockIdx.x * kRefineThreads + threadIdx.x;
   const float* s = cand_score + size_t{row} * KEEP;
   const uint32_t* ids = cand_id + size_t{row} * KEEP;
-  const float thr = s[a.m - 1] + 2.0f * a.bound.ForPoint(sqrtf(norm), a.cmax);
-  // s[KEEP-1] is +inf when k < KEEP: the list then holds every centroid. NaN points (reported
-  // as errors by the caller) have no candidates; the exact kernel copes with them.
-  if (ids[a.m - 1] == kNoLabel || !(s[KEEP - 1] > thr)) {
-    flagged[atomicAdd(flagged_count, 1u)] = row;  // order irrelevant: rows are independent
-    return;
+  bool active = row < count;  // lanes past the end or flagged still join the warp's loads
+  float thr = __int_as_float(0x7f800000);
+  uint32_t listed = KEEP;
+  if (active) {
+    bool complete;
+    if (cand_count != nullptr) {
+      listed = cand_count[row];
+      complete = listed >= a.m && listed <= KEEP;  // fewer than m: a NaN point
+    } else {
+      thr = s[a.m - 1] + 2.0f * a.bound.ForPoint(sqrtf(norms[row]), a.cmax);
+      // s[KEEP-1] is +inf when k < KEEP: the list then holds every centroid. NaN points
+      // (reported as errors by the caller) have a NaN threshold.
+      complete = ids[a.m - 1] != kNoLabel && s[KEEP - 1] > thr;
+    }
+    if (!complete) {
+      flagged[atomicAdd(flagged_count, 1u)] = row;  // order irrelevant: rows are independent
+      active = false;
+    }
   }
   TopList<KEEP> top;
   top.Init();
 #pragma unroll 1
   for (int r = 0; r < KEEP; ++r) {
-    if (!(s[r] <= thr)) break;  // ascending: the rest score higher
-    const uint32_t c = ids[r];
-    top.Offer(
-        ExactL2(x, a.centroids + size_t{c} * a.d, a.d) + (a.bias != nullptr ? a.bias[c] : 0.0f), c);
+    const bool take = active && r < static_cast<int>(listed) && s[r] <= thr;
+    if (!__any_sync(0xffffffffu, take)) break;
+    const uint32_t c = take ? ids[r] : kNoLabel;
+    const float l2 = WarpExactL2(points, a.centroids, a.d, take ? row : kNoLabel, c, t);
+    if (take) top.Offer(l2 + (a.bias != nullptr ? a.bias[c] : 0.0f), c);
   }
-  WriteTop(top, x, a, row, labels, distances);
+  // Distances without the bias: the score itself when there is none, else computed again.
+#pragma unroll 1
+  for (uint32_t r = 0; r < a.m; ++r) {
+    float distance = 0.0f;
+    uint32_t c = kNoLabel;
+    if (active) {
+#pragma unroll
+      for (int j = 0; j < KEEP; ++j) {  // constant indices keep the list in registers
+        if (j == static_cast<int>(r)) {
+          c = top.id[j];
+          distance = top.score[j];
+        }
+      }
+    }
+    if (a.bias != nullptr)
+      distance = WarpExactL2(points, a.centroids, a.d, c == kNoLabel ? kNoLabel : row, c, t);
+    if (active) {
+      labels[size_t{row} * a.m + r] = c;
+      distances[size_t{row} * a.m + r] = c == kNoLabel ? __int_as_float(0x7f800000) : distance;
+    }
+  }
 }
 
 }  // namespace shoal::index::gpu::backend

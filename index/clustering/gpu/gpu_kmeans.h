@@ -11,13 +11,14 @@
 //                                                                 centroids, sizes, {}));
 //   }
 //
-// Assignment: tiles of 128 points and 64 centroids pass through shared memory; dot products run
-// on tensor cores in TF32 (sm_80+) and each thread keeps a running top-(m+1) in registers over
-// score = |c'|^2 + bias[c] - 2<x',c'> (x', c' shifted by the centroids' mean, so data with a
-// large offset does not cancel). The n x k matrix never exists. The m candidates are then
-// re-scored in exact fp32, and every point whose m-th and (m+1)-th approximate scores lie
-// within twice the TF32 error bound is re-assigned by an exact fp32 scan over all centroids,
-// so the result equals the exact fp32 path's (GpuPrecision::kFp32, also used below sm_80).
+// Assignment, chunk by chunk of points (at most 1 GiB of dot products at once): cuBLAS's TF32
+// SGEMM (tensor cores) gives the dot products of x' and c' (points and centroids shifted by the
+// centroids' mean, so data with a large offset does not cancel); a scan finds each point's m-th
+// best approximate score = |c'|^2 + bias[c] - 2<x',c'> and lists every centroid within twice
+// the TF32 error bound of it; those are re-scored in exact fp32. A point with more such rivals
+// than its list holds is re-assigned by an exact fp32 scan over all centroids, so the result
+// equals the exact fp32 path's (GpuPrecision::kFp32, also used below sm_80). cuBLAS is loaded
+// on first use; without it a fused kernel (128 x 64 tiles, WMMA) ranks the centroids instead.
 // Update: labels are counting-sorted (stable radix sort) into per-cluster segments, reduced in
 // a fixed order in double, so centroids are bitwise repeatable (no float atomics).
 //
