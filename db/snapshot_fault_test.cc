@@ -16,6 +16,7 @@
 #include <string>
 
 #include "absl/algorithm/container.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "db/db_impl.h"
@@ -210,6 +211,57 @@ TEST_F(SnapshotFaultTest, APowerLossAtAnyStepOfARestoreLeavesOldOrNew) {
   EXPECT_GT(new_states, 0);  // and after it, finished by Open
 }
 
+absl::StatusCode CodeOf(int err) {
+  return err == ENOSPC ? absl::StatusCode::kResourceExhausted : absl::StatusCode::kInternal;
+}
+
+// The names of the snapshots ListSnapshots finds under `root`.
+std::string Listed(FaultInjectingFileSystem& fs, const std::string& root) {
+  absl::StatusOr<std::vector<SnapshotInfo>> all = db::ListSnapshots(fs, root);
+  if (!all.ok()) return all.status().ToString();
+  std::vector<std::string> names;
+  for (const SnapshotInfo& info : *all) names.push_back(info.name);
+  return absl::StrJoin(names, ",");
+}
+
+// EIO, then ENOSPC, at each write, fsync and rename of a restore in turn: the call fails with
+// the errno's canonical code naming the file, the snapshot is untouched, the next Open finds the
+// old data (failed before READY was durable) or the new data whole (after), and a retry succeeds.
+TEST_F(SnapshotFaultTest, AnErrorAtAnyStepOfARestoreIsReportedAndARetrySucceeds) {
+  for (int err : {EIO, ENOSPC}) {
+    int old_states = 0, new_states = 0;
+    uint64_t step = 0;
+    for (; step < kMaxSteps; ++step) {
+      SCOPED_TRACE(absl::StrCat("errno ", err, " at step ", step));
+      const std::string dir = CopyOfOld("db");
+      FaultInjectingFileSystem fs;
+      fs.FailAfter(step, dir, err);
+      const absl::Status s = db::RestoreSnapshot(fs, Path("snap"), dir);
+      if (fs.injected() == 0) {
+        ASSERT_TRUE(s.ok()) << s;  // every step went through: the restore is whole
+        EXPECT_EQ(Observe(dir, &fs), "new");
+        break;
+      }
+      EXPECT_EQ(s.code(), CodeOf(err)) << s;
+      EXPECT_TRUE(absl::StrContains(s.message(), dir)) << s;
+      fs.Clear();
+      EXPECT_TRUE(db::DescribeSnapshot(fs, Path("snap")).ok());
+      const std::string state = Observe(dir, &fs);
+      EXPECT_TRUE(state == "old" || state == "new") << state;
+      old_states += state == "old";
+      new_states += state == "new";
+      EXPECT_FALSE(fs::exists(dir + "/restore.staging"));
+      ASSERT_TRUE(db::RestoreSnapshot(fs, Path("snap"), dir).ok());
+      EXPECT_EQ(Observe(dir, &fs), "new");
+    }
+    std::cout << "restore, errno " << err << ": " << step << " steps; failed at each: old "
+              << old_states << ", new " << new_states << "\n";
+    EXPECT_LT(step, kMaxSteps);
+    EXPECT_GT(old_states, 0);  // failures while staging
+    EXPECT_GT(new_states, 0);  // and mid-swap, finished by Open
+  }
+}
+
 class SnapshotWriteFaultTest : public SnapshotFaultTest, protected testing::FaultDb {
  protected:
   void SetUp() override {
@@ -255,6 +307,41 @@ TEST_F(SnapshotWriteFaultTest, AFailedSnapshotLeavesNothingAndTheDatabaseServes)
   db_.reset();
   EXPECT_EQ(Observe(dir_, &fs_), "old");
   ExpectRestoresToOld("s");
+}
+
+// EIO, then ENOSPC, at each write, fsync and rename of a snapshot in turn: the call fails with
+// the errno's canonical code naming the file, nothing lists as a snapshot, the database serves
+// its data, and a retry succeeds.
+TEST_F(SnapshotWriteFaultTest, AnErrorAtAnyStepOfASnapshotIsReportedAndARetrySucceeds) {
+  const std::string before = Listed(fs_, root_);  // "snap"
+  for (int err : {EIO, ENOSPC}) {
+    uint64_t step = 0;
+    for (; step < kMaxSteps; ++step) {
+      SCOPED_TRACE(absl::StrCat("errno ", err, " at step ", step));
+      const uint64_t injected = fs_.injected();
+      fs_.FailAfter(step, Path("s.tmp"), err);
+      const absl::Status s = db_->Snapshot(Path("s"));
+      fs_.Clear();
+      if (fs_.injected() == injected) {
+        ASSERT_TRUE(s.ok()) << s;  // every step went through
+        ExpectRestoresToOld("s");
+        fs::remove_all(Path("s"));
+        break;
+      }
+      EXPECT_EQ(s.code(), CodeOf(err)) << s;
+      EXPECT_TRUE(absl::StrContains(s.message(), Path("s.tmp"))) << s;
+      EXPECT_FALSE(fs::exists(Path("s")));
+      EXPECT_FALSE(fs::exists(Path("s.tmp")));
+      EXPECT_EQ(Listed(fs_, root_), before);
+      EXPECT_EQ(Observe(db_.get()), "old");
+      ASSERT_TRUE(db_->Snapshot(Path("s")).ok());
+      EXPECT_TRUE(db::DescribeSnapshot(fs_, Path("s")).ok());
+      fs::remove_all(Path("s"));
+    }
+    std::cout << "snapshot, errno " << err << ": " << step << " steps\n";
+    EXPECT_LT(step, kMaxSteps);
+    EXPECT_GT(step, 3u);
+  }
 }
 
 TEST_F(SnapshotWriteFaultTest, APowerLossAtAnyStepOfASnapshotKeepsTheDataAndNoHalfSnapshot) {

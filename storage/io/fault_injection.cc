@@ -235,6 +235,11 @@ void FaultInjectingFileSystem::TearWrite(std::string path_substring, size_t pref
   rules_.push_back({FaultOp::kWrite, std::move(path_substring), EIO, one_shot, prefix});
 }
 
+void FaultInjectingFileSystem::FailAfter(uint64_t operations, std::string path_substring, int err) {
+  absl::MutexLock lock(&mu_);
+  fail_after_ = Countdown{std::move(path_substring), err, operations};
+}
+
 void FaultInjectingFileSystem::SetSyncDelay(std::string path_substring, absl::Duration delay) {
   absl::MutexLock lock(&mu_);
   sync_delays_.emplace_back(std::move(path_substring), delay);
@@ -244,6 +249,7 @@ void FaultInjectingFileSystem::Clear() {
   absl::MutexLock lock(&mu_);
   rules_.clear();
   sync_delays_.clear();
+  fail_after_.reset();
 }
 
 uint64_t FaultInjectingFileSystem::Count(FaultOp op, const std::string& path_substring) const {
@@ -306,6 +312,10 @@ int FaultInjectingFileSystem::Check(FaultOp op, const std::string& path, size_t*
     }
     if (powered_off_) {
       err = EIO;
+    } else if (fail_after_ && absl::StrContains(path, fail_after_->path_substring) &&
+               fail_after_->remaining-- == 0) {
+      err = fail_after_->err;
+      fail_after_.reset();
     } else {
       for (auto it = rules_.begin(); it != rules_.end(); ++it) {
         if (it->op != op || !absl::StrContains(path, it->path_substring)) continue;

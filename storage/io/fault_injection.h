@@ -9,6 +9,7 @@
 //   db->Upsert(..., {.sync = true});              // -> Internal "... injected EIO ..."
 //   fs.Fail(FaultOp::kWrite, "postings.dat", ENOSPC, /*one_shot=*/false);  // until Clear()
 //   fs.TearWrite("vectors.dat", 100);             // the next write stores only 100 bytes, EIO
+//   fs.FailAfter(7, "snap.tmp", ENOSPC);          // the 8th write/sync/rename there fails
 //   fs.PowerOff();                                // every later write/sync/rename fails
 //   fs.PowerOffAfter(12);                         // ... after 12 more of them went through
 //   db.reset();
@@ -30,6 +31,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -60,6 +62,11 @@ class FaultInjectingFileSystem final : public FileSystem {
   // The next matching write (or every one) stores only its first `prefix` bytes, then fails
   // with EIO: a torn write.
   void TearWrite(std::string path_substring, size_t prefix, bool one_shot = true);
+  // The first `operations` writes, syncs and renames on paths containing `path_substring` go
+  // through; the one after them fails with errno `err` (once; the power stays on). To fail each
+  // step of a procedure in turn, as PowerOffAfter crashes it at each step. Replaces an earlier
+  // FailAfter that has not fired; Clear() removes it.
+  void FailAfter(uint64_t operations, std::string path_substring, int err);
   // Every matching sync sleeps `delay` first (to make concurrent writers observable).
   void SetSyncDelay(std::string path_substring, absl::Duration delay);
   // Removes all rules and delays (PowerOff stays until DropUnsyncedData).
@@ -149,6 +156,12 @@ class FaultInjectingFileSystem final : public FileSystem {
   mutable absl::Mutex mu_;
   std::vector<Rule> rules_ ABSL_GUARDED_BY(mu_);
   std::vector<std::pair<std::string, absl::Duration>> sync_delays_ ABSL_GUARDED_BY(mu_);
+  struct Countdown {
+    std::string path_substring;
+    int err;
+    uint64_t remaining;  // operations still let through
+  };
+  std::optional<Countdown> fail_after_ ABSL_GUARDED_BY(mu_);  // FailAfter
   // What to do with an operation on `path` (see Begin): 0 = go ahead, else the errno.
   int Check(FaultOp op, const std::string& path, size_t* torn_prefix);
 

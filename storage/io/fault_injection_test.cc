@@ -259,6 +259,26 @@ TEST_F(FaultInjectionTest, PowerOffAfterLetsThatManyOperationsThroughThenNothing
   EXPECT_TRUE(fs.CreateDirs(dir_ + "/d").ok());  // power is back
 }
 
+TEST_F(FaultInjectionTest, FailAfterLetsThatManyMatchingOperationsThroughThenFailsOne) {
+  FaultInjectingFileSystem fs;
+  auto f = fs.Open(dir_ + "/m.dat", OpenMode::kCreate);
+  auto other = fs.Open(dir_ + "/o.dat", OpenMode::kCreate);
+  ASSERT_TRUE(f.ok() && other.ok());
+  fs.FailAfter(2, "m.dat", ENOSPC);
+  EXPECT_TRUE((*f)->Write(0, Bytes("one")).ok());
+  EXPECT_TRUE((*other)->Write(0, Bytes("not counted")).ok());
+  EXPECT_TRUE((*f)->Sync().ok());
+  absl::Status s = (*f)->Write(3, Bytes("two"));  // the third: fails
+  EXPECT_EQ(s.code(), absl::StatusCode::kResourceExhausted) << s;
+  EXPECT_NE(s.message().find("m.dat"), std::string::npos) << s;
+  EXPECT_TRUE((*f)->Write(3, Bytes("two")).ok());  // once only, and the power stays on
+  EXPECT_TRUE(fs.CreateDirs(dir_ + "/d").ok());
+  EXPECT_EQ(fs.injected(), 1u);
+  fs.FailAfter(0, "m.dat", EIO);
+  fs.Clear();  // removes a countdown that has not fired
+  EXPECT_TRUE((*f)->Sync().ok());
+}
+
 // A sync under way when the power goes off finishes first and counts as synced: a caller that
 // saw it succeed (and acknowledged a write on it) finds its data after the power loss. Before,
 // the power went off in the middle of the sync, the data was dropped, and the sync returned OK.
