@@ -72,6 +72,7 @@ class ClusterDB : public DB {
                           const IndexBuildProgressFn& progress) override;
   absl::Status FlushIndexUpdates(std::string_view collection) override;
   absl::Status Compact(std::string_view collection) override;
+  absl::Status SyncWrites() override { return local_->SyncWrites(); }
   absl::Status Snapshot(const std::string& dir) override;
   absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::string_view collection,
                                                        std::span<const float> queries,

@@ -1,6 +1,9 @@
 // ClusterDB's write path: records and keys grouped by shard, each group one entry appended to
 // the shard's JetStream stream (the write is acknowledged once JetStream has it).
 #include <map>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cluster/cluster_db.h"
@@ -21,16 +24,19 @@ absl::Status CheckKey(const Key& key, const std::string& field) {
   return absl::OkStatus();
 }
 
-// Appends each shard's entry; the first failure is returned (earlier shards stay written).
+// Appends each shard's entry, all in flight at once; the first failure is returned (other
+// shards may be written).
 absl::Status PublishEntries(ShardLog& log, const std::string& collection,
                             const std::map<uint32_t, cluster::v1::ShardLogEntry>& entries) {
-  for (const auto& [shard, entry] : entries) {
-    absl::StatusOr<uint64_t> sequence = log.Publish(collection, shard, entry.SerializeAsString());
-    if (!sequence.ok()) {
-      return absl::Status(sequence.status().code(),
-                          absl::StrCat("collection '", collection, "' shard ", shard, ": ",
-                                       sequence.status().message()));
-    }
+  std::vector<std::pair<uint32_t, std::string>> payloads;
+  payloads.reserve(entries.size());
+  for (const auto& [shard, entry] : entries)
+    payloads.emplace_back(shard, entry.SerializeAsString());
+  absl::StatusOr<std::vector<uint64_t>> sequences = log.PublishAll(collection, payloads);
+  if (!sequences.ok()) {
+    return absl::Status(
+        sequences.status().code(),
+        absl::StrCat("collection '", collection, "': ", sequences.status().message()));
   }
   return absl::OkStatus();
 }

@@ -27,7 +27,7 @@ void ClusterNode::PublishApplied() {
     for (const auto& [name, replica] : replicas_) replicas.emplace_back(name, replica);
   }
   for (const auto& [name, replica] : replicas) {
-    const uint64_t applied = replica->applied();
+    const uint64_t applied = replica->durable_applied();  // retention may purge up to it
     if (applied == 0 || published_[name] == applied) continue;
     std::optional<std::pair<std::string, uint32_t>> shard = ParseShardCollectionName(name);
     if (!shard) continue;

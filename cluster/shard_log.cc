@@ -2,7 +2,9 @@
 
 #include <nats/nats.h>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
 #include "cluster/shard_map.h"
 
@@ -16,7 +18,87 @@ jsOptions RequestOptions(absl::Duration timeout) {
   return options;
 }
 
+constexpr int64_t kMaxPendingPublishes = 4096;
+
 }  // namespace
+
+// PublishAll's messages in flight: each (owned by the NATS client until OnAck) names its
+// waiter and slot. Entries are removed under mu by OnAck, or by Wait when it gives up, so a
+// waiter (on PublishAll's stack) is never touched after Wait returns.
+struct ShardLog::AckTable {
+  struct Waiter {
+    size_t remaining = 0;
+    std::vector<uint64_t> sequences;
+    absl::Status status;  // the first error
+  };
+  struct Slot {
+    Waiter* waiter;
+    size_t index;
+    uint32_t shard;
+  };
+
+  static void OnAck(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, void* closure) {
+    auto* table = static_cast<AckTable*>(closure);
+    {
+      absl::MutexLock lock(&table->mu);
+      auto it = table->slots.find(msg);
+      if (it != table->slots.end()) {
+        const Slot slot = it->second;
+        table->slots.erase(it);
+        if (ack != nullptr) {
+          slot.waiter->sequences[slot.index] = ack->Sequence;
+        } else if (slot.waiter->status.ok()) {
+          slot.waiter->status = NatsStatus(absl::StrCat("publish to shard ", slot.shard),
+                                           error != nullptr ? error->Err : NATS_ERR,
+                                           error != nullptr ? error->ErrCode : 0);
+        }
+        --slot.waiter->remaining;
+      }
+    }
+    natsMsg_Destroy(msg);
+  }
+
+  void Expect(natsMsg* msg, Waiter* waiter, size_t index, uint32_t shard) {
+    absl::MutexLock lock(&mu);
+    slots[msg] = Slot{waiter, index, shard};
+  }
+  // The publish of `msg` failed at once: the client never owned it.
+  void Fail(natsMsg* msg, const absl::Status& status) {
+    absl::MutexLock lock(&mu);
+    auto it = slots.find(msg);
+    if (it == slots.end()) return;
+    Waiter* waiter = it->second.waiter;
+    slots.erase(it);
+    if (waiter->status.ok()) waiter->status = status;
+    --waiter->remaining;
+  }
+  void Fail(Waiter* waiter, const absl::Status& status) {
+    absl::MutexLock lock(&mu);
+    if (waiter->status.ok()) waiter->status = status;
+    --waiter->remaining;
+  }
+  absl::StatusOr<std::vector<uint64_t>> Wait(Waiter* waiter, absl::Duration timeout) {
+    absl::MutexLock lock(&mu);
+    auto done = [waiter] { return waiter->remaining == 0; };
+    if (!mu.AwaitWithTimeout(absl::Condition(&done), timeout)) {
+      for (auto it = slots.begin(); it != slots.end();) {
+        if (it->second.waiter == waiter) {
+          slots.erase(it++);
+        } else {
+          ++it;
+        }
+      }
+      return absl::UnavailableError(absl::StrCat("nats: ", waiter->remaining,
+                                                 " publish acknowledgments missing after ",
+                                                 absl::FormatDuration(timeout)));
+    }
+    if (!waiter->status.ok()) return waiter->status;
+    return std::move(waiter->sequences);
+  }
+
+  absl::Mutex mu;
+  absl::flat_hash_map<natsMsg*, Slot> slots ABSL_GUARDED_BY(mu);
+};
 
 absl::Status NatsStatus(const std::string& what, int nats_status, int js_error_code) {
   const std::string message = absl::StrCat(
@@ -49,11 +131,32 @@ absl::StatusOr<std::unique_ptr<ShardLog>> ShardLog::Connect(const std::string& u
     natsConnection_Destroy(connection);
     return NatsStatus("JetStream context", s, 0);
   }
-  return std::unique_ptr<ShardLog>(new ShardLog(connection, js, timeout));
+  auto acks = std::make_unique<AckTable>();
+  jsOptions async_options = RequestOptions(timeout);
+  async_options.PublishAsync.AckHandler = &AckTable::OnAck;
+  async_options.PublishAsync.AckHandlerClosure = acks.get();
+  async_options.PublishAsync.MaxPending = kMaxPendingPublishes;
+  jsCtx* async_js = nullptr;
+  if (s = natsConnection_JetStream(&async_js, connection, &async_options); s != NATS_OK) {
+    jsCtx_Destroy(js);
+    natsConnection_Destroy(connection);
+    return NatsStatus("JetStream context", s, 0);
+  }
+  return std::unique_ptr<ShardLog>(
+      new ShardLog(connection, js, async_js, std::move(acks), timeout));
 }
+
+ShardLog::ShardLog(natsConnection* connection, jsCtx* js, jsCtx* async_js,
+                   std::unique_ptr<AckTable> acks, absl::Duration timeout)
+    : connection_(connection),
+      js_(js),
+      async_js_(async_js),
+      acks_(std::move(acks)),
+      timeout_(timeout) {}
 
 ShardLog::~ShardLog() {
   jsCtx_Destroy(js_);
+  jsCtx_Destroy(async_js_);
   natsConnection_Destroy(connection_);
 }
 
@@ -110,6 +213,33 @@ absl::StatusOr<uint64_t> ShardLog::Publish(const std::string& collection, uint32
   const uint64_t sequence = ack->Sequence;
   jsPubAck_Destroy(ack);
   return sequence;
+}
+
+absl::StatusOr<std::vector<uint64_t>> ShardLog::PublishAll(
+    const std::string& collection, std::span<const std::pair<uint32_t, std::string>> payloads) {
+  AckTable::Waiter waiter{.remaining = payloads.size(),
+                          .sequences = std::vector<uint64_t>(payloads.size())};
+  jsPubOptions options;
+  jsPubOptions_Init(&options);
+  options.MaxWait = absl::ToInt64Milliseconds(timeout_);  // then OnAck hears NATS_TIMEOUT
+  for (size_t i = 0; i < payloads.size(); ++i) {
+    const auto& [shard, payload] = payloads[i];
+    const std::string subject = StreamSubject(collection, shard);
+    natsMsg* msg = nullptr;
+    natsStatus s = natsMsg_Create(&msg, subject.c_str(), nullptr, payload.data(),
+                                  static_cast<int>(payload.size()));
+    if (s == NATS_OK) {
+      acks_->Expect(msg, &waiter, i, shard);
+      natsMsg* owned = msg;
+      s = js_PublishMsgAsync(async_js_, &owned, &options);
+      if (s != NATS_OK) acks_->Fail(msg, NatsStatus("publish to " + subject, s, 0));
+      natsMsg_Destroy(owned);  // nullptr (a no-op) once the library owns it
+    } else {
+      acks_->Fail(&waiter, NatsStatus("message for " + subject, s, 0));
+    }
+  }
+  // OnAck hears every message within MaxWait; the margin covers a lost timer.
+  return acks_->Wait(&waiter, timeout_ + absl::Seconds(1));
 }
 
 absl::StatusOr<ShardLog::StreamState> ShardLog::State(const std::string& collection,

@@ -18,7 +18,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -47,6 +50,11 @@ class ShardLog {
   // Appends `payload`; returns its stream sequence once JetStream has stored it.
   absl::StatusOr<uint64_t> Publish(const std::string& collection, uint32_t shard,
                                    const std::string& payload);
+  // Appends each (shard, payload) to its shard's stream, all of them in flight at once (one
+  // round trip to JetStream, not one per shard); returns their sequences, in order, once
+  // JetStream has stored every one. On error (the first, naming the shard) some may be stored.
+  absl::StatusOr<std::vector<uint64_t>> PublishAll(
+      const std::string& collection, std::span<const std::pair<uint32_t, std::string>> payloads);
   // The sequence of the shard's last entry (0 when empty).
   absl::StatusOr<uint64_t> LastSequence(const std::string& collection, uint32_t shard);
   // The sequence of the shard's first entry still kept (last + 1 when every entry is purged).
@@ -64,11 +72,14 @@ class ShardLog {
     uint64_t last = 0;   // the newest message ever written (0: none)
   };
   absl::StatusOr<StreamState> State(const std::string& collection, uint32_t shard);
-  ShardLog(__natsConnection* connection, __jsCtx* js, absl::Duration timeout)
-      : connection_(connection), js_(js), timeout_(timeout) {}
+  struct AckTable;  // PublishAll's messages in flight (shard_log.cc)
+  ShardLog(__natsConnection* connection, __jsCtx* js, __jsCtx* async_js,
+           std::unique_ptr<AckTable> acks, absl::Duration timeout);
 
   __natsConnection* const connection_;
   __jsCtx* const js_;
+  __jsCtx* const async_js_;  // PublishAll's: its acks go to acks_
+  const std::unique_ptr<AckTable> acks_;
   const absl::Duration timeout_;
 };
 

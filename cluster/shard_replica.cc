@@ -4,6 +4,7 @@
 #include <nats/nats.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <fstream>
@@ -13,9 +14,8 @@
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "cluster/shard_apply.h"
 #include "cluster/shard_map.h"
-#include "rpc/convert.h"
-#include "shoal/cluster/v1/shard_log.pb.h"
 
 namespace shoal::cluster {
 namespace {
@@ -70,7 +70,7 @@ absl::Status ShardReplica::Start() {
   }
   {
     absl::MutexLock lock(&mu_);
-    applied_ = applied;
+    applied_ = durable_ = applied;
   }
   // A copy that has applied the whole stream (a new shard's empty one, too) is ready at once.
   if (absl::StatusOr<uint64_t> last = log_->LastSequence(spec_.name, shard_); last.ok()) {
@@ -83,12 +83,19 @@ absl::Status ShardReplica::Start() {
 
 void ShardReplica::Stop() {
   stop_ = true;
-  if (thread_.joinable()) thread_.join();
+  if (!thread_.joinable()) return;
+  thread_.join();
+  MaybeRecord(/*force=*/true);
 }
 
 uint64_t ShardReplica::applied() const {
   absl::MutexLock lock(&mu_);
   return applied_;
+}
+
+uint64_t ShardReplica::durable_applied() const {
+  absl::MutexLock lock(&mu_);
+  return durable_;
 }
 
 absl::Status ShardReplica::WaitApplied(uint64_t sequence, absl::Duration timeout) const {
@@ -161,70 +168,81 @@ bool ShardReplica::ConsumeOnce(natsSubscription* sub) {
   natsMsgList list = {nullptr, 0};
   jsErrCode error = static_cast<jsErrCode>(0);
   natsStatus s = natsSubscription_Fetch(&list, sub, kFetchBatch, 500, &error);
-  if (s == NATS_TIMEOUT) return true;  // nothing new
+  if (s == NATS_TIMEOUT) {  // nothing new: make what was applied durable
+    MaybeRecord(/*force=*/true);
+    return true;
+  }
   if (s != NATS_OK) return false;
-  uint64_t last = applied();
-  natsMsg* last_applied_msg = nullptr;
+  std::vector<std::pair<uint64_t, natsMsg*>> msgs;
+  msgs.reserve(list.Count);
+  for (int i = 0; i < list.Count; ++i) msgs.emplace_back(SequenceOf(list.Msgs[i]), list.Msgs[i]);
+  const auto [last, ok] = ApplyFetched(msgs, applied());
+  if (last > applied()) {
+    absl::MutexLock lock(&mu_);
+    applied_ = last;
+  }
+  // The consumer's ack floor only keeps deliveries flowing; the file says where to resume.
+  natsMsg* ack = nullptr;
+  for (const auto& [sequence, msg] : msgs) {
+    if (sequence != 0 && sequence <= last) ack = msg;
+  }
+  if (ack != nullptr) (void)natsMsg_Ack(ack, nullptr);
+  natsMsgList_Destroy(&list);
+  MaybeRecord(/*force=*/false);
+  return ok;
+}
+
+std::pair<uint64_t, bool> ShardReplica::ApplyFetched(
+    const std::vector<std::pair<uint64_t, natsMsg*>>& msgs, uint64_t last) {
+  uint64_t through = last;  // applied so far
+  ApplyGrouper grouper;
   bool ok = true;
-  for (int i = 0; i < list.Count && ok; ++i) {
-    natsMsg* msg = list.Msgs[i];
-    const uint64_t sequence = SequenceOf(msg);
+  for (const auto& [sequence, msg] : msgs) {
     // A gap: the entries after `last` were purged (this copy was out of the shard for a
     // moment). Subscribe again; SeedIfBehind copies the shard afresh.
     if (sequence == 0 || sequence > last + 1) {
       ok = false;
       break;
     }
-    if (sequence > last) {
-      const std::string payload(natsMsg_GetData(msg), natsMsg_GetDataLength(msg));
-      absl::Status applied = Apply(payload, /*sync=*/i + 1 == list.Count);
-      if (!applied.ok() && !absl::IsInvalidArgument(applied) && !absl::IsNotFound(applied)) {
-        std::cerr << "shoald: cluster: " << local_name_ << " seq " << sequence << ": " << applied
-                  << " (will retry)\n";
-        ok = false;
-        break;
-      }
-      last = sequence;
-    }
-    last_applied_msg = msg;
+    if (sequence <= last) continue;
+    absl::Status added = grouper.Add(sequence, natsMsg_GetData(msg), natsMsg_GetDataLength(msg));
+    if (!added.ok()) std::cerr << "shoald: cluster: " << local_name_ << ": " << added << "\n";
+    last = sequence;  // an entry that does not decode can never apply: skipped
   }
-  if (last > applied() && RecordApplied(last).ok()) {
-    {
-      absl::MutexLock lock(&mu_);
-      applied_ = last;
+  for (ApplyGroup& group : grouper.Take()) {
+    absl::Status applied = ApplyOne(group);
+    // Invalid or absent for the DB: can never apply (checked before it reached the log).
+    if (!applied.ok() && !absl::IsInvalidArgument(applied) && !absl::IsNotFound(applied)) {
+      std::cerr << "shoald: cluster: " << local_name_ << " seq " << group.last_sequence << ": "
+                << applied << " (will retry)\n";
+      return {through, false};
     }
-    if (last_applied_msg != nullptr) (void)natsMsg_Ack(last_applied_msg, nullptr);
-  } else if (last_applied_msg != nullptr && ok) {
-    (void)natsMsg_Ack(last_applied_msg, nullptr);
+    through = group.last_sequence;
   }
-  natsMsgList_Destroy(&list);
-  return ok;
+  return {last, ok};
 }
 
-absl::Status ShardReplica::Apply(const std::string& payload, bool sync) {
-  cluster::v1::ShardLogEntry entry;
-  if (!entry.ParseFromString(payload)) {
-    return absl::InvalidArgumentError(local_name_ + ": a log entry does not decode");
+absl::Status ShardReplica::ApplyOne(ApplyGroup& group) {
+  const WriteOptions options{.sync = false, .tenant = group.tenant};
+  if (!group.upserts.empty()) return local_->Upsert(local_name_, group.upserts, options);
+  return local_->Delete(local_name_, group.deletes, options).status();
+}
+
+void ShardReplica::MaybeRecord(bool force) {
+  const uint64_t applied = this->applied();
+  if (applied <= durable_applied()) return;
+  const absl::Time now = absl::Now();
+  if (!force && now - last_record_ < kRecordInterval) return;
+  last_record_ = now;
+  absl::Status s = local_->SyncWrites();
+  if (s.ok()) s = RecordApplied(applied);
+  if (!s.ok()) {
+    std::cerr << "shoald: cluster: " << local_name_ << ": recording applied " << applied << ": "
+              << s << " (will retry)\n";
+    return;
   }
-  const WriteOptions options{.sync = sync, .tenant = entry.tenant()};
-  if (entry.upserts_size() > 0) {
-    std::vector<Record> records;
-    records.reserve(entry.upserts_size());
-    for (const shoal::v1::Record& proto : entry.upserts()) {
-      absl::StatusOr<Record> record = rpc::RecordFromProto(proto, "record");
-      if (!record.ok()) return record.status();
-      records.push_back(*std::move(record));
-    }
-    return local_->Upsert(local_name_, records, options);
-  }
-  std::vector<Key> keys;
-  for (const shoal::v1::Key& proto : entry.deletes()) {
-    absl::StatusOr<Key> key = rpc::KeyFromProto(proto, "key");
-    if (!key.ok()) return key.status();
-    keys.push_back(*std::move(key));
-  }
-  if (keys.empty()) return absl::OkStatus();
-  return local_->Delete(local_name_, keys, options).status();
+  absl::MutexLock lock(&mu_);
+  durable_ = applied;
 }
 
 absl::Status ShardReplica::RecordApplied(uint64_t sequence) {
@@ -266,7 +284,7 @@ absl::Status ShardReplica::SeedIfBehind() {
   if (absl::Status s = RecordApplied(source->applied); !s.ok()) return s;
   {
     absl::MutexLock lock(&mu_);
-    applied_ = source->applied;
+    applied_ = durable_ = source->applied;
   }
   std::cerr << "shoald: cluster: " << local_name_ << ": copied " << *copied << " records from node "
             << source->node_id << " at sequence " << source->applied << "\n";

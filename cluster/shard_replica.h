@@ -1,10 +1,13 @@
 // ShardReplica: one node's copy of one shard. It consumes the shard's JetStream stream in order
 // through a durable pull consumer named after the node ("node_<id>"), applies each entry to the
-// local collection "<collection>@<shard>", and records the last applied stream sequence
-// durably in "<state_dir>/<collection>@<shard>.applied" (written after the batch is synced in
-// the local DB; written to a temporary file, fsynced, renamed). A restart resumes after that
-// sequence: the consumer is re-created to start there. Upserts and deletes are idempotent, so
-// re-applying a tail a crash left unrecorded is safe.
+// local collection "<collection>@<shard>" (unsynced; each fetch's entries merged into as few
+// DB calls as their order allows: shard_apply.h), and records the last applied stream sequence
+// durably in "<state_dir>/<collection>@<shard>.applied" at most every kRecordInterval and when
+// the stream goes idle (after DB::SyncWrites; written to a temporary file, fsynced, renamed).
+// A restart resumes after that sequence: the consumer is re-created to start there. Upserts and
+// deletes are idempotent, so re-applying a tail a crash left unrecorded is safe. applied()
+// (what reads see) runs ahead of durable_applied() (what the file says; what stream retention
+// may purge up to) by at most that interval.
 //
 //   ShardReplica replica(local_db, log, "n1", spec, /*shard=*/2, "/data/cluster");
 //   SHOAL_RETURN_IF_ERROR(replica.Start());
@@ -30,6 +33,8 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -39,6 +44,7 @@
 #include "shoal/db.h"
 
 struct __natsSubscription;  // nats/nats.h
+struct __natsMsg;
 
 namespace shoal::cluster {
 
@@ -53,8 +59,13 @@ struct SeedSource {
 // when none is reachable).
 using SeedFinder = std::function<absl::StatusOr<SeedSource>(uint32_t shard, uint64_t first_kept)>;
 
+struct ApplyGroup;
+
 class ShardReplica {
  public:
+  // How often, at most, the applied sequence is synced and recorded while entries flow.
+  static constexpr absl::Duration kRecordInterval = absl::Milliseconds(100);
+
   // `local` and `log` are not owned and must outlive the replica. `spec` is the sharded
   // collection's (its name without the shard suffix). `seed` may be empty (then a replica
   // behind the stream's retention retries until one is given; tests).
@@ -70,7 +81,10 @@ class ShardReplica {
   absl::Status Start();
   void Stop();
 
+  // The last sequence applied to the local collection (visible to reads).
   uint64_t applied() const;
+  // The last sequence recorded durably (<= applied()): a restart resumes after it.
+  uint64_t durable_applied() const;
   // Whether the copy has caught up once since Start (applied the stream as far as it reached
   // when the replica first subscribed): until then reads go to other replicas.
   bool ready() const { return ready_; }
@@ -85,7 +99,13 @@ class ShardReplica {
   void Run();
   // One fetch-apply-record round; false when the subscription must be made again.
   bool ConsumeOnce(::__natsSubscription* sub);
-  absl::Status Apply(const std::string& payload, bool sync);
+  // Applies a fetch's entries; returns the last sequence applied (entries that are invalid
+  // for the DB count as applied: they can never apply) and whether all were.
+  std::pair<uint64_t, bool> ApplyFetched(const std::vector<std::pair<uint64_t, ::__natsMsg*>>& msgs,
+                                         uint64_t last);
+  absl::Status ApplyOne(ApplyGroup& group);
+  // Syncs the local DB and records applied() when `force` or kRecordInterval has passed.
+  void MaybeRecord(bool force);
   absl::Status RecordApplied(uint64_t sequence);
   ::__natsSubscription* Subscribe();
   // When the stream no longer holds the next sequence: copies the shard from another replica.
@@ -106,9 +126,11 @@ class ShardReplica {
   // applied. Start, then only the thread.
   std::optional<uint64_t> ready_at_;
   std::thread thread_;
+  absl::Time last_record_ = absl::InfinitePast();  // the thread's (and Stop's, after it)
 
   mutable absl::Mutex mu_;
   uint64_t applied_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t durable_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 }  // namespace shoal::cluster

@@ -384,6 +384,8 @@ absl::StatusOr<std::vector<AliasInfo>> DBImpl::ListAliases() {
 
 // ---- Maintenance ----
 
+absl::Status DBImpl::SyncWrites() { return store_->SyncWal(); }
+
 absl::Status DBImpl::Compact(std::string_view collection) {
   std::optional<uint32_t> id;
   if (!collection.empty()) {

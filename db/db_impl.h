@@ -51,6 +51,7 @@ class DBImpl final : public DB {
   absl::Status DropAlias(std::string_view alias) override;
   absl::StatusOr<std::vector<AliasInfo>> ListAliases() override;
   absl::Status Compact(std::string_view collection) override;
+  absl::Status SyncWrites() override;
   absl::Status Snapshot(const std::string& dir) override;
 
   absl::Status Upsert(std::string_view collection, std::span<const Record> records,

@@ -117,6 +117,12 @@ class DB {
   virtual absl::StatusOr<uint64_t> DeleteByFilter(std::string_view collection, const Filter* filter,
                                                   const WriteOptions& options) = 0;
 
+  // Makes every write this DB has acknowledged so far durable, as WriteOptions::sync would
+  // have (one fsync of the WAL, shared with concurrent synced writes). For callers that write
+  // unsynced and record elsewhere what they applied (a cluster replica's applied sequence).
+  // Errors: I/O errors of the sync; Unimplemented for a DB that cannot sync.
+  virtual absl::Status SyncWrites() { return absl::UnimplementedError("SyncWrites"); }
+
   // ---- Index ----
   // Builds the collection's approximate index from a spec string and makes it serve searches;
   // blocks until done. Records written afterwards are searchable at once (searched exactly
