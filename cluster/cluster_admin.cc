@@ -1,6 +1,6 @@
-// ClusterDB's index builds of a sharded collection: every live replica of every shard builds
-// the index over its own copy ("<collection>@<shard>", on its node), the nodes side by side and
-// each node's copies in turn.
+// ClusterDB's maintenance of a sharded collection, made on every copy of every shard
+// ("<collection>@<shard>", on its node), the nodes side by side and each node's copies in turn:
+// index builds (each copy builds over its own data) and compactions.
 #include <map>
 #include <thread>
 
@@ -12,11 +12,24 @@ namespace shoal::cluster {
 namespace {
 
 // A build may take far longer than an ordinary node-to-node call.
-constexpr absl::Duration kBuildTimeout = absl::Hours(24);
+constexpr absl::Duration kAdminTimeout = absl::Hours(24);
 
 }  // namespace
 
 absl::Status ClusterDB::BuildShardedIndex(const ShardMap& map, std::string_view spec) {
+  return OnEveryCopy(map, [&](const std::string& name, client::Client* peer) {
+    return peer == nullptr ? local_->BuildIndex(name, spec, nullptr)
+                           : peer->BuildIndex(name, std::string(spec)).status();
+  });
+}
+
+absl::Status ClusterDB::CompactSharded(const ShardMap& map) {
+  return OnEveryCopy(map, [&](const std::string& name, client::Client* peer) {
+    return peer == nullptr ? local_->Compact(name) : peer->Compact(name).status();
+  });
+}
+
+absl::Status ClusterDB::OnEveryCopy(const ShardMap& map, const CopyCall& call) {
   const ClusterView view = node_->View();
   std::map<std::string, std::vector<uint32_t>> shards_of;  // node id -> its shards
   for (uint32_t shard = 0; shard < map.replicas.size(); ++shard) {
@@ -30,9 +43,9 @@ absl::Status ClusterDB::BuildShardedIndex(const ShardMap& map, std::string_view 
     first_error = absl::Status(s.code(), absl::StrCat("collection '", map.spec.name, "' shard ",
                                                       shard, " on node ", id, ": ", s.message()));
   };
-  std::vector<std::thread> builders;
+  std::vector<std::thread> workers;
   for (const auto& [id, shards] : shards_of) {
-    builders.emplace_back([&, id = id, shards = shards] {
+    workers.emplace_back([&, id = id, shards = shards] {
       std::unique_ptr<client::Client> peer;
       if (id != node_->node_id()) {
         auto address = view.nodes.find(id);
@@ -40,19 +53,17 @@ absl::Status ClusterDB::BuildShardedIndex(const ShardMap& map, std::string_view 
           return fail(absl::UnavailableError("the node is not live"), id, shards.front());
         }
         absl::StatusOr<std::unique_ptr<client::Client>> connected =
-            node_->ConnectPeer(address->second, kBuildTimeout);
+            node_->ConnectPeer(address->second, kAdminTimeout);
         if (!connected.ok()) return fail(connected.status(), id, shards.front());
         peer = *std::move(connected);
       }
       for (uint32_t shard : shards) {
-        const std::string name = ShardCollectionName(map.spec.name, shard);
-        absl::Status s = peer == nullptr ? local_->BuildIndex(name, spec, nullptr)
-                                         : peer->BuildIndex(name, std::string(spec)).status();
+        absl::Status s = call(ShardCollectionName(map.spec.name, shard), peer.get());
         if (!s.ok()) return fail(s, id, shard);
       }
     });
   }
-  for (std::thread& builder : builders) builder.join();
+  for (std::thread& worker : workers) worker.join();
   return first_error;
 }
 

@@ -80,7 +80,7 @@ absl::StatusOr<CollectionInfo> ClusterDB::DescribeSharded(const ShardMap& map) c
 }
 
 absl::Status ClusterDB::DropCollection(std::string_view name) {
-  if (IsSharded(name)) return NotYetSharded("DropCollection", name);
+  if (IsSharded(name)) return node_->DropShardedCollection(std::string(name));
   return local_->DropCollection(name);
 }
 
@@ -110,7 +110,7 @@ absl::Status ClusterDB::FlushIndexUpdates(std::string_view collection) {
 }
 
 absl::Status ClusterDB::Compact(std::string_view collection) {
-  if (IsSharded(collection)) return NotYetSharded("Compact", collection);
+  if (std::optional<ShardMap> map = node_->FindShardMap(collection)) return CompactSharded(*map);
   return local_->Compact(collection);
 }
 

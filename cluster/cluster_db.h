@@ -13,11 +13,14 @@
 //     read from JetStream and the chosen replica waits until it has applied it.
 //   - "<collection>@<shard>" names a node's local copy of a shard: calls on it (from other
 //     nodes' fan-outs) go to the local DB, after waiting for min_applied_sequence.
-//   - BuildIndex of a sharded collection: every live replica of every shard builds the index
-//     over its own copy, the nodes side by side (cluster_admin.cc); no progress reports; the
-//     first error names shard and node. A copy made later (a move, a re-replication) starts
-//     without the index (exact search) until BuildIndex runs again.
-// Drop, compaction, tenants and aliases of a sharded collection are UNIMPLEMENTED for now.
+//   - BuildIndex and Compact of a sharded collection: every live replica of every shard builds
+//     the index over (or compacts) its own copy, the nodes side by side (cluster_admin.cc); no
+//     progress reports; the first error names shard and node. A copy made later (a move, a
+//     re-replication) starts without the index (exact search) until BuildIndex runs again.
+//   - DropCollection of a sharded collection: the coordinator deletes its shard map, streams
+//     and applied sequences; every node drops its copies as it sees the map gone
+//     (cluster_drop.cc).
+// Tenants and aliases of a sharded collection are UNIMPLEMENTED for now.
 //
 // Errors: as DB, plus UNAVAILABLE when NATS, etcd or every replica of a shard is away (naming
 // the shard), UNIMPLEMENTED for calls sharded collections do not support yet.
@@ -26,6 +29,7 @@
 #ifndef SHOAL_CLUSTER_CLUSTER_DB_H_
 #define SHOAL_CLUSTER_CLUSTER_DB_H_
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -140,6 +144,11 @@ class ClusterDB : public DB {
   absl::Status CheckRecords(const ShardMap& map, std::span<const Record> records) const;
   absl::StatusOr<CollectionInfo> DescribeSharded(const ShardMap& map) const;
   absl::Status BuildShardedIndex(const ShardMap& map, std::string_view spec);
+  absl::Status CompactSharded(const ShardMap& map);
+  // Calls `call` for every copy of every shard: with a client of the copy's node, or nullptr
+  // for this node's own; the nodes side by side. The first error names shard and node.
+  using CopyCall = std::function<absl::Status(const std::string& name, client::Client* peer)>;
+  absl::Status OnEveryCopy(const ShardMap& map, const CopyCall& call);
 
   std::unique_ptr<DB> local_;
   ClusterNode* const node_;

@@ -171,14 +171,19 @@ void ClusterNode::Reconcile(const ClusterView& view) {
       mine.insert(local_name);
       {
         absl::MutexLock lock(&mu_);
-        if (replicas_.contains(local_name)) continue;
+        auto running = replicas_.find(local_name);
+        if (running != replicas_.end() && running->second->incarnation() == map.incarnation) {
+          continue;
+        }
+        if (running != replicas_.end()) continue;  // of a dropped collection: stopped below
       }
       const std::string collection = name;
       auto replica = std::make_shared<ShardReplica>(
           local_, log_.get(), options_.node_id, map.spec, shard, options_.state_dir,
           [this, collection](uint32_t shard, uint64_t first_kept) {
             return FindSeed(collection, shard, first_kept);
-          });
+          },
+          map.incarnation);
       if (absl::Status s = replica->Start(); !s.ok()) {
         std::cerr << "shoald: cluster: cannot open " << local_name << ": " << s << "\n";
         continue;
@@ -191,7 +196,11 @@ void ClusterNode::Reconcile(const ClusterView& view) {
   {
     absl::MutexLock lock(&mu_);
     for (auto it = replicas_.begin(); it != replicas_.end();) {
-      if (mine.contains(it->first)) {
+      std::optional<std::pair<std::string, uint32_t>> shard = ParseShardCollectionName(it->first);
+      auto map = shard ? view.collections.find(shard->first) : view.collections.end();
+      const bool current =
+          map != view.collections.end() && map->second.incarnation == it->second->incarnation();
+      if (mine.contains(it->first) && current) {
         ++it;
         continue;
       }
@@ -200,6 +209,16 @@ void ClusterNode::Reconcile(const ClusterView& view) {
     }
   }
   for (auto& replica : dropped) replica->Stop();  // its local data stays until dropped
+  SweepDropped(view);
+  // A copy stopped for a newer incarnation starts again with it at the next view change;
+  // start it now rather than wait for one.
+  bool restart = false;
+  for (auto& replica : dropped) {
+    std::optional<std::pair<std::string, uint32_t>> shard =
+        ParseShardCollectionName(replica->local_name());
+    restart |= shard && view.collections.contains(shard->first);
+  }
+  if (restart) Reconcile(view);
 }
 
 std::optional<ShardMap> ClusterNode::FindShardMap(std::string_view collection) const {
@@ -240,6 +259,7 @@ absl::Status ClusterNode::CreateShardedCollection(const CollectionSpec& spec) {
 }
 
 absl::Status ClusterNode::CreateAsCoordinator(const CollectionSpec& spec) {
+  absl::MutexLock admin(&admin_mu_);
   ClusterView view = membership()->Refresh();
   if (!view.etcd_reachable) return absl::UnavailableError("cluster: etcd is not reachable");
   if (view.collections.contains(spec.name)) {
@@ -248,13 +268,19 @@ absl::Status ClusterNode::CreateAsCoordinator(const CollectionSpec& spec) {
   }
   std::vector<std::string> nodes;
   for (const auto& [id, address] : view.nodes) nodes.push_back(id);
-  ShardMap map{.spec = spec, .version = 1};
+  ShardMap map{.spec = spec,
+               .version = 1,
+               .incarnation = static_cast<uint64_t>(absl::ToUnixNanos(absl::Now()))};
   absl::StatusOr<std::vector<std::vector<std::string>>> replicas =
       AssignShards(nodes, spec.shards, spec.replication);
   if (!replicas.ok()) return replicas.status();
   map.replicas = *std::move(replicas);
   map.stream_replicas = spec.replication;
   for (uint32_t shard = 0; shard < spec.shards; ++shard) {
+    // A stream left by a drop that failed midway holds an earlier collection's entries.
+    if (absl::Status s = log_->DeleteStream(spec.name, shard); !s.ok() && !absl::IsNotFound(s)) {
+      return s;
+    }
     absl::StatusOr<uint32_t> kept = log_->EnsureStream(spec.name, shard, spec.replication);
     if (!kept.ok()) return kept.status();
     map.stream_replicas = std::min(map.stream_replicas, *kept);
@@ -285,6 +311,13 @@ std::vector<Replica> ClusterNode::Replicas(const ShardMap& map, uint32_t shard) 
     auto it = view.nodes.find(id);
     if (it != view.nodes.end()) out.push_back({.node_id = id, .address = it->second});
   }
+  return out;
+}
+
+std::vector<std::shared_ptr<ShardReplica>> ClusterNode::LocalReplicas() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::shared_ptr<ShardReplica>> out;
+  for (const auto& [name, replica] : replicas_) out.push_back(replica);
   return out;
 }
 

@@ -90,6 +90,13 @@ class ClusterNode {
   // until this node's view has the map. ALREADY_EXISTS, FAILED_PRECONDITION (fewer live nodes
   // than spec.replication), UNAVAILABLE (no coordinator, etcd or NATS away).
   absl::Status CreateShardedCollection(const CollectionSpec& spec);
+  // Drops a sharded collection (cluster_drop.cc): on the coordinator, deletes its shard map,
+  // then its streams and published applied sequences; elsewhere, asks the coordinator. Then
+  // waits until this node's view lacks the map; every node drops its copies as it sees that.
+  // NOT_FOUND, UNAVAILABLE (no coordinator, etcd away).
+  absl::Status DropShardedCollection(const std::string& name);
+  // This node's running shard copies (metrics, tools).
+  std::vector<std::shared_ptr<ShardReplica>> LocalReplicas() const;
 
   // The live replicas of a shard, in the map's order, this node first when it is one.
   std::vector<Replica> Replicas(const ShardMap& map, uint32_t shard) const;
@@ -132,12 +139,18 @@ class ClusterNode {
   absl::StatusOr<SeedSource> FindSeed(const std::string& collection, uint32_t shard,
                                       uint64_t first_kept);
   absl::Status CreateAsCoordinator(const CollectionSpec& spec);
+  absl::Status DropAsCoordinator(const std::string& name);
+  // Drops local shard copies of collections no map names any more, with their files.
+  void SweepDropped(const ClusterView& view);
 
   DB* const local_;
   const ClusterNodeOptions options_;
   EtcdClient etcd_;
   std::unique_ptr<ShardLog> log_;
 
+  // Serializes this coordinator's creates and drops (a create must not make streams anew
+  // while a drop of the same name deletes them).
+  absl::Mutex admin_mu_;
   mutable absl::Mutex mu_;
   std::string advertise_ ABSL_GUARDED_BY(mu_);
   std::unique_ptr<Membership> membership_ ABSL_GUARDED_BY(mu_);  // set once, by Start

@@ -165,6 +165,13 @@ absl::Status EtcdClient::Delete(const std::string& key) {
   return ParseJson(*body, "deleterange").status();
 }
 
+absl::Status EtcdClient::DeletePrefix(const std::string& prefix) {
+  Json request = {{"key", Base64(prefix)}, {"range_end", Base64(PrefixEnd(prefix))}};
+  absl::StatusOr<std::string> body = Post("/v3/kv/deleterange", request.dump());
+  if (!body.ok()) return body.status();
+  return ParseJson(*body, "deleterange").status();
+}
+
 absl::StatusOr<bool> EtcdClient::CreateIfAbsent(const std::string& key, const std::string& value,
                                                 int64_t lease) {
   Json put = {{"key", Base64(key)}, {"value", Base64(value)}};

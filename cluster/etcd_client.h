@@ -55,6 +55,8 @@ class EtcdClient {
   // lease 0 = no lease.
   absl::Status Put(const std::string& key, const std::string& value, int64_t lease = 0);
   absl::Status Delete(const std::string& key);
+  // Deletes every key starting with `prefix`.
+  absl::Status DeletePrefix(const std::string& prefix);
   // Writes the key only if it does not exist (txn: create_revision == 0). True when written.
   absl::StatusOr<bool> CreateIfAbsent(const std::string& key, const std::string& value,
                                       int64_t lease);

@@ -278,4 +278,13 @@ absl::Status ShardLog::Purge(const std::string& collection, uint32_t shard, uint
   return absl::OkStatus();
 }
 
+absl::Status ShardLog::DeleteStream(const std::string& collection, uint32_t shard) {
+  const std::string name = StreamName(collection, shard);
+  jsOptions options = RequestOptions(timeout_);
+  jsErrCode error = static_cast<jsErrCode>(0);
+  natsStatus s = js_DeleteStream(js_, name.c_str(), &options, &error);
+  if (s != NATS_OK) return NatsStatus("delete stream " + name, s, error);
+  return absl::OkStatus();
+}
+
 }  // namespace shoal::cluster

@@ -62,6 +62,9 @@ class ShardLog {
   // Removes the shard's entries before `keep_from` (retention once every replica has applied
   // them; a replica that needs older ones copies the shard from another: shard_replica.h).
   absl::Status Purge(const std::string& collection, uint32_t shard, uint64_t keep_from);
+  // Deletes the shard's stream and every entry in it (a dropped collection). NOT_FOUND when
+  // it does not exist.
+  absl::Status DeleteStream(const std::string& collection, uint32_t shard);
 
   __jsCtx* jetstream() const { return js_; }
   absl::Duration timeout() const { return timeout_; }

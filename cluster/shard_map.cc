@@ -28,6 +28,7 @@ std::string EncodeShardMap(const ShardMap& map) {
                {"version", map.version},
                {"stream_replicas", map.stream_replicas},
                {"replicas", map.replicas}};
+  if (map.incarnation != 0) json["incarnation"] = map.incarnation;
   if (map.move) {
     json["move"] = {{"shard", map.move->shard}, {"from", map.move->from}, {"to", map.move->to}};
   }
@@ -48,6 +49,7 @@ absl::StatusOr<ShardMap> DecodeShardMap(const std::string& text) {
     map.spec.replication = json.at("replication").get<uint32_t>();
     map.version = json.at("version").get<int64_t>();
     map.stream_replicas = json.value("stream_replicas", 1u);
+    map.incarnation = json.value("incarnation", uint64_t{0});
     map.replicas = json.at("replicas").get<std::vector<std::vector<std::string>>>();
     if (json.contains("move")) {
       const Json& move = json.at("move");

@@ -44,6 +44,10 @@ struct ShardMap {
     bool operator==(const Move&) const = default;
   };
   std::optional<Move> move;
+  // Tells this collection from an earlier one of the same name (dropped, then created anew):
+  // set once at creation (0 in maps made before it existed). A shard copy records it beside
+  // its applied sequence and starts afresh when they differ.
+  uint64_t incarnation = 0;
 };
 
 std::string EncodeShardMap(const ShardMap& map);

@@ -19,7 +19,8 @@ TEST(ShardMapTest, EncodesAndDecodesEveryField) {
                         .replication = 2},
                .version = 7,
                .replicas = {{"a", "b"}, {"b", "c"}, {"c", "a"}},
-               .stream_replicas = 1};
+               .stream_replicas = 1,
+               .incarnation = 0x1234567890abcdefULL};
   absl::StatusOr<ShardMap> back = DecodeShardMap(EncodeShardMap(map));
   ASSERT_TRUE(back.ok()) << back.status();
   EXPECT_EQ(back->spec.name, "docs");
@@ -29,6 +30,7 @@ TEST(ShardMapTest, EncodesAndDecodesEveryField) {
   EXPECT_EQ(back->spec.replication, 2u);
   EXPECT_EQ(back->version, 7);
   EXPECT_EQ(back->replicas, map.replicas);
+  EXPECT_EQ(back->incarnation, map.incarnation);
 }
 
 TEST(ShardMapTest, DecodeReturnsDataLossOnBadJson) {

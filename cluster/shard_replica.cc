@@ -34,39 +34,68 @@ absl::Status FsyncPath(const std::string& path, int flags) {
   return rc == 0 ? absl::OkStatus() : ErrnoStatus("fsync", path);
 }
 
-uint64_t SequenceOf(natsMsg* msg) {
+// The message's stream sequence (0 when it has none) and the entries pending after it.
+std::pair<uint64_t, uint64_t> SequenceOf(natsMsg* msg) {
   jsMsgMetaData* meta = nullptr;
-  if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) return 0;
-  const uint64_t sequence = meta->Sequence.Stream;
+  if (natsMsg_GetMetaData(&meta, msg) != NATS_OK) return {0, 0};
+  const std::pair<uint64_t, uint64_t> out = {meta->Sequence.Stream, meta->NumPending};
   jsMsgMetaData_Destroy(meta);
-  return sequence;
+  return out;
 }
 
 }  // namespace
 
 ShardReplica::ShardReplica(DB* local, ShardLog* log, std::string node_id, CollectionSpec spec,
-                           uint32_t shard, std::string state_dir, SeedFinder seed)
+                           uint32_t shard, std::string state_dir, SeedFinder seed,
+                           uint64_t incarnation)
     : local_(local),
       log_(log),
       node_id_(std::move(node_id)),
       spec_(std::move(spec)),
       shard_(shard),
       local_name_(ShardCollectionName(spec_.name, shard)),
-      state_path_(absl::StrCat(state_dir, "/", local_name_, ".applied")),
-      seed_(std::move(seed)) {}
+      state_path_(StatePath(state_dir, local_name_)),
+      seed_(std::move(seed)),
+      incarnation_(incarnation) {}
+
+std::string ShardReplica::StatePath(const std::string& state_dir, const std::string& local_name) {
+  return absl::StrCat(state_dir, "/", local_name, ".applied");
+}
+
+// The file: the applied sequence, then (since incarnations exist) the map's incarnation.
+absl::StatusOr<uint64_t> ShardReplica::ReadApplied() {
+  std::ifstream in(state_path_);
+  std::string text;
+  uint64_t applied = 0, incarnation = 0;
+  const bool recorded = in && std::getline(in, text);
+  if (recorded && !absl::SimpleAtoi(text, &applied)) {
+    return absl::DataLossError(absl::StrCat(state_path_, ": not a sequence: '", text, "'"));
+  }
+  if (std::getline(in, text) && !text.empty() && !absl::SimpleAtoi(text, &incarnation)) {
+    return absl::DataLossError(absl::StrCat(state_path_, ": not an incarnation: '", text, "'"));
+  }
+  if (recorded && incarnation == incarnation_) return applied;
+  // No record, or a copy of an earlier collection of this name: whatever the local copy holds
+  // means nothing now (the stream, or a copy from another replica, rebuilds it).
+  if (recorded) {
+    std::cerr << "shoald: cluster: " << local_name_ << ": copy of an earlier incarnation ("
+              << incarnation << ", now " << incarnation_ << "): starting afresh\n";
+  }
+  if (absl::Status s = local_->DropCollection(local_name_); !s.ok() && !absl::IsNotFound(s)) {
+    return s;
+  }
+  return 0;
+}
 
 ShardReplica::~ShardReplica() { Stop(); }
 
 absl::Status ShardReplica::Start() {
+  absl::StatusOr<uint64_t> read = ReadApplied();
+  if (!read.ok()) return read.status();
+  const uint64_t applied = *read;
   CollectionSpec local{.name = local_name_, .dimension = spec_.dimension, .metric = spec_.metric};
   if (absl::Status s = local_->CreateCollection(local); !s.ok() && !absl::IsAlreadyExists(s)) {
     return s;
-  }
-  std::ifstream in(state_path_);
-  std::string text;
-  uint64_t applied = 0;
-  if (in && std::getline(in, text) && !absl::SimpleAtoi(text, &applied)) {
-    return absl::DataLossError(absl::StrCat(state_path_, ": not a sequence: '", text, "'"));
   }
   {
     absl::MutexLock lock(&mu_);
@@ -169,13 +198,18 @@ bool ShardReplica::ConsumeOnce(natsSubscription* sub) {
   jsErrCode error = static_cast<jsErrCode>(0);
   natsStatus s = natsSubscription_Fetch(&list, sub, kFetchBatch, 500, &error);
   if (s == NATS_TIMEOUT) {  // nothing new: make what was applied durable
+    pending_ = 0;
     MaybeRecord(/*force=*/true);
     return true;
   }
   if (s != NATS_OK) return false;
   std::vector<std::pair<uint64_t, natsMsg*>> msgs;
   msgs.reserve(list.Count);
-  for (int i = 0; i < list.Count; ++i) msgs.emplace_back(SequenceOf(list.Msgs[i]), list.Msgs[i]);
+  for (int i = 0; i < list.Count; ++i) {
+    const auto [sequence, pending] = SequenceOf(list.Msgs[i]);
+    msgs.emplace_back(sequence, list.Msgs[i]);
+    if (i + 1 == list.Count) pending_ = pending;
+  }
   const auto [last, ok] = ApplyFetched(msgs, applied());
   if (last > applied()) {
     absl::MutexLock lock(&mu_);
@@ -249,7 +283,7 @@ absl::Status ShardReplica::RecordApplied(uint64_t sequence) {
   const std::string tmp = state_path_ + ".tmp";
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << sequence << "\n";
+    out << sequence << "\n" << incarnation_ << "\n";
     if (!out.flush()) return ErrnoStatus("write", tmp);
   }
   if (absl::Status s = FsyncPath(tmp, O_RDONLY); !s.ok()) return s;

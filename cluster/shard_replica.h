@@ -69,8 +69,10 @@ class ShardReplica {
   // `local` and `log` are not owned and must outlive the replica. `spec` is the sharded
   // collection's (its name without the shard suffix). `seed` may be empty (then a replica
   // behind the stream's retention retries until one is given; tests).
+  // `incarnation` is the shard map's (ShardMap::incarnation): a copy whose file recorded
+  // another one belongs to an earlier collection of the same name and starts afresh.
   ShardReplica(DB* local, ShardLog* log, std::string node_id, CollectionSpec spec, uint32_t shard,
-               std::string state_dir, SeedFinder seed = {});
+               std::string state_dir, SeedFinder seed = {}, uint64_t incarnation = 0);
   ~ShardReplica();  // Stop()
   ShardReplica(const ShardReplica&) = delete;
   ShardReplica& operator=(const ShardReplica&) = delete;
@@ -85,6 +87,9 @@ class ShardReplica {
   uint64_t applied() const;
   // The last sequence recorded durably (<= applied()): a restart resumes after it.
   uint64_t durable_applied() const;
+  // Entries of the stream after the last one fetched, as JetStream counted when it delivered
+  // it (0 once the stream is idle): how far the copy lags (metrics).
+  uint64_t pending() const { return pending_; }
   // Whether the copy has caught up once since Start (applied the stream as far as it reached
   // when the replica first subscribed): until then reads go to other replicas.
   bool ready() const { return ready_; }
@@ -93,7 +98,10 @@ class ShardReplica {
   absl::Status WaitApplied(uint64_t sequence, absl::Duration timeout) const;
 
   const std::string& local_name() const { return local_name_; }
+  // Where the copy named `local_name` keeps its applied sequence under `state_dir`.
+  static std::string StatePath(const std::string& state_dir, const std::string& local_name);
   uint32_t shard() const { return shard_; }
+  uint64_t incarnation() const { return incarnation_; }
 
  private:
   void Run();
@@ -107,6 +115,9 @@ class ShardReplica {
   // Syncs the local DB and records applied() when `force` or kRecordInterval has passed.
   void MaybeRecord(bool force);
   absl::Status RecordApplied(uint64_t sequence);
+  // Reads the applied sequence; 0 (and the local copy dropped) when the file is absent or was
+  // written for another incarnation.
+  absl::StatusOr<uint64_t> ReadApplied();
   ::__natsSubscription* Subscribe();
   // When the stream no longer holds the next sequence: copies the shard from another replica.
   absl::Status SeedIfBehind();
@@ -120,8 +131,10 @@ class ShardReplica {
   const std::string local_name_;
   const std::string state_path_;
   const SeedFinder seed_;
+  const uint64_t incarnation_;
   std::atomic<bool> stop_{false};
   std::atomic<bool> ready_{false};
+  std::atomic<uint64_t> pending_{0};
   // The stream's last sequence when the replica started (or first could ask): ready_ once
   // applied. Start, then only the thread.
   std::optional<uint64_t> ready_at_;

@@ -178,7 +178,8 @@ ServerMetrics::ServerMetrics(size_t max_tenant_series)
 
 ServerMetrics::~ServerMetrics() = default;
 
-absl::Status ServerMetrics::Serve(const std::string& listen, DbHost* host) {
+absl::Status ServerMetrics::Serve(const std::string& listen, DbHost* host,
+                                  std::vector<std::shared_ptr<prometheus::Collectable>> extra) {
   if (exposer_ != nullptr) return absl::FailedPreconditionError("metrics: already serving");
   try {
     // Several threads and a short request timeout: one client that sends half a request and
@@ -196,6 +197,8 @@ absl::Status ServerMetrics::Serve(const std::string& listen, DbHost* host) {
   exposer_->RegisterCollectable(collections_);
   caches_ = MakeCacheCollector(host);
   exposer_->RegisterCollectable(caches_);
+  extra_ = std::move(extra);
+  for (const auto& collectable : extra_) exposer_->RegisterCollectable(collectable);
   const std::vector<int> ports = exposer_->GetListeningPorts();
   port_ = ports.empty() ? 0 : ports.front();
   return absl::OkStatus();

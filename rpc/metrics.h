@@ -82,7 +82,9 @@ class ServerMetrics {
   // Serves GET /metrics on `listen` (HOST:PORT; port 0 picks one, see port()). Per-collection
   // gauges are read from `host` (not owned; must outlive this) at each scrape.
   // UNAVAILABLE when the address cannot be bound.
-  absl::Status Serve(const std::string& listen, DbHost* host);
+  // `extra`: more collectables served beside the built-in ones.
+  absl::Status Serve(const std::string& listen, DbHost* host,
+                     std::vector<std::shared_ptr<prometheus::Collectable>> extra = {});
   // The bound port; 0 when not serving.
   int port() const { return port_; }
 
@@ -109,6 +111,7 @@ class ServerMetrics {
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<CollectionCollector> collections_;
   std::shared_ptr<prometheus::Collectable> caches_;  // rpc/cache_metrics.h
+  std::vector<std::shared_ptr<prometheus::Collectable>> extra_;
   std::unique_ptr<TenantMetrics> tenants_;
   std::unique_ptr<prometheus::Exposer> exposer_;
   int port_ = 0;

@@ -146,7 +146,8 @@ absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
   caches_ = std::make_unique<CacheServiceImpl>(gate_.get());
   tenants_ = std::make_unique<TenantServiceImpl>(gate_.get());
   if (!options.metrics_listen.empty()) {
-    if (absl::Status s = metrics_->Serve(options.metrics_listen, host); !s.ok()) return s;
+    absl::Status s = metrics_->Serve(options.metrics_listen, host, options.extra_metrics);
+    if (!s.ok()) return s;
   }
 
   // Process-wide switches; they only affect servers built after them.

@@ -21,6 +21,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -32,6 +33,10 @@
 namespace grpc {
 class Server;
 }  // namespace grpc
+
+namespace prometheus {
+class Collectable;
+}  // namespace prometheus
 
 namespace shoal::v1 {
 class GetClusterResponse;  // shoal/v1/admin_service.pb.h
@@ -89,6 +94,8 @@ struct ServerOptions {
   // Cluster mode: fills AdminService.GetCluster's answer (shoald_main.cc sets it); unset = a
   // single node (cluster_mode false).
   std::function<void(v1::GetClusterResponse*)> cluster_status;
+  // More series for the metrics endpoint (cluster mode: rpc/cluster_metrics.h).
+  std::vector<std::shared_ptr<prometheus::Collectable>> extra_metrics;
 };
 
 class Server {

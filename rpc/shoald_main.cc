@@ -40,6 +40,7 @@
 #include "base/build_info.h"
 #include "cluster/cluster_db.h"
 #include "cluster/cluster_node.h"
+#include "rpc/cluster_metrics.h"
 #include "rpc/cluster_status.h"
 #include "rpc/db_host.h"
 #include "rpc/server.h"
@@ -269,6 +270,7 @@ int Run(const Flags& flags) {
     options.cluster_status = [node = cluster_node.get()](shoal::v1::GetClusterResponse* out) {
       shoal::rpc::FillClusterStatus(*node, out);
     };
+    options.extra_metrics.push_back(shoal::rpc::MakeClusterCollector(cluster_node.get()));
   }
   absl::StatusOr<std::unique_ptr<shoal::rpc::Server>> server =
       shoal::rpc::Server::Start(db->get(), options);

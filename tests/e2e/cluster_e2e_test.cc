@@ -1,7 +1,9 @@
 // Cluster mode end to end, the fast cases (default run): writes through any node are read and
 // searched on every node; bad sharded specs; index builds of every shard copy; a single node
-// refuses a sharded spec.
+// refuses a sharded spec; compaction and drop of a sharded collection; per-shard metrics.
 #include <filesystem>
+#include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "gtest/gtest.h"
 #include "shoal/v1/admin_service.grpc.pb.h"
 #include "tests/e2e/cluster_fixture.h"
+#include "tests/e2e/prometheus_text.h"
 
 namespace shoal::e2e {
 namespace {
@@ -128,6 +131,118 @@ TEST_F(ClusterE2ETest, BuildIndexBuildsEveryShardCopy) {
   absl::Status bad = clients_[0]->BuildIndex("docs", "spann:bogus=1").status();
   EXPECT_TRUE(absl::IsInvalidArgument(bad)) << bad;
   EXPECT_NE(bad.message().find("shard"), std::string::npos) << bad;
+}
+
+// Waits (10 s at most) until `done` holds; false if it never did.
+bool Eventually(const std::function<bool()>& done) {
+  for (int i = 0; i < 200; ++i) {
+    if (done()) return true;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return done();
+}
+
+// Compact and DropCollection of a sharded collection reach every copy; a collection created
+// anew under the dropped one's name starts empty on every node.
+TEST_F(ClusterE2ETest, ShardedCollectionsCompactDropAndComeBackEmpty) {
+  CreateSharded("docs", 3, 2);
+  std::vector<uint64_t> keys;
+  for (uint64_t batch = 0; batch < 6; ++batch) {
+    std::vector<Record> records;
+    for (uint64_t k = batch * 50; k < batch * 50 + 50; ++k) {
+      records.push_back(RecordOf(k));
+      keys.push_back(k);
+    }
+    ASSERT_TRUE(clients_[batch % kNodes]->Upsert("docs", records).ok());
+  }
+  for (uint32_t node = 0; node < kNodes; ++node) ExpectAllPresent(node, keys);
+  absl::Status compacted = clients_[2]->Compact("docs").status();
+  ASSERT_TRUE(compacted.ok()) << compacted;
+  ExpectAllPresent(0, keys);
+
+  absl::Status dropped = clients_[1]->DropCollection("docs");
+  ASSERT_TRUE(dropped.ok()) << dropped;
+  for (uint32_t node = 0; node < kNodes; ++node) {
+    EXPECT_TRUE(Eventually([&] {
+      return absl::IsNotFound(clients_[node]->DescribeCollection("docs").status());
+    })) << "node "
+        << node << " still has the collection";
+    for (uint32_t shard = 0; shard < 3; ++shard) {
+      const std::string copy = cluster::ShardCollectionName("docs", shard);
+      EXPECT_TRUE(Eventually([&] {
+        return absl::IsNotFound(clients_[node]->DescribeCollection(copy).status());
+      })) << "node "
+          << node << " still keeps " << copy;
+    }
+  }
+  absl::Status again = clients_[0]->DropCollection("docs");
+  EXPECT_TRUE(absl::IsNotFound(again)) << again;
+
+  CreateSharded("docs", 3, 2);
+  std::vector<Key> old_keys = {uint64_t{0}, uint64_t{1}, uint64_t{149}, uint64_t{299}};
+  const std::vector<Record> fresh_record = {RecordOf(1000)};
+  ASSERT_TRUE(clients_[0]->Upsert("docs", fresh_record).ok());
+  ReadOptions fresh;
+  fresh.consistency.read_your_writes = true;
+  for (uint32_t node = 0; node < kNodes; ++node) {
+    auto records = clients_[node]->Get("docs", old_keys, fresh);
+    ASSERT_TRUE(records.ok()) << records.status();
+    for (size_t i = 0; i < old_keys.size(); ++i) {
+      EXPECT_FALSE((*records)[i].has_value()) << "node " << node << " key #" << i;
+    }
+    auto info = clients_[node]->DescribeCollection("docs");
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->num_vectors, 1u) << "node " << node;
+  }
+  ExpectAllPresent(2, {1000});
+}
+
+// Every node's /metrics has its view of the cluster and one series per shard copy it keeps;
+// once writes stop, every copy's durable sequence reaches its applied one and the lag is 0.
+TEST_F(ClusterE2ETest, MetricsShowEachShardCopysAppliedSequenceAndLag) {
+  CreateSharded("docs", 3, 2);
+  std::vector<uint64_t> keys;
+  for (uint64_t batch = 0; batch < 6; ++batch) {
+    std::vector<Record> records;
+    for (uint64_t k = batch * 40; k < batch * 40 + 40; ++k) {
+      records.push_back(RecordOf(k));
+      keys.push_back(k);
+    }
+    ASSERT_TRUE(clients_[batch % kNodes]->Upsert("docs", records).ok());
+  }
+  for (uint32_t node = 0; node < kNodes; ++node) ExpectAllPresent(node, keys);
+  double coordinators = 0;
+  int copies = 0;
+  for (uint32_t node = 0; node < kNodes; ++node) {
+    std::vector<Sample> samples;
+    auto settled = [&] {
+      absl::StatusOr<HttpResponse> got = HttpGet(nodes_[node]->metrics_port(), "/metrics");
+      if (!got.ok() || got->status != 200) return false;
+      absl::StatusOr<std::vector<Sample>> parsed = ParsePrometheusText(got->body);
+      if (!parsed.ok()) return false;
+      samples = *std::move(parsed);
+      for (const Sample& s : samples) {
+        if (s.name != "shoal_shard_applied_sequence") continue;
+        auto durable = SampleValue(samples, "shoal_shard_durable_sequence", s.labels);
+        if (s.value == 0 || !durable || *durable != s.value) return false;
+      }
+      return true;
+    };
+    ASSERT_TRUE(Eventually(settled)) << "node " << node << ": durable never reached applied";
+    EXPECT_EQ(SampleValue(samples, "shoal_cluster_live_nodes"), 3.0) << "node " << node;
+    EXPECT_EQ(SampleValue(samples, "shoal_cluster_etcd_reachable"), 1.0) << "node " << node;
+    coordinators += SampleValue(samples, "shoal_cluster_coordinator").value_or(0);
+    for (uint32_t shard = 0; shard < 3; ++shard) {
+      const std::map<std::string, std::string> labels = {{"collection", "docs"},
+                                                         {"shard", absl::StrCat(shard)}};
+      if (!SampleValue(samples, "shoal_shard_applied_sequence", labels)) continue;
+      ++copies;
+      EXPECT_EQ(SampleValue(samples, "shoal_shard_lag_entries", labels), 0.0);
+      EXPECT_EQ(SampleValue(samples, "shoal_shard_ready", labels), 1.0);
+    }
+  }
+  EXPECT_EQ(coordinators, 1.0);
+  EXPECT_EQ(copies, 6);  // 3 shards x 2 replicas
 }
 
 v1::GetClusterResponse GetCluster(const std::string& address) {

@@ -27,43 +27,6 @@ namespace {
 using ClusterFaultE2ETest = ClusterE2ETest;
 
 // The shard map as etcd holds it now.
-absl::StatusOr<cluster::ShardMap> StoredMap(const std::string& etcd_url) {
-  cluster::EtcdClient etcd(etcd_url);
-  auto stored = etcd.Get(std::string(cluster::kCollectionsPrefix) + "docs");
-  if (!stored.ok()) return stored.status();
-  if (stored->kvs.size() != 1) return absl::NotFoundError("no shard map of docs");
-  return cluster::DecodeShardMap(stored->kvs[0].value);
-}
-
-// Writes batches of 20 new keys through `writers` in turn until stopped; keeps the acked keys.
-class Writer {
- public:
-  Writer(std::vector<client::Client*> writers) : writers_(std::move(writers)) {
-    thread_ = std::thread([this] {
-      uint64_t next = 0;
-      for (uint32_t turn = 0; running_; ++turn) {
-        std::vector<Record> records;
-        for (uint64_t i = 0; i < 20; ++i) records.push_back(RecordOf(next + i));
-        if (writers_[turn % writers_.size()]->Upsert("docs", records).ok()) {
-          for (uint64_t i = 0; i < 20; ++i) acked_.push_back(next + i);
-        }
-        next += 20;
-      }
-    });
-  }
-  std::vector<uint64_t> Stop() {
-    running_ = false;
-    thread_.join();
-    return acked_;
-  }
-
- private:
-  std::vector<client::Client*> writers_;
-  std::atomic<bool> running_{true};
-  std::vector<uint64_t> acked_;
-  std::thread thread_;
-};
-
 // Every acked key of every shard `node_id` keeps must read back from that node's own copy
 // (S=3, R=2 over 2 or 3 live nodes: each keeps at least 2 shards).
 void ExpectShardCopiesComplete(client::Client& node, const std::string& node_id,
@@ -96,8 +59,8 @@ void ExpectShardCopiesComplete(client::Client& node, const std::string& node_id,
 
 TEST_F(ClusterFaultE2ETest, NoAcknowledgedWriteIsLostWhenANodeIsKilledAndRestarted) {
   CreateSharded("docs", 3, 2);
-  const uint32_t victim = 1;                              // n2
-  Writer writer({clients_[0].get(), clients_[2].get()});  // through the survivors
+  const uint32_t victim = 1;                                        // n2
+  BackgroundWriter writer({clients_[0].get(), clients_[2].get()});  // through the survivors
   absl::SleepFor(absl::Seconds(2));
   nodes_[victim]->Signal(SIGKILL);
   ASSERT_TRUE(nodes_[victim]->Wait().ok());
@@ -121,7 +84,7 @@ TEST_F(ClusterFaultE2ETest, NoAcknowledgedWriteIsLostWhenANodeIsKilledAndRestart
 
 TEST_F(ClusterFaultE2ETest, ShardsOfANodeThatStaysDownGetBackToRReplicas) {
   CreateSharded("docs", 3, 2);
-  Writer writer({clients_[0].get(), clients_[1].get()});
+  BackgroundWriter writer({clients_[0].get(), clients_[1].get()});
   absl::SleepFor(absl::Seconds(1));
   nodes_[2]->Signal(SIGKILL);  // n3, for good
   ASSERT_TRUE(nodes_[2]->Wait().ok());

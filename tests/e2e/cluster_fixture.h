@@ -1,7 +1,9 @@
 // ClusterE2ETest: the fixture of the cluster-mode end-to-end tests — a real etcd, a real
 // nats-server (JetStream) and three real shoald nodes (--cluster-etcd/--cluster-nats/--node-id,
 // ids n1..n3), each with a C++ SDK client. Skips with a clear message when etcd or nats-server
-// is not installed (scripts/common.sh installs both).
+// is not installed (scripts/common.sh installs both). Every node serves metrics
+// (ShoaldProcess::metrics_port). Also what the cluster tests share: StoredMap (a shard map as
+// etcd holds it) and BackgroundWriter (a client writing new keys until stopped).
 #ifndef SHOAL_TESTS_E2E_CLUSTER_FIXTURE_H_
 #define SHOAL_TESTS_E2E_CLUSTER_FIXTURE_H_
 
@@ -16,6 +18,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "cluster/cluster_node.h"
 #include "cluster/etcd_client.h"
 #include "cluster/shard_map.h"
 #include "gtest/gtest.h"
@@ -35,6 +38,82 @@ inline std::vector<float> VectorOf(uint64_t key) {
 }
 
 inline Record RecordOf(uint64_t key) { return Record{.key = key, .vector = VectorOf(key)}; }
+
+// The shard map of `name` as stored in etcd.
+inline absl::StatusOr<cluster::ShardMap> StoredMap(const std::string& etcd_url,
+                                                   const std::string& name = "docs") {
+  cluster::EtcdClient etcd(etcd_url);
+  auto stored = etcd.Get(std::string(cluster::kCollectionsPrefix) + name);
+  if (!stored.ok()) return stored.status();
+  if (stored->kvs.size() != 1) return absl::NotFoundError("no shard map of " + name);
+  return cluster::DecodeShardMap(stored->kvs[0].value);
+}
+
+struct BackgroundWriterOptions {
+  uint64_t batch = 20;             // new keys per Upsert
+  bool retry_unavailable = false;  // send a batch refused UNAVAILABLE again (idempotent)
+  bool search = false;             // a search after each write
+};
+
+// Writes batches of new keys to "docs" through `clients` in turn, on its own thread, until
+// Stop; keeps the acknowledged keys. Without retry_unavailable a failed batch is skipped;
+// with it, a batch refused UNAVAILABLE is sent again and every other error is kept in
+// errors() (as is every search error other than UNAVAILABLE).
+class BackgroundWriter {
+ public:
+  explicit BackgroundWriter(std::vector<client::Client*> clients,
+                            BackgroundWriterOptions options = {})
+      : clients_(std::move(clients)), options_(options) {
+    thread_ = std::thread([this] { Run(); });
+  }
+  ~BackgroundWriter() {
+    if (thread_.joinable()) Stop();
+  }
+  // Stops writing; the acknowledged keys.
+  const std::vector<uint64_t>& Stop() {
+    running_ = false;
+    thread_.join();
+    return acked_;
+  }
+  const std::vector<uint64_t>& acked() const { return acked_; }
+  const std::vector<std::string>& errors() const { return errors_; }
+  int retries() const { return retries_; }
+
+ private:
+  void Run() {
+    uint64_t next = 0;
+    for (uint32_t turn = 0; running_; ++turn) {
+      std::vector<Record> records;
+      for (uint64_t i = 0; i < options_.batch; ++i) records.push_back(RecordOf(next + i));
+      client::Client& via = *clients_[turn % clients_.size()];
+      absl::Status status = via.Upsert("docs", records).status();
+      if (options_.retry_unavailable && absl::IsUnavailable(status)) {
+        ++retries_;
+        absl::SleepFor(absl::Milliseconds(50));
+        continue;  // the same batch again
+      }
+      if (status.ok()) {
+        for (uint64_t i = 0; i < options_.batch; ++i) acked_.push_back(next + i);
+      } else if (options_.retry_unavailable) {
+        errors_.push_back(absl::StrCat("upsert: ", status.ToString()));
+      }
+      next += options_.batch;
+      if (!options_.search) continue;
+      auto hits = via.Search("docs", VectorOf(next), {.k = 5});
+      if (!hits.ok() && !absl::IsUnavailable(hits.status())) {
+        errors_.push_back(absl::StrCat("search: ", hits.status().ToString()));
+      }
+    }
+  }
+
+  const std::vector<client::Client*> clients_;
+  const BackgroundWriterOptions options_;
+  std::atomic<bool> running_{true};
+  std::vector<uint64_t> acked_;
+  std::vector<std::string> errors_;
+  int retries_ = 0;
+  std::thread thread_;
+};
 
 class ClusterE2ETest : public testing::Test {
  protected:
@@ -57,8 +136,8 @@ class ClusterE2ETest : public testing::Test {
   }
 
   std::vector<std::string> ClusterArgs(uint32_t i) const {
-    return {"--cluster-etcd",     services_.etcd_url(), "--cluster-nats",
-            services_.nats_url(), "--node-id",          absl::StrCat("n", i + 1)};
+    return {"--cluster-etcd", services_.etcd_url(),     "--cluster-nats",   services_.nats_url(),
+            "--node-id",      absl::StrCat("n", i + 1), "--metrics-listen", "127.0.0.1:0"};
   }
 
   absl::Status StartNode(uint32_t i) {

@@ -27,63 +27,6 @@ class ClusterMoveE2ETest : public ClusterE2ETest {
   uint32_t InitialNodes() const override { return 2; }
 };
 
-absl::StatusOr<cluster::ShardMap> StoredMap(const std::string& etcd_url) {
-  cluster::EtcdClient etcd(etcd_url);
-  auto stored = etcd.Get(std::string(cluster::kCollectionsPrefix) + "docs");
-  if (!stored.ok()) return stored.status();
-  if (stored->kvs.size() != 1) return absl::NotFoundError("no shard map of docs");
-  return cluster::DecodeShardMap(stored->kvs[0].value);
-}
-
-// Writes batches of 10 new keys and searches, through `clients` in turn, until stopped;
-// retries a write that fails with UNAVAILABLE (the same batch: idempotent) and keeps every
-// other error.
-class Client {
- public:
-  explicit Client(std::vector<client::Client*> clients) : clients_(std::move(clients)) {
-    thread_ = std::thread([this] { Run(); });
-  }
-  void Stop() {
-    running_ = false;
-    thread_.join();
-  }
-  const std::vector<uint64_t>& acked() const { return acked_; }
-  const std::vector<std::string>& errors() const { return errors_; }
-  int retries() const { return retries_; }
-
- private:
-  void Run() {
-    uint64_t next = 0;
-    for (uint32_t turn = 0; running_; ++turn) {
-      std::vector<Record> records;
-      for (uint64_t i = 0; i < 10; ++i) records.push_back(RecordOf(next + i));
-      client::Client& via = *clients_[turn % clients_.size()];
-      absl::Status status = via.Upsert("docs", records).status();
-      if (absl::IsUnavailable(status)) {
-        ++retries_;
-        absl::SleepFor(absl::Milliseconds(50));
-        continue;  // the same batch again
-      }
-      if (!status.ok()) errors_.push_back(absl::StrCat("upsert: ", status.ToString()));
-      if (status.ok()) {
-        for (uint64_t i = 0; i < 10; ++i) acked_.push_back(next + i);
-      }
-      next += 10;
-      auto hits = via.Search("docs", VectorOf(next), {.k = 5});
-      if (!hits.ok() && !absl::IsUnavailable(hits.status())) {
-        errors_.push_back(absl::StrCat("search: ", hits.status().ToString()));
-      }
-    }
-  }
-
-  std::vector<client::Client*> clients_;
-  std::atomic<bool> running_{true};
-  std::vector<uint64_t> acked_;
-  std::vector<std::string> errors_;
-  int retries_ = 0;
-  std::thread thread_;
-};
-
 // Waits until the moves that give n3 its share are done; the final map.
 cluster::ShardMap WaitForBalance(const std::string& etcd_url) {
   absl::StatusOr<cluster::ShardMap> map;
@@ -138,7 +81,8 @@ void ExpectN3Copies(client::Client& n3, const cluster::ShardMap& map,
 
 TEST_F(ClusterMoveE2ETest, AJoiningNodeGetsItsShareWhileAClientKeepsWriting) {
   CreateSharded("docs", 3, 2);  // on n1 and n2: each keeps all 3 shards
-  Client client({clients_[0].get(), clients_[1].get()});
+  BackgroundWriter client({clients_[0].get(), clients_[1].get()},
+                          {.batch = 10, .retry_unavailable = true, .search = true});
   absl::SleepFor(absl::Seconds(1));
   ASSERT_TRUE(StartNode(2).ok()) << nodes_[2]->Stderr();
   // Two moves bring n3 to 2 shards of 6 replicas (and n1, n2 down to 2 each).
@@ -180,7 +124,8 @@ TEST_F(ClusterMoveE2ETest, StreamsArePurgedAndAJoiningNodeCopiesItsShards) {
     }
   }
   ASSERT_TRUE(purged) << "the streams were not purged after both replicas applied them";
-  Client client({clients_[0].get(), clients_[1].get()});
+  BackgroundWriter client({clients_[0].get(), clients_[1].get()},
+                          {.batch = 10, .retry_unavailable = true, .search = true});
   ASSERT_TRUE(StartNode(2).ok()) << nodes_[2]->Stderr();
   const cluster::ShardMap map = WaitForBalance(services_.etcd_url());
   client.Stop();
