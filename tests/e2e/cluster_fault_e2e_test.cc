@@ -3,6 +3,7 @@
 // UNAVAILABLE, and the cluster recovers when they return.
 #include <signal.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <memory>
@@ -55,6 +56,66 @@ void ExpectShardCopiesComplete(client::Client& node, const std::string& node_id,
     }
   }
   EXPECT_GE(kept, 2) << node_id << " keeps too few shards in map version " << map.version;
+}
+
+// A node that is down while its collection is dropped and created anew under the same name
+// must not serve the old collection's records: once back, every copy it keeps of the new one
+// holds the new keys only (its files name the old incarnation, so it starts afresh).
+TEST_F(ClusterFaultE2ETest, ANodeAwayDuringADropAndRecreateStartsItsCopiesAfresh) {
+  CreateSharded("docs", 3, 2);
+  std::vector<Record> old_records;
+  std::vector<uint64_t> old_keys;
+  for (uint64_t k = 0; k < 90; ++k) {
+    old_records.push_back(RecordOf(k));
+    old_keys.push_back(k);
+  }
+  ASSERT_TRUE(clients_[0]->Upsert("docs", old_records).ok());
+  ExpectAllPresent(2, old_keys);
+  nodes_[2]->Signal(SIGKILL);
+  ASSERT_TRUE(nodes_[2]->Wait().ok());
+  absl::Status dropped;
+  for (int attempt = 0; attempt < 150; ++attempt) {  // n3 may have been the coordinator
+    dropped = clients_[0]->DropCollection("docs");
+    if (!absl::IsUnavailable(dropped)) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_TRUE(dropped.ok()) << dropped;
+  CreateSharded("docs", 3, 2);
+  std::vector<Record> new_records = {RecordOf(1000), RecordOf(1001), RecordOf(1002)};
+  ASSERT_TRUE(clients_[0]->Upsert("docs", new_records).ok());
+  ASSERT_TRUE(StartNode(2).ok()) << nodes_[2]->Stderr();
+  // Until n3 keeps shards of the new map (at once, or once moves give it its share).
+  absl::StatusOr<cluster::ShardMap> map;
+  std::vector<uint32_t> kept;
+  for (int attempt = 0; attempt < 150 && kept.empty(); ++attempt) {
+    absl::SleepFor(absl::Milliseconds(200));
+    map = StoredMap(services_.etcd_url());
+    if (!map.ok() || map->move) continue;
+    for (uint32_t shard = 0; shard < map->spec.shards; ++shard) {
+      const auto& owners = map->replicas[shard];
+      if (std::find(owners.begin(), owners.end(), "n3") != owners.end()) kept.push_back(shard);
+    }
+  }
+  ASSERT_FALSE(kept.empty()) << "n3 never got a shard of the new collection";
+  for (uint32_t shard : kept) {
+    std::vector<Key> keys;
+    for (uint64_t key : old_keys) {
+      if (cluster::ShardOfKey(key, map->spec.shards) == shard) keys.push_back(key);
+    }
+    ReadOptions fresh;
+    fresh.consistency.read_your_writes = true;
+    absl::StatusOr<std::vector<std::optional<Record>>> records;
+    for (int attempt = 0; attempt < 100; ++attempt) {  // until n3 has opened its copy
+      records = clients_[2]->Get(cluster::ShardCollectionName("docs", shard), keys, fresh);
+      if (records.ok()) break;
+      absl::SleepFor(absl::Milliseconds(200));
+    }
+    ASSERT_TRUE(records.ok()) << records.status();
+    for (size_t j = 0; j < keys.size(); ++j) {
+      EXPECT_FALSE((*records)[j].has_value())
+          << "n3's copy of shard " << shard << " still has old key " << std::get<uint64_t>(keys[j]);
+    }
+  }
 }
 
 TEST_F(ClusterFaultE2ETest, NoAcknowledgedWriteIsLostWhenANodeIsKilledAndRestarted) {
