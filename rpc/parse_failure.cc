@@ -1,6 +1,7 @@
 #include "rpc/parse_failure.h"
 
 #include "absl/strings/str_cat.h"
+#include "shoal/filter.h"
 
 namespace shoal::rpc {
 namespace {
@@ -26,7 +27,8 @@ class ParseFailureInterceptor : public grpc::experimental::Interceptor {
           grpc::StatusCode::INVALID_ARGUMENT,
           absl::StrCat("request: the bytes sent to ", method_,
                        " are not a valid request message (malformed protobuf, or nested deeper "
-                       "than 100 levels)")));
+                       "than protobuf's 100 levels; a filter may nest at most ",
+                       kMaxFilterDepth, " levels)")));
     }
     methods->Proceed();
   }

@@ -1,7 +1,9 @@
 // A server interceptor that answers a request whose bytes do not parse as its message type
 // (malformed protobuf, or a filter nested deeper than protobuf's 100-level limit) with
-// INVALID_ARGUMENT naming the method, as any other bad input is answered. gRPC itself answers
-// INTERNAL with no text: it parses before any handler (or CallGate) runs.
+// INVALID_ARGUMENT naming the method and the filter depth limit (kMaxFilterDepth; a filter
+// between that and protobuf's limit parses, and the conversion names its path), as any other bad
+// input is answered. gRPC itself answers INTERNAL with no text: it parses before any handler (or
+// CallGate) runs.
 //
 //   builder.experimental().SetInterceptorCreators(ParseFailureInterceptors());
 //

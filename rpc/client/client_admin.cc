@@ -89,7 +89,13 @@ absl::StatusOr<IngestResult> Client::Ingest(const std::string& collection,
   }
   grpc::Status status = stream->Finish();
   if (!status.ok()) return FromGrpc(status);
-  if (broken) return absl::UnavailableError("ingest: the stream ended early");
+  // Never a result for batches that were not acknowledged, whatever status the stream ended
+  // with (a server older than the end marker ends OK after a message it could not parse).
+  if (broken || result.batches != batches) {
+    return absl::UnavailableError(absl::StrCat(
+        "ingest: the stream ended early: ", result.batches, " of ", batches, " batches (",
+        result.upserted, " records) were acknowledged; the others were not applied"));
+  }
   return result;
 }
 

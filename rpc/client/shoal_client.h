@@ -166,7 +166,9 @@ class Client {
   // Applies `ops` in order in one round trip; per op the records upserted or keys deleted.
   absl::StatusOr<std::vector<uint64_t>> Batch(std::span<const WriteOp> ops);
   // Streams `records` in batches over one Ingest stream, keeping up to max_in_flight batches
-  // unacknowledged and resending those the server asks to back off.
+  // unacknowledged and resending those the server asks to back off. A result only when every
+  // batch was acknowledged: a stream that ends before (even with OK) is UNAVAILABLE saying how
+  // many were; an answer out of order is INTERNAL.
   absl::StatusOr<IngestResult> Ingest(const std::string& collection,
                                       std::span<const Record> records,
                                       const IngestOptions& options = {});

@@ -62,7 +62,14 @@ class MalformedRequestTest(unittest.TestCase):
     def test_a_filter_nested_too_deep_is_invalid_argument(self):
         code, details = self.call("/shoal.v1.SearchService/Search", deep_filter_search(150))
         self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT, details)
-        self.assertIn("nested deeper than 100", details)
+        self.assertIn("nested deeper than protobuf's 100 levels", details)
+        # The limit a filter must keep is named, not only protobuf's.
+        self.assertIn("a filter may nest at most 32 levels", details)
+        # Deep enough to break the filter limit but not protobuf's: the conversion names the path.
+        code, details = self.call("/shoal.v1.SearchService/Search", deep_filter_search(40))
+        self.assertEqual(code, grpc.StatusCode.INVALID_ARGUMENT, details)
+        self.assertIn("filter.negate", details)
+        self.assertIn("nested deeper than 32 levels", details)
         # Shallow enough to parse: the filter is evaluated (no record has the tag: no hits).
         code, details = self.call("/shoal.v1.SearchService/Search", deep_filter_search(20))
         self.assertEqual(code, grpc.StatusCode.OK, details)

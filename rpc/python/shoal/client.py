@@ -352,7 +352,8 @@ class Client(TenantCalls, CacheMethods, ScanCalls):
         """Bulk load over one streaming Ingest RPC: batches of batch_size records, each
         acknowledged before the next is sent; a batch the server asks to back off is resent
         after retry_after_ms. tenant: the tenant that owns the records. Returns
-        IngestResult(upserted, batches, backoffs)."""
+        IngestResult(upserted, batches, backoffs) only when every batch was acknowledged: a
+        stream that ends before (even with OK) raises UnavailableError saying how many were."""
         m = as_matrix(vectors, "vectors")
         keys = list(keys)
         if len(keys) != m.shape[0]:
@@ -371,6 +372,7 @@ class Client(TenantCalls, CacheMethods, ScanCalls):
         metadata = [*self._metadata, ("shoal-ingest-end-marker", "1")]
         stream = self._vectors.Ingest(requests(), timeout=None, metadata=metadata)
         upserted = batches = backoffs = 0
+        total = (len(keys) + batch_size - 1) // batch_size
         try:
             for sequence, first in enumerate(range(0, len(keys), batch_size)):
                 request = vector_pb2.IngestRequest(
@@ -379,7 +381,9 @@ class Client(TenantCalls, CacheMethods, ScanCalls):
                                          m[first:first + batch_size]))
                 while True:
                     outbox.put(request)
-                    answer = next(stream)
+                    answer = next(stream, None)
+                    if answer is None or answer.sequence != sequence:
+                        raise self._ingest_cut_short(answer, sequence, total, upserted)
                     if answer.retry_after_ms == 0:
                         break
                     backoffs += 1
@@ -395,6 +399,22 @@ class Client(TenantCalls, CacheMethods, ScanCalls):
         finally:
             outbox.put(None)  # ends the request generator if we stopped early
         return IngestResult(upserted, batches, backoffs)
+
+    @staticmethod
+    def _ingest_cut_short(answer: Optional[vector_pb2.IngestResponse], sequence: int,
+                          total: int, upserted: int) -> errors.ShoalError:
+        """The error for an Ingest stream whose answers stopped (the server ended it, even with
+        OK) or came out of order before every batch was acknowledged: never a result."""
+        method = "/shoal.v1.VectorService/Ingest"
+        done = f"{sequence} of {total} batches ({upserted} records) were acknowledged"
+        if answer is None:
+            return errors.UnavailableError(
+                grpc.StatusCode.UNAVAILABLE,
+                f"the stream ended early: {done}; batch {sequence} and later were not applied",
+                method)
+        return errors.ShoalError(
+            grpc.StatusCode.INTERNAL,
+            f"sequence: answer for batch {answer.sequence}, expected {sequence}; {done}", method)
 
     # ---- search ----
     def search(self, collection: str, queries: npt.ArrayLike, k: int = 10,
