@@ -251,6 +251,31 @@ void PrintSummary(const std::vector<std::unique_ptr<TenantSystem>>& systems,
   }
 }
 
+// Mean and p50 latency of the queries by their tenant's size (which class of tenant is slow).
+std::string SizeBands(const BatchTiming& t, const TenantWorkload& w) {
+  constexpr size_t kBands[] = {128, 1000, 2048, 4096, SIZE_MAX};
+  std::string out = "by tenant size (mean/p50 us, queries):";
+  size_t low = 0;
+  for (size_t high : kBands) {
+    std::vector<double> us;
+    for (size_t i = 0; i < t.call_us.size() && i < w.queries.size(); ++i) {
+      const size_t size = w.members[w.queries[i].tenant].size();
+      if (size >= low && size < high) us.push_back(t.call_us[i]);
+    }
+    if (!us.empty()) {
+      double sum = 0;
+      for (double u : us) sum += u;
+      BatchTiming only;
+      only.call_us = std::move(us);
+      absl::StrAppendFormat(&out, " %s%zu: %.0f/%.0f (%zu)", high == SIZE_MAX ? ">=" : "<",
+                            high == SIZE_MAX ? low : high, sum / only.call_us.size(),
+                            only.CallPercentileUs(50), only.call_us.size());
+    }
+    low = high;
+  }
+  return out;
+}
+
 // Scores every point, prints each system's table and appends the CSV rows.
 absl::Status ReportPoints(const TenantsBenchOptions& o, const Labelled& l, const TenantWorkload& w,
                           const Neighbors& truth, Metric metric,
@@ -269,6 +294,7 @@ absl::Status ReportPoints(const TenantsBenchOptions& o, const Labelled& l, const
       std::printf("   %-22s %8.4f %8.4f %8.4f %10.1f %9.1f %9.1f %6llu\n", p.name.c_str(),
                   p.score.recall, p.score.recall_small, p.score.recall_large, all.qps, all.p50,
                   all.p99, static_cast<unsigned long long>(p.score.violations));
+      std::printf("   %-22s %s\n", "", SizeBands(p.timing, w).c_str());
       SHOAL_RETURN_IF_ERROR(
           csv.Write({.system = systems[s]->name(),
                      .params = absl::StrCat("dataset=", o.dataset, ";n=", l.ds.train.rows,

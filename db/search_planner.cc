@@ -118,7 +118,17 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchF
   const size_t k = params.k;
   // Without an SSD index the buffer's scan is exact already.
   if (state.spann == nullptr) return SearchIndexes(state, q, n, params, threads, &allow);
-  if (passing <= std::max(kExactFilterIds, 64 * k)) {
+  size_t exact_ids = kExactFilterIds;
+  if (scope != nullptr) {
+    // A tenant is searched exactly only while it holds no more than an unrestricted query sees
+    // (its scoped search covers a quarter of that), scaled by 1024 / dim: on Fashion-MNIST
+    // (784-d) the exact path over 1,000-2,048 full vectors took 310-380 us at p50, the scoped
+    // search 100-210 us; at 128-d a full vector is 6x smaller and 2,048 stay exact as before.
+    const size_t budget = state.spann->CandidateBudget(
+        {.max_postings = params.max_postings, .target_recall = params.target_recall});
+    exact_ids = std::min(exact_ids, budget * std::max<size_t>(1, 1024 / dimension_));
+  }
+  if (passing <= std::max(exact_ids, 64 * k)) {
     return SearchAllowedExactly(state, q, n, k, threads, allowed(), params.stats);
   }
   // The build calibrated target recall on unfiltered searches. A filter that passes a fraction s

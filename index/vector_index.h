@@ -41,13 +41,26 @@ struct Neighbor {
 
 // Which postings a query may scan — and so which parts of the centroid tree it may descend into
 // (multi-tenancy restricts a tenant's queries to the postings that hold its vectors). Checked by
-// the navigator per candidate posting; a query then scans its max_postings nearest allowed ones.
+// the navigator per tree node it would descend into and per candidate posting; a query then
+// scans its max_postings nearest allowed ones — or, for a weighted scope, as many of the nearest
+// allowed ones as it takes to cover a candidate budget (below).
 class PostingScope {
  public:
   virtual ~PostingScope() = default;
   // `posting`: its number in the posting directory; `leaf`: the build-time tree leaf it descends
   // from (a split's new posting descends from its parent's leaf).
   virtual bool AllowsPosting(uint32_t posting, uint32_t leaf) const = 0;
+  // May the navigator's descent of the build's centroid tree enter `node` (a CentroidTree node
+  // id)? A "no" prunes the node's whole subtree, so it must hold no allowed posting's leaf.
+  virtual bool AllowsNode(uint32_t /*node*/) const { return true; }
+  // A weighted scope knows how many of the vectors it selects lie in each tree leaf (a tenant's
+  // per-leaf counts). Its query scans the nearest allowed postings until their leaves hold a
+  // candidate budget of them (Curator's: a quarter of max_postings x the mean vectors per leaf,
+  // SpannIndex::CandidateBudget), so a scope sparse near the query scans farther than one that
+  // fills its leaves; at most kMaxWidening x max_postings postings.
+  static constexpr uint32_t kMaxWidening = 16;
+  virtual bool weighted() const { return false; }
+  virtual uint32_t LeafWeight(uint32_t /*leaf*/) const { return 0; }
 };
 
 struct SearchParameters {

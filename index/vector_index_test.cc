@@ -156,6 +156,43 @@ TEST_F(SpannThroughTheInterfaceTest, ScopeKeepsTheQueryInTheAllowedPostings) {
   for (const auto& hits : *found) EXPECT_FALSE(hits.empty());
 }
 
+// Every leaf allowed, each weighing `weight` of the scope's vectors.
+class WeightedScope : public PostingScope {
+ public:
+  explicit WeightedScope(uint32_t weight) : weight_(weight) {}
+  bool AllowsPosting(uint32_t /*posting*/, uint32_t /*leaf*/) const override { return true; }
+  bool weighted() const override { return true; }
+  uint32_t LeafWeight(uint32_t /*leaf*/) const override { return weight_; }
+
+ private:
+  uint32_t weight_;
+};
+
+TEST_F(SpannThroughTheInterfaceTest, WeightedScopeScansUntilItsLeavesHoldTheBudget) {
+  SearchParameters p;
+  p.k = 5;
+  p.max_postings = 4;
+  const SpannKnobs knobs{.max_postings = 4};
+  const size_t budget = spann_->WeightedScopeBudget(knobs);
+  ASSERT_GT(budget, 0u);
+  auto postings_read = [&](uint32_t weight) {
+    const WeightedScope scope(weight);
+    SearchStats stats;
+    p.scope = &scope;
+    p.stats = &stats;
+    auto found = spann_->Search(rows_.data(), 1, p);
+    EXPECT_TRUE(found.ok()) << found.status();
+    return stats.postings_read;
+  };
+  // One leaf holds the whole budget: one posting. Leaves a tenth as full: ten times the postings
+  // (the tree has more than that many leaves), never past kMaxWidening x max_postings.
+  EXPECT_EQ(postings_read(static_cast<uint32_t>(budget)), 1u);
+  const uint32_t tenth = static_cast<uint32_t>((budget + 9) / 10);
+  const size_t leaves = spann_->tree().num_leaves();
+  EXPECT_EQ(postings_read(tenth), std::min<size_t>(leaves, (budget + tenth - 1) / tenth));
+  EXPECT_EQ(postings_read(1), std::min<size_t>(leaves, 4 * PostingScope::kMaxWidening));
+}
+
 TEST_F(SpannThroughTheInterfaceTest, SkipAndFilterKeepIdsOut) {
   base::PagedIdSet skip;
   skip.Insert(0);

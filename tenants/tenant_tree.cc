@@ -243,6 +243,19 @@ uint32_t TenantTree::Count(TenantId t, uint32_t node) const {
   return n;
 }
 
+TenantScope::TenantScope(const TenantTree* tree, TenantId tenant)
+    : tree_(tree), tenant_(tenant), sub_(nullptr), sparse_(false) {
+  const auto it = tree->subs_.find(tenant);
+  if (it == tree->subs_.end()) return;
+  sub_ = &it->second;
+  sparse_ = tree->CountIn(*sub_, RootOf(tree->parent_, tree->leaf_node_[0])) <= tree->cap_;
+}
+
+uint32_t TenantScope::CountBelow(uint32_t node) const {
+  if (sub_ == nullptr || node >= tree_->parent_.size()) return 0;
+  return sparse_ ? tree_->Count(tenant_, node) : tree_->CountIn(*sub_, node);
+}
+
 void TenantTree::ForEachShortlist(TenantId t,
                                   const std::function<void(uint32_t, const IdSet&)>& fn) const {
   const auto sub = subs_.find(t);

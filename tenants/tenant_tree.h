@@ -124,20 +124,37 @@ class TenantTree {
   // Node-based: a slot is a pointer, not a 96-byte Sub at a load of 0.44-0.875 (thousands of
   // small tenants).
   absl::node_hash_map<TenantId, Sub> subs_;
+
+  friend class TenantScope;  // reads one tenant's Sub for a whole search
 };
 
 // What a tenant's SPANN search may scan: the postings whose tree leaf holds any of its vectors.
+// The navigator descends only into nodes that hold some (the tenant's sub-tree), and the scope is
+// weighted by the tenant's per-leaf counts (PostingScope::weighted): a query scans the nearest of
+// the tenant's leaves until they hold the candidates an unrestricted query would see (Curator's
+// candidate budget), so a tenant sparse near the query is searched farther out.
 class TenantScope final : public index::PostingScope {
  public:
   // `tree` (not owned) must outlive the scope and not change while it is used.
-  TenantScope(const TenantTree* tree, TenantId tenant) : tree_(tree), tenant_(tenant) {}
+  TenantScope(const TenantTree* tree, TenantId tenant);
   bool AllowsPosting(uint32_t /*posting*/, uint32_t leaf) const override {
-    return tree_->Reaches(tenant_, leaf);
+    return leaf < tree_->num_leaves() && AllowsNode(tree_->leaf_node_[leaf]);
+  }
+  bool AllowsNode(uint32_t node) const override { return CountBelow(node) > 0; }
+  // Exact counts per node exist once a tenant outgrows one shortlist (more than cap() vectors);
+  // below that they are made from its ids at each call (search answers such a tenant exactly).
+  bool weighted() const override { return sub_ != nullptr && !sparse_; }
+  uint32_t LeafWeight(uint32_t leaf) const override {
+    return leaf < tree_->num_leaves() ? CountBelow(tree_->leaf_node_[leaf]) : 0;
   }
 
  private:
+  uint32_t CountBelow(uint32_t node) const;
+
   const TenantTree* tree_;
   TenantId tenant_;
+  const TenantTree::Sub* sub_;  // null: the tenant holds nothing
+  bool sparse_;                 // at most cap() vectors: only the root's count is kept
 };
 
 }  // namespace shoal::tenants

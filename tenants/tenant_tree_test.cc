@@ -103,5 +103,41 @@ TEST(TenantTreeTest, AGrantThenRevokeRestoresTheStructure) {
   ExpectConsistent(tree, 1, m);
 }
 
+// The scope a tenant's SPANN search navigates with: nodes and postings of its sub-tree only, and
+// per-leaf weights (its exact counts) once it outgrows one shortlist.
+TEST(TenantTreeTest, ScopePrunesToTheSubTreeAndWeighsLeavesByCount) {
+  std::mt19937_64 rng(base::TestSeed());
+  const index::CentroidTree shape = SmallTree(40, rng);
+  TenantTree tree(shape, /*cap=*/8);
+  std::map<uint32_t, uint32_t> per_leaf;
+  auto attach = [&](uint64_t id) {
+    const uint32_t leaf = (id * 7) % 13;  // leaves 0..12 only
+    tree.Attach(1, id, leaf);
+    ++per_leaf[leaf];
+  };
+  for (uint64_t id = 0; id < 5; ++id) attach(id);
+  {
+    const TenantScope sparse(&tree, 1);
+    EXPECT_FALSE(sparse.weighted());  // one root shortlist: no counts below the root
+    for (uint32_t l = 0; l < tree.num_leaves(); ++l) {
+      EXPECT_EQ(sparse.AllowsPosting(l, l), per_leaf.contains(l)) << "leaf " << l;
+    }
+  }
+  for (uint64_t id = 5; id < 200; ++id) attach(id);
+  const TenantScope scope(&tree, 1);
+  EXPECT_TRUE(scope.weighted());
+  for (uint32_t l = 0; l < tree.num_leaves(); ++l) {
+    const uint32_t want = per_leaf.contains(l) ? per_leaf[l] : 0;
+    EXPECT_EQ(scope.LeafWeight(l), want) << "leaf " << l;
+    EXPECT_EQ(scope.AllowsPosting(/*posting=*/l, l), want > 0) << "leaf " << l;
+    EXPECT_EQ(scope.AllowsNode(shape.leaf_node(l)), want > 0) << "leaf " << l;
+  }
+  EXPECT_TRUE(scope.AllowsNode(shape.root()));
+  EXPECT_EQ(scope.LeafWeight(tree.num_leaves()), 0u);  // out of range: nothing
+  const TenantScope nobody(&tree, 2);
+  EXPECT_FALSE(nobody.weighted());
+  EXPECT_FALSE(nobody.AllowsNode(shape.root()));
+}
+
 }  // namespace
 }  // namespace shoal::tenants

@@ -318,7 +318,7 @@ void ScoreLevelOnHalves(const NavigationCopy& nav, const NavigationCopy::Query& 
 
 void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
                                  std::vector<std::pair<float, uint32_t>>* out,
-                                 CentroidScoring scoring) const {
+                                 CentroidScoring scoring, const PostingScope* scope) const {
   out->clear();
   if (m == 0) return;
   beam = std::max(beam, m);
@@ -343,6 +343,7 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
         out->emplace_back(dist, slot_[node]);
       } else if (half) {
         for (uint32_t child : children(node)) {
+          if (scope != nullptr && !scope->AllowsNode(child)) continue;
           bounded.emplace_back(nav_.LowerBound(prepared, child), child);
         }
       } else {
@@ -350,6 +351,7 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
         // heap of the beam best, as the half path keeps for its early stops, cost more than the
         // distances themselves on the float path).
         for (uint32_t child : children(node)) {
+          if (scope != nullptr && !scope->AllowsNode(child)) continue;
           const float d = L2Sqr(q, centroid(child), dim_);
           next.emplace_back(std::isnan(d) ? kInf : d, child);
         }

@@ -45,6 +45,7 @@
 #include "absl/status/statusor.h"
 #include "index/clustering/kmeans.h"
 #include "index/clustering/navigation_copy.h"
+#include "index/vector_index.h"
 
 namespace shoal::index {
 
@@ -99,9 +100,12 @@ class CentroidTree {
   // kFloat (measured on Fashion-MNIST: the same m = 8 leaves for 99.97% of queries); re-score
   // with leaf_centroids() where exact distances matter. The kept set does not depend on the
   // order children are scored in. No allocation once `out` and this thread's scratch have grown.
+  // `scope` (nullable): only nodes it allows (PostingScope::AllowsNode) are descended into, so
+  // the beam and the m leaves are spent on its sub-tree (a tenant's).
   void NearestLeaves(const float* q, size_t m, size_t beam,
                      std::vector<std::pair<float, uint32_t>>* out,
-                     CentroidScoring scoring = CentroidScoring::kFloat) const;
+                     CentroidScoring scoring = CentroidScoring::kFloat,
+                     const PostingScope* scope = nullptr) const;
   // Same for many points at once, multi-threaded (0 = hardware concurrency): leaves/dists hold
   // n*m (padded with UINT32_MAX/inf). InvalidArgument when m == 0 or a pointer is null.
   absl::Status NearestLeavesBatch(const float* points, size_t n, size_t m, size_t beam,

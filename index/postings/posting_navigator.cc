@@ -9,12 +9,12 @@ namespace shoal::index {
 
 void NearestPostings(const CentroidTree& tree, const PostingDirectory& dir, const float* q,
                      size_t m, size_t beam, bool flat, std::vector<std::pair<float, uint32_t>>* out,
-                     CentroidScoring scoring) {
+                     CentroidScoring scoring, const PostingScope* scope) {
   out->clear();
   m = std::min(m, dir.size());
   if (m == 0) return;
   if (!flat && !dir.reshaped) {  // posting p is tree leaf p, centroids unchanged
-    tree.NearestLeaves(q, m, std::max(beam, m), out, scoring);
+    tree.NearestLeaves(q, m, std::max(beam, m), out, scoring, scope);
     return;
   }
   TopK<uint32_t> top(m);
@@ -35,7 +35,7 @@ void NearestPostings(const CentroidTree& tree, const PostingDirectory& dir, cons
     // max_postings 3).
     thread_local std::vector<std::pair<float, uint32_t>> leaves;
     for (size_t want = m;; want *= 2) {
-      tree.NearestLeaves(q, want, std::max(beam, want), &leaves, scoring);
+      tree.NearestLeaves(q, want, std::max(beam, want), &leaves, scoring, scope);
       top = TopK<uint32_t>(m);
       found = 0;
       for (const auto& [dist, leaf] : leaves) {

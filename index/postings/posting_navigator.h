@@ -12,7 +12,9 @@
 // traffic); the builder and the updater keep kFloat. The distances are float ones, except with
 // kHalf on a directory that was never reshaped, where they are the tree's half copy's (typically
 // within ~1e-4 relative): re-score against dir.centroid(p) where exact values matter. Pure function
-// of its inputs; thread-safe.
+// of its inputs; thread-safe. `scope` (nullable) prunes the tree's descent to the nodes it allows
+// (PostingScope::AllowsNode); postings are not checked against it here (the flat scan offers every
+// live one): the caller filters them with AllowsPosting.
 #ifndef SHOAL_INDEX_POSTINGS_POSTING_NAVIGATOR_H_
 #define SHOAL_INDEX_POSTINGS_POSTING_NAVIGATOR_H_
 
@@ -27,7 +29,8 @@ namespace shoal::index {
 
 void NearestPostings(const CentroidTree& tree, const PostingDirectory& dir, const float* q,
                      size_t m, size_t beam, bool flat, std::vector<std::pair<float, uint32_t>>* out,
-                     CentroidScoring scoring = CentroidScoring::kFloat);
+                     CentroidScoring scoring = CentroidScoring::kFloat,
+                     const PostingScope* scope = nullptr);
 
 }  // namespace shoal::index
 

@@ -13,26 +13,55 @@
 namespace shoal::index {
 namespace {
 
-// The m nearest postings `scope` allows (every posting when null), nearest first. A scope that
-// rejects some sends the navigator farther: it asks for 4x as many each time until m pass or
-// every posting was offered. (Tenants whose postings lie far from a query pay that descent; a
-// descent that skips disallowed tree nodes outright is for the tenant tree to add.)
+// The postings to scan for one query, nearest first: the m nearest (`scope` null: of all). A
+// scope prunes the tree's descent (AllowsNode) and rejects postings (AllowsPosting); when fewer
+// than m pass, the navigator asks for 4x as many until m pass or every posting was offered. A
+// weighted scope (a tenant: PostingScope::weighted) takes the nearest allowed postings until their
+// leaves hold `budget` of its vectors (each leaf counted once, whatever postings split from it),
+// at most kMaxWidening x m; short of it, the next descent asks for as many postings as the density
+// met so far says it takes.
 void NearestAllowed(const CentroidTree& tree, const PostingDirectory& dir, const float* q, size_t m,
-                    size_t beam, bool flat, const PostingScope* scope,
+                    size_t beam, bool flat, const PostingScope* scope, size_t budget,
                     std::vector<std::pair<float, uint32_t>>* nearest) {
   if (scope == nullptr) {
     NearestPostings(tree, dir, q, m, beam, flat, nearest, CentroidScoring::kHalf);
     return;
   }
-  for (size_t want = m;; want *= 4) {
-    NearestPostings(tree, dir, q, want, beam, flat, nearest, CentroidScoring::kHalf);
+  const bool weighted = scope->weighted() && budget > 0;
+  const size_t most = weighted ? m * PostingScope::kMaxWidening : m;
+  thread_local std::vector<uint32_t> counted;  // leaves whose weight is counted
+  for (size_t want = m;;) {
+    NearestPostings(tree, dir, q, want, beam, flat, nearest, CentroidScoring::kHalf, scope);
     const size_t offered = nearest->size();
     std::erase_if(*nearest, [&](const std::pair<float, uint32_t>& e) {
       return !scope->AllowsPosting(e.second, dir.origin[e.second]);
     });
-    if (nearest->size() >= m || offered < want || want >= dir.size()) break;
+    size_t next = want * 4;
+    if (weighted) {
+      size_t covered = 0, i = 0;
+      counted.clear();
+      for (; i < std::min(nearest->size(), most) && covered < budget; ++i) {
+        const uint32_t leaf = dir.origin[(*nearest)[i].second];
+        if (dir.reshaped && std::find(counted.begin(), counted.end(), leaf) != counted.end()) {
+          continue;
+        }
+        counted.push_back(leaf);
+        covered += scope->LeafWeight(leaf);
+      }
+      if (covered >= budget) {
+        nearest->resize(i);
+        break;
+      }
+      if (covered > 0) next = std::max(want * 2, i * budget * 5 / (covered * 4) + 1);
+      next = std::min(next, most);
+      if (want >= most) break;
+    } else if (nearest->size() >= m) {
+      break;
+    }
+    if (offered < want || want >= dir.size()) break;
+    want = next;
   }
-  if (nearest->size() > m) nearest->resize(m);
+  if (nearest->size() > most) nearest->resize(most);
 }
 
 }  // namespace
@@ -73,7 +102,8 @@ void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const Spa
   const float ratio =
       knobs.pruning_ratio >= 0 ? knobs.pruning_ratio : manifest_.options.pruning_ratio;
   thread_local std::vector<std::pair<float, uint32_t>> nearest;
-  NearestAllowed(tree_, dir, q, m, manifest_.options.beam, flat_navigator_, knobs.scope, &nearest);
+  NearestAllowed(tree_, dir, q, m, manifest_.options.beam, flat_navigator_, knobs.scope,
+                 WeightedScopeBudget(knobs), &nearest);
   if (ratio > 0) {  // prune on exact distances, not the half copy's
     for (auto& [dist, p] : nearest) {
       dist = L2Sqr(q, dir.centroid(p), dir.dim);

@@ -43,18 +43,24 @@ void VectorCache::LookupBatch(std::span<const uint64_t> ids,
     for (size_t i = 0; i < ids.size(); ++i) missing->push_back(i);
     return;
   }
-  // The vectors are cold in the CPU caches: find them all and start their loads before the
-  // first is scored, so that their memory latencies overlap.
+  // The vectors are cold in the CPU caches: find them all, then keep the loads of the next
+  // ~32 KiB of vectors in flight while one is scored, so that their memory latencies overlap.
+  // (Starting every load up front, as this did, evicted the first vectors again before they were
+  // scored once a batch outgrew L1/L2: a tenant's exact search scores thousands.)
   thread_local std::vector<uint32_t> slots;
   slots.resize(ids.size());
   for (uint64_t id : ids) __builtin_prefetch(&table_[Home(id)]);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    slots[i] = table_[Probe(ids[i])].slot;
-    if (slots[i] == kEmpty) continue;
+  for (size_t i = 0; i < ids.size(); ++i) slots[i] = table_[Probe(ids[i])].slot;
+  const size_t bytes = dim_ * sizeof(float);
+  const size_t ahead = std::clamp<size_t>((32 << 10) / bytes, 2, 64);
+  auto prefetch = [&](size_t i) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+    if (i >= ids.size() || slots[i] == kEmpty) return;
     const char* v = reinterpret_cast<const char*>(SlotVector(slots[i]));
-    for (size_t b = 0; b < dim_ * sizeof(float); b += 64) __builtin_prefetch(v + b);
-  }
+    for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(v + b);
+  };
+  for (size_t i = 0; i < ahead; ++i) prefetch(i);
   for (size_t i = 0; i < ids.size(); ++i) {
+    prefetch(i + ahead);
     if (slots[i] == kEmpty) {
       missing->push_back(i);
       continue;
