@@ -207,8 +207,9 @@ absl::Status SemanticCache::RecordHit(uint64_t id, float similarity) {
 
 absl::Status SemanticCache::LookupLocked(const CacheLookupRequest& request, const float* query,
                                          const std::string& hash, double load, Category* c,
-                                         CacheLookupResult* r) {
+                                         CacheLookupResult* r, bool* adopt) {
   Shard* shard = FindShard(request.partition, request.category);
+  *adopt = shard != nullptr && shard->index.rebuild_ready();
   const int64_t now = clock_->NowMicros();
   Entry* e = Decide(*c, shard, query, hash, load, now, r);
   if (r->hit) SHOAL_RETURN_IF_ERROR(ReadResponse(e->id, &r->response));
@@ -229,11 +230,12 @@ absl::StatusOr<CacheLookupResult> SemanticCache::Lookup(const CacheLookupRequest
   const double load = loads_->Get(request.partition.model);
   CacheLookupResult r;
   bool done = false;
+  bool adopt = false;  // the shard's background index build finished: swap it in
   {
     absl::ReaderMutexLock lock(&mu_);
     SHOAL_RETURN_IF_ERROR(CheckLive());
     if (Category* c = FindCategory(request.category); c != nullptr) {
-      SHOAL_RETURN_IF_ERROR(LookupLocked(request, query.data(), hash, load, c, &r));
+      SHOAL_RETURN_IF_ERROR(LookupLocked(request, query.data(), hash, load, c, &r, &adopt));
       done = true;
     }
   }
@@ -241,8 +243,9 @@ absl::StatusOr<CacheLookupResult> SemanticCache::Lookup(const CacheLookupRequest
     absl::MutexLock lock(&mu_);  // the category's first lookup creates it
     SHOAL_RETURN_IF_ERROR(CheckLive());
     SHOAL_RETURN_IF_ERROR(
-        LookupLocked(request, query.data(), hash, load, GetCategory(request.category), &r));
+        LookupLocked(request, query.data(), hash, load, GetCategory(request.category), &r, &adopt));
   }
+  if (adopt) AdoptIndexBuilds();
   if (r.hit) SHOAL_RETURN_IF_ERROR(RecordHit(r.entry_id, static_cast<float>(r.similarity)));
   latency_.Record(
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());

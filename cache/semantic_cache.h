@@ -21,6 +21,11 @@
 // Hit counts, TTL refreshes and learned thresholds are written unsynced (a crash may forget
 // them, never an entry).
 //
+// Index builds: a large shard's clustered index is rebuilt in the background as it grows and
+// after Load (ShardIndex); meanwhile lookups search the previous clustering (or scan exactly,
+// right after Load), and the finished build is swapped in under the writer lock by the next
+// lookup, store or sweep of the cache. Load therefore returns before the indexes are built.
+//
 // Thread safety: all methods may be called concurrently. A reader/writer lock per cache:
 // lookups search, decide and read the hit's response under the reader lock, so they run in
 // parallel with each other; a hit then takes the writer lock briefly for its bookkeeping (LRU
@@ -109,6 +114,13 @@ class SemanticCache {
   absl::StatusOr<uint64_t> Sweep() ABSL_LOCKS_EXCLUDED(mu_);
   CacheStats Stats() ABSL_LOCKS_EXCLUDED(mu_);
   CacheInfo Info() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Swaps finished background index builds in (ShardIndex::AdoptRebuild), under the writer lock
+  // for as long as the replay of the changes made during each build takes. Lookups call it when
+  // their shard's build finished; Store and Sweep swap in as they go.
+  void AdoptIndexBuilds() ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits for every shard's background index build and swaps it in, holding the writer lock
+  // meanwhile (tests, benches).
+  void WaitForIndexBuilds() ABSL_LOCKS_EXCLUDED(mu_);
   // Deletes every row of the cache (synced); every later call fails with FailedPrecondition.
   absl::Status Drop() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -153,9 +165,10 @@ class SemanticCache {
   absl::Status ReadResponse(uint64_t id, std::string* response) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Lookup's work under the lock (shared, or exclusive when it creates category `c`).
+  // *adopt: the shard's background index build has finished (AdoptIndexBuilds swaps it in).
   absl::Status LookupLocked(const CacheLookupRequest& request, const float* query,
-                            const std::string& hash, double load, Category* c, CacheLookupResult* r)
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+                            const std::string& hash, double load, Category* c, CacheLookupResult* r,
+                            bool* adopt) ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // A hit's bookkeeping under the writer lock (nothing if the entry went meanwhile).
   absl::Status RecordHit(uint64_t id, float similarity) ABSL_LOCKS_EXCLUDED(mu_);
   void Hit(Entry* e, const CachePolicy& policy, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -65,6 +65,7 @@ absl::StatusOr<uint64_t> SemanticCache::Sweep() {
   SHOAL_RETURN_IF_ERROR(CheckLive());
   Writes writes;
   const uint64_t removed = SweepLocked(clock_->NowMicros(), &writes);
+  for (auto& [key, shard] : shards_) shard->index.AdoptRebuild();
   // Unsynced: a lost delete is redone by the next sweep or open (the entry is past its TTL).
   SHOAL_RETURN_IF_ERROR(store_->WriteCacheRows(writes, /*sync=*/false));
   return removed;
@@ -135,6 +136,16 @@ CacheStats SemanticCache::Stats() {
   return out;
 }
 
+void SemanticCache::AdoptIndexBuilds() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [key, shard] : shards_) shard->index.AdoptRebuild();
+}
+
+void SemanticCache::WaitForIndexBuilds() {
+  absl::MutexLock lock(&mu_);
+  for (auto& [key, shard] : shards_) shard->index.WaitForRebuild();
+}
+
 CacheInfo SemanticCache::Info() const {
   absl::ReaderMutexLock lock(&mu_);
   CacheInfo info;
@@ -143,6 +154,9 @@ CacheInfo SemanticCache::Info() const {
     info.entries += c->counters.entries;
     info.bytes += c->counters.bytes;
     if (c->own_policy) info.categories.push_back(name);
+  }
+  for (const auto& [key, shard] : shards_) {
+    info.index_builds += shard->index.rebuilding() && !shard->index.rebuild_ready();
   }
   std::sort(info.categories.begin(), info.categories.end());
   return info;

@@ -190,6 +190,9 @@ struct CacheInfo {
   uint64_t entries = 0;
   uint64_t bytes = 0;
   std::vector<std::string> categories;  // those with their own policy
+  // Shards whose clustered index is being rebuilt in the background (as they grow, and after
+  // open); meanwhile their lookups search the previous index, or scan exactly after open.
+  uint64_t index_builds = 0;
   // Non-empty when the cache could not be loaded at open (a damaged row): why. It serves
   // nothing (DataLoss) until dropped; the other caches are unaffected.
   std::string quarantine;
