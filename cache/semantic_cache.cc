@@ -302,6 +302,8 @@ absl::StatusOr<uint64_t> SemanticCache::Store(const CacheStoreRequest& request, 
                                                      p.max_bytes, ") of category '", c->name, "'"));
   }
   Shard* shard = GetShard(q.partition, c);
+  shard->index.AdoptRebuild();  // a finished build first, so that its model is saved here
+  SaveIndexModel(shard, &writes);
   uint64_t replaced = 0;
   if (!hash.empty()) {
     auto it = shard->exact.find(hash);

@@ -120,7 +120,7 @@ class SemanticCache {
   void AdoptIndexBuilds() ABSL_LOCKS_EXCLUDED(mu_);
   // Waits for every shard's background index build and swaps it in, holding the writer lock
   // meanwhile (tests, benches).
-  void WaitForIndexBuilds() ABSL_LOCKS_EXCLUDED(mu_);
+  absl::Status WaitForIndexBuilds() ABSL_LOCKS_EXCLUDED(mu_);
   // Deletes every row of the cache (synced); every later call fails with FailedPrecondition.
   absl::Status Drop() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -184,6 +184,11 @@ class SemanticCache {
   std::vector<std::pair<uint64_t, Removal>> Victims(const Category& category, uint64_t bytes,
                                                     uint64_t keep) const
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Into *writes: the index model row of `shard` when its clustering changed since last saved
+  // (a put, or a delete once exact again). Unsynced with the other rows: only a hint.
+  void SaveIndexModel(Shard* shard, Writes* writes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Swaps in every finished index build and saves the models that changed.
+  absl::Status AdoptIndexBuildsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Collects (into *writes) and removes every entry past its hard TTL.
   uint64_t SweepLocked(int64_t now, Writes* writes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RebuildOrder(Category* category) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -151,6 +151,16 @@ absl::Status SemanticCache::LoadRows() {
         Insert(std::move(e), s.vector.data());
         return absl::OkStatus();
       }));
+  // Saved index models spare the first builds their training (a model that does not decode is
+  // only a lost hint: that shard trains).
+  SHOAL_RETURN_IF_ERROR(store_->ScanCacheRows(
+      IndexModelPrefix(spec_.name),
+      [&](std::string_view key, std::string_view value) -> absl::Status {
+        auto it = shards_.find(std::string(key.substr(IndexModelPrefix(spec_.name).size())));
+        if (it != shards_.end()) it->second->index.ImportModel(value).IgnoreError();
+        return absl::OkStatus();
+      }));
+  // The clustered indexes build in the background (ShardIndex); lookups scan exactly meanwhile.
   for (auto& [key, shard] : shards_) shard->index.SetAutoCluster(true);
   return store_->WriteCacheRows(expired, /*sync=*/false);
 }

@@ -52,7 +52,8 @@ struct SemanticCache::Shard {
       : partition(p), category(c), index(dimension, metric) {}
   CachePartition partition;
   Category* category;
-  ShardIndex index;  // entry id -> vector (exact while small, clustered once large)
+  ShardIndex index;               // entry id -> vector (exact while small, clustered once large)
+  uint64_t saved_generation = 0;  // index.generation() whose model is saved (SaveIndexModel)
   absl::flat_hash_map<std::string, uint64_t> exact;  // prompt hash -> entry id
   AtomicCounters counters;
 };

@@ -511,7 +511,7 @@ TEST_F(ClusteredCacheTest, NeverCrossesPartitionsAndFindsEveryEntryAfterReopen) 
     // an earlier clustering) and after.
     for (bool built : {false, true}) {
       if (built) {
-        big_->WaitForIndexBuilds();
+        ASSERT_TRUE(big_->WaitForIndexBuilds().ok());
         EXPECT_EQ(big_->Info().index_builds, 0u);
       }
       for (size_t i = 0; i < kEntries; i += 13) {
@@ -539,7 +539,8 @@ TEST_F(ClusteredCacheTest, ExpiredCandidatesFallBackToTheNearestServedEntry) {
   ASSERT_TRUE(big_->SetPolicy("", p).ok());
   const auto v = Vectors(base::TestSeed());
   StoreAll(v, {}, "", "old");
-  big_->WaitForIndexBuilds();  // the clustered path's candidates, all expired below
+  ASSERT_TRUE(
+      big_->WaitForIndexBuilds().ok());  // the clustered path's candidates, all expired below
   clock_.AdvanceMicros(20 * kSecond);
   std::vector<float> fresh(kDim, 0.0f);
   fresh[0] = 1;

@@ -65,7 +65,10 @@ absl::StatusOr<uint64_t> SemanticCache::Sweep() {
   SHOAL_RETURN_IF_ERROR(CheckLive());
   Writes writes;
   const uint64_t removed = SweepLocked(clock_->NowMicros(), &writes);
-  for (auto& [key, shard] : shards_) shard->index.AdoptRebuild();
+  for (auto& [key, shard] : shards_) {
+    shard->index.AdoptRebuild();
+    SaveIndexModel(shard.get(), &writes);
+  }
   // Unsynced: a lost delete is redone by the next sweep or open (the entry is past its TTL).
   SHOAL_RETURN_IF_ERROR(store_->WriteCacheRows(writes, /*sync=*/false));
   return removed;
@@ -136,14 +139,40 @@ CacheStats SemanticCache::Stats() {
   return out;
 }
 
-void SemanticCache::AdoptIndexBuilds() {
-  absl::MutexLock lock(&mu_);
-  for (auto& [key, shard] : shards_) shard->index.AdoptRebuild();
+void SemanticCache::SaveIndexModel(Shard* shard, Writes* writes) {
+  if (shard->index.generation() == shard->saved_generation) return;
+  shard->saved_generation = shard->index.generation();
+  const std::string key =
+      IndexModelKey(spec_.name, ShardKey(shard->partition, shard->category->name));
+  std::string model = shard->index.ExportModel();
+  if (model.empty()) {
+    writes->push_back({.key = key, .kind = Writes::value_type::Kind::kDelete});
+  } else {
+    writes->push_back({.key = key, .value = std::move(model)});
+  }
 }
 
-void SemanticCache::WaitForIndexBuilds() {
+absl::Status SemanticCache::AdoptIndexBuildsLocked() {
+  Writes writes;
+  for (auto& [key, shard] : shards_) {
+    shard->index.AdoptRebuild();
+    SaveIndexModel(shard.get(), &writes);
+  }
+  return store_->WriteCacheRows(writes, /*sync=*/false);
+}
+
+void SemanticCache::AdoptIndexBuilds() {
   absl::MutexLock lock(&mu_);
+  if (dropped_) return;
+  // A failed model write only loses a hint: the next open trains instead.
+  AdoptIndexBuildsLocked().IgnoreError();
+}
+
+absl::Status SemanticCache::WaitForIndexBuilds() {
+  absl::MutexLock lock(&mu_);
+  SHOAL_RETURN_IF_ERROR(CheckLive());
   for (auto& [key, shard] : shards_) shard->index.WaitForRebuild();
+  return AdoptIndexBuildsLocked();
 }
 
 CacheInfo SemanticCache::Info() const {

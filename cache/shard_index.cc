@@ -41,6 +41,7 @@ struct ShardIndex::Build {
   // The owner's delta log: ids changed since the snapshot -> their list in `next` (kUnknown:
   // not known yet, or removed).
   absl::flat_hash_map<uint64_t, uint32_t> touched;
+  std::unique_ptr<Hint> hint;  // ImportModel's, instead of training
   std::thread thread;
 };
 
@@ -80,7 +81,10 @@ bool ShardIndex::Remove(uint64_t id) {
   if (!vectors_.Remove(id)) return false;
   Drop(&live_, id);
   Touch(id, nullptr);
-  if (auto_cluster_ && clustered() && size() < options_.cluster_at / 2) live_ = Clustering{};
+  if (auto_cluster_ && clustered() && size() < options_.cluster_at / 2) {
+    live_ = Clustering{};
+    ++generation_;
+  }
   return true;
 }
 
@@ -117,7 +121,7 @@ void ShardIndex::SetAutoCluster(bool on) {
 
 void ShardIndex::RebuildIfDue() {
   if (clustered() ? size() < options_.cluster_at / 2 : size() < options_.cluster_at) {
-    live_ = Clustering{};
+    if (clustered()) live_ = Clustering{}, ++generation_;
     return;
   }
   // Due once grown regrow x since the last build, or since a failed one (not retried sooner).
@@ -131,7 +135,7 @@ void ShardIndex::Rebuild() {
   if (build_ != nullptr) return;
   const size_t n = size();
   if (n < options_.cluster_at || n < 2) {
-    live_ = Clustering{};
+    if (clustered()) live_ = Clustering{}, ++generation_;
     return;
   }
   auto b = std::make_unique<Build>();
@@ -142,6 +146,7 @@ void ShardIndex::Rebuild() {
     b->ids[row] = vectors_.IdAt(row);
     std::memcpy(b->rows.data() + row * dimension_, vectors_.RowAt(row), dimension_ * sizeof(float));
   }
+  b->hint = std::move(hint_);
   Build* raw = b.get();
   build_ = std::move(b);
   build_->thread = std::thread([this, raw] { RunBuild(raw); });
@@ -161,6 +166,7 @@ bool ShardIndex::AdoptRebuild() {
       Encode(&next, id, v, list != Build::kUnknown ? list : NearestList(next, v));
     }
     live_ = std::move(next);
+    ++generation_;
   }
   if (auto_cluster_) RebuildIfDue();
   return true;
@@ -183,7 +189,7 @@ void ShardIndex::RunBuild(Build* b) const {
   b->finished.Notify();
 }
 
-bool ShardIndex::Train(Build* b) const {
+bool ShardIndex::TrainCentroids(Build* b, index::ClusteringBackend& backend) const {
   const size_t n = b->ids.size();
   const size_t d = dimension_;
   const size_t k = ListsFor(n);
@@ -193,14 +199,13 @@ bool ShardIndex::Train(Build* b) const {
   for (size_t i = 0; i < sample; ++i) {
     std::memcpy(x.data() + i * d, b->rows.data() + (i * n / sample) * d, d * sizeof(float));
   }
-  std::unique_ptr<index::ClusteringBackend> backend = index::MakeCpuClusteringBackend(1);
   index::KMeansOptions o{.k = static_cast<uint32_t>(k),
                          .iterations = kIterations,
                          .seed = options_.seed,
                          .lambda = 0,
                          .threads = 1,
                          .max_sample = sample};
-  absl::StatusOr<index::KMeansResult> r = index::KMeans(*backend, x.data(), sample, d, o);
+  absl::StatusOr<index::KMeansResult> r = index::KMeans(backend, x.data(), sample, d, o);
   // k-means only fails on input this class never holds (NaN, k > n); stay as is if it does.
   if (!r.ok()) return false;
   // SQ8 ranges from the sample's residuals to their centroids.
@@ -208,30 +213,61 @@ bool ShardIndex::Train(Build* b) const {
     const float* c = r->centroids.data() + size_t{r->labels[i]} * d;
     for (size_t j = 0; j < d; ++j) x[i * d + j] -= c[j];
   }
+  b->next.quantizer = std::make_unique<index::Sq8Quantizer>(d);
+  b->next.quantizer->Train(x.data(), sample);
+  b->next.centroids = std::move(r->centroids);
+  b->next.built_size = n;
+  return true;
+}
+
+bool ShardIndex::Train(Build* b) const {
+  const size_t n = b->ids.size();
+  const size_t d = dimension_;
+  std::unique_ptr<index::ClusteringBackend> backend = index::MakeCpuClusteringBackend(1);
   Clustering& next = b->next;
-  next.quantizer = std::make_unique<index::Sq8Quantizer>(d);
-  next.quantizer->Train(x.data(), sample);
-  next.centroids = std::move(r->centroids);
+  if (b->hint != nullptr) {  // a persisted model: no training, known ids keep their lists
+    next.centroids = std::move(b->hint->centroids);
+    next.quantizer = std::move(b->hint->quantizer);
+    next.built_size = b->hint->built_size;
+  } else if (!TrainCentroids(b, *backend)) {
+    return false;
+  }
+  const size_t k = next.centroids.size() / d;
   b->trained.store(true, std::memory_order_release);  // centroids final from here
   if (options_.build_hook) options_.build_hook("trained");
   std::vector<uint32_t> list_of(n);
-  std::vector<float> distances(kAssignChunk);
-  for (size_t begin = 0; begin < n; begin += kAssignChunk) {
+  std::vector<size_t> todo;  // rows whose list is unknown
+  for (size_t row = 0; row < n; ++row) {
+    if (b->hint != nullptr) {
+      auto it = b->hint->list_of.find(b->ids[row]);
+      if (it != b->hint->list_of.end()) {
+        list_of[row] = it->second;
+        continue;
+      }
+    }
+    todo.push_back(row);
+  }
+  std::vector<float> chunk(kAssignChunk * d), distances(kAssignChunk);
+  std::vector<uint32_t> labels(kAssignChunk);
+  for (size_t begin = 0; begin < todo.size(); begin += kAssignChunk) {
     if (b->cancel.load(std::memory_order_relaxed)) return false;
-    const size_t m = std::min(kAssignChunk, n - begin);
+    const size_t m = std::min(kAssignChunk, todo.size() - begin);
+    for (size_t j = 0; j < m; ++j) {
+      std::memcpy(chunk.data() + j * d, b->rows.data() + todo[begin + j] * d, d * sizeof(float));
+    }
     if (!backend
-             ->AssignTopM(b->rows.data() + begin * d, m, next.centroids.data(), k, d, 1, nullptr,
-                          list_of.data() + begin, distances.data())
+             ->AssignTopM(chunk.data(), m, next.centroids.data(), k, d, 1, nullptr, labels.data(),
+                          distances.data())
              .ok()) {
       return false;  // as above
     }
+    for (size_t j = 0; j < m; ++j) list_of[todo[begin + j]] = labels[j];
   }
   next.lists.assign(k, index::QuantizedPosting{.code_bytes = next.quantizer->code_bytes()});
   next.slot.reserve(n);
   for (size_t row = 0; row < n; ++row) {
     Encode(&next, b->ids[row], b->rows.data() + row * d, list_of[row]);
   }
-  next.built_size = n;
   return true;
 }
 

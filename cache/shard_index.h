@@ -42,11 +42,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/status/status.h"
 #include "index/clustering/kmeans.h"
 #include "index/flat/flat_index.h"
 #include "index/postings/posting_entries.h"
@@ -98,6 +100,17 @@ class ShardIndex {
   // Swaps a finished background build in (replaying the delta log); false when none finished.
   // Starts the next rebuild if one is already due.
   bool AdoptRebuild();
+  // The clustering as bytes (centroids, SQ8 quantizer, each list's ids; host byte order) for a
+  // later ImportModel; "" while exact. generation() counts the clusterings swapped in or
+  // dropped, so the owner knows when to save again.
+  std::string ExportModel() const;
+  uint64_t generation() const { return generation_; }
+  // A saved model for the next build (after a reopen): its centroids and quantizer are used
+  // instead of training, and the ids it lists go to their saved lists without a centroid scan
+  // (codes are always made from the current vectors; ids it lacks are assigned as usual; ids
+  // it lists that are gone are skipped). A stale model only costs recall, never a wrong
+  // distance. DataLoss (nothing kept) when the bytes are not a model of this dimension.
+  absl::Status ImportModel(std::string_view bytes);
   // Waits for background builds and swaps them in until none is in flight (tests, benches;
   // blocks the caller's exclusive access meanwhile).
   void WaitForRebuild();
@@ -118,6 +131,13 @@ class ShardIndex {
     size_t built_size = 0;                                              // vectors at the build
   };
   struct Build;  // a background rebuild (shard_index.cc)
+  // An imported model (ImportModel).
+  struct Hint {
+    std::vector<float> centroids;
+    std::unique_ptr<index::Sq8Quantizer> quantizer;
+    absl::flat_hash_map<uint64_t, uint32_t> list_of;
+    size_t built_size = 0;
+  };
 
   void RebuildIfDue();
   // Appends the code of `vector` to list `list` of `c` / drops the code of `id` (false: none).
@@ -128,6 +148,7 @@ class ShardIndex {
   // or cancelled).
   void RunBuild(Build* b) const;
   bool Train(Build* b) const;
+  bool TrainCentroids(Build* b, index::ClusteringBackend& backend) const;
   // Notes a change of `id` in the delta log of the build in flight (if any).
   void Touch(uint64_t id, const float* vector);
   // The approximate rank of every code in the probed lists, the best `want` kept.
@@ -141,6 +162,8 @@ class ShardIndex {
   Clustering live_;               // empty while exact
   std::unique_ptr<Build> build_;  // in flight (or finished, not yet swapped in)
   size_t failed_size_ = 0;        // snapshot size of the last build, when it failed
+  std::unique_ptr<Hint> hint_;    // for the next build
+  uint64_t generation_ = 0;
 };
 
 }  // namespace shoal::cache

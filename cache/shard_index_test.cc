@@ -266,5 +266,52 @@ TEST(ShardIndexTest, RecallAfterARebuildWithChangesMatchesTheExactScan) {
   EXPECT_GE(same, 180u);
 }
 
+// A saved model spares the next build its training: a reopened shard (more vectors than at the
+// save, some gone) adopts the saved centroids (its list count shows it) and still answers
+// exactly with every list probed; a damaged or foreign model is refused and the build trains.
+TEST(ShardIndexTest, ImportedModelReplacesTrainingAndDamagedOnesAreRefused) {
+  ShardIndex::Options o{.cluster_at = 256, .probes = 1'000'000, .rerank = 1'000'000};
+  o.regrow = 100;
+  const std::vector<float> v = Blobs(1500, 16, base::TestSeed());
+  ShardIndex first(kDim, index::Metric::kInnerProduct, o);
+  first.SetAutoCluster(false);
+  Fill(&first, std::vector<float>(v.begin(), v.begin() + 1000 * kDim));
+  first.SetAutoCluster(true);
+  first.WaitForRebuild();
+  ASSERT_TRUE(first.clustered());
+  const std::string model = first.ExportModel();
+  ASSERT_FALSE(model.empty());
+  const size_t saved_lists = first.lists();
+
+  ShardIndex again(kDim, index::Metric::kInnerProduct, o);
+  ASSERT_TRUE(again.ImportModel(model).ok());
+  again.SetAutoCluster(false);
+  Fill(&again, std::vector<float>(v.begin() + 100 * kDim, v.end()), 101);  // 1..100 gone
+  again.SetAutoCluster(true);
+  again.WaitForRebuild();
+  ASSERT_TRUE(again.clustered());
+  EXPECT_EQ(again.lists(), saved_lists);  // trained afresh, 1400 vectors would make 149
+  const std::vector<float> q = Blobs(100, 16, base::TestSeed() + 9);
+  for (size_t i = 0; i < 100; ++i) {
+    const auto a = again.Search(q.data() + i * kDim, 10);
+    const auto b = again.SearchExact(q.data() + i * kDim, 10);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t j = 0; j < a.size(); ++j) EXPECT_EQ(a[j].id, b[j].id);
+  }
+
+  for (const std::string& bad : {std::string(), model.substr(0, model.size() - 3), model + "x",
+                                 std::string("SHX2") + model.substr(4)}) {
+    ShardIndex fresh(kDim, index::Metric::kInnerProduct, o);
+    EXPECT_EQ(fresh.ImportModel(bad).code(), absl::StatusCode::kDataLoss);
+  }
+  ShardIndex other(kDim * 2, index::Metric::kInnerProduct, o);
+  EXPECT_EQ(other.ImportModel(model).code(), absl::StatusCode::kDataLoss);
+  ShardIndex trains(kDim, index::Metric::kInnerProduct, o);
+  ASSERT_FALSE(trains.ImportModel(model.substr(0, 40)).ok());
+  Fill(&trains, std::vector<float>(v.begin() + 100 * kDim, v.end()), 101);
+  trains.WaitForRebuild();
+  EXPECT_NE(trains.lists(), saved_lists);
+}
+
 }  // namespace
 }  // namespace shoal::cache
