@@ -165,6 +165,10 @@ struct CacheCategoryStats {
   std::string category;
   CacheCounters counters;
   double threshold_offset = 0;  // learned (see CachePolicy::target_false_hit_rate)
+  // The overload budget: the share in [0, 1] of the load-adaptive band (threshold and TTL) the
+  // category may use now, from its measured false-hit margin (threshold_learning.h: g); 1 when
+  // learning is off.
+  double band_share = 1;
 };
 
 struct CachePartitionStats {
