@@ -66,6 +66,10 @@ std::string EntryKey(std::string_view cache, uint64_t id) { return WithId(EntryP
 std::string MetaPrefix(std::string_view cache) { return std::string(cache) + "/m/"; }
 std::string MetaKey(std::string_view cache, uint64_t id) { return WithId(MetaPrefix(cache), id); }
 std::string NextIdKey(std::string_view cache) { return std::string(cache) + "/n"; }
+std::string IndexModelPrefix(std::string_view cache) { return std::string(cache) + "/x/"; }
+std::string IndexModelKey(std::string_view cache, std::string_view shard) {
+  return IndexModelPrefix(cache) + std::string(shard);
+}
 
 absl::StatusOr<uint64_t> IdOfKey(std::string_view key) {
   if (key.size() < 8) return absl::DataLossError("cache row key too short for an entry id");

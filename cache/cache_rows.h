@@ -6,6 +6,9 @@
 //                          response (written once)
 //   "<cache>/m/<id BE64>"  the entry's mutable metadata (TTL start, hits, learned threshold)
 //   "<cache>/n"            the next entry id
+//   "<cache>/x/<shard key>" a large shard's clustered-index model (ShardIndex::ExportModel): a
+//                          hint that spares the first build after open its training; stale or
+//                          damaged, it is ignored
 // Pure functions; thread-safe.
 #ifndef SHOAL_CACHE_CACHE_ROWS_H_
 #define SHOAL_CACHE_CACHE_ROWS_H_
@@ -32,6 +35,8 @@ std::string EntryKey(std::string_view cache, uint64_t id);
 std::string MetaPrefix(std::string_view cache);
 std::string MetaKey(std::string_view cache, uint64_t id);
 std::string NextIdKey(std::string_view cache);
+std::string IndexModelPrefix(std::string_view cache);
+std::string IndexModelKey(std::string_view cache, std::string_view shard);
 // The id at the end of an entry or meta key (after its 3-byte "e/"-style kind).
 absl::StatusOr<uint64_t> IdOfKey(std::string_view key_suffix);
 

@@ -128,17 +128,11 @@ std::pair<SemanticCache::Entry*, float> SemanticCache::Nearest(const Shard& shar
   return {nullptr, std::numeric_limits<float>::quiet_NaN()};
 }
 
-void SemanticCache::Hit(Entry* e, const CachePolicy& policy, int64_t now) {
-  Category* c = e->shard->category;
-  c->order.erase(OrderKey(*e, policy.eviction));
-  ++e->meta.hits;
-  e->last_tick = ++tick_;
-  c->order.insert(OrderKey(*e, policy.eviction));
-  if (policy.refresh_ttl_on_hit && policy.ttl_seconds > 0) {
-    c->expiry.erase({e->meta.ttl_start_us, e->id});
-    e->meta.ttl_start_us = now;
-    c->expiry.insert({now, e->id});
-  }
+void SemanticCache::Touch(Entry* e, float similarity) const {
+  e->last_access.store(tick_.fetch_add(1, std::memory_order_relaxed) + 1,
+                       std::memory_order_relaxed);
+  e->hits.fetch_add(1, std::memory_order_relaxed);
+  e->last_similarity.store(similarity, std::memory_order_relaxed);
 }
 
 SemanticCache::Entry* SemanticCache::Decide(const Category& c, const Shard* shard,
@@ -190,16 +184,19 @@ absl::Status SemanticCache::ReadResponse(uint64_t id, std::string* response) con
   return absl::OkStatus();
 }
 
-absl::Status SemanticCache::RecordHit(uint64_t id, float similarity) {
+absl::Status SemanticCache::RefreshTtl(uint64_t id) {
   absl::MutexLock lock(&mu_);
   if (dropped_) return absl::OkStatus();
   auto it = entries_.find(id);
   if (it == entries_.end()) return absl::OkStatus();  // removed since: nothing to refresh
   Entry* e = it->second.get();
   const CachePolicy& policy = e->shard->category->policy;
-  e->last_similarity = similarity;
-  Hit(e, policy, clock_->NowMicros());
-  if (!policy.refresh_ttl_on_hit) return absl::OkStatus();
+  if (!policy.refresh_ttl_on_hit || policy.ttl_seconds <= 0) return absl::OkStatus();
+  Category* c = e->shard->category;
+  const int64_t now = clock_->NowMicros();
+  c->expiry.erase({e->meta.ttl_start_us, e->id});
+  e->meta.ttl_start_us = now;
+  c->expiry.insert({now, e->id});
   Writes writes;
   PutMeta(*e, &writes);
   return store_->WriteCacheRows(writes, /*sync=*/false);
@@ -207,11 +204,16 @@ absl::Status SemanticCache::RecordHit(uint64_t id, float similarity) {
 
 absl::Status SemanticCache::LookupLocked(const CacheLookupRequest& request, const float* query,
                                          const std::string& hash, double load, Category* c,
-                                         CacheLookupResult* r) {
+                                         CacheLookupResult* r, AfterLookup* after) {
   Shard* shard = FindShard(request.partition, request.category);
+  after->adopt = shard != nullptr && shard->index.rebuild_ready();
   const int64_t now = clock_->NowMicros();
   Entry* e = Decide(*c, shard, query, hash, load, now, r);
-  if (r->hit) SHOAL_RETURN_IF_ERROR(ReadResponse(e->id, &r->response));
+  if (r->hit) {
+    SHOAL_RETURN_IF_ERROR(ReadResponse(e->id, &r->response));
+    after->refresh = c->policy.refresh_ttl_on_hit && c->policy.ttl_seconds > 0;
+    Touch(e, static_cast<float>(r->similarity));
+  }
   for (AtomicCounters* k : {&c->counters, shard != nullptr ? &shard->counters : nullptr}) {
     if (k == nullptr) continue;
     k->lookups.fetch_add(1, std::memory_order_relaxed);
@@ -229,11 +231,12 @@ absl::StatusOr<CacheLookupResult> SemanticCache::Lookup(const CacheLookupRequest
   const double load = loads_->Get(request.partition.model);
   CacheLookupResult r;
   bool done = false;
+  AfterLookup after;
   {
     absl::ReaderMutexLock lock(&mu_);
     SHOAL_RETURN_IF_ERROR(CheckLive());
     if (Category* c = FindCategory(request.category); c != nullptr) {
-      SHOAL_RETURN_IF_ERROR(LookupLocked(request, query.data(), hash, load, c, &r));
+      SHOAL_RETURN_IF_ERROR(LookupLocked(request, query.data(), hash, load, c, &r, &after));
       done = true;
     }
   }
@@ -241,16 +244,20 @@ absl::StatusOr<CacheLookupResult> SemanticCache::Lookup(const CacheLookupRequest
     absl::MutexLock lock(&mu_);  // the category's first lookup creates it
     SHOAL_RETURN_IF_ERROR(CheckLive());
     SHOAL_RETURN_IF_ERROR(
-        LookupLocked(request, query.data(), hash, load, GetCategory(request.category), &r));
+        LookupLocked(request, query.data(), hash, load, GetCategory(request.category), &r, &after));
   }
-  if (r.hit) SHOAL_RETURN_IF_ERROR(RecordHit(r.entry_id, static_cast<float>(r.similarity)));
+  if (after.adopt) AdoptIndexBuilds();
+  if (after.refresh) {
+    SHOAL_RETURN_IF_ERROR(RefreshTtl(r.entry_id));
+  }
   latency_.Record(
       std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - start).count());
   return r;
 }
 
-std::vector<std::pair<uint64_t, SemanticCache::Removal>> SemanticCache::Victims(
-    const Category& c, uint64_t bytes, uint64_t keep) const {
+std::vector<std::pair<uint64_t, SemanticCache::Removal>> SemanticCache::Victims(Category& c,
+                                                                                uint64_t bytes,
+                                                                                uint64_t keep) {
   std::vector<std::pair<uint64_t, Removal>> out;
   const CachePolicy& p = c.policy;
   uint64_t entries = c.counters.entries + 1;
@@ -259,15 +266,27 @@ std::vector<std::pair<uint64_t, SemanticCache::Removal>> SemanticCache::Victims(
     --entries;
     total -= entries_.at(keep)->bytes;
   }
-  for (auto it = c.order.begin(); it != c.order.end(); ++it) {
+  for (auto it = c.order.begin(); it != c.order.end();) {
     const bool over_entries = p.max_entries != 0 && entries > p.max_entries;
     const bool over_bytes = p.max_bytes != 0 && total > p.max_bytes;
     if (!over_entries && !over_bytes) break;
-    if (it->second == keep) continue;
-    out.emplace_back(it->second,
-                     over_entries ? Removal::kEvictedByEntries : Removal::kEvictedByBytes);
-    --entries;
-    total -= entries_.at(it->second)->bytes;
+    Entry* e = entries_.at(it->second).get();
+    if (const auto fresh = OrderKey(*e, p.eviction); fresh != *it) {
+      // Hit since it was ordered: its key only grew, past everything already visited; look at
+      // it again where it lands (next, if it lands before the following entry).
+      const auto next = c.order.erase(it);
+      const auto moved = c.order.insert(fresh).first;
+      e->order_key = fresh;
+      it = next == c.order.end() || fresh < *next ? moved : next;
+      continue;
+    }
+    if (it->second != keep) {
+      out.emplace_back(it->second,
+                       over_entries ? Removal::kEvictedByEntries : Removal::kEvictedByBytes);
+      --entries;
+      total -= e->bytes;
+    }
+    ++it;
   }
   return out;
 }
@@ -299,6 +318,8 @@ absl::StatusOr<uint64_t> SemanticCache::Store(const CacheStoreRequest& request, 
                                                      p.max_bytes, ") of category '", c->name, "'"));
   }
   Shard* shard = GetShard(q.partition, c);
+  shard->index.AdoptRebuild();  // a finished build first, so that its model is saved here
+  SaveIndexModel(shard, &writes);
   uint64_t replaced = 0;
   if (!hash.empty()) {
     auto it = shard->exact.find(hash);
@@ -369,7 +390,7 @@ absl::Status SemanticCache::Feedback(const CacheFeedbackReport& report) {
   }
   Entry* e = it->second.get();
   float sim = static_cast<float>(report.similarity);
-  if (std::isnan(sim)) sim = e->last_similarity;
+  if (std::isnan(sim)) sim = e->last_similarity.load(std::memory_order_relaxed);
   const bool wrong = report.verdict == CacheVerdict::kWrong;
   if (wrong && std::isnan(sim)) {
     return absl::FailedPreconditionError(

@@ -21,14 +21,21 @@
 // Hit counts, TTL refreshes and learned thresholds are written unsynced (a crash may forget
 // them, never an entry).
 //
+// Index builds: a large shard's clustered index is rebuilt in the background as it grows and
+// after Load (ShardIndex); meanwhile lookups search the previous clustering (or scan exactly,
+// right after Load), and the finished build is swapped in under the writer lock by the next
+// lookup, store or sweep of the cache. Load therefore returns before the indexes are built.
+//
 // Thread safety: all methods may be called concurrently. A reader/writer lock per cache:
 // lookups search, decide and read the hit's response under the reader lock, so they run in
-// parallel with each other; a hit then takes the writer lock briefly for its bookkeeping (LRU
-// order, hit count, TTL refresh). Stats and Info take the reader lock. Stores, invalidation,
-// feedback, sweeps and policies take the writer lock. Counters and the latency histogram are
-// atomics. Errors: InvalidArgument naming the field, NotFound (entry id), ResourceExhausted (an
-// entry larger than its category's byte quota), FailedPrecondition (the cache was dropped), and the
-// store's errors.
+// parallel with each other; a hit's LRU tick and hit count are atomics of the entry, set under
+// the reader lock (eviction reorders lazily: an entry hit since it was ordered is moved when
+// eviction reaches it); only a hit that refreshes its TTL (refresh_ttl_on_hit) takes the writer
+// lock briefly, to move it in the expiry order and write its metadata row. Stats and Info take the
+// reader lock. Stores, invalidation, feedback, sweeps and policies take the writer lock. Counters
+// and the latency histogram are atomics. Errors: InvalidArgument naming the field, NotFound (entry
+// id), ResourceExhausted (an entry larger than its category's byte quota), FailedPrecondition (the
+// cache was dropped), and the store's errors.
 #ifndef SHOAL_CACHE_SEMANTIC_CACHE_H_
 #define SHOAL_CACHE_SEMANTIC_CACHE_H_
 
@@ -109,6 +116,13 @@ class SemanticCache {
   absl::StatusOr<uint64_t> Sweep() ABSL_LOCKS_EXCLUDED(mu_);
   CacheStats Stats() ABSL_LOCKS_EXCLUDED(mu_);
   CacheInfo Info() const ABSL_LOCKS_EXCLUDED(mu_);
+  // Swaps finished background index builds in (ShardIndex::AdoptRebuild), under the writer lock
+  // for as long as the replay of the changes made during each build takes. Lookups call it when
+  // their shard's build finished; Store and Sweep swap in as they go.
+  void AdoptIndexBuilds() ABSL_LOCKS_EXCLUDED(mu_);
+  // Waits for every shard's background index build and swaps it in, holding the writer lock
+  // meanwhile (tests, benches).
+  absl::Status WaitForIndexBuilds() ABSL_LOCKS_EXCLUDED(mu_);
   // Deletes every row of the cache (synced); every later call fails with FailedPrecondition.
   absl::Status Drop() ABSL_LOCKS_EXCLUDED(mu_);
 
@@ -153,14 +167,21 @@ class SemanticCache {
   absl::Status ReadResponse(uint64_t id, std::string* response) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Lookup's work under the lock (shared, or exclusive when it creates category `c`).
+  // What a lookup does after its shared section.
+  struct AfterLookup {
+    bool adopt = false;    // the shard's background index build finished (AdoptIndexBuilds)
+    bool refresh = false;  // the hit refreshes its TTL (RefreshTtl, under the writer lock)
+  };
   absl::Status LookupLocked(const CacheLookupRequest& request, const float* query,
-                            const std::string& hash, double load, Category* c, CacheLookupResult* r)
-      ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // A hit's bookkeeping under the writer lock (nothing if the entry went meanwhile).
-  absl::Status RecordHit(uint64_t id, float similarity) ABSL_LOCKS_EXCLUDED(mu_);
-  void Hit(Entry* e, const CachePolicy& policy, int64_t now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+                            const std::string& hash, double load, Category* c, CacheLookupResult* r,
+                            AfterLookup* after) ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // A hit's LRU tick, hit count and similarity: atomics, under the reader lock.
+  void Touch(Entry* e, float similarity) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // A TTL-refreshing hit's bookkeeping under the writer lock: the entry's expiry order and its
+  // metadata row (nothing if the entry went meanwhile).
+  absl::Status RefreshTtl(uint64_t id) ABSL_LOCKS_EXCLUDED(mu_);
 
-  // The order key of `e` under `eviction` (smaller goes first).
+  // The order key of `e` under `eviction` (smaller goes first), from its atomics as of now.
   std::pair<uint64_t, uint64_t> OrderKey(const Entry& e, CacheEviction eviction) const;
   void Insert(std::unique_ptr<Entry> entry, const float* vector) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Remove(uint64_t id, Removal why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -168,9 +189,15 @@ class SemanticCache {
   void PutMeta(const Entry& e, Writes* writes) const;
   // Store's quota check: the entries of `category` to evict so that one more of `bytes` fits
   // (not `keep`), with the quota each one frees.
-  std::vector<std::pair<uint64_t, Removal>> Victims(const Category& category, uint64_t bytes,
-                                                    uint64_t keep) const
+  // Reorders the stale entries it meets at the front of the order (lazy LRU/LFU).
+  std::vector<std::pair<uint64_t, Removal>> Victims(Category& category, uint64_t bytes,
+                                                    uint64_t keep)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Into *writes: the index model row of `shard` when its clustering changed since last saved
+  // (a put, or a delete once exact again). Unsynced with the other rows: only a hint.
+  void SaveIndexModel(Shard* shard, Writes* writes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Swaps in every finished index build and saves the models that changed.
+  absl::Status AdoptIndexBuildsLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Collects (into *writes) and removes every entry past its hard TTL.
   uint64_t SweepLocked(int64_t now, Writes* writes) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void RebuildOrder(Category* category) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -186,7 +213,7 @@ class SemanticCache {
   mutable absl::Mutex mu_;
   bool dropped_ ABSL_GUARDED_BY(mu_) = false;
   uint64_t next_id_ ABSL_GUARDED_BY(mu_) = 1;
-  uint64_t tick_ ABSL_GUARDED_BY(mu_) = 0;           // LRU clock: one tick per store or hit
+  mutable std::atomic<uint64_t> tick_{0};            // LRU clock: one tick per store or hit
   CachePolicy default_policy_ ABSL_GUARDED_BY(mu_);  // resolved
   CachePolicy default_raw_ ABSL_GUARDED_BY(mu_);     // as set
   absl::flat_hash_map<std::string, std::unique_ptr<Category>> categories_ ABSL_GUARDED_BY(mu_);

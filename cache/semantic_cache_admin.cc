@@ -146,11 +146,21 @@ absl::Status SemanticCache::LoadRows() {
           Bump(e->shard, &AtomicCounters::expirations);
           return absl::OkStatus();
         }
-        e->last_tick = ++tick_;
+        e->hits.store(e->meta.hits, std::memory_order_relaxed);
         next_id_ = std::max(next_id_, id + 1);
         Insert(std::move(e), s.vector.data());
         return absl::OkStatus();
       }));
+  // Saved index models spare the first builds their training (a model that does not decode is
+  // only a lost hint: that shard trains).
+  SHOAL_RETURN_IF_ERROR(store_->ScanCacheRows(
+      IndexModelPrefix(spec_.name),
+      [&](std::string_view key, std::string_view value) -> absl::Status {
+        auto it = shards_.find(std::string(key.substr(IndexModelPrefix(spec_.name).size())));
+        if (it != shards_.end()) it->second->index.ImportModel(value).IgnoreError();
+        return absl::OkStatus();
+      }));
+  // The clustered indexes build in the background (ShardIndex); lookups scan exactly meanwhile.
   for (auto& [key, shard] : shards_) shard->index.SetAutoCluster(true);
   return store_->WriteCacheRows(expired, /*sync=*/false);
 }
@@ -222,9 +232,9 @@ SemanticCache::Shard* SemanticCache::GetShard(const CachePartition& partition, C
 std::pair<uint64_t, uint64_t> SemanticCache::OrderKey(const Entry& e, CacheEviction ev) const {
   switch (ev) {
     case CacheEviction::kLru:
-      return {e.last_tick, e.id};
+      return {e.last_access.load(std::memory_order_relaxed), e.id};
     case CacheEviction::kLfu:
-      return {e.meta.hits, e.id};
+      return {e.hits.load(std::memory_order_relaxed), e.id};
     case CacheEviction::kFifo:
       break;
   }
@@ -236,8 +246,12 @@ void SemanticCache::Insert(std::unique_ptr<Entry> e, const float* vector) {
   Category* c = s->category;
   s->index.Add(e->id, vector);
   if (!e->prompt_hash.empty()) s->exact[e->prompt_hash] = e->id;
-  if (e->last_tick == 0) e->last_tick = ++tick_;
-  c->order.insert(OrderKey(*e, c->policy.eviction));
+  if (e->last_access.load(std::memory_order_relaxed) == 0) {
+    e->last_access.store(tick_.fetch_add(1, std::memory_order_relaxed) + 1,
+                         std::memory_order_relaxed);
+  }
+  e->order_key = OrderKey(*e, c->policy.eviction);
+  c->order.insert(e->order_key);
   c->expiry.insert({e->meta.ttl_start_us, e->id});
   Bump(s, &AtomicCounters::entries);
   Bump(s, &AtomicCounters::bytes, e->bytes);
@@ -253,7 +267,7 @@ void SemanticCache::Remove(uint64_t id, Removal why) {
   s->index.Remove(id);
   auto x = s->exact.find(e->prompt_hash);
   if (x != s->exact.end() && x->second == id) s->exact.erase(x);
-  c->order.erase(OrderKey(*e, c->policy.eviction));
+  c->order.erase(e->order_key);
   c->expiry.erase({e->meta.ttl_start_us, id});
   Bump(s, &AtomicCounters::entries, ~uint64_t{0});  // -1
   Bump(s, &AtomicCounters::bytes, uint64_t{0} - e->bytes);
@@ -283,13 +297,17 @@ void SemanticCache::AddDeletes(uint64_t id, Writes* writes) const {
 }
 
 void SemanticCache::PutMeta(const Entry& e, Writes* writes) const {
-  writes->push_back({.key = MetaKey(spec_.name, e.id), .value = EncodeMeta(e.meta)});
+  EntryMeta meta = e.meta;
+  meta.hits = e.hits.load(std::memory_order_relaxed);
+  writes->push_back({.key = MetaKey(spec_.name, e.id), .value = EncodeMeta(meta)});
 }
 
 void SemanticCache::RebuildOrder(Category* c) {
   c->order.clear();
   for (auto& [id, e] : entries_) {
-    if (e->shard->category == c) c->order.insert(OrderKey(*e, c->policy.eviction));
+    if (e->shard->category != c) continue;
+    e->order_key = OrderKey(*e, c->policy.eviction);
+    c->order.insert(e->order_key);
   }
 }
 

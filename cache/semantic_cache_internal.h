@@ -40,7 +40,8 @@ struct SemanticCache::Category {
   bool own_policy = false;
   CachePolicy policy;  // resolved: its own, or the cache's default
   CachePolicy raw;     // as set (NaN / -1 defaults kept), for GetPolicy
-  // Eviction order (OrderKey, id) and expiry order (ttl_start_us, id) of its entries.
+  // Eviction order (OrderKey, id; lazily: an entry hit since it was ordered sits too early
+  // until Victims reorders it) and expiry order (ttl_start_us, id) of its entries.
   std::set<std::pair<uint64_t, uint64_t>> order;
   std::set<std::pair<int64_t, uint64_t>> expiry;
   AtomicCounters counters;
@@ -52,7 +53,8 @@ struct SemanticCache::Shard {
       : partition(p), category(c), index(dimension, metric) {}
   CachePartition partition;
   Category* category;
-  ShardIndex index;  // entry id -> vector (exact while small, clustered once large)
+  ShardIndex index;               // entry id -> vector (exact while small, clustered once large)
+  uint64_t saved_generation = 0;  // index.generation() whose model is saved (SaveIndexModel)
   absl::flat_hash_map<std::string, uint64_t> exact;  // prompt hash -> entry id
   AtomicCounters counters;
 };
@@ -64,9 +66,15 @@ struct SemanticCache::Entry {
   uint64_t response_hash = 0;
   int64_t created_us = 0;
   uint64_t bytes = 0;
-  uint64_t last_tick = 0;  // LRU
-  EntryMeta meta;
-  float last_similarity = std::numeric_limits<float>::quiet_NaN();  // of its last hit
+  EntryMeta meta;  // meta.hits is stale: `hits` counts (PutMeta writes it)
+  // Written by hits under the reader lock (lazy LRU/LFU): the LRU tick of the last store or
+  // hit, the hit count, the similarity of the last hit.
+  std::atomic<uint64_t> last_access{0};
+  std::atomic<uint64_t> hits{0};
+  std::atomic<float> last_similarity{std::numeric_limits<float>::quiet_NaN()};
+  // The key under which it sits in its category's `order` (writer lock): OrderKey as of when
+  // it was last ordered; hits since leave it stale until eviction looks at it.
+  std::pair<uint64_t, uint64_t> order_key;
 };
 
 // Adds n to one counter of a shard and of its category (n may wrap to subtract).

@@ -171,6 +171,48 @@ TEST_F(SemanticCacheTest, LruAndLfuPickTheirVictims) {
   }
 }
 
+// Hits only stamp their entry (lazy LRU/LFU); eviction must still pick exactly a reference
+// model's victim: random stores and hits against max_entries 5, every step checked.
+TEST_F(SemanticCacheTest, LazyHitStampsEvictLikeAReferenceModel) {
+  for (CacheEviction ev : {CacheEviction::kLru, CacheEviction::kLfu}) {
+    const std::string cat = CacheEvictionName(ev);
+    CachePolicy p = Policy(0.9999);
+    p.max_entries = 5;
+    p.eviction = ev;
+    ASSERT_TRUE(cache_->SetPolicy(cat, p).ok());
+    auto at = [](int i) {  // distinct directions: cos(0.05) < 0.9999
+      return std::vector<float>{std::cos(0.05f * i), std::sin(0.05f * i)};
+    };
+    // Reference: entry index -> (order key, id); the smallest goes first.
+    std::map<int, std::pair<uint64_t, uint64_t>> live;
+    std::map<int, uint64_t> hits;
+    std::mt19937_64 rng(base::TestSeed());
+    uint64_t tick = 0;
+    for (int step = 0, next = 0; step < 300; ++step) {
+      if (live.empty() || rng() % 3 == 0) {
+        if (live.size() == 5) {
+          auto victim = std::min_element(live.begin(), live.end(),
+                                         [](auto& a, auto& b) { return a.second < b.second; });
+          live.erase(victim);
+        }
+        const int i = next++;
+        auto id = cache_->Store({.lookup = Q(at(i), "", {}, cat), .response = std::to_string(i)},
+                                /*sync=*/false);
+        ASSERT_TRUE(id.ok()) << id.status();
+        hits[i] = 0;
+        live[i] = {ev == CacheEviction::kLru ? ++tick : 0, *id};
+      } else {
+        auto it = live.begin();
+        std::advance(it, static_cast<long>(rng() % live.size()));
+        const CacheLookupResult r = Get(Q(at(it->first), "", {}, cat));
+        ASSERT_TRUE(r.hit) << cat << " step " << step << " entry " << it->first;
+        ASSERT_EQ(r.response, std::to_string(it->first));
+        it->second.first = ev == CacheEviction::kLru ? ++tick : ++hits[it->first];
+      }
+    }
+  }
+}
+
 TEST_F(SemanticCacheTest, ByteQuotaEvictsAndRejectsOversizedEntries) {
   CachePolicy p = Policy(0.99);
   p.max_bytes = 2 * (2 * sizeof(float) + 100 + 64);  // two entries of 100-byte responses
@@ -507,17 +549,26 @@ TEST_F(ClusteredCacheTest, NeverCrossesPartitionsAndFindsEveryEntryAfterReopen) 
   StoreAll(v, a, "", "a");
   StoreAll(v, b, "", "b");
   for (int round = 0; round < 2; ++round) {
-    for (size_t i = 0; i < kEntries; i += 13) {
-      for (const auto& [p, tag] : {std::pair{a, "a"}, std::pair{b, "b"}}) {
-        const CacheLookupResult r = GetBig(Q(v[i], "", p));
-        ASSERT_TRUE(r.hit) << "round " << round << " entry " << i << " sim " << r.similarity;
-        // Duplicated vectors within a partition may answer for each other, never across.
-        EXPECT_EQ(r.response.substr(0, 1), tag);
-        EXPECT_NEAR(r.similarity, 1.0, 1e-5);
+    // Before the background index builds land (lookups scan exactly after a reopen, or search
+    // an earlier clustering) and after.
+    for (bool built : {false, true}) {
+      if (built) {
+        ASSERT_TRUE(big_->WaitForIndexBuilds().ok());
+        EXPECT_EQ(big_->Info().index_builds, 0u);
       }
+      for (size_t i = 0; i < kEntries; i += 13) {
+        for (const auto& [p, tag] : {std::pair{a, "a"}, std::pair{b, "b"}}) {
+          const CacheLookupResult r = GetBig(Q(v[i], "", p));
+          ASSERT_TRUE(r.hit) << "round " << round << " built " << built << " entry " << i << " sim "
+                             << r.similarity;
+          // Duplicated vectors within a partition may answer for each other, never across.
+          EXPECT_EQ(r.response.substr(0, 1), tag);
+          EXPECT_NEAR(r.similarity, 1.0, 1e-5);
+        }
+      }
+      EXPECT_TRUE(std::isnan(GetBig(Q(v[0], "", {.tenant = "c", .model = "m"})).similarity));
     }
-    EXPECT_TRUE(std::isnan(GetBig(Q(v[0], "", {.tenant = "c", .model = "m"})).similarity));
-    Reopen();  // rebuilds every shard's clustered index from the rows
+    Reopen();  // every shard's clustered index is rebuilt from the rows in the background
     OpenBig();
   }
 }
@@ -530,6 +581,8 @@ TEST_F(ClusteredCacheTest, ExpiredCandidatesFallBackToTheNearestServedEntry) {
   ASSERT_TRUE(big_->SetPolicy("", p).ok());
   const auto v = Vectors(base::TestSeed());
   StoreAll(v, {}, "", "old");
+  ASSERT_TRUE(
+      big_->WaitForIndexBuilds().ok());  // the clustered path's candidates, all expired below
   clock_.AdvanceMicros(20 * kSecond);
   std::vector<float> fresh(kDim, 0.0f);
   fresh[0] = 1;

@@ -65,6 +65,10 @@ absl::StatusOr<uint64_t> SemanticCache::Sweep() {
   SHOAL_RETURN_IF_ERROR(CheckLive());
   Writes writes;
   const uint64_t removed = SweepLocked(clock_->NowMicros(), &writes);
+  for (auto& [key, shard] : shards_) {
+    shard->index.AdoptRebuild();
+    SaveIndexModel(shard.get(), &writes);
+  }
   // Unsynced: a lost delete is redone by the next sweep or open (the entry is past its TTL).
   SHOAL_RETURN_IF_ERROR(store_->WriteCacheRows(writes, /*sync=*/false));
   return removed;
@@ -120,8 +124,10 @@ CacheStats SemanticCache::Stats() {
   std::map<std::string, const Category*> by_name;
   for (const auto& [name, c] : categories_) by_name[name] = c.get();
   for (const auto& [name, c] : by_name) {
-    out.categories.push_back(
-        {.category = name, .counters = c->counters.Load(), .threshold_offset = c->learning.offset});
+    out.categories.push_back({.category = name,
+                              .counters = c->counters.Load(),
+                              .threshold_offset = c->learning.offset,
+                              .band_share = BandShare(c->policy, c->learning)});
     Add(&out.total, out.categories.back().counters);
   }
   std::map<std::string, CachePartitionStats> partitions;
@@ -135,6 +141,42 @@ CacheStats SemanticCache::Stats() {
   return out;
 }
 
+void SemanticCache::SaveIndexModel(Shard* shard, Writes* writes) {
+  if (shard->index.generation() == shard->saved_generation) return;
+  shard->saved_generation = shard->index.generation();
+  const std::string key =
+      IndexModelKey(spec_.name, ShardKey(shard->partition, shard->category->name));
+  std::string model = shard->index.ExportModel();
+  if (model.empty()) {
+    writes->push_back({.key = key, .kind = Writes::value_type::Kind::kDelete});
+  } else {
+    writes->push_back({.key = key, .value = std::move(model)});
+  }
+}
+
+absl::Status SemanticCache::AdoptIndexBuildsLocked() {
+  Writes writes;
+  for (auto& [key, shard] : shards_) {
+    shard->index.AdoptRebuild();
+    SaveIndexModel(shard.get(), &writes);
+  }
+  return store_->WriteCacheRows(writes, /*sync=*/false);
+}
+
+void SemanticCache::AdoptIndexBuilds() {
+  absl::MutexLock lock(&mu_);
+  if (dropped_) return;
+  // A failed model write only loses a hint: the next open trains instead.
+  AdoptIndexBuildsLocked().IgnoreError();
+}
+
+absl::Status SemanticCache::WaitForIndexBuilds() {
+  absl::MutexLock lock(&mu_);
+  SHOAL_RETURN_IF_ERROR(CheckLive());
+  for (auto& [key, shard] : shards_) shard->index.WaitForRebuild();
+  return AdoptIndexBuildsLocked();
+}
+
 CacheInfo SemanticCache::Info() const {
   absl::ReaderMutexLock lock(&mu_);
   CacheInfo info;
@@ -143,6 +185,9 @@ CacheInfo SemanticCache::Info() const {
     info.entries += c->counters.entries;
     info.bytes += c->counters.bytes;
     if (c->own_policy) info.categories.push_back(name);
+  }
+  for (const auto& [key, shard] : shards_) {
+    info.index_builds += shard->index.rebuilding() && !shard->index.rebuild_ready();
   }
   std::sort(info.categories.begin(), info.categories.end());
   return info;

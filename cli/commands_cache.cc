@@ -6,6 +6,7 @@
 //   cache store NAME V1,V2,... RESPONSE [partition flags] [--prompt TEXT] [--sync]
 //   cache invalidate NAME [--category C] [--tenant T] [--older-than S] [--apply]
 #include <memory>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -142,35 +143,39 @@ absl::StatusOr<Table> CacheStatsTable(const Connection& c, const Args& args) {
   v1::GetCacheStatsResponse r;
   SHOAL_RETURN_IF_ERROR(FromGrpc(Stub(c)->GetCacheStats(c.Context().get(), request, &r)));
   Table t{.columns = {"category", "entries", "bytes", "lookups", "hits", "exact_hits", "misses",
-                      "stores", "false_hits", "evicted", "expired", "threshold_offset"}};
-  auto row = [&](const std::string& name, const v1::CacheCounters& k, double offset) {
+                      "stores", "false_hits", "evicted", "expired", "threshold_offset",
+                      "band_share"}};
+  auto row = [&](const std::string& name, const v1::CacheCounters& k, double offset,
+                 std::optional<double> share) {
     t.rows.push_back({Cell::Text(name), Cell::Number(uint64_t{k.entries()}), Cell::Bytes(k.bytes()),
                       Cell::Number(uint64_t{k.lookups()}), Cell::Number(uint64_t{k.hits()}),
                       Cell::Number(uint64_t{k.exact_hits()}), Cell::Number(uint64_t{k.misses()}),
                       Cell::Number(uint64_t{k.stores()}),
                       Cell::Number(uint64_t{k.false_hit_reports()}),
                       Cell::Number(uint64_t{k.evicted_by_entries() + k.evicted_by_bytes()}),
-                      Cell::Number(uint64_t{k.expirations()}), Cell::Number(offset)});
+                      Cell::Number(uint64_t{k.expirations()}), Cell::Number(offset),
+                      share.has_value() ? Cell::Number(*share) : Cell::Text("")});
   };
   for (const auto& cat : r.categories()) {
     row(cat.category().empty() ? "(default)" : cat.category(), cat.counters(),
-        cat.threshold_offset());
+        cat.threshold_offset(), cat.band_share());
   }
-  row("(total)", r.total(), 0);
+  row("(total)", r.total(), 0, std::nullopt);
   return t;
 }
 
 absl::StatusOr<Table> CacheList(const Connection& c) {
   v1::ListCachesResponse r;
   SHOAL_RETURN_IF_ERROR(FromGrpc(Stub(c)->ListCaches(c.Context().get(), {}, &r)));
-  Table t{.columns = {"name", "dimension", "metric", "entries", "bytes", "categories"}};
+  Table t{.columns = {"name", "dimension", "metric", "entries", "bytes", "categories",
+                      "index_builds", "quarantine"}};
   for (const v1::CacheInfo& i : r.caches()) {
     std::vector<Cell> cats;
     for (const std::string& cat : i.categories()) cats.push_back(Cell::Text(cat));
     t.rows.push_back({Cell::Text(i.spec().name()), Cell::Number(uint64_t{i.spec().dimension()}),
                       Cell::Text(MetricText(i.spec().metric())),
-                      Cell::Number(uint64_t{i.entries()}), Cell::Bytes(i.bytes()),
-                      Cell::List(cats)});
+                      Cell::Number(uint64_t{i.entries()}), Cell::Bytes(i.bytes()), Cell::List(cats),
+                      Cell::Number(uint64_t{i.index_builds()}), Cell::Text(i.quarantine())});
   }
   return t;
 }

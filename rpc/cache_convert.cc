@@ -63,6 +63,8 @@ void CacheInfoToProto(const CacheInfo& info, v1::CacheInfo* proto) {
   proto->set_entries(info.entries);
   proto->set_bytes(info.bytes);
   for (const std::string& c : info.categories) proto->add_categories(c);
+  proto->set_quarantine(info.quarantine);
+  proto->set_index_builds(info.index_builds);
 }
 
 CacheInfo CacheInfoFromProto(const v1::CacheInfo& proto) {
@@ -71,6 +73,8 @@ CacheInfo CacheInfoFromProto(const v1::CacheInfo& proto) {
   info.entries = proto.entries();
   info.bytes = proto.bytes();
   info.categories.assign(proto.categories().begin(), proto.categories().end());
+  info.quarantine = proto.quarantine();
+  info.index_builds = proto.index_builds();
   return info;
 }
 
@@ -188,6 +192,7 @@ void CacheStatsToProto(const CacheStats& s, v1::GetCacheStatsResponse* p) {
     out->set_category(c.category);
     CountersToProto(c.counters, out->mutable_counters());
     out->set_threshold_offset(c.threshold_offset);
+    out->set_band_share(c.band_share);
   }
   for (const CachePartitionStats& ps : s.partitions) {
     v1::CachePartitionStats* out = p->add_partitions();
@@ -208,7 +213,8 @@ CacheStats CacheStatsFromProto(const v1::GetCacheStatsResponse& p) {
   for (const auto& c : p.categories()) {
     s.categories.push_back({.category = c.category(),
                             .counters = CountersFromProto(c.counters()),
-                            .threshold_offset = c.threshold_offset()});
+                            .threshold_offset = c.threshold_offset(),
+                            .band_share = c.band_share()});
   }
   for (const auto& ps : p.partitions()) {
     s.partitions.push_back({.partition = CachePartitionFromProto(ps.partition()),

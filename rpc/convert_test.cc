@@ -5,6 +5,8 @@
 #include <cmath>
 #include <limits>
 
+#include "rpc/cache_convert.h"
+
 namespace shoal::rpc {
 namespace {
 
@@ -153,6 +155,33 @@ TEST(ConvertTest, TenantStateMustBeSetAndKnown) {
   absl::Status unknown = TenantStateFromProto(static_cast<v1::TenantState>(42), "state").status();
   EXPECT_TRUE(absl::IsInvalidArgument(unknown));
   EXPECT_NE(unknown.message().find("42"), std::string::npos);
+}
+
+// A quarantined cache (and its background index builds) and each category's overload budget
+// cross the wire unchanged, for both SDKs and the shell to show.
+TEST(ConvertTest, CacheQuarantineBuildsAndBandShareRoundTrip) {
+  const CacheInfo info{.spec = {.name = "faq", .dimension = 4},
+                       .entries = 3,
+                       .categories = {"code"},
+                       .index_builds = 2,
+                       .quarantine = "entry 7: row does not decode"};
+  v1::CacheInfo wire;
+  CacheInfoToProto(info, &wire);
+  EXPECT_EQ(wire.quarantine(), info.quarantine);
+  const CacheInfo back = CacheInfoFromProto(wire);
+  EXPECT_EQ(back.quarantine, info.quarantine);
+  EXPECT_EQ(back.index_builds, 2u);
+  EXPECT_EQ(back.entries, 3u);
+  EXPECT_EQ(CacheInfoFromProto(v1::CacheInfo{}).quarantine, "");  // serving: empty
+
+  CacheStats stats{.name = "faq"};
+  stats.categories.push_back({.category = "code", .threshold_offset = 0.01, .band_share = 0.25});
+  v1::GetCacheStatsResponse stats_wire;
+  CacheStatsToProto(stats, &stats_wire);
+  const CacheStats stats_back = CacheStatsFromProto(stats_wire);
+  ASSERT_EQ(stats_back.categories.size(), 1u);
+  EXPECT_EQ(stats_back.categories[0].band_share, 0.25);
+  EXPECT_EQ(stats_back.categories[0].threshold_offset, 0.01);
 }
 
 }  // namespace

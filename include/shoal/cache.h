@@ -165,6 +165,10 @@ struct CacheCategoryStats {
   std::string category;
   CacheCounters counters;
   double threshold_offset = 0;  // learned (see CachePolicy::target_false_hit_rate)
+  // The overload budget: the share in [0, 1] of the load-adaptive band (threshold and TTL) the
+  // category may use now, from its measured false-hit margin (threshold_learning.h: g); 1 when
+  // learning is off.
+  double band_share = 1;
 };
 
 struct CachePartitionStats {
@@ -190,6 +194,9 @@ struct CacheInfo {
   uint64_t entries = 0;
   uint64_t bytes = 0;
   std::vector<std::string> categories;  // those with their own policy
+  // Shards whose clustered index is being rebuilt in the background (as they grow, and after
+  // open); meanwhile their lookups search the previous index, or scan exactly after open.
+  uint64_t index_builds = 0;
   // Non-empty when the cache could not be loaded at open (a damaged row): why. It serves
   // nothing (DataLoss) until dropped; the other caches are unaffected.
   std::string quarantine;

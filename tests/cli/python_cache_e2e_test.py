@@ -87,6 +87,10 @@ class CacheInFrontOfAModelTest(unittest.TestCase):
         info = {c.name: c for c in self.client.list_caches()}["faq_cache"]
         self.assertEqual(info.entries, model.calls)
         self.assertEqual(info.categories, ["faq"])
+        self.assertEqual(info.quarantine, "")  # it loaded: it serves
+        self.assertEqual(info.index_builds, 0)  # a small shard: exact, nothing to build
+        # The overload budget: no feedback yet, so no measured margin for the load band.
+        self.assertEqual(faq["band_share"], 0.0)
 
     def test_tenants_never_share_entries(self):
         self.client.create_cache("tenant_cache", dimension=DIM)

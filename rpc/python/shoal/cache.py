@@ -59,6 +59,9 @@ class CacheInfo(NamedTuple):
     entries: int
     bytes: int
     categories: List[str]
+    # Why the cache could not be loaded at open (it serves nothing until dropped); "" = serves.
+    quarantine: str = ""
+    index_builds: int = 0  # shards whose clustered index is being rebuilt in the background
 
 
 class CacheLookupResult(NamedTuple):
@@ -132,7 +135,8 @@ class CacheMethods:
         names = {v: k for k, v in _METRICS.items()}
         response = self._call(self._caches.ListCaches, cache_pb2.ListCachesRequest())
         return [CacheInfo(c.spec.name, c.spec.dimension, names.get(c.spec.metric, "cosine"),
-                          c.entries, c.bytes, list(c.categories)) for c in response.caches]
+                          c.entries, c.bytes, list(c.categories), c.quarantine, c.index_builds)
+                for c in response.caches]
 
     def set_cache_policy(self, cache: str, policy: CachePolicy, category: str = "") -> None:
         """Sets `category`'s policy ("" = the default for categories without their own)."""
@@ -207,7 +211,8 @@ class CacheMethods:
         return {
             "total": _counters(r.total),
             "categories": {c.category: dict(_counters(c.counters),
-                                            threshold_offset=c.threshold_offset)
+                                            threshold_offset=c.threshold_offset,
+                                            band_share=c.band_share)
                            for c in r.categories},
             "partitions": [dict(tenant=p.partition.tenant, model=p.partition.model,
                                 params_fingerprint=p.partition.params_fingerprint,
