@@ -15,32 +15,9 @@
 namespace shoal::cluster {
 
 absl::Status ClusterNode::DropShardedCollection(const std::string& name) {
-  Membership* membership = this->membership();
-  if (membership == nullptr) return absl::UnavailableError("cluster: not started yet");
-  ClusterView view = membership->View();
-  if (view.coordinator.empty()) {
-    return absl::UnavailableError("cluster: no coordinator is elected yet; retry");
-  }
-  if (view.coordinator == options_.node_id) {
-    if (absl::Status s = DropAsCoordinator(name); !s.ok()) return s;
-  } else {
-    auto address = view.nodes.find(view.coordinator);
-    if (address == view.nodes.end()) {
-      return absl::UnavailableError("cluster: coordinator " + view.coordinator + " is not live");
-    }
-    absl::StatusOr<std::shared_ptr<client::Client>> peer = Peer(address->second);
-    if (!peer.ok()) return peer.status();
-    if (absl::Status s = (*peer)->DropCollection(name); !s.ok()) return s;
-  }
-  // Return only once this node no longer routes to the map.
-  const absl::Time deadline = absl::Now() + options_.peer_timeout;
-  while (membership->Refresh().collections.contains(name)) {
-    if (absl::Now() > deadline) {
-      return absl::UnavailableError("cluster: the drop of " + name + " is not visible yet");
-    }
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return absl::OkStatus();
+  return AtCoordinator(
+      name, /*present_after=*/false, [&] { return DropAsCoordinator(name); },
+      [&](client::Client& coordinator) { return coordinator.DropCollection(name); });
 }
 
 absl::Status ClusterNode::DropAsCoordinator(const std::string& name) {

@@ -230,6 +230,14 @@ std::optional<ShardMap> ClusterNode::FindShardMap(std::string_view collection) c
 
 absl::Status ClusterNode::CreateShardedCollection(const CollectionSpec& spec) {
   if (absl::Status s = ValidateShardedSpec(spec); !s.ok()) return s;
+  return AtCoordinator(
+      spec.name, /*present_after=*/true, [&] { return CreateAsCoordinator(spec); },
+      [&](client::Client& coordinator) { return coordinator.CreateCollection(spec).status(); });
+}
+
+absl::Status ClusterNode::AtCoordinator(
+    const std::string& name, bool present_after, const std::function<absl::Status()>& local,
+    const std::function<absl::Status(client::Client&)>& remote) {
   Membership* membership = this->membership();
   if (membership == nullptr) return absl::UnavailableError("cluster: not started yet");
   ClusterView view = membership->View();
@@ -237,7 +245,7 @@ absl::Status ClusterNode::CreateShardedCollection(const CollectionSpec& spec) {
     return absl::UnavailableError("cluster: no coordinator is elected yet; retry");
   }
   if (view.coordinator == options_.node_id) {
-    if (absl::Status s = CreateAsCoordinator(spec); !s.ok()) return s;
+    if (absl::Status s = local(); !s.ok()) return s;
   } else {
     auto address = view.nodes.find(view.coordinator);
     if (address == view.nodes.end()) {
@@ -245,13 +253,14 @@ absl::Status ClusterNode::CreateShardedCollection(const CollectionSpec& spec) {
     }
     absl::StatusOr<std::shared_ptr<client::Client>> peer = Peer(address->second);
     if (!peer.ok()) return peer.status();
-    if (absl::Status s = (*peer)->CreateCollection(spec).status(); !s.ok()) return s;
+    if (absl::Status s = remote(**peer); !s.ok()) return s;
   }
-  // Return only once this node routes to the new map.
+  // Return only once this node routes accordingly.
   const absl::Time deadline = absl::Now() + options_.peer_timeout;
-  while (!membership->Refresh().collections.contains(spec.name)) {
+  while (membership->Refresh().collections.contains(name) != present_after) {
     if (absl::Now() > deadline) {
-      return absl::UnavailableError("cluster: the shard map of " + spec.name + " is not visible");
+      return absl::UnavailableError(absl::StrCat("cluster: the shard map of ", name, " is not ",
+                                                 present_after ? "visible" : "gone", " yet"));
     }
     absl::SleepFor(absl::Milliseconds(50));
   }

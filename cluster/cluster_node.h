@@ -23,6 +23,7 @@
 #define SHOAL_CLUSTER_CLUSTER_NODE_H_
 
 #include <atomic>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -140,6 +141,11 @@ class ClusterNode {
                                       uint64_t first_kept);
   absl::Status CreateAsCoordinator(const CollectionSpec& spec);
   absl::Status DropAsCoordinator(const std::string& name);
+  // Runs `local` when this node is the coordinator, else `remote` on the coordinator; then waits
+  // (up to peer_timeout) until this node's view holds `name` (present_after) or not.
+  absl::Status AtCoordinator(const std::string& name, bool present_after,
+                             const std::function<absl::Status()>& local,
+                             const std::function<absl::Status(client::Client&)>& remote);
   // Drops local shard copies of collections no map names any more, with their files.
   void SweepDropped(const ClusterView& view);
 
