@@ -258,8 +258,17 @@ std::pair<uint64_t, bool> ShardReplica::ApplyFetched(
 
 absl::Status ShardReplica::ApplyOne(ApplyGroup& group) {
   const WriteOptions options{.sync = false, .tenant = group.tenant};
-  if (!group.upserts.empty()) return local_->Upsert(local_name_, group.upserts, options);
-  return local_->Delete(local_name_, group.deletes, options).status();
+  absl::Status s = group.upserts.empty()
+                       ? local_->Delete(local_name_, group.deletes, options).status()
+                       : local_->Upsert(local_name_, group.upserts, options);
+  if (!absl::IsInvalidArgument(s) || group.upserts.size() <= 1) return s;
+  // The DB refuses a batch as a whole: one record that can never apply must not take the
+  // group's other entries with it, so the records go again one by one (as before grouping).
+  for (const Record& record : group.upserts) {
+    absl::Status one = local_->Upsert(local_name_, std::span<const Record>(&record, 1), options);
+    if (!one.ok() && !absl::IsInvalidArgument(one)) return one;
+  }
+  return absl::OkStatus();
 }
 
 void ShardReplica::MaybeRecord(bool force) {
