@@ -51,6 +51,7 @@ class Reader {
   size_t offset() const { return offset_; }
   template <typename T>
   void Get(T* v, size_t count) {
+    if (count == 0) return;  // v may be an empty vector's null data()
     std::memcpy(v, bytes_.data() + offset_, count * sizeof(T));
     offset_ += count * sizeof(T);
   }
