@@ -45,8 +45,7 @@ absl::StatusOr<SnapshotInfo> SnapshotShelf::Create(DB& db, absl::string_view req
   }
   absl::StatusOr<std::string> path = Path(name);
   if (!path.ok()) return path.status();
-  std::error_code ec;
-  fs::create_directories(dir_, ec);
+  // DB::Snapshot creates the shelf directory (through the DB's FileSystem) if it is missing.
   if (absl::Status s = db.Snapshot(*path); !s.ok()) {
     if (absl::IsAlreadyExists(s)) {
       return absl::AlreadyExistsError(absl::StrCat("name: snapshot \"", name, "\" exists"));
