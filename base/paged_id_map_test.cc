@@ -36,7 +36,9 @@ TEST(PagedIdMapTest, AgreesWithAnOrderedMap) {
     const uint64_t probe = rng() % 5000;
     const std::string* got = map.Find(probe);
     ASSERT_EQ(got != nullptr, model.contains(probe));
-    if (got != nullptr) ASSERT_EQ(*got, model[probe]);
+    if (got != nullptr) {
+      ASSERT_EQ(*got, model[probe]);
+    }
   }
   using Entries = std::vector<std::pair<uint64_t, std::string>>;
   Entries listed;

@@ -257,7 +257,9 @@ TEST_F(FaultTest, ConcurrentWritesToTheSameKeysAgreeInMemoryAndOnDisk) {
   ASSERT_TRUE(after.ok());
   for (size_t i = 0; i < keys.size(); ++i) {
     ASSERT_EQ((*before)[i].has_value(), (*after)[i].has_value()) << i;
-    if ((*before)[i]) EXPECT_EQ((*before)[i]->vector, (*after)[i]->vector) << i;
+    if ((*before)[i]) {
+      EXPECT_EQ((*before)[i]->vector, (*after)[i]->vector) << i;
+    }
   }
   auto hits_after = db_->Search("c", R(0).vector, {.k = 100});
   ASSERT_TRUE(hits_after.ok());

@@ -84,7 +84,9 @@ TEST(PowerLossTest, RandomCyclesKeepEverySyncedWriteAndAPrefixOfTheRest) {
     {
       auto db = db::DBImpl::Open(dir, options, {&fs, fs.rocksdb_env()});
       ASSERT_TRUE(db.ok()) << db.status();
-      if (cycle == 0) ASSERT_TRUE((*db)->CreateCollection({"c", kDim, Metric::kL2}).ok());
+      if (cycle == 0) {
+        ASSERT_TRUE((*db)->CreateCollection({"c", kDim, Metric::kL2}).ok());
+      }
       State state = durable;
       const int ops = 40 + static_cast<int>(rng() % 120);
       for (int i = 0; i < ops; ++i) {
@@ -162,7 +164,9 @@ TEST(PowerLossTest, ASyncedCallThatChangesNothingMakesEarlierWritesDurable) {
     {
       auto db = db::DBImpl::Open(dir, Options(), {&fs, fs.rocksdb_env()});
       ASSERT_TRUE(db.ok()) << db.status();
-      if (i == 0) ASSERT_TRUE((*db)->CreateCollection({"c", kDim, Metric::kL2}).ok());
+      if (i == 0) {
+        ASSERT_TRUE((*db)->CreateCollection({"c", kDim, Metric::kL2}).ok());
+      }
       const std::vector<Record> one = {R(i, i + 1)};
       ASSERT_TRUE((*db)->Upsert("c", one, {.sync = false}).ok());
       const absl::Status s = no_ops[i](**db);

@@ -197,7 +197,9 @@ TEST_F(ScanTest, PagingAcrossConcurrentUpsertsAndDeletesReturnsEveryStableKeyOnc
         put.push_back(R(fresh++, 1));
       }
       EXPECT_TRUE(db_->Upsert("c", put, {}).ok());
-      if (!del.empty()) EXPECT_TRUE(db_->Delete("c", del, {}).ok());
+      if (!del.empty()) {
+        EXPECT_TRUE(db_->Delete("c", del, {}).ok());
+      }
       ++round;
     }
   });

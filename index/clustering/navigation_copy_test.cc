@@ -84,12 +84,16 @@ TEST(NavigationCopyTest, BoundedDistanceIsExactOrAboveTheBoundAndBelowTheDistanc
             early += got != full;
             EXPECT_LE(got, full * (1 + 2e-3f) + 1e-2f) << "dim " << dim << " row " << r;
           }
-          if (fraction >= 1.01f) EXPECT_EQ(got, full);
+          if (fraction >= 1.01f) {
+            EXPECT_EQ(got, full);
+          }
         }
       }
     }
     // The bounds do cut work short (not asserted per row: rounding may let a row through).
-    if (dim >= 64) EXPECT_GT(early, total / 10) << "dim " << dim;
+    if (dim >= 64) {
+      EXPECT_GT(early, total / 10) << "dim " << dim;
+    }
   }
 }
 

@@ -245,7 +245,9 @@ TEST(DistanceTest, HalfKernelsEveryLevelMatchReference) {
         } else {
           EXPECT_LE(got, full) << what << " bound " << bound;
         }
-        if (fraction > 1) EXPECT_EQ(got, full) << what;
+        if (fraction > 1) {
+          EXPECT_EQ(got, full) << what;
+        }
         // Dimensions beyond the first check always allow an early stop below a tiny bound.
         if (fraction == 0 && dim >= 2 * internal::kHalfCheckDims && full > 0) {
           EXPECT_LT(got, full) << what;

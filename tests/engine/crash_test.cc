@@ -166,7 +166,9 @@ void CheckDatabase(const std::string& dir, Oracle& oracle, int cycle) {
         << "cycle " << cycle << " key " << k << ": found version "
         << (found ? std::to_string(*found) : "none") << ", acknowledged "
         << (allowed[0] ? std::to_string(*allowed[0]) : "deleted");
-    if (found) ASSERT_EQ((*got)[i]->vector, test::CrashRecord(k, *found).vector);
+    if (found) {
+      ASSERT_EQ((*got)[i]->vector, test::CrashRecord(k, *found).vector);
+    }
     // Tenant rows are written with the record: its owner is there, and its grant iff acked.
     if (found) {
       auto tenants = db.ListKeyTenants("crash", k);

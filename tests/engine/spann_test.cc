@@ -260,7 +260,9 @@ TEST_F(SpannSyntheticTest, BuildReportsItsPhasesWithAFractionThatNeverDecreases)
   ASSERT_TRUE(built.ok()) << built;
   std::vector<std::string> phases;
   for (size_t i = 0; i < seen.size(); ++i) {
-    if (i > 0) EXPECT_GE(seen[i].fraction, seen[i - 1].fraction) << seen[i].phase;
+    if (i > 0) {
+      EXPECT_GE(seen[i].fraction, seen[i - 1].fraction) << seen[i].phase;
+    }
     if (phases.empty() || phases.back() != seen[i].phase) phases.push_back(seen[i].phase);
   }
   EXPECT_EQ(phases, (std::vector<std::string>{"reading", "clustering", "assigning", "encoding",
