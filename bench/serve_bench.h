@@ -28,7 +28,9 @@ struct ServeBenchOptions {
   size_t batch = 100;          // queries per Search call
   size_t ingest_batch = 1000;  // records per Upsert / Ingest message
   int streams = 2;             // ingest threads (embedded) and streams (gRPC)
-  size_t max_records = 0;      // ingest at most this many base vectors (0 = all)
+  size_t max_records = 0;
+  int runs = 3;  // timed search passes per path, alternating which path goes first; best kept //
+                 // ingest at most this many base vectors (0 = all)
 };
 
 absl::Status RunServeBench(const ServeBenchOptions& options);
