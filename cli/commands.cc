@@ -283,10 +283,11 @@ std::vector<Command> AdminCommands() {
        false,
        Stats},
       {"cluster",
-       "status|nodes|shards [COLLECTION]",
-       2,
+       "status|nodes|shards [COLLECTION] | move COLLECTION SHARD FROM TO",
+       5,
        {},
-       "cluster mode: this node's view of the nodes, the coordinator and the shard maps",
+       "cluster mode: this node's view of the nodes, the coordinator and the shard maps; "
+       "move a shard's replica between nodes",
        false,
        Cluster},
   };

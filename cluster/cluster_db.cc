@@ -58,6 +58,9 @@ absl::StatusOr<CollectionInfo> ClusterDB::DescribeCollection(std::string_view na
 // The sum over one live replica per shard; a shard no replica answers for counts as 0.
 absl::StatusOr<CollectionInfo> ClusterDB::DescribeSharded(const ShardMap& map) const {
   CollectionInfo info{.spec = map.spec};
+  for (const auto& [alias, target] : node_->View().aliases) {
+    if (target == map.spec.name) info.aliases.push_back(alias);  // sorted: the view's order
+  }
   for (uint32_t shard = 0; shard < map.spec.shards; ++shard) {
     const std::string local_name = ShardCollectionName(map.spec.name, shard);
     for (const Replica& replica : node_->Replicas(map, shard)) {
@@ -80,21 +83,12 @@ absl::StatusOr<CollectionInfo> ClusterDB::DescribeSharded(const ShardMap& map) c
 }
 
 absl::Status ClusterDB::DropCollection(std::string_view name) {
-  if (IsSharded(name)) return node_->DropShardedCollection(std::string(name));
+  // By its own name only (not through an alias), as DB::DropCollection.
+  if (node_->View().collections.contains(std::string(name))) {
+    return node_->DropShardedCollection(std::string(name));
+  }
   return local_->DropCollection(name);
 }
-
-absl::Status ClusterDB::CreateAlias(std::string_view alias, std::string_view collection) {
-  return local_->CreateAlias(alias, collection);
-}
-
-absl::Status ClusterDB::AlterAlias(std::string_view alias, std::string_view collection) {
-  return local_->AlterAlias(alias, collection);
-}
-
-absl::Status ClusterDB::DropAlias(std::string_view alias) { return local_->DropAlias(alias); }
-
-absl::StatusOr<std::vector<AliasInfo>> ClusterDB::ListAliases() { return local_->ListAliases(); }
 
 absl::Status ClusterDB::BuildIndex(std::string_view collection, std::string_view spec,
                                    const IndexBuildProgressFn& progress) {
@@ -117,68 +111,91 @@ absl::Status ClusterDB::Compact(std::string_view collection) {
 absl::Status ClusterDB::Snapshot(const std::string& dir) { return local_->Snapshot(dir); }
 
 absl::Status ClusterDB::CreateTenant(std::string_view collection, const TenantSpec& spec) {
-  if (IsSharded(collection)) return NotYetSharded("CreateTenant", collection);
+  if (std::optional<ShardMap> map = node_->FindShardMap(collection)) {
+    return CreateShardedTenant(*map, spec);
+  }
   return local_->CreateTenant(collection, spec);
 }
 
 absl::StatusOr<uint64_t> ClusterDB::DropTenant(std::string_view collection, std::string_view tenant,
                                                const WriteOptions& options) {
-  if (IsSharded(collection)) return NotYetSharded("DropTenant", collection);
+  if (std::optional<ShardMap> map = node_->FindShardMap(collection)) {
+    return DeleteShardedTenantRecords(*map, tenant, TenantOpCall::Kind::kDrop);
+  }
   return local_->DropTenant(collection, tenant, options);
 }
 
 absl::StatusOr<TenantPage> ClusterDB::ListTenants(std::string_view collection, uint32_t page_size,
                                                   std::string_view page_token) {
-  if (IsSharded(collection)) return NotYetSharded("ListTenants", collection);
+  if (std::optional<ShardMap> map = node_->FindShardMap(collection)) {
+    return ListShardedTenants(*map, page_size, page_token);
+  }
   return local_->ListTenants(collection, page_size, page_token);
 }
 
 absl::StatusOr<TenantInfo> ClusterDB::DescribeTenant(std::string_view collection,
                                                      std::string_view tenant) {
-  if (IsSharded(collection)) return NotYetSharded("DescribeTenant", collection);
+  if (std::optional<ShardMap> map = node_->FindShardMap(collection)) {
+    return DescribeShardedTenant(*map, tenant);
+  }
   return local_->DescribeTenant(collection, tenant);
 }
 
 absl::Status ClusterDB::SetTenantQuotas(std::string_view collection, std::string_view tenant,
                                         const TenantQuotas& quotas) {
-  if (IsSharded(collection)) return NotYetSharded("SetTenantQuotas", collection);
+  if (std::optional<ShardMap> map = node_->FindShardMap(collection)) {
+    return SetShardedTenant(*map, tenant,
+                            {.kind = TenantOpCall::Kind::kSetQuotas, .quotas = quotas});
+  }
   return local_->SetTenantQuotas(collection, tenant, quotas);
 }
 
 absl::Status ClusterDB::SetTenantState(std::string_view collection, std::string_view tenant,
                                        TenantState state) {
-  if (IsSharded(collection)) return NotYetSharded("SetTenantState", collection);
+  if (std::optional<ShardMap> map = node_->FindShardMap(collection)) {
+    return SetShardedTenant(*map, tenant, {.kind = TenantOpCall::Kind::kSetState, .state = state});
+  }
   return local_->SetTenantState(collection, tenant, state);
 }
 
 absl::Status ClusterDB::Grant(std::string_view collection, std::string_view tenant,
                               std::span<const Key> keys, const WriteOptions& options) {
-  if (IsSharded(collection)) return NotYetSharded("Grant", collection);
+  if (std::optional<ShardMap> map = node_->FindShardMap(collection)) {
+    return GrantSharded(*map, tenant, keys, TenantOpCall::Kind::kGrant);
+  }
   return local_->Grant(collection, tenant, keys, options);
 }
 
 absl::Status ClusterDB::Revoke(std::string_view collection, std::string_view tenant,
                                std::span<const Key> keys, const WriteOptions& options) {
-  if (IsSharded(collection)) return NotYetSharded("Revoke", collection);
+  if (std::optional<ShardMap> map = node_->FindShardMap(collection)) {
+    return GrantSharded(*map, tenant, keys, TenantOpCall::Kind::kRevoke);
+  }
   return local_->Revoke(collection, tenant, keys, options);
 }
 
 absl::StatusOr<std::vector<std::string>> ClusterDB::ListKeyTenants(std::string_view collection,
                                                                    const Key& key) {
-  if (IsSharded(collection)) return NotYetSharded("ListKeyTenants", collection);
+  if (std::optional<ShardMap> map = node_->FindShardMap(collection)) {
+    return ListShardedKeyTenants(*map, key);
+  }
   return local_->ListKeyTenants(collection, key);
 }
 
 absl::StatusOr<uint64_t> ClusterDB::CountByTenant(std::string_view collection,
                                                   std::string_view tenant, bool owned_only) {
-  if (IsSharded(collection)) return NotYetSharded("CountByTenant", collection);
+  if (std::optional<ShardMap> map = node_->FindShardMap(collection)) {
+    return CountShardedByTenant(*map, tenant, owned_only);
+  }
   return local_->CountByTenant(collection, tenant, owned_only);
 }
 
 absl::StatusOr<uint64_t> ClusterDB::DeleteByTenant(std::string_view collection,
                                                    std::string_view tenant,
                                                    const WriteOptions& options) {
-  if (IsSharded(collection)) return NotYetSharded("DeleteByTenant", collection);
+  if (std::optional<ShardMap> map = node_->FindShardMap(collection)) {
+    return DeleteShardedTenantRecords(*map, tenant, TenantOpCall::Kind::kDeleteRecords);
+  }
   return local_->DeleteByTenant(collection, tenant, options);
 }
 

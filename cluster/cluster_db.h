@@ -20,7 +20,11 @@
 //   - DropCollection of a sharded collection: the coordinator deletes its shard map, streams
 //     and applied sequences; every node drops its copies as it sees the map gone
 //     (cluster_drop.cc).
-// Tenants and aliases of a sharded collection are UNIMPLEMENTED for now.
+//   - Tenants of a sharded collection (cluster_tenants.cc): every copy keeps every tenant;
+//     tenant changes are log entries applied in order with the writes, and a change answers
+//     once one replica per shard has applied it. A write for a tenant is checked first (the
+//     tenant exists, existing keys are its own). Vector and byte quotas: UNIMPLEMENTED.
+// Aliases of a sharded collection are UNIMPLEMENTED for now.
 //
 // Errors: as DB, plus UNAVAILABLE when NATS, etcd or every replica of a shard is away (naming
 // the shard), UNIMPLEMENTED for calls sharded collections do not support yet.
@@ -37,7 +41,10 @@
 #include <string_view>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
+#include "absl/synchronization/mutex.h"
 #include "cluster/cluster_node.h"
+#include "cluster/shard_apply.h"
 #include "shoal/db.h"
 
 namespace shoal::cluster {
@@ -150,9 +157,48 @@ class ClusterDB : public DB {
   using CopyCall = std::function<absl::Status(const std::string& name, client::Client* peer)>;
   absl::Status OnEveryCopy(const ShardMap& map, const CopyCall& call);
 
+  // Tenants of a sharded collection (cluster_tenants.cc).
+  // Calls `call` on one live replica of the shard (this node's copy first, then the next
+  // when TryAnotherReplica); a tenant's NOT_FOUND is the answer. UNAVAILABLE naming the shard
+  // when none answers.
+  absl::Status OnOneReplica(const ShardMap& map, uint32_t shard, const CopyCall& call) const;
+  // Appends each (shard, op) to its shard's stream and waits until one replica of each
+  // shard has applied it.
+  absl::Status PublishTenantOp(const ShardMap& map, const std::string& tenant,
+                               const std::vector<std::pair<uint32_t, TenantOpCall>>& ops);
+  absl::Status PublishToEveryShard(const ShardMap& map, const std::string& tenant,
+                                   const TenantOpCall& op);
+  absl::StatusOr<TenantInfo> DescribeShardedTenant(const ShardMap& map,
+                                                   std::string_view tenant) const;
+  // NOT_FOUND unless the tenant exists (remembered per node once seen).
+  absl::Status CheckTenantExists(const ShardMap& map, std::string_view tenant);
+  void ForgetTenant(const ShardMap& map, std::string_view tenant);
+  absl::Status CheckTenantWrite(const ShardMap& map, std::string_view tenant,
+                                std::span<const Key> keys, bool upsert);
+  absl::Status CreateShardedTenant(const ShardMap& map, const TenantSpec& spec);
+  absl::StatusOr<uint64_t> DeleteShardedTenantRecords(const ShardMap& map, std::string_view tenant,
+                                                      TenantOpCall::Kind kind);
+  absl::Status SetShardedTenant(const ShardMap& map, std::string_view tenant,
+                                const TenantOpCall& op);
+  absl::Status GrantSharded(const ShardMap& map, std::string_view tenant, std::span<const Key> keys,
+                            TenantOpCall::Kind kind);
+  absl::StatusOr<TenantPage> ListShardedTenants(const ShardMap& map, uint32_t page_size,
+                                                std::string_view page_token) const;
+  absl::StatusOr<uint64_t> CountShardedByTenant(const ShardMap& map, std::string_view tenant,
+                                                bool owned_only) const;
+  absl::StatusOr<std::vector<std::string>> ListShardedKeyTenants(const ShardMap& map,
+                                                                 const Key& key) const;
+
   std::unique_ptr<DB> local_;
   ClusterNode* const node_;
+  absl::Mutex tenants_mu_;
+  // "<collection>/<incarnation>/<tenant>" of tenants seen to exist (CheckTenantExists).
+  absl::flat_hash_set<std::string> known_tenants_ ABSL_GUARDED_BY(tenants_mu_);
 };
+
+// Errors after which another replica of a shard may answer: the node or its copy is away or
+// behind.
+bool TryAnotherReplica(const absl::Status& status);
 
 }  // namespace shoal::cluster
 

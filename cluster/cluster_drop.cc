@@ -28,6 +28,12 @@ absl::Status ClusterNode::DropAsCoordinator(const std::string& name) {
   if (map == view.collections.end()) {
     return absl::NotFoundError(absl::StrCat("collection: '", name, "' not found"));
   }
+  for (const auto& [alias, target] : view.aliases) {
+    if (target == name) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("collection: '", name, "' has alias '", alias, "'; drop the alias first"));
+    }
+  }
   if (absl::Status s = etcd_.Delete(kCollectionsPrefix + name); !s.ok()) return s;
   // The map is gone: nothing routes to the streams any more. What is left below is garbage
   // a failure only leaves behind (a re-create makes the streams anew and publishes afresh).

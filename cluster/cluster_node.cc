@@ -224,6 +224,10 @@ void ClusterNode::Reconcile(const ClusterView& view) {
 std::optional<ShardMap> ClusterNode::FindShardMap(std::string_view collection) const {
   ClusterView view = View();
   auto it = view.collections.find(std::string(collection));
+  if (it != view.collections.end()) return it->second;
+  auto alias = view.aliases.find(std::string(collection));
+  if (alias == view.aliases.end()) return std::nullopt;
+  it = view.collections.find(alias->second);
   if (it == view.collections.end()) return std::nullopt;
   return it->second;
 }

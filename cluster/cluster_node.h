@@ -84,7 +84,15 @@ class ClusterNode {
 
   ClusterView View() const;
   const std::string& node_id() const { return options_.node_id; }
+  // The shard map of a sharded collection, by name or by an alias of it (nullopt: neither).
   std::optional<ShardMap> FindShardMap(std::string_view collection) const;
+  // Aliases of sharded collections (cluster_aliases.cc): /shoal/aliases/<alias> in etcd, seen
+  // by every node's view. Writes `alias` -> `collection` (create: only if absent, else
+  // ALREADY_EXISTS; otherwise only if present, else NOT_FOUND) and waits for this node's view.
+  // UNAVAILABLE when etcd is away.
+  absl::Status PutAlias(const std::string& alias, const std::string& collection, bool create);
+  // NOT_FOUND when absent.
+  absl::Status DeleteAlias(const std::string& alias);
 
   // Creates a sharded collection: on the coordinator, assigns shards to the live nodes, makes
   // the shard streams and writes the shard map; elsewhere, asks the coordinator. Then waits
@@ -96,6 +104,14 @@ class ClusterNode {
   // waits until this node's view lacks the map; every node drops its copies as it sees that.
   // NOT_FOUND, UNAVAILABLE (no coordinator, etcd away).
   absl::Status DropShardedCollection(const std::string& name);
+  // Moves a replica of the shard from node `from` to node `to` (shoal cluster move): on the
+  // coordinator, writes the move into the shard map (ShardMap::move; `to` catches up, then
+  // completes it as for a planned move); elsewhere, asks the coordinator. Returns the map's
+  // version with the move. NOT_FOUND (no such sharded collection), INVALID_ARGUMENT and
+  // FAILED_PRECONDITION as RequestMove (shard_map.h), UNAVAILABLE (no coordinator, etcd away),
+  // ABORTED when the map changed meanwhile (retry).
+  absl::StatusOr<int64_t> MoveShard(const std::string& collection, uint32_t shard,
+                                    const std::string& from, const std::string& to);
   // This node's running shard copies (metrics, tools).
   std::vector<std::shared_ptr<ShardReplica>> LocalReplicas() const;
 
@@ -141,6 +157,8 @@ class ClusterNode {
                                       uint64_t first_kept);
   absl::Status CreateAsCoordinator(const CollectionSpec& spec);
   absl::Status DropAsCoordinator(const std::string& name);
+  absl::StatusOr<int64_t> MoveAsCoordinator(const std::string& collection, uint32_t shard,
+                                            const std::string& from, const std::string& to);
   // Runs `local` when this node is the coordinator, else `remote` on the coordinator; then waits
   // (up to peer_timeout) until this node's view holds `name` (present_after) or not.
   absl::Status AtCoordinator(const std::string& name, bool present_after,

@@ -10,12 +10,6 @@
 namespace shoal::cluster {
 namespace {
 
-// Errors after which the next replica may answer: the node or its copy is away or behind.
-bool TryAnother(const absl::Status& status) {
-  return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
-         absl::IsNotFound(status) || absl::IsAborted(status) || absl::IsInternal(status);
-}
-
 absl::Status NoReplica(const ShardMap& map, uint32_t shard, const absl::Status& last) {
   return absl::UnavailableError(absl::StrCat("collection '", map.spec.name, "' shard ", shard,
                                              ": no replica answered (last: ", last.ToString(),
@@ -77,7 +71,7 @@ absl::StatusOr<std::vector<std::vector<Hit>>> ClusterDB::SearchShard(
       absl::StatusOr<std::shared_ptr<client::Client>> peer = node_->Peer(replica.address);
       hits = peer.ok() ? (*peer)->Search(local_name, queries, forwarded) : peer.status();
     }
-    if (hits.ok() || !TryAnother(hits.status())) return hits;
+    if (hits.ok() || !TryAnotherReplica(hits.status())) return hits;
     last = hits.status();
   }
   return NoReplica(map, shard, last);
@@ -134,7 +128,7 @@ absl::StatusOr<std::vector<std::optional<Record>>> ClusterDB::GetShard(
       absl::StatusOr<std::shared_ptr<client::Client>> peer = node_->Peer(replica.address);
       records = peer.ok() ? (*peer)->Get(local_name, keys, forwarded) : peer.status();
     }
-    if (records.ok() || !TryAnother(records.status())) return records;
+    if (records.ok() || !TryAnotherReplica(records.status())) return records;
     last = records.status();
   }
   return NoReplica(map, shard, last);

@@ -7,31 +7,38 @@
 
 #include "absl/strings/str_cat.h"
 #include "cluster/cluster_db.h"
-#include "rpc/convert.h"
-#include "shoal/cluster/v1/shard_log.pb.h"
+#include "cluster/shard_log_codec.h"
 #include "shoal/record_checks.h"
 
 namespace shoal::cluster {
 namespace {
 
-absl::Status CheckKey(const Key& key, const std::string& field) {
+// keys[i]; the message names it.
+absl::Status CheckKey(const Key& key, size_t i) {
   if (const std::string* text = std::get_if<std::string>(&key)) {
     if (text->empty() || text->size() > kMaxKeyBytes) {
       return absl::InvalidArgumentError(
-          absl::StrCat(field, ": a string key must be 1..", kMaxKeyBytes, " bytes"));
+          absl::StrCat("keys[", i, "]: a string key must be 1..", kMaxKeyBytes, " bytes"));
     }
   }
   return absl::OkStatus();
 }
 
+// Each shard's indexes into a write's records or keys, by shard (ShardOfKey).
+template <typename Item, typename KeyOf>
+std::map<uint32_t, std::vector<uint32_t>> ByShard(std::span<const Item> items, uint32_t shards,
+                                                  KeyOf key_of) {
+  std::map<uint32_t, std::vector<uint32_t>> out;
+  for (size_t i = 0; i < items.size(); ++i) {
+    out[ShardOfKey(key_of(items[i]), shards)].push_back(static_cast<uint32_t>(i));
+  }
+  return out;
+}
+
 // Appends each shard's entry, all in flight at once; the first failure is returned (other
 // shards may be written).
 absl::Status PublishEntries(ShardLog& log, const std::string& collection,
-                            const std::map<uint32_t, cluster::v1::ShardLogEntry>& entries) {
-  std::vector<std::pair<uint32_t, std::string>> payloads;
-  payloads.reserve(entries.size());
-  for (const auto& [shard, entry] : entries)
-    payloads.emplace_back(shard, entry.SerializeAsString());
+                            std::span<const std::pair<uint32_t, std::string>> payloads) {
   absl::StatusOr<std::vector<uint64_t>> sequences = log.PublishAll(collection, payloads);
   if (!sequences.ok()) {
     return absl::Status(
@@ -56,15 +63,22 @@ absl::Status ClusterDB::Upsert(std::string_view collection, std::span<const Reco
                                const WriteOptions& options) {
   std::optional<ShardMap> map = node_->FindShardMap(collection);
   if (!map) return local_->Upsert(collection, records, options);
-  if (!options.tenant.empty()) return NotYetSharded("a write for a tenant", collection);
   if (absl::Status s = CheckRecords(*map, records); !s.ok()) return s;
-  std::map<uint32_t, cluster::v1::ShardLogEntry> entries;
-  for (const Record& record : records) {
-    cluster::v1::ShardLogEntry& entry = entries[ShardOfKey(record.key, map->spec.shards)];
-    entry.set_tenant(options.tenant);
-    rpc::RecordToProto(record, entry.add_upserts());
+  if (!options.tenant.empty()) {
+    std::vector<Key> keys;
+    keys.reserve(records.size());
+    for (const Record& record : records) keys.push_back(record.key);
+    if (absl::Status s = CheckTenantWrite(*map, options.tenant, keys, /*upsert=*/true); !s.ok()) {
+      return s;
+    }
   }
-  return PublishEntries(node_->log(), map->spec.name, entries);
+  // Each shard's entry is encoded straight from the records (shard_log_codec.h).
+  std::vector<std::pair<uint32_t, std::string>> payloads;
+  for (const auto& [shard, which] :
+       ByShard(records, map->spec.shards, [](const Record& r) -> const Key& { return r.key; })) {
+    payloads.emplace_back(shard, EncodeUpserts(records, which, options.tenant));
+  }
+  return PublishEntries(node_->log(), map->spec.name, payloads);
 }
 
 // Returns how many keys were given (a sharded delete is acknowledged before any replica
@@ -73,16 +87,21 @@ absl::StatusOr<uint64_t> ClusterDB::Delete(std::string_view collection, std::spa
                                            const WriteOptions& options) {
   std::optional<ShardMap> map = node_->FindShardMap(collection);
   if (!map) return local_->Delete(collection, keys, options);
-  if (!options.tenant.empty()) return NotYetSharded("a write for a tenant", collection);
   if (keys.empty()) return absl::InvalidArgumentError("keys: empty");
-  std::map<uint32_t, cluster::v1::ShardLogEntry> entries;
   for (size_t i = 0; i < keys.size(); ++i) {
-    if (absl::Status s = CheckKey(keys[i], absl::StrCat("keys[", i, "]")); !s.ok()) return s;
-    cluster::v1::ShardLogEntry& entry = entries[ShardOfKey(keys[i], map->spec.shards)];
-    entry.set_tenant(options.tenant);
-    rpc::KeyToProto(keys[i], entry.add_deletes());
+    if (absl::Status s = CheckKey(keys[i], i); !s.ok()) return s;
   }
-  if (absl::Status s = PublishEntries(node_->log(), map->spec.name, entries); !s.ok()) return s;
+  if (!options.tenant.empty()) {
+    if (absl::Status s = CheckTenantWrite(*map, options.tenant, keys, /*upsert=*/false); !s.ok()) {
+      return s;
+    }
+  }
+  std::vector<std::pair<uint32_t, std::string>> payloads;
+  for (const auto& [shard, which] :
+       ByShard(keys, map->spec.shards, [](const Key& k) -> const Key& { return k; })) {
+    payloads.emplace_back(shard, EncodeDeletes(keys, which, options.tenant));
+  }
+  if (absl::Status s = PublishEntries(node_->log(), map->spec.name, payloads); !s.ok()) return s;
   return keys.size();
 }
 

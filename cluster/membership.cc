@@ -115,6 +115,8 @@ ClusterView Membership::Refresh() {
       view.nodes[kv.key.substr(sizeof(kNodesPrefix) - 1)] = node.value("address", "");
     } else if (kv.key == kCoordinatorKey) {
       view.coordinator = kv.value;
+    } else if (absl::StartsWith(kv.key, kAliasesPrefix)) {
+      view.aliases[kv.key.substr(sizeof(kAliasesPrefix) - 1)] = kv.value;
     } else if (absl::StartsWith(kv.key, kCollectionsPrefix)) {
       absl::StatusOr<ShardMap> map = DecodeShardMap(kv.value);
       if (!map.ok()) {

@@ -3,6 +3,7 @@
 //   /shoal/nodes/<id>           {"address": "HOST:PORT"}  under this node's lease
 //   /shoal/coordinator          "<id>"                    under the coordinator's lease
 //   /shoal/collections/<name>   a ShardMap (shard_map.h)  written by the coordinator
+//   /shoal/aliases/<alias>      "<collection>"            an alias of a sharded collection
 //
 // Start() grants a lease (ttl), registers the node and campaigns for coordinator: an etcd txn
 // that writes /shoal/coordinator only if it does not exist (create_revision == 0), on the
@@ -35,6 +36,7 @@ namespace shoal::cluster {
 inline constexpr char kNodesPrefix[] = "/shoal/nodes/";
 inline constexpr char kCoordinatorKey[] = "/shoal/coordinator";
 inline constexpr char kCollectionsPrefix[] = "/shoal/collections/";
+inline constexpr char kAliasesPrefix[] = "/shoal/aliases/";
 
 // What this node last read from etcd.
 struct ClusterView {
@@ -42,8 +44,9 @@ struct ClusterView {
   std::string coordinator;                   // node id; "" while none is elected
   std::map<std::string, ShardMap> collections;
   std::map<std::string, int64_t> collection_revisions;  // etcd mod_revision of each map
-  int64_t revision = 0;                                 // etcd revision of the read
-  bool etcd_reachable = false;                          // the last read succeeded
+  std::map<std::string, std::string> aliases;  // alias -> sharded collection (cluster_aliases.cc)
+  int64_t revision = 0;                        // etcd revision of the read
+  bool etcd_reachable = false;                 // the last read succeeded
 };
 
 class Membership {

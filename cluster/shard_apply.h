@@ -4,6 +4,7 @@
 // one Delete, as long as no key repeats inside the group (a repeated key closes the group, so
 // the later write still lands after the earlier one). One DB call per 500-record batch instead
 // of one per entry: the replica's fixed cost per call (locks, one RocksDB batch) is shared.
+// A tenant operation (create, drop, grant, ...) is a group of its own.
 //
 //   ApplyGrouper grouper;
 //   for (msg : fetched) SHOAL_RETURN_IF_ERROR(grouper.Add(sequence, data, size));
@@ -15,25 +16,53 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
+#include "shoal/db.h"
+#include "shoal/tenants.h"
 #include "shoal/types.h"
 
 namespace shoal::cluster {
 
-// One local DB call: exactly one of `upserts` / `deletes` is non-empty.
+// A tenant operation of the log (shard_log.proto's TenantOp): one entry, applied alone.
+struct TenantOpCall {
+  enum class Kind { kCreate, kDrop, kSetQuotas, kSetState, kGrant, kRevoke, kDeleteRecords };
+  Kind kind = Kind::kCreate;
+  TenantQuotas quotas;                       // kCreate, kSetQuotas
+  TenantState state = TenantState::kActive;  // kSetState
+  std::vector<Key> keys;                     // kGrant, kRevoke
+};
+
+// One local DB call: a tenant operation (`op`, for `tenant`), or else exactly one of
+// `upserts` / `deletes` is non-empty.
 struct ApplyGroup {
   std::string tenant;
   std::vector<Record> upserts;
   std::vector<Key> deletes;
+  std::optional<TenantOpCall> op;
   uint64_t last_sequence = 0;  // the stream sequence of the group's last entry
 };
 
+// The bytes of a log entry carrying `op` for `tenant` (cluster_tenants.cc writes them).
+std::string EncodeTenantOp(const std::string& tenant, const TenantOpCall& op);
+
+// Applies `op` for `tenant` to the local collection `name` (a shard copy). An op the copy
+// already reflects (a re-applied tail: ALREADY_EXISTS, NOT_FOUND) or can never apply (a grant
+// of a key since deleted, a revoke from the owner) is done: OK, with a line on stderr. Other
+// errors (the DB unable to write) are returned: the replica tries again.
+absl::Status ApplyTenantOp(DB& db, const std::string& name, const std::string& tenant,
+                           const TenantOpCall& op);
+
 class ApplyGrouper {
  public:
+  // A group grows no larger (one entry alone may be larger): a DB call over this many records
+  // is well under Options::max_batch_records, and its write batch stays a few MB.
+  static constexpr size_t kMaxGroupRecords = 8192;
+
   // Decodes the entry at `sequence` (sequences must increase) and adds it to the current
   // group or starts a new one. INVALID_ARGUMENT (naming the sequence) when the bytes do not
   // decode or a record / key is malformed; nothing of that entry is added.
@@ -42,7 +71,7 @@ class ApplyGrouper {
   std::vector<ApplyGroup> Take();
 
  private:
-  bool Fits(bool upsert, const std::string& tenant) const;
+  bool Fits(bool upsert, const std::string& tenant, size_t count) const;
 
   std::vector<ApplyGroup> groups_;
   absl::flat_hash_set<Key> keys_;  // of the last group

@@ -80,5 +80,48 @@ TEST(ApplyGrouperTest, BytesThatDoNotDecodeAreInvalidArgumentAndAddNothing) {
   EXPECT_TRUE(grouper.Take().empty());
 }
 
+// A fetch of many large entries becomes several DB calls, none over kMaxGroupRecords.
+TEST(ApplyGrouperTest, GroupsStopGrowingAtTheirLimit) {
+  ApplyGrouper grouper;
+  std::vector<uint64_t> keys;
+  uint64_t next = 0;
+  for (uint64_t sequence = 1; sequence <= 40; ++sequence) {
+    keys.clear();
+    for (int i = 0; i < 500; ++i) keys.push_back(next++);
+    ASSERT_TRUE(Add(grouper, sequence, Upserts(keys)).ok());
+  }
+  std::vector<ApplyGroup> groups = grouper.Take();
+  size_t total = 0;
+  for (const ApplyGroup& group : groups) {
+    EXPECT_LE(group.upserts.size(), ApplyGrouper::kMaxGroupRecords);
+    total += group.upserts.size();
+  }
+  EXPECT_EQ(total, 20000u);
+  EXPECT_EQ(groups.size(), 3u);  // 16 entries of 500 fit in 8192
+  EXPECT_EQ(groups.back().last_sequence, 40u);
+}
+
+// A tenant operation is a group of its own, between the writes around it.
+TEST(ApplyGrouperTest, ATenantOpIsAGroupOfItsOwn) {
+  ApplyGrouper grouper;
+  ASSERT_TRUE(Add(grouper, 1, Upserts({1})).ok());
+  TenantOpCall grant{.kind = TenantOpCall::Kind::kGrant, .keys = {Key{uint64_t{1}}}};
+  ASSERT_TRUE(Add(grouper, 2, EncodeTenantOp("acme", grant)).ok());
+  ASSERT_TRUE(Add(grouper, 3, Upserts({2})).ok());
+  std::vector<ApplyGroup> groups = grouper.Take();
+  ASSERT_EQ(groups.size(), 3u);
+  ASSERT_TRUE(groups[1].op.has_value());
+  EXPECT_EQ(groups[1].tenant, "acme");
+  EXPECT_EQ(groups[1].op->kind, TenantOpCall::Kind::kGrant);
+  EXPECT_EQ(groups[1].op->keys, std::vector<Key>{Key{uint64_t{1}}});
+  EXPECT_EQ(groups[1].last_sequence, 2u);
+  EXPECT_FALSE(groups[2].op.has_value());
+  TenantOpCall state{.kind = TenantOpCall::Kind::kSetState, .state = TenantState::kOffloaded};
+  ASSERT_TRUE(Add(grouper, 4, EncodeTenantOp("acme", state)).ok());
+  groups = grouper.Take();
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].op->state, TenantState::kOffloaded);
+}
+
 }  // namespace
 }  // namespace shoal::cluster

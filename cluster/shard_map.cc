@@ -184,6 +184,35 @@ bool CompleteMove(ShardMap& map) {
   return true;
 }
 
+absl::Status RequestMove(const std::vector<std::string>& live, uint32_t shard,
+                         const std::string& from, const std::string& to, ShardMap& map) {
+  if (map.move) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "collection '", map.spec.name, "': shard ", map.move->shard, " is moving from ",
+        map.move->from, " to ", map.move->to, "; one move at a time"));
+  }
+  if (shard >= map.replicas.size()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("shard: ", shard, " is out of range (", map.replicas.size(), " shards)"));
+  }
+  std::vector<std::string>& nodes = map.replicas[shard];
+  if (std::find(nodes.begin(), nodes.end(), from) == nodes.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("from: node '", from, "' does not keep shard ", shard));
+  }
+  if (std::find(live.begin(), live.end(), to) == live.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("to: node '", to, "' is not live"));
+  }
+  if (std::find(nodes.begin(), nodes.end(), to) != nodes.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("to: node '", to, "' keeps shard ", shard, " already"));
+  }
+  nodes.push_back(to);
+  map.move = ShardMap::Move{.shard = shard, .from = from, .to = to};
+  ++map.version;
+  return absl::OkStatus();
+}
+
 bool ReadableReplica(const ShardMap& map, uint32_t shard, const std::string& node) {
   if (shard >= map.replicas.size()) return false;
   if (map.move && map.move->shard == shard && map.move->to == node) return false;

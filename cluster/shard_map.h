@@ -78,6 +78,12 @@ bool PlanMove(const std::vector<std::string>& live, ShardMap& map);
 // Completes map.move: drops `from` from the shard's replicas (when still there) and clears the
 // move; version + 1. False when there is no move.
 bool CompleteMove(ShardMap& map);
+// An operator's move (shoal cluster move): of one replica of `shard` from `from` to `to`, set
+// as map.move with `to` added last, version + 1, as PlanMove would. FAILED_PRECONDITION while
+// another move is under way; INVALID_ARGUMENT naming the field when `shard` is out of range,
+// `from` does not keep it, or `to` is not live or keeps it already.
+absl::Status RequestMove(const std::vector<std::string>& live, uint32_t shard,
+                         const std::string& from, const std::string& to, ShardMap& map);
 // Whether `node` keeps a readable replica of `shard`: listed and not the target of a move.
 bool ReadableReplica(const ShardMap& map, uint32_t shard, const std::string& node);
 

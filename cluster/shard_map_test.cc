@@ -203,5 +203,27 @@ TEST(ShardMapTest, ABalancedMapPlansNoMove) {
   EXPECT_EQ(map.version, 1);
 }
 
+TEST(ShardMapTest, AnOperatorsMoveIsCheckedAndCompletesLikeAPlannedOne) {
+  ShardMap map = TwoNodeMap();  // 3 shards, each on n1 and n2
+  const std::vector<std::string> live = {"n1", "n2", "n3"};
+  absl::Status s = RequestMove(live, 3, "n1", "n3", map);
+  EXPECT_TRUE(absl::IsInvalidArgument(s) && s.message().find("shard") == 0) << s;
+  s = RequestMove(live, 0, "n3", "n1", map);
+  EXPECT_TRUE(absl::IsInvalidArgument(s) && s.message().find("from") == 0) << s;
+  s = RequestMove(live, 0, "n1", "n4", map);
+  EXPECT_TRUE(absl::IsInvalidArgument(s) && s.message().find("to: node 'n4' is not live") == 0)
+      << s;
+  s = RequestMove(live, 0, "n1", "n2", map);
+  EXPECT_TRUE(absl::IsInvalidArgument(s) && s.message().find("already") != std::string::npos) << s;
+  EXPECT_EQ(map.version, 1) << "a refused move changes nothing";
+  ASSERT_TRUE(RequestMove(live, 1, "n2", "n3", map).ok());
+  EXPECT_EQ(map.version, 2);
+  EXPECT_EQ(map.move, (ShardMap::Move{.shard = 1, .from = "n2", .to = "n3"}));
+  EXPECT_FALSE(ReadableReplica(map, 1, "n3"));
+  EXPECT_TRUE(absl::IsFailedPrecondition(RequestMove(live, 2, "n1", "n3", map)));
+  ASSERT_TRUE(CompleteMove(map));
+  EXPECT_EQ(map.replicas[1], (std::vector<std::string>{"n1", "n3"}));
+}
+
 }  // namespace
 }  // namespace shoal::cluster

@@ -43,6 +43,11 @@ std::pair<uint64_t, uint64_t> SequenceOf(natsMsg* msg) {
   return out;
 }
 
+// A DB error after which an entry can never apply: it is skipped.
+bool NeverApplies(const absl::Status& s) {
+  return absl::IsInvalidArgument(s) || absl::IsNotFound(s) || absl::IsPermissionDenied(s);
+}
+
 }  // namespace
 
 ShardReplica::ShardReplica(DB* local, ShardLog* log, std::string node_id, CollectionSpec spec,
@@ -245,8 +250,9 @@ std::pair<uint64_t, bool> ShardReplica::ApplyFetched(
   }
   for (ApplyGroup& group : grouper.Take()) {
     absl::Status applied = ApplyOne(group);
-    // Invalid or absent for the DB: can never apply (checked before it reached the log).
-    if (!applied.ok() && !absl::IsInvalidArgument(applied) && !absl::IsNotFound(applied)) {
+    // Invalid, absent or not the tenant's for the DB: can never apply (checked before it
+    // reached the log, so only a write that raced with another's change gets here).
+    if (!applied.ok() && !NeverApplies(applied)) {
       std::cerr << "shoald: cluster: " << local_name_ << " seq " << group.last_sequence << ": "
                 << applied << " (will retry)\n";
       return {through, false};
@@ -257,16 +263,23 @@ std::pair<uint64_t, bool> ShardReplica::ApplyFetched(
 }
 
 absl::Status ShardReplica::ApplyOne(ApplyGroup& group) {
+  if (group.op) return ApplyTenantOp(*local_, local_name_, group.tenant, *group.op);
   const WriteOptions options{.sync = false, .tenant = group.tenant};
   absl::Status s = group.upserts.empty()
                        ? local_->Delete(local_name_, group.deletes, options).status()
                        : local_->Upsert(local_name_, group.upserts, options);
-  if (!absl::IsInvalidArgument(s) || group.upserts.size() <= 1) return s;
+  const size_t size = group.upserts.empty() ? group.deletes.size() : group.upserts.size();
+  if (!(absl::IsInvalidArgument(s) || absl::IsPermissionDenied(s)) || size <= 1) return s;
   // The DB refuses a batch as a whole: one record that can never apply must not take the
   // group's other entries with it, so the records go again one by one (as before grouping).
-  for (const Record& record : group.upserts) {
-    absl::Status one = local_->Upsert(local_name_, std::span<const Record>(&record, 1), options);
-    if (!one.ok() && !absl::IsInvalidArgument(one)) return one;
+  for (size_t i = 0; i < size; ++i) {
+    absl::Status one =
+        group.upserts.empty()
+            ? local_->Delete(local_name_, std::span<const Key>(&group.deletes[i], 1), options)
+                  .status()
+            : local_->Upsert(local_name_, std::span<const Record>(&group.upserts[i], 1), options);
+    if (!one.ok() && !NeverApplies(one)) return one;
+    if (!one.ok()) std::cerr << "shoald: cluster: " << local_name_ << ": " << one << " (skipped)\n";
   }
   return absl::OkStatus();
 }

@@ -23,6 +23,7 @@ constexpr RpcMethod kListSnapshots{"AdminService/ListSnapshots", Role::kAdmin};
 constexpr RpcMethod kRestore{"AdminService/Restore", Role::kAdmin};
 constexpr RpcMethod kGetStats{"AdminService/GetStats", Role::kAdmin};
 constexpr RpcMethod kGetCluster{"AdminService/GetCluster", Role::kAdmin};
+constexpr RpcMethod kMoveShard{"AdminService/MoveShard", Role::kAdmin};
 
 // DB's snapshot description in the wire form.
 v1::SnapshotInfo SnapshotToProto(const SnapshotInfo& info) {
@@ -207,6 +208,22 @@ grpc::Status AdminServiceImpl::GetCluster(grpc::ServerContext* context,
                                           v1::GetClusterResponse* response) {
   return gate_->Unary(context, kGetCluster, *request, [&](DB&) -> absl::Status {
     if (cluster_status_) cluster_status_(response);
+    return absl::OkStatus();
+  });
+}
+
+grpc::Status AdminServiceImpl::MoveShard(grpc::ServerContext* context,
+                                         const v1::MoveShardRequest* request,
+                                         v1::MoveShardResponse* response) {
+  return gate_->Unary(context, kMoveShard, *request, [&](DB&) -> absl::Status {
+    if (!cluster_move_) {
+      return absl::FailedPreconditionError("MoveShard: the server is not in cluster mode");
+    }
+    if (request->collection().empty()) return absl::InvalidArgumentError("collection: required");
+    absl::StatusOr<int64_t> version =
+        cluster_move_(request->collection(), request->shard(), request->from(), request->to());
+    if (!version.ok()) return version.status();
+    response->set_version(*version);
     return absl::OkStatus();
   });
 }

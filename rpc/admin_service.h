@@ -18,17 +18,25 @@
 
 namespace shoal::rpc {
 
+// Cluster mode: moves a replica of (collection, shard) from node `from` to node `to`; returns
+// the shard map's version with the move in it (cluster::ClusterNode::MoveShard).
+using ShardMoveFn = std::function<absl::StatusOr<int64_t>(
+    const std::string& collection, uint32_t shard, const std::string& from, const std::string& to)>;
+
 class AdminServiceImpl final : public v1::AdminService::Service {
  public:
   // `gate` and `budget` are not owned and must outlive the service. `snapshot_dir` empty =
   // snapshots are off (FAILED_PRECONDITION).
-  // `cluster_status` (cluster mode only) fills GetCluster's answer.
+  // `cluster_status` (cluster mode only) fills GetCluster's answer; `cluster_move` makes
+  // MoveShard's move (unset: FAILED_PRECONDITION, not in cluster mode).
   AdminServiceImpl(CallGate* gate, IngestBudget* budget, std::string snapshot_dir,
-                   std::function<void(v1::GetClusterResponse*)> cluster_status = nullptr)
+                   std::function<void(v1::GetClusterResponse*)> cluster_status = nullptr,
+                   ShardMoveFn cluster_move = nullptr)
       : gate_(gate),
         budget_(budget),
         shelf_(std::move(snapshot_dir)),
-        cluster_status_(std::move(cluster_status)) {}
+        cluster_status_(std::move(cluster_status)),
+        cluster_move_(std::move(cluster_move)) {}
 
   grpc::Status BuildIndex(grpc::ServerContext* context, const v1::BuildIndexRequest* request,
                           grpc::ServerWriter<v1::BuildIndexProgress>* writer) override;
@@ -44,6 +52,8 @@ class AdminServiceImpl final : public v1::AdminService::Service {
                         v1::GetStatsResponse* response) override;
   grpc::Status GetCluster(grpc::ServerContext* context, const v1::GetClusterRequest* request,
                           v1::GetClusterResponse* response) override;
+  grpc::Status MoveShard(grpc::ServerContext* context, const v1::MoveShardRequest* request,
+                         v1::MoveShardResponse* response) override;
 
  private:
   absl::Status RunBuild(grpc::ServerContext* context, const v1::BuildIndexRequest& request,
@@ -53,6 +63,7 @@ class AdminServiceImpl final : public v1::AdminService::Service {
   IngestBudget* const budget_;
   const SnapshotShelf shelf_;
   const std::function<void(v1::GetClusterResponse*)> cluster_status_;
+  const ShardMoveFn cluster_move_;
   const absl::Time started_ = absl::Now();
   std::atomic<int> builds_in_progress_{0};
 };

@@ -135,15 +135,19 @@ absl::StatusOr<Record> RecordFromProto(const v1::Record& proto, absl::string_vie
   if (!proto.has_key()) {
     return absl::InvalidArgumentError(absl::StrCat(field, ".key: required"));
   }
-  absl::StatusOr<Key> key = KeyFromProto(proto.key(), absl::StrCat(field, ".key"));
-  if (!key.ok()) return key.status();
-  record.key = *std::move(key);
+  // The fields' names are built only for an error: this runs for every record of a write.
+  if (proto.key().kind_case() == v1::Key::KIND_NOT_SET) {
+    return KeyFromProto(proto.key(), absl::StrCat(field, ".key")).status();
+  }
+  record.key = *KeyFromProto(proto.key(), "");
   record.vector.assign(proto.vector().begin(), proto.vector().end());
   for (const auto& [name, value_proto] : proto.attributes()) {
-    absl::StatusOr<AttributeValue> value =
-        AttributeValueFromProto(value_proto, absl::StrCat(field, ".attributes[\"", name, "\"]"));
-    if (!value.ok()) return value.status();
-    record.attributes.emplace(name, *std::move(value));
+    if (value_proto.value_case() == v1::AttributeValue::VALUE_NOT_SET) {
+      return AttributeValueFromProto(value_proto,
+                                     absl::StrCat(field, ".attributes[\"", name, "\"]"))
+          .status();
+    }
+    record.attributes.emplace(name, *AttributeValueFromProto(value_proto, ""));
   }
   record.tags.assign(proto.tags().begin(), proto.tags().end());
   return record;

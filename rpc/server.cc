@@ -142,7 +142,7 @@ absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
   vectors_ = std::make_unique<VectorServiceImpl>(gate_.get(), budget_.get());
   search_ = std::make_unique<SearchServiceImpl>(gate_.get());
   admin_ = std::make_unique<AdminServiceImpl>(gate_.get(), budget_.get(), options.snapshot_dir,
-                                              options.cluster_status);
+                                              options.cluster_status, options.cluster_move);
   caches_ = std::make_unique<CacheServiceImpl>(gate_.get());
   tenants_ = std::make_unique<TenantServiceImpl>(gate_.get());
   if (!options.metrics_listen.empty()) {

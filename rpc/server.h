@@ -94,6 +94,10 @@ struct ServerOptions {
   // Cluster mode: fills AdminService.GetCluster's answer (shoald_main.cc sets it); unset = a
   // single node (cluster_mode false).
   std::function<void(v1::GetClusterResponse*)> cluster_status;
+  // Cluster mode: makes AdminService.MoveShard's move; unset = FAILED_PRECONDITION.
+  std::function<absl::StatusOr<int64_t>(const std::string&, uint32_t, const std::string&,
+                                        const std::string&)>
+      cluster_move;
   // More series for the metrics endpoint (cluster mode: rpc/cluster_metrics.h).
   std::vector<std::shared_ptr<prometheus::Collectable>> extra_metrics;
 };

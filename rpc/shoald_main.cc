@@ -270,6 +270,11 @@ int Run(const Flags& flags) {
     options.cluster_status = [node = cluster_node.get()](shoal::v1::GetClusterResponse* out) {
       shoal::rpc::FillClusterStatus(*node, out);
     };
+    options.cluster_move = [node = cluster_node.get()](const std::string& collection,
+                                                       uint32_t shard, const std::string& from,
+                                                       const std::string& to) {
+      return node->MoveShard(collection, shard, from, to);
+    };
     options.extra_metrics.push_back(shoal::rpc::MakeClusterCollector(cluster_node.get()));
   }
   absl::StatusOr<std::unique_ptr<shoal::rpc::Server>> server =

@@ -26,8 +26,12 @@ absl::StatusOr<std::vector<Record>> RecordsFromProto(
   std::vector<Record> records;
   records.reserve(protos.size());
   for (int i = 0; i < protos.size(); ++i) {
-    absl::StatusOr<Record> record = RecordFromProto(protos[i], absl::StrCat("records[", i, "]"));
-    if (!record.ok()) return record.status();
+    // Every error's message starts with the field given: "records[i]" is added only then.
+    absl::StatusOr<Record> record = RecordFromProto(protos[i], "");
+    if (!record.ok()) {
+      return absl::Status(record.status().code(),
+                          absl::StrCat("records[", i, "]", record.status().message()));
+    }
     records.push_back(*std::move(record));
   }
   return records;

@@ -179,4 +179,17 @@ absl::StatusOr<ServerStats> Client::GetStats() {
   return stats;
 }
 
+absl::StatusOr<int64_t> Client::MoveShard(const std::string& collection, uint32_t shard,
+                                          const std::string& from, const std::string& to) {
+  v1::MoveShardRequest request;
+  request.set_collection(collection);
+  request.set_shard(shard);
+  request.set_from(from);
+  request.set_to(to);
+  v1::MoveShardResponse response;
+  grpc::Status status = stubs_->admin->MoveShard(NewContext(options_).get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  return response.version();
+}
+
 }  // namespace shoal::client

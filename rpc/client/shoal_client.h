@@ -231,6 +231,11 @@ class Client {
   // The collections of the restored database.
   absl::StatusOr<std::vector<CollectionInfo>> Restore(const std::string& name);
   absl::StatusOr<ServerStats> GetStats();
+  // Cluster mode: moves one replica of `collection`'s `shard` from node `from` to node `to`
+  // (AdminService.MoveShard); returns the shard map's version with the move in it. The move
+  // completes in the background (the target catches up first).
+  absl::StatusOr<int64_t> MoveShard(const std::string& collection, uint32_t shard,
+                                    const std::string& from, const std::string& to);
 
   // ---- Semantic caches (shoal/cache.h; CacheService) ----
   // As the embedded DB's "Semantic caches" calls (include/shoal/db.h), over the wire.

@@ -140,12 +140,18 @@ class ClusterE2ETest : public testing::Test {
             "--node-id",      absl::StrCat("n", i + 1), "--metrics-listen", "127.0.0.1:0"};
   }
 
+  // More shoald flags (--key-file ...) and the key clients_ send, for fixtures that need them.
+  virtual std::vector<std::string> ExtraArgs() const { return {}; }
+  virtual std::string ClientKey() const { return ""; }
+
   absl::Status StartNode(uint32_t i) {
     const std::string data = absl::StrCat(dir_, "/node", i + 1);
-    absl::Status s = nodes_[i]->Start(data, ClusterArgs(i));
+    std::vector<std::string> args = ClusterArgs(i);
+    for (const std::string& arg : ExtraArgs()) args.push_back(arg);
+    absl::Status s = nodes_[i]->Start(data, args);
     if (!s.ok()) return s;
-    absl::StatusOr<std::unique_ptr<client::Client>> c =
-        client::Client::Connect(nodes_[i]->address(), {.timeout = absl::Seconds(20)});
+    absl::StatusOr<std::unique_ptr<client::Client>> c = client::Client::Connect(
+        nodes_[i]->address(), {.api_key = ClientKey(), .timeout = absl::Seconds(20)});
     if (!c.ok()) return c.status();
     if (clients_.size() <= i) clients_.resize(i + 1);
     clients_[i] = *std::move(c);

@@ -1,7 +1,8 @@
 // Cluster mode end to end, shard moves (ctest label `cluster`): a node that joins a running
 // cluster gets its share of the shards, moved one replica at a time while a client keeps
 // writing and searching; the client sees no error it cannot retry, and nothing acknowledged
-// is lost.
+// is lost. An operator's move (shoal cluster move: AdminService.MoveShard through the SDK)
+// completes the same way.
 #include <algorithm>
 #include <atomic>
 #include <map>
@@ -137,6 +138,37 @@ TEST_F(ClusterMoveE2ETest, StreamsArePurgedAndAJoiningNodeCopiesItsShards) {
   present.insert(present.end(), client.acked().begin(), client.acked().end());
   for (uint32_t node = 0; node < kNodes; ++node) ExpectAllPresent(node, present);
   ExpectN3Copies(*clients_[2], map, present, deleted);
+}
+
+// An operator moves shard 3 from n1 (it keeps shards 0 and 3 of 4) to n2 through n3 (which
+// forwards to the coordinator); writes go on meanwhile and the move completes.
+TEST_F(ClusterE2ETest, AnOperatorsMoveCompletesWithWritesGoingOn) {
+  CreateSharded("docs", 4, 1);
+  auto before = StoredMap(services_.etcd_url());
+  ASSERT_TRUE(before.ok()) << before.status();
+  ASSERT_EQ(before->replicas[3], std::vector<std::string>{"n1"});
+  EXPECT_TRUE(absl::IsInvalidArgument(clients_[2]->MoveShard("docs", 9, "n1", "n2").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(clients_[2]->MoveShard("docs", 3, "n3", "n2").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(clients_[2]->MoveShard("docs", 3, "n1", "n9").status()));
+  EXPECT_TRUE(absl::IsNotFound(clients_[2]->MoveShard("nope", 0, "n1", "n2").status()));
+  BackgroundWriter client({clients_[0].get(), clients_[1].get()},
+                          {.batch = 10, .retry_unavailable = true});
+  absl::SleepFor(absl::Milliseconds(300));
+  auto version = clients_[2]->MoveShard("docs", 3, "n1", "n2");
+  ASSERT_TRUE(version.ok()) << version.status();
+  EXPECT_EQ(*version, before->version + 1);
+  absl::StatusOr<cluster::ShardMap> after;
+  for (int attempt = 0; attempt < 150; ++attempt) {
+    absl::SleepFor(absl::Milliseconds(200));
+    after = StoredMap(services_.etcd_url());
+    if (after.ok() && !after->move) break;
+  }
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_FALSE(after->move.has_value()) << "the move never completed";
+  EXPECT_EQ(after->replicas[3], std::vector<std::string>{"n2"});
+  client.Stop();
+  EXPECT_TRUE(client.errors().empty()) << client.errors().front();
+  for (uint32_t node = 0; node < kNodes; ++node) ExpectAllPresent(node, client.acked());
 }
 
 }  // namespace

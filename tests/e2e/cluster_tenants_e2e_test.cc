@@ -1,0 +1,185 @@
+// Cluster mode end to end: tenants and aliases of a sharded collection, with real etcd, NATS
+// and three shoald nodes serving API keys (nodes call each other with an admin key,
+// SHOAL_CLUSTER_API_KEY). A tenant-bound key on any node sees only its tenant's vectors of
+// every shard; tenant metadata is summed over the shards; aliases resolve on every node.
+#include <stdlib.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "tests/e2e/cluster_fixture.h"
+
+namespace shoal::e2e {
+namespace {
+
+constexpr char kAdminKey[] = "cluster-admin-key-0123456789";
+constexpr char kAcmeKey[] = "cluster-acme-key-0123456789";
+constexpr char kBetaKey[] = "cluster-beta-key-0123456789";
+
+class ClusterTenantsE2ETest : public ClusterE2ETest {
+ protected:
+  void SetUp() override {
+    keys_dir_ = MakeTempDir();
+    std::ofstream(keys_dir_ + "/keys") << "admin " << kAdminKey << " ops\n"
+                                       << "read-write " << kAcmeKey << " acme-app tenant=acme\n"
+                                       << "read-write " << kBetaKey << " beta-app tenant=beta\n";
+    setenv("SHOAL_CLUSTER_API_KEY", kAdminKey, 1);  // the nodes' calls to each other
+    ClusterE2ETest::SetUp();
+  }
+  void TearDown() override {
+    ClusterE2ETest::TearDown();
+    unsetenv("SHOAL_CLUSTER_API_KEY");
+    if (!keys_dir_.empty()) std::filesystem::remove_all(keys_dir_);
+  }
+  std::vector<std::string> ExtraArgs() const override {
+    return {"--key-file", keys_dir_ + "/keys"};
+  }
+  std::string ClientKey() const override { return kAdminKey; }
+
+  std::unique_ptr<client::Client> Connect(uint32_t node, const char* key) {
+    auto c = client::Client::Connect(nodes_[node]->address(),
+                                     {.api_key = key, .timeout = absl::Seconds(20)});
+    EXPECT_TRUE(c.ok()) << c.status();
+    return c.ok() ? *std::move(c) : nullptr;
+  }
+
+  static std::vector<Record> Records(uint64_t from, uint64_t to) {
+    std::vector<Record> records;
+    for (uint64_t k = from; k < to; ++k) records.push_back(RecordOf(k));
+    return records;
+  }
+
+  // The keys a search through `c` finds near key `near` (k = 200, read-your-writes).
+  static std::set<uint64_t> Seen(client::Client& c, const std::string& collection, uint64_t near) {
+    SearchParams params{.k = 200};
+    params.consistency.read_your_writes = true;
+    auto hits = c.Search(collection, VectorOf(near), params);
+    EXPECT_TRUE(hits.ok()) << hits.status();
+    std::set<uint64_t> keys;
+    if (hits.ok()) {
+      for (const Hit& hit : (*hits)[0]) keys.insert(std::get<uint64_t>(hit.key));
+    }
+    return keys;
+  }
+
+  std::string keys_dir_;
+};
+
+std::set<uint64_t> Range(uint64_t from, uint64_t to) {
+  std::set<uint64_t> keys;
+  for (uint64_t k = from; k < to; ++k) keys.insert(k);
+  return keys;
+}
+
+TEST_F(ClusterTenantsE2ETest, ATenantBoundKeySeesOnlyItsTenantsVectorsOnEveryShard) {
+  CreateSharded("docs", 3, 2);
+  client::Client& admin = *clients_[0];
+  ASSERT_TRUE(admin.CreateTenant("docs", {.name = "acme"}).ok());
+  ASSERT_TRUE(clients_[1]->CreateTenant("docs", {.name = "beta"}).ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(clients_[2]->CreateTenant("docs", {.name = "acme"}).status()));
+  auto acme = Connect(0, kAcmeKey);
+  auto beta = Connect(1, kBetaKey);
+  ASSERT_TRUE(acme != nullptr && beta != nullptr);
+  ASSERT_TRUE(acme->Upsert("docs", Records(0, 60)).ok());
+  ASSERT_TRUE(beta->Upsert("docs", Records(100, 160)).ok());
+  ASSERT_TRUE(admin.Upsert("docs", Records(200, 210)).ok());  // no owner
+  // Through every node, acme's key finds acme's 60 vectors and nothing else, even near beta's.
+  for (uint32_t node = 0; node < kNodes; ++node) {
+    auto scoped = Connect(node, kAcmeKey);
+    EXPECT_EQ(Seen(*scoped, "docs", 105), Range(0, 60)) << "node " << node;
+    ReadOptions fresh;
+    fresh.consistency.read_your_writes = true;
+    std::vector<Key> theirs = {uint64_t{105}, uint64_t{205}, uint64_t{7}};
+    auto got = scoped->Get("docs", theirs, fresh);
+    ASSERT_TRUE(got.ok()) << got.status();
+    EXPECT_FALSE((*got)[0].has_value());
+    EXPECT_FALSE((*got)[1].has_value());
+    EXPECT_TRUE((*got)[2].has_value());
+  }
+  EXPECT_EQ(Seen(*beta, "docs", 5), Range(100, 160));
+  // Tenant metadata is summed over the shards.
+  auto info = clients_[2]->DescribeTenant("docs", "acme");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->vectors_owned, 60u);
+  auto page = admin.ListTenants("docs");
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->tenants.size(), 2u);
+  EXPECT_EQ(page->tenants[1].name, "beta");
+  EXPECT_EQ(page->tenants[1].vectors_owned, 60u);
+  auto counted = clients_[1]->CountByTenant("docs", "acme", /*owned_only=*/true);
+  ASSERT_TRUE(counted.ok()) << counted.status();
+  EXPECT_EQ(*counted, 60u);
+  // A grant (routed to its key's shard) shows beta's vector to acme; a revoke hides it again.
+  std::vector<Key> one = {uint64_t{105}};
+  ASSERT_TRUE(clients_[1]->Grant("docs", "acme", one).ok());
+  std::set<uint64_t> with = Range(0, 60);
+  with.insert(105);
+  EXPECT_EQ(Seen(*acme, "docs", 105), with);
+  auto tenants = clients_[2]->ListKeyTenants("docs", Key{uint64_t{105}});
+  ASSERT_TRUE(tenants.ok()) << tenants.status();
+  EXPECT_EQ(*tenants, (std::vector<std::string>{"beta", "acme"}));
+  ASSERT_TRUE(admin.Revoke("docs", "acme", one).ok());
+  EXPECT_EQ(Seen(*acme, "docs", 105), Range(0, 60));
+  std::vector<Key> missing = {uint64_t{999}};
+  EXPECT_TRUE(absl::IsNotFound(admin.Grant("docs", "acme", missing)));
+  // Writes for a tenant are checked before the log: not another tenant's key, not an unknown
+  // tenant; vector quotas are not supported on a sharded collection yet.
+  std::vector<Record> steal = {RecordOf(105)};
+  EXPECT_TRUE(absl::IsPermissionDenied(acme->Upsert("docs", steal).status()));
+  EXPECT_TRUE(absl::IsNotFound(
+      admin.Upsert("docs", Records(300, 301), WriteOptions{.tenant = "ghost"}).status()));
+  EXPECT_TRUE(absl::IsUnimplemented(admin.SetTenantQuotas("docs", "acme", {.max_vectors = 10})));
+  // Dropping beta deletes its records on every shard.
+  auto dropped = clients_[2]->DropTenant("docs", "beta");
+  ASSERT_TRUE(dropped.ok()) << dropped.status();
+  EXPECT_EQ(*dropped, 60u);
+  EXPECT_TRUE(absl::IsNotFound(admin.DescribeTenant("docs", "beta").status()));
+  ReadOptions fresh;
+  fresh.consistency.read_your_writes = true;
+  std::vector<Key> gone = {uint64_t{100}, uint64_t{159}};
+  auto after = admin.Get("docs", gone, fresh);
+  ASSERT_TRUE(after.ok()) << after.status();
+  EXPECT_FALSE((*after)[0].has_value());
+  EXPECT_FALSE((*after)[1].has_value());
+}
+
+TEST_F(ClusterTenantsE2ETest, AliasesOfAShardedCollectionResolveOnEveryNode) {
+  CreateSharded("docs", 3, 1);
+  ASSERT_TRUE(clients_[0]->Upsert("docs", Records(0, 30)).ok());
+  ASSERT_TRUE(clients_[1]->CreateAlias("latest", "docs").ok());
+  EXPECT_TRUE(absl::IsAlreadyExists(clients_[2]->CreateAlias("latest", "docs")));
+  for (uint32_t node = 0; node < kNodes; ++node) {
+    // Another node's view follows through etcd's watch.
+    absl::StatusOr<std::vector<std::vector<Hit>>> hits = absl::UnavailableError("");
+    for (int i = 0; i < 100 && !hits.ok(); ++i) {
+      SearchParams params{.k = 3};
+      params.consistency.read_your_writes = true;
+      hits = clients_[node]->Search("latest", VectorOf(7), params);
+      if (!hits.ok()) absl::SleepFor(absl::Milliseconds(50));
+    }
+    ASSERT_TRUE(hits.ok()) << "node " << node << ": " << hits.status();
+    EXPECT_EQ(std::get<uint64_t>((*hits)[0][0].key), 7u);
+  }
+  auto info = clients_[2]->DescribeCollection("docs");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->aliases, std::vector<std::string>{"latest"});
+  auto aliases = clients_[0]->ListAliases();
+  ASSERT_TRUE(aliases.ok()) << aliases.status();
+  ASSERT_EQ(aliases->size(), 1u);
+  EXPECT_EQ((*aliases)[0].collection, "docs");
+  // Writes through the alias land in the collection.
+  ASSERT_TRUE(clients_[2]->Upsert("latest", Records(30, 40)).ok());
+  auto described = clients_[0]->DescribeCollection("latest");
+  ASSERT_TRUE(described.ok()) << described.status();
+  EXPECT_EQ(described->spec.name, "docs");
+  EXPECT_TRUE(absl::IsFailedPrecondition(clients_[0]->DropCollection("docs")));
+  ASSERT_TRUE(clients_[0]->DropAlias("latest").ok());
+  ASSERT_TRUE(clients_[0]->DropCollection("docs").ok());
+}
+
+}  // namespace
+}  // namespace shoal::e2e
