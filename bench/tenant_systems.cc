@@ -6,6 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "bench/bare_rocksdb_write.h"
 #include "bench/report.h"
 #include "shoal/filter.h"
 
@@ -238,6 +239,8 @@ absl::Status ShoalTenantIndex::TimeSingleGrants(const TenantWorkload& w, size_t 
   }
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
+  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<BareRocksWrite> bare,
+                         BareRocksWrite::Open(w.Memberships()));
   for (bool grant : {true, false}) {
     for (const auto& [t, row] : pairs) {
       const Key key = uint64_t{row};
@@ -245,6 +248,10 @@ absl::Status ShoalTenantIndex::TimeSingleGrants(const TenantWorkload& w, size_t 
       SHOAL_RETURN_IF_ERROR(grant ? db.Grant(name, TenantName(t), {&key, 1}, {})
                                   : db.Revoke(name, TenantName(t), {&key, 1}, {}));
       (grant ? load_.grant_us : load_.revoke_us).push_back((NowSeconds() - t0) * 1e6);
+      (grant ? load_.bare_put_us : load_.bare_delete_us)
+          .push_back(bare->Time(grant, false, t, row));
+      (grant ? load_.bare_put_marker_us : load_.bare_delete_marker_us)
+          .push_back(bare->Time(grant, true, t + 100000, row));
     }
   }
   return absl::OkStatus();

@@ -64,6 +64,10 @@ struct ShoalTenantLoad {
   double revoke_batched_us = 0, regrant_batched_us = 0;
   std::vector<double> grant_us;   // single-key Grant calls (a key the tenant did not see)
   std::vector<double> revoke_us;  // single-key Revoke of the same keys
+  // Interleaved with those calls, a bare RocksDB write of the same row
+  // (bench/bare_rocksdb_write.h): put (grant) and delete (revoke), each alone and with the memtable
+  // marker row.
+  std::vector<double> bare_put_us, bare_put_marker_us, bare_delete_us, bare_delete_marker_us;
 };
 
 class ShoalTenantIndex {

@@ -232,6 +232,15 @@ void PrintSummary(const std::vector<std::unique_ptr<TenantSystem>>& systems,
       "(%zu calls each)\n",
       Percentile(load.grant_us, 50), Percentile(load.grant_us, 99), Percentile(load.revoke_us, 50),
       Percentile(load.revoke_us, 99), load.grant_us.size());
+  std::printf(
+      "RocksDB alone, the same row, interleaved with those calls (WAL, no sync; %zu rows in "
+      "its memtable first): put p50 %.1f us (with the marker row %.1f); delete p50 %.1f us "
+      "(%.1f). Grant / bare put %.2fx, revoke / bare delete %.2fx\n",
+      load.bare_put_us.size() == 0 ? size_t{0} : w.Memberships(), Percentile(load.bare_put_us, 50),
+      Percentile(load.bare_put_marker_us, 50), Percentile(load.bare_delete_us, 50),
+      Percentile(load.bare_delete_marker_us, 50),
+      Percentile(load.grant_us, 50) / Percentile(load.bare_put_us, 50),
+      Percentile(load.revoke_us, 50) / Percentile(load.bare_delete_us, 50));
   std::printf("Shoal RAM: shared index %.1f MiB + tenants %.1f MiB = %.3fx the shared index\n",
               load.shared_ram_bytes / (1 << 20), load.tenant_ram_bytes / (1 << 20),
               (load.shared_ram_bytes + load.tenant_ram_bytes) / load.shared_ram_bytes);

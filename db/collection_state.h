@@ -84,7 +84,7 @@ struct CollectionState {
   tenants::AccessTable access ABSL_GUARDED_BY(mu);
   // Each tenant's sub-tree of the SSD index's centroid tree (one node without an index); rebuilt
   // when the index changes.
-  tenants::TenantTree tenant_tree ABSL_GUARDED_BY(mu);
+  tenants::TenantTree tenant_tree ABSL_GUARDED_BY(mu){&access};  // reads `access`
 
   // Ids added to `stale` since the maintenance thread last took them.
   absl::Mutex stale_log_mu ABSL_ACQUIRED_AFTER(mu);

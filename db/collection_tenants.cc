@@ -176,22 +176,15 @@ std::vector<uint32_t> Collection::TenantTreeLeaves(std::span<const uint64_t> iid
 
 void Collection::RebuildTenantTree() {
   const uint32_t cap = options_.tenant_shortlist_cap;
-  state_.tenant_tree = state_.spann != nullptr ? tenants::TenantTree(state_.spann->tree(), cap)
-                                               : tenants::TenantTree(cap);
+  const tenants::AccessTable* access = &state_.access;
+  state_.tenant_tree = state_.spann != nullptr
+                           ? tenants::TenantTree(state_.spann->tree(), access, cap)
+                           : tenants::TenantTree(access, cap);
   std::vector<uint64_t> ids;
   state_.access.ForEachId([&](uint64_t iid, tenants::TenantId, std::span<const tenants::TenantId>) {
     ids.push_back(iid);
   });
-  const std::vector<uint32_t> leaves = TenantTreeLeaves(ids);
-  for (size_t i = 0; i < ids.size(); ++i) {
-    const uint64_t iid = ids[i];
-    const uint32_t leaf = leaves[i];
-    const tenants::TenantId owner = state_.access.OwnerOf(iid);
-    if (owner != tenants::kNoTenant) state_.tenant_tree.Attach(owner, iid, leaf);
-    for (tenants::TenantId g : state_.access.GrantsOf(iid)) {
-      state_.tenant_tree.Attach(g, iid, leaf);
-    }
-  }
+  state_.tenant_tree.Rebuild(ids, TenantTreeLeaves(ids));
 }
 
 void Collection::AddDeleteRows(uint64_t iid, const Key& key,

@@ -31,18 +31,22 @@ namespace {
 
 // The ids a tenant sees (state.access), and when set an attribute filter's ids: checked id by id
 // during a scan, so that a large tenant's search never materialises its id set.
+// The tenant's two id sets are looked up once, not per candidate (AccessTable::Visible hashes
+// the tenant id at each call).
 class TenantFilter final : public index::IdFilter {
  public:
   TenantFilter(const tenants::AccessTable* access, tenants::TenantId tenant,
                const index::IdBitmap* attributes)
-      : access_(access), tenant_(tenant), attributes_(attributes) {}
+      : owned_(access->Owned(tenant)), granted_(access->Granted(tenant)), attributes_(attributes) {}
   bool Allows(uint64_t id) const override {
-    return (attributes_ == nullptr || attributes_->Test(id)) && access_->Visible(tenant_, id);
+    return (attributes_ == nullptr || attributes_->Test(id)) &&
+           ((owned_ != nullptr && owned_->contains(id)) ||
+            (granted_ != nullptr && granted_->contains(id)));
   }
 
  private:
-  const tenants::AccessTable* access_;
-  tenants::TenantId tenant_;
+  const tenants::AccessTable::IdSet* owned_;
+  const tenants::AccessTable::IdSet* granted_;
   const index::IdBitmap* attributes_;
 };
 

@@ -97,6 +97,11 @@ class AccessTable {
       fn(id, e.owner, std::span<const TenantId>(e.grants.data(), e.grants.size()));
     });
   }
+  // Calls fn(t) for every tenant, in no order.
+  template <typename Fn>
+  void ForEachTenant(const Fn& fn) const {
+    for (const auto& [t, ids] : tenants_) fn(t);
+  }
   size_t MemoryBytes() const;
 
  private:

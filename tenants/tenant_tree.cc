@@ -7,28 +7,18 @@
 namespace shoal::tenants {
 namespace {
 constexpr uint32_t kNone = UINT32_MAX;
-
-// A tenant with at most cap vectors (one shortlist, at the root) keeps only its root count:
-// Reaches and Count below the root then look at the leaves of its <= cap ids. Search never asks
-// for such a tenant (it is answered exactly from its ids, db/search_planner.cc), and small
-// tenants are most tenants: their per-node counts were most of the tree's RAM at 10,000 tenants.
-// The other counts are made from the ids' leaves when a tenant outgrows the root, and dropped
-// when it shrinks back.
-uint32_t RootOf(const std::vector<uint32_t>& parent, uint32_t node) {
-  while (parent[node] != kNone) node = parent[node];
-  return node;
-}
 }  // namespace
 
-TenantTree::TenantTree(uint32_t cap)
-    : cap_(std::max<uint32_t>(cap, 1)),
+TenantTree::TenantTree(const AccessTable* access, uint32_t cap)
+    : access_(access),
+      cap_(std::max<uint32_t>(cap, 1)),
       parent_{kNone},
       leaf_node_{0},
       node_leaf_{0},
       children_(1) {}
 
-TenantTree::TenantTree(const index::CentroidTree& tree, uint32_t cap)
-    : cap_(std::max<uint32_t>(cap, 1)) {
+TenantTree::TenantTree(const index::CentroidTree& tree, const AccessTable* access, uint32_t cap)
+    : access_(access), cap_(std::max<uint32_t>(cap, 1)) {
   const size_t nodes = tree.num_nodes();
   parent_.assign(nodes, kNone);
   node_leaf_.assign(nodes, kNone);
@@ -44,7 +34,13 @@ TenantTree::TenantTree(const index::CentroidTree& tree, uint32_t cap)
     leaf_node_[leaf] = tree.leaf_node(leaf);
     node_leaf_[leaf_node_[leaf]] = leaf;
   }
-  if (leaf_node_.empty()) *this = TenantTree(cap);
+  if (leaf_node_.empty()) *this = TenantTree(access, cap);
+}
+
+uint32_t TenantTree::root() const {
+  uint32_t node = leaf_node_[0];
+  while (parent_[node] != kNone) node = parent_[node];
+  return node;
 }
 
 void TenantTree::Path(uint32_t leaf, std::vector<uint32_t>* path) const {
@@ -94,22 +90,24 @@ uint32_t TenantTree::LeafOfId(uint64_t id) const {
 void TenantTree::Attach(TenantId t, uint64_t id, uint32_t leaf) {
   leaf = std::min<uint32_t>(leaf, num_leaves() - 1);
   leaf_of_.Set(id, leaf);
-  Sub& s = subs_[t];
-  std::vector<uint32_t> path;
-  Path(leaf, &path);
-  const uint32_t root = path.front(), total = CountIn(s, root);
-  if (total < cap_) {  // sparse after it too: the root's count and shortlist only
-    AddCount(s.count, root, 1);
-    s.shortlist[root].insert(id);
+  auto sub = subs_.find(t);
+  if (sub == subs_.end()) {
+    uint32_t& count = sparse_[t];
+    if (count < cap_) {  // sparse after it too: its ids are the access table's
+      ++count;
+      return;
+    }
+    // Leaving the root: counts and shortlists from its ids, `id` included (the table has it).
+    sparse_.erase(t);
+    Build(t, subs_[t]);
     return;
   }
-  if (total == cap_) {  // leaving the root: every node's count, from the ids' leaves
-    std::vector<uint32_t> other;
-    s.shortlist[root].ForEach([&](uint64_t o) {
-      Path(LeafOfId(o), &other);
-      for (size_t i = 1; i < other.size(); ++i) AddCount(s.count, other[i], 1);
-    });
-  }
+  std::vector<uint32_t> path;
+  Path(leaf, &path);
+  AttachToSub(sub->second, id, path);
+}
+
+void TenantTree::AttachToSub(Sub& s, uint64_t id, const std::vector<uint32_t>& path) {
   for (uint32_t n : path) AddCount(s.count, n, 1);
   // The id's bucket is the first node of its path with at most cap vectors of the tenant.
   for (uint32_t n : path) {
@@ -122,6 +120,46 @@ void TenantTree::Attach(TenantId t, uint64_t id, uint32_t leaf) {
     if (it != s.shortlist.end()) SplitDown(s, n);  // it just overflowed
   }
   s.dense[path.back()].insert(id);  // a dense leaf
+}
+
+void TenantTree::Build(TenantId t, Sub& s) const {
+  absl::flat_hash_map<uint32_t, uint32_t> counts;
+  std::vector<uint32_t> path;
+  ForEachVisible(t, [&](uint64_t id) {
+    Path(LeafOfId(id), &path);
+    for (uint32_t n : path) ++counts[n];
+  });
+  s.count.assign(counts.begin(), counts.end());
+  std::sort(s.count.begin(), s.count.end());
+  s.shortlist.clear();
+  s.dense.clear();
+  ForEachVisible(t, [&](uint64_t id) {
+    Path(LeafOfId(id), &path);
+    for (uint32_t n : path) {
+      if (CountIn(s, n) <= cap_) {
+        s.shortlist[n].insert(id);
+        return;
+      }
+    }
+    s.dense[path.back()].insert(id);
+  });
+}
+
+void TenantTree::Rebuild(std::span<const uint64_t> ids, std::span<const uint32_t> leaves) {
+  sparse_.clear();
+  subs_.clear();
+  for (size_t i = 0; i < ids.size() && i < leaves.size(); ++i) {
+    leaf_of_.Set(ids[i], std::min<uint32_t>(leaves[i], num_leaves() - 1));
+  }
+  access_->ForEachTenant([&](TenantId t) {
+    const size_t n = access_->VisibleCount(t);
+    if (n == 0) return;
+    if (n <= cap_) {
+      sparse_[t] = static_cast<uint32_t>(n);
+    } else {
+      Build(t, subs_[t]);
+    }
+  });
 }
 
 void TenantTree::SplitDown(Sub& s, uint32_t node) {
@@ -170,12 +208,16 @@ std::optional<uint32_t> TenantTree::LeafOf(uint64_t id) const {
 }
 
 void TenantTree::Detach(TenantId t, uint64_t id) {
+  if (leaf_of_.Find(id) == nullptr) return;
+  if (auto sparse = sparse_.find(t); sparse != sparse_.end()) {
+    if (--sparse->second == 0) sparse_.erase(sparse);
+    return;
+  }
   const auto sub = subs_.find(t);
-  if (sub == subs_.end() || leaf_of_.Find(id) == nullptr) return;
+  if (sub == subs_.end()) return;
   Sub& s = sub->second;
-  const uint32_t leaf = LeafOfId(id);
   std::vector<uint32_t> path;
-  Path(leaf, &path);
+  Path(LeafOfId(id), &path);
   bool found = false;
   for (uint32_t n : path) {
     auto it = s.shortlist.find(n);
@@ -190,18 +232,11 @@ void TenantTree::Detach(TenantId t, uint64_t id) {
     if (it == s.dense.end() || !it->second.erase(id)) return;  // never attached
     if (it->second.empty()) s.dense.erase(it);
   }
-  const uint32_t root = path.front();
-  if (CountIn(s, root) <= cap_) {  // sparse: the root's count only
-    AddCount(s.count, root, -1);
-    if (s.count.empty()) subs_.erase(sub);
-    return;
-  }
   for (uint32_t n : path) AddCount(s.count, n, -1);
-  if (const uint32_t total = CountIn(s, root); total <= cap_) {
-    // Sparse again: one shortlist at the root, and the root's count only.
-    MergeUp(s, root);
-    s.count.assign(1, {root, total});
-    s.count.shrink_to_fit();
+  if (const uint32_t total = CountIn(s, path.front()); total <= cap_) {
+    // Sparse again: a count; its ids are the access table's.
+    subs_.erase(sub);
+    if (total > 0) sparse_[t] = total;
     return;
   }
   // The first sparse node of the path gathers what lies below it (a merge, when it was dense).
@@ -212,10 +247,12 @@ void TenantTree::Detach(TenantId t, uint64_t id) {
       break;
     }
   }
-  if (s.count.empty()) subs_.erase(sub);
 }
 
-void TenantTree::DropTenant(TenantId t) { subs_.erase(t); }
+void TenantTree::DropTenant(TenantId t) {
+  sparse_.erase(t);
+  subs_.erase(t);
+}
 
 bool TenantTree::Reaches(TenantId t, uint32_t leaf) const {
   if (leaf >= num_leaves()) return false;
@@ -223,16 +260,14 @@ bool TenantTree::Reaches(TenantId t, uint32_t leaf) const {
 }
 
 uint32_t TenantTree::Count(TenantId t, uint32_t node) const {
-  const auto sub = subs_.find(t);
-  if (sub == subs_.end() || node >= parent_.size()) return 0;
-  const Sub& s = sub->second;
-  const uint32_t root = RootOf(parent_, node);
-  if (node == root || CountIn(s, root) > cap_) return CountIn(s, node);
-  // Sparse (at most cap ids, all in the root's shortlist): count those below `node`.
+  if (node >= parent_.size()) return 0;
+  if (const auto sub = subs_.find(t); sub != subs_.end()) return CountIn(sub->second, node);
+  const auto sparse = sparse_.find(t);
+  if (sparse == sparse_.end()) return 0;
+  if (parent_[node] == kNone) return sparse->second;  // the root
+  // Sparse: count its (at most cap) ids below `node`.
   uint32_t n = 0;
-  const auto list = s.shortlist.find(root);
-  if (list == s.shortlist.end()) return 0;
-  list->second.ForEach([&](uint64_t id) {
+  ForEachVisible(t, [&](uint64_t id) {
     for (uint32_t x = leaf_node_[LeafOfId(id)]; x != kNone; x = parent_[x]) {
       if (x == node) {
         ++n;
@@ -244,20 +279,31 @@ uint32_t TenantTree::Count(TenantId t, uint32_t node) const {
 }
 
 TenantScope::TenantScope(const TenantTree* tree, TenantId tenant)
-    : tree_(tree), tenant_(tenant), sub_(nullptr), sparse_(false) {
+    : tree_(tree), tenant_(tenant), sub_(nullptr) {
   const auto it = tree->subs_.find(tenant);
   if (it == tree->subs_.end()) return;
   sub_ = &it->second;
-  sparse_ = tree->CountIn(*sub_, RootOf(tree->parent_, tree->leaf_node_[0])) <= tree->cap_;
+  // Up to 64k nodes (256 KiB): one allocation per query beats a binary search per child.
+  constexpr size_t kMaxDenseNodes = size_t{1} << 16;
+  if (tree->parent_.size() > kMaxDenseNodes) return;
+  by_node_.assign(tree->parent_.size(), 0);
+  for (const auto& [node, count] : sub_->count) by_node_[node] = count;
 }
 
 uint32_t TenantScope::CountBelow(uint32_t node) const {
-  if (sub_ == nullptr || node >= tree_->parent_.size()) return 0;
-  return sparse_ ? tree_->Count(tenant_, node) : tree_->CountIn(*sub_, node);
+  if (node >= tree_->parent_.size()) return 0;
+  if (!by_node_.empty()) return by_node_[node];
+  return sub_ != nullptr ? tree_->CountIn(*sub_, node) : tree_->Count(tenant_, node);
 }
 
 void TenantTree::ForEachShortlist(TenantId t,
                                   const std::function<void(uint32_t, const IdSet&)>& fn) const {
+  if (sparse_.contains(t)) {
+    IdSet ids;
+    ForEachVisible(t, [&](uint64_t id) { ids.insert(id); });
+    fn(root(), ids);
+    return;
+  }
   const auto sub = subs_.find(t);
   if (sub == subs_.end()) return;
   for (const auto& [n, ids] : sub->second.shortlist) fn(n, ids);
@@ -272,7 +318,8 @@ void TenantTree::ForEachDenseLeaf(TenantId t, const std::function<void(uint32_t)
 size_t TenantTree::MemoryBytes() const {
   using Bucket = std::pair<const uint32_t, IdSet>;
   size_t bytes = (parent_.capacity() + leaf_node_.capacity() + node_leaf_.capacity()) * 4 +
-                 leaf_of_.MemoryBytes() + subs_.capacity() * (sizeof(void*) + 1) +
+                 leaf_of_.MemoryBytes() + sparse_.capacity() * (2 * sizeof(uint32_t) + 1) +
+                 subs_.capacity() * (sizeof(void*) + 1) +
                  subs_.size() * (sizeof(TenantId) + sizeof(Sub));
   for (const auto& c : children_) bytes += sizeof(c) + c.capacity() * 4;
   for (const auto& [t, s] : subs_) {
@@ -287,19 +334,30 @@ size_t TenantTree::MemoryBytes() const {
 void TenantTree::Check(TenantId t, const std::vector<std::pair<uint64_t, uint32_t>>& ids,
                        const std::function<void(std::string)>& problem) const {
   const std::string who = absl::StrCat("tenant tree of tenant id ", t, ": ");
+  const auto sparse = sparse_.find(t);
+  const auto sub = subs_.find(t);
+  if (sparse != sparse_.end() && sub != subs_.end()) {
+    problem(absl::StrCat(who, "both sparse and past the cap"));
+  }
+  if (ids.size() <= cap_) {  // sparse: a count of the access table's ids, nothing stored
+    const uint32_t count = sparse == sparse_.end() ? 0 : sparse->second;
+    if (count != ids.size() || sub != subs_.end()) {
+      problem(absl::StrCat(who, "sparse tenant of ", ids.size(), " ids counts ", count,
+                           sub != subs_.end() ? " and keeps shortlists" : ""));
+    }
+    return;
+  }
+  if (sub == subs_.end()) {
+    problem(absl::StrCat(who, ids.size(), " ids > cap ", cap_, " but no sub-tree"));
+    return;
+  }
   absl::flat_hash_map<uint32_t, uint32_t> want;
   std::vector<uint32_t> path;
   for (const auto& [id, leaf] : ids) {
     Path(leaf, &path);
     for (uint32_t n : path) ++want[n];
   }
-  if (ids.size() <= cap_ && !ids.empty()) {  // sparse: the root's count only
-    const uint32_t root = RootOf(parent_, leaf_node_[0]);
-    want = {{root, static_cast<uint32_t>(ids.size())}};
-  }
-  const auto sub = subs_.find(t);
-  const Sub empty;
-  const Sub& s = sub == subs_.end() ? empty : sub->second;
+  const Sub& s = sub->second;
   Counts sorted(want.begin(), want.end());
   std::sort(sorted.begin(), sorted.end());
   if (sorted != s.count) problem(absl::StrCat(who, "node counts disagree with its ids"));

@@ -7,19 +7,24 @@
 // more than `cap` of the tenant's vectors has no shortlist ("dense": the leaf's postings are
 // scanned with access checks); its ids are kept apart so that it can become a shortlist again.
 //
-//   tenants::TenantTree tree(spann.tree(), /*cap=*/128);
-//   tree.Attach(tenant, id, leaf);          // insert or grant
+//   tenants::TenantTree tree(spann.tree(), &access, /*cap=*/128);
+//   access.Grant(id, tenant);
+//   tree.Attach(tenant, id, leaf);          // insert or grant: after the access table's change
 //   tree.Detach(tenant, id);                // delete or revoke
 //   if (tree.Reaches(tenant, leaf)) ...;    // the filter: may the leaf hold the tenant's vectors?
 //   tree.ForEachShortlist(tenant, [](uint32_t node, const IdSet& ids) { ... });
 //
-// Without an SSD index the tree has one node, the root (leaf 0): a tenant is one shortlist while
-// sparse, one dense leaf after.
+// Without an SSD index the tree has one node, the root (leaf 0): a tenant is sparse while it
+// has at most `cap` vectors, one dense leaf after.
 //
-// A tenant with at most `cap` vectors (one shortlist, at the root) keeps only its root count:
-// Reaches and Count below the root then look at the leaves of its <= cap ids. (Search never asks:
-// such a tenant is answered exactly from its ids, db/search_planner.cc.) The other counts are
-// made from the ids' leaves when it outgrows the root, and dropped when it shrinks back.
+// A sparse tenant (at most `cap` vectors: one shortlist, at the root) costs one count: the tree
+// stores neither its per-node counts nor its ids. Its ids are the ones the access table lets it
+// see (AccessTable::Owned and Granted; the table stores them anyway, so they are stored once),
+// and Reaches and Count below the root look at those ids' leaves. (Search never asks: such a
+// tenant is answered exactly from its ids, db/search_planner.cc.) When it outgrows the root its
+// counts and shortlists are made from those ids; when it shrinks back they are dropped. So the
+// tree must mirror the table: Attach(t, id) right after the table made `id` visible to `t`,
+// Detach(t, id) before or after the table hides it, Rebuild for many ids at once.
 //
 // Why exact counts and not Bloom filters: a count per (tenant, node it reaches) costs 8 bytes in
 // a sorted array and never answers "maybe"; Curator's Bloom filters (1% false positives at 1,000
@@ -28,7 +33,8 @@
 //
 // Memory (measured in docs/PERFORMANCE.md "Multi-tenant search"): shortlists and dense leaves
 // are CompactIdSets (about 2 bytes per id), counts sorted (node, count) arrays, and the leaf of
-// each id a paged array indexed by id (4 bytes per id): no per-membership hash entry.
+// each id a paged array indexed by id (4 bytes per id): no per-membership hash entry. A sparse
+// tenant is one 8-byte slot of a flat hash map.
 //
 // Isolation: the tree only narrows where a search looks; every candidate is still checked
 // against the access table (access_table.h), so a stale shortlist entry can never leak.
@@ -40,6 +46,7 @@
 #include <cstdint>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -58,19 +65,24 @@ class TenantTree {
   using IdSet = CompactIdSet;
   static constexpr uint32_t kDefaultCap = 128;
 
-  // One node (no SSD index).
-  explicit TenantTree(uint32_t cap = kDefaultCap);
+  // One node (no SSD index). `access` (not owned; it must outlive the tree) holds the ids of
+  // sparse tenants.
+  explicit TenantTree(const AccessTable* access, uint32_t cap = kDefaultCap);
   // The shape of `tree` (copied: parents and leaf nodes; the tree need not outlive this).
-  TenantTree(const index::CentroidTree& tree, uint32_t cap);
+  TenantTree(const index::CentroidTree& tree, const AccessTable* access, uint32_t cap);
 
   uint32_t cap() const { return cap_; }
   uint32_t num_leaves() const { return static_cast<uint32_t>(leaf_node_.size()); }
 
-  // `id` (in leaf `leaf`, < num_leaves(); clamped) became visible to `t`. Attaching twice is
-  // the caller's error (counts would double).
+  // `id` (in leaf `leaf`, < num_leaves(); clamped) became visible to `t`: the access table
+  // shows it already. Attaching twice is the caller's error (counts would double).
   void Attach(TenantId t, uint64_t id, uint32_t leaf);
-  // `id` stopped being visible to `t`. Unknown pairs are ignored.
+  // `id` stopped being visible to `t`. Detaching a pair never attached is the caller's error
+  // too (a sparse tenant's count would drop).
   void Detach(TenantId t, uint64_t id);
+  // Forgets every tenant and attaches every tenant's visible ids at once (the access table's):
+  // `ids[i]` lies in `leaves[i]`, and every id the table knows is among `ids`.
+  void Rebuild(std::span<const uint64_t> ids, std::span<const uint32_t> leaves);
   // The leaf `id` was last attached with (kept after its last Detach: an id's vector, so its
   // leaf, never changes), until Forget.
   std::optional<uint32_t> LeafOf(uint64_t id) const;
@@ -84,14 +96,16 @@ class TenantTree {
   bool Reaches(TenantId t, uint32_t leaf) const;
   // Vectors of `t` below `node` (as Reaches).
   uint32_t Count(TenantId t, uint32_t node) const;
-  // Calls fn(node, ids) for every shortlist of `t`.
+  // Calls fn(node, ids) for every shortlist of `t` (a sparse tenant's root shortlist is made
+  // from the access table for the call).
   void ForEachShortlist(TenantId t, const std::function<void(uint32_t, const IdSet&)>& fn) const;
   // Calls fn(leaf) for every dense leaf of `t` (more than cap() of its vectors).
   void ForEachDenseLeaf(TenantId t, const std::function<void(uint32_t)>& fn) const;
 
   // Structural check against what the tree should hold: `ids` are every (id, leaf) visible to
   // `t`. Reports (via `problem`) a count that disagrees, a shortlist over the cap or not at the
-  // highest sparse node, an id in no bucket or in two (a false negative of the tree).
+  // highest sparse node, an id in no bucket or in two (a false negative of the tree), a sparse
+  // tenant whose count is not its number of ids.
   void Check(TenantId t, const std::vector<std::pair<uint64_t, uint32_t>>& ids,
              const std::function<void(std::string)>& problem) const;
   size_t MemoryBytes() const;
@@ -99,6 +113,7 @@ class TenantTree {
  private:
   // Sorted (node, count) pairs; a node the tenant does not reach has none.
   using Counts = std::vector<std::pair<uint32_t, uint32_t>>;
+  // A tenant with more than cap_ vectors.
   struct Sub {
     Counts count;                                    // node -> vectors below (absent = 0)
     absl::flat_hash_map<uint32_t, IdSet> shortlist;  // node -> ids
@@ -108,21 +123,36 @@ class TenantTree {
   // Root first, down to the leaf's node.
   void Path(uint32_t leaf, std::vector<uint32_t>* path) const;
   uint32_t CountIn(const Sub& s, uint32_t node) const;
+  // Calls fn(id) for every id the access table lets `t` see.
+  template <typename Fn>
+  void ForEachVisible(TenantId t, const Fn& fn) const {
+    for (const IdSet* set : {access_->Owned(t), access_->Granted(t)}) {
+      if (set != nullptr) set->ForEach(fn);
+    }
+  }
+  // `s` from `t`'s visible ids (it outgrew the root, or a rebuild): counts, then each id into
+  // the first node of its path with at most cap_ of them (a dense leaf past the last).
+  void Build(TenantId t, Sub& s) const;
+  // Attach to a tenant past the cap.
+  void AttachToSub(Sub& s, uint64_t id, const std::vector<uint32_t>& path);
   // The shortlist at `node` overflowed: hands its ids to the children (or to `dense`).
   void SplitDown(Sub& s, uint32_t node);
   // `node` is sparse again: gathers every id below it into its shortlist.
   void MergeUp(Sub& s, uint32_t node);
   void Gather(Sub& s, uint32_t node, IdSet* into);
   uint32_t LeafOfId(uint64_t id) const;
+  uint32_t root() const;
 
+  const AccessTable* access_;
   uint32_t cap_;
   std::vector<uint32_t> parent_;     // by node; root: UINT32_MAX
   std::vector<uint32_t> leaf_node_;  // by leaf
   std::vector<uint32_t> node_leaf_;  // by node: leaf index, UINT32_MAX for inner nodes
   std::vector<std::vector<uint32_t>> children_;
   base::PagedIdMap<uint32_t, 12> leaf_of_;  // id -> leaf, for splits and for LeafOf
-  // Node-based: a slot is a pointer, not a 96-byte Sub at a load of 0.44-0.875 (thousands of
-  // small tenants).
+  // Tenants with 1..cap_ vectors: their count (most tenants of a collection are small).
+  absl::flat_hash_map<TenantId, uint32_t> sparse_;
+  // The others. Node-based: a slot is a pointer, not a 96-byte Sub.
   absl::node_hash_map<TenantId, Sub> subs_;
 
   friend class TenantScope;  // reads one tenant's Sub for a whole search
@@ -135,7 +165,10 @@ class TenantTree {
 // candidate budget), so a tenant sparse near the query is searched farther out.
 class TenantScope final : public index::PostingScope {
  public:
-  // `tree` (not owned) must outlive the scope and not change while it is used.
+  // `tree` (not owned) must outlive the scope and not change while it is used. A tenant past
+  // the cap gets its counts unpacked into an array by node (a query asks for the count of every
+  // child the navigator meets: a profile of large tenants' queries had the binary searches of
+  // the sorted counts at 4-6% of their time).
   TenantScope(const TenantTree* tree, TenantId tenant);
   bool AllowsPosting(uint32_t /*posting*/, uint32_t leaf) const override {
     return leaf < tree_->num_leaves() && AllowsNode(tree_->leaf_node_[leaf]);
@@ -143,7 +176,7 @@ class TenantScope final : public index::PostingScope {
   bool AllowsNode(uint32_t node) const override { return CountBelow(node) > 0; }
   // Exact counts per node exist once a tenant outgrows one shortlist (more than cap() vectors);
   // below that they are made from its ids at each call (search answers such a tenant exactly).
-  bool weighted() const override { return sub_ != nullptr && !sparse_; }
+  bool weighted() const override { return sub_ != nullptr; }
   uint32_t LeafWeight(uint32_t leaf) const override {
     return leaf < tree_->num_leaves() ? CountBelow(tree_->leaf_node_[leaf]) : 0;
   }
@@ -153,8 +186,8 @@ class TenantScope final : public index::PostingScope {
 
   const TenantTree* tree_;
   TenantId tenant_;
-  const TenantTree::Sub* sub_;  // null: the tenant holds nothing
-  bool sparse_;                 // at most cap() vectors: only the root's count is kept
+  const TenantTree::Sub* sub_;     // null: sparse, or the tenant holds nothing
+  std::vector<uint32_t> by_node_;  // sub_'s counts by node (empty: sparse, or a huge tree)
 };
 
 }  // namespace shoal::tenants

@@ -27,6 +27,24 @@ index::CentroidTree SmallTree(size_t leaves, std::mt19937_64& rng) {
   return *std::move(tree);
 }
 
+// The tree reads a sparse tenant's ids from the access table: the tests keep one beside it,
+// changed before Attach and after Detach, as db/ does.
+struct Tenants {
+  explicit Tenants(uint32_t cap) : tree(&access, cap) {}
+  Tenants(const index::CentroidTree& shape, uint32_t cap) : tree(shape, &access, cap) {}
+  void Attach(TenantId t, uint64_t id, uint32_t leaf) {
+    access.AddTenant(t);
+    access.Grant(id, t);
+    tree.Attach(t, id, leaf);
+  }
+  void Detach(TenantId t, uint64_t id) {
+    tree.Detach(t, id);
+    access.Revoke(id, t);
+  }
+  AccessTable access;
+  TenantTree tree;
+};
+
 void ExpectConsistent(const TenantTree& tree, TenantId t,
                       const std::map<uint64_t, uint32_t>& model) {
   std::vector<std::pair<uint64_t, uint32_t>> ids(model.begin(), model.end());
@@ -40,7 +58,8 @@ void ExpectConsistent(const TenantTree& tree, TenantId t,
 TEST(TenantTreeTest, SplitsAndMergesKeepEveryIdInExactlyOneBucket) {
   std::mt19937_64 rng(base::TestSeed());
   const index::CentroidTree shape = SmallTree(40, rng);
-  TenantTree tree(shape, /*cap=*/8);
+  Tenants tenants(shape, /*cap=*/8);
+  const TenantTree& tree = tenants.tree;
   std::map<TenantId, std::map<uint64_t, uint32_t>> model;
   for (int step = 0; step < 6000; ++step) {
     const TenantId t = 1 + rng() % 3;
@@ -53,11 +72,11 @@ TEST(TenantTreeTest, SplitsAndMergesKeepEveryIdInExactlyOneBucket) {
       // Skewed leaves, so that some become dense; an id has one leaf whatever the tenant.
       const uint32_t l = id % 4 == 0 ? (id / 4) % tree.num_leaves() : id % 3;
       m[id] = l;
-      tree.Attach(t, id, l);
+      tenants.Attach(t, id, l);
     } else {
       auto it = m.begin();
       std::advance(it, rng() % m.size());
-      tree.Detach(t, it->first);
+      tenants.Detach(t, it->first);
       m.erase(it);
     }
     ExpectConsistent(tree, t, m);
@@ -71,8 +90,9 @@ TEST(TenantTreeTest, SplitsAndMergesKeepEveryIdInExactlyOneBucket) {
 }
 
 TEST(TenantTreeTest, SparseTenantIsOneRootShortlistAndDropForgetsIt) {
-  TenantTree tree(/*cap=*/4);
-  for (uint64_t id = 0; id < 3; ++id) tree.Attach(7, id, 0);
+  Tenants tenants(/*cap=*/4);
+  TenantTree& tree = tenants.tree;
+  for (uint64_t id = 0; id < 3; ++id) tenants.Attach(7, id, 0);
   int lists = 0;
   tree.ForEachShortlist(7, [&](uint32_t node, const TenantTree::IdSet& ids) {
     EXPECT_EQ(node, 0u);
@@ -80,7 +100,7 @@ TEST(TenantTreeTest, SparseTenantIsOneRootShortlistAndDropForgetsIt) {
     ++lists;
   });
   EXPECT_EQ(lists, 1);
-  for (uint64_t id = 3; id < 6; ++id) tree.Attach(7, id, 0);
+  for (uint64_t id = 3; id < 6; ++id) tenants.Attach(7, id, 0);
   int dense = 0;
   tree.ForEachDenseLeaf(7, [&](uint32_t) { ++dense; });
   EXPECT_EQ(dense, 1);  // one node: over the cap it is a dense leaf
@@ -92,15 +112,15 @@ TEST(TenantTreeTest, SparseTenantIsOneRootShortlistAndDropForgetsIt) {
 TEST(TenantTreeTest, AGrantThenRevokeRestoresTheStructure) {
   std::mt19937_64 rng(1);
   const index::CentroidTree shape = SmallTree(20, rng);
-  TenantTree tree(shape, 4);
+  Tenants tenants(shape, 4);
   std::map<uint64_t, uint32_t> m;
   for (uint64_t id = 0; id < 30; ++id) {
     m[id] = id % 5;
-    tree.Attach(1, id, id % 5);
+    tenants.Attach(1, id, id % 5);
   }
-  tree.Attach(1, 99, 2);
-  tree.Detach(1, 99);
-  ExpectConsistent(tree, 1, m);
+  tenants.Attach(1, 99, 2);
+  tenants.Detach(1, 99);
+  ExpectConsistent(tenants.tree, 1, m);
 }
 
 // The scope a tenant's SPANN search navigates with: nodes and postings of its sub-tree only, and
@@ -108,11 +128,12 @@ TEST(TenantTreeTest, AGrantThenRevokeRestoresTheStructure) {
 TEST(TenantTreeTest, ScopePrunesToTheSubTreeAndWeighsLeavesByCount) {
   std::mt19937_64 rng(base::TestSeed());
   const index::CentroidTree shape = SmallTree(40, rng);
-  TenantTree tree(shape, /*cap=*/8);
+  Tenants tenants(shape, /*cap=*/8);
+  const TenantTree& tree = tenants.tree;
   std::map<uint32_t, uint32_t> per_leaf;
   auto attach = [&](uint64_t id) {
     const uint32_t leaf = (id * 7) % 13;  // leaves 0..12 only
-    tree.Attach(1, id, leaf);
+    tenants.Attach(1, id, leaf);
     ++per_leaf[leaf];
   };
   for (uint64_t id = 0; id < 5; ++id) attach(id);
@@ -137,6 +158,48 @@ TEST(TenantTreeTest, ScopePrunesToTheSubTreeAndWeighsLeavesByCount) {
   const TenantScope nobody(&tree, 2);
   EXPECT_FALSE(nobody.weighted());
   EXPECT_FALSE(nobody.AllowsNode(shape.root()));
+}
+
+// A rebuild from the access table makes the tree that attaching the same ids one by one made,
+// and a sparse tenant's ids are stored once (in the access table): the tree keeps a count.
+TEST(TenantTreeTest, RebuildMatchesAttachesAndSparseTenantsStoreNoIds) {
+  std::mt19937_64 rng(base::TestSeed());
+  const index::CentroidTree shape = SmallTree(40, rng);
+  Tenants tenants(shape, /*cap=*/8);
+  std::map<TenantId, std::map<uint64_t, uint32_t>> model;
+  std::map<uint64_t, uint32_t> leaf_of;
+  for (int i = 0; i < 3000; ++i) {
+    const TenantId t = 1 + rng() % 40;  // sizes from 0 to ~150: sparse and not
+    const uint64_t id = rng() % 5000;
+    const uint32_t leaf = static_cast<uint32_t>(id % tenants.tree.num_leaves());
+    if (model[t].contains(id) || (t % 4 == 0 && model[t].size() >= 8)) continue;
+    model[t][id] = leaf;
+    leaf_of[id] = leaf;
+    tenants.Attach(t, id, leaf);
+  }
+  std::vector<uint64_t> ids;
+  std::vector<uint32_t> leaves;
+  for (const auto& [id, leaf] : leaf_of) {
+    ids.push_back(id);
+    leaves.push_back(leaf);
+  }
+  TenantTree rebuilt(shape, &tenants.access, /*cap=*/8);
+  rebuilt.Rebuild(ids, leaves);
+  for (const auto& [t, m] : model) {
+    ExpectConsistent(tenants.tree, t, m);
+    ExpectConsistent(rebuilt, t, m);
+    if (HasFatalFailure()) return;
+    for (uint32_t l = 0; l < shape.num_leaves(); ++l) {
+      ASSERT_EQ(rebuilt.Reaches(t, l), tenants.tree.Reaches(t, l)) << "tenant " << t;
+    }
+  }
+  // 40 sparse tenants more, 8 ids each: a count apiece, no id lists (~2 bytes an id, a block
+  // and a bucket each before).
+  const size_t before = tenants.tree.MemoryBytes();
+  for (TenantId t = 1000; t < 1040; ++t) {
+    for (uint64_t id = 0; id < 8; ++id) tenants.Attach(t, id, 0);
+  }
+  EXPECT_LT(tenants.tree.MemoryBytes() - before, 40 * 24u);
 }
 
 }  // namespace

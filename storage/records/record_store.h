@@ -172,9 +172,12 @@ class RecordStore {
 
    private:
     friend class RecordStore;
-    explicit Batch(const RecordStore* store);
+    Batch(const RecordStore* store, size_t reserved_bytes);
     const RecordStore* store_;
     std::unique_ptr<rocksdb::WriteBatch> batch_;
+    // A point row (put, delete or merge) of the catalog family is in the batch: once committed
+    // it keeps the catalog memtable non-empty, so Commit adds no marker row (see Write).
+    bool catalog_row_ = false;
   };
 
   static absl::StatusOr<std::unique_ptr<RecordStore>> Open(const std::string& dir,
@@ -187,7 +190,8 @@ class RecordStore {
   // Removes the collection's catalog row, records and keys in one synced batch.
   absl::Status DropCollection(const StoredCollection& collection);
 
-  Batch NewBatch() const { return Batch(this); }
+  // `reserved_bytes`: the batch's buffer sized up front (a single-key grant: ~64 bytes).
+  Batch NewBatch(size_t reserved_bytes = 0) const { return Batch(this, reserved_bytes); }
   absl::Status Commit(Batch& batch, bool sync);
   // Makes every write committed so far durable (an fsync of the WAL); fails as Commit does.
   absl::Status SyncWal();
@@ -274,8 +278,10 @@ class RecordStore {
  private:
   RecordStore() = default;
   // Writes `batch`, resuming first if an earlier write stopped RocksDB (see the file comment).
-  absl::Status Write(rocksdb::WriteBatch* batch, bool sync, std::string_view context)
-      ABSL_LOCKS_EXCLUDED(resume_mu_);
+  // Adds the memtable marker row (KeepMemtableNonEmpty) unless `has_catalog_row`: the batch
+  // holds a point row of the catalog family already, which keeps its memtable non-empty as well.
+  absl::Status Write(rocksdb::WriteBatch* batch, bool sync, std::string_view context,
+                     bool has_catalog_row = false) ABSL_LOCKS_EXCLUDED(resume_mu_);
   // Resume() after a failed write, when it can replace the failed WAL writer.
   absl::Status ResumeWrites(std::string_view context) ABSL_EXCLUSIVE_LOCKS_REQUIRED(resume_mu_);
   bool MemtablesEmpty();

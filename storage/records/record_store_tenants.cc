@@ -12,6 +12,7 @@
 // collection), and the id -> tenants direction is rebuilt in RAM from them at open
 // (tenants/access_table.h). They are written in the same WriteBatch as the record rows they
 // describe, so a crash never leaves a record without its owner row or the reverse.
+#include <algorithm>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -35,12 +36,29 @@ std::string RowKey(uint32_t cid, char kind) {
   return key;
 }
 
-std::string IdRowKey(uint32_t cid, char kind, uint32_t tenant_id, uint64_t iid) {
-  std::string key = RowKey(cid, kind);
-  PutFixed32BE(&key, tenant_id);
-  PutFixed64BE(&key, iid);
-  return key;
-}
+// An owner or grant row's key, built in place: a grant or revoke of one key allocates nothing
+// for it.
+class IdRowKey {
+ public:
+  IdRowKey(uint32_t cid, char kind, uint32_t tenant_id, uint64_t iid) {
+    static constexpr char kPrefix[] = "tenant/";
+    static_assert(sizeof(kPrefix) - 1 + 4 + 1 + 4 + 8 == kBytes);
+    char* p = std::copy_n(kPrefix, sizeof(kPrefix) - 1, bytes_);
+    p = PutBE(p, cid, 4);
+    *p++ = kind;
+    p = PutBE(p, tenant_id, 4);
+    PutBE(p, iid, 8);
+  }
+  rocksdb::Slice slice() const { return rocksdb::Slice(bytes_, kBytes); }
+
+ private:
+  static constexpr size_t kBytes = 24;
+  static char* PutBE(char* p, uint64_t v, int bytes) {
+    for (int i = bytes - 1; i >= 0; --i) *p++ = static_cast<char>(v >> (8 * i));
+    return p;
+  }
+  char bytes_[kBytes];
+};
 
 std::string IdRowPrefix(uint32_t cid, char kind, uint32_t tenant_id) {
   std::string key = RowKey(cid, kind);
@@ -96,10 +114,12 @@ std::string EncodeU64(uint64_t v) {
 void RecordStore::Batch::PutTenant(uint32_t cid, const StoredTenant& tenant) {
   batch_->Put(store_->catalog_, RowKey(cid, kTenantRow) + tenant.name, EncodeTenant(tenant));
   batch_->Merge(store_->catalog_, RowKey(cid, kNextTenantId), EncodeU64(uint64_t{tenant.id} + 1));
+  catalog_row_ = true;
 }
 
 void RecordStore::Batch::DeleteTenant(uint32_t cid, const StoredTenant& tenant) {
   batch_->Delete(store_->catalog_, RowKey(cid, kTenantRow) + tenant.name);
+  catalog_row_ = true;
   for (char kind : {kOwnerRow, kGrantRow}) {
     const std::string begin = IdRowPrefix(cid, kind, tenant.id);
     batch_->DeleteRange(store_->catalog_, begin, AfterPrefix(begin));
@@ -107,19 +127,23 @@ void RecordStore::Batch::DeleteTenant(uint32_t cid, const StoredTenant& tenant) 
 }
 
 void RecordStore::Batch::PutOwner(uint32_t cid, uint32_t tenant_id, uint64_t iid) {
-  batch_->Put(store_->catalog_, IdRowKey(cid, kOwnerRow, tenant_id, iid), "");
+  batch_->Put(store_->catalog_, IdRowKey(cid, kOwnerRow, tenant_id, iid).slice(), rocksdb::Slice());
+  catalog_row_ = true;
 }
 
 void RecordStore::Batch::DeleteOwner(uint32_t cid, uint32_t tenant_id, uint64_t iid) {
-  batch_->Delete(store_->catalog_, IdRowKey(cid, kOwnerRow, tenant_id, iid));
+  batch_->Delete(store_->catalog_, IdRowKey(cid, kOwnerRow, tenant_id, iid).slice());
+  catalog_row_ = true;
 }
 
 void RecordStore::Batch::PutGrant(uint32_t cid, uint32_t tenant_id, uint64_t iid) {
-  batch_->Put(store_->catalog_, IdRowKey(cid, kGrantRow, tenant_id, iid), "");
+  batch_->Put(store_->catalog_, IdRowKey(cid, kGrantRow, tenant_id, iid).slice(), rocksdb::Slice());
+  catalog_row_ = true;
 }
 
 void RecordStore::Batch::DeleteGrant(uint32_t cid, uint32_t tenant_id, uint64_t iid) {
-  batch_->Delete(store_->catalog_, IdRowKey(cid, kGrantRow, tenant_id, iid));
+  batch_->Delete(store_->catalog_, IdRowKey(cid, kGrantRow, tenant_id, iid).slice());
+  catalog_row_ = true;
 }
 
 absl::StatusOr<StoredTenants> RecordStore::LoadTenants(uint32_t cid) {
