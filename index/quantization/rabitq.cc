@@ -395,7 +395,7 @@ void RaBitQ::EstimatePackedWith(internal::KernelLevelId level, const Query& q,
   float distance[kScanBlock], error[kScanBlock];
   // The weight of group g's plane p, 2^(6 g + B - 1 - p): computed once per call, not per block
   // (it was a libm call per plane and block: at 100-d a block scans only 32 positions).
-  constexpr size_t kMaxGroups = (kMaxBits + 3 + 5) / 6;  // query_bits() <= kMaxBits + 3
+  constexpr size_t kMaxGroups = (QueryBitsFor(kMaxBits) + 5) / 6;
   double weights[kMaxGroups * kMaxBits];
   for (size_t g = 0; g < groups; ++g) {
     for (size_t p = 0; p < bits_; ++p) {

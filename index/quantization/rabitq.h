@@ -39,8 +39,11 @@
 //   a uniform unit vector in R^(D-1) (~N(0, 1/(D-1))), so the confidence is ~P(|N(0,1)| <= eps0):
 //   94.3% at 1.9, 99.9% at 3.3 (see kEps0For999). Extra bits tighten it only through
 //   <o_bar, o>: measured sqrt(1 - a^2)/a ~ 0.75, 0.40, 0.10, 0.006 at B = 1, 2, 4, 8.
-// Query quantization: q' is scalar-quantized to B_q = B + 3 bits per dimension (B_q = 4 for
-//   plain RaBitQ, as in the paper): q_bar_i = lower + delta * qu_i, qu_i = round((q'_i -
+// Query quantization: q' is scalar-quantized to B_q bits per dimension, B_q = B + 3 (4 for
+//   plain RaBitQ, as in the paper) but at most 6 while B <= 5, so that the lookup tables are one
+//   6-bit group and every block is scanned once (with B_q = 7 or 8 at B = 4 or 5 each block was
+//   scanned twice and two tables built per posting; the coarser query widens the bound by a few
+//   percent there, |e|^2 below): q_bar_i = lower + delta * qu_i, qu_i = round((q'_i -
 //   lower)/delta), and the estimator uses q_bar. Its error e = q_bar - q' is known exactly at
 //   PrepareQuery; <o_bar, e> is a second zero-mean term of scale |e|/sqrt(D), independent of the
 //   first, so the two add in quadrature. The bound reported is therefore
@@ -60,6 +63,7 @@
 #ifndef SHOAL_INDEX_QUANTIZATION_RABITQ_H_
 #define SHOAL_INDEX_QUANTIZATION_RABITQ_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -136,8 +140,14 @@ class RaBitQ {
   size_t dim() const { return rotation_.dim(); }
   size_t padded_dim() const { return rotation_.padded_dim(); }
   uint32_t bits() const { return bits_; }
-  // Bits per dimension of the quantized query: bits() + 3.
-  uint32_t query_bits() const { return bits_ + 3; }
+  // Bits per dimension of the quantized query: bits() + 3, capped at 6 for bits() <= 5 (one
+  // lookup-table group; see the top of this file).
+  uint32_t query_bits() const { return QueryBitsFor(bits_); }
+  static constexpr uint32_t QueryBitsFor(uint32_t bits) {
+    return bits <= kOneGroupMaxBits ? std::min(bits + 3, 6u) : bits + 3;
+  }
+  // The most code bits whose query fits one 6-bit lookup-table group.
+  static constexpr uint32_t kOneGroupMaxBits = 5;
   float eps0() const { return eps0_; }
   // Bytes of one encoded vector including its factors: bits() * padded_dim() / 8 + 16.
   size_t code_bytes() const { return code_bytes_; }
