@@ -8,6 +8,11 @@ namespace shoal::index {
 namespace {
 
 constexpr double kVectorsPerPosting = 64;
+// Below this dimension the calibration samples more queries, as many as its brute-force ground
+// truth affords in about kCalibrationMacs multiply-adds (n x dim each), within [200, 1000].
+constexpr size_t kMoreCalibrationBelowDim = 640;
+constexpr double kCalibrationMacs = 2e10;
+constexpr uint32_t kMinCalibrationQueries = 200, kMaxCalibrationQueries = 1000;
 
 // RAM of the resident codes: per entry its code (bits * dim / 8 + 16 bytes of factors), id
 // and norm, times the replicas each vector is written to (about `replicas` on average with the
@@ -34,6 +39,11 @@ SpannOptions AutoSpannOptions(const DataShape& s) {
     while (bits > 1 && CodeBytes(s, bits, o.replicas) > half) --bits;
   }
   o.quant = absl::StrCat("rabitq:bits=", bits);
+  if (s.dim < kMoreCalibrationBelowDim && s.n > 0) {
+    const double affordable = kCalibrationMacs / (static_cast<double>(s.n) * s.dim);
+    o.calibration_queries = static_cast<uint32_t>(
+        std::clamp<double>(affordable, kMinCalibrationQueries, kMaxCalibrationQueries));
+  }
   return o;
 }
 

@@ -18,6 +18,10 @@
 //   bits            one fewer (down to 1) while the codes still take over half the budget.
 //   posting_cap, navigator, beam: the defaults (4x the mean posting; tree above 256 postings).
 //   target_recall   0.95, calibrated at build time (index/spann/spann_calibration.h).
+//   calibration_queries  below 640-d, as many as a ground truth of ~2e10 multiply-adds affords
+//                   (n x dim each), 200..1000 (50000 x 100-d: 1000); else the default 200. The
+//                   calibration's safety margin is one standard error of its mean recall, so
+//                   more queries cost fewer postings at the same confidence.
 // Pure; thread-safe.
 #ifndef SHOAL_INDEX_SPANN_SPANN_AUTO_H_
 #define SHOAL_INDEX_SPANN_SPANN_AUTO_H_

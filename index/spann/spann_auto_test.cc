@@ -3,7 +3,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <random>
+
 #include "index/spann/spann_calibration.h"
+#include "index/topk.h"
 
 namespace shoal::index {
 namespace {
@@ -29,6 +33,18 @@ TEST(SpannAutoTest, BitsFollowTheDimensionAndRamBudget) {
   EXPECT_EQ(tighter.replicas, 2u);
   EXPECT_EQ(tighter.quant, "rabitq:bits=1");
   EXPECT_NEAR(roomy.centroid_ratio, 1.0 / 64, 1e-9);
+}
+
+TEST(SpannAutoTest, CalibrationQueriesFollowTheGroundTruthsCostBelow640d) {
+  // 50000 x 100-d: 5e6 multiply-adds a query, 2e10 afford 4000: capped at 1000.
+  EXPECT_EQ(AutoSpannOptions({.n = 50000, .dim = 100}).calibration_queries, 1000u);
+  // 2M x 128-d: 78 afford: at least 200.
+  EXPECT_EQ(AutoSpannOptions({.n = 2000000, .dim = 128}).calibration_queries, 200u);
+  // 100000 x 256-d: 781.
+  EXPECT_EQ(AutoSpannOptions({.n = 100000, .dim = 256}).calibration_queries, 781u);
+  // From 640-d the default.
+  EXPECT_EQ(AutoSpannOptions({.n = 50000, .dim = 960}).calibration_queries,
+            SpannOptions().calibration_queries);
 }
 
 TEST(SpannAutoTest, ResolveAppliesExplicitKeysOverTheChoice) {
@@ -58,6 +74,94 @@ TEST(SpannCalibrationTest, PicksTheSmallestSettingThatMetTheTarget) {
   EXPECT_EQ(MaxPostingsForRecall(table, 0.95f), 8u);
   EXPECT_EQ(MaxPostingsForRecall(table, 0.99f), 8u);  // none met it: the best measured
   EXPECT_EQ(MaxPostingsForRecall({}, 0.9f), 0u);
+}
+
+TEST(SpannCalibrationTest, EstimateRecallGivesTheMeanAndItsStandardError) {
+  const RecallEstimate none = EstimateRecall({});
+  EXPECT_EQ(none.mean, 0);
+  EXPECT_EQ(none.se, 0);
+  const std::vector<double> same = {0.9, 0.9, 0.9};
+  EXPECT_NEAR(EstimateRecall(same).mean, 0.9, 1e-12);
+  EXPECT_NEAR(EstimateRecall(same).se, 0, 1e-12);
+  // {1, 0.8}: mean 0.9, sample sd sqrt(0.02), se sqrt(0.02 / 2) = 0.1.
+  const std::vector<double> two = {1.0, 0.8};
+  EXPECT_NEAR(EstimateRecall(two).mean, 0.9, 1e-12);
+  EXPECT_NEAR(EstimateRecall(two).se, 0.1, 1e-12);
+}
+
+// An index whose recall grows with max_postings at a rate that differs per query: query j of a
+// batch returns itself and its exact nearest neighbours up to rank m * (j % 4 + 1) / 4 (of 10).
+class StepIndex final : public VectorIndex {
+ public:
+  StepIndex(const std::vector<float>* data, size_t dim) : data_(data), dim_(dim) {}
+  size_t dimension() const override { return dim_; }
+  size_t MemoryBytes() const override { return 0; }
+  absl::Status Add(std::span<const uint64_t>, const float*, std::span<const uint32_t>) override {
+    return absl::UnimplementedError("Add");
+  }
+  absl::Status Remove(std::span<const uint64_t>) override {
+    return absl::UnimplementedError("Remove");
+  }
+  absl::StatusOr<std::vector<std::vector<Neighbor>>> Search(
+      const float* queries, size_t n, const SearchParameters& p) const override {
+    std::vector<std::vector<Neighbor>> out(n);
+    const size_t rows = data_->size() / dim_;
+    for (size_t j = 0; j < n; ++j) {
+      TopK<uint64_t> top(p.k);
+      for (size_t r = 0; r < rows; ++r) {
+        top.Push(Distance(Metric::kL2, queries + j * dim_, data_->data() + r * dim_, dim_), r);
+      }
+      const size_t keep = 1 + std::min<size_t>(10, p.max_postings * (j % 4 + 1) / 4);
+      for (const auto& e : top.TakeSorted()) {
+        if (out[j].size() < keep) out[j].push_back({e.id, e.distance});
+      }
+    }
+    return out;
+  }
+
+ private:
+  const std::vector<float>* data_;
+  size_t dim_;
+};
+
+TEST(SpannCalibrationTest, LadderIsFineAndEachRowIsTheMeanLessOneStandardError) {
+  constexpr size_t kDim = 8, kRows = 400;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> g;
+  std::vector<float> data(kRows * kDim);
+  for (float& x : data) x = g(rng);
+  std::vector<uint64_t> ids(kRows);
+  for (size_t i = 0; i < kRows; ++i) ids[i] = i;
+  StepIndex index(&data, kDim);
+  CalibrationInput in{&index, ids, data.data(), kDim, Metric::kL2, /*num_postings=*/60};
+  in.queries = 100;
+  auto table = CalibrateSpann(in);
+  ASSERT_TRUE(table.ok()) << table.status();
+  // Recall 1 for every query needs m >= 40 (query j % 4 == 0 keeps m / 4 neighbours).
+  ASSERT_GE(table->size(), 16u);
+  for (size_t i = 0; i < 16; ++i) EXPECT_EQ((*table)[i].max_postings, i + 1);
+  for (size_t i = 16; i < table->size(); ++i) {
+    const uint32_t prev = (*table)[i - 1].max_postings, m = (*table)[i].max_postings;
+    EXPECT_GT(m, prev);
+    EXPECT_LE(m - prev, std::max(1u, prev / 16));
+  }
+  EXPECT_EQ(table->back().max_postings, 40u);  // the first rung whose mean reached 0.999
+  // The per-query recalls are known: of the 100 sampled queries, a quarter each keep m/4, m/2,
+  // 3m/4 and m neighbours (the sample's order is the batch's order: j % 4 of the j-th query).
+  for (const CalibrationPoint& row : *table) {
+    std::vector<double> per_query;
+    for (size_t j = 0; j < 100; ++j) {
+      per_query.push_back(std::min<size_t>(10, row.max_postings * (j % 4 + 1) / 4) / 10.0);
+    }
+    const RecallEstimate e = EstimateRecall(per_query);
+    EXPECT_NEAR(row.recall, std::max(0.0, e.mean - e.se), 1e-6) << row.max_postings;
+    if (e.se > 0) EXPECT_LT(row.recall, e.mean) << row.max_postings;
+  }
+  // So a target is met only where the mean clears it by the margin.
+  const uint32_t m = MaxPostingsForRecall(*table, 0.9f);
+  std::vector<double> at_m;
+  for (size_t j = 0; j < 100; ++j) at_m.push_back(std::min<size_t>(10, m * (j % 4 + 1) / 4) / 10.0);
+  EXPECT_GE(EstimateRecall(at_m).mean - EstimateRecall(at_m).se, 0.9);
 }
 
 }  // namespace

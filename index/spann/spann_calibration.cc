@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <random>
 #include <thread>
 
@@ -16,12 +17,14 @@ constexpr size_t kK = 10;                 // recall@10, what the table is for
 constexpr size_t kQueryBlock = 16;        // queries scored per pass over the rows
 constexpr float kStopRecall = 0.999f;     // the ladder ends once reached
 constexpr uint32_t kLadderMax = 1 << 12;  // and never scans more postings than this
+// Standard errors of the sample mean taken off each row's recall (see the header).
+constexpr double kMarginStandardErrors = 1.0;
 
-// max_postings values tried: every value up to 8, then steps of about 1/8.
+// max_postings values tried: every value up to 16, then steps of about 1/16.
 std::vector<uint32_t> Ladder(uint32_t num_postings) {
   std::vector<uint32_t> out;
   const uint32_t end = std::min(std::max(num_postings, 1u), kLadderMax);
-  for (uint32_t m = 1; m <= end; m += std::max(1u, m / 8)) out.push_back(m);
+  for (uint32_t m = 1; m <= end; m += std::max(1u, m / 16)) out.push_back(m);
   if (out.back() != end) out.push_back(end);
   return out;
 }
@@ -66,6 +69,19 @@ std::vector<float> TrueKth(const CalibrationInput& in, const std::vector<size_t>
 
 }  // namespace
 
+RecallEstimate EstimateRecall(std::span<const double> per_query) {
+  RecallEstimate r;
+  const size_t n = per_query.size();
+  if (n == 0) return r;
+  for (double v : per_query) r.mean += v;
+  r.mean /= static_cast<double>(n);
+  if (n < 2) return r;
+  double ss = 0;
+  for (double v : per_query) ss += (v - r.mean) * (v - r.mean);
+  r.se = std::sqrt(ss / static_cast<double>(n - 1) / static_cast<double>(n));
+  return r;
+}
+
 absl::StatusOr<std::vector<CalibrationPoint>> CalibrateSpann(const CalibrationInput& in) {
   const size_t n = in.ids.size();
   if (in.index == nullptr || in.queries == 0 || n < kK + 2) return std::vector<CalibrationPoint>();
@@ -83,19 +99,20 @@ absl::StatusOr<std::vector<CalibrationPoint>> CalibrateSpann(const CalibrationIn
     p.threads = std::max(1u, in.threads);
     p.max_postings = m;
     SHOAL_ASSIGN_OR_RETURN(auto found, in.index->Search(queries.data(), rows.size(), p));
-    size_t hits = 0;
+    std::vector<double> per_query(rows.size());
     for (size_t i = 0; i < rows.size(); ++i) {
       const float limit = kth[i] + 1e-4f * std::abs(kth[i]) + 1e-6f;
-      size_t taken = 0;
+      size_t taken = 0, hits = 0;
       for (const Neighbor& nb : found[i]) {
         if (nb.id == in.ids[rows[i]] || taken == kK) continue;
         ++taken;
         if (nb.distance <= limit) ++hits;
       }
+      per_query[i] = static_cast<double>(hits) / kK;
     }
-    const float recall = static_cast<float>(hits) / static_cast<float>(rows.size() * kK);
-    table.push_back({m, recall});
-    if (recall >= kStopRecall) break;
+    const RecallEstimate r = EstimateRecall(per_query);
+    table.push_back({m, static_cast<float>(std::max(0.0, r.mean - kMarginStandardErrors * r.se))});
+    if (r.mean >= kStopRecall) break;
   }
   return table;
 }

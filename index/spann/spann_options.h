@@ -74,8 +74,9 @@ absl::StatusOr<SpannOptions> ParseSpannSpec(const std::string& spec, const Spann
 // The canonical spec string of `o` (every key, fixed order); ParseSpannSpec round-trips it.
 std::string SpannSpecString(const SpannOptions& o);
 
-// One row of a build's calibration: searching the `max_postings` nearest postings gave mean
-// recall@10 `recall` on the build's sampled queries (index/spann/spann_calibration.h).
+// One row of a build's calibration: searching the `max_postings` nearest postings gave recall@10
+// `recall` on the build's sampled queries: their mean less one standard error of it since the
+// finer ladder of 2026-11-26, the plain mean before (index/spann/spann_calibration.h).
 struct CalibrationPoint {
   uint32_t max_postings = 0;
   float recall = 0;
