@@ -89,8 +89,9 @@ TEST(SpannCalibrationTest, EstimateRecallGivesTheMeanAndItsStandardError) {
   EXPECT_NEAR(EstimateRecall(two).se, 0.1, 1e-12);
 }
 
-// An index whose recall grows with max_postings at a rate that differs per query: query j of a
-// batch returns itself and its exact nearest neighbours up to rank m * (j % 4 + 1) / 4 (of 10).
+// An index whose recall grows with max_postings at a rate that differs per query: a query equal
+// to row r returns itself and its exact nearest neighbours up to rank m * (r % 4 + 1) / 4 (of
+// 10). It records the rows of the first batch it is asked (the calibration's sample).
 class StepIndex final : public VectorIndex {
  public:
   StepIndex(const std::vector<float>* data, size_t dim) : data_(data), dim_(dim) {}
@@ -106,22 +107,31 @@ class StepIndex final : public VectorIndex {
       const float* queries, size_t n, const SearchParameters& p) const override {
     std::vector<std::vector<Neighbor>> out(n);
     const size_t rows = data_->size() / dim_;
+    const bool first = sample_.empty();
     for (size_t j = 0; j < n; ++j) {
       TopK<uint64_t> top(p.k);
       for (size_t r = 0; r < rows; ++r) {
         top.Push(Distance(Metric::kL2, queries + j * dim_, data_->data() + r * dim_, dim_), r);
       }
-      const size_t keep = 1 + std::min<size_t>(10, p.max_postings * (j % 4 + 1) / 4);
-      for (const auto& e : top.TakeSorted()) {
+      const std::vector<TopK<uint64_t>::Entry> sorted = top.TakeSorted();
+      const uint64_t self = sorted[0].id;  // distance 0
+      if (first) sample_.push_back(self);
+      const size_t keep = 1 + Kept(self, p.max_postings);
+      for (const auto& e : sorted) {
         if (out[j].size() < keep) out[j].push_back({e.id, e.distance});
       }
     }
     return out;
   }
+  static size_t Kept(uint64_t row, uint32_t m) {
+    return std::min<size_t>(10, m * (row % 4 + 1) / 4);
+  }
+  const std::vector<uint64_t>& sample() const { return sample_; }
 
  private:
   const std::vector<float>* data_;
   size_t dim_;
+  mutable std::vector<uint64_t> sample_;
 };
 
 TEST(SpannCalibrationTest, LadderIsFineAndEachRowIsTheMeanLessOneStandardError) {
@@ -137,7 +147,9 @@ TEST(SpannCalibrationTest, LadderIsFineAndEachRowIsTheMeanLessOneStandardError) 
   in.queries = 100;
   auto table = CalibrateSpann(in);
   ASSERT_TRUE(table.ok()) << table.status();
-  // Recall 1 for every query needs m >= 40 (query j % 4 == 0 keeps m / 4 neighbours).
+  ASSERT_EQ(index.sample().size(), 100u);
+  // Recall 1 for every query needs m >= 40 (rows with r % 4 == 0 keep m / 4 neighbours), or
+  // less when the sample has none of them.
   ASSERT_GE(table->size(), 16u);
   for (size_t i = 0; i < 16; ++i) EXPECT_EQ((*table)[i].max_postings, i + 1);
   for (size_t i = 16; i < table->size(); ++i) {
@@ -145,23 +157,20 @@ TEST(SpannCalibrationTest, LadderIsFineAndEachRowIsTheMeanLessOneStandardError) 
     EXPECT_GT(m, prev);
     EXPECT_LE(m - prev, std::max(1u, prev / 16));
   }
-  EXPECT_EQ(table->back().max_postings, 40u);  // the first rung whose mean reached 0.999
-  // The per-query recalls are known: of the 100 sampled queries, a quarter each keep m/4, m/2,
-  // 3m/4 and m neighbours (the sample's order is the batch's order: j % 4 of the j-th query).
-  for (const CalibrationPoint& row : *table) {
+  auto expected = [&](uint32_t m) {
     std::vector<double> per_query;
-    for (size_t j = 0; j < 100; ++j) {
-      per_query.push_back(std::min<size_t>(10, row.max_postings * (j % 4 + 1) / 4) / 10.0);
-    }
-    const RecallEstimate e = EstimateRecall(per_query);
+    for (uint64_t row : index.sample()) per_query.push_back(StepIndex::Kept(row, m) / 10.0);
+    return EstimateRecall(per_query);
+  };
+  EXPECT_EQ(table->back().max_postings, 40u);  // the first rung where every query found its 10
+  for (const CalibrationPoint& row : *table) {
+    const RecallEstimate e = expected(row.max_postings);
     EXPECT_NEAR(row.recall, std::max(0.0, e.mean - e.se), 1e-6) << row.max_postings;
     if (e.se > 0) EXPECT_LT(row.recall, e.mean) << row.max_postings;
   }
   // So a target is met only where the mean clears it by the margin.
-  const uint32_t m = MaxPostingsForRecall(*table, 0.9f);
-  std::vector<double> at_m;
-  for (size_t j = 0; j < 100; ++j) at_m.push_back(std::min<size_t>(10, m * (j % 4 + 1) / 4) / 10.0);
-  EXPECT_GE(EstimateRecall(at_m).mean - EstimateRecall(at_m).se, 0.9);
+  const RecallEstimate at = expected(MaxPostingsForRecall(*table, 0.9f));
+  EXPECT_GE(at.mean - at.se, 0.9);
 }
 
 }  // namespace

@@ -92,27 +92,41 @@ absl::StatusOr<std::vector<CalibrationPoint>> CalibrateSpann(const CalibrationIn
   for (size_t r : rows)
     queries.insert(queries.end(), in.vectors + r * in.dim, in.vectors + (r + 1) * in.dim);
 
+  // A query that found all its 10 keeps them at every larger max_postings (a search scans the
+  // nearest postings, so more of them only adds candidates): it is not searched again, and the
+  // rungs near the top, where most queries are done, cost only the few that are not.
+  std::vector<double> per_query(rows.size(), 0.0);
+  std::vector<size_t> active(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) active[i] = i;
+  std::vector<float> batch;
   std::vector<CalibrationPoint> table;
   for (uint32_t m : Ladder(in.num_postings)) {
+    batch.clear();
+    for (size_t i : active) {
+      batch.insert(batch.end(), queries.begin() + i * in.dim, queries.begin() + (i + 1) * in.dim);
+    }
     SearchParameters p;
     p.k = kK + 1;  // room for the query's own vector
     p.threads = std::max(1u, in.threads);
     p.max_postings = m;
-    SHOAL_ASSIGN_OR_RETURN(auto found, in.index->Search(queries.data(), rows.size(), p));
-    std::vector<double> per_query(rows.size());
-    for (size_t i = 0; i < rows.size(); ++i) {
+    SHOAL_ASSIGN_OR_RETURN(auto found, in.index->Search(batch.data(), active.size(), p));
+    size_t still = 0;
+    for (size_t a = 0; a < active.size(); ++a) {
+      const size_t i = active[a];
       const float limit = kth[i] + 1e-4f * std::abs(kth[i]) + 1e-6f;
       size_t taken = 0, hits = 0;
-      for (const Neighbor& nb : found[i]) {
+      for (const Neighbor& nb : found[a]) {
         if (nb.id == in.ids[rows[i]] || taken == kK) continue;
         ++taken;
         if (nb.distance <= limit) ++hits;
       }
       per_query[i] = static_cast<double>(hits) / kK;
+      if (hits < kK) active[still++] = i;
     }
+    active.resize(still);
     const RecallEstimate r = EstimateRecall(per_query);
     table.push_back({m, static_cast<float>(std::max(0.0, r.mean - kMarginStandardErrors * r.se))});
-    if (r.mean >= kStopRecall) break;
+    if (r.mean >= kStopRecall || active.empty()) break;
   }
   return table;
 }

@@ -18,7 +18,8 @@
 // out at target 0.95). The margin shrinks as sqrt(queries): more queries cost fewer postings.
 //
 // Cost: queries x n x dim multiply-adds for the ground truth (blocked over 16 queries at a
-// time, split over `threads`) plus queries x ladder searches.
+// time, split over `threads`) plus the ladder's searches, where a query that found all its 10
+// is not searched again (more postings only add candidates; its row counts it as 1).
 //
 // Thread safety: pure given a const index; `index` may serve other searches meanwhile.
 #ifndef SHOAL_INDEX_SPANN_SPANN_CALIBRATION_H_

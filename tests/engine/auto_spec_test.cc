@@ -100,6 +100,8 @@ TEST_P(AutoSpecTest, AutoSpecMeetsItsTargetRecall) {
   ASSERT_TRUE(info.ok());
   EXPECT_THAT(info->index, HasSubstr("quant=rabitq:bits=5"));  // 48-d: the low-dimension rule
   EXPECT_THAT(info->index, HasSubstr("target_recall=0.95"));
+  // 6000 x 48-d: a ground truth of 2e10 multiply-adds affords the most calibration queries.
+  EXPECT_THAT(info->index, HasSubstr("calibration_queries=1000"));
   // The default search: the index's calibrated target.
   SearchStats default_stats;
   const double recall = Recall({}, &default_stats);
