@@ -12,7 +12,10 @@
 //                   1024-d, else 2 (at 1536-d the scan of 3-bit codes is memory-bound: 2 bits
 //                   gave p50 598 us vs 867 us at recall 0.98 with the same postings scanned;
 //                   1 bit was slower, 924 us, from re-ranking ~4x more full vectors).
-//                   Below 32-d: no quantizer (a full vector is barely larger than a code).
+//                   Up to 5 bits the query has one 6-bit lookup-table group (rabitq.h), so
+//                   each block is scanned once; at 100-d 3 and 4 bits were no faster than 5
+//                   (they re-rank 5x / 2x more vectors), docs/PERFORMANCE.md "one lookup-table
+//                   group". Below 32-d: no quantizer (a full vector is barely larger than a code).
 //   centroid_ratio  about 64 vectors per posting (1/64), at least 1 posting.
 //   replicas        4; 2 when the codes of 4 would take over half the RAM budget.
 //   bits            one fewer (down to 1) while the codes still take over half the budget.
