@@ -166,7 +166,9 @@ TEST(SpannCalibrationTest, LadderIsFineAndEachRowIsTheMeanLessOneStandardError) 
   for (const CalibrationPoint& row : *table) {
     const RecallEstimate e = expected(row.max_postings);
     EXPECT_NEAR(row.recall, std::max(0.0, e.mean - e.se), 1e-6) << row.max_postings;
-    if (e.se > 0) EXPECT_LT(row.recall, e.mean) << row.max_postings;
+    if (e.se > 0) {
+      EXPECT_LT(row.recall, e.mean) << row.max_postings;
+    }
   }
   // So a target is met only where the mean clears it by the margin.
   const RecallEstimate at = expected(MaxPostingsForRecall(*table, 0.9f));
