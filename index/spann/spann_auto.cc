@@ -7,18 +7,18 @@
 namespace shoal::index {
 namespace {
 
-// Vectors per posting: 64, and 128 from kLargePostingDim dimensions. A posting's fixed cost
-// per query (navigating to its centroid: a dim-long half-precision distance; preparing the query
-// against it: dim values quantized and dim / 4 x 16 table entries) grows with dim like a code's
-// scan, but from 1024-d the codes have 2 bits and so cost less each: at 1536-d a third of a
-// query's search samples were navigation at 64 per posting. Measured at 1536-d angular
-// (n = 50,000, docs/PERFORMANCE.md): 128 per posting reached recall 0.96 with 30 postings and
-// 6,900 codes scanned vs 72 postings and 6,700 codes at 64 (p50 471 vs 661 us, same load); 32 per
-// posting scanned fewer codes (5,900) from 102 postings and was slower (p50 1,052 us). At 784-d
+// Vectors per posting: 64, and 256 from kLargePostingDim dimensions. A posting's fixed cost per
+// query (navigating to its centroid: a dim-long distance; preparing the query against it: dim
+// values quantized and dim / 4 x 16 table entries) grows with dim like a code's scan, but from
+// 1024-d the codes have 2 bits and so cost less each: at 1536-d with 64 per posting a third of a
+// query's search samples were navigation. Measured at 1536-d angular (n = 50,000, same load,
+// docs/PERFORMANCE.md), postings / codes scanned / p50 at recall ~0.96: 32 per posting 102 /
+// 5,900 / 1,052 us; 64: 72 / 6,700 / 661 us; 128: 30 / 6,900 / 471 us; 256: 20 / 5,850 /
+// 287 us. The codes needed barely move with the posting size there; the postings do. At 784-d
 // (Fashion-MNIST, 3-bit codes) 128 per posting needed ~40% more codes for recall 0.95 and was
-// slower: below 1024-d it stays 64.
+// slower: below 1024-d it stays 64. Only one set of the suite is >= 1024-d.
 constexpr double kVectorsPerPosting = 64;
-constexpr double kVectorsPerLargePosting = 128;
+constexpr double kVectorsPerLargePosting = 256;
 constexpr size_t kLargePostingDim = 1024;
 
 // RAM of the resident codes: per entry its code (bits * dim / 8 + 16 bytes of factors), id

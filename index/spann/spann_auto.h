@@ -13,7 +13,7 @@
 //                   gave p50 598 us vs 867 us at recall 0.98 with the same postings scanned;
 //                   1 bit was slower, 924 us, from re-ranking ~4x more full vectors).
 //                   Below 32-d: no quantizer (a full vector is barely larger than a code).
-//   centroid_ratio  about 64 vectors per posting (1/64), 128 from 1024-d (where a posting's fixed
+//   centroid_ratio  about 64 vectors per posting (1/64), 256 from 1024-d (where a posting's fixed
 //                   cost, navigation and query preparation over dim values, outweighs the scan of
 //                   its 2-bit codes; Fashion-MNIST at 784-d lost with 128), at least 1 posting.
 //   replicas        4; 2 when the codes of 4 would take over half the RAM budget.

@@ -43,7 +43,7 @@ Matrix IndexForm(const Matrix& m, Metric metric) {
   return out;
 }
 
-// A metric and a dimension: 48-d (the low-dimension rules) and 1024-d (2-bit codes, 128 vectors
+// A metric and a dimension: 48-d (the low-dimension rules) and 1024-d (2-bit codes, 256 vectors
 // per posting).
 struct Shape {
   Metric metric;
@@ -110,9 +110,9 @@ TEST_P(AutoSpecTest, AutoSpecMeetsItsTargetRecall) {
   if (GetParam().dim == 48) {
     EXPECT_THAT(info->index, HasSubstr("quant=rabitq:bits=5"));  // the low-dimension rule
     EXPECT_THAT(info->index, HasSubstr("centroid_ratio=0.015625"));
-  } else {  // 1024-d: 2-bit codes, 128 vectors per posting
+  } else {  // 1024-d: 2-bit codes, 256 vectors per posting
     EXPECT_THAT(info->index, HasSubstr("quant=rabitq:bits=2"));
-    EXPECT_THAT(info->index, HasSubstr("centroid_ratio=0.0078125"));
+    EXPECT_THAT(info->index, HasSubstr("centroid_ratio=0.00390625"));
   }
   EXPECT_THAT(info->index, HasSubstr("target_recall=0.95"));
   // The default search: the index's calibrated target.
