@@ -15,8 +15,8 @@ namespace {
 // docs/PERFORMANCE.md), postings / codes scanned / p50 at recall ~0.96: 32 per posting 102 /
 // 5,900 / 1,052 us; 64: 72 / 6,700 / 661 us; 128: 30 / 6,900 / 471 us; 256: 20 / 5,850 /
 // 287 us. The codes needed barely move with the posting size there; the postings do. At 784-d
-// (Fashion-MNIST, 3-bit codes) 128 per posting needed ~40% more codes for recall 0.95 and was
-// slower: below 1024-d it stays 64. Only one set of the suite is >= 1024-d.
+// (Fashion-MNIST, 3-bit codes) 128 per posting needed 12-35% more codes for the same recall and
+// was slower: below 1024-d it stays 64. Only one set of the suite is >= 1024-d.
 constexpr double kVectorsPerPosting = 64;
 constexpr double kVectorsPerLargePosting = 256;
 constexpr size_t kLargePostingDim = 1024;
