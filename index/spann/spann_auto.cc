@@ -7,12 +7,24 @@
 namespace shoal::index {
 namespace {
 
+// Vectors per posting: 64, and 256 from kLargePostingDim dimensions. A posting's fixed cost per
+// query (navigating to its centroid: a dim-long distance; preparing the query against it: dim
+// values quantized and dim / 4 x 16 table entries) grows with dim like a code's scan, but from
+// 1024-d the codes have 2 bits and so cost less each: at 1536-d with 64 per posting a third of a
+// query's search samples were navigation. Measured at 1536-d angular (n = 50,000, same load,
+// docs/PERFORMANCE.md), postings / codes scanned / p50 at recall ~0.96: 32 per posting 102 /
+// 5,900 / 1,052 us; 64: 72 / 6,700 / 661 us; 128: 30 / 6,900 / 471 us; 256: 20 / 5,850 /
+// 287 us. The codes needed barely move with the posting size there; the postings do. At 784-d
+// (Fashion-MNIST, 3-bit codes) 128 per posting needed 12-35% more codes for the same recall and
+// was slower: below 1024-d it stays 64. Only one set of the suite is >= 1024-d.
 constexpr double kVectorsPerPosting = 64;
 // Below this dimension the calibration samples more queries, as many as its brute-force ground
 // truth affords in about kCalibrationMacs multiply-adds (n x dim each), within [200, 1000].
 constexpr size_t kMoreCalibrationBelowDim = 640;
 constexpr double kCalibrationMacs = 2e10;
 constexpr uint32_t kMinCalibrationQueries = 200, kMaxCalibrationQueries = 1000;
+constexpr double kVectorsPerLargePosting = 256;
+constexpr size_t kLargePostingDim = 1024;
 
 // RAM of the resident codes: per entry its code (bits * dim / 8 + 16 bytes of factors), id
 // and norm, times the replicas each vector is written to (about `replicas` on average with the
@@ -26,7 +38,9 @@ double CodeBytes(const DataShape& s, uint32_t bits, uint32_t replicas) {
 
 SpannOptions AutoSpannOptions(const DataShape& s) {
   SpannOptions o;
-  o.centroid_ratio = std::clamp(1.0 / kVectorsPerPosting, 1e-6, 0.5);
+  const double per_posting =
+      s.dim >= kLargePostingDim ? kVectorsPerLargePosting : kVectorsPerPosting;
+  o.centroid_ratio = std::clamp(1.0 / per_posting, 1e-6, 0.5);
   o.replicas = 4;
   if (s.dim < 32) {
     o.quant = "none";

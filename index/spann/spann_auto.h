@@ -16,7 +16,9 @@
 //                   each block is scanned once; at 100-d 3 and 4 bits were no faster than 5
 //                   (they re-rank 5x / 2x more vectors), docs/PERFORMANCE.md "one lookup-table
 //                   group". Below 32-d: no quantizer (a full vector is barely larger than a code).
-//   centroid_ratio  about 64 vectors per posting (1/64), at least 1 posting.
+//   centroid_ratio  about 64 vectors per posting (1/64), 256 from 1024-d (where a posting's fixed
+//                   cost, navigation and query preparation over dim values, outweighs the scan of
+//                   its 2-bit codes; Fashion-MNIST at 784-d lost with 128), at least 1 posting.
 //   replicas        4; 2 when the codes of 4 would take over half the RAM budget.
 //   bits            one fewer (down to 1) while the codes still take over half the budget.
 //   posting_cap, navigator, beam: the defaults (4x the mean posting; tree above 256 postings).

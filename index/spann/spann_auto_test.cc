@@ -47,6 +47,20 @@ TEST(SpannAutoTest, CalibrationQueriesFollowTheGroundTruthsCostBelow640d) {
             SpannOptions().calibration_queries);
 }
 
+TEST(SpannAutoTest, PostingsHoldMoreVectorsFrom1024Dimensions) {
+  // 64 vectors per posting below 1024-d (Fashion-MNIST's 784-d, the 960-d set), 256 from it.
+  for (size_t dim : {100, 784, 960, 1023}) {
+    EXPECT_NEAR(AutoSpannOptions({.n = 50000, .dim = dim}).centroid_ratio, 1.0 / 64, 1e-12) << dim;
+  }
+  for (size_t dim : {1024, 1536, 3072}) {
+    EXPECT_NEAR(AutoSpannOptions({.n = 50000, .dim = dim}).centroid_ratio, 1.0 / 256, 1e-12) << dim;
+  }
+  // Explicit keys still win over the rule.
+  auto o = ResolveSpannSpec("spann:auto,centroid_ratio=0.02", {.n = 50000, .dim = 1536});
+  ASSERT_TRUE(o.ok()) << o.status();
+  EXPECT_NEAR(o->centroid_ratio, 0.02, 1e-12);
+}
+
 TEST(SpannAutoTest, ResolveAppliesExplicitKeysOverTheChoice) {
   const DataShape shape{.n = 60000, .dim = 100, .metric = Metric::kInnerProduct};
   for (const char* spec : {"", "auto", "spann:auto"}) {

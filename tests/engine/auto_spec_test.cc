@@ -43,18 +43,27 @@ Matrix IndexForm(const Matrix& m, Metric metric) {
   return out;
 }
 
-class AutoSpecTest : public ::testing::TestWithParam<Metric> {
+// A metric and a dimension: 48-d (the low-dimension rules) and 1024-d (2-bit codes, 256 vectors
+// per posting).
+struct Shape {
+  Metric metric;
+  size_t dim;
+};
+
+class AutoSpecTest : public ::testing::TestWithParam<Shape> {
  protected:
+  Metric metric() const { return GetParam().metric; }
+
   void SetUp() override {
-    const bool angular = GetParam() != Metric::kL2;
-    auto ds = LoadDataset(absl::StrCat("embedding:n=6000,d=48,q=", kQueries,
+    const bool angular = metric() != Metric::kL2;
+    auto ds = LoadDataset(absl::StrCat("embedding:n=6000,d=", GetParam().dim, ",q=", kQueries,
                                        ",seed=3,distance=", angular ? "angular" : "euclidean"));
     ASSERT_TRUE(ds.ok()) << ds.status();
     data_ = *std::move(ds);
     auto db = DB::Open(TempDir("auto_spec"), Options{});
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = *std::move(db);
-    ASSERT_TRUE(db_->CreateCollection({"c", uint32_t(data_.train.cols), GetParam()}).ok());
+    ASSERT_TRUE(db_->CreateCollection({"c", uint32_t(data_.train.cols), metric()}).ok());
     std::vector<Record> batch;
     for (size_t i = 0; i < data_.train.rows; ++i) {
       const float* v = data_.train.Row(i);
@@ -63,9 +72,9 @@ class AutoSpecTest : public ::testing::TestWithParam<Metric> {
     ASSERT_TRUE(db_->Upsert("c", batch, {}).ok());
     // Exact answers of the held-out queries (never indexed).
     const index::Metric im =
-        GetParam() == Metric::kL2 ? index::Metric::kL2 : index::Metric::kInnerProduct;
-    const Matrix base = IndexForm(data_.train, GetParam());
-    const Matrix queries = IndexForm(data_.test, GetParam());
+        metric() == Metric::kL2 ? index::Metric::kL2 : index::Metric::kInnerProduct;
+    const Matrix base = IndexForm(data_.train, metric());
+    const Matrix queries = IndexForm(data_.test, metric());
     index::FlatIndex flat(base.cols, im);
     for (size_t i = 0; i < base.rows; ++i) flat.Add(i, base.Row(i));
     for (const auto& hits : flat.Search(queries.data.data(), kQueries, 10, 0)) {
@@ -98,7 +107,13 @@ TEST_P(AutoSpecTest, AutoSpecMeetsItsTargetRecall) {
   ASSERT_TRUE(db_->BuildIndex("c", "auto").ok());
   auto info = db_->DescribeCollection("c");
   ASSERT_TRUE(info.ok());
-  EXPECT_THAT(info->index, HasSubstr("quant=rabitq:bits=5"));  // 48-d: the low-dimension rule
+  if (GetParam().dim == 48) {
+    EXPECT_THAT(info->index, HasSubstr("quant=rabitq:bits=5"));  // the low-dimension rule
+    EXPECT_THAT(info->index, HasSubstr("centroid_ratio=0.015625"));
+  } else {  // 1024-d: 2-bit codes, 256 vectors per posting
+    EXPECT_THAT(info->index, HasSubstr("quant=rabitq:bits=2"));
+    EXPECT_THAT(info->index, HasSubstr("centroid_ratio=0.00390625"));
+  }
   EXPECT_THAT(info->index, HasSubstr("target_recall=0.95"));
   // 6000 x 48-d: a ground truth of 2e10 multiply-adds affords the most calibration queries.
   EXPECT_THAT(info->index, HasSubstr("calibration_queries=1000"));
@@ -121,11 +136,15 @@ TEST_P(AutoSpecTest, AutoSpecMeetsItsTargetRecall) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Metrics, AutoSpecTest,
-                         ::testing::Values(Metric::kL2, Metric::kInnerProduct, Metric::kCosine),
+                         ::testing::Values(Shape{Metric::kL2, 48}, Shape{Metric::kInnerProduct, 48},
+                                           Shape{Metric::kCosine, 48}, Shape{Metric::kL2, 1024},
+                                           Shape{Metric::kCosine, 1024}),
                          [](const auto& info) {
-                           return std::string(info.param == Metric::kL2       ? "L2"
-                                              : info.param == Metric::kCosine ? "Cosine"
-                                                                              : "InnerProduct");
+                           return absl::StrCat(info.param.metric == Metric::kL2 ? "L2"
+                                               : info.param.metric == Metric::kCosine
+                                                   ? "Cosine"
+                                                   : "InnerProduct",
+                                               "_", info.param.dim);
                          });
 
 TEST(AutoSpecDbTest, CalibrationSurvivesReopenAndBadTargetsAreRejected) {
