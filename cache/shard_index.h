@@ -7,7 +7,7 @@
 //
 // Layout: every vector stays in an index::FlatIndex (the exact path, and the rerank source).
 // Once a shard holds Options::cluster_at vectors, they are clustered by k-means
-// (index/clustering) into about 4·√n lists; each list holds its entries' 1-bit RaBitQ codes
+// (index/clustering) into about 2·√n lists; each list holds its entries' 1-bit RaBitQ codes
 // (index/quantization/rabitq.h: 64 bytes at 384-d) of the residual to its centroid, in the
 // fast-scan form (32 codes per block, scored through in-register lookup tables). A search ranks
 // the centroids, scores the codes of the `probes` nearest lists, and reranks the best `rerank`
@@ -67,12 +67,15 @@ namespace shoal::cache {
 class ShardIndex {
  public:
   struct Options {
-    size_t cluster_at = 4096;   // vectors from which a shard is clustered
-    size_t probes = 16;         // lists scanned per search
-    size_t rerank = 32;         // candidates reranked exactly per search (at least k)
-    double lists_per_sqrt = 4;  // a build makes lists_per_sqrt x sqrt(n) lists
-    double regrow = 2.0;        // rebuild once size() reaches regrow x the size at the last build
-    uint64_t seed = 1;          // k-means seed
+    size_t cluster_at = 4096;  // vectors from which a shard is clustered
+    size_t probes = 16;        // lists scanned per search
+    size_t rerank = 32;        // candidates reranked exactly per search (at least k)
+    // A build makes lists_per_sqrt x sqrt(n) lists. 2: with 64-byte codes the centroid ranking
+    // (dimension x 4 bytes per list) costs more than scanning twice the codes
+    // (docs/PERFORMANCE.md).
+    double lists_per_sqrt = 2;
+    double regrow = 2.0;  // rebuild once size() reaches regrow x the size at the last build
+    uint64_t seed = 1;    // k-means seed
     // Tests: called on the build thread with "start" (before any work) and "trained" (once
     // the new centroids are final), to hold a build in flight at either point.
     std::function<void(std::string_view stage)> build_hook;
@@ -151,7 +154,7 @@ class ShardIndex {
              sq_norms.capacity() * sizeof(float) + codes.capacity();
     }
   };
-  // A trained clustering: ~4 sqrt(n) lists of RaBitQ codes of residuals to their centroids.
+  // A trained clustering: ~2 sqrt(n) lists of RaBitQ codes of residuals to their centroids.
   struct Clustering {
     std::vector<float> centroids;          // lists x dimension
     std::unique_ptr<index::RaBitQ> codec;  // 1 bit per dimension, seeded (data-oblivious)

@@ -152,7 +152,7 @@ TEST(ShardIndexTest, RebuildsAsItGrowsAndWhenAutoClusterReturns) {
   EXPECT_TRUE(bulk.rebuilding());
   bulk.WaitForRebuild();
   EXPECT_TRUE(bulk.clustered());
-  EXPECT_EQ(bulk.lists(), 256u);  // 4 sqrt(4096)
+  EXPECT_EQ(bulk.lists(), 128u);  // 2 sqrt(4096)
   for (size_t i = 0; i < 4096; i += 11) {
     EXPECT_EQ(bulk.Search(v.data() + i * kDim, 1)[0].distance, 0.0f);
   }
@@ -397,7 +397,7 @@ TEST(ShardIndexTest, ImportedModelReplacesTrainingAndDamagedOnesAreRefused) {
   again.SetAutoCluster(true);
   again.WaitForRebuild();
   ASSERT_TRUE(again.clustered());
-  EXPECT_EQ(again.lists(), saved_lists);  // trained afresh, 1400 vectors would make 149
+  EXPECT_EQ(again.lists(), saved_lists);  // trained afresh, 1400 vectors would make 74
   const std::vector<float> q = Blobs(100, 16, base::TestSeed() + 9);
   for (size_t i = 0; i < 100; ++i) {
     const auto a = again.Search(q.data() + i * kDim, 10);
