@@ -189,11 +189,6 @@ absl::Status RunCacheLatencyBench(const CacheLatencyOptions& o) {
   if (o.entries == 0 || o.lookups == 0) {
     return absl::InvalidArgumentError("--latency-entries and --latency-lookups: must be > 0");
   }
-  // One core: pin the process (lookups search with one thread either way).
-  cpu_set_t one;
-  CPU_ZERO(&one);
-  CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
-  sched_setaffinity(0, sizeof(one), &one);
   std::string dir = o.dir;
   if (dir.empty()) {
     std::string tmpl = "/tmp/shoal_cache_latency_XXXXXX";
@@ -228,6 +223,13 @@ absl::Status RunCacheLatencyBench(const CacheLatencyOptions& o) {
       std::chrono::duration<double>(std::chrono::steady_clock::now() - fill_start).count();
   SHOAL_ASSIGN_OR_RETURN(const double build_after_fill_s, WaitForIndexBuilds(*db, kept[0]));
   const uint64_t rss_after = RssBytes();
+  // One core for the lookups: this thread is pinned from here (lookups search with one thread
+  // either way). The fill ran unpinned, so the background index builds and RocksDB's threads
+  // could use the other cores meanwhile.
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu() < 0 ? 0 : sched_getcpu(), &one);
+  sched_setaffinity(0, sizeof(one), &one);
   SHOAL_ASSIGN_OR_RETURN(Lookups l, TimeLookups(*db, o, kept, rng));
   std::printf(
       "cache latency: %zu entries of %u-d (one shard), %zu lookups of each kind, one "

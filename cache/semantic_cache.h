@@ -5,8 +5,8 @@
 //   SHOAL_ASSIGN_OR_RETURN(CacheLookupResult r, c->Lookup(request.lookup));
 //
 // Layout: one vector index (ShardIndex, vectors in RAM: exact while the shard is small, clustered
-// IVF with SQ8 codes and exact rerank once it is large) and one exact-prompt map per shard =
-// (partition, category); a lookup only ever touches its own shard, so partitions are hard. A
+// IVF with 1-bit RaBitQ codes and exact rerank once it is large) and one exact-prompt map per shard
+// = (partition, category); a lookup only ever touches its own shard, so partitions are hard. A
 // clustered shard's nearest similarity is exact for the entry it finds, which is the true nearest
 // at the measured recall (docs/PERFORMANCE.md). Entry rows (response, vector, partition) and
 // metadata rows are in the RecordStore (cache_rows.h); a hit reads its response from there. Quotas,

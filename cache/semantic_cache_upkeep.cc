@@ -188,6 +188,10 @@ CacheInfo SemanticCache::Info() const {
   }
   for (const auto& [key, shard] : shards_) {
     info.index_builds += shard->index.rebuilding() && !shard->index.rebuild_ready();
+    info.index_build_failures += shard->index.build_failures();
+    if (!shard->index.last_build_error().ok()) {
+      info.index_build_error = std::string(shard->index.last_build_error().message());
+    }
   }
   std::sort(info.categories.begin(), info.categories.end());
   return info;

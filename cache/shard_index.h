@@ -7,11 +7,13 @@
 //
 // Layout: every vector stays in an index::FlatIndex (the exact path, and the rerank source).
 // Once a shard holds Options::cluster_at vectors, they are clustered by k-means
-// (index/clustering) into about 4·√n lists; each list holds its entries' SQ8 codes
-// (index/quantization) of the residual to its centroid. A search ranks the centroids, scans the
-// codes of the `probes` nearest lists, and reranks the best `rerank` candidates exactly against
-// the full vectors: every distance returned is exact, only whether the true nearest vector was
-// among the candidates is approximate (measured in docs/PERFORMANCE.md).
+// (index/clustering) into about 2·√n lists; each list holds its entries' 1-bit RaBitQ codes
+// (index/quantization/rabitq.h: 64 bytes at 384-d) of the residual to its centroid, in the
+// fast-scan form (32 codes per block, scored through in-register lookup tables). A search ranks
+// the centroids, scores the codes of the `probes` nearest lists, and reranks the best `rerank`
+// candidates exactly against the full vectors: every distance returned is exact, only whether
+// the true nearest vector was among the candidates is approximate (measured in
+// docs/PERFORMANCE.md).
 //
 // Upkeep: Add assigns a vector to its nearest centroid and encodes it; Remove drops its code.
 // The clustering is redone once the shard has grown `regrow`x since the last build and dropped
@@ -22,19 +24,24 @@
 // exclusive call that finds one due (Add, SetAutoCluster, Rebuild) copies the vectors (a
 // snapshot: dimension x 4 bytes each, held until the build ends) and starts a thread that
 // trains k-means on a sample of it and assigns and encodes every snapshot vector into new lists.
-// Meanwhile searches use the current clustering (or the exact scan before the first one), and
-// Add and Remove keep it current and also note the ids they change (the delta log; once the
-// new centroids are trained Add also notes the new list of its vector). The next exclusive call
-// after the build finished (Add, Remove, AdoptRebuild) swaps the new clustering in, first
-// replaying the delta log into it (one SQ8 encode per changed id; ids changed before the
-// centroids were trained also pay one centroid scan). A rebuild of 1M x 384 takes minutes of
-// one core in the background; the swap costs milliseconds per thousand changed ids.
+// At most MaxConcurrentBuilds() builds of the whole process train or encode at once; the others
+// wait for a slot. Meanwhile searches use the current clustering (or the exact scan before the
+// first one), and Add and Remove keep it current and also note the ids they change (the delta
+// log; once the new centroids are trained Add also notes the new list of its vector). The next
+// exclusive call after the build finished (Add, Remove, AdoptRebuild) replays the delta log:
+// when it holds more than kSwapRemainder ids, in a second background round (the changed vectors
+// copied, then encoded by the build thread while a fresh delta log collects what changes
+// meanwhile; at most two such rounds), and the small remainder under the caller's exclusive
+// access, which then swaps the new clustering in. A build that fails (k-means refused its
+// input) is counted (build_failures(), last_build_error()) and retried once the shard has grown
+// by an eighth since; it never blocks searches, which keep the clustering they had.
 //
 // Distances are "smaller is closer" (index::Distance): squared L2, or the negative inner product.
-// Thread safety: Search, SearchExact, size, clustered, lists, rebuilding and rebuild_ready may
-// run concurrently with each other (the cache's reader lock); every other method needs
-// exclusive access (the cache's writer lock). The background build thread shares no state
-// with them but its own (the snapshot and the new clustering); the destructor waits for it.
+// Thread safety: Search, SearchExact, size, clustered, lists, rebuilding, rebuild_ready,
+// build_failures and last_build_error may run concurrently with each other (the cache's reader
+// lock); every other method needs exclusive access (the cache's writer lock). The background
+// build thread shares no state with them but its own (the snapshot and the new clustering); the
+// destructor waits for it.
 #ifndef SHOAL_CACHE_SHARD_INDEX_H_
 #define SHOAL_CACHE_SHARD_INDEX_H_
 
@@ -49,10 +56,10 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "base/aligned_vector.h"
 #include "index/clustering/kmeans.h"
 #include "index/flat/flat_index.h"
-#include "index/postings/posting_entries.h"
-#include "index/quantization/sq8_quantizer.h"
+#include "index/quantization/rabitq.h"
 #include "index/vector_index.h"
 
 namespace shoal::cache {
@@ -63,8 +70,12 @@ class ShardIndex {
     size_t cluster_at = 4096;  // vectors from which a shard is clustered
     size_t probes = 16;        // lists scanned per search
     size_t rerank = 32;        // candidates reranked exactly per search (at least k)
-    double regrow = 2.0;       // rebuild once size() reaches regrow x the size at the last build
-    uint64_t seed = 1;         // k-means seed
+    // A build makes lists_per_sqrt x sqrt(n) lists. 2: with 64-byte codes the centroid ranking
+    // (dimension x 4 bytes per list) costs more than scanning twice the codes
+    // (docs/PERFORMANCE.md).
+    double lists_per_sqrt = 2;
+    double regrow = 2.0;  // rebuild once size() reaches regrow x the size at the last build
+    uint64_t seed = 1;    // k-means seed
     // Tests: called on the build thread with "start" (before any work) and "trained" (once
     // the new centroids are final), to hold a build in flight at either point.
     std::function<void(std::string_view stage)> build_hook;
@@ -83,6 +94,16 @@ class ShardIndex {
   // exclusive call swaps it in).
   bool rebuilding() const { return build_ != nullptr; }
   bool rebuild_ready() const;
+  // Background builds that failed since construction, and the last one's error (OK if none).
+  uint64_t build_failures() const { return build_failures_; }
+  absl::Status last_build_error() const { return last_build_error_; }
+  // Process-wide: how many builds (of every ShardIndex) may train and encode at once (default
+  // half the hardware threads, at least 1). Set before builds start; 0 is taken as 1.
+  static void SetMaxConcurrentBuilds(size_t n);
+  static size_t MaxConcurrentBuilds();
+  // Delta-log ids a swap replays under the caller's exclusive access before it hands them to a
+  // background round instead.
+  static constexpr size_t kSwapRemainder = 1024;
   const Options& options() const { return options_; }
   // Bytes of RAM held: vectors, codes, centroids, maps.
   size_t MemoryBytes() const;
@@ -100,12 +121,12 @@ class ShardIndex {
   // Swaps a finished background build in (replaying the delta log); false when none finished.
   // Starts the next rebuild if one is already due.
   bool AdoptRebuild();
-  // The clustering as bytes (centroids, SQ8 quantizer, each list's ids; host byte order) for a
+  // The clustering as bytes (centroids, each list's ids; host byte order) for a
   // later ImportModel; "" while exact. generation() counts the clusterings swapped in or
   // dropped, so the owner knows when to save again.
   std::string ExportModel() const;
   uint64_t generation() const { return generation_; }
-  // A saved model for the next build (after a reopen): its centroids and quantizer are used
+  // A saved model for the next build (after a reopen): its centroids are used
   // instead of training, and the ids it lists go to their saved lists without a centroid scan
   // (codes are always made from the current vectors; ids it lacks are assigned as usual; ids
   // it lists that are gone are skipped). A stale model only costs recall, never a wrong
@@ -122,11 +143,23 @@ class ShardIndex {
   std::vector<index::Neighbor> SearchExact(const float* query, size_t k) const;
 
  private:
-  // A trained clustering: ~4 sqrt(n) lists of SQ8 codes of residuals to their centroids.
+  // One list: its entries' ids, |x|^2 (for inner-product ranking) and RaBitQ codes in the
+  // fast-scan form (RaBitQ::PackAt; slot i is entry i).
+  struct List {
+    std::vector<uint64_t> ids;
+    std::vector<float> sq_norms;
+    base::AlignedVector<uint8_t> codes;
+    size_t MemoryBytes() const {
+      return sizeof(*this) + ids.capacity() * sizeof(uint64_t) +
+             sq_norms.capacity() * sizeof(float) + codes.capacity();
+    }
+  };
+  // A trained clustering: ~2 sqrt(n) lists of RaBitQ codes of residuals to their centroids.
   struct Clustering {
-    std::vector<float> centroids;  // lists x dimension
-    std::unique_ptr<index::Sq8Quantizer> quantizer;
-    std::vector<index::QuantizedPosting> lists;                         // ids, |x|^2, codes
+    std::vector<float> centroids;          // lists x dimension
+    std::unique_ptr<index::RaBitQ> codec;  // 1 bit per dimension, seeded (data-oblivious)
+    std::vector<float> rotated;            // lists x codec->padded_dim(): each centroid rotated
+    std::vector<List> lists;
     absl::flat_hash_map<uint64_t, std::pair<uint32_t, uint32_t>> slot;  // id -> (list, at)
     size_t built_size = 0;                                              // vectors at the build
   };
@@ -134,7 +167,6 @@ class ShardIndex {
   // An imported model (ImportModel).
   struct Hint {
     std::vector<float> centroids;
-    std::unique_ptr<index::Sq8Quantizer> quantizer;
     absl::flat_hash_map<uint64_t, uint32_t> list_of;
     size_t built_size = 0;
   };
@@ -144,11 +176,16 @@ class ShardIndex {
   void Encode(Clustering* c, uint64_t id, const float* vector, uint32_t list) const;
   static bool Drop(Clustering* c, uint64_t id);
   uint32_t NearestList(const Clustering& c, const float* vector) const;
+  // Sets c->codec and c->rotated from c->centroids, and makes one empty list per centroid.
+  void MakeCodec(Clustering* c) const;
   // The build thread's work: trains on the snapshot and encodes it into b->next (false: failed
-  // or cancelled).
+  // or cancelled), then (RunReplay) a handed-over delta log.
   void RunBuild(Build* b) const;
-  bool Train(Build* b) const;
-  bool TrainCentroids(Build* b, index::ClusteringBackend& backend) const;
+  void RunReplay(Build* b) const;
+  // Hands the delta log of the finished build to a background round (AdoptRebuild).
+  void StartReplay();
+  absl::Status Train(Build* b) const;
+  absl::Status TrainCentroids(Build* b, index::ClusteringBackend& backend) const;
   // Notes a change of `id` in the delta log of the build in flight (if any).
   void Touch(uint64_t id, const float* vector);
   // The approximate rank of every code in the probed lists, the best `want` kept.
@@ -162,7 +199,9 @@ class ShardIndex {
   Clustering live_;               // empty while exact
   std::unique_ptr<Build> build_;  // in flight (or finished, not yet swapped in)
   size_t failed_size_ = 0;        // snapshot size of the last build, when it failed
-  std::unique_ptr<Hint> hint_;    // for the next build
+  uint64_t build_failures_ = 0;
+  absl::Status last_build_error_;
+  std::unique_ptr<Hint> hint_;  // for the next build
   uint64_t generation_ = 0;
 };
 

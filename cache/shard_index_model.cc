@@ -1,8 +1,9 @@
 // ShardIndex's saved model (ExportModel / ImportModel): the trained clustering kept across a
 // reopen so that the first build after it neither trains nor scans the centroids for the ids
-// it lists. Layout (host byte order): "SHX1" | u32 dimension | u32 lists | u64 built_size |
-// u32 quantizer bytes | quantizer | lists x dimension f32 centroids | per list: u32 count,
-// count x u64 ids.
+// it lists. Layout (host byte order): "SHX2" | u32 dimension | u32 lists | u64 built_size |
+// lists x dimension f32 centroids | per list: u32 count, count x u64 ids. (The codes' RaBitQ
+// rotation is seeded, not trained: nothing of it is saved. "SHX1" models, of SQ8 codes, are
+// refused as DataLoss and the shard trains again.)
 #include <cmath>
 #include <cstring>
 
@@ -12,7 +13,7 @@
 namespace shoal::cache {
 namespace {
 
-constexpr char kMagic[4] = {'S', 'H', 'X', '1'};
+constexpr char kMagic[4] = {'S', 'H', 'X', '2'};
 
 template <typename T>
 void Put(std::string* out, T v) {
@@ -33,15 +34,12 @@ bool Take(std::string_view* in, T* v) {
 std::string ShardIndex::ExportModel() const {
   if (!clustered()) return "";
   std::string out(kMagic, sizeof(kMagic));
-  const std::string quantizer = live_.quantizer->Serialize();
   Put(&out, static_cast<uint32_t>(dimension_));
   Put(&out, static_cast<uint32_t>(live_.lists.size()));
   Put(&out, static_cast<uint64_t>(live_.built_size));
-  Put(&out, static_cast<uint32_t>(quantizer.size()));
-  out += quantizer;
   out.append(reinterpret_cast<const char*>(live_.centroids.data()),
              live_.centroids.size() * sizeof(float));
-  for (const index::QuantizedPosting& list : live_.lists) {
+  for (const List& list : live_.lists) {
     Put(&out, static_cast<uint32_t>(list.ids.size()));
     out.append(reinterpret_cast<const char*>(list.ids.data()), list.ids.size() * sizeof(uint64_t));
   }
@@ -53,13 +51,12 @@ absl::Status ShardIndex::ImportModel(std::string_view in) {
     return absl::DataLossError(absl::StrCat("index model: ", std::string(why)));
   };
   if (in.size() < sizeof(kMagic) || std::memcmp(in.data(), kMagic, sizeof(kMagic)) != 0) {
-    return bad("no SHX1 magic");
+    return bad("no SHX2 magic (an older or foreign model)");
   }
   in.remove_prefix(sizeof(kMagic));
-  uint32_t dimension = 0, lists = 0, quantizer_bytes = 0;
+  uint32_t dimension = 0, lists = 0;
   uint64_t built_size = 0;
-  if (!Take(&in, &dimension) || !Take(&in, &lists) || !Take(&in, &built_size) ||
-      !Take(&in, &quantizer_bytes) || in.size() < quantizer_bytes) {
+  if (!Take(&in, &dimension) || !Take(&in, &lists) || !Take(&in, &built_size)) {
     return bad("truncated header");
   }
   if (dimension != dimension_) {
@@ -67,11 +64,6 @@ absl::Status ShardIndex::ImportModel(std::string_view in) {
   }
   if (lists == 0 || in.size() / dimension / sizeof(float) < lists) return bad("lists out of range");
   auto hint = std::make_unique<Hint>();
-  auto quantizer =
-      index::Sq8Quantizer::Deserialize(std::string(in.substr(0, quantizer_bytes)), "index model");
-  if (!quantizer.ok()) return quantizer.status();
-  hint->quantizer = *std::move(quantizer);
-  in.remove_prefix(quantizer_bytes);
   hint->centroids.resize(size_t{lists} * dimension);
   std::memcpy(hint->centroids.data(), in.data(), hint->centroids.size() * sizeof(float));
   in.remove_prefix(hint->centroids.size() * sizeof(float));

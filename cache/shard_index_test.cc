@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
 #include <cmath>
 #include <functional>
 #include <random>
@@ -151,7 +152,7 @@ TEST(ShardIndexTest, RebuildsAsItGrowsAndWhenAutoClusterReturns) {
   EXPECT_TRUE(bulk.rebuilding());
   bulk.WaitForRebuild();
   EXPECT_TRUE(bulk.clustered());
-  EXPECT_EQ(bulk.lists(), 256u);  // 4 sqrt(4096)
+  EXPECT_EQ(bulk.lists(), 128u);  // 2 sqrt(4096)
   for (size_t i = 0; i < 4096; i += 11) {
     EXPECT_EQ(bulk.Search(v.data() + i * kDim, 1)[0].distance, 0.0f);
   }
@@ -242,6 +243,112 @@ TEST(ShardIndexTest, SearchesAndChangesProceedDuringABackgroundRebuild) {
   }
 }
 
+// More changes during a build than kSwapRemainder: the swap first hands them to a background
+// round (AdoptRebuild starts it and swaps nothing), changes made meanwhile go to a fresh delta
+// log, and the final swap replays only those; the result answers exactly with every list
+// probed, with no removed id.
+TEST(ShardIndexTest, ManyChangesDuringABuildReplayInABackgroundRound) {
+  BuildLatch latch("start");
+  ShardIndex::Options o{.cluster_at = 256, .probes = 1'000'000, .rerank = 1'000'000};
+  o.regrow = 100;  // one build only
+  o.build_hook = latch.Hook();
+  ShardIndex index(kDim, index::Metric::kL2, o);
+  const std::vector<float> v = Blobs(1700, 16, base::TestSeed());
+  Fill(&index, std::vector<float>(v.begin(), v.begin() + 256 * kDim));  // starts the build
+  latch.WaitReached();
+  const size_t during = ShardIndex::kSwapRemainder + 200;
+  Fill(&index, std::vector<float>(v.begin() + 256 * kDim, v.begin() + (256 + during) * kDim), 257);
+  for (uint64_t id = 1; id <= 256; id += 4) ASSERT_TRUE(index.Remove(id));  // snapshot ids
+  latch.Release();
+  while (!index.rebuild_ready()) std::this_thread::yield();
+  EXPECT_FALSE(index.AdoptRebuild());  // a replay round started instead of the swap
+  EXPECT_TRUE(index.rebuilding());
+  EXPECT_FALSE(index.clustered());
+  // Changes beside the replay round: new ids, removals of replayed and of snapshot ids.
+  for (size_t i = 256 + during; i < 1700; ++i) index.Add(i + 1, v.data() + i * kDim);
+  for (uint64_t id = 258; id <= 400; id += 4) ASSERT_TRUE(index.Remove(id));
+  ASSERT_TRUE(index.Remove(2));
+  index.WaitForRebuild();
+  ASSERT_TRUE(index.clustered());
+  const auto removed = [](uint64_t id) {
+    return (id <= 256 && id % 4 == 1) || (id >= 258 && id <= 400 && id % 4 == 2) || id == 2;
+  };
+  const std::vector<float> q = Blobs(100, 16, base::TestSeed() + 5);
+  for (size_t i = 0; i < 100; ++i) {
+    const auto a = index.Search(q.data() + i * kDim, 10);
+    const auto b = index.SearchExact(q.data() + i * kDim, 10);
+    ASSERT_EQ(a.size(), b.size());
+    for (size_t j = 0; j < a.size(); ++j) {
+      EXPECT_EQ(a[j].id, b[j].id) << "query " << i << " rank " << j;
+      EXPECT_FALSE(removed(a[j].id)) << "removed id " << a[j].id;
+    }
+  }
+  for (size_t i = 0; i < 1700; i += 13) {  // every present vector is found at distance 0
+    if (removed(i + 1)) continue;
+    const auto a = index.Search(v.data() + i * kDim, 1);
+    ASSERT_EQ(a.size(), 1u);
+    EXPECT_EQ(a[0].distance, 0.0f) << "vector " << i + 1;
+  }
+}
+
+// A build k-means refuses (non-finite vectors) is counted with its error, leaves the shard
+// searching exactly, and is retried only once the shard has grown by an eighth since.
+TEST(ShardIndexTest, AFailedBuildIsCountedAndRetriedOnceGrownByAnEighth) {
+  ShardIndex index(kDim, index::Metric::kL2, Small());
+  std::vector<float> bad = Blobs(400, 8, base::TestSeed());
+  for (size_t i = 0; i < 400; ++i) bad[i * kDim] = NAN;
+  Fill(&index, std::vector<float>(bad.begin(), bad.begin() + 256 * kDim));
+  EXPECT_TRUE(index.rebuilding());
+  index.WaitForRebuild();
+  EXPECT_FALSE(index.clustered());
+  EXPECT_EQ(index.build_failures(), 1u);
+  EXPECT_NE(index.last_build_error().message().find("k-means"), std::string_view::npos)
+      << index.last_build_error();
+  Fill(&index, std::vector<float>(bad.begin() + 256 * kDim, bad.begin() + 287 * kDim), 257);
+  EXPECT_FALSE(index.rebuilding());  // 287 < 256 + 256 / 8
+  index.Add(288, bad.data() + 287 * kDim);
+  EXPECT_TRUE(index.rebuilding());
+  index.WaitForRebuild();
+  EXPECT_EQ(index.build_failures(), 2u);
+  EXPECT_EQ(index.size(), 288u);
+}
+
+// At most MaxConcurrentBuilds() builds of the process train at once: with one slot, a second
+// shard's build waits while the first holds it, and a waiting build is cancelled (not waited
+// for) when its shard is destroyed.
+TEST(ShardIndexTest, BuildsShareTheProcessWideSlots) {
+  const size_t before = ShardIndex::MaxConcurrentBuilds();
+  ShardIndex::SetMaxConcurrentBuilds(1);
+  BuildLatch first_latch("trained");
+  ShardIndex::Options o = Small();
+  o.build_hook = first_latch.Hook();
+  ShardIndex first(kDim, index::Metric::kL2, o);
+  const std::vector<float> v = Blobs(256, 8, base::TestSeed());
+  Fill(&first, v);
+  first_latch.WaitReached();  // holds the only slot
+  std::atomic<bool> second_trained{false};
+  {
+    ShardIndex::Options o2 = Small();
+    o2.build_hook = [&](std::string_view stage) {
+      if (stage == "trained") second_trained = true;
+    };
+    ShardIndex second(kDim, index::Metric::kL2, o2);
+    Fill(&second, v);
+    EXPECT_TRUE(second.rebuilding());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    EXPECT_FALSE(second_trained.load());
+  }  // destroyed while waiting for the slot: returns
+  EXPECT_FALSE(second_trained.load());
+  ShardIndex third(kDim, index::Metric::kL2, Small());
+  Fill(&third, v);
+  first_latch.Release();
+  first.WaitForRebuild();
+  third.WaitForRebuild();  // got the slot once the first build released it
+  EXPECT_TRUE(first.clustered());
+  EXPECT_TRUE(third.clustered());
+  ShardIndex::SetMaxConcurrentBuilds(before);
+}
+
 // On clustered data with the default-style probing (8 of the lists) the rebuilt index, with
 // changes replayed, keeps its documented recall@1 >= 0.9 against the exact scan.
 TEST(ShardIndexTest, RecallAfterARebuildWithChangesMatchesTheExactScan) {
@@ -290,7 +397,7 @@ TEST(ShardIndexTest, ImportedModelReplacesTrainingAndDamagedOnesAreRefused) {
   again.SetAutoCluster(true);
   again.WaitForRebuild();
   ASSERT_TRUE(again.clustered());
-  EXPECT_EQ(again.lists(), saved_lists);  // trained afresh, 1400 vectors would make 149
+  EXPECT_EQ(again.lists(), saved_lists);  // trained afresh, 1400 vectors would make 74
   const std::vector<float> q = Blobs(100, 16, base::TestSeed() + 9);
   for (size_t i = 0; i < 100; ++i) {
     const auto a = again.Search(q.data() + i * kDim, 10);
@@ -300,7 +407,7 @@ TEST(ShardIndexTest, ImportedModelReplacesTrainingAndDamagedOnesAreRefused) {
   }
 
   for (const std::string& bad : {std::string(), model.substr(0, model.size() - 3), model + "x",
-                                 std::string("SHX2") + model.substr(4)}) {
+                                 std::string("SHX1") + model.substr(4)}) {
     ShardIndex fresh(kDim, index::Metric::kInnerProduct, o);
     EXPECT_EQ(fresh.ImportModel(bad).code(), absl::StatusCode::kDataLoss);
   }

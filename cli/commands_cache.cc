@@ -168,14 +168,15 @@ absl::StatusOr<Table> CacheList(const Connection& c) {
   v1::ListCachesResponse r;
   SHOAL_RETURN_IF_ERROR(FromGrpc(Stub(c)->ListCaches(c.Context().get(), {}, &r)));
   Table t{.columns = {"name", "dimension", "metric", "entries", "bytes", "categories",
-                      "index_builds", "quarantine"}};
+                      "index_builds", "index_build_failures", "quarantine"}};
   for (const v1::CacheInfo& i : r.caches()) {
     std::vector<Cell> cats;
     for (const std::string& cat : i.categories()) cats.push_back(Cell::Text(cat));
-    t.rows.push_back({Cell::Text(i.spec().name()), Cell::Number(uint64_t{i.spec().dimension()}),
-                      Cell::Text(MetricText(i.spec().metric())),
-                      Cell::Number(uint64_t{i.entries()}), Cell::Bytes(i.bytes()), Cell::List(cats),
-                      Cell::Number(uint64_t{i.index_builds()}), Cell::Text(i.quarantine())});
+    t.rows.push_back(
+        {Cell::Text(i.spec().name()), Cell::Number(uint64_t{i.spec().dimension()}),
+         Cell::Text(MetricText(i.spec().metric())), Cell::Number(uint64_t{i.entries()}),
+         Cell::Bytes(i.bytes()), Cell::List(cats), Cell::Number(uint64_t{i.index_builds()}),
+         Cell::Number(uint64_t{i.index_build_failures()}), Cell::Text(i.quarantine())});
   }
   return t;
 }

@@ -65,6 +65,8 @@ void CacheInfoToProto(const CacheInfo& info, v1::CacheInfo* proto) {
   for (const std::string& c : info.categories) proto->add_categories(c);
   proto->set_quarantine(info.quarantine);
   proto->set_index_builds(info.index_builds);
+  proto->set_index_build_failures(info.index_build_failures);
+  proto->set_index_build_error(info.index_build_error);
 }
 
 CacheInfo CacheInfoFromProto(const v1::CacheInfo& proto) {
@@ -75,6 +77,8 @@ CacheInfo CacheInfoFromProto(const v1::CacheInfo& proto) {
   info.categories.assign(proto.categories().begin(), proto.categories().end());
   info.quarantine = proto.quarantine();
   info.index_builds = proto.index_builds();
+  info.index_build_failures = proto.index_build_failures();
+  info.index_build_error = proto.index_build_error();
   return info;
 }
 

@@ -55,11 +55,27 @@ class CacheCollector final : public prometheus::Collectable {
                            T::Counter);
     auto offset = Family("shoal_cache_threshold_offset",
                          "Learned threshold offset of the category (similarity units).", T::Gauge);
+    auto band_share = Family("shoal_cache_band_share",
+                             "Share of the load-adaptive band the category may use (0..1): its "
+                             "measured false-hit margin under the target rate.",
+                             T::Gauge);
+    auto quarantined =
+        Family("shoal_cache_quarantined",
+               "1 when the cache could not be loaded at open and serves nothing.", T::Gauge);
+    auto builds =
+        Family("shoal_cache_index_builds",
+               "Shards whose clustered index is being rebuilt in the background.", T::Gauge);
+    auto build_failures = Family("shoal_cache_index_build_failures_total",
+                                 "Background index builds that failed since open.", T::Counter);
     auto latency = Family("shoal_cache_lookup_seconds", "Cache lookup latency.", T::Histogram);
     DbHost::Lease lease = host_->Acquire();
     if (lease.ok()) {
       absl::StatusOr<std::vector<CacheInfo>> caches = lease->ListCaches();
       for (const CacheInfo& info : caches.ok() ? *caches : std::vector<CacheInfo>{}) {
+        const Labels cache = {{"cache", info.spec.name}};
+        Add(quarantined, cache, info.quarantine.empty() ? 0 : 1);
+        Add(builds, cache, static_cast<double>(info.index_builds));
+        Add(build_failures, cache, static_cast<double>(info.index_build_failures));
         absl::StatusOr<CacheStats> stats = lease->GetCacheStats(info.spec.name);
         if (!stats.ok()) continue;
         const std::string& name = info.spec.name;
@@ -85,6 +101,7 @@ class CacheCollector final : public prometheus::Collectable {
           Add(removals, with("reason", "expired"), static_cast<double>(k.expirations));
           Add(removals, with("reason", "invalidated"), static_cast<double>(k.invalidated));
           Add(offset, l, c.threshold_offset);
+          Add(band_share, l, c.band_share);
         }
         prometheus::ClientMetric h;
         h.label = {{"cache", name}};
@@ -101,7 +118,8 @@ class CacheCollector final : public prometheus::Collectable {
         latency.metric.push_back(std::move(h));
       }
     }
-    return {entries, bytes, lookups, stores, feedback, removals, offset, latency};
+    return {entries, bytes,   lookups,    stores,      feedback, removals,
+            offset,  latency, band_share, quarantined, builds,   build_failures};
   }
 
  private:

@@ -164,6 +164,8 @@ TEST(ConvertTest, CacheQuarantineBuildsAndBandShareRoundTrip) {
                        .entries = 3,
                        .categories = {"code"},
                        .index_builds = 2,
+                       .index_build_failures = 1,
+                       .index_build_error = "index build: k-means: k > n",
                        .quarantine = "entry 7: row does not decode"};
   v1::CacheInfo wire;
   CacheInfoToProto(info, &wire);
@@ -171,6 +173,8 @@ TEST(ConvertTest, CacheQuarantineBuildsAndBandShareRoundTrip) {
   const CacheInfo back = CacheInfoFromProto(wire);
   EXPECT_EQ(back.quarantine, info.quarantine);
   EXPECT_EQ(back.index_builds, 2u);
+  EXPECT_EQ(back.index_build_failures, 1u);
+  EXPECT_EQ(back.index_build_error, info.index_build_error);
   EXPECT_EQ(back.entries, 3u);
   EXPECT_EQ(CacheInfoFromProto(v1::CacheInfo{}).quarantine, "");  // serving: empty
 

@@ -197,6 +197,11 @@ struct CacheInfo {
   // Shards whose clustered index is being rebuilt in the background (as they grow, and after
   // open); meanwhile their lookups search the previous index, or scan exactly after open.
   uint64_t index_builds = 0;
+  // Background index builds that failed since open (k-means refused the shard's vectors), and
+  // the last failure's message ("" if none). A shard whose build failed keeps searching its
+  // previous index (or exactly) and tries again once it has grown by an eighth.
+  uint64_t index_build_failures = 0;
+  std::string index_build_error;
   // Non-empty when the cache could not be loaded at open (a damaged row): why. It serves
   // nothing (DataLoss) until dropped; the other caches are unaffected.
   std::string quarantine;

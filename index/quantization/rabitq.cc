@@ -330,55 +330,59 @@ size_t RaBitQ::PackedBytes(size_t n) const {
 }
 
 void RaBitQ::Pack(const uint8_t* codes, size_t n, uint8_t* packed) const {
+  if (n == 0) return;  // an empty posting: `packed` may be null (memset of null is UB)
+  std::memset(packed, 0, PackedBytes(n));
+  for (size_t i = 0; i < n; ++i) PackAt(codes + i * code_bytes_, i, packed);
+}
+
+void RaBitQ::PackAt(const uint8_t* code, size_t i, uint8_t* packed) const {
   const size_t d = padded_dim();
   const size_t words = d / 64;
   const size_t positions = d / 4;
-  if (n == 0) return;  // an empty posting: `packed` may be null (memset of null is UB)
-  std::memset(packed, 0, PackedBytes(n));
-  for (size_t i = 0; i < n; ++i) {
-    const uint8_t* code = codes + i * code_bytes_;
-    uint8_t* block = packed + i / kScanBlock * block_bytes();
-    const size_t slot = i % kScanBlock;
-    const unsigned nibble_shift = slot < 16 ? 0 : 4;
-    for (size_t p = 0; p < bits_; ++p) {
-      for (size_t j = 0; j < positions; ++j) {
-        uint64_t word;
-        std::memcpy(&word, code + (p * words + j / 16) * 8, 8);
-        const auto nibble = static_cast<uint8_t>((word >> (4 * (j % 16))) & 15);
-        block[(p * positions + j) * 16 + slot % 16] |= static_cast<uint8_t>(nibble << nibble_shift);
-      }
+  uint8_t* block = packed + i / kScanBlock * block_bytes();
+  const size_t slot = i % kScanBlock;
+  const unsigned nibble_shift = slot < 16 ? 0 : 4;
+  const auto keep = static_cast<uint8_t>(~(15u << nibble_shift));
+  for (size_t p = 0; p < bits_; ++p) {
+    for (size_t j = 0; j < positions; ++j) {
+      uint64_t word;
+      std::memcpy(&word, code + (p * words + j / 16) * 8, 8);
+      const auto nibble = static_cast<uint8_t>((word >> (4 * (j % 16))) & 15);
+      uint8_t& byte = block[(p * positions + j) * 16 + slot % 16];
+      byte = static_cast<uint8_t>((byte & keep) | (nibble << nibble_shift));
     }
-    float f[4];
-    std::memcpy(f, code + code_bytes_ - kFactorBytes, sizeof(f));
-    float* factors = reinterpret_cast<float*>(block + bits_ * positions * 16);
-    for (size_t t = 0; t < 4; ++t) factors[t * kScanBlock + slot] = f[t];
   }
+  float f[4];
+  std::memcpy(f, code + code_bytes_ - kFactorBytes, sizeof(f));
+  float* factors = reinterpret_cast<float*>(block + bits_ * positions * 16);
+  for (size_t t = 0; t < 4; ++t) factors[t * kScanBlock + slot] = f[t];
 }
 
 void RaBitQ::Unpack(const uint8_t* packed, size_t n, uint8_t* codes) const {
+  for (size_t i = 0; i < n; ++i) UnpackAt(packed, i, codes + i * code_bytes_);
+}
+
+void RaBitQ::UnpackAt(const uint8_t* packed, size_t i, uint8_t* code) const {
   const size_t d = padded_dim();
   const size_t words = d / 64;
   const size_t positions = d / 4;
-  for (size_t i = 0; i < n; ++i) {
-    uint8_t* code = codes + i * code_bytes_;
-    const uint8_t* block = packed + i / kScanBlock * block_bytes();
-    const size_t slot = i % kScanBlock;
-    const unsigned nibble_shift = slot < 16 ? 0 : 4;
-    for (size_t p = 0; p < bits_; ++p) {
-      for (size_t w = 0; w < words; ++w) {
-        uint64_t word = 0;
-        for (size_t j = 0; j < 16; ++j) {
-          const uint8_t byte = block[(p * positions + w * 16 + j) * 16 + slot % 16];
-          word |= uint64_t{(byte >> nibble_shift) & 15u} << (4 * j);
-        }
-        std::memcpy(code + (p * words + w) * 8, &word, 8);
+  const uint8_t* block = packed + i / kScanBlock * block_bytes();
+  const size_t slot = i % kScanBlock;
+  const unsigned nibble_shift = slot < 16 ? 0 : 4;
+  for (size_t p = 0; p < bits_; ++p) {
+    for (size_t w = 0; w < words; ++w) {
+      uint64_t word = 0;
+      for (size_t j = 0; j < 16; ++j) {
+        const uint8_t byte = block[(p * positions + w * 16 + j) * 16 + slot % 16];
+        word |= uint64_t{(byte >> nibble_shift) & 15u} << (4 * j);
       }
+      std::memcpy(code + (p * words + w) * 8, &word, 8);
     }
-    const float* factors = reinterpret_cast<const float*>(block + bits_ * positions * 16);
-    float f[4];
-    for (size_t t = 0; t < 4; ++t) f[t] = factors[t * kScanBlock + slot];
-    std::memcpy(code + code_bytes_ - kFactorBytes, f, sizeof(f));
   }
+  const float* factors = reinterpret_cast<const float*>(block + bits_ * positions * 16);
+  float f[4];
+  for (size_t t = 0; t < 4; ++t) f[t] = factors[t * kScanBlock + slot];
+  std::memcpy(code + code_bytes_ - kFactorBytes, f, sizeof(f));
 }
 
 void RaBitQ::EstimatePackedWith(internal::KernelLevelId level, const Query& q,

@@ -204,6 +204,13 @@ class RaBitQ {
   size_t PackedBytes(size_t n) const;
   void Pack(const uint8_t* codes, size_t n, uint8_t* packed) const;
   void Unpack(const uint8_t* packed, size_t n, uint8_t* codes) const;
+  // One entry of a packed array, for arrays that change an entry at a time (the semantic
+  // cache's lists): PackAt writes `code` into slot i of `packed` (which holds at least
+  // PackedBytes(i + 1) bytes), replacing what the slot held and leaving every other slot as it
+  // was; UnpackAt reads slot i back into code_bytes() bytes. A slot never written reads back as
+  // an all-zero code.
+  void PackAt(const uint8_t* code, size_t i, uint8_t* packed) const;
+  void UnpackAt(const uint8_t* packed, size_t i, uint8_t* code) const;
   // The hot loop, through the best kernel for this CPU; identical results on every level.
   void EstimatePacked(const Query& q, const uint8_t* packed, size_t n, Estimate* out) const;
 

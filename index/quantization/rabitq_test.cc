@@ -288,6 +288,22 @@ TEST(RaBitQTest, LutKernelsAgreePackRoundTripsAndRotatedPreparationMatches) {
       rq.Pack(codes.data(), n, packed.data());
       rq.Unpack(packed.data(), n, back.data());
       EXPECT_EQ(back, codes) << "dim " << dim << " bits " << bits;
+      // PackAt over a packed array: overwriting slots one by one (in another order, over
+      // different codes) gives Pack's bytes; UnpackAt reads each slot back.
+      std::vector<uint8_t> one_by_one(rq.PackedBytes(n));
+      std::vector<uint8_t> other(rq.code_bytes());
+      for (size_t i = 0; i < n; ++i) {
+        const std::vector<float> v = RandomVector(rng, dim);
+        rq.Encode(v.data(), centroid.data(), other.data());
+        rq.PackAt(other.data(), n - 1 - i, one_by_one.data());
+      }
+      for (size_t i = 0; i < n; ++i) rq.PackAt(&codes[i * rq.code_bytes()], i, one_by_one.data());
+      EXPECT_EQ(one_by_one, packed) << "dim " << dim << " bits " << bits;
+      for (size_t i = 0; i < n; i += 7) {
+        rq.UnpackAt(packed.data(), i, other.data());
+        EXPECT_EQ(0, std::memcmp(other.data(), &codes[i * rq.code_bytes()], rq.code_bytes()))
+            << "slot " << i;
+      }
       // P (q - c) prepared from P q and P c estimates what PrepareQuery(q, c) does, up to float
       // rounding of the rotation.
       const std::vector<float> c = RandomVector(rng, dim), x = RandomVector(rng, dim);

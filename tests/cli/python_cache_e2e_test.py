@@ -89,6 +89,8 @@ class CacheInFrontOfAModelTest(unittest.TestCase):
         self.assertEqual(info.categories, ["faq"])
         self.assertEqual(info.quarantine, "")  # it loaded: it serves
         self.assertEqual(info.index_builds, 0)  # a small shard: exact, nothing to build
+        self.assertEqual(info.index_build_failures, 0)
+        self.assertEqual(info.index_build_error, "")
         # The overload budget: no feedback yet, so no measured margin for the load band.
         self.assertEqual(faq["band_share"], 0.0)
 

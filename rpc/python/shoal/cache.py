@@ -62,6 +62,9 @@ class CacheInfo(NamedTuple):
     # Why the cache could not be loaded at open (it serves nothing until dropped); "" = serves.
     quarantine: str = ""
     index_builds: int = 0  # shards whose clustered index is being rebuilt in the background
+    # Background index builds that failed since open, and the last one's message ("" if none).
+    index_build_failures: int = 0
+    index_build_error: str = ""
 
 
 class CacheLookupResult(NamedTuple):
@@ -135,7 +138,8 @@ class CacheMethods:
         names = {v: k for k, v in _METRICS.items()}
         response = self._call(self._caches.ListCaches, cache_pb2.ListCachesRequest())
         return [CacheInfo(c.spec.name, c.spec.dimension, names.get(c.spec.metric, "cosine"),
-                          c.entries, c.bytes, list(c.categories), c.quarantine, c.index_builds)
+                          c.entries, c.bytes, list(c.categories), c.quarantine, c.index_builds,
+                          c.index_build_failures, c.index_build_error)
                 for c in response.caches]
 
     def set_cache_policy(self, cache: str, policy: CachePolicy, category: str = "") -> None:
