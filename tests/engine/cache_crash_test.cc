@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -36,8 +37,12 @@ constexpr int kCycles = 6;
 // stops), and returns the acknowledged entries (i -> id) and the one in flight (or -1).
 std::map<uint64_t, uint64_t> RunAndKill(const std::string& dir, uint64_t first,
                                         uint64_t acks_wanted, int64_t* pending) {
+  // ctest sets SHOAL_BIN_DIR; run by hand, the writer sits beside this test's own binary.
   const char* bin_dir = std::getenv("SHOAL_BIN_DIR");
-  std::string bin = std::string(bin_dir ? bin_dir : "build/bin") + "/cache_crash_writer";
+  std::string bin = (bin_dir != nullptr
+                         ? std::string(bin_dir)
+                         : std::filesystem::read_symlink("/proc/self/exe").parent_path().string()) +
+                    "/cache_crash_writer";
   int fds[2];
   EXPECT_EQ(pipe(fds), 0);
   posix_spawn_file_actions_t actions;
@@ -47,9 +52,14 @@ std::map<uint64_t, uint64_t> RunAndKill(const std::string& dir, uint64_t first,
   std::string a1 = std::to_string(first);
   std::vector<char*> argv = {bin.data(), const_cast<char*>(dir.c_str()), a1.data(), nullptr};
   pid_t pid = -1;
-  EXPECT_EQ(posix_spawn(&pid, bin.c_str(), &actions, nullptr, argv.data(), environ), 0) << bin;
+  const int spawned = posix_spawn(&pid, bin.c_str(), &actions, nullptr, argv.data(), environ);
   posix_spawn_file_actions_destroy(&actions);
   close(fds[1]);
+  if (spawned != 0 || pid <= 0) {  // never kill(pid <= 0): that signals a whole process group
+    ADD_FAILURE() << "could not start " << bin << ": " << std::strerror(spawned);
+    close(fds[0]);
+    return {};
+  }
   FILE* out = fdopen(fds[0], "r");
   std::map<uint64_t, uint64_t> acked;
   *pending = -1;

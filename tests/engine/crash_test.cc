@@ -47,8 +47,12 @@ struct Child {
 };
 
 Child SpawnWriter(const std::string& dir, uint64_t seed, uint64_t first_op) {
+  // ctest sets SHOAL_BIN_DIR; run by hand, the writer sits beside this test's own binary.
   const char* bin_dir = std::getenv("SHOAL_BIN_DIR");
-  std::string bin = std::string(bin_dir ? bin_dir : "build/bin") + "/crash_writer";
+  std::string bin = (bin_dir != nullptr
+                         ? std::string(bin_dir)
+                         : std::filesystem::read_symlink("/proc/self/exe").parent_path().string()) +
+                    "/crash_writer";
   int fds[2];
   EXPECT_EQ(pipe(fds), 0);
   posix_spawn_file_actions_t actions;
