@@ -9,6 +9,7 @@
 #include <map>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "cluster/cluster_db.h"
 #include "cluster/shard_apply.h"
@@ -64,9 +65,14 @@ absl::Status ClusterDB::OnOneReplica(const ShardMap& map, uint32_t shard,
       absl::StatusOr<std::shared_ptr<client::Client>> peer = node_->Peer(replica.address);
       last = peer.ok() ? call(name, peer->get()) : peer.status();
     }
-    // NOT_FOUND of a tenant or key is the answer, not a missing copy.
-    if (last.ok() || !TryAnotherReplica(last) ||
-        (absl::IsNotFound(last) && last.message().find("tenant") != std::string_view::npos)) {
+    // NOT_FOUND is a missing copy only when the copy itself is what was not found (DBImpl::Find:
+    // "name: '<c>@<s>' not found", a dropped Collection: "collection: '<c>@<s>' not found");
+    // NOT_FOUND of a tenant or key is the answer.
+    const bool missing_copy =
+        absl::IsNotFound(last) &&
+        (absl::StrContains(last.message(), absl::StrCat("name: '", name, "' not found")) ||
+         absl::StrContains(last.message(), absl::StrCat("collection: '", name, "' not found")));
+    if (last.ok() || !TryAnotherReplica(last) || (absl::IsNotFound(last) && !missing_copy)) {
       return last;
     }
   }
