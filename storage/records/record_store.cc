@@ -143,8 +143,6 @@ absl::Status FromRocks(const rocksdb::Status& s, std::string_view context) {
   return absl::InternalError(msg);
 }
 
-// ---- Batch ----
-
 RecordStore::Batch::Batch(const RecordStore* store, size_t reserved_bytes)
     : store_(store), batch_(std::make_unique<rocksdb::WriteBatch>(reserved_bytes)) {}
 RecordStore::Batch::Batch(Batch&&) noexcept = default;
@@ -170,8 +168,6 @@ void RecordStore::Batch::SetNextInternalId(uint32_t cid, uint64_t next) {
 }
 
 size_t RecordStore::Batch::Count() const { return batch_->Count(); }
-
-// ---- RecordStore ----
 
 absl::StatusOr<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string& dir,
                                                                const StoreOptions& options) {
@@ -388,9 +384,7 @@ absl::Status RecordStore::Write(rocksdb::WriteBatch* batch, bool sync, std::stri
     if (stopped_.load()) SHOAL_RETURN_IF_ERROR(ResumeWrites(context));
   }
   absl::ReaderMutexLock lock(&resume_mu_);
-  // A batch with a catalog row of its own needs no marker: that row keeps the catalog memtable
-  // non-empty just as well (a grant or revoke is one such row; the marker was a second
-  // memtable insert, 15-20% of its cost).
+  // A batch with a catalog row of its own needs no marker: that row keeps the memtable non-empty.
   if (!has_catalog_row) batch->Put(catalog_, kMemtableMarker, "");
   rocksdb::WriteOptions wo;
   wo.sync = sync;
