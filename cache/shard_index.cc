@@ -73,7 +73,7 @@ void ShardIndex::SetAutoCluster(bool on) {
 
 void ShardIndex::RebuildIfDue() {
   if (clustered() ? size() < options_.cluster_at / 2 : size() < options_.cluster_at) {
-    if (clustered()) live_ = Clustering{}, ++generation_;
+    Unclustered();
     return;
   }
   // Due once grown regrow x since the last build; after a failed build, once grown by an eighth
@@ -104,7 +104,10 @@ uint32_t ShardIndex::NearestList(const Clustering& clustering, const float* vect
   for (size_t c = 0; c < k; ++c) {
     const float dist =
         index::L2Sqr(vector, clustering.centroids.data() + c * dimension_, dimension_);
-    if (dist < best_distance) best_distance = dist, best = static_cast<uint32_t>(c);
+    if (dist < best_distance) {
+      best_distance = dist;
+      best = static_cast<uint32_t>(c);
+    }
   }
   return best;
 }

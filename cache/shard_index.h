@@ -172,6 +172,12 @@ class ShardIndex {
   };
 
   void RebuildIfDue();
+  // Back to the exact scan (a shard shrunk below its clustering size).
+  void Unclustered() {
+    if (!clustered()) return;
+    live_ = Clustering{};
+    ++generation_;
+  }
   // Appends the code of `vector` to list `list` of `c` / drops the code of `id` (false: none).
   void Encode(Clustering* c, uint64_t id, const float* vector, uint32_t list) const;
   static bool Drop(Clustering* c, uint64_t id);

@@ -134,7 +134,7 @@ void ShardIndex::Rebuild() {
   if (build_ != nullptr) return;
   const size_t n = size();
   if (n < options_.cluster_at || n < 2) {
-    if (clustered()) live_ = Clustering{}, ++generation_;
+    Unclustered();
     return;
   }
   auto b = std::make_unique<Build>();
