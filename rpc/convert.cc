@@ -135,19 +135,19 @@ absl::StatusOr<Record> RecordFromProto(const v1::Record& proto, absl::string_vie
   if (!proto.has_key()) {
     return absl::InvalidArgumentError(absl::StrCat(field, ".key: required"));
   }
-  // The fields' names are built only for an error: this runs for every record of a write.
-  if (proto.key().kind_case() == v1::Key::KIND_NOT_SET) {
-    return KeyFromProto(proto.key(), absl::StrCat(field, ".key")).status();
-  }
-  record.key = *KeyFromProto(proto.key(), "");
+  // The fields' names are built only for an error (this runs for every record of a write):
+  // every error of these conversions starts with the field given, so it is prefixed after.
+  const auto named = [&](const absl::Status& s, absl::string_view sub) {
+    return absl::Status(s.code(), absl::StrCat(field, sub, s.message()));
+  };
+  absl::StatusOr<Key> key = KeyFromProto(proto.key(), "");
+  if (!key.ok()) return named(key.status(), ".key");
+  record.key = *std::move(key);
   record.vector.assign(proto.vector().begin(), proto.vector().end());
   for (const auto& [name, value_proto] : proto.attributes()) {
-    if (value_proto.value_case() == v1::AttributeValue::VALUE_NOT_SET) {
-      return AttributeValueFromProto(value_proto,
-                                     absl::StrCat(field, ".attributes[\"", name, "\"]"))
-          .status();
-    }
-    record.attributes.emplace(name, *AttributeValueFromProto(value_proto, ""));
+    absl::StatusOr<AttributeValue> value = AttributeValueFromProto(value_proto, "");
+    if (!value.ok()) return named(value.status(), absl::StrCat(".attributes[\"", name, "\"]"));
+    record.attributes.emplace(name, *std::move(value));
   }
   record.tags.assign(proto.tags().begin(), proto.tags().end());
   return record;
