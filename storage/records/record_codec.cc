@@ -238,7 +238,7 @@ std::string CollectionPrefix(uint32_t collection_id) {
 }
 
 std::string TenantRowPrefix(uint32_t collection_id) {
-  std::string out = "tenant/";
+  std::string out = kTenantRowPrefixText;
   PutFixed32BE(&out, collection_id);
   return out;
 }

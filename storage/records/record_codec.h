@@ -35,6 +35,8 @@ std::string KeyMapRowKey(uint32_t collection_id, const Key& key);
 std::string CollectionPrefix(uint32_t collection_id);
 // The catalog rows of a collection's tenants all start with this (record_store_tenants.cc).
 std::string TenantRowPrefix(uint32_t collection_id);
+// The text TenantRowPrefix starts with (then the collection id, 4 bytes big-endian).
+inline constexpr char kTenantRowPrefixText[] = "tenant/";
 uint64_t InternalIdFromRecordRowKey(std::string_view row_key);
 // The key of a key-map row (DataLoss when malformed).
 absl::StatusOr<Key> DecodeKeyMapRowKey(std::string_view row_key);

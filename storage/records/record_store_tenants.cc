@@ -41,9 +41,9 @@ std::string RowKey(uint32_t cid, char kind) {
 class IdRowKey {
  public:
   IdRowKey(uint32_t cid, char kind, uint32_t tenant_id, uint64_t iid) {
-    static constexpr char kPrefix[] = "tenant/";
-    static_assert(sizeof(kPrefix) - 1 + 4 + 1 + 4 + 8 == kBytes);
-    char* p = std::copy_n(kPrefix, sizeof(kPrefix) - 1, bytes_);
+    // TenantRowPrefix(cid) + kind + tenant id + internal id.
+    static_assert(sizeof(kTenantRowPrefixText) - 1 + 4 + 1 + 4 + 8 == kBytes);
+    char* p = std::copy_n(kTenantRowPrefixText, sizeof(kTenantRowPrefixText) - 1, bytes_);
     p = PutBE(p, cid, 4);
     *p++ = kind;
     p = PutBE(p, tenant_id, 4);
