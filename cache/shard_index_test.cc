@@ -21,12 +21,15 @@ namespace {
 
 constexpr size_t kDim = 16;
 
-// n unit vectors around `blobs` random centres (clustered, like embeddings of paraphrases).
-std::vector<float> Blobs(size_t n, size_t blobs, uint64_t seed) {
+// n unit vectors around `blobs` random centres (clustered, like embeddings of paraphrases). The
+// centres follow from `seed`; a nonzero `draw` samples other points around the same centres
+// (queries near the stored data, as a cache's lookups are).
+std::vector<float> Blobs(size_t n, size_t blobs, uint64_t seed, uint64_t draw = 0) {
   std::mt19937_64 rng(seed);
   std::normal_distribution<float> normal;
   std::vector<float> centres(blobs * kDim);
   for (float& x : centres) x = normal(rng);
+  if (draw != 0) rng.seed(seed ^ (draw * 0x9E3779B97F4A7C15ull));
   std::vector<float> out(n * kDim);
   for (size_t i = 0; i < n; ++i) {
     const size_t b = rng() % blobs;
@@ -49,11 +52,12 @@ void Fill(ShardIndex* index, const std::vector<float>& v, uint64_t first_id = 1)
 }
 
 TEST(ShardIndexTest, SmallShardIsExact) {
+  const uint32_t seed = base::TestSeed();
   ShardIndex index(kDim, index::Metric::kInnerProduct, Small());
-  const std::vector<float> v = Blobs(200, 8, base::TestSeed());
+  const std::vector<float> v = Blobs(200, 8, seed);
   Fill(&index, v);
   EXPECT_FALSE(index.clustered());
-  const std::vector<float> q = Blobs(20, 8, base::TestSeed() + 1);
+  const std::vector<float> q = Blobs(20, 8, seed, 1);
   for (size_t i = 0; i < 20; ++i) {
     const auto a = index.Search(q.data() + i * kDim, 5);
     const auto b = index.SearchExact(q.data() + i * kDim, 5);
@@ -63,15 +67,16 @@ TEST(ShardIndexTest, SmallShardIsExact) {
 }
 
 TEST(ShardIndexTest, ProbingEveryListEqualsExact) {
+  const uint32_t seed = base::TestSeed();
   for (index::Metric metric : {index::Metric::kInnerProduct, index::Metric::kL2}) {
     // Probes and rerank cover everything: the clustered path must return the exact answer.
     ShardIndex index(kDim, metric, {.cluster_at = 256, .probes = 1'000'000, .rerank = 1'000'000});
-    const std::vector<float> v = Blobs(2000, 16, base::TestSeed());
+    const std::vector<float> v = Blobs(2000, 16, seed);
     Fill(&index, v);
     index.WaitForRebuild();
     ASSERT_TRUE(index.clustered());
     EXPECT_GT(index.lists(), 1u);
-    const std::vector<float> q = Blobs(50, 16, base::TestSeed() + 7);
+    const std::vector<float> q = Blobs(50, 16, seed, 7);
     for (size_t i = 0; i < 50; ++i) {
       const auto a = index.Search(q.data() + i * kDim, 10);
       const auto b = index.SearchExact(q.data() + i * kDim, 10);
@@ -85,8 +90,9 @@ TEST(ShardIndexTest, ProbingEveryListEqualsExact) {
 }
 
 TEST(ShardIndexTest, FindsEveryStoredVectorAndMostNearestNeighbours) {
+  const uint32_t seed = base::TestSeed();
   ShardIndex index(kDim, index::Metric::kInnerProduct, Small(/*probes=*/8));
-  const std::vector<float> v = Blobs(4000, 32, base::TestSeed());
+  const std::vector<float> v = Blobs(4000, 32, seed);
   Fill(&index, v);
   index.WaitForRebuild();
   ASSERT_TRUE(index.clustered());
@@ -96,7 +102,7 @@ TEST(ShardIndexTest, FindsEveryStoredVectorAndMostNearestNeighbours) {
     ASSERT_EQ(a.size(), 1u);
     EXPECT_NEAR(a[0].distance, -1.0f, 1e-4) << "vector " << i;
   }
-  const std::vector<float> q = Blobs(200, 32, base::TestSeed() + 3);
+  const std::vector<float> q = Blobs(200, 32, seed, 3);
   size_t same = 0;
   for (size_t i = 0; i < 200; ++i) {
     same += index.Search(q.data() + i * kDim, 1)[0].id ==
@@ -106,8 +112,9 @@ TEST(ShardIndexTest, FindsEveryStoredVectorAndMostNearestNeighbours) {
 }
 
 TEST(ShardIndexTest, RemovedAndReplacedVectorsAreNeverFound) {
+  const uint32_t seed = base::TestSeed();
   ShardIndex index(kDim, index::Metric::kInnerProduct, Small(/*probes=*/1'000'000));
-  const std::vector<float> v = Blobs(1000, 8, base::TestSeed());
+  const std::vector<float> v = Blobs(1000, 8, seed);
   Fill(&index, v);
   index.WaitForRebuild();
   ASSERT_TRUE(index.clustered());
@@ -134,8 +141,9 @@ TEST(ShardIndexTest, RemovedAndReplacedVectorsAreNeverFound) {
 }
 
 TEST(ShardIndexTest, RebuildsAsItGrowsAndWhenAutoClusterReturns) {
+  const uint32_t seed = base::TestSeed();
   ShardIndex index(kDim, index::Metric::kL2, Small());
-  const std::vector<float> v = Blobs(4096, 32, base::TestSeed());
+  const std::vector<float> v = Blobs(4096, 32, seed);
   Fill(&index, std::vector<float>(v.begin(), v.begin() + 256 * kDim));
   index.WaitForRebuild();
   ASSERT_TRUE(index.clustered());
@@ -183,6 +191,7 @@ class BuildLatch {
 // index holds exactly the vectors present (every change made during the build replayed): with
 // every list probed and every candidate reranked it answers exactly as a flat scan.
 TEST(ShardIndexTest, SearchesAndChangesProceedDuringABackgroundRebuild) {
+  const uint32_t seed = base::TestSeed();
   for (std::string_view stage : {"start", "trained"}) {
     SCOPED_TRACE(stage);
     BuildLatch latch(stage);
@@ -191,7 +200,7 @@ TEST(ShardIndexTest, SearchesAndChangesProceedDuringABackgroundRebuild) {
     o.build_hook = latch.Hook();
     ShardIndex index(kDim, index::Metric::kInnerProduct, o);
     absl::Mutex mu;  // the cache's reader/writer lock
-    const std::vector<float> v = Blobs(1500, 16, base::TestSeed());
+    const std::vector<float> v = Blobs(1500, 16, seed);
     {
       absl::MutexLock lock(&mu);
       Fill(&index, std::vector<float>(v.begin(), v.begin() + 256 * kDim));  // starts the build
@@ -226,7 +235,7 @@ TEST(ShardIndexTest, SearchesAndChangesProceedDuringABackgroundRebuild) {
     index.WaitForRebuild();
     ASSERT_TRUE(index.clustered());
     EXPECT_EQ(index.size(), 1500u - 200u);
-    const std::vector<float> q = Blobs(100, 16, base::TestSeed() + 5);
+    const std::vector<float> q = Blobs(100, 16, seed, 5);
     for (size_t i = 0; i < 100; ++i) {
       const auto a = index.Search(q.data() + i * kDim, 10);
       const auto b = index.SearchExact(q.data() + i * kDim, 10);
@@ -248,12 +257,13 @@ TEST(ShardIndexTest, SearchesAndChangesProceedDuringABackgroundRebuild) {
 // log, and the final swap replays only those; the result answers exactly with every list
 // probed, with no removed id.
 TEST(ShardIndexTest, ManyChangesDuringABuildReplayInABackgroundRound) {
+  const uint32_t seed = base::TestSeed();
   BuildLatch latch("start");
   ShardIndex::Options o{.cluster_at = 256, .probes = 1'000'000, .rerank = 1'000'000};
   o.regrow = 100;  // one build only
   o.build_hook = latch.Hook();
   ShardIndex index(kDim, index::Metric::kL2, o);
-  const std::vector<float> v = Blobs(1700, 16, base::TestSeed());
+  const std::vector<float> v = Blobs(1700, 16, seed);
   Fill(&index, std::vector<float>(v.begin(), v.begin() + 256 * kDim));  // starts the build
   latch.WaitReached();
   const size_t during = ShardIndex::kSwapRemainder + 200;
@@ -273,7 +283,7 @@ TEST(ShardIndexTest, ManyChangesDuringABuildReplayInABackgroundRound) {
   const auto removed = [](uint64_t id) {
     return (id <= 256 && id % 4 == 1) || (id >= 258 && id <= 400 && id % 4 == 2) || id == 2;
   };
-  const std::vector<float> q = Blobs(100, 16, base::TestSeed() + 5);
+  const std::vector<float> q = Blobs(100, 16, seed, 5);
   for (size_t i = 0; i < 100; ++i) {
     const auto a = index.Search(q.data() + i * kDim, 10);
     const auto b = index.SearchExact(q.data() + i * kDim, 10);
@@ -294,8 +304,9 @@ TEST(ShardIndexTest, ManyChangesDuringABuildReplayInABackgroundRound) {
 // A build k-means refuses (non-finite vectors) is counted with its error, leaves the shard
 // searching exactly, and is retried only once the shard has grown by an eighth since.
 TEST(ShardIndexTest, AFailedBuildIsCountedAndRetriedOnceGrownByAnEighth) {
+  const uint32_t seed = base::TestSeed();
   ShardIndex index(kDim, index::Metric::kL2, Small());
-  std::vector<float> bad = Blobs(400, 8, base::TestSeed());
+  std::vector<float> bad = Blobs(400, 8, seed);
   for (size_t i = 0; i < 400; ++i) bad[i * kDim] = NAN;
   Fill(&index, std::vector<float>(bad.begin(), bad.begin() + 256 * kDim));
   EXPECT_TRUE(index.rebuilding());
@@ -317,13 +328,14 @@ TEST(ShardIndexTest, AFailedBuildIsCountedAndRetriedOnceGrownByAnEighth) {
 // shard's build waits while the first holds it, and a waiting build is cancelled (not waited
 // for) when its shard is destroyed.
 TEST(ShardIndexTest, BuildsShareTheProcessWideSlots) {
+  const uint32_t seed = base::TestSeed();
   const size_t before = ShardIndex::MaxConcurrentBuilds();
   ShardIndex::SetMaxConcurrentBuilds(1);
   BuildLatch first_latch("trained");
   ShardIndex::Options o = Small();
   o.build_hook = first_latch.Hook();
   ShardIndex first(kDim, index::Metric::kL2, o);
-  const std::vector<float> v = Blobs(256, 8, base::TestSeed());
+  const std::vector<float> v = Blobs(256, 8, seed);
   Fill(&first, v);
   first_latch.WaitReached();  // holds the only slot
   std::atomic<bool> second_trained{false};
@@ -352,19 +364,20 @@ TEST(ShardIndexTest, BuildsShareTheProcessWideSlots) {
 // On clustered data with the default-style probing (8 of the lists) the rebuilt index, with
 // changes replayed, keeps its documented recall@1 >= 0.9 against the exact scan.
 TEST(ShardIndexTest, RecallAfterARebuildWithChangesMatchesTheExactScan) {
+  const uint32_t seed = base::TestSeed();
   BuildLatch latch("trained");
   ShardIndex::Options o = Small(/*probes=*/8);
   o.regrow = 100;
   o.build_hook = latch.Hook();
   ShardIndex index(kDim, index::Metric::kInnerProduct, o);
-  const std::vector<float> v = Blobs(4000, 32, base::TestSeed());
+  const std::vector<float> v = Blobs(4000, 32, seed);
   Fill(&index, std::vector<float>(v.begin(), v.begin() + 2000 * kDim));
   latch.WaitReached();
   Fill(&index, std::vector<float>(v.begin() + 2000 * kDim, v.end()), 2001);
   latch.Release();
   index.WaitForRebuild();
   ASSERT_TRUE(index.clustered());
-  const std::vector<float> q = Blobs(200, 32, base::TestSeed() + 3);
+  const std::vector<float> q = Blobs(200, 32, seed, 3);
   size_t same = 0;
   for (size_t i = 0; i < 200; ++i) {
     same += index.Search(q.data() + i * kDim, 1)[0].id ==
@@ -377,9 +390,10 @@ TEST(ShardIndexTest, RecallAfterARebuildWithChangesMatchesTheExactScan) {
 // save, some gone) adopts the saved centroids (its list count shows it) and still answers
 // exactly with every list probed; a damaged or foreign model is refused and the build trains.
 TEST(ShardIndexTest, ImportedModelReplacesTrainingAndDamagedOnesAreRefused) {
+  const uint32_t seed = base::TestSeed();
   ShardIndex::Options o{.cluster_at = 256, .probes = 1'000'000, .rerank = 1'000'000};
   o.regrow = 100;
-  const std::vector<float> v = Blobs(1500, 16, base::TestSeed());
+  const std::vector<float> v = Blobs(1500, 16, seed);
   ShardIndex first(kDim, index::Metric::kInnerProduct, o);
   first.SetAutoCluster(false);
   Fill(&first, std::vector<float>(v.begin(), v.begin() + 1000 * kDim));
@@ -398,7 +412,7 @@ TEST(ShardIndexTest, ImportedModelReplacesTrainingAndDamagedOnesAreRefused) {
   again.WaitForRebuild();
   ASSERT_TRUE(again.clustered());
   EXPECT_EQ(again.lists(), saved_lists);  // trained afresh, 1400 vectors would make 74
-  const std::vector<float> q = Blobs(100, 16, base::TestSeed() + 9);
+  const std::vector<float> q = Blobs(100, 16, seed, 9);
   for (size_t i = 0; i < 100; ++i) {
     const auto a = again.Search(q.data() + i * kDim, 10);
     const auto b = again.SearchExact(q.data() + i * kDim, 10);
