@@ -59,7 +59,7 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Insert(std::span<const uint64
   SHOAL_RETURN_IF_ERROR(vf->Sync());
   index_->CacheFreshVectors(ids, vectors, dead);
   const auto current = index_->directory();
-  UpdateWork work(this, *current, dead);
+  UpdateWork work(this, *current, dead, UpdateWork::Gc::kWhenMany);
   std::vector<uint32_t> chosen;
   for (size_t i = 0; i < ids.size(); ++i) {
     work.Pace();
@@ -78,7 +78,7 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Insert(std::span<const uint64
 absl::StatusOr<SpannUpdater::Change> SpannUpdater::Sweep(uint32_t first, uint32_t count,
                                                          const DeadFn& dead) {
   const auto current = index_->directory();
-  UpdateWork work(this, *current, dead);
+  UpdateWork work(this, *current, dead, UpdateWork::Gc::kAll);
   const uint32_t end = static_cast<uint32_t>(std::min<size_t>(current->size(), first + count));
   for (uint32_t p = first; p < end; ++p) {
     work.Pace();

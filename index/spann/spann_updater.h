@@ -14,10 +14,12 @@
 // SPANN's RNG rule over the current centroids (as the builder does). A posting that only gained
 // entries is appended to: a segment of the new entries goes to the pages right after its extent,
 // which the updater keeps free for it when it writes the posting (half its pages, at least 4); the
-// row then covers the longer extent and no page a committed row names is touched. Otherwise
-// (tombstoned entries to drop, no pages kept, or too much of the extent would be partly filled
-// pages) the posting is rewritten copy-on-write: its entries (tombstoned ones dropped) plus the new
-// ones go to freshly allocated pages; the old extent is retired. Quantized tier: codes are encoded
+// row then covers the longer extent and no page a committed row names is touched. Tombstoned
+// entries do not stop an append while they are under a quarter of the posting (they stay in it,
+// skipped by searches, until the next sweep or rewrite). Otherwise (many tombstoned entries, no
+// pages kept, or too much of the extent would be partly filled pages) the posting is rewritten
+// copy-on-write: its entries (tombstoned ones dropped) plus the new ones go to freshly allocated
+// pages; the old extent is retired. Quantized tier: codes are encoded
 // against the posting's centroid and kept in RAM as well as in the posting. Split (a posting over
 // the manifest's posting_cap): balanced 2-means (index/postings/posting_split.h); the posting keeps
 // one half and centroid, a new posting (a new number, descending from the same tree leaf) takes the

@@ -1,7 +1,7 @@
 // UpdateWork (internal to SpannUpdater): one directory change being built. It copies the current
-// PostingDirectory, loads the postings it touches (tombstoned entries dropped), applies appends,
-// splits, reassignments and merges to them in RAM, and Finish writes every changed posting to
-// fresh pages and returns the Change. Single-threaded; see spann_updater.h for the protocol.
+// PostingDirectory, loads the postings it touches (tombstoned entries dropped as Gc says), applies
+// appends, splits, reassignments and merges to them in RAM, and Finish writes every changed posting
+// to fresh pages and returns the Change. Single-threaded; see spann_updater.h for the protocol.
 #ifndef SHOAL_INDEX_SPANN_UPDATE_WORK_H_
 #define SHOAL_INDEX_SPANN_UPDATE_WORK_H_
 
@@ -30,12 +30,23 @@ struct WorkEntries {
   // after them were added (so they can be appended instead of the posting rewritten).
   size_t base = 0;
   bool appendable = false;
+  // Tombstoned entries still held (a drain keeps a few so that the posting can be appended to;
+  // a rewrite drops them). Always 0 in a sweep.
+  size_t dead = 0;
   size_t size() const { return q.ids.size(); }
 };
 
 class UpdateWork {
  public:
-  UpdateWork(SpannUpdater* up, const PostingDirectory& current, const DeadFn& dead);
+  // What Load does with a posting's tombstoned entries.
+  enum class Gc {
+    kAll,       // drop every one (a sweep: its tombstones are erased afterwards)
+    kWhenMany,  // keep them while under 1/kGcDivisor of the posting, so that an insert can
+                // append instead of rewriting; a rewrite drops them anyway (a drain)
+  };
+  static constexpr size_t kGcDivisor = 4;
+
+  UpdateWork(SpannUpdater* up, const PostingDirectory& current, const DeadFn& dead, Gc gc);
 
   // Calls UpdaterOptions::yield: once per unit of work.
   void Pace();
@@ -63,7 +74,7 @@ class UpdateWork {
   // Writes p's entries: appended after its extent when it can, else rewritten to new pages
   // (their run, reserve included, added to *allocated). Returns the whole new extent and sets
   // *appended.
-  absl::StatusOr<storage::Extent> WritePosting(uint32_t p, const WorkEntries& e,
+  absl::StatusOr<storage::Extent> WritePosting(uint32_t p, WorkEntries& e,
                                                std::vector<storage::Extent>* allocated,
                                                bool* appended);
   // Entries [begin, end) of `e` as one payload segment (posting_entries.h).
@@ -77,6 +88,8 @@ class UpdateWork {
   // Sets p's centroid (and, quantized tier, its prepared form).
   void SetCentroid(uint32_t p, const float* centroid);
   std::vector<std::vector<uint32_t>>& MutableByLeaf();
+  // Drops the tombstoned entries `e` kept (before a rewrite, split or merge).
+  void DropDead(WorkEntries* e);
   absl::Status ReassignNeighbours(uint32_t p, uint32_t q, const std::vector<float>& old_centroid,
                                   uint32_t depth);
 
@@ -84,6 +97,7 @@ class UpdateWork {
   const SpannIndex& index_;
   const PostingDirectory& cur_;
   const DeadFn& dead_;
+  const Gc gc_;
   const size_t dim_;
   std::shared_ptr<PostingDirectory> next_;
   std::shared_ptr<std::vector<std::vector<uint32_t>>> by_leaf_;  // mutable copy once reshaped
