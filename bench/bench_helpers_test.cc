@@ -4,10 +4,13 @@
 #include <fstream>
 #include <sstream>
 
+#include "bench/dataset_export.h"
 #include "bench/recall.h"
 #include "bench/report.h"
 #include "bench/sweep.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "shoal/dataset.h"
 
 namespace shoal::bench {
 namespace {
@@ -179,6 +182,53 @@ TEST(SweepTest, RejectsMalformedLists) {
   absl::StatusOr<std::vector<double>> efs = ParseNumberList("10, 20,40", "--hnsw-ef");
   ASSERT_TRUE(efs.ok());
   EXPECT_EQ(*efs, (std::vector<double>{10, 20, 40}));
+}
+
+// The exported files read back through shoal's own readers (the layout SPTAG reads as DEFAULT).
+TEST(DatasetExportTest, FbinAndIbinRoundTripThroughTheReaders) {
+  Matrix m{.rows = 3, .cols = 2, .data = {1.5f, -2, 3, 4, 5, 6.25f}};
+  const std::string base = ::testing::TempDir() + "export_test_base.fbin";
+  ASSERT_TRUE(WriteFbin(base, m).ok());
+  absl::StatusOr<Matrix> back = ReadVectors(base);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->rows, 3u);
+  EXPECT_EQ(back->cols, 2u);
+  EXPECT_EQ(back->data, m.data);
+
+  const std::string first = ::testing::TempDir() + "export_test_first.fbin";
+  ASSERT_TRUE(WriteFbinRows(first, m, 2).ok());
+  back = ReadVectors(first);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->rows, 2u);
+  EXPECT_EQ(back->data, (std::vector<float>{1.5f, -2, 3, 4}));
+
+  const std::string truth = ::testing::TempDir() + "export_test_truth.ibin";
+  Neighbors n = Make({{7, 1, 0}, {2, 2000000, 5}});
+  ASSERT_TRUE(WriteIbin(truth, n).ok());
+  absl::StatusOr<IntMatrix> ids = ReadIntVectors(truth);
+  ASSERT_TRUE(ids.ok()) << ids.status();
+  EXPECT_EQ(ids->rows, 2u);
+  EXPECT_EQ(ids->cols, 3u);
+  EXPECT_EQ(ids->data, (std::vector<int32_t>{7, 1, 0, 2, 2000000, 5}));
+}
+
+TEST(DatasetExportTest, RejectsMoreRowsThanTheMatrixAndIdsOutsideInt32) {
+  Matrix m{.rows = 1, .cols = 2, .data = {1, 2}};
+  const std::string path = ::testing::TempDir() + "export_test_bad.fbin";
+  absl::Status s = WriteFbinRows(path, m, 2);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("rows 2"));
+  Neighbors n = Make({{int64_t{1} << 40}});
+  s = WriteIbin(::testing::TempDir() + "export_test_bad.ibin", n);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("outside int32"));
+}
+
+TEST(DatasetExportTest, UnwritablePathIsInternalNamingThePath) {
+  Matrix m{.rows = 1, .cols = 1, .data = {1}};
+  absl::Status s = WriteFbin("/nonexistent_dir_for_export_test/x.fbin", m);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInternal);
+  EXPECT_THAT(s.message(), ::testing::HasSubstr("/nonexistent_dir_for_export_test/x.fbin"));
 }
 
 }  // namespace

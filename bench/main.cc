@@ -7,6 +7,7 @@
 #include "bench/blas_env.h"
 #include "bench/cache_bench.h"
 #include "bench/cluster_bench.h"
+#include "bench/export_bench.h"
 #include "bench/flat_bench.h"
 #include "bench/kmeans_bench.h"
 #include "bench/serve_bench.h"
@@ -26,6 +27,7 @@ int main(int argc, char** argv) {
   shoal::bench::RegisterCacheCommand(app, &exit_code);
   shoal::bench::RegisterTenantsCommand(app, &exit_code);
   shoal::bench::RegisterClusterCommand(app, &exit_code);
+  shoal::bench::RegisterExportCommand(app, &exit_code);
   CLI11_PARSE(app, argc, argv);
   return exit_code;
 }
