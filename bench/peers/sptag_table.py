@@ -1,0 +1,163 @@
+#!/usr/bin/python3
+"""The table of bench/peers/sptag_spann.sh: SPTAG's SPANN vs Shoal on one SSD regime.
+
+    /usr/bin/python3 bench/peers/sptag_table.py WORK
+
+Reads WORK/logs/sptag-r<round>-irn<N>.log (SSDServing's own report plus the /proc lines the
+script appended) and WORK/logs/shoal-r<round>.log (`shoal_bench ann`). Each point keeps its
+fastest round (lowest mean latency; recall does not change between rounds). Prints every point,
+then per recall target the fastest point of each system reaching it and SPTAG / Shoal ratios
+(above 1: Shoal is lower, i.e. better). 4-KiB reads: SPTAG's own page count per query (its
+posting pages read with O_DIRECT) and /proc/PID/io read_bytes / 4096 / queries as the kernel
+saw them (that one also counts the head index loaded at start when it is not in the page
+cache); Shoal's bytes read from SSD / 4096 (posting cache hits read nothing).
+Standard library only.
+"""
+import glob
+import os
+import re
+import sys
+
+TARGETS = (0.90, 0.95)
+
+
+def numbers_after(lines, title):
+    """The values row of SSDServing's PrintPercentiles block titled `title`."""
+    for i, line in enumerate(lines):
+        if title in line:
+            for row in lines[i + 1:i + 4]:
+                fields = row.split("]")[-1].split()
+                try:
+                    return [float(f) for f in fields]
+                except ValueError:
+                    continue
+    return None
+
+
+def parse_sptag(path):
+    lines = open(path, errors="replace").read().splitlines()
+    text = "\n".join(lines)
+    recall = re.findall(r"Recall\d*@10: ([0-9.]+)", text)
+    lat = numbers_after(lines, "Total Latency Distribution")
+    pages = numbers_after(lines, "Total Disk Page Access Distribution")
+    ios = numbers_after(lines, "Total Disk IO Distribution")
+    if not recall or lat is None or pages is None:
+        return None
+    extra = dict(re.findall(r"^(proc_io_read_bytes|vm_hwm_kib|queries|loadavg) (.*)$", text, re.M))
+    nq = float(extra.get("queries", 1000))
+    io_bytes = extra.get("proc_io_read_bytes", "")
+    irn = re.search(r"irn(\d+)", path).group(1)
+    return {
+        "point": f"InternalResultNum={irn}",
+        "recall": float(recall[-1]),
+        "mean_ms": lat[0], "p50_ms": lat[1], "p99_ms": lat[4],
+        "reads": pages[0], "ios": ios[0] if ios else None,
+        "proc_reads": float(io_bytes) / 4096 / nq if io_bytes else None,
+        "rss_mib": float(extra.get("vm_hwm_kib", 0)) / 1024,
+        "load": extra.get("loadavg", "?"),
+    }
+
+
+def parse_shoal(path):
+    points, build, ram_note = [], None, ""
+    text = open(path, errors="replace").read()
+    m = re.search(r"== shoal \((.*?)\): build ([0-9.]+) s(?:, load ([0-9.]+) s)?", text)
+    if m:
+        ram_note = m.group(1)
+        build = float(m.group(2))
+    reused = "reused its index" in text
+    load = re.search(r"^loadavg (.*)$", text, re.M)
+    for line in text.splitlines():
+        f = line.split()
+        if len(f) == 11 and ("=" in f[0]):
+            try:
+                recall, qps, p50, p99, bytes_q, posts, scored, cache = map(float, f[1:9])
+            except ValueError:
+                continue
+            points.append({
+                "point": f[0], "recall": recall, "mean_ms": 1000.0 / qps, "p50_ms": p50 / 1000,
+                "p99_ms": p99 / 1000, "reads": bytes_q / 4096, "ios": posts - cache,
+                "proc_reads": None, "rss_mib": float(f[10]), "posts": posts, "cache": cache,
+                "load": load.group(1) if load else "?",
+            })
+    return points, (None if reused else build), ram_note
+
+
+def best_per_point(runs):
+    best = {}
+    for p in runs:
+        cur = best.get(p["point"])
+        if cur is None or p["mean_ms"] < cur["mean_ms"]:
+            best[p["point"]] = p
+    return sorted(best.values(), key=lambda p: p["recall"])
+
+
+def fastest_at(points, target):
+    ok = [p for p in points if p["recall"] >= target]
+    return min(ok, key=lambda p: p["mean_ms"]) if ok else None
+
+
+def fmt(v, spec="%.2f"):
+    return "n/a" if v is None else spec % v
+
+
+def main(work):
+    logs = os.path.join(work, "logs")
+    sptag = [p for p in map(parse_sptag, sorted(glob.glob(f"{logs}/sptag-r*-irn*.log"))) if p]
+    shoal, shoal_build, shoal_params = [], None, ""
+    for path in sorted(glob.glob(f"{logs}/shoal-r*.log")):
+        pts, build, params = parse_shoal(path)
+        shoal += pts
+        shoal_build = shoal_build or build
+        shoal_params = shoal_params or params
+    sptag_build, sptag_stages = None, "SelectHead + BuildHead + BuildSSDIndex"
+    build_log = os.path.join(logs, "sptag-build.log")
+    if os.path.exists(build_log):
+        text = open(build_log, errors="replace").read()
+        m = re.findall(r"wall_seconds ([0-9.]+)", text)
+        sptag_build = float(m[-1]) if m else None
+        # /usr/bin/time -v's wall clock ("h:mm:ss" or "m:ss.ss") when the script's line is absent
+        w = re.findall(r"Elapsed \(wall clock\) time .*?: ([0-9:.]+)", text)
+        if sptag_build is None and w:
+            sptag_build = 0.0
+            for part in w[-1].split(":"):
+                sptag_build = sptag_build * 60 + float(part)
+        stages = re.findall(r"select head time: ([0-9.]+)s build head time: ([0-9.]+)s "
+                            r"build ssd time: ([0-9.]+)s", text)
+        if stages:
+            sptag_stages = "SelectHead %s s, BuildHead %s s, BuildSSDIndex %s s" % stages[-1]
+    systems = {"sptag-spann": best_per_point(sptag), "shoal": best_per_point(shoal)}
+
+    print("| system | point | recall@10 | mean ms | p50 ms | p99 ms | 4-KiB reads/q | "
+          "/proc reads/q | RSS/RAM MiB | load |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|")
+    for name, pts in systems.items():
+        for p in pts:
+            print(f"| {name} | {p['point']} | {p['recall']:.4f} | {p['mean_ms']:.3f} | "
+                  f"{p['p50_ms']:.3f} | {p['p99_ms']:.3f} | {p['reads']:.1f} | "
+                  f"{fmt(p['proc_reads'], '%.1f')} | {p['rss_mib']:.1f} | {p['load']} |")
+    print()
+    print(f"build: sptag-spann {fmt(sptag_build, '%.0f')} s wall ({sptag_stages}), shoal {fmt(shoal_build, '%.0f')} s (BuildIndex; {shoal_params})")
+    print()
+    print("| recall@10 >= | system | point | recall | mean ms | p99 ms | 4-KiB reads/q |")
+    print("|---:|---|---|---:|---:|---:|---:|")
+    for t in TARGETS:
+        a, b = fastest_at(systems["sptag-spann"], t), fastest_at(systems["shoal"], t)
+        for name, p in (("sptag-spann", a), ("shoal", b)):
+            if p is None:
+                print(f"| {t:.2f} | {name} | (not reached) | | | | |")
+            else:
+                print(f"| {t:.2f} | {name} | {p['point']} | {p['recall']:.4f} | "
+                      f"{p['mean_ms']:.3f} | {p['p99_ms']:.3f} | {p['reads']:.1f} |")
+        if a and b:
+            r = lambda x, y: f"**{x / y:.2f}x**" if y > 0 else "inf"
+            print(f"| {t:.2f} | **sptag / shoal** | | | {r(a['mean_ms'], b['mean_ms'])} | "
+                  f"{r(a['p99_ms'], b['p99_ms'])} | {r(a['reads'], b['reads'])} |")
+    if sptag_build and shoal_build:
+        print(f"\nbuild time sptag / shoal: {sptag_build / shoal_build:.2f}x")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 2:
+        sys.exit("usage: sptag_table.py WORK")
+    main(sys.argv[1])
