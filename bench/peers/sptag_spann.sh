@@ -200,7 +200,7 @@ EOF
   } >"$work/sptag-build.ini"
   log "SPTAG SPANN build (Ratio=$ratio, $build_threads threads, BuildSSDIndex MaxCheck=$build_max_check)"
   local t0; t0=$(date +%s.%N)
-  (cd "$work" && nice -n 19 /usr/bin/time -v "$ssdserving" "$work/sptag-build.ini") \
+  (cd "$work" && nice -n 19 /usr/bin/time -v stdbuf -oL "$ssdserving" "$work/sptag-build.ini") \
     >"$work/logs/sptag-build.log" 2>&1 || { tail -30 "$work/logs/sptag-build.log"; exit 1; }
   local t1; t1=$(date +%s.%N)
   echo "wall_seconds $(awk -v a="$t0" -v b="$t1" 'BEGIN{printf "%.1f", b-a}')" >>"$work/logs/sptag-build.log"
@@ -236,7 +236,7 @@ MaxDistRatio=8.0
 SearchPostingPageLimit=12
 EOF
   } >"$out.ini"
-  (cd "$work" && exec "$ssdserving" "$out.ini") >"$out.log" 2>&1 &
+  (cd "$work" && exec stdbuf -oL "$ssdserving" "$out.ini") >"$out.log" 2>&1 &
   local pid=$! io="" rss=0
   while kill -0 "$pid" 2>/dev/null; do
     io=$(cat "/proc/$pid/io" 2>/dev/null || echo "$io")

@@ -118,7 +118,8 @@ def main(work):
         sptag_build = float(m[-1]) if m else None
         # /usr/bin/time -v's wall clock ("h:mm:ss" or "m:ss.ss") when the script's line is absent
         w = re.findall(r"Elapsed \(wall clock\) time .*?: ([0-9:.]+)", text)
-        if sptag_build is None and w:
+        finished = "build ssd time" in text and "terminated by signal" not in text
+        if sptag_build is None and w and finished:
             sptag_build = 0.0
             for part in w[-1].split(":"):
                 sptag_build = sptag_build * 60 + float(part)
@@ -145,7 +146,8 @@ def main(work):
         a, b = fastest_at(systems["sptag-spann"], t), fastest_at(systems["shoal"], t)
         for name, p in (("sptag-spann", a), ("shoal", b)):
             if p is None:
-                print(f"| {t:.2f} | {name} | (not reached) | | | | |")
+                why = "(not reached)" if systems[name] else "(no measurements)"
+                print(f"| {t:.2f} | {name} | {why} | | | | |")
             else:
                 print(f"| {t:.2f} | {name} | {p['point']} | {p['recall']:.4f} | "
                       f"{p['mean_ms']:.3f} | {p['p99_ms']:.3f} | {p['reads']:.1f} |")
