@@ -365,6 +365,33 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
   out->resize(keep);
 }
 
+void CentroidTree::ScanLeaves(const float* q, size_t m,
+                              std::vector<std::pair<float, uint32_t>>* out,
+                              CentroidScoring scoring) const {
+  out->clear();
+  m = std::min(m, num_leaves());
+  if (m == 0) return;
+  if (scoring == CentroidScoring::kHalf && !nav_.empty()) {
+    thread_local NavigationCopy::Query prepared;
+    thread_local std::vector<std::pair<float, uint32_t>> bounded, kept;
+    thread_local LevelKeeper keeper;
+    nav_.Prepare(q, &prepared);
+    bounded.clear();
+    for (uint32_t node : leaf_node_) bounded.emplace_back(nav_.LowerBound(prepared, node), node);
+    keeper.Reset(m, &kept);
+    ScoreLevelOnHalves(nav_, prepared, m, bounded, keeper);
+    for (const auto& [dist, node] : kept) out->emplace_back(dist, slot_[node]);
+  } else {
+    for (uint32_t leaf = 0; leaf < num_leaves(); ++leaf) {
+      const float d = L2Sqr(q, leaf_centroids_.data() + size_t{leaf} * dim_, dim_);
+      out->emplace_back(std::isnan(d) ? kInf : d, leaf);
+    }
+  }
+  const size_t keep = std::min(m, out->size());
+  std::partial_sort(out->begin(), out->begin() + keep, out->end());
+  out->resize(keep);
+}
+
 absl::Status CentroidTree::NearestLeavesBatch(const float* points, size_t n, size_t m, size_t beam,
                                               uint32_t threads, uint32_t* leaves,
                                               float* dists) const {

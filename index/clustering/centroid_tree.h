@@ -106,6 +106,14 @@ class CentroidTree {
                      std::vector<std::pair<float, uint32_t>>* out,
                      CentroidScoring scoring = CentroidScoring::kFloat,
                      const PostingScope* scope = nullptr) const;
+  // The m nearest leaves by a scan of every leaf instead of a descent (the flat navigator),
+  // closest first, ties to the lower leaf. kFloat: exact, from leaf_centroids(). kHalf: the half
+  // copy's bound-then-half scoring over all leaves, the m of smallest lower bound first (the
+  // same distances as the half descent; half the bytes of the float rows, and rows the lower
+  // bound or the half distance's early stop rule out are not read whole); floats where the tree
+  // has no half copy. No allocation once `out` and this thread's scratch have grown.
+  void ScanLeaves(const float* q, size_t m, std::vector<std::pair<float, uint32_t>>* out,
+                  CentroidScoring scoring = CentroidScoring::kFloat) const;
   // Same for many points at once, multi-threaded (0 = hardware concurrency): leaves/dists hold
   // n*m (padded with UINT32_MAX/inf). InvalidArgument when m == 0 or a pointer is null.
   absl::Status NearestLeavesBatch(const float* points, size_t n, size_t m, size_t beam,

@@ -4,7 +4,8 @@
 //   std::vector<std::pair<float, uint32_t>> near;
 //   NearestPostings(tree, *dir, q, /*m=*/32, /*beam=*/8, /*flat=*/false, &near);
 //
-// flat: every live posting's centroid is scanned (exact). Otherwise the build's centroid tree is
+// flat: every live posting's float centroid is scanned (exact; CentroidTree::ScanLeaves on a
+// directory never reshaped). Otherwise the build's centroid tree is
 // descended (CentroidTree::NearestLeaves with `scoring`, approximate) and, once postings were
 // split or merged, each leaf found is expanded into the postings descending from it, ranked by
 // their own (float) centroids; when those leaves hold fewer than m live postings (merges emptied
@@ -31,6 +32,42 @@ void NearestPostings(const CentroidTree& tree, const PostingDirectory& dir, cons
                      size_t m, size_t beam, bool flat, std::vector<std::pair<float, uint32_t>>* out,
                      CentroidScoring scoring = CentroidScoring::kFloat,
                      const PostingScope* scope = nullptr);
+
+// Which navigator costs less for a query that asks for m postings: the flat scan (every
+// posting's float centroid, exact) or the tree's descent (CentroidTree::NearestLeaves, kHalf).
+// The descent keeps max(beam, m) nodes per level and scores all their children, so its work
+// grows with m; the flat scan's is the number of postings whatever m. A child the descent scores
+// costs about kDescentCostPerChild flat-scanned centroids (its lower bound, the half distance of
+// the children the bound keeps, the level's ranking). Measured (docs/PERFORMANCE.md, 781
+// postings, p50 per query, same postings): 100-d m = 64 (~680 children scored): flat 88-107 us
+// vs tree 134-153; 128-d m = 40 (~460): flat 61-71 vs tree 76-88; 128-d m = 21 (~290): flat
+// 44-57 vs tree 41-42; Fashion-MNIST (1200 postings, m = 8, ~170 children): tree 5.9k QPS vs
+// flat 3.4k. Again at 100-d (782 postings, load ~16), m = 21 / 40 / 64 (279 / 438 / 640
+// children): flat 41.8 / 63.5 / 84.2 us vs tree 43.6 / 76.7 / 106.0.
+//
+//   DescentCost cost(tree);
+//   const bool flat = cost.FlatIsCheaper(dir.size(), m, beam);
+//
+// Immutable after construction; thread-safe.
+class DescentCost {
+ public:
+  static constexpr double kDescentCostPerChild = 2.0;
+  explicit DescentCost(const CentroidTree& tree);
+  // Children the descent scores for m postings with `beam` (an estimate from the tree's
+  // per-level node and child counts: each level keeps min(max(beam, m), its nodes) nodes).
+  double ChildrenScored(size_t m, size_t beam) const;
+  // Is scanning `postings` centroids flat no dearer than the descent for m?
+  bool FlatIsCheaper(size_t postings, size_t m, size_t beam) const {
+    return static_cast<double>(postings) <= kDescentCostPerChild * ChildrenScored(m, beam);
+  }
+
+ private:
+  struct Level {
+    size_t nodes = 0;     // nodes at this depth (leaves and inner)
+    size_t children = 0;  // their children, all together
+  };
+  std::vector<Level> levels_;  // by depth, root first; the last level's nodes are all leaves
+};
 
 }  // namespace shoal::index
 

@@ -72,5 +72,38 @@ TEST(PostingNavigatorTest, LeavesWhosePostingsWereAllMergedAwayAreSkipped) {
   }
 }
 
+// The descent's estimated work grows with m up to every node below the root (a beam wider than
+// every level keeps all of them), and the flat scan is chosen only once the descent would score
+// more than about half as many children as there are postings.
+TEST(DescentCostTest, GrowsWithMUpToEveryNodeAndPicksFlatOnlyForWideQueries) {
+  constexpr size_t kN = 20000, kD = 8;
+  std::mt19937 rng(base::TestSeed());
+  std::normal_distribution<float> g(0, 1);
+  std::vector<float> x(kN * kD);
+  for (float& v : x) v = g(rng);
+  auto backend = MakeCpuClusteringBackend(1);
+  TreeOptions options;
+  options.num_leaves = 800;
+  options.iterations = 2;
+  auto tree = CentroidTree::Build(*backend, x.data(), kN, kD, options);
+  ASSERT_TRUE(tree.ok()) << tree.status();
+  const DescentCost cost(*tree);
+  const size_t leaves = tree->num_leaves(), beam = 8;
+  double last = 0;
+  for (size_t m = 1; m <= leaves; m *= 2) {
+    const double scored = cost.ChildrenScored(m, beam);
+    EXPECT_GE(scored, last) << "m " << m;
+    last = scored;
+  }
+  // Below the beam m does not matter; a beam over every node scores every non-root node.
+  EXPECT_EQ(cost.ChildrenScored(1, beam), cost.ChildrenScored(beam, beam));
+  EXPECT_DOUBLE_EQ(cost.ChildrenScored(tree->num_nodes(), beam), tree->num_nodes() - 1.0);
+  // A narrow query descends (fewer children than postings / 2); a query for every posting
+  // scans flat.
+  EXPECT_LT(DescentCost::kDescentCostPerChild * cost.ChildrenScored(beam, beam), leaves);
+  EXPECT_FALSE(cost.FlatIsCheaper(leaves, beam, beam));
+  EXPECT_TRUE(cost.FlatIsCheaper(leaves, leaves, beam));
+}
+
 }  // namespace
 }  // namespace shoal::index

@@ -21,7 +21,8 @@
 //                   its 2-bit codes; Fashion-MNIST at 784-d lost with 128), at least 1 posting.
 //   replicas        4; 2 when the codes of 4 would take over half the RAM budget.
 //   bits            one fewer (down to 1) while the codes still take over half the budget.
-//   posting_cap, navigator, beam: the defaults (4x the mean posting; tree above 256 postings).
+//   posting_cap, navigator, beam: the defaults (4x the mean posting; the navigator
+//                   chosen per query by cost above 256 postings).
 //   target_recall   0.95, calibrated at build time (index/spann/spann_calibration.h).
 //   calibration_queries  below 640-d, as many as a ground truth of ~2e10 multiply-adds affords
 //                   (n x dim each), 200..1000 (50000 x 100-d: 1000); else the default 200. The

@@ -147,6 +147,7 @@ SpannIndex::SpannIndex(SpannManifest manifest, CentroidTree tree,
       tree_(std::move(tree)),
       reader_(std::move(reader)),
       posting_path_(std::move(path)),
+      descent_cost_(tree_),
       cache_(cache_bytes),
       code_cache_(0),
       vector_cache_(manifest_.dimension) {
@@ -154,6 +155,7 @@ SpannIndex::SpannIndex(SpannManifest manifest, CentroidTree tree,
   const std::string& nav = manifest_.options.navigator;
   flat_navigator_ =
       nav == "flat" || (nav == "auto" && tree_.num_leaves() <= kFlatNavigatorMaxPostings);
+  navigator_by_cost_ = nav == "auto" && !flat_navigator_;
 }
 
 absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(

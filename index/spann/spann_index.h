@@ -40,6 +40,7 @@
 #include "index/id_filter.h"
 #include "index/postings/posting_directory.h"
 #include "index/postings/posting_entries.h"
+#include "index/postings/posting_navigator.h"
 #include "index/quantization/quantizer.h"
 #include "index/spann/spann_options.h"
 #include "index/vector_index.h"
@@ -233,7 +234,13 @@ class SpannIndex final : public VectorIndex {
   const std::unique_ptr<storage::BlockReader> reader_;
   const std::string posting_path_;
   std::string io_backend_;
+  // navigator: "flat", or "auto" with at most kFlatNavigatorMaxPostings postings: always the
+  // flat scan. "auto" above it: per query, the flat scan where it costs less than the descent
+  // for the query's max_postings (DescentCost), unless a scope restricts the postings (its
+  // sub-tree prunes the descent); else the tree.
   bool flat_navigator_ = true;
+  bool navigator_by_cost_ = false;
+  const DescentCost descent_cost_;
   // Decoded postings by extent serial (PostingDirectory::serials): a rewritten posting gets a
   // new key, so a stale copy is never served.
   mutable storage::ByteLruCache<uint64_t, DecodedPosting> cache_;

@@ -13,7 +13,8 @@
 //   posting_cap     max entries per posting; 0 = 4x the mean                default 0
 //   max_postings    default SearchParams::max_postings                      default 32
 //   pruning_ratio   default SearchParams::pruning_ratio (0 = off, else >= 1) default 0
-//   navigator       flat | tree | auto (tree above 256 postings)             default auto
+//   navigator       flat | tree | auto (flat up to 256 postings; above, per
+//                   query the cheaper for its max_postings: DescentCost)    default auto
 //   beam            tree navigator: nodes kept per level (at least the
 //                   number of postings asked for)                           default 8
 //   branching       centroid tree fan-out                                   default 32

@@ -102,8 +102,10 @@ void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const Spa
   const float ratio =
       knobs.pruning_ratio >= 0 ? knobs.pruning_ratio : manifest_.options.pruning_ratio;
   thread_local std::vector<std::pair<float, uint32_t>> nearest;
-  NearestAllowed(tree_, dir, q, m, manifest_.options.beam, flat_navigator_, knobs.scope,
-                 WeightedScopeBudget(knobs), &nearest);
+  const size_t beam = manifest_.options.beam;
+  const bool flat = flat_navigator_ || (navigator_by_cost_ && knobs.scope == nullptr &&
+                                        descent_cost_.FlatIsCheaper(dir.size(), m, beam));
+  NearestAllowed(tree_, dir, q, m, beam, flat, knobs.scope, WeightedScopeBudget(knobs), &nearest);
   if (ratio > 0) {  // prune on exact distances, not the half copy's
     for (auto& [dist, p] : nearest) {
       dist = L2Sqr(q, dir.centroid(p), dir.dim);
