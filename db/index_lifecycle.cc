@@ -208,6 +208,8 @@ absl::StatusOr<std::vector<index::CalibrationPoint>> IndexLifecycle::Calibrate(
   in.num_postings = m.num_postings;
   in.queries = m.options.calibration_queries;
   in.seed = m.options.seed;
+  // ann-benchmarks' epsilon on the cosine distance (index/spann/spann_calibration.h).
+  if (spec_.metric == Metric::kCosine) in.hit_epsilon = 1e-3f;
   in.threads = options_.build_threads != 0 ? options_.build_threads
                                            : std::max(1u, std::thread::hardware_concurrency());
   return index::CalibrateSpann(in);

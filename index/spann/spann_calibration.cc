@@ -113,7 +113,7 @@ absl::StatusOr<std::vector<CalibrationPoint>> CalibrateSpann(const CalibrationIn
     size_t still = 0;
     for (size_t a = 0; a < active.size(); ++a) {
       const size_t i = active[a];
-      const float limit = kth[i] + 1e-4f * std::abs(kth[i]) + 1e-6f;
+      const float limit = kth[i] + 1e-4f * std::abs(kth[i]) + 1e-6f + in.hit_epsilon;
       size_t taken = 0, hits = 0;
       for (const Neighbor& nb : found[a]) {
         if (nb.id == in.ids[rows[i]] || taken == kK) continue;

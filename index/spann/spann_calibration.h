@@ -9,7 +9,12 @@
 // and the index's answer (asked for 11) drops the query's own id. The index is then searched at
 // each max_postings of a ladder (1, 2, 3, ... 16, 17, ... 32, 34, ..., steps of about 1/16, up to
 // the number of postings) until the mean recall@10 reaches 0.999. A hit counts when its distance
-// is within the 10th true distance (ann-benchmarks' rule, so ties do not count as misses).
+// is within the 10th true distance (+ 1e-4 relative, so ties do not count as misses) + hit_epsilon,
+// ann-benchmarks' rule: a cosine collection passes 1e-3, ann-benchmarks' epsilon on the cosine
+// distance 1 - cos, which on its unit vectors differs from -<q, x> by a constant. Without it the
+// calibration was ~10x stricter on cosine sets than the recall the suite reports, and overshot:
+// target 0.95 gave 0.963 held out at 100-d angular, 0.969 at 256-d, 0.983 at 1536-d. (On L2 and
+// inner product the data's scale is arbitrary, so an absolute epsilon is left at 0.)
 //
 // Each row's recall is the sample's mean less one standard error of that mean (the per-query
 // recalls' spread / sqrt(queries)): a target is met by the smallest max_postings whose mean sits
@@ -46,6 +51,7 @@ struct CalibrationInput {
   uint32_t queries = 200;     // sampled query vectors (at most ids.size() - 1)
   uint64_t seed = 1;
   uint32_t threads = 1;
+  float hit_epsilon = 0;  // added to the 10th true distance (see above)
 };
 
 // Mean of per-query recalls and the standard error of that mean (0 below 2 queries).
