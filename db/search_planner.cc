@@ -32,22 +32,49 @@ namespace {
 // The ids a tenant sees (state.access), and when set an attribute filter's ids: checked id by id
 // during a scan, so that a large tenant's search never materialises its id set.
 // The tenant's two id sets are looked up once, not per candidate (AccessTable::Visible hashes
-// the tenant id at each call).
+// the tenant id at each call). A tenant with at least kMinWindowIds ids spread over at most
+// 256 ids per id it holds gets them as a bitmap over [its smallest, its largest id] for the call
+// (at most 32 bytes per id; internal ids are dense): a candidate's check is then one load, not
+// a binary search of a 4,096-entry array block (a profile of large tenants' queries had those
+// at 6-8% of their time).
 class TenantFilter final : public index::IdFilter {
  public:
+  static constexpr size_t kMinWindowIds = 512;
+
   TenantFilter(const tenants::AccessTable* access, tenants::TenantId tenant,
                const index::IdBitmap* attributes)
-      : owned_(access->Owned(tenant)), granted_(access->Granted(tenant)), attributes_(attributes) {}
+      : owned_(access->Owned(tenant)), granted_(access->Granted(tenant)), attributes_(attributes) {
+    uint64_t lo = UINT64_MAX, hi = 0;
+    size_t n = 0;
+    for (const auto* ids : {owned_, granted_}) {
+      if (ids == nullptr || ids->empty()) continue;
+      lo = std::min(lo, ids->front());
+      hi = std::max(hi, ids->back());
+      n += ids->size();
+    }
+    if (n < kMinWindowIds || (hi - lo) / 256 > n) return;
+    first_ = lo & ~uint64_t{63};
+    window_.assign((hi - first_) / 64 + 1, 0);
+    for (const auto* ids : {owned_, granted_}) {
+      if (ids != nullptr) ids->OrInto(first_, window_);
+    }
+  }
   bool Allows(uint64_t id) const override {
-    return (attributes_ == nullptr || attributes_->Test(id)) &&
-           ((owned_ != nullptr && owned_->contains(id)) ||
-            (granted_ != nullptr && granted_->contains(id)));
+    if (attributes_ != nullptr && !attributes_->Test(id)) return false;
+    if (!window_.empty()) {
+      const uint64_t at = id - first_;  // wraps past the window's end below first_
+      return id >= first_ && (at >> 6) < window_.size() && ((window_[at >> 6] >> (at & 63)) & 1);
+    }
+    return (owned_ != nullptr && owned_->contains(id)) ||
+           (granted_ != nullptr && granted_->contains(id));
   }
 
  private:
   const tenants::AccessTable::IdSet* owned_;
   const tenants::AccessTable::IdSet* granted_;
   const index::IdBitmap* attributes_;
+  uint64_t first_ = 0;
+  std::vector<uint64_t> window_;  // bit (id - first_): empty when the sets are checked instead
 };
 
 }  // namespace
@@ -62,26 +89,30 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::Search(
   if (params.filter != nullptr) attributes = state.attrs.Evaluate(*params.filter);
   if (tenant == tenants::kNoTenant) {
     return SearchFiltered(state, q, n, params, threads, *attributes, attributes->Count(),
-                          [&]() -> const index::IdBitmap& { return *attributes; });
+                          [&](std::vector<uint64_t>* out) {
+                            attributes->ForEach([&](uint64_t id) { out->push_back(id); });
+                          });
   }
   // A tenant: its visible ids (ANDed with the filter's). An upper bound of how many pass picks
-  // the path; the bitmap is built only for the exact path (a sparse tenant's shortlist).
+  // the path; the ids are listed only for the exact path (a tenant of few vectors), straight
+  // from its sorted id sets (no bitmap over every id to build and walk).
   const TenantFilter allow(&state.access, tenant, attributes ? &*attributes : nullptr);
   size_t passing = state.access.VisibleCount(tenant);
   if (attributes.has_value()) passing = std::min(passing, attributes->Count());
-  std::optional<index::IdBitmap> built;
-  auto bitmap = [&]() ABSL_NO_THREAD_SAFETY_ANALYSIS -> const index::IdBitmap& {
-    if (built.has_value()) return *built;
-    built.emplace();
+  auto list = [&](std::vector<uint64_t>* out) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     for (const auto* ids : {state.access.Owned(tenant), state.access.Granted(tenant)}) {
       if (ids == nullptr) continue;
-      ids->ForEach([&](uint64_t id) { built->Set(id); });
+      const size_t sorted = out->size();
+      ids->ForEach([&](uint64_t id) {
+        if (!attributes.has_value() || attributes->Test(id)) out->push_back(id);
+      });
+      std::inplace_merge(out->begin(), out->begin() + sorted, out->end());
     }
-    if (attributes.has_value()) built->And(*attributes);
-    return *built;
+    // (An id is owned or granted, not both; were it both, it would come once.)
+    out->erase(std::unique(out->begin(), out->end()), out->end());
   };
   const tenants::TenantScope scope(&state.tenant_tree, tenant);
-  return SearchFiltered(state, q, n, params, threads, allow, passing, bitmap, &scope);
+  return SearchFiltered(state, q, n, params, threads, allow, passing, list, &scope);
 }
 
 absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchIndexes(
@@ -117,7 +148,7 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchI
 absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchFiltered(
     const CollectionState& state, const float* q, size_t n, const SearchParams& params,
     size_t threads, const index::IdFilter& allow, size_t passing,
-    const std::function<const index::IdBitmap&()>& allowed,
+    const std::function<void(std::vector<uint64_t>*)>& list_allowed,
     const index::PostingScope* scope) const {
   const size_t k = params.k;
   // Without an SSD index the buffer's scan is exact already.
@@ -132,8 +163,10 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchF
         {.max_postings = params.max_postings, .target_recall = params.target_recall});
     exact_ids = std::min(exact_ids, budget * std::max<size_t>(1, 1024 / dimension_));
   }
+  std::vector<uint64_t> allowed;  // listed for the exact path only
   if (passing <= std::max(exact_ids, 64 * k)) {
-    return SearchAllowedExactly(state, q, n, k, threads, allowed(), params.stats);
+    list_allowed(&allowed);
+    return SearchAllowedExactly(state, q, n, k, threads, allowed, allow, params.stats);
   }
   // The build calibrated target recall on unfiltered searches. A filter that passes a fraction s
   // of the vectors leaves about s of each posting's entries, so a search at the default scan
@@ -158,20 +191,23 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchF
     redo.insert(redo.end(), q + i * dimension_, q + (i + 1) * dimension_);
   }
   if (short_queries.empty()) return found;
-  SHOAL_ASSIGN_OR_RETURN(auto exact, SearchAllowedExactly(state, redo.data(), short_queries.size(),
-                                                          k, threads, allowed(), params.stats));
+  list_allowed(&allowed);
+  SHOAL_ASSIGN_OR_RETURN(auto exact,
+                         SearchAllowedExactly(state, redo.data(), short_queries.size(), k, threads,
+                                              allowed, allow, params.stats));
   for (size_t j = 0; j < short_queries.size(); ++j) found[short_queries[j]] = std::move(exact[j]);
   return found;
 }
 
 absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchAllowedExactly(
     const CollectionState& state, const float* q, size_t n, size_t k, size_t threads,
-    const index::IdBitmap& allowed, SearchStats* stats) const {
+    std::span<const uint64_t> allowed, const index::IdFilter& allow, SearchStats* stats) const {
   // The buffer's rows are searched in place; only the SSD index's are read back.
   std::vector<uint64_t> to_read;
-  allowed.ForEach([&](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
+  to_read.reserve(allowed.size());
+  for (uint64_t id : allowed) {
     if (!state.buffer.Contains(id)) to_read.push_back(id);
-  });
+  }
   std::vector<std::vector<index::Neighbor>> found;
   if (state.spann != nullptr && state.spann->has_vector_file()) {
     // The quantized tier's full vectors: its RAM cache, else one batched read of vectors.dat
@@ -191,14 +227,14 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchA
       if (records[i].has_value())
         passing.Add(to_read[i], IndexForm(metric_, records[i]->vector, &scratch));
     }
-    if (stats != nullptr) stats->vectors_scored += n * allowed.Count();
+    if (stats != nullptr) stats->vectors_scored += n * allowed.size();
     found = passing.Search(q, n, k, threads);
   }
   if (state.buffer.size() > 0) {
     index::SearchParameters p;
     p.k = k;
     p.threads = threads;
-    p.filter = &allowed;
+    p.filter = &allow;
     SHOAL_ASSIGN_OR_RETURN(auto extra, state.buffer.Search(q, n, p));
     MergeNeighbors(&found, extra, k);
   }

@@ -31,6 +31,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <span>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -76,16 +77,17 @@ class SearchPlanner {
       size_t threads, const index::IdFilter* allow,
       const index::PostingScope* scope = nullptr) const ABSL_SHARED_LOCKS_REQUIRED(state.mu);
   // `allow`: what passes, checked during scans; `passing`: how many pass (an upper bound);
-  // `allowed`: the same ids as a bitmap, asked for only by the exact path.
+  // `list_allowed`: appends the same ids ascending, called only by the exact path.
   absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchFiltered(
       const CollectionState& state, const float* q, size_t n, const SearchParams& params,
       size_t threads, const index::IdFilter& allow, size_t passing,
-      const std::function<const index::IdBitmap&()>& allowed,
+      const std::function<void(std::vector<uint64_t>*)>& list_allowed,
       const index::PostingScope* scope = nullptr) const ABSL_SHARED_LOCKS_REQUIRED(state.mu);
-  // Exact top-k over the ids in `allowed` (buffer rows + records read from the store).
+  // Exact top-k over the ids `allowed` (ascending; the ones `allow` passes): buffer rows in
+  // place, the others' vectors read back.
   absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchAllowedExactly(
       const CollectionState& state, const float* q, size_t n, size_t k, size_t threads,
-      const index::IdBitmap& allowed, SearchStats* stats) const
+      std::span<const uint64_t> allowed, const index::IdFilter& allow, SearchStats* stats) const
       ABSL_SHARED_LOCKS_REQUIRED(state.mu);
 
   storage::RecordStore* const store_;

@@ -1,6 +1,7 @@
 #include "tenants/compact_id_set.h"
 
 #include <algorithm>
+#include <bit>
 #include <cstring>
 
 namespace shoal::tenants {
@@ -125,6 +126,47 @@ void CompactIdSet::clear() {
   blocks_.clear();
   blocks_.shrink_to_fit();
   size_ = 0;
+}
+
+uint64_t CompactIdSet::front() const {
+  const Block& b = blocks_.front();
+  const uint64_t base = b.high << kLowBits;
+  if (b.bits == nullptr) return base | b.low.front();
+  size_t w = 0;
+  while (b.bits[w] == 0) ++w;
+  return base | (w * 64 + static_cast<uint64_t>(std::countr_zero(b.bits[w])));
+}
+
+uint64_t CompactIdSet::back() const {
+  const Block& b = blocks_.back();
+  const uint64_t base = b.high << kLowBits;
+  if (b.bits == nullptr) return base | b.low.back();
+  size_t w = kWords - 1;
+  while (b.bits[w] == 0) --w;
+  return base | (w * 64 + 63 - static_cast<uint64_t>(std::countl_zero(b.bits[w])));
+}
+
+void CompactIdSet::OrInto(uint64_t first, std::span<uint64_t> words) const {
+  const uint64_t end = first + 64 * words.size();
+  for (const Block& b : blocks_) {
+    const uint64_t base = b.high << kLowBits;
+    if (base >= end || base + (uint64_t{1} << kLowBits) <= first) continue;
+    if (b.bits == nullptr) {
+      for (uint16_t low : b.low) {
+        const uint64_t id = base | low;
+        if (id < first || id >= end) continue;
+        words[(id - first) >> 6] |= uint64_t{1} << ((id - first) & 63);
+      }
+      continue;
+    }
+    // Both base and first are multiples of 64: block word w is window word (base - first) / 64 + w.
+    for (size_t w = 0; w < kWords; ++w) {
+      const uint64_t at = base + 64 * w;
+      if (at < first) continue;
+      if (at >= end) break;
+      words[(at - first) >> 6] |= b.bits[w];
+    }
+  }
 }
 
 std::vector<uint64_t> CompactIdSet::ToVector() const {

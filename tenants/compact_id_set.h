@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <vector>
 
 namespace shoal::tenants {
@@ -61,6 +62,14 @@ class CompactIdSet {
       }
     }
   }
+  // The smallest and the largest id (the set must not be empty).
+  uint64_t front() const;
+  uint64_t back() const;
+  // Sets bit (id - first) of `words` (bit b of words[b / 64]) for every id of the set in
+  // [first, first + 64 words.size()); `first` must be a multiple of 64. A bitmap block is ORed
+  // a word at a time. (A search checks a large tenant's ids per candidate: a window bitmap of
+  // them answers in one load, a binary search of an array block in ~12.)
+  void OrInto(uint64_t first, std::span<uint64_t> words) const;
   // The ids, ascending.
   std::vector<uint64_t> ToVector() const;
   // RAM held: the block table, the arrays' capacity and the bitmaps.

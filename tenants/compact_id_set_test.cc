@@ -1,5 +1,6 @@
 #include "tenants/compact_id_set.h"
 
+#include <bit>
 #include <random>
 #include <set>
 
@@ -57,6 +58,46 @@ TEST(CompactIdSetTest, DenseIdsCostAboutTwoBytesEach) {
   for (uint64_t id = 0; id < 20000; ++id) set.insert(id);
   EXPECT_LE(set.MemoryBytes(), 8192u + 256);
   EXPECT_EQ(set.size(), 20000u + 3000 - 20000 / 7 - 1);
+}
+
+// front/back and OrInto against the ids themselves, for array and bitmap blocks and windows that
+// start inside, before and after the set, cut blocks or miss them.
+TEST(CompactIdSetTest, FrontBackAndWindowsAgreeWithTheIds) {
+  std::mt19937_64 rng(base::TestSeed());
+  const uint64_t block = uint64_t{1} << CompactIdSet::kLowBits;
+  for (int round = 0; round < 20; ++round) {
+    CompactIdSet set;
+    std::set<uint64_t> model;
+    const uint64_t dense = 5000 + rng() % 20000;  // block 1 past the array limit or not
+    for (uint64_t i = 0; i < dense; ++i) {
+      const uint64_t id = block + rng() % block;
+      set.insert(id);
+      model.insert(id);
+    }
+    for (int i = 0; i < 300; ++i) {
+      const uint64_t id = (rng() % 4) * block + rng() % 700;  // sparse arrays in blocks 0..3
+      set.insert(id);
+      model.insert(id);
+    }
+    ASSERT_EQ(set.front(), *model.begin());
+    ASSERT_EQ(set.back(), *model.rbegin());
+    for (int w = 0; w < 10; ++w) {
+      const uint64_t first = (rng() % (5 * block)) & ~uint64_t{63};
+      std::vector<uint64_t> words(1 + rng() % (3 * block / 64), 0);
+      set.OrInto(first, words);
+      const uint64_t end = first + 64 * words.size();
+      size_t bits = 0;
+      for (uint64_t word : words) bits += static_cast<size_t>(std::popcount(word));
+      size_t in_window = 0;
+      for (uint64_t id : model) {
+        if (id < first || id >= end) continue;
+        ++in_window;
+        const uint64_t at = id - first;
+        ASSERT_TRUE((words[at >> 6] >> (at & 63)) & 1) << id << " window at " << first;
+      }
+      ASSERT_EQ(bits, in_window) << "window at " << first;
+    }
+  }
 }
 
 }  // namespace
