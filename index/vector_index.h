@@ -61,6 +61,10 @@ class PostingScope {
   static constexpr uint32_t kMaxWidening = 16;
   virtual bool weighted() const { return false; }
   virtual uint32_t LeafWeight(uint32_t /*leaf*/) const { return 0; }
+  // A weighted scope's guess of how many of its leaves hold `budget` of its vectors at its mean
+  // density (its vectors / the leaves it reaches), so that the first descent asks for about as
+  // many postings as it takes instead of max_postings and descending again; 0: no guess.
+  virtual size_t LeavesFor(size_t /*budget*/) const { return 0; }
 };
 
 struct SearchParameters {

@@ -283,11 +283,20 @@ TenantScope::TenantScope(const TenantTree* tree, TenantId tenant)
   const auto it = tree->subs_.find(tenant);
   if (it == tree->subs_.end()) return;
   sub_ = &it->second;
+  for (const auto& [node, count] : sub_->count) {
+    if (tree->node_leaf_[node] != UINT32_MAX) ++leaves_;
+  }
+  vectors_ = tree->CountIn(*sub_, tree->root());
   // Up to 64k nodes (256 KiB): one allocation per query beats a binary search per child.
   constexpr size_t kMaxDenseNodes = size_t{1} << 16;
   if (tree->parent_.size() > kMaxDenseNodes) return;
   by_node_.assign(tree->parent_.size(), 0);
   for (const auto& [node, count] : sub_->count) by_node_[node] = count;
+}
+
+size_t TenantScope::LeavesFor(size_t budget) const {
+  if (vectors_ == 0) return 0;
+  return static_cast<size_t>((uint64_t{budget} * leaves_ + vectors_ - 1) / vectors_);
 }
 
 uint32_t TenantScope::CountBelow(uint32_t node) const {

@@ -180,6 +180,8 @@ class TenantScope final : public index::PostingScope {
   uint32_t LeafWeight(uint32_t leaf) const override {
     return leaf < tree_->num_leaves() ? CountBelow(tree_->leaf_node_[leaf]) : 0;
   }
+  // budget x the leaves the tenant reaches / its vectors (rounded up).
+  size_t LeavesFor(size_t budget) const override;
 
  private:
   uint32_t CountBelow(uint32_t node) const;
@@ -188,6 +190,8 @@ class TenantScope final : public index::PostingScope {
   TenantId tenant_;
   const TenantTree::Sub* sub_;     // null: sparse, or the tenant holds nothing
   std::vector<uint32_t> by_node_;  // sub_'s counts by node (empty: sparse, or a huge tree)
+  uint64_t vectors_ = 0;           // the tenant's (past the cap)
+  uint32_t leaves_ = 0;            // leaves holding any of them
 };
 
 }  // namespace shoal::tenants

@@ -111,8 +111,8 @@ class CandidateIntervals {
     }
   }
   // The same bound over the final (replica-tightened) intervals: the ids whose lower bound
-  // reaches below it, the only ones that can be in the top-k.
-  void Survivors(std::vector<uint64_t>* out) {
+  // reaches below it, the only ones that can be in the top-k, as (lower bound, id) ascending.
+  void Survivors(std::vector<std::pair<float, uint64_t>>* out) {
     float bound = std::numeric_limits<float>::infinity();
     if (k_ > 0 && cands_.size() >= k_) {
       uppers_.clear();
@@ -122,8 +122,9 @@ class CandidateIntervals {
     }
     out->clear();
     for (const Candidate& c : cands_) {
-      if (c.lower <= bound) out->push_back(c.id);
+      if (c.lower <= bound) out->emplace_back(c.lower, c.id);
     }
+    std::sort(out->begin(), out->end());
   }
 
  private:
@@ -443,46 +444,58 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
     SHOAL_RETURN_IF_ERROR(ReadQuantized(
         dir, missing, [&](size_t i, const QuantizedPosting& qp) { scan(missing[i], qp); }, stats));
   }
-  thread_local std::vector<uint64_t> rerank;
-  cands.Survivors(&rerank);
-  return Rerank(dir, q, k, rerank, out, stats);
+  thread_local std::vector<std::pair<float, uint64_t>> survivors;
+  cands.Survivors(&survivors);
+  return RerankByLowerBound(dir, q, k, survivors, out, stats);
 }
 
 absl::Status SpannIndex::Rerank(const PostingDirectory& dir, const float* q, size_t k,
                                 std::span<const uint64_t> ids, std::vector<Neighbor>* out,
                                 SearchStats* stats) const {
-  const size_t d = manifest_.dimension;
   TopK<uint64_t> top(k);
+  SHOAL_RETURN_IF_ERROR(ScoreExactly(dir, q, ids, &top, stats));
+  out->clear();
+  for (const auto& e : top.TakeSorted()) out->push_back({e.id, e.distance});
+  return absl::OkStatus();
+}
+
+absl::Status SpannIndex::ScoreExactly(const PostingDirectory& dir, const float* q,
+                                      std::span<const uint64_t> ids, TopK<uint64_t>* top,
+                                      SearchStats* stats) const {
+  const size_t d = manifest_.dimension;
   thread_local std::vector<size_t> missing_vectors;
   missing_vectors.clear();
   vector_cache_.LookupBatch(
-      ids, [&](size_t i, const float* v) { top.Push(Distance(manifest_.metric, q, v, d), ids[i]); },
+      ids,
+      [&](size_t i, const float* v) { top->Push(Distance(manifest_.metric, q, v, d), ids[i]); },
       &missing_vectors);
   stats->cache_hits += ids.size() - missing_vectors.size();
   std::vector<uint64_t> fetch;
   fetch.reserve(missing_vectors.size());
   for (size_t i : missing_vectors) fetch.push_back(ids[i]);
-  if (!fetch.empty()) {
-    stats->full_vectors_read += fetch.size();
-    stats->bytes_read += fetch.size() * storage::VectorFile::PagesPerVector(d) * storage::kPageSize;
-    absl::Status read = dir.vectors->ReadBatch(fetch, [&](size_t i, const float* v) {
-      top.Push(Distance(manifest_.metric, q, v, d), fetch[i]);
-      vector_cache_.Insert(fetch[i], v);
-      return absl::OkStatus();
-    });
-    // A posting lists the id, so its vector must be there: a hole (a zeroed page) is damage,
-    // not an unknown key.
-    if (absl::IsNotFound(read)) {
-      return absl::DataLossError(
-          absl::StrCat(read.message(),
-                       " but a posting lists it: the index is damaged (BuildIndex "
-                       "rebuilds it from the records)"));
-    }
-    SHOAL_RETURN_IF_ERROR(read);
+  return ReadAndScore(dir, q, fetch, top, stats);
+}
+
+absl::Status SpannIndex::ReadAndScore(const PostingDirectory& dir, const float* q,
+                                      std::span<const uint64_t> fetch, TopK<uint64_t>* top,
+                                      SearchStats* stats) const {
+  if (fetch.empty()) return absl::OkStatus();
+  const size_t d = manifest_.dimension;
+  stats->full_vectors_read += fetch.size();
+  stats->bytes_read += fetch.size() * storage::VectorFile::PagesPerVector(d) * storage::kPageSize;
+  absl::Status read = dir.vectors->ReadBatch(fetch, [&](size_t i, const float* v) {
+    top->Push(Distance(manifest_.metric, q, v, d), fetch[i]);
+    vector_cache_.Insert(fetch[i], v);
+    return absl::OkStatus();
+  });
+  // A posting lists the id, so its vector must be there: a hole (a zeroed page) is damage,
+  // not an unknown key.
+  if (absl::IsNotFound(read)) {
+    return absl::DataLossError(absl::StrCat(read.message(),
+                                            " but a posting lists it: the index is damaged "
+                                            "(BuildIndex rebuilds it from the records)"));
   }
-  out->clear();
-  for (const auto& e : top.TakeSorted()) out->push_back({e.id, e.distance});
-  return absl::OkStatus();
+  return read;
 }
 
 }  // namespace shoal::index

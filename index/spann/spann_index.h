@@ -30,6 +30,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -43,6 +44,7 @@
 #include "index/postings/posting_navigator.h"
 #include "index/quantization/quantizer.h"
 #include "index/spann/spann_options.h"
+#include "index/topk.h"
 #include "index/vector_index.h"
 #include "shoal/types.h"
 #include "storage/caches/lru_cache.h"
@@ -218,6 +220,22 @@ class SpannIndex final : public VectorIndex {
   absl::Status Rerank(const PostingDirectory& dir, const float* q, size_t k,
                       std::span<const uint64_t> ids, std::vector<Neighbor>* out,
                       SearchStats* stats) const;
+  // Pushes the exact distance of each of `ids` into *top (vectors as Rerank reads them).
+  absl::Status ScoreExactly(const PostingDirectory& dir, const float* q,
+                            std::span<const uint64_t> ids, TopK<uint64_t>* top,
+                            SearchStats* stats) const;
+  // Same for ids the vector cache does not hold: one batch from vectors.dat (then cached).
+  absl::Status ReadAndScore(const PostingDirectory& dir, const float* q,
+                            std::span<const uint64_t> fetch, TopK<uint64_t>* top,
+                            SearchStats* stats) const;
+  // Rerank of the scan's survivors, given as (lower bound of the distance, id) ascending: the
+  // cached vectors in slices, nearest bound first, stopping once the next bound exceeds the k-th
+  // exact distance (nothing after it can enter the top k), so that a survivor kept only by a
+  // loose interval is not scored at all; then, in one batch, the uncached ones met on the way
+  // whose bound is still below it (as Rerank: at most one read per query).
+  absl::Status RerankByLowerBound(const PostingDirectory& dir, const float* q, size_t k,
+                                  std::span<const std::pair<float, uint64_t>> by_lower,
+                                  std::vector<Neighbor>* out, SearchStats* stats) const;
   absl::Status LoadQuantized(storage::FileSystem& fs, const std::string& dir,
                              size_t ram_limit_bytes, PostingDirectory* directory);
   // Reads and decodes the postings `ids` (codes) in one batch, calling scan(i, posting).
