@@ -2,6 +2,11 @@
 // SHOAL_TEST_SEED=N fixes it. For tests only.
 //
 //   std::mt19937 rng(shoal::base::TestSeed());
+//
+// One seed per process: the first call draws it (or reads SHOAL_TEST_SEED) and every later call
+// returns the same value. A test that calls it twice (data from TestSeed(), queries from
+// TestSeed() + 1) therefore runs exactly as SHOAL_TEST_SEED=<the printed seed> replays it; two
+// independent draws would print two seeds that no one setting can reproduce together.
 #ifndef SHOAL_BASE_TEST_SEED_H_
 #define SHOAL_BASE_TEST_SEED_H_
 
@@ -14,8 +19,10 @@
 namespace shoal::base {
 
 inline uint32_t TestSeed() {
-  const char* fixed = std::getenv("SHOAL_TEST_SEED");
-  const uint32_t seed = fixed != nullptr ? std::stoul(fixed) : std::random_device{}();
+  static const uint32_t seed = [] {
+    const char* fixed = std::getenv("SHOAL_TEST_SEED");
+    return fixed != nullptr ? static_cast<uint32_t>(std::stoul(fixed)) : std::random_device{}();
+  }();
   std::cout << "seed " << seed << " (rerun with SHOAL_TEST_SEED=" << seed << ")\n";
   return seed;
 }
