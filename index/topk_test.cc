@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <iostream>
 #include <random>
 #include <vector>
 
+#include "base/test_seed.h"
 #include "gtest/gtest.h"
 
 namespace shoal::index {
@@ -60,8 +60,7 @@ TEST(TopKTest, ThresholdIsTheWorstKeptOnceFull) {
 }
 
 TEST(TopKTest, MatchesSortingOnRandomInput) {
-  const uint32_t seed = std::random_device{}();
-  std::cout << "seed " << seed << "\n";
+  const uint32_t seed = base::TestSeed();
   std::mt19937 rng(seed);
   std::uniform_int_distribution<int> value(0, 20);  // many ties
   for (int round = 0; round < 50; ++round) {

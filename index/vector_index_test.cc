@@ -4,13 +4,13 @@
 #include <stdlib.h>
 
 #include <algorithm>
-#include <cstdio>
 #include <filesystem>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "base/test_seed.h"
 #include "gtest/gtest.h"
 #include "index/clustering/kmeans.h"
 #include "index/flat/flat_index.h"
@@ -109,9 +109,7 @@ class SpannThroughTheInterfaceTest : public ::testing::Test {
     std::string tmpl = ::testing::TempDir() + "vector_index_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
-    const uint32_t seed = std::random_device{}();
-    std::printf("seed %u\n", seed);
-    rng_.seed(seed);
+    rng_.seed(base::TestSeed());
     rows_ = Gaussian(2000, &rng_);
     const std::vector<uint64_t> ids = Iota(2000);
     auto options = ParseSpannSpec("spann:centroid_ratio=0.02,navigator=tree");

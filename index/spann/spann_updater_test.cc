@@ -4,12 +4,12 @@
 
 #include <stdlib.h>
 
-#include <cstdio>
 #include <filesystem>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "base/test_seed.h"
 #include "gtest/gtest.h"
 #include "index/clustering/kmeans.h"
 #include "index/spann/spann_builder.h"
@@ -32,9 +32,7 @@ class SpannUpdaterTest : public ::testing::Test {
     std::string tmpl = ::testing::TempDir() + "spann_updater_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
-    const uint32_t seed = std::random_device{}();
-    std::printf("seed %u\n", seed);
-    rng_.seed(seed);
+    rng_.seed(base::TestSeed());
     constexpr size_t kRows = 2000;
     std::vector<uint64_t> ids(kRows);
     std::vector<float> rows = Gaussian(kRows, /*center=*/0);

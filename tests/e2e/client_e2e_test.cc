@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/test_seed.h"
 #include "rpc/client/shoal_client.h"
 #include "tests/e2e/shoald_process.h"
 
@@ -106,7 +107,7 @@ TEST_F(ClientE2eTest, CollectionsAndAliases) {
 }
 
 TEST_F(ClientE2eTest, RecordsBatchAndSearch) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = base::TestSeed();
   SCOPED_TRACE(testing::Message() << "seed=" << seed);
   std::mt19937 rng(seed);
   ASSERT_TRUE(client_->CreateCollection({.name = "points", .dimension = 8}).ok());
@@ -203,7 +204,7 @@ TEST_F(ClientE2eTest, IngestStreamsEveryRecordUnderBackPressure) {
   client_.reset();
   ASSERT_EQ(shoald_->Terminate(), 0);
   Start({"--ingest-inflight-bytes", "1"});
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = base::TestSeed();
   SCOPED_TRACE(testing::Message() << "seed=" << seed);
   std::mt19937 rng(seed);
   ASSERT_TRUE(client_->CreateCollection({.name = "bulk", .dimension = 16}).ok());
@@ -232,7 +233,7 @@ TEST_F(ClientE2eTest, IngestStreamsEveryRecordUnderBackPressure) {
 }
 
 TEST_F(ClientE2eTest, BuildIndexCompactStatsSnapshotAndRestore) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = base::TestSeed();
   SCOPED_TRACE(testing::Message() << "seed=" << seed);
   std::mt19937 rng(seed);
   ASSERT_TRUE(client_->CreateCollection({.name = "vecs", .dimension = 8}).ok());

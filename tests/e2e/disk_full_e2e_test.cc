@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/test_seed.h"
 #include "rpc/client/shoal_client.h"
 #include "tests/e2e/shoald_process.h"
 #include "tests/support/tmpfs_mount.h"
@@ -88,7 +89,7 @@ class DiskFullE2eTest : public ::testing::Test {
 };
 
 TEST_F(DiskFullE2eTest, ServerStaysUpAndWritesResumeWhenSpaceReturns) {
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = base::TestSeed();
   SCOPED_TRACE(::testing::Message() << "seed=" << seed);
   std::mt19937 rng(seed);
   ASSERT_NO_FATAL_FAILURE(Start());

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "base/test_seed.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "shoal/v1/collection_service.grpc.pb.h"
 #include "shoal/v1/search_service.grpc.pb.h"
@@ -214,7 +215,7 @@ TEST_F(ServerE2eTest, SearchReturnsTheNearestKeys) {
   constexpr uint32_t kDim = 8;
   constexpr int kCount = 200;
   constexpr uint32_t kK = 5;
-  const uint32_t seed = std::random_device{}();
+  const uint32_t seed = base::TestSeed();
   SCOPED_TRACE(testing::Message() << "seed=" << seed);
   std::mt19937 rng(seed);
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "base/test_seed.h"
 #include "shoal/db.h"
 #include "shoal/verify.h"
 #include "tests/support/tmpfs_mount.h"
@@ -32,7 +33,7 @@ class DiskFullTest : public ::testing::Test {
     ASSERT_TRUE(fs.ok()) << fs.status();
     fs_ = *std::move(fs);
     dir_ = fs_->path() + "/db";
-    seed_ = std::random_device{}();
+    seed_ = base::TestSeed();
     rng_.seed(seed_);
   }
   void TearDown() override {
