@@ -195,20 +195,36 @@ TEST_F(CentroidTreeTest, RejectsBadOptions) {
 }
 
 // Fraction of queries whose m leaves (as a set) are the same under both scorings; and every
-// half distance within 2e-3 relative of the float distance of the same leaf.
+// half distance within NavigationCopy's bound of the float distance of the same leaf: half
+// rounding of c - mu (mu the mean of every node's centroid, the copy's rows) moves the distance
+// by at most 2^-10 |q - c| |c - mu| + 2^-22 |c - mu|^2, plus float summation. (A bound relative
+// to the distance alone, 2e-3 |q - c|^2, failed for seed 1: a leaf 4.6 from the query, 24 from
+// mu, off by 0.047.)
 double HalfAgreement(const CentroidTree& tree, const float* queries, size_t nq, size_t m,
                      size_t beam) {
+  const size_t dim = tree.dim();
+  std::vector<double> mu(dim, 0);
+  for (uint32_t node = 0; node < tree.num_nodes(); ++node) {
+    for (size_t j = 0; j < dim; ++j) mu[j] += tree.centroid(node)[j] / double(tree.num_nodes());
+  }
   std::vector<std::pair<float, uint32_t>> half, exact;
   size_t same = 0;
+  double worst = 0;  // the largest error as a fraction of its bound
   for (size_t i = 0; i < nq; ++i) {
-    const float* q = queries + i * tree.dim();
+    const float* q = queries + i * dim;
     tree.NearestLeaves(q, m, beam, &half, CentroidScoring::kHalf);
     tree.NearestLeaves(q, m, beam, &exact, CentroidScoring::kFloat);
     EXPECT_EQ(half.size(), exact.size());
     EXPECT_TRUE(std::is_sorted(half.begin(), half.end()));
     for (const auto& [dist, leaf] : half) {
-      const float want = L2Sqr(q, tree.leaf_centroids() + size_t{leaf} * tree.dim(), tree.dim());
-      EXPECT_NEAR(dist, want, 2e-3 * want + 1e-3) << "query " << i << " leaf " << leaf;
+      const float* c = tree.leaf_centroids() + size_t{leaf} * dim;
+      const float want = L2Sqr(q, c, dim);
+      double spread = 0;
+      for (size_t j = 0; j < dim; ++j) spread += (c[j] - mu[j]) * (c[j] - mu[j]);
+      const double tol =
+          std::ldexp(std::sqrt(want * spread), -10) + std::ldexp(spread, -22) + 1e-5 * want + 1e-2;
+      EXPECT_NEAR(dist, want, tol) << "query " << i << " leaf " << leaf;
+      worst = std::max(worst, std::fabs(dist - want) / tol);
     }
     auto leaves = [](std::vector<std::pair<float, uint32_t>> v) {
       std::vector<uint32_t> ids;
@@ -218,15 +234,22 @@ double HalfAgreement(const CentroidTree& tree, const float* queries, size_t nq, 
     };
     same += leaves(half) == leaves(exact);
   }
+  std::cout << "half distance error at most " << worst << " of its bound\n";
   return double(same) / double(nq);
 }
 
 TEST_F(CentroidTreeTest, HalfNavigationAgreesWithFloat) {
   const CentroidTree tree = Build(500, 8);
   std::mt19937 rng(Seed());
-  const std::vector<float> q = Mixture(300, kD, 40, rng);
-  // Measured 1.0 here; a wrong bound or a scrambled copy gives far less.
-  EXPECT_GE(HalfAgreement(tree, q.data(), 300, 8, 8), 0.98);
+  constexpr size_t kQueries = 1000;
+  const std::vector<float> q = Mixture(kQueries, kD, 40, rng);
+  // Near-ties at the m-th leaf or in the beam go either way: over seeds 1..108 with 300 queries
+  // 0 to 5 disagreed (0.983, one query above the old bound of 0.98); with 1000 queries, seeds
+  // 1..200: mean 5.4, sd 2.5, worst 12 (0.988). 0.975 allows 25: 8 sd over the mean. A wrong
+  // bound or a scrambled copy gives far less.
+  const double agreement = HalfAgreement(tree, q.data(), kQueries, 8, 8);
+  std::cout << "half agreement " << agreement << "\n";
+  EXPECT_GE(agreement, 0.975);
   // A beam over every node is the exact answer under either scoring.
   std::vector<std::pair<float, uint32_t>> half, exact;
   tree.NearestLeaves(q.data(), 10, tree.num_nodes(), &half, CentroidScoring::kHalf);
