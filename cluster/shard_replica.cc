@@ -264,7 +264,9 @@ std::pair<uint64_t, bool> ShardReplica::ApplyFetched(
 
 absl::Status ShardReplica::ApplyOne(ApplyGroup& group) {
   if (group.op) return ApplyTenantOp(*local_, local_name_, group.tenant, *group.op);
-  const WriteOptions options{.sync = false, .tenant = group.tenant};
+  // The log's writer ran Upsert's checks on every entry (ClusterDB::CheckRecords) and the
+  // grouper let no key repeat inside a group: the DB need not repeat them.
+  const WriteOptions options{.sync = false, .tenant = group.tenant, .records_checked = true};
   absl::Status s = group.upserts.empty()
                        ? local_->Delete(local_name_, group.deletes, options).status()
                        : local_->Upsert(local_name_, group.upserts, options);

@@ -131,7 +131,8 @@ absl::Status Collection::SyncIfAsked(const WriteOptions& options) const {
 }
 
 absl::Status Collection::Upsert(std::span<const Record> records, const WriteOptions& options) {
-  SHOAL_RETURN_IF_ERROR(ValidateRecords(spec_, records, options_));
+  SHOAL_RETURN_IF_ERROR(options.records_checked ? ValidateRecordCount(records.size(), options_)
+                                                : ValidateRecords(spec_, records, options_));
   BatchScheduledScope batch_scheduled(options_.batch_scheduled_writes);  // write_scheduling.h
   std::vector<Key> keys;
   keys.reserve(records.size());

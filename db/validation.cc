@@ -5,6 +5,7 @@
 #include <limits>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/functional/function_ref.h"
 #include "absl/strings/str_cat.h"
 #include "shoal/record_checks.h"
 
@@ -50,57 +51,64 @@ ptrdiff_t FirstNonFinite(const float* v, size_t n) {
   return -1;
 }
 
-absl::Status CheckVector(const CollectionSpec& spec, const float* v, size_t n,
-                         const std::string& field) {
+// `field` names the vector; it is called only for an error (a batch's checks build no
+// names while its records are valid).
+using FieldName = absl::FunctionRef<std::string()>;
+
+absl::Status CheckVector(const CollectionSpec& spec, const float* v, size_t n, FieldName field) {
   if (n != spec.dimension) {
-    return Invalid(field, absl::StrCat("dimension ", n, " does not match collection '", spec.name,
-                                       "' (dimension ", spec.dimension, ")"));
+    return Invalid(field(), absl::StrCat("dimension ", n, " does not match collection '", spec.name,
+                                         "' (dimension ", spec.dimension, ")"));
   }
   if (ptrdiff_t bad = FirstNonFinite(v, n); bad >= 0) {
-    return Invalid(absl::StrCat(field, "[", bad, "]"),
+    return Invalid(absl::StrCat(field(), "[", bad, "]"),
                    std::isnan(v[bad]) ? "NaN is not allowed" : "Inf is not allowed");
   }
   double squared_norm = 0;
   for (size_t i = 0; i < n; ++i) squared_norm += static_cast<double>(v[i]) * v[i];
   if (squared_norm > kMaxSquaredNorm) {
-    return Invalid(field, absl::StrCat("squared norm ", squared_norm, " is over the limit of ",
-                                       kMaxSquaredNorm, ": distances would overflow"));
+    return Invalid(field(), absl::StrCat("squared norm ", squared_norm, " is over the limit of ",
+                                         kMaxSquaredNorm, ": distances would overflow"));
   }
   if (spec.metric == Metric::kCosine) {
-    if (squared_norm == 0) return Invalid(field, "zero vector has no direction (cosine metric)");
+    if (squared_norm == 0) return Invalid(field(), "zero vector has no direction (cosine metric)");
     if (squared_norm < kMinCosineSquaredNorm) {
-      return Invalid(field, absl::StrCat("norm ", std::sqrt(squared_norm),
-                                         " is too small to normalise (cosine metric; at least ",
-                                         std::sqrt(kMinCosineSquaredNorm), ")"));
+      return Invalid(field(), absl::StrCat("norm ", std::sqrt(squared_norm),
+                                           " is too small to normalise (cosine metric; at least ",
+                                           std::sqrt(kMinCosineSquaredNorm), ")"));
     }
   }
   return absl::OkStatus();
 }
 
-absl::Status ValidateAttributes(const Record& r, const std::string& field) {
+absl::Status ValidateAttributes(const Record& r, FieldName field) {
   if (r.attributes.size() > kMaxAttributes) {
-    return Invalid(absl::StrCat(field, ".attributes"),
+    return Invalid(absl::StrCat(field(), ".attributes"),
                    absl::StrCat(r.attributes.size(), " attributes, at most ", kMaxAttributes));
   }
-  for (const auto& [name, value] : r.attributes) {
-    std::string f = absl::StrCat(field, ".attributes[\"", name.substr(0, kMaxNameBytes), "\"]");
-    if (absl::Status s = ValidateCollectionName(name, f); !s.ok()) return s;
+  for (const auto& attribute : r.attributes) {
+    const std::string& name = attribute.first;
+    const AttributeValue& value = attribute.second;
+    auto f = [&] {
+      return absl::StrCat(field(), ".attributes[\"", name.substr(0, kMaxNameBytes), "\"]");
+    };
+    if (!ValidateCollectionName(name, "").ok()) return ValidateCollectionName(name, f());
     if (const auto* d = std::get_if<double>(&value); d && !std::isfinite(*d)) {
-      return Invalid(f, "NaN/Inf is not allowed");
+      return Invalid(f(), "NaN/Inf is not allowed");
     }
     if (const auto* s = std::get_if<std::string>(&value);
         s && s->size() > kMaxAttributeStringBytes) {
       return Invalid(
-          f, absl::StrCat("string of ", s->size(), " bytes, at most ", kMaxAttributeStringBytes));
+          f(), absl::StrCat("string of ", s->size(), " bytes, at most ", kMaxAttributeStringBytes));
     }
   }
   if (r.tags.size() > kMaxTags) {
-    return Invalid(absl::StrCat(field, ".tags"),
+    return Invalid(absl::StrCat(field(), ".tags"),
                    absl::StrCat(r.tags.size(), " tags, at most ", kMaxTags));
   }
   for (size_t i = 0; i < r.tags.size(); ++i) {
     if (r.tags[i].empty() || r.tags[i].size() > kMaxTagBytes) {
-      return Invalid(absl::StrCat(field, ".tags[", i, "]"),
+      return Invalid(absl::StrCat(field(), ".tags[", i, "]"),
                      absl::StrCat("tag must be 1..", kMaxTagBytes, " bytes"));
     }
   }
@@ -255,22 +263,28 @@ absl::Status ValidateKey(const Key& key, const std::string& field) {
   return absl::OkStatus();
 }
 
+absl::Status ValidateRecordCount(size_t n, const Options& options) {
+  return ValidateBatchSize(n, options.max_batch_records, "records");
+}
+
 absl::Status ValidateRecords(const CollectionSpec& spec, std::span<const Record> records,
                              const Options& options) {
-  if (absl::Status s = ValidateBatchSize(records.size(), options.max_batch_records, "records");
-      !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = ValidateRecordCount(records.size(), options); !s.ok()) return s;
   absl::flat_hash_map<Key, size_t> first_index;
+  first_index.reserve(records.size());
   for (size_t i = 0; i < records.size(); ++i) {
     const Record& r = records[i];
-    const std::string field = absl::StrCat("records[", i, "]");
-    if (absl::Status s = ValidateKey(r.key, field + ".key"); !s.ok()) return s;
+    auto field = [i] { return absl::StrCat("records[", i, "]"); };
+    if (const auto* text = std::get_if<std::string>(&r.key);
+        text != nullptr && (text->empty() || text->size() > kMaxKeyBytes)) {
+      return ValidateKey(r.key, field() + ".key");
+    }
     auto [it, fresh] = first_index.emplace(r.key, i);
     if (!fresh) {
-      return Invalid(field + ".key", absl::StrCat("duplicates records[", it->second, "].key"));
+      return Invalid(field() + ".key", absl::StrCat("duplicates records[", it->second, "].key"));
     }
-    absl::Status s = CheckVector(spec, r.vector.data(), r.vector.size(), field + ".vector");
+    absl::Status s =
+        CheckVector(spec, r.vector.data(), r.vector.size(), [&] { return field() + ".vector"; });
     if (!s.ok()) return s;
     if (s = ValidateAttributes(r, field); !s.ok()) return s;
   }
@@ -279,7 +293,7 @@ absl::Status ValidateRecords(const CollectionSpec& spec, std::span<const Record>
 
 absl::Status ValidateVector(const CollectionSpec& spec, std::span<const float> vector,
                             const std::string& field) {
-  return CheckVector(spec, vector.data(), vector.size(), field);
+  return CheckVector(spec, vector.data(), vector.size(), [&] { return field; });
 }
 
 absl::Status ValidateKeys(std::span<const Key> keys, const Options& options) {
@@ -320,7 +334,7 @@ absl::Status ValidateSearch(const CollectionSpec& spec, std::span<const float> q
   }
   for (size_t i = 0; i < n; ++i) {
     absl::Status s = CheckVector(spec, queries.data() + i * spec.dimension, spec.dimension,
-                                 absl::StrCat("queries[", i, "]"));
+                                 [i] { return absl::StrCat("queries[", i, "]"); });
     if (!s.ok()) return s;
   }
   if (params.filter != nullptr) return ValidateFilter(*params.filter);

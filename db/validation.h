@@ -23,6 +23,9 @@ absl::Status ValidateSpec(const CollectionSpec& spec);
 absl::Status ValidateKey(const Key& key, const std::string& field);
 absl::Status ValidateRecords(const CollectionSpec& spec, std::span<const Record> records,
                              const Options& options);
+// Only ValidateRecords' batch size rule ("records": empty, or over options.max_batch_records):
+// what an Upsert with WriteOptions::records_checked still checks.
+absl::Status ValidateRecordCount(size_t n, const Options& options);
 // One vector's dimension and values (finite; squared norm at most 1e28; under cosine, a norm
 // that can be normalised): the rules of shoal/types.h's Metric. Verify applies it to stored
 // records.

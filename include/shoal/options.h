@@ -94,6 +94,13 @@ struct WriteOptions {
   // PermissionDenied; one it cannot see counts as absent); a delete removes the vector for
   // every tenant it was granted to. Grant / Revoke ignore it.
   std::string tenant;
+  // Upsert only. true: the caller ran shoal::CheckRecords (shoal/record_checks.h) on exactly
+  // these records with this collection's spec, and Upsert does not repeat those checks (it
+  // still checks the batch size). For a writer that checks every batch before handing it on
+  // and applies it later, e.g. cluster mode's shard replicas, which apply a log whose writer
+  // checked each entry. A batch that would fail the checks is then undefined behaviour (a
+  // NaN or wrong-length vector corrupts the index): leave it false for anything else.
+  bool records_checked = false;
 };
 
 // Options of reads (DB::Get).
