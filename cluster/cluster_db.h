@@ -23,7 +23,8 @@
 //   - Tenants of a sharded collection (cluster_tenants.cc): every copy keeps every tenant;
 //     tenant changes are log entries applied in order with the writes, and a change answers
 //     once one replica per shard has applied it. A write for a tenant is checked first (the
-//     tenant exists, existing keys are its own). Vector and byte quotas: UNIMPLEMENTED.
+//     tenant exists, existing keys are its own). Vector and byte quotas are cluster-wide,
+//     kept in etcd and checked by the node that takes a write (cluster_quotas.cc).
 // Aliases of a sharded collection are UNIMPLEMENTED for now.
 //
 // Errors: as DB, plus UNAVAILABLE when NATS, etcd or every replica of a shard is away (naming
@@ -162,19 +163,44 @@ class ClusterDB : public DB {
   // when TryAnotherReplica); a tenant's NOT_FOUND is the answer. UNAVAILABLE naming the shard
   // when none answers.
   absl::Status OnOneReplica(const ShardMap& map, uint32_t shard, const CopyCall& call) const;
+  // Waits until the copy `name` (this node's: peer nullptr) has applied `sequence` (0: no
+  // wait).
+  absl::Status WaitCopyApplied(const std::string& name, client::Client* peer,
+                               uint64_t sequence) const;
   // Appends each (shard, op) to its shard's stream and waits until one replica of each
   // shard has applied it.
   absl::Status PublishTenantOp(const ShardMap& map, const std::string& tenant,
                                const std::vector<std::pair<uint32_t, TenantOpCall>>& ops);
   absl::Status PublishToEveryShard(const ShardMap& map, const std::string& tenant,
                                    const TenantOpCall& op);
-  absl::StatusOr<TenantInfo> DescribeShardedTenant(const ShardMap& map,
-                                                   std::string_view tenant) const;
+  // `fresh`: each shard's replica first applies its stream's last entry (every write
+  // acknowledged before the call counts).
+  absl::StatusOr<TenantInfo> DescribeShardedTenant(const ShardMap& map, std::string_view tenant,
+                                                   bool fresh = false) const;
   // NOT_FOUND unless the tenant exists (remembered per node once seen).
   absl::Status CheckTenantExists(const ShardMap& map, std::string_view tenant);
   void ForgetTenant(const ShardMap& map, std::string_view tenant);
+  // *found (when given): what the keys hold now (read-your-writes), nullopt where absent.
   absl::Status CheckTenantWrite(const ShardMap& map, std::string_view tenant,
-                                std::span<const Key> keys, bool upsert);
+                                std::span<const Key> keys, bool upsert,
+                                std::vector<std::optional<Record>>* found = nullptr);
+  // Quotas of a sharded collection's tenants (cluster_quotas.cc: where they live, how they
+  // are enforced). The tenant's cluster-wide quotas from this node's view (0s: none).
+  ShardedTenantQuotas TenantQuotasOf(const ShardMap& map, std::string_view tenant) const;
+  // Puts the cluster-wide quotas in place of a copy's (which keeps 0 for both).
+  void OverlayQuotas(const ShardMap& map, TenantInfo* info) const;
+  absl::Status PutShardedQuotas(const ShardMap& map, std::string_view tenant,
+                                const TenantQuotas& quotas);
+  // What a shard copy keeps of `quotas`: max_searches_per_second only.
+  static TenantQuotas CopyQuotas(const TenantQuotas& quotas);
+  // RESOURCE_EXHAUSTED (naming the quota) when upserting `records` for `tenant` (existing[i]:
+  // what records[i] replaces) would take it over `quotas`, counted over every shard.
+  absl::Status CheckShardedQuota(const ShardMap& map, std::string_view tenant,
+                                 const ShardedTenantQuotas& quotas, std::span<const Record> records,
+                                 const std::vector<std::optional<Record>>& existing);
+  // Appends each shard's entry of upserting `records` for `tenant`.
+  absl::Status PublishUpserts(const ShardMap& map, std::span<const Record> records,
+                              const std::string& tenant);
   absl::Status CreateShardedTenant(const ShardMap& map, const TenantSpec& spec);
   absl::StatusOr<uint64_t> DeleteShardedTenantRecords(const ShardMap& map, std::string_view tenant,
                                                       TenantOpCall::Kind kind);
@@ -194,6 +220,8 @@ class ClusterDB : public DB {
   absl::Mutex tenants_mu_;
   // "<collection>/<incarnation>/<tenant>" of tenants seen to exist (CheckTenantExists).
   absl::flat_hash_set<std::string> known_tenants_ ABSL_GUARDED_BY(tenants_mu_);
+  // Held across a quota'd upsert's check and publish: one at a time on this node.
+  absl::Mutex quota_mu_;
 };
 
 // Errors after which another replica of a shard may answer: the node or its copy is away or

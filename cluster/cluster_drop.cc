@@ -1,7 +1,7 @@
 // ClusterNode's drops of sharded collections: the coordinator deletes the shard map from etcd
-// (the one truth of what exists), then the shard streams and the published applied
-// sequences; every node, seeing the map gone, stops its copies and drops them with their
-// applied-sequence files (SweepDropped). A node that was down meanwhile drops its copies when
+// (the one truth of what exists), then the shard streams, the published applied sequences
+// and its tenants' quotas; every node, seeing the map gone, stops its copies and drops them with
+// their applied-sequence files (SweepDropped). A node that was down meanwhile drops its copies when
 // it first sees the cluster again; one that comes back after the collection was created
 // anew under the same name starts its copies afresh (the map's incarnation differs from the
 // one its files recorded: shard_replica.cc).
@@ -42,8 +42,11 @@ absl::Status ClusterNode::DropAsCoordinator(const std::string& name) {
       std::cerr << "shoald: cluster: dropping " << name << ": " << s << "\n";
     }
   }
-  if (absl::Status s = etcd_.DeletePrefix(absl::StrCat(kAppliedPrefix, name, "/")); !s.ok()) {
-    std::cerr << "shoald: cluster: dropping " << name << ": " << s << "\n";
+  for (const std::string& prefix :
+       {absl::StrCat(kAppliedPrefix, name, "/"), absl::StrCat(kTenantQuotasPrefix, name, "/")}) {
+    if (absl::Status s = etcd_.DeletePrefix(prefix); !s.ok()) {
+      std::cerr << "shoald: cluster: dropping " << name << ": " << s << "\n";
+    }
   }
   std::cerr << "shoald: cluster: dropped " << name << "\n";
   return absl::OkStatus();

@@ -93,6 +93,11 @@ class ClusterNode {
   absl::Status PutAlias(const std::string& alias, const std::string& collection, bool create);
   // NOT_FOUND when absent.
   absl::Status DeleteAlias(const std::string& alias);
+  // A tenant's cluster-wide quotas (cluster_quotas.cc): writes them to etcd
+  // (/shoal/tenant-quotas/<collection>/<tenant>; deleted when both are 0) and waits for this
+  // node's view; other nodes see them through their watch. UNAVAILABLE when etcd is away.
+  absl::Status PutTenantQuotas(const std::string& collection, const std::string& tenant,
+                               const ShardedTenantQuotas& quotas);
 
   // Creates a sharded collection: on the coordinator, assigns shards to the live nodes, makes
   // the shard streams and writes the shard map; elsewhere, asks the coordinator. Then waits

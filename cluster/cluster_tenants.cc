@@ -3,9 +3,10 @@
 // appended to every shard's stream, grants and revokes to their keys' shards, so each copy
 // applies them in order with the writes. A change answers once one replica of each shard (the
 // one reads use first) has applied it. Reads of tenant metadata are summed over one replica
-// per shard. Quotas of vectors and bytes are not enforced per collection yet (UNIMPLEMENTED);
+// per shard. Quotas of vectors and bytes are cluster-wide (cluster_quotas.cc);
 // max_searches_per_second applies on each copy (a search reaches every shard once).
 #include <algorithm>
+#include <iostream>
 #include <map>
 #include <utility>
 
@@ -30,14 +31,6 @@ absl::Status CheckTenantName(std::string_view tenant, std::string_view field) {
   return absl::InvalidArgumentError(
       absl::StrCat(std::string(field), ": '", std::string(tenant),
                    "' is not a tenant name ([A-Za-z_][A-Za-z0-9_-]{0,63})"));
-}
-
-absl::Status CheckQuotas(const TenantQuotas& quotas, std::string_view collection) {
-  if (quotas.max_vectors == 0 && quotas.max_bytes == 0) return absl::OkStatus();
-  return absl::UnimplementedError(absl::StrCat(
-      "quotas.", quotas.max_vectors != 0 ? "max_vectors" : "max_bytes", ": collection '",
-      std::string(collection), "' is sharded; vector and byte quotas of its tenants are not ",
-      "supported yet (max_searches_per_second is)"));
 }
 
 std::vector<uint32_t> AllShards(const ShardMap& map) {
@@ -81,6 +74,17 @@ absl::Status ClusterDB::OnOneReplica(const ShardMap& map, uint32_t shard,
                                              ")"));
 }
 
+absl::Status ClusterDB::WaitCopyApplied(const std::string& name, client::Client* peer,
+                                        uint64_t sequence) const {
+  if (peer == nullptr) return WaitLocalApplied(name, sequence);
+  if (sequence == 0) return absl::OkStatus();
+  // A read of any key on the copy waits until it has applied `sequence`.
+  ReadOptions wait;
+  wait.consistency.min_applied_sequence = sequence;
+  const std::vector<Key> any = {Key{uint64_t{0}}};
+  return peer->Get(name, any, wait).status();
+}
+
 absl::Status ClusterDB::PublishTenantOp(const ShardMap& map, const std::string& tenant,
                                         const std::vector<std::pair<uint32_t, TenantOpCall>>& ops) {
   std::vector<std::pair<uint32_t, std::string>> payloads;
@@ -92,12 +96,7 @@ absl::Status ClusterDB::PublishTenantOp(const ShardMap& map, const std::string& 
     const uint64_t sequence = (*sequences)[i];
     absl::Status s =
         OnOneReplica(map, ops[i].first, [&](const std::string& name, client::Client* peer) {
-          if (peer == nullptr) return WaitLocalApplied(name, sequence);
-          // A read of any key on the copy waits until it has applied `sequence`.
-          ReadOptions wait;
-          wait.consistency.min_applied_sequence = sequence;
-          const std::vector<Key> any = {Key{uint64_t{0}}};
-          return peer->Get(name, any, wait).status();
+          return WaitCopyApplied(name, peer, sequence);
         });
     if (!s.ok()) return s;
   }
@@ -112,11 +111,17 @@ absl::Status ClusterDB::PublishToEveryShard(const ShardMap& map, const std::stri
 }
 
 absl::StatusOr<TenantInfo> ClusterDB::DescribeShardedTenant(const ShardMap& map,
-                                                            std::string_view tenant) const {
+                                                            std::string_view tenant,
+                                                            bool fresh) const {
   TenantInfo sum;
   for (uint32_t shard = 0; shard < map.spec.shards; ++shard) {
     TenantInfo part;
+    absl::StatusOr<uint64_t> sequence = ReadSequence(map, shard, {.read_your_writes = fresh});
+    if (!sequence.ok()) return sequence.status();
     absl::Status s = OnOneReplica(map, shard, [&](const std::string& name, client::Client* peer) {
+      if (absl::Status applied = WaitCopyApplied(name, peer, *sequence); !applied.ok()) {
+        return applied;
+      }
       absl::StatusOr<TenantInfo> info = peer == nullptr
                                             ? local_->DescribeTenant(name, tenant)
                                             : peer->DescribeTenant(name, std::string(tenant));
@@ -137,6 +142,7 @@ absl::StatusOr<TenantInfo> ClusterDB::DescribeShardedTenant(const ShardMap& map,
     sum.search_p50_us = std::max(sum.search_p50_us, part.search_p50_us);
     sum.search_p99_us = std::max(sum.search_p99_us, part.search_p99_us);
   }
+  OverlayQuotas(map, &sum);
   return sum;
 }
 
@@ -164,14 +170,16 @@ void ClusterDB::ForgetTenant(const ShardMap& map, std::string_view tenant) {
 
 absl::Status ClusterDB::CreateShardedTenant(const ShardMap& map, const TenantSpec& spec) {
   if (absl::Status s = CheckTenantName(spec.name, "spec.name"); !s.ok()) return s;
-  if (absl::Status s = CheckQuotas(spec.quotas, map.spec.name); !s.ok()) return s;
   absl::Status exists = DescribeShardedTenant(map, spec.name).status();
   if (exists.ok()) {
     return absl::AlreadyExistsError(absl::StrCat("spec.name: tenant '", spec.name,
                                                  "' already exists in '", map.spec.name, "'"));
   }
   if (!absl::IsNotFound(exists)) return exists;
-  return PublishToEveryShard(map, spec.name, {.kind = Kind::kCreate, .quotas = spec.quotas});
+  // The cluster-wide quotas first (also 0s: quotas a dropped tenant of this name left).
+  if (absl::Status s = PutShardedQuotas(map, spec.name, spec.quotas); !s.ok()) return s;
+  return PublishToEveryShard(map, spec.name,
+                             {.kind = Kind::kCreate, .quotas = CopyQuotas(spec.quotas)});
 }
 
 // Drop and delete-by-tenant: the records the tenant owned before (counted, then deleted).
@@ -182,16 +190,24 @@ absl::StatusOr<uint64_t> ClusterDB::DeleteShardedTenantRecords(const ShardMap& m
   ForgetTenant(map, tenant);
   absl::Status s = PublishToEveryShard(map, std::string(tenant), {.kind = kind});
   if (!s.ok()) return s;
+  if (kind == Kind::kDrop) {
+    // Left behind on failure, it is replaced when a tenant of this name is created again.
+    if (absl::Status q = PutShardedQuotas(map, tenant, {}); !q.ok()) {
+      std::cerr << "shoald: cluster: dropping the quotas of tenant '" << tenant << "': " << q
+                << "\n";
+    }
+  }
   return info->vectors_owned;
 }
 
 absl::Status ClusterDB::SetShardedTenant(const ShardMap& map, std::string_view tenant,
                                          const TenantOpCall& op) {
-  if (op.kind == Kind::kSetQuotas) {
-    if (absl::Status s = CheckQuotas(op.quotas, map.spec.name); !s.ok()) return s;
-  }
   if (absl::Status s = DescribeShardedTenant(map, tenant).status(); !s.ok()) return s;
-  return PublishToEveryShard(map, std::string(tenant), op);
+  if (op.kind != Kind::kSetQuotas) return PublishToEveryShard(map, std::string(tenant), op);
+  if (absl::Status s = PutShardedQuotas(map, tenant, op.quotas); !s.ok()) return s;
+  TenantOpCall copy = op;
+  copy.quotas = CopyQuotas(op.quotas);
+  return PublishToEveryShard(map, std::string(tenant), copy);
 }
 
 // Every key must exist (NOT_FOUND names the first that does not); each shard's keys go to
@@ -222,7 +238,8 @@ absl::Status ClusterDB::GrantSharded(const ShardMap& map, std::string_view tenan
 // own (PERMISSION_DENIED otherwise, as the DB would answer; a record made by another tenant in
 // between is refused by the replicas and skipped). Deletes check only keys the tenant sees.
 absl::Status ClusterDB::CheckTenantWrite(const ShardMap& map, std::string_view tenant,
-                                         std::span<const Key> keys, bool upsert) {
+                                         std::span<const Key> keys, bool upsert,
+                                         std::vector<std::optional<Record>>* found_out) {
   if (absl::Status s = CheckTenantExists(map, tenant); !s.ok()) return s;
   ReadOptions options{.tenant = upsert ? "" : std::string(tenant)};
   options.consistency.read_your_writes = true;
@@ -239,6 +256,7 @@ absl::Status ClusterDB::CheckTenantWrite(const ShardMap& map, std::string_view t
                        "]: the key exists and is not owned by tenant '", std::string(tenant), "'"));
     }
   }
+  if (found_out != nullptr) *found_out = *std::move(found);
   return absl::OkStatus();
 }
 
@@ -258,7 +276,10 @@ absl::StatusOr<TenantPage> ClusterDB::ListShardedTenants(const ShardMap& map, ui
     if (!s.ok()) return s;
     if (shard == 0) {
       page = part;
-      for (size_t i = 0; i < page.tenants.size(); ++i) at[page.tenants[i].name] = i;
+      for (size_t i = 0; i < page.tenants.size(); ++i) {
+        at[page.tenants[i].name] = i;
+        OverlayQuotas(map, &page.tenants[i]);
+      }
       continue;
     }
     for (const TenantInfo& info : part.tenants) {

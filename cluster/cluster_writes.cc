@@ -64,21 +64,37 @@ absl::Status ClusterDB::Upsert(std::string_view collection, std::span<const Reco
   std::optional<ShardMap> map = node_->FindShardMap(collection);
   if (!map) return local_->Upsert(collection, records, options);
   if (absl::Status s = CheckRecords(*map, records); !s.ok()) return s;
-  if (!options.tenant.empty()) {
-    std::vector<Key> keys;
-    keys.reserve(records.size());
-    for (const Record& record : records) keys.push_back(record.key);
-    if (absl::Status s = CheckTenantWrite(*map, options.tenant, keys, /*upsert=*/true); !s.ok()) {
-      return s;
-    }
+  if (options.tenant.empty()) return PublishUpserts(*map, records, options.tenant);
+  std::vector<Key> keys;
+  keys.reserve(records.size());
+  for (const Record& record : records) keys.push_back(record.key);
+  std::vector<std::optional<Record>> existing;
+  if (absl::Status s = CheckTenantWrite(*map, options.tenant, keys, /*upsert=*/true, &existing);
+      !s.ok()) {
+    return s;
   }
+  const ShardedTenantQuotas quotas = TenantQuotasOf(*map, options.tenant);
+  if (quotas.max_vectors == 0 && quotas.max_bytes == 0) {
+    return PublishUpserts(*map, records, options.tenant);
+  }
+  // Checked and published under the lock: the next quota'd write on this node counts this one.
+  absl::MutexLock lock(&quota_mu_);
+  if (absl::Status s = CheckShardedQuota(*map, options.tenant, quotas, records, existing);
+      !s.ok()) {
+    return s;
+  }
+  return PublishUpserts(*map, records, options.tenant);
+}
+
+absl::Status ClusterDB::PublishUpserts(const ShardMap& map, std::span<const Record> records,
+                                       const std::string& tenant) {
   // Each shard's entry is encoded straight from the records (shard_log_codec.h).
   std::vector<std::pair<uint32_t, std::string>> payloads;
   for (const auto& [shard, which] :
-       ByShard(records, map->spec.shards, [](const Record& r) -> const Key& { return r.key; })) {
-    payloads.emplace_back(shard, EncodeUpserts(records, which, options.tenant));
+       ByShard(records, map.spec.shards, [](const Record& r) -> const Key& { return r.key; })) {
+    payloads.emplace_back(shard, EncodeUpserts(records, which, tenant));
   }
-  return PublishEntries(node_->log(), map->spec.name, payloads);
+  return PublishEntries(node_->log(), map.spec.name, payloads);
 }
 
 // Returns how many keys were given (a sharded delete is acknowledged before any replica

@@ -117,6 +117,15 @@ ClusterView Membership::Refresh() {
       view.coordinator = kv.value;
     } else if (absl::StartsWith(kv.key, kAliasesPrefix)) {
       view.aliases[kv.key.substr(sizeof(kAliasesPrefix) - 1)] = kv.value;
+    } else if (absl::StartsWith(kv.key, kTenantQuotasPrefix)) {
+      const std::string rest = kv.key.substr(sizeof(kTenantQuotasPrefix) - 1);
+      const size_t slash = rest.find('/');
+      Json quotas = Json::parse(kv.value, nullptr, false);
+      if (slash == std::string::npos || !quotas.is_object()) continue;
+      view.tenant_quotas[{rest.substr(0, slash), rest.substr(slash + 1)}] = {
+          .incarnation = quotas.value("incarnation", uint64_t{0}),
+          .max_vectors = quotas.value("max_vectors", uint64_t{0}),
+          .max_bytes = quotas.value("max_bytes", uint64_t{0})};
     } else if (absl::StartsWith(kv.key, kCollectionsPrefix)) {
       absl::StatusOr<ShardMap> map = DecodeShardMap(kv.value);
       if (!map.ok()) {

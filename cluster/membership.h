@@ -4,6 +4,8 @@
 //   /shoal/coordinator          "<id>"                    under the coordinator's lease
 //   /shoal/collections/<name>   a ShardMap (shard_map.h)  written by the coordinator
 //   /shoal/aliases/<alias>      "<collection>"            an alias of a sharded collection
+//   /shoal/tenant-quotas/<collection>/<tenant>  {"incarnation", "max_vectors", "max_bytes"}
+//                               a tenant's cluster-wide quotas (cluster_quotas.cc)
 //
 // Start() grants a lease (ttl), registers the node and campaigns for coordinator: an etcd txn
 // that writes /shoal/coordinator only if it does not exist (create_revision == 0), on the
@@ -23,6 +25,7 @@
 #include <map>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -37,6 +40,15 @@ inline constexpr char kNodesPrefix[] = "/shoal/nodes/";
 inline constexpr char kCoordinatorKey[] = "/shoal/coordinator";
 inline constexpr char kCollectionsPrefix[] = "/shoal/collections/";
 inline constexpr char kAliasesPrefix[] = "/shoal/aliases/";
+inline constexpr char kTenantQuotasPrefix[] = "/shoal/tenant-quotas/";
+
+// A tenant's vector and byte quotas over every shard of a sharded collection (0 = none), for
+// the collection's incarnation they were set in (ShardMap::incarnation).
+struct ShardedTenantQuotas {
+  uint64_t incarnation = 0;
+  uint64_t max_vectors = 0;
+  uint64_t max_bytes = 0;
+};
 
 // What this node last read from etcd.
 struct ClusterView {
@@ -45,8 +57,10 @@ struct ClusterView {
   std::map<std::string, ShardMap> collections;
   std::map<std::string, int64_t> collection_revisions;  // etcd mod_revision of each map
   std::map<std::string, std::string> aliases;  // alias -> sharded collection (cluster_aliases.cc)
-  int64_t revision = 0;                        // etcd revision of the read
-  bool etcd_reachable = false;                 // the last read succeeded
+  // (collection, tenant) -> its quotas (cluster_quotas.cc)
+  std::map<std::pair<std::string, std::string>, ShardedTenantQuotas> tenant_quotas;
+  int64_t revision = 0;         // etcd revision of the read
+  bool etcd_reachable = false;  // the last read succeeded
 };
 
 class Membership {

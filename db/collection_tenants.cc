@@ -8,25 +8,11 @@
 #include "base/status_macros.h"
 #include "db/collection.h"
 #include "db/validation.h"
+#include "shoal/record_checks.h"
 
 namespace shoal::db {
 
-uint64_t Collection::RecordBytes(const Record& r) {
-  uint64_t bytes = r.vector.size() * sizeof(float);
-  if (const auto* s = std::get_if<std::string>(&r.key))
-    bytes += s->size();
-  else
-    bytes += sizeof(uint64_t);
-  for (const auto& [name, value] : r.attributes) {
-    bytes += name.size();
-    if (const auto* s = std::get_if<std::string>(&value))
-      bytes += s->size();
-    else
-      bytes += 8;
-  }
-  for (const std::string& tag : r.tags) bytes += tag.size();
-  return bytes;
-}
+uint64_t Collection::RecordBytes(const Record& r) { return RecordQuotaBytes(r); }
 
 absl::StatusOr<std::shared_ptr<TenantEntry>> Collection::FindTenant(std::string_view name) const {
   const auto it = state_.tenants.find(std::string(name));

@@ -366,4 +366,23 @@ absl::Status CheckRecords(const CollectionSpec& spec, std::span<const Record> re
   return db::ValidateRecords(spec, records, options);
 }
 
+uint64_t RecordQuotaBytes(const Record& r) {
+  uint64_t bytes = r.vector.size() * sizeof(float);
+  if (const auto* s = std::get_if<std::string>(&r.key)) {
+    bytes += s->size();
+  } else {
+    bytes += sizeof(uint64_t);
+  }
+  for (const auto& [name, value] : r.attributes) {
+    bytes += name.size();
+    if (const auto* s = std::get_if<std::string>(&value)) {
+      bytes += s->size();
+    } else {
+      bytes += 8;
+    }
+  }
+  for (const std::string& tag : r.tags) bytes += tag.size();
+  return bytes;
+}
+
 }  // namespace shoal

@@ -9,6 +9,7 @@
 #ifndef SHOAL_RECORD_CHECKS_H_
 #define SHOAL_RECORD_CHECKS_H_
 
+#include <cstdint>
 #include <span>
 
 #include "absl/status/status.h"
@@ -19,6 +20,12 @@ namespace shoal {
 
 absl::Status CheckRecords(const CollectionSpec& spec, std::span<const Record> records,
                           const Options& options);
+
+// The bytes a record counts against its owner's max_bytes quota (shoal/tenants.h): its vector,
+// its key (8 for an id), each attribute's name and value (8 for a value that is not a
+// string) and its tags. What DB::Upsert counts; a cluster that enforces quotas over several
+// DBs counts the same.
+uint64_t RecordQuotaBytes(const Record& record);
 
 }  // namespace shoal
 

@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
+#include "cluster/shard_map.h"
 #include "gtest/gtest.h"
 #include "tests/e2e/cluster_fixture.h"
 
@@ -127,12 +129,11 @@ TEST_F(ClusterTenantsE2ETest, ATenantBoundKeySeesOnlyItsTenantsVectorsOnEverySha
   std::vector<Key> missing = {uint64_t{999}};
   EXPECT_TRUE(absl::IsNotFound(admin.Grant("docs", "acme", missing)));
   // Writes for a tenant are checked before the log: not another tenant's key, not an unknown
-  // tenant; vector quotas are not supported on a sharded collection yet.
+  // tenant.
   std::vector<Record> steal = {RecordOf(105)};
   EXPECT_TRUE(absl::IsPermissionDenied(acme->Upsert("docs", steal).status()));
   EXPECT_TRUE(absl::IsNotFound(
       admin.Upsert("docs", Records(300, 301), WriteOptions{.tenant = "ghost"}).status()));
-  EXPECT_TRUE(absl::IsUnimplemented(admin.SetTenantQuotas("docs", "acme", {.max_vectors = 10})));
   // Dropping beta deletes its records on every shard.
   auto dropped = clients_[2]->DropTenant("docs", "beta");
   ASSERT_TRUE(dropped.ok()) << dropped.status();
@@ -145,6 +146,77 @@ TEST_F(ClusterTenantsE2ETest, ATenantBoundKeySeesOnlyItsTenantsVectorsOnEverySha
   ASSERT_TRUE(after.ok()) << after.status();
   EXPECT_FALSE((*after)[0].has_value());
   EXPECT_FALSE((*after)[1].has_value());
+}
+
+// Vector and byte quotas count a tenant's records over every shard, through whichever node
+// takes the write; no replica refuses an acknowledged write (every copy applies them all).
+TEST_F(ClusterTenantsE2ETest, ATenantsQuotasHoldOverEveryShard) {
+  CreateSharded("docs", 3, 2);
+  client::Client& admin = *clients_[0];
+  ASSERT_TRUE(admin.CreateTenant("docs", {.name = "acme", .quotas = {.max_vectors = 50}}).ok());
+  auto info = clients_[2]->DescribeTenant("docs", "acme");
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->quotas.max_vectors, 50u);
+  std::vector<std::unique_ptr<client::Client>> acme;
+  for (uint32_t node = 0; node < kNodes; ++node) acme.push_back(Connect(node, kAcmeKey));
+  ASSERT_TRUE(acme[0]->Upsert("docs", Records(0, 40)).ok());
+  // 40 + 20 > 50, through another node: refused, and nothing of it is written.
+  absl::Status over = acme[1]->Upsert("docs", Records(40, 60));
+  EXPECT_TRUE(absl::IsResourceExhausted(over)) << over;
+  EXPECT_NE(over.message().find("quota max_vectors of tenant 'acme' (50)"), std::string::npos)
+      << over;
+  ASSERT_TRUE(acme[2]->Upsert("docs", Records(40, 50)).ok());  // exactly 50
+  ASSERT_TRUE(acme[1]->Upsert("docs", Records(0, 10)).ok());   // rewrites add nothing
+  EXPECT_TRUE(absl::IsResourceExhausted(acme[0]->Upsert("docs", Records(50, 51))));
+  std::vector<Key> freed = {uint64_t{0}, uint64_t{1}};
+  ASSERT_TRUE(acme[2]->Delete("docs", freed).ok());
+  ASSERT_TRUE(acme[0]->Upsert("docs", Records(50, 52)).ok());  // 48 + 2
+  // A byte quota: each record here is 8 floats and an id, 40 bytes; acme owns 50 (2000 bytes).
+  ASSERT_TRUE(clients_[1]->SetTenantQuotas("docs", "acme", {.max_bytes = 2100}).ok());
+  absl::Status bytes = acme[2]->Upsert("docs", Records(60, 63));
+  EXPECT_TRUE(absl::IsResourceExhausted(bytes)) << bytes;
+  EXPECT_NE(bytes.message().find("quota max_bytes"), std::string::npos) << bytes;
+  ASSERT_TRUE(acme[2]->Upsert("docs", Records(60, 62)).ok());  // 2080
+  auto page = clients_[2]->ListTenants("docs");
+  ASSERT_TRUE(page.ok()) << page.status();
+  ASSERT_EQ(page->tenants.size(), 1u);
+  EXPECT_EQ(page->tenants[0].quotas.max_vectors, 0u);
+  EXPECT_EQ(page->tenants[0].quotas.max_bytes, 2100u);
+  EXPECT_EQ(page->tenants[0].vectors_owned, 52u);
+  EXPECT_EQ(page->tenants[0].bytes_owned, 2080u);
+  // Every copy of every shard applied every acknowledged write (none refused at apply): each
+  // node's own copies ("docs@<shard>") hold their shard's keys.
+  std::vector<uint64_t> owned = {60, 61};
+  for (uint64_t k = 2; k < 52; ++k) owned.push_back(k);
+  ReadOptions fresh;
+  fresh.consistency.read_your_writes = true;
+  auto map = StoredMap(services_.etcd_url());
+  ASSERT_TRUE(map.ok()) << map.status();
+  int copies = 0;
+  for (uint32_t shard = 0; shard < 3; ++shard) {
+    std::vector<Key> keys;
+    for (uint64_t k : owned) {
+      if (cluster::ShardOfKey(Key{k}, 3) == shard) keys.push_back(k);
+    }
+    for (const std::string& node_id : map->replicas[shard]) {
+      const uint32_t node = node_id.back() - '1';  // "n1".."n3"
+      auto got = clients_[node]->Get(absl::StrCat("docs@", shard), keys, fresh);
+      ASSERT_TRUE(got.ok()) << got.status();
+      ++copies;
+      for (size_t i = 0; i < keys.size(); ++i) {
+        EXPECT_TRUE((*got)[i].has_value())
+            << node_id << " shard " << shard << " key " << std::get<uint64_t>(keys[i]);
+      }
+    }
+  }
+  EXPECT_EQ(copies, 6);  // 3 shards x 2 replicas
+  // Dropped and created again without quotas: none are left over.
+  ASSERT_TRUE(admin.DropTenant("docs", "acme").ok());
+  ASSERT_TRUE(admin.CreateTenant("docs", {.name = "acme"}).ok());
+  auto again = clients_[1]->DescribeTenant("docs", "acme");
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->quotas.max_bytes, 0u);
+  EXPECT_TRUE(acme[1]->Upsert("docs", Records(100, 200)).ok());
 }
 
 TEST_F(ClusterTenantsE2ETest, AliasesOfAShardedCollectionResolveOnEveryNode) {
