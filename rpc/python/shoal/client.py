@@ -30,6 +30,7 @@ import numpy.typing as npt
 
 from shoal import errors
 from shoal.cache import CacheMethods
+from shoal.cluster import ClusterCalls
 from shoal.v1 import admin_service_pb2 as admin_pb2
 from shoal.v1 import admin_service_pb2_grpc as admin_grpc
 from shoal.v1 import cache_service_pb2_grpc as cache_grpc
@@ -156,7 +157,7 @@ def _warn_about_filter(response: search_pb2.SearchResponse) -> None:
     for text in response.warnings:
         warnings.warn(text, errors.FilterWarning, stacklevel=3)
 
-class Client(TenantCalls, CacheMethods, ScanCalls):
+class Client(TenantCalls, CacheMethods, ScanCalls, ClusterCalls):
     """A connection to shoald: one method per RPC (see the module docstring). Thread-safe.
 
     `tenant` arguments: the tenant a call acts for ("" = none, or the API key's own tenant for
