@@ -174,6 +174,14 @@ absl::Status ClusterDB::Revoke(std::string_view collection, std::string_view ten
   return local_->Revoke(collection, tenant, keys, options);
 }
 
+absl::StatusOr<KeyTenants> ClusterDB::DescribeKeyTenants(std::string_view collection,
+                                                         const Key& key) {
+  if (std::optional<ShardMap> map = node_->FindShardMap(collection)) {
+    return DescribeShardedKeyTenants(*map, key);
+  }
+  return local_->DescribeKeyTenants(collection, key);
+}
+
 absl::StatusOr<std::vector<std::string>> ClusterDB::ListKeyTenants(std::string_view collection,
                                                                    const Key& key) {
   if (std::optional<ShardMap> map = node_->FindShardMap(collection)) {

@@ -104,6 +104,8 @@ class ClusterDB : public DB {
                      std::span<const Key> keys, const WriteOptions& options) override;
   absl::Status Revoke(std::string_view collection, std::string_view tenant,
                       std::span<const Key> keys, const WriteOptions& options) override;
+  absl::StatusOr<KeyTenants> DescribeKeyTenants(std::string_view collection,
+                                                const Key& key) override;
   absl::StatusOr<std::vector<std::string>> ListKeyTenants(std::string_view collection,
                                                           const Key& key) override;
   absl::StatusOr<uint64_t> CountByTenant(std::string_view collection, std::string_view tenant,
@@ -214,6 +216,7 @@ class ClusterDB : public DB {
                                                 bool owned_only) const;
   absl::StatusOr<std::vector<std::string>> ListShardedKeyTenants(const ShardMap& map,
                                                                  const Key& key) const;
+  absl::StatusOr<KeyTenants> DescribeShardedKeyTenants(const ShardMap& map, const Key& key) const;
 
   std::unique_ptr<DB> local_;
   ClusterNode* const node_;

@@ -325,4 +325,18 @@ absl::StatusOr<std::vector<std::string>> ClusterDB::ListShardedKeyTenants(const 
   return tenants;
 }
 
+absl::StatusOr<KeyTenants> ClusterDB::DescribeShardedKeyTenants(const ShardMap& map,
+                                                                const Key& key) const {
+  KeyTenants tenants;
+  absl::Status s = OnOneReplica(
+      map, ShardOfKey(key, map.spec.shards), [&](const std::string& name, client::Client* peer) {
+        absl::StatusOr<KeyTenants> got = peer == nullptr ? local_->DescribeKeyTenants(name, key)
+                                                         : peer->DescribeKeyTenants(name, key);
+        if (got.ok()) tenants = *std::move(got);
+        return got.status();
+      });
+  if (!s.ok()) return s;
+  return tenants;
+}
+
 }  // namespace shoal::cluster

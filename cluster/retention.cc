@@ -89,15 +89,23 @@ absl::StatusOr<SeedSource> ClusterNode::FindSeed(const std::string& collection, 
     }
     const std::string name = ShardCollectionName(collection, shard);
     std::shared_ptr<client::Client> client = *peer;
-    return SeedSource{.node_id = replica.node_id,
-                      .applied = *applied,
-                      .scroll = [client, name](const std::string& token) {
-                        return client->Scroll(name, nullptr,
-                                              {.limit = kSeedPage,
-                                               .page_token = token,
-                                               .with_vectors = true,
-                                               .with_attributes = true});
-                      }};
+    return SeedSource{
+        .node_id = replica.node_id,
+        .applied = *applied,
+        .scroll =
+            [client, name](const std::string& token) {
+              return client->Scroll(name, nullptr,
+                                    {.limit = kSeedPage,
+                                     .page_token = token,
+                                     .with_vectors = true,
+                                     .with_attributes = true});
+            },
+        .tenants =
+            [client, name](const std::string& token) {
+              return client->ListTenants(name, kSeedPage, token);
+            },
+        .key_tenants = [client,
+                        name](const Key& key) { return client->DescribeKeyTenants(name, key); }};
   }
   return absl::UnavailableError(absl::StrCat("collection '", collection, "' shard ", shard,
                                              ": no replica to copy from (", last.ToString(), ")"));

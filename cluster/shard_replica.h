@@ -49,11 +49,14 @@ struct __natsMsg;
 namespace shoal::cluster {
 
 // Another replica a shard can be copied from: its applied sequence (its copy reflects at least
-// that much) and a reader of its copy's pages (ScrollOptions::page_token; with vectors).
+// that much), a reader of its copy's pages (ScrollOptions::page_token; with vectors), of its
+// tenants (ListTenants pages) and of one record's owner and grantees.
 struct SeedSource {
   std::string node_id;
   uint64_t applied = 0;
   std::function<absl::StatusOr<ScrollPage>(const std::string& page_token)> scroll;
+  std::function<absl::StatusOr<TenantPage>(const std::string& page_token)> tenants;
+  std::function<absl::StatusOr<KeyTenants>(const Key& key)> key_tenants;
 };
 // Finds a replica of `shard` whose applied sequence is at least `first_kept` - 1 (UNAVAILABLE
 // when none is reachable).
@@ -120,8 +123,14 @@ class ShardReplica {
   absl::StatusOr<uint64_t> ReadApplied();
   ::__natsSubscription* Subscribe();
   // When the stream no longer holds the next sequence: copies the shard from another replica.
+  // Copying (shard_copy.cc): the records, and the tenants with each record's owner and
+  // grants when the source has tenants.
   absl::Status SeedIfBehind();
   absl::StatusOr<uint64_t> CopyFrom(const SeedSource& source);
+  // Creates the source's tenants here; the states to set once the records are in.
+  absl::StatusOr<std::vector<std::pair<std::string, TenantState>>> CopyTenants(
+      const SeedSource& source);
+  absl::Status CopyPageWithTenants(const SeedSource& source, std::vector<Record>& records);
 
   DB* const local_;
   ShardLog* const log_;

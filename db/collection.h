@@ -108,6 +108,7 @@ class Collection {
   absl::Status SetAccess(std::string_view tenant, std::span<const Key> keys,
                          const WriteOptions& options, bool grant);
   absl::StatusOr<std::vector<std::string>> ListKeyTenants(const Key& key) const;
+  absl::StatusOr<KeyTenants> DescribeKeyTenants(const Key& key) const;
   absl::StatusOr<uint64_t> CountByTenant(std::string_view tenant, bool owned_only) const;
   absl::StatusOr<uint64_t> DeleteByTenant(std::string_view tenant, const WriteOptions& options);
 

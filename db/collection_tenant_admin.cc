@@ -233,24 +233,31 @@ absl::Status Collection::SetAccess(std::string_view tenant, std::span<const Key>
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> Collection::ListKeyTenants(const Key& key) const {
+absl::StatusOr<KeyTenants> Collection::DescribeKeyTenants(const Key& key) const {
   SHOAL_RETURN_IF_ERROR(ValidateKey(key, "key"));
   absl::ReaderMutexLock lock(&state_.mu);
   const uint64_t* iid = state_.id_of.Find(key);
   if (iid == nullptr) {
     return absl::NotFoundError(absl::StrCat("key: ", KeyDebugString(key), " not found"));
   }
-  std::vector<std::string> out;
+  KeyTenants out;
   auto name_of = [&](tenants::TenantId t) ABSL_NO_THREAD_SAFETY_ANALYSIS -> const std::string* {
     const auto it = state_.tenant_by_id.find(t);
     return it == state_.tenant_by_id.end() ? nullptr : &it->second->meta.name;
   };
-  if (const std::string* owner = name_of(state_.access.OwnerOf(*iid))) out.push_back(*owner);
-  const size_t first_grantee = out.size();
+  if (const std::string* owner = name_of(state_.access.OwnerOf(*iid))) out.owner = *owner;
   for (tenants::TenantId g : state_.access.GrantsOf(*iid)) {
-    if (const std::string* name = name_of(g)) out.push_back(*name);
+    if (const std::string* name = name_of(g)) out.grantees.push_back(*name);
   }
-  std::sort(out.begin() + first_grantee, out.end());
+  std::sort(out.grantees.begin(), out.grantees.end());
+  return out;
+}
+
+absl::StatusOr<std::vector<std::string>> Collection::ListKeyTenants(const Key& key) const {
+  SHOAL_ASSIGN_OR_RETURN(KeyTenants tenants, DescribeKeyTenants(key));
+  std::vector<std::string> out;
+  if (!tenants.owner.empty()) out.push_back(std::move(tenants.owner));
+  for (std::string& grantee : tenants.grantees) out.push_back(std::move(grantee));
   return out;
 }
 

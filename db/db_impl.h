@@ -95,6 +95,8 @@ class DBImpl final : public DB {
                      std::span<const Key> keys, const WriteOptions& options) override;
   absl::Status Revoke(std::string_view collection, std::string_view tenant,
                       std::span<const Key> keys, const WriteOptions& options) override;
+  absl::StatusOr<KeyTenants> DescribeKeyTenants(std::string_view collection,
+                                                const Key& key) override;
   absl::StatusOr<std::vector<std::string>> ListKeyTenants(std::string_view collection,
                                                           const Key& key) override;
   absl::StatusOr<uint64_t> CountByTenant(std::string_view collection, std::string_view tenant,

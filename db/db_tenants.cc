@@ -73,6 +73,11 @@ absl::Status DBImpl::Revoke(std::string_view collection, std::string_view tenant
   return c->SetAccess(tenant, keys, options, /*grant=*/false);
 }
 
+absl::StatusOr<KeyTenants> DBImpl::DescribeKeyTenants(std::string_view collection, const Key& key) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  return c->DescribeKeyTenants(key);
+}
+
 absl::StatusOr<std::vector<std::string>> DBImpl::ListKeyTenants(std::string_view collection,
                                                                 const Key& key) {
   SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));

@@ -154,9 +154,11 @@ absl::Status ListKeyTenants(DB& db, const v1::ListKeyTenantsRequest& request,
   if (!request.has_key()) return absl::InvalidArgumentError("key: required");
   absl::StatusOr<Key> key = KeyFromProto(request.key(), "key");
   if (!key.ok()) return key.status();
-  absl::StatusOr<std::vector<std::string>> tenants = db.ListKeyTenants(request.collection(), *key);
+  absl::StatusOr<KeyTenants> tenants = db.DescribeKeyTenants(request.collection(), *key);
   if (!tenants.ok()) return tenants.status();
-  for (std::string& tenant : *tenants) response.add_tenants(std::move(tenant));
+  if (!tenants->owner.empty()) response.add_tenants(tenants->owner);
+  for (std::string& tenant : tenants->grantees) response.add_tenants(std::move(tenant));
+  response.set_owner(std::move(tenants->owner));
   return absl::OkStatus();
 }
 

@@ -207,6 +207,13 @@ class DB {
   // key does not exist.
   virtual absl::StatusOr<std::vector<std::string>> ListKeyTenants(std::string_view collection,
                                                                   const Key& key) = 0;
+  // The same with the owner told apart from the grantees (ListKeyTenants cannot show whether
+  // its first name owns the record or is a grantee of one without an owner). NotFound when
+  // the key does not exist; Unimplemented where a DB does not tell.
+  virtual absl::StatusOr<KeyTenants> DescribeKeyTenants(std::string_view collection,
+                                                        const Key& key) {
+    return absl::UnimplementedError("DescribeKeyTenants");
+  }
   // Records `tenant` owns (`owned_only`) or sees.
   virtual absl::StatusOr<uint64_t> CountByTenant(std::string_view collection,
                                                  std::string_view tenant, bool owned_only) = 0;

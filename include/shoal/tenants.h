@@ -47,6 +47,14 @@ struct TenantInfo {
   uint64_t buckets_scanned = 0;
 };
 
+// The tenants of one record (DB::DescribeKeyTenants): its owner ("" when it has none: a
+// record upserted without a tenant may still be granted to some) and its grantees by name.
+struct KeyTenants {
+  std::string owner;
+  std::vector<std::string> grantees;
+  friend bool operator==(const KeyTenants&, const KeyTenants&) = default;
+};
+
 // One page of DB::ListTenants, ordered by name. An empty next_page_token: the last page.
 struct TenantPage {
   std::vector<TenantInfo> tenants;

@@ -130,6 +130,24 @@ absl::StatusOr<std::vector<std::string>> Client::ListKeyTenants(const std::strin
   return std::vector<std::string>(response.tenants().begin(), response.tenants().end());
 }
 
+absl::StatusOr<KeyTenants> Client::DescribeKeyTenants(const std::string& collection,
+                                                      const Key& key) {
+  v1::ListKeyTenantsRequest request;
+  request.set_collection(collection);
+  rpc::KeyToProto(key, request.mutable_key());
+  v1::ListKeyTenantsResponse response;
+  grpc::Status status =
+      stubs_->tenants->ListKeyTenants(NewContext(options_).get(), request, &response);
+  if (!status.ok()) return FromGrpc(status);
+  KeyTenants out{.owner = response.owner()};
+  // The owner, when there is one, is also the first of `tenants`.
+  const int first_grantee = out.owner.empty() ? 0 : 1;
+  for (int i = first_grantee; i < response.tenants_size(); ++i) {
+    out.grantees.push_back(response.tenants(i));
+  }
+  return out;
+}
+
 absl::StatusOr<uint64_t> Client::CountByTenant(const std::string& collection,
                                                const std::string& tenant, bool owned_only) {
   v1::CountByTenantRequest request;

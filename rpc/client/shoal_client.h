@@ -210,6 +210,9 @@ class Client {
   // The tenants that see `key`: its owner first, then the grantees by name.
   absl::StatusOr<std::vector<std::string>> ListKeyTenants(const std::string& collection,
                                                           const Key& key);
+  // The same with the owner apart ("" when the record has none; from a server that does not
+  // tell, always "").
+  absl::StatusOr<KeyTenants> DescribeKeyTenants(const std::string& collection, const Key& key);
   // Records `tenant` owns (`owned_only`) or sees.
   absl::StatusOr<uint64_t> CountByTenant(const std::string& collection,
                                          const std::string& tenant = "", bool owned_only = false);

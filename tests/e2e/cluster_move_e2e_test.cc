@@ -80,6 +80,23 @@ void ExpectN3Copies(client::Client& n3, const cluster::ShardMap& map,
   }
 }
 
+// Waits until every shard's stream of "docs" was purged (its first entry is past 1).
+void WaitForPurge(const std::string& nats_url, uint32_t shards) {
+  auto log = cluster::ShardLog::Connect(nats_url, absl::Seconds(5));
+  ASSERT_TRUE(log.ok()) << log.status();
+  bool purged = false;
+  for (int attempt = 0; attempt < 150 && !purged; ++attempt) {
+    absl::SleepFor(absl::Milliseconds(200));
+    purged = true;
+    for (uint32_t shard = 0; shard < shards; ++shard) {
+      auto first = (*log)->FirstSequence("docs", shard);
+      ASSERT_TRUE(first.ok()) << first.status();
+      purged = purged && *first > 1;
+    }
+  }
+  ASSERT_TRUE(purged) << "the streams were not purged after both replicas applied them";
+}
+
 TEST_F(ClusterMoveE2ETest, AJoiningNodeGetsItsShareWhileAClientKeepsWriting) {
   CreateSharded("docs", 3, 2);  // on n1 and n2: each keeps all 3 shards
   BackgroundWriter client({clients_[0].get(), clients_[1].get()},
@@ -112,19 +129,7 @@ TEST_F(ClusterMoveE2ETest, StreamsArePurgedAndAJoiningNodeCopiesItsShards) {
   std::vector<Key> keys(deleted.begin(), deleted.end());
   ASSERT_TRUE(clients_[0]->Delete("docs", keys).ok());
   early.erase(early.begin(), early.begin() + 50);
-  auto log = cluster::ShardLog::Connect(services_.nats_url(), absl::Seconds(5));
-  ASSERT_TRUE(log.ok()) << log.status();
-  bool purged = false;
-  for (int attempt = 0; attempt < 150 && !purged; ++attempt) {
-    absl::SleepFor(absl::Milliseconds(200));
-    purged = true;
-    for (uint32_t shard = 0; shard < 3; ++shard) {
-      auto first = (*log)->FirstSequence("docs", shard);
-      ASSERT_TRUE(first.ok()) << first.status();
-      purged = purged && *first > 1;
-    }
-  }
-  ASSERT_TRUE(purged) << "the streams were not purged after both replicas applied them";
+  WaitForPurge(services_.nats_url(), 3);
   BackgroundWriter client({clients_[0].get(), clients_[1].get()},
                           {.batch = 10, .retry_unavailable = true, .search = true});
   ASSERT_TRUE(StartNode(2).ok()) << nodes_[2]->Stderr();
@@ -169,6 +174,89 @@ TEST_F(ClusterE2ETest, AnOperatorsMoveCompletesWithWritesGoingOn) {
   client.Stop();
   EXPECT_TRUE(client.errors().empty()) << client.errors().front();
   for (uint32_t node = 0; node < kNodes; ++node) ExpectAllPresent(node, client.acked());
+}
+
+// A copy made from another replica's pages keeps the tenants: each record's owner and
+// grants, so a tenant sees through n3's copies exactly what it sees through the others'.
+TEST_F(ClusterMoveE2ETest, ACopyFromPagesKeepsTheTenants) {
+  CreateSharded("docs", 3, 2);
+  client::Client& admin = *clients_[0];
+  ASSERT_TRUE(admin.CreateTenant("docs", {.name = "acme"}).ok());
+  ASSERT_TRUE(admin.CreateTenant("docs", {.name = "beta"}).ok());
+  std::vector<Record> acme, beta, none;
+  for (uint64_t k = 0; k < 60; ++k) acme.push_back(RecordOf(k));
+  for (uint64_t k = 100; k < 160; ++k) beta.push_back(RecordOf(k));
+  for (uint64_t k = 200; k < 210; ++k) none.push_back(RecordOf(k));
+  ASSERT_TRUE(admin.Upsert("docs", acme, {.tenant = "acme"}).ok());
+  ASSERT_TRUE(clients_[1]->Upsert("docs", beta, {.tenant = "beta"}).ok());
+  ASSERT_TRUE(admin.Upsert("docs", none).ok());
+  // Beta's 105 is granted to acme; 205, owned by no tenant, to beta.
+  ASSERT_TRUE(admin.Grant("docs", "acme", std::vector<Key>{uint64_t{105}}).ok());
+  ASSERT_TRUE(admin.Grant("docs", "beta", std::vector<Key>{uint64_t{205}}).ok());
+  WaitForPurge(services_.nats_url(), 3);
+  ASSERT_TRUE(StartNode(2).ok()) << nodes_[2]->Stderr();
+  const cluster::ShardMap map = WaitForBalance(services_.etcd_url());
+  ASSERT_NE(nodes_[2]->Stderr().find("records from node"), std::string::npos)
+      << "n3 did not copy a shard:\n"
+      << nodes_[2]->Stderr();
+  std::vector<Key> all;
+  for (const auto* records : {&acme, &beta, &none}) {
+    for (const Record& r : *records) all.push_back(r.key);
+  }
+  int checked = 0;
+  for (uint32_t shard = 0; shard < 3; ++shard) {
+    const auto& owners = map.replicas[shard];
+    if (std::find(owners.begin(), owners.end(), "n3") == owners.end()) continue;
+    const std::string other = owners[0] == "n3" ? owners[1] : owners[0];
+    client::Client& n3 = *clients_[2];
+    client::Client& peer = *clients_[other.back() - '1'];
+    const std::string name = cluster::ShardCollectionName("docs", shard);
+    std::vector<Key> keys;
+    for (const Key& key : all) {
+      if (cluster::ShardOfKey(key, 3) == shard) keys.push_back(key);
+    }
+    for (const std::string tenant : {"acme", "beta", ""}) {
+      ReadOptions options{.tenant = tenant};
+      options.consistency.read_your_writes = true;
+      absl::StatusOr<std::vector<std::optional<Record>>> mine, theirs;
+      for (int attempt = 0; attempt < 100; ++attempt) {  // until n3's copy is ready
+        mine = n3.Get(name, keys, options);
+        if (!absl::IsUnavailable(mine.status())) break;
+        absl::SleepFor(absl::Milliseconds(200));
+      }
+      theirs = peer.Get(name, keys, options);
+      ASSERT_TRUE(mine.ok()) << mine.status();
+      ASSERT_TRUE(theirs.ok()) << theirs.status();
+      for (size_t i = 0; i < keys.size(); ++i) {
+        EXPECT_EQ((*mine)[i].has_value(), (*theirs)[i].has_value())
+            << "tenant '" << tenant << "', key " << std::get<uint64_t>(keys[i]);
+      }
+    }
+    for (const Key& key : keys) {
+      auto mine = n3.DescribeKeyTenants(name, key);
+      auto theirs = peer.DescribeKeyTenants(name, key);
+      ASSERT_TRUE(mine.ok()) << mine.status();
+      ASSERT_TRUE(theirs.ok()) << theirs.status();
+      EXPECT_EQ(*mine, *theirs) << "key " << std::get<uint64_t>(key);
+    }
+    for (const char* tenant : {"acme", "beta"}) {
+      auto mine = n3.DescribeTenant(name, tenant);
+      auto theirs = peer.DescribeTenant(name, tenant);
+      ASSERT_TRUE(mine.ok()) << mine.status();
+      ASSERT_TRUE(theirs.ok()) << theirs.status();
+      EXPECT_EQ(mine->vectors_owned, theirs->vectors_owned) << tenant;
+      EXPECT_EQ(mine->vectors_visible, theirs->vectors_visible) << tenant;
+    }
+    ++checked;
+  }
+  EXPECT_EQ(checked, 2);
+  // The two special keys, wherever they are: owner and grantees as written.
+  auto granted = clients_[2]->DescribeKeyTenants("docs", Key{uint64_t{105}});
+  ASSERT_TRUE(granted.ok()) << granted.status();
+  EXPECT_EQ(*granted, (KeyTenants{.owner = "beta", .grantees = {"acme"}}));
+  auto unowned = clients_[2]->DescribeKeyTenants("docs", Key{uint64_t{205}});
+  ASSERT_TRUE(unowned.ok()) << unowned.status();
+  EXPECT_EQ(*unowned, (KeyTenants{.owner = "", .grantees = {"beta"}}));
 }
 
 }  // namespace
