@@ -6,6 +6,8 @@
 #include <cmath>
 #include <limits>
 
+#include "shoal/record_checks.h"
+
 namespace shoal::db {
 namespace {
 
@@ -78,6 +80,40 @@ TEST(ValidationTest, RecordsNameTheBadField) {
   std::vector<Record> bad_attr = {R(1, {1, 2, 3})};
   bad_attr[0].attributes["x"] = std::nan("");
   ExpectInvalid(ValidateRecords(kSpec, bad_attr, o), "records[0].attributes[\"x\"]");
+}
+
+// The names are built only for an error: every part of a record still names itself.
+TEST(ValidationTest, RecordsNameTheBadAttributeOrTag) {
+  std::vector<Record> bad_name = {R(1, {1, 2, 3}), R(2, {1, 2, 3})};
+  bad_name[1].attributes["9lives"] = int64_t{1};
+  ExpectInvalid(ValidateRecords(kSpec, bad_name, {}), "records[1].attributes[\"9lives\"]");
+  std::vector<Record> long_value = {R(1, {1, 2, 3})};
+  long_value[0].attributes["s"] = std::string(64 * 1024 + 1, 'x');
+  ExpectInvalid(ValidateRecords(kSpec, long_value, {}), "records[0].attributes[\"s\"]");
+  std::vector<Record> empty_tag = {R(1, {1, 2, 3})};
+  empty_tag[0].tags = {"red", ""};
+  ExpectInvalid(ValidateRecords(kSpec, empty_tag, {}), "records[0].tags[1]");
+  std::vector<Record> long_key = {R(1, {1, 2, 3}), R(2, {1, 2, 3}), R(3, {1, 2, 3})};
+  long_key[2].key = std::string(kMaxKeyBytes + 1, 'k');
+  ExpectInvalid(ValidateRecords(kSpec, long_key, {}), "records[2].key");
+}
+
+TEST(ValidationTest, RecordCountIsTheBatchSizeRuleAlone) {
+  Options o;
+  o.max_batch_records = 2;
+  EXPECT_TRUE(ValidateRecordCount(2, o).ok());
+  ExpectInvalid(ValidateRecordCount(0, o), "records: empty batch");
+  EXPECT_EQ(ValidateRecordCount(3, o).code(), absl::StatusCode::kResourceExhausted);
+}
+
+TEST(ValidationTest, QuotaBytesCountVectorKeyAttributesAndTags) {
+  Record r = R(1, {1, 2, 3});
+  EXPECT_EQ(RecordQuotaBytes(r), 3 * 4 + 8u);
+  r.key = std::string("doc-7");
+  r.attributes["lang"] = std::string("en");
+  r.attributes["n"] = int64_t{3};
+  r.tags = {"red"};
+  EXPECT_EQ(RecordQuotaBytes(r), 12 + 5 + (4 + 2) + (1 + 8) + 3u);
 }
 
 TEST(ValidationTest, CosineRejectsZeroVector) {
