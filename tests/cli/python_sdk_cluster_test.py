@@ -48,7 +48,14 @@ class ClusterCallsTest(unittest.TestCase):
 
     def test_cluster_view_and_an_operators_move(self):
         client = self.clients[2]
-        client.create_collection("docs", dimension=DIM, shards=4, replication=1)
+        for attempt in range(100):  # the nodes may still be registering, the coordinator unelected
+            try:
+                client.create_collection("docs", dimension=DIM, shards=4, replication=1)
+                break
+            except (shoal.UnavailableError, shoal.FailedPreconditionError):
+                if attempt == 99:
+                    raise
+                time.sleep(0.1)
         view = client.cluster()
         self.assertTrue(view.cluster_mode)
         self.assertEqual(view.node_id, "n3")
