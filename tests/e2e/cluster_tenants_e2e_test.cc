@@ -161,19 +161,19 @@ TEST_F(ClusterTenantsE2ETest, ATenantsQuotasHoldOverEveryShard) {
   for (uint32_t node = 0; node < kNodes; ++node) acme.push_back(Connect(node, kAcmeKey));
   ASSERT_TRUE(acme[0]->Upsert("docs", Records(0, 40)).ok());
   // 40 + 20 > 50, through another node: refused, and nothing of it is written.
-  absl::Status over = acme[1]->Upsert("docs", Records(40, 60));
+  absl::Status over = acme[1]->Upsert("docs", Records(40, 60)).status();
   EXPECT_TRUE(absl::IsResourceExhausted(over)) << over;
   EXPECT_NE(over.message().find("quota max_vectors of tenant 'acme' (50)"), std::string::npos)
       << over;
   ASSERT_TRUE(acme[2]->Upsert("docs", Records(40, 50)).ok());  // exactly 50
   ASSERT_TRUE(acme[1]->Upsert("docs", Records(0, 10)).ok());   // rewrites add nothing
-  EXPECT_TRUE(absl::IsResourceExhausted(acme[0]->Upsert("docs", Records(50, 51))));
+  EXPECT_TRUE(absl::IsResourceExhausted(acme[0]->Upsert("docs", Records(50, 51)).status()));
   std::vector<Key> freed = {uint64_t{0}, uint64_t{1}};
   ASSERT_TRUE(acme[2]->Delete("docs", freed).ok());
   ASSERT_TRUE(acme[0]->Upsert("docs", Records(50, 52)).ok());  // 48 + 2
   // A byte quota: each record here is 8 floats and an id, 40 bytes; acme owns 50 (2000 bytes).
   ASSERT_TRUE(clients_[1]->SetTenantQuotas("docs", "acme", {.max_bytes = 2100}).ok());
-  absl::Status bytes = acme[2]->Upsert("docs", Records(60, 63));
+  absl::Status bytes = acme[2]->Upsert("docs", Records(60, 63)).status();
   EXPECT_TRUE(absl::IsResourceExhausted(bytes)) << bytes;
   EXPECT_NE(bytes.message().find("quota max_bytes"), std::string::npos) << bytes;
   ASSERT_TRUE(acme[2]->Upsert("docs", Records(60, 62)).ok());  // 2080
