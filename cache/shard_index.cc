@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "absl/synchronization/mutex.h"
 #include "index/distance/distance.h"
 #include "index/topk.h"
 
@@ -23,7 +24,10 @@ size_t ShardIndex::MemoryBytes() const {
 void ShardIndex::Add(uint64_t id, const float* vector) {
   AdoptRebuild();
   if (clustered()) Drop(&live_, id);
-  vectors_.Add(id, vector);
+  {
+    absl::MutexLock lock(&rows_mu_);  // a build thread may be reading rows
+    vectors_.Add(id, vector);
+  }
   const float* stored = vectors_.Vector(id);
   if (clustered()) Encode(&live_, id, stored, NearestList(live_, stored));
   Touch(id, stored);
@@ -32,9 +36,18 @@ void ShardIndex::Add(uint64_t id, const float* vector) {
 
 bool ShardIndex::Remove(uint64_t id) {
   AdoptRebuild();
-  if (!vectors_.Remove(id)) return false;
+  const float* at = vectors_.Vector(id);
+  if (at == nullptr) return false;
+  // The last row moves into the hole: a build walking the rows may have passed the hole
+  // already, so the moved id goes to the delta log too.
+  const uint64_t moved = vectors_.IdAt(size() - 1);
+  {
+    absl::MutexLock lock(&rows_mu_);
+    vectors_.Remove(id);
+  }
   Drop(&live_, id);
   Touch(id, nullptr);
+  if (moved != id) Touch(moved, vectors_.Vector(moved));
   if (auto_cluster_ && clustered() && size() < options_.cluster_at / 2) {
     live_ = Clustering{};
     ++generation_;
@@ -112,8 +125,8 @@ uint32_t ShardIndex::NearestList(const Clustering& clustering, const float* vect
   return best;
 }
 
-std::vector<std::pair<float, uint64_t>> ShardIndex::Candidates(const float* query,
-                                                               size_t want) const {
+const std::vector<index::TopK<uint64_t>::Entry>& ShardIndex::Candidates(const float* query,
+                                                                        size_t want) const {
   const Clustering& c = live_;
   const size_t k = c.lists.size();
   thread_local std::vector<std::pair<float, uint32_t>> order;
@@ -129,9 +142,10 @@ std::vector<std::pair<float, uint64_t>> ShardIndex::Candidates(const float* quer
   thread_local std::vector<float> rotated;
   thread_local index::RaBitQ::Query prepared;
   thread_local std::vector<index::RaBitQ::Estimate> estimates;
+  thread_local index::TopK<uint64_t> top(0);
   rotated.resize(padded);
   c.codec->rotation().Apply(query, rotated.data());
-  index::TopK<uint64_t> top(want);
+  top.Reset(want);
   for (size_t p = 0; p < probes; ++p) {
     const List& list = c.lists[order[p].second];
     const size_t n = list.ids.size();
@@ -146,25 +160,40 @@ std::vector<std::pair<float, uint64_t>> ShardIndex::Candidates(const float* quer
       top.Push(metric_ == index::Metric::kL2 ? est : est - list.sq_norms[i], list.ids[i]);
     }
   }
-  std::vector<std::pair<float, uint64_t>> out;
-  for (const auto& e : top.TakeSorted()) out.emplace_back(e.distance, e.id);
-  return out;
+  return top.SortInPlace();
 }
 
 std::vector<index::Neighbor> ShardIndex::Search(const float* query, size_t k) const {
-  if (!clustered()) return SearchExact(query, k);
-  index::TopK<uint64_t> top(k);
-  for (const auto& [score, id] : Candidates(query, std::max(k, options_.rerank))) {
-    top.Push(index::Distance(metric_, query, vectors_.Vector(id), dimension_), id);
-  }
   std::vector<index::Neighbor> out;
-  for (const auto& e : top.TakeSorted()) out.push_back({.id = e.id, .distance = e.distance});
+  Search(query, k, &out);
   return out;
 }
 
+void ShardIndex::Search(const float* query, size_t k, std::vector<index::Neighbor>* out) const {
+  out->clear();
+  if (!clustered()) {
+    SearchExact(query, k, out);
+    return;
+  }
+  thread_local index::TopK<uint64_t> top(0);
+  top.Reset(k);
+  for (const auto& c : Candidates(query, std::max(k, options_.rerank))) {
+    top.Push(index::Distance(metric_, query, vectors_.Vector(c.id), dimension_), c.id);
+  }
+  for (const auto& e : top.SortInPlace()) out->push_back({.id = e.id, .distance = e.distance});
+}
+
 std::vector<index::Neighbor> ShardIndex::SearchExact(const float* query, size_t k) const {
-  if (size() == 0 || k == 0) return {};
-  return vectors_.Search(query, 1, k, /*threads=*/1)[0];
+  std::vector<index::Neighbor> out;
+  SearchExact(query, k, &out);
+  return out;
+}
+
+void ShardIndex::SearchExact(const float* query, size_t k,
+                             std::vector<index::Neighbor>* out) const {
+  out->clear();
+  if (size() == 0 || k == 0) return;
+  *out = std::move(vectors_.Search(query, 1, k, /*threads=*/1)[0]);
 }
 
 }  // namespace shoal::cache

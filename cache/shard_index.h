@@ -21,27 +21,32 @@
 // loads) Add and Remove never start a rebuild; turning it back on starts one when due.
 //
 // Rebuilds run in the background, never under the caller's exclusive access: the caller's
-// exclusive call that finds one due (Add, SetAutoCluster, Rebuild) copies the vectors (a
-// snapshot: dimension x 4 bytes each, held until the build ends) and starts a thread that
-// trains k-means on a sample of it and assigns and encodes every snapshot vector into new lists.
+// exclusive call that finds one due (Add, SetAutoCluster, Rebuild) notes the row count and
+// starts a thread, which reads the rows itself in chunks of 1,024 (copied under an internal
+// mutex that Add and Remove also take while they change a row: no snapshot of the whole shard
+// is copied under the caller's lock), trains k-means on a sample of them and assigns and
+// encodes every row into new lists. A row changed or moved (a removal moves the last row into
+// the hole) after the build started is in the delta log below, so a walk of rows that change
+// underneath it still ends with every vector encoded once.
 // At most MaxConcurrentBuilds() builds of the whole process train or encode at once; the others
 // wait for a slot. Meanwhile searches use the current clustering (or the exact scan before the
 // first one), and Add and Remove keep it current and also note the ids they change (the delta
 // log; once the new centroids are trained Add also notes the new list of its vector). The next
 // exclusive call after the build finished (Add, Remove, AdoptRebuild) replays the delta log:
-// when it holds more than kSwapRemainder ids, in a second background round (the changed vectors
-// copied, then encoded by the build thread while a fresh delta log collects what changes
-// meanwhile; at most two such rounds), and the small remainder under the caller's exclusive
-// access, which then swaps the new clustering in. A build that fails (k-means refused its
-// input) is counted (build_failures(), last_build_error()) and retried once the shard has grown
-// by an eighth since; it never blocks searches, which keep the clustering they had.
+// when it holds more than kSwapRemainder ids, in a second background round (the build thread
+// reads the changed vectors under the internal mutex and encodes them while a fresh delta log
+// collects what changes meanwhile; at most two such rounds), and the small remainder under the
+// caller's exclusive access, which then swaps the new clustering in. A build that fails (k-means
+// refused its input) is counted (build_failures(), last_build_error()) and retried once the shard
+// has grown by an eighth since; it never blocks searches, which keep the clustering they had.
 //
 // Distances are "smaller is closer" (index::Distance): squared L2, or the negative inner product.
 // Thread safety: Search, SearchExact, size, clustered, lists, rebuilding, rebuild_ready,
 // build_failures and last_build_error may run concurrently with each other (the cache's reader
 // lock); every other method needs exclusive access (the cache's writer lock). The background
-// build thread shares no state with them but its own (the snapshot and the new clustering); the
-// destructor waits for it.
+// build thread reads the stored vectors under rows_mu_ (which Add and Remove take while they
+// change them; searches, under the caller's shared lock, never run beside those) and otherwise
+// owns only its new clustering; the destructor cancels and waits for it.
 #ifndef SHOAL_CACHE_SHARD_INDEX_H_
 #define SHOAL_CACHE_SHARD_INDEX_H_
 
@@ -56,10 +61,12 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
 #include "base/aligned_vector.h"
 #include "index/clustering/kmeans.h"
 #include "index/flat/flat_index.h"
 #include "index/quantization/rabitq.h"
+#include "index/topk.h"
 #include "index/vector_index.h"
 
 namespace shoal::cache {
@@ -76,8 +83,9 @@ class ShardIndex {
     double lists_per_sqrt = 2;
     double regrow = 2.0;  // rebuild once size() reaches regrow x the size at the last build
     uint64_t seed = 1;    // k-means seed
-    // Tests: called on the build thread with "start" (before any work) and "trained" (once
-    // the new centroids are final), to hold a build in flight at either point.
+    // Tests: called on the build thread with "start" (before any work), "trained" (once the
+    // new centroids are final) and "chunk" (after each chunk of rows encoded, before the
+    // next), to hold a build in flight at any of those points.
     std::function<void(std::string_view stage)> build_hook;
   };
 
@@ -139,8 +147,12 @@ class ShardIndex {
   // Up to k vectors near `query`, closest first (ties: smaller id), with exact distances:
   // exact search while not clustered, the probed lists' best candidates reranked otherwise.
   std::vector<index::Neighbor> Search(const float* query, size_t k) const;
+  // The same into *out (cleared first): with the thread's scratch buffers, a clustered search
+  // allocates nothing once *out and the buffers are warm.
+  void Search(const float* query, size_t k, std::vector<index::Neighbor>* out) const;
   // The exact k nearest (a flat scan of every vector).
   std::vector<index::Neighbor> SearchExact(const float* query, size_t k) const;
+  void SearchExact(const float* query, size_t k, std::vector<index::Neighbor>* out) const;
 
  private:
   // One list: its entries' ids, |x|^2 (for inner-product ranking) and RaBitQ codes in the
@@ -184,23 +196,34 @@ class ShardIndex {
   uint32_t NearestList(const Clustering& c, const float* vector) const;
   // Sets c->codec and c->rotated from c->centroids, and makes one empty list per centroid.
   void MakeCodec(Clustering* c) const;
-  // The build thread's work: trains on the snapshot and encodes it into b->next (false: failed
-  // or cancelled), then (RunReplay) a handed-over delta log.
+  // The build thread's work: trains on a sample of the rows and encodes them into b->next (status:
+  // failed or cancelled), then (RunReplay) a handed-over delta log.
   void RunBuild(Build* b) const;
   void RunReplay(Build* b) const;
   // Hands the delta log of the finished build to a background round (AdoptRebuild).
   void StartReplay();
   absl::Status Train(Build* b) const;
   absl::Status TrainCentroids(Build* b, index::ClusteringBackend& backend) const;
+  // Assigns and encodes rows [begin, begin + 1,024) of the shard into b->next; *more = false
+  // once the rows (as many as the build started with, or the shard holds now) are all read.
+  absl::Status EncodeChunk(Build* b, index::ClusteringBackend& backend, size_t begin,
+                           bool* more) const;
+  // Copies rows [begin, min(end, size())) (ids and vectors) under rows_mu_; returns how many.
+  size_t CopyRows(size_t begin, size_t end, uint64_t* ids, float* rows) const;
   // Notes a change of `id` in the delta log of the build in flight (if any).
   void Touch(uint64_t id, const float* vector);
-  // The approximate rank of every code in the probed lists, the best `want` kept.
-  std::vector<std::pair<float, uint64_t>> Candidates(const float* query, size_t want) const;
+  // The approximate rank of every code in the probed lists, the best `want` kept, closest
+  // first (the calling thread's buffer: valid until its next Candidates call).
+  const std::vector<index::TopK<uint64_t>::Entry>& Candidates(const float* query,
+                                                              size_t want) const;
 
   const size_t dimension_;
   const index::Metric metric_;
   const Options options_;
   bool auto_cluster_ = true;
+  // Held by Add and Remove while they change vectors_, and (shared) by the build thread while
+  // it copies rows; searches read vectors_ under the caller's shared lock only.
+  mutable absl::Mutex rows_mu_;
   index::FlatIndex vectors_;
   Clustering live_;               // empty while exact
   std::unique_ptr<Build> build_;  // in flight (or finished, not yet swapped in)

@@ -1,6 +1,6 @@
-// ShardIndex's background builds (shard_index.h, "Rebuilds"): the snapshot, the build thread
-// (k-means, assignment, encoding), the background replay rounds of the delta log, the swap, and
-// the process-wide bound on builds at once.
+// ShardIndex's background builds (shard_index.h, "Rebuilds"): the build thread (k-means,
+// assignment, encoding of the rows it reads in chunks), the background replay rounds of the
+// delta log, the swap, and the process-wide bound on builds at once.
 #include <algorithm>
 #include <atomic>
 #include <cmath>
@@ -10,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
+#include "base/status_macros.h"
 #include "cache/shard_index.h"
 
 namespace shoal::cache {
@@ -82,30 +83,22 @@ size_t ShardIndex::MaxConcurrentBuilds() { return BuildSlots::Get().limit(); }
 
 struct ShardIndex::Build {
   static constexpr uint32_t kUnknown = ~uint32_t{0};
-  static constexpr size_t kGone = ~size_t{0};
-  // The snapshot (the thread frees it once encoded).
-  std::vector<uint64_t> ids;
-  std::vector<float> rows;
-  size_t snapshot = 0;  // vectors in it
+  // Rows 0..snapshot-1 of the shard when the build started: the thread reads them (as they are
+  // then, under rows_mu_) in chunks; what changed since is in the delta log.
+  size_t snapshot = 0;
   // The thread's. The owner reads next.centroids once `trained`, everything once `finished`.
   Clustering next;
-  absl::Status status;  // OK: `next` holds every snapshot vector
+  absl::Status status;  // OK: `next` holds every vector of the rows walked
   std::atomic<bool> trained{false};
   std::atomic<bool> cancel{false};
   std::unique_ptr<absl::Notification> finished = std::make_unique<absl::Notification>();
   size_t rounds = 0;  // background replay rounds started (StartReplay)
-  // The owner's delta log: ids changed since the snapshot (or since the last replay round was
-  // handed over) -> their list in `next` (kUnknown: not known yet, or removed).
+  // The owner's delta log: ids changed since the build started (or since the last replay round
+  // was handed over) -> their list in `next` (kUnknown: not known yet, or removed).
   absl::flat_hash_map<uint64_t, uint32_t> touched;
-  // A replay round's input: each changed id, its list, and its row in replay_rows (kGone:
-  // removed).
-  struct Change {
-    uint64_t id;
-    uint32_t list;
-    size_t row;
-  };
-  std::vector<Change> replay;
-  std::vector<float> replay_rows;
+  // A replay round's input: each changed id and its list (the thread reads its vector, or finds
+  // it gone, under rows_mu_).
+  std::vector<std::pair<uint64_t, uint32_t>> replay;
   std::unique_ptr<Hint> hint;  // ImportModel's, instead of training
   std::thread thread;
 };
@@ -137,18 +130,23 @@ void ShardIndex::Rebuild() {
     Unclustered();
     return;
   }
+  // No copy here: the thread reads the rows in chunks under rows_mu_ (CopyRows).
   auto b = std::make_unique<Build>();
   b->snapshot = n;
-  b->ids.resize(n);
-  b->rows.resize(n * dimension_);
-  for (size_t row = 0; row < n; ++row) {
-    b->ids[row] = vectors_.IdAt(row);
-    std::memcpy(b->rows.data() + row * dimension_, vectors_.RowAt(row), dimension_ * sizeof(float));
-  }
   b->hint = std::move(hint_);
   Build* raw = b.get();
   build_ = std::move(b);
   build_->thread = std::thread([this, raw] { RunBuild(raw); });
+}
+
+size_t ShardIndex::CopyRows(size_t begin, size_t end, uint64_t* ids, float* rows) const {
+  absl::ReaderMutexLock lock(&rows_mu_);
+  end = std::min(end, vectors_.size());
+  for (size_t row = begin; row < end; ++row) {
+    ids[row - begin] = vectors_.IdAt(row);
+    std::memcpy(rows + (row - begin) * dimension_, vectors_.RowAt(row), dimension_ * sizeof(float));
+  }
+  return end > begin ? end - begin : 0;
 }
 
 bool ShardIndex::AdoptRebuild() {
@@ -183,18 +181,7 @@ bool ShardIndex::AdoptRebuild() {
 
 void ShardIndex::StartReplay() {
   Build* b = build_.get();
-  b->replay.clear();
-  b->replay_rows.clear();
-  b->replay.reserve(b->touched.size());
-  for (const auto& [id, list] : b->touched) {
-    const float* v = vectors_.Vector(id);
-    size_t row = Build::kGone;
-    if (v != nullptr) {
-      row = b->replay_rows.size() / dimension_;
-      b->replay_rows.insert(b->replay_rows.end(), v, v + dimension_);
-    }
-    b->replay.push_back({.id = id, .list = list, .row = row});
-  }
+  b->replay.assign(b->touched.begin(), b->touched.end());
   b->touched.clear();
   ++b->rounds;
   b->finished = std::make_unique<absl::Notification>();
@@ -202,19 +189,31 @@ void ShardIndex::StartReplay() {
 }
 
 void ShardIndex::RunReplay(Build* b) const {
-  for (size_t i = 0; i < b->replay.size(); ++i) {
-    if (i % kAssignChunk == 0 && b->cancel.load(std::memory_order_relaxed)) {
+  std::vector<float> rows(kAssignChunk * dimension_);
+  std::vector<bool> present(kAssignChunk);
+  for (size_t begin = 0; begin < b->replay.size(); begin += kAssignChunk) {
+    if (b->cancel.load(std::memory_order_relaxed)) {
       b->status = absl::CancelledError("index build: cancelled");
       break;
     }
-    const Build::Change& c = b->replay[i];
-    Drop(&b->next, c.id);
-    if (c.row == Build::kGone) continue;
-    const float* v = b->replay_rows.data() + c.row * dimension_;
-    Encode(&b->next, c.id, v, c.list != Build::kUnknown ? c.list : NearestList(b->next, v));
+    const size_t m = std::min(kAssignChunk, b->replay.size() - begin);
+    {
+      absl::ReaderMutexLock lock(&rows_mu_);  // the vectors as they are now
+      for (size_t j = 0; j < m; ++j) {
+        const float* v = vectors_.Vector(b->replay[begin + j].first);
+        present[j] = v != nullptr;
+        if (v != nullptr) std::memcpy(rows.data() + j * dimension_, v, dimension_ * sizeof(float));
+      }
+    }
+    for (size_t j = 0; j < m; ++j) {
+      const auto [id, list] = b->replay[begin + j];
+      Drop(&b->next, id);
+      if (!present[j]) continue;
+      const float* v = rows.data() + j * dimension_;
+      Encode(&b->next, id, v, list != Build::kUnknown ? list : NearestList(b->next, v));
+    }
   }
   b->replay = {};
-  b->replay_rows = {};
   b->finished->Notify();
 }
 
@@ -233,8 +232,6 @@ void ShardIndex::RunBuild(Build* b) const {
   } else {
     b->status = absl::CancelledError("index build: cancelled");
   }
-  b->ids = {};  // the snapshot is no longer needed
-  b->rows = {};
   b->finished->Notify();
 }
 
@@ -251,14 +248,17 @@ void ShardIndex::MakeCodec(Clustering* c) const {
 }
 
 absl::Status ShardIndex::TrainCentroids(Build* b, index::ClusteringBackend& backend) const {
-  const size_t n = b->ids.size();
+  const size_t n = b->snapshot;
   const size_t d = dimension_;
   const size_t k = ListsFor(n, options_.lists_per_sqrt);
-  // A deterministic, evenly spread sample of the snapshot.
-  const size_t sample = std::min(n, kSamplePerList * k);
-  std::vector<float> x(sample * d);
-  for (size_t i = 0; i < sample; ++i) {
-    std::memcpy(x.data() + i * d, b->rows.data() + (i * n / sample) * d, d * sizeof(float));
+  // A deterministic, evenly spread sample of the rows (fewer if rows went meanwhile).
+  const size_t want = std::min(n, kSamplePerList * k);
+  std::vector<float> x(want * d);
+  size_t sample = 0;
+  uint64_t id = 0;
+  for (size_t i = 0; i < want; ++i) {
+    const size_t row = i * n / want;
+    sample += CopyRows(row, row + 1, &id, x.data() + sample * d);
   }
   index::KMeansOptions o{.k = static_cast<uint32_t>(k),
                          .iterations = kIterations,
@@ -277,8 +277,6 @@ absl::Status ShardIndex::TrainCentroids(Build* b, index::ClusteringBackend& back
 }
 
 absl::Status ShardIndex::Train(Build* b) const {
-  const size_t n = b->ids.size();
-  const size_t d = dimension_;
   std::unique_ptr<index::ClusteringBackend> backend = index::MakeCpuClusteringBackend(1);
   Clustering& next = b->next;
   if (b->hint != nullptr) {  // a persisted model: no training, known ids keep their lists
@@ -288,44 +286,59 @@ absl::Status ShardIndex::Train(Build* b) const {
     return s;
   }
   MakeCodec(&next);
-  const size_t k = next.lists.size();
   b->trained.store(true, std::memory_order_release);  // centroids final from here
   if (options_.build_hook) options_.build_hook("trained");
-  std::vector<uint32_t> list_of(n);
-  std::vector<size_t> todo;  // rows whose list is unknown
-  for (size_t row = 0; row < n; ++row) {
-    if (b->hint != nullptr) {
-      auto it = b->hint->list_of.find(b->ids[row]);
-      if (it != b->hint->list_of.end() && it->second < k) {
-        list_of[row] = it->second;
-        continue;
-      }
-    }
-    todo.push_back(row);
-  }
-  std::vector<float> chunk(kAssignChunk * d), distances(kAssignChunk);
-  std::vector<uint32_t> labels(kAssignChunk);
-  for (size_t begin = 0; begin < todo.size(); begin += kAssignChunk) {
+  next.slot.reserve(b->snapshot);
+  for (size_t begin = 0; begin < b->snapshot; begin += kAssignChunk) {
     if (b->cancel.load(std::memory_order_relaxed)) {
       return absl::CancelledError("index build: cancelled");
     }
-    const size_t m = std::min(kAssignChunk, todo.size() - begin);
-    for (size_t j = 0; j < m; ++j) {
-      std::memcpy(chunk.data() + j * d, b->rows.data() + todo[begin + j] * d, d * sizeof(float));
+    bool more = true;
+    SHOAL_RETURN_IF_ERROR(EncodeChunk(b, *backend, begin, &more));
+    if (!more) break;
+    if (options_.build_hook) options_.build_hook("chunk");
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ShardIndex::EncodeChunk(Build* b, index::ClusteringBackend& backend, size_t begin,
+                                     bool* more) const {
+  const size_t d = dimension_;
+  Clustering& next = b->next;
+  const size_t k = next.lists.size();
+  thread_local std::vector<uint64_t> ids;
+  thread_local std::vector<float> rows, todo_rows, distances;
+  thread_local std::vector<uint32_t> list_of, labels;
+  thread_local std::vector<size_t> todo;  // chunk rows whose list is unknown
+  ids.resize(kAssignChunk), rows.resize(kAssignChunk * d), todo_rows.resize(kAssignChunk * d);
+  distances.resize(kAssignChunk), list_of.resize(kAssignChunk), labels.resize(kAssignChunk);
+  const size_t m =
+      CopyRows(begin, std::min(begin + kAssignChunk, b->snapshot), ids.data(), rows.data());
+  *more = m == kAssignChunk;
+  todo.clear();
+  for (size_t j = 0; j < m; ++j) {
+    if (b->hint != nullptr) {
+      auto it = b->hint->list_of.find(ids[j]);
+      if (it != b->hint->list_of.end() && it->second < k) {
+        list_of[j] = it->second;
+        continue;
+      }
     }
-    absl::Status s = backend->AssignTopM(chunk.data(), m, next.centroids.data(), k, d, 1, nullptr,
-                                         labels.data(), distances.data());
+    std::memcpy(todo_rows.data() + todo.size() * d, rows.data() + j * d, d * sizeof(float));
+    todo.push_back(j);
+  }
+  if (!todo.empty()) {
+    absl::Status s = backend.AssignTopM(todo_rows.data(), todo.size(), next.centroids.data(), k, d,
+                                        1, nullptr, labels.data(), distances.data());
     if (!s.ok()) {
       return absl::Status(s.code(), absl::StrCat("index build: assignment: ", s.message()));
     }
-    for (size_t j = 0; j < m; ++j) list_of[todo[begin + j]] = labels[j];
+    for (size_t t = 0; t < todo.size(); ++t) list_of[todo[t]] = labels[t];
   }
-  next.slot.reserve(n);
-  for (size_t row = 0; row < n; ++row) {
-    if (row % kAssignChunk == 0 && b->cancel.load(std::memory_order_relaxed)) {
-      return absl::CancelledError("index build: cancelled");
-    }
-    Encode(&next, b->ids[row], b->rows.data() + row * d, list_of[row]);
+  for (size_t j = 0; j < m; ++j) {
+    // A row the walk met twice (moved by a removal, then re-added) is encoded once.
+    Drop(&next, ids[j]);
+    Encode(&next, ids[j], rows.data() + j * d, list_of[j]);
   }
   return absl::OkStatus();
 }

@@ -301,6 +301,41 @@ TEST(ShardIndexTest, ManyChangesDuringABuildReplayInABackgroundRound) {
   }
 }
 
+// The build reads the rows in chunks while stores and removals go on: a removal moves the last
+// row (not yet read) into a hole the walk has passed; the moved vectors must still be in the
+// swapped-in clustering (each once), and the removed ones gone.
+TEST(ShardIndexTest, RowsMovedBehindTheBuildsWalkAreStillEncoded) {
+  BuildLatch latch("chunk");  // after the first 1,024 rows
+  ShardIndex::Options o{.cluster_at = 256, .probes = 1'000'000, .rerank = 1'000'000};
+  o.regrow = 100;  // one build only
+  o.build_hook = latch.Hook();
+  ShardIndex index(kDim, index::Metric::kL2, o);
+  const std::vector<float> v = Blobs(3000, 16, base::TestSeed());
+  index.SetAutoCluster(false);
+  Fill(&index, v);  // id i + 1 in row i
+  index.SetAutoCluster(true);
+  latch.WaitReached();
+  // Rows 0..99 (read) lose their ids; rows 2900..2999 (unread) move into them.
+  for (uint64_t id = 1; id <= 100; ++id) ASSERT_TRUE(index.Remove(id));
+  index.Add(5000, v.data() + 1500 * kDim);  // a new row beside the walk
+  latch.Release();
+  index.WaitForRebuild();
+  ASSERT_TRUE(index.clustered());
+  for (size_t i = 0; i < 3000; ++i) {
+    const auto a = index.Search(v.data() + i * kDim, 3);
+    ASSERT_GE(a.size(), 2u);
+    if (i < 100) {
+      EXPECT_GT(a[0].distance, 0.0f) << "removed id " << i + 1 << " found";
+      continue;
+    }
+    EXPECT_EQ(a[0].distance, 0.0f) << "vector " << i + 1 << " lost";
+    const uint64_t want = i == 1500 ? std::min<uint64_t>(i + 1, 5000) : i + 1;
+    EXPECT_EQ(a[0].id, want) << "vector " << i + 1;
+    // Each id once: the second result is a different id (or the twin added as 5000).
+    EXPECT_NE(a[1].id, a[0].id) << "vector " << i + 1 << " encoded twice";
+  }
+}
+
 // A build k-means refuses (non-finite vectors) is counted with its error, leaves the shard
 // searching exactly, and is retried only once the shard has grown by an eighth since.
 TEST(ShardIndexTest, AFailedBuildIsCountedAndRetriedOnceGrownByAnEighth) {

@@ -60,6 +60,21 @@ class TopK {
     return std::exchange(heap_, {});
   }
 
+  // Empties it for reuse with a new k, keeping its storage (no allocation once it has held k
+  // entries): a thread_local TopK reused per query allocates nothing.
+  void Reset(size_t k) {
+    k_ = k;
+    heap_.clear();
+    heap_.reserve(k);
+  }
+
+  // The kept entries, closest first (ties: smaller id first), sorted in place: valid until the
+  // next Reset, which must come before any further Push.
+  const std::vector<Entry>& SortInPlace() {
+    std::sort_heap(heap_.begin(), heap_.end(), Less);
+    return heap_;
+  }
+
   // Orders by (distance, id): "a is closer than b".
   static bool Less(const Entry& a, const Entry& b) {
     return a.distance < b.distance || (a.distance == b.distance && a.id < b.id);
