@@ -137,7 +137,7 @@ std::vector<CacheInfo> CacheCatalog::List() {
 
 absl::StatusOr<std::shared_ptr<SemanticCache>> CacheCatalog::Find(std::string_view name) {
   absl::MutexLock lock(&mu_);
-  auto it = caches_.find(std::string(name));
+  auto it = caches_.find(absl::string_view(name.data(), name.size()));  // no copy
   if (it == caches_.end()) {
     if (auto q = quarantined_.find(std::string(name)); q != quarantined_.end()) {
       return absl::DataLossError(absl::StrCat(

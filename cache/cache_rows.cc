@@ -1,11 +1,14 @@
 #include "cache/cache_rows.h"
 
+#include <algorithm>
 #include <bit>
 #include <cstring>
+#include <iterator>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "base/status_macros.h"
 #include "storage/records/record_codec.h"
 
 namespace shoal {
@@ -31,12 +34,13 @@ void PutString(std::string* out, std::string_view s) {
   out->append(s);
 }
 
-// Reads a length-prefixed string from *in; false when the bytes run out.
+// Reads a length-prefixed string from *in (into *out unless null); false when the bytes run
+// out.
 bool GetString(std::string_view* in, std::string* out) {
   if (in->size() < 4) return false;
   const uint32_t n = storage::GetFixed32BE(in->data());
   if (in->size() - 4 < n) return false;
-  out->assign(in->data() + 4, n);
+  if (out != nullptr) out->assign(in->data() + 4, n);
   in->remove_prefix(4 + n);
   return true;
 }
@@ -63,6 +67,11 @@ std::string PolicyKey(std::string_view cache, std::string_view category) {
 }
 std::string EntryPrefix(std::string_view cache) { return std::string(cache) + "/e/"; }
 std::string EntryKey(std::string_view cache, uint64_t id) { return WithId(EntryPrefix(cache), id); }
+void AppendEntryKey(std::string_view cache, uint64_t id, std::string* key) {
+  key->append(cache);
+  key->append("/e/");
+  storage::PutFixed64BE(key, id);
+}
 std::string MetaPrefix(std::string_view cache) { return std::string(cache) + "/m/"; }
 std::string MetaKey(std::string_view cache, uint64_t id) { return WithId(MetaPrefix(cache), id); }
 std::string NextIdKey(std::string_view cache) { return std::string(cache) + "/n"; }
@@ -123,29 +132,56 @@ std::string EncodeEntry(const StoredEntry& e) {
   return out;
 }
 
-absl::StatusOr<StoredEntry> DecodeEntry(uint64_t id, std::string_view b, uint32_t dimension) {
+namespace {
+
+// Parses an entry row into *e, or (e null) checks it and copies only the response into
+// *response.
+absl::Status ParseEntry(uint64_t id, std::string_view b, uint32_t dimension, StoredEntry* e,
+                        std::string* response) {
   const size_t size = b.size();
   if (b.empty() || b[0] != kEntryVersion) return Corrupt("entry", id, size);
   b.remove_prefix(1);
-  StoredEntry e;
-  e.id = id;
-  for (std::string* s : {&e.partition.tenant, &e.partition.model, &e.partition.params_fingerprint,
-                         &e.partition.context_hash, &e.category, &e.prompt_hash}) {
+  std::string* strings[6] = {};  // null: checked, not copied
+  if (e != nullptr) {
+    std::string* all[] = {
+        &e->partition.tenant,       &e->partition.model, &e->partition.params_fingerprint,
+        &e->partition.context_hash, &e->category,        &e->prompt_hash};
+    std::copy(std::begin(all), std::end(all), strings);
+  }
+  for (std::string* s : strings) {
     if (!GetString(&b, s)) return Corrupt("entry", id, size);
   }
   uint64_t created = 0;
   if (!GetU64(&b, &created) || b.size() < 4) return Corrupt("entry", id, size);
-  e.created_us = static_cast<int64_t>(created);
   const uint32_t dim = storage::GetFixed32BE(b.data());
   b.remove_prefix(4);
   if (dim != dimension || b.size() < size_t{dim} * sizeof(float)) {
     return Corrupt("entry", id, size);
   }
-  e.vector.resize(dim);
-  std::memcpy(e.vector.data(), b.data(), size_t{dim} * sizeof(float));
+  if (e != nullptr) {
+    e->id = id;
+    e->created_us = static_cast<int64_t>(created);
+    e->vector.resize(dim);
+    std::memcpy(e->vector.data(), b.data(), size_t{dim} * sizeof(float));
+  }
   b.remove_prefix(size_t{dim} * sizeof(float));
-  if (!GetString(&b, &e.response) || !b.empty()) return Corrupt("entry", id, size);
+  if (!GetString(&b, e != nullptr ? &e->response : response) || !b.empty()) {
+    return Corrupt("entry", id, size);
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<StoredEntry> DecodeEntry(uint64_t id, std::string_view b, uint32_t dimension) {
+  StoredEntry e;
+  SHOAL_RETURN_IF_ERROR(ParseEntry(id, b, dimension, &e, nullptr));
   return e;
+}
+
+absl::Status DecodeEntryResponse(uint64_t id, std::string_view bytes, uint32_t dimension,
+                                 std::string* response) {
+  return ParseEntry(id, bytes, dimension, nullptr, response);
 }
 
 std::string EncodeMeta(const EntryMeta& m) {

@@ -32,6 +32,7 @@ std::string PolicyPrefix(std::string_view cache);
 std::string PolicyKey(std::string_view cache, std::string_view category);
 std::string EntryPrefix(std::string_view cache);
 std::string EntryKey(std::string_view cache, uint64_t id);
+void AppendEntryKey(std::string_view cache, uint64_t id, std::string* key);  // EntryKey, appended
 std::string MetaPrefix(std::string_view cache);
 std::string MetaKey(std::string_view cache, uint64_t id);
 std::string NextIdKey(std::string_view cache);
@@ -65,6 +66,9 @@ absl::StatusOr<CacheSpec> DecodeSpec(std::string_view name, std::string_view byt
 std::string EncodeEntry(const StoredEntry& entry);
 // DataLoss naming the entry when the row is not an entry of `dimension` floats.
 absl::StatusOr<StoredEntry> DecodeEntry(uint64_t id, std::string_view bytes, uint32_t dimension);
+// The same checks, copying only the response into *response (a hit's read).
+absl::Status DecodeEntryResponse(uint64_t id, std::string_view bytes, uint32_t dimension,
+                                 std::string* response);
 std::string EncodeMeta(const EntryMeta& meta);
 absl::StatusOr<EntryMeta> DecodeMeta(uint64_t id, std::string_view bytes);
 std::string EncodeU64(uint64_t v);

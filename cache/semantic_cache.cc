@@ -19,13 +19,18 @@ constexpr size_t kFirstCandidates = 8;  // nearest entries looked at before wide
 
 }  // namespace
 
-std::string ShardKey(const CachePartition& p, std::string_view category) {
-  std::string key;
+void AppendShardKey(const CachePartition& p, std::string_view category, std::string* key) {
   for (std::string_view s :
        {std::string_view(p.tenant), std::string_view(p.model),
         std::string_view(p.params_fingerprint), std::string_view(p.context_hash), category}) {
-    absl::StrAppend(&key, s.size(), ":", std::string(s));
+    absl::StrAppend(key, s.size(), ":");
+    key->append(s);
   }
+}
+
+std::string ShardKey(const CachePartition& p, std::string_view category) {
+  std::string key;
+  AppendShardKey(p, category, &key);
   return key;
 }
 
@@ -72,14 +77,13 @@ absl::Status SemanticCache::ValidateRequest(const CacheLookupRequest& r,
   return absl::OkStatus();
 }
 
-std::vector<float> SemanticCache::Prepare(std::span<const float> v) const {
-  std::vector<float> out(v.begin(), v.end());
-  if (spec_.metric != Metric::kCosine) return out;
+void SemanticCache::Prepare(std::span<const float> v, std::vector<float>* out) const {
+  out->assign(v.begin(), v.end());
+  if (spec_.metric != Metric::kCosine) return;
   double norm2 = 0;
-  for (float x : out) norm2 += double{x} * x;
+  for (float x : *out) norm2 += double{x} * x;
   const float norm = static_cast<float>(std::sqrt(norm2));
-  for (float& x : out) x /= norm;
-  return out;
+  for (float& x : *out) x /= norm;
 }
 
 std::string SemanticCache::PromptHashOf(const CacheLookupRequest& r) {
@@ -105,8 +109,9 @@ float SemanticCache::ThresholdOf(const Entry& e, const Category& c, double load)
 std::pair<SemanticCache::Entry*, float> SemanticCache::Nearest(const Shard& shard,
                                                                const float* query, bool served_only,
                                                                int64_t now, double load) {
+  thread_local std::vector<index::Neighbor> found;  // the thread's buffer: no allocation
   // The first served entry of `found` (closest first), with its similarity.
-  auto first_served = [&](const std::vector<index::Neighbor>& found) -> std::pair<Entry*, float> {
+  auto first_served = [&]() -> std::pair<Entry*, float> {
     for (const index::Neighbor& n : found) {
       Entry* e = entries_.at(n.id).get();
       if (!served_only || Served(*e, *shard.category, load, now)) {
@@ -117,12 +122,14 @@ std::pair<SemanticCache::Entry*, float> SemanticCache::Nearest(const Shard& shar
   };
   // A clustered shard: its candidates (exact similarities). None served: the exact path.
   if (shard.index.clustered()) {
-    auto best = first_served(shard.index.Search(query, kFirstCandidates));
+    shard.index.Search(query, kFirstCandidates, &found);
+    auto best = first_served();
     if (best.first != nullptr) return best;
   }
   const size_t size = shard.index.size();
   for (size_t k = std::min(kFirstCandidates, size); k > 0; k = std::min(k * 8, size)) {
-    auto best = first_served(shard.index.SearchExact(query, k));
+    shard.index.SearchExact(query, k, &found);
+    auto best = first_served();
     if (best.first != nullptr || k == size) return best;
   }
   return {nullptr, std::numeric_limits<float>::quiet_NaN()};
@@ -173,15 +180,15 @@ SemanticCache::Entry* SemanticCache::Decide(const Category& c, const Shard* shar
 }
 
 absl::Status SemanticCache::ReadResponse(uint64_t id, std::string* response) const {
-  SHOAL_ASSIGN_OR_RETURN(std::optional<std::string> row,
-                         store_->GetCacheRow(EntryKey(spec_.name, id)));
-  if (!row.has_value()) {
+  thread_local std::string key, row;  // the thread's buffers: only *response allocates
+  key.clear();
+  AppendEntryKey(spec_.name, id, &key);
+  SHOAL_ASSIGN_OR_RETURN(const bool found, store_->GetCacheRow(key, &row));
+  if (!found) {
     return absl::DataLossError(
         absl::StrCat("cache '", spec_.name, "': entry ", id, " is in RAM but its row is missing"));
   }
-  SHOAL_ASSIGN_OR_RETURN(StoredEntry stored, DecodeEntry(id, *row, spec_.dimension));
-  *response = std::move(stored.response);
-  return absl::OkStatus();
+  return DecodeEntryResponse(id, row, spec_.dimension, response);
 }
 
 absl::Status SemanticCache::RefreshTtl(uint64_t id) {
@@ -226,7 +233,8 @@ absl::Status SemanticCache::LookupLocked(const CacheLookupRequest& request, cons
 absl::StatusOr<CacheLookupResult> SemanticCache::Lookup(const CacheLookupRequest& request) {
   const auto start = std::chrono::steady_clock::now();
   SHOAL_RETURN_IF_ERROR(ValidateRequest(request, ""));
-  const std::vector<float> query = Prepare(request.embedding);
+  thread_local std::vector<float> query;  // the thread's buffer: no allocation
+  Prepare(request.embedding, &query);
   const std::string hash = PromptHashOf(request);
   const double load = loads_->Get(request.partition.model);
   CacheLookupResult r;
@@ -297,7 +305,8 @@ absl::StatusOr<uint64_t> SemanticCache::Store(const CacheStoreRequest& request, 
   if (request.response.size() > kMaxResponseBytes) {
     return absl::InvalidArgumentError("response: over 16 MiB");
   }
-  const std::vector<float> vector = Prepare(q.embedding);
+  std::vector<float> vector;
+  Prepare(q.embedding, &vector);
   const std::string hash = PromptHashOf(q);
   const uint64_t response_hash = Fnv1a64(request.response);
   absl::MutexLock lock(&mu_);

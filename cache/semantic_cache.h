@@ -140,7 +140,7 @@ class SemanticCache {
 
   // Validation and the query vector as searched (normalised under cosine).
   absl::Status ValidateRequest(const CacheLookupRequest& request, std::string_view field) const;
-  std::vector<float> Prepare(std::span<const float> embedding) const;
+  void Prepare(std::span<const float> embedding, std::vector<float>* out) const;
   static std::string PromptHashOf(const CacheLookupRequest& request);
   float Similarity(float distance) const;
 

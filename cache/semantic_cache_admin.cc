@@ -25,7 +25,7 @@ void ModelLoads::Set(std::string_view model, double load) {
 
 double ModelLoads::Get(std::string_view model) const {
   absl::MutexLock lock(&mu_);
-  auto it = loads_.find(std::string(model));
+  auto it = loads_.find(absl::string_view(model.data(), model.size()));  // no copy
   return it == loads_.end() ? 0.0 : it->second;
 }
 
@@ -200,7 +200,7 @@ CachePolicy SemanticCache::GetPolicy(std::string_view category) const {
 }
 
 SemanticCache::Category* SemanticCache::FindCategory(std::string_view name) const {
-  auto it = categories_.find(std::string(name));
+  auto it = categories_.find(absl::string_view(name.data(), name.size()));  // no copy
   return it == categories_.end() ? nullptr : it->second.get();
 }
 
@@ -217,7 +217,10 @@ SemanticCache::Category* SemanticCache::GetCategory(std::string_view name) {
 
 SemanticCache::Shard* SemanticCache::FindShard(const CachePartition& partition,
                                                std::string_view category) const {
-  auto it = shards_.find(ShardKey(partition, category));
+  thread_local std::string key;  // the thread's buffer: no allocation once warm
+  key.clear();
+  AppendShardKey(partition, category, &key);
+  auto it = shards_.find(key);
   return it == shards_.end() ? nullptr : it->second.get();
 }
 

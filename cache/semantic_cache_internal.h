@@ -91,6 +91,8 @@ inline uint64_t EntryBytes(size_t dimension, size_t response, size_t prompt_hash
 }
 
 std::string ShardKey(const CachePartition& partition, std::string_view category);
+// Appends ShardKey(partition, category) to *key (lookups reuse a buffer).
+void AppendShardKey(const CachePartition& partition, std::string_view category, std::string* key);
 
 }  // namespace shoal::cache
 

@@ -274,6 +274,8 @@ class RecordStore {
       std::string_view prefix,
       const std::function<absl::Status(std::string_view key, std::string_view value)>& fn);
   absl::StatusOr<std::optional<std::string>> GetCacheRow(std::string_view key);
+  // The same into *value (its storage reused); false when there is no such row.
+  absl::StatusOr<bool> GetCacheRow(std::string_view key, std::string* value);
 
  private:
   RecordStore() = default;

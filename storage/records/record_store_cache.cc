@@ -63,6 +63,16 @@ absl::Status RecordStore::ScanCacheRows(
   return absl::OkStatus();
 }
 
+absl::StatusOr<bool> RecordStore::GetCacheRow(std::string_view key, std::string* value) {
+  thread_local std::string full;  // the thread's buffer: no allocation once warm
+  full.assign(kCacheRowPrefix);
+  full.append(key);
+  rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), catalog_, full, value);
+  if (s.IsNotFound()) return false;
+  if (!s.ok()) return FromRocks(s, "reading cache row");
+  return true;
+}
+
 absl::StatusOr<std::optional<std::string>> RecordStore::GetCacheRow(std::string_view key) {
   std::string value;
   rocksdb::Status s = db_->Get(rocksdb::ReadOptions(), catalog_, CacheRowKey(key), &value);
