@@ -226,6 +226,29 @@ Outcome Total(const PerCategory& per) {
   return t;
 }
 
+// Overloaded backend: the same learned peer without and with the load band; model calls, hit
+// and false-hit rates (per category too).
+absl::Status RunBackendPeers(DB& db, cache::FakeClock& clock, const Workload& w,
+                             const CacheBenchOptions& o) {
+  const size_t n = std::size(kCategories);
+  uint64_t calls_without = 0;
+  for (double band : {0.0, o.load_band}) {
+    Backend b{.qps = o.backend_qps, .band = band};
+    SHOAL_ASSIGN_OR_RETURN(PerCategory run,
+                           RunPeer(db, clock, w, o, std::vector(n, o.base_threshold), true, &b));
+    const Outcome t = Total(run);
+    if (band == 0) calls_without = b.calls;
+    std::printf(
+        "backend %.1f qps, band %.2f: model calls %llu (%+.1f%%), mean load %.2f, hit %.4f, "
+        "false %.4f\n",
+        o.backend_qps, band, static_cast<unsigned long long>(b.calls),
+        calls_without > 0 ? 100.0 * (static_cast<double>(b.calls) / calls_without - 1) : 0.0,
+        b.load_sum / static_cast<double>(w.queries.size()), t.hit_rate(), t.false_rate());
+    Print("backend", absl::StrFormat("band %.2f", band), run);
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 absl::Status RunCacheBench(const CacheBenchOptions& o) {
@@ -244,6 +267,12 @@ absl::Status RunCacheBench(const CacheBenchOptions& o) {
   std::printf("%-10s %-22s %s\n", "peer", "threshold(s)",
               "hit rate, false-hit rate (per category "
               "hit/false)");
+  if (o.backend_only) {
+    SHOAL_RETURN_IF_ERROR(RunBackendPeers(*db, clock, w, o));
+    db.reset();
+    if (o.dir.empty()) std::filesystem::remove_all(dir);
+    return absl::OkStatus();
+  }
   const size_t n = std::size(kCategories);
   SHOAL_ASSIGN_OR_RETURN(PerCategory exact, RunPeer(*db, clock, w, o, std::vector(n, 1.0), false));
   Print("exact", "1", exact);
@@ -292,20 +321,7 @@ absl::Status RunCacheBench(const CacheBenchOptions& o) {
                 static_cast<unsigned long long>(c.counters.false_hit_reports),
                 static_cast<unsigned long long>(c.counters.hits));
   }
-  if (o.backend_qps > 0) {
-    // Overloaded backend: the same learned peer without and with the load band.
-    for (double band : {0.0, o.load_band}) {
-      Backend b{.qps = o.backend_qps, .band = band};
-      SHOAL_ASSIGN_OR_RETURN(PerCategory run,
-                             RunPeer(*db, clock, w, o, std::vector(n, o.base_threshold), true, &b));
-      const Outcome t = Total(run);
-      std::printf(
-          "backend %.1f qps, band %.2f: model calls %llu, mean load %.2f, hit %.4f, "
-          "false %.4f\n",
-          o.backend_qps, band, static_cast<unsigned long long>(b.calls),
-          b.load_sum / static_cast<double>(w.queries.size()), t.hit_rate(), t.false_rate());
-    }
-  }
+  if (o.backend_qps > 0) SHOAL_RETURN_IF_ERROR(RunBackendPeers(*db, clock, w, o));
   const Outcome a = Total(adaptive);
   std::printf("best global threshold at false hits <= %.3f: %s (hit %.4f)\n", o.delta,
               best_t < 0 ? "none" : absl::StrFormat("%.2f", best_t / 100.0).c_str(),
@@ -343,6 +359,8 @@ void RegisterCacheCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--load-band", options->load_band,
                   "backend runs: how far thresholds may loosen under load (TTLs double)")
       ->capture_default_str();
+  cmd->add_flag("--backend-only", options->backend_only,
+                "with --backend-qps: only the backend runs (no sweep of peers)");
   auto latency = std::make_shared<CacheLatencyOptions>();
   cmd->add_option("--latency-entries", latency->entries,
                   "instead: lookup latency of one shard holding this many entries");

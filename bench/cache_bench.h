@@ -43,6 +43,7 @@ struct CacheBenchOptions {
   std::string dir;         // scratch (default: a fresh one under /tmp)
   double backend_qps = 0;  // > 0: also run the overloaded-backend comparison
   double load_band = 0.05;
+  bool backend_only = false;  // only the backend runs
 };
 
 absl::Status RunCacheBench(const CacheBenchOptions& options);

@@ -8,6 +8,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "cache/shard_index.h"
 #include "db/snapshot.h"
 #include "db/validation.h"
 
@@ -91,6 +92,9 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
   SHOAL_ASSIGN_OR_RETURN(db->store_, storage::RecordStore::Open(rocks_dir, store_options));
   SHOAL_ASSIGN_OR_RETURN(std::vector<storage::StoredCollection> catalog, db->store_->LoadCatalog());
   SHOAL_ASSIGN_OR_RETURN(auto aliases, db->store_->LoadAliases());
+  // The semantic caches' background index builds (process-wide: the last DB opened with a
+  // nonzero build_threads sets the bound), before the catalog's loads start any.
+  if (options.build_threads != 0) cache::ShardIndex::SetMaxConcurrentBuilds(options.build_threads);
   SHOAL_ASSIGN_OR_RETURN(db->caches_,
                          cache::CacheCatalog::Open(db->store_.get(), hooks.cache_clock != nullptr
                                                                          ? hooks.cache_clock
