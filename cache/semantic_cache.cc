@@ -113,7 +113,7 @@ std::pair<SemanticCache::Entry*, float> SemanticCache::Nearest(const Shard& shar
   // The first served entry of `found` (closest first), with its similarity.
   auto first_served = [&]() -> std::pair<Entry*, float> {
     for (const index::Neighbor& n : found) {
-      Entry* e = entries_.at(n.id).get();
+      Entry* e = entries_.At(n.id).get();
       if (!served_only || Served(*e, *shard.category, load, now)) {
         return {e, Similarity(n.distance)};
       }
@@ -156,7 +156,7 @@ SemanticCache::Entry* SemanticCache::Decide(const Category& c, const Shard* shar
   if (!hash.empty()) {
     auto it = shard->exact.find(hash);
     if (it != shard->exact.end()) {
-      Entry* x = entries_.at(it->second).get();
+      Entry* x = entries_.At(it->second).get();
       if (Served(*x, c, load, now)) {
         e = x;
         r->exact = r->hit = true;
@@ -194,9 +194,9 @@ absl::Status SemanticCache::ReadResponse(uint64_t id, std::string* response) con
 absl::Status SemanticCache::RefreshTtl(uint64_t id) {
   absl::MutexLock lock(&mu_);
   if (dropped_) return absl::OkStatus();
-  auto it = entries_.find(id);
-  if (it == entries_.end()) return absl::OkStatus();  // removed since: nothing to refresh
-  Entry* e = it->second.get();
+  const std::unique_ptr<Entry>* found = entries_.Find(id);
+  if (found == nullptr) return absl::OkStatus();  // removed since: nothing to refresh
+  Entry* e = found->get();
   const CachePolicy& policy = e->shard->category->policy;
   if (!policy.refresh_ttl_on_hit || policy.ttl_seconds <= 0) return absl::OkStatus();
   Category* c = e->shard->category;
@@ -272,13 +272,13 @@ std::vector<std::pair<uint64_t, SemanticCache::Removal>> SemanticCache::Victims(
   uint64_t total = c.counters.bytes + bytes;
   if (keep != 0) {
     --entries;
-    total -= entries_.at(keep)->bytes;
+    total -= entries_.At(keep)->bytes;
   }
   for (auto it = c.order.begin(); it != c.order.end();) {
     const bool over_entries = p.max_entries != 0 && entries > p.max_entries;
     const bool over_bytes = p.max_bytes != 0 && total > p.max_bytes;
     if (!over_entries && !over_bytes) break;
-    Entry* e = entries_.at(it->second).get();
+    Entry* e = entries_.At(it->second).get();
     if (const auto fresh = OrderKey(*e, p.eviction); fresh != *it) {
       // Hit since it was ordered: its key only grew, past everything already visited; look at
       // it again where it lands (next, if it lands before the following entry).
@@ -392,12 +392,12 @@ absl::StatusOr<uint64_t> SemanticCache::Store(const CacheStoreRequest& request, 
 absl::Status SemanticCache::Feedback(const CacheFeedbackReport& report) {
   absl::MutexLock lock(&mu_);
   SHOAL_RETURN_IF_ERROR(CheckLive());
-  auto it = entries_.find(report.entry_id);
-  if (it == entries_.end()) {
+  const std::unique_ptr<Entry>* found = entries_.Find(report.entry_id);
+  if (found == nullptr) {
     return absl::NotFoundError(absl::StrCat("feedback.entry_id: no entry ", report.entry_id,
                                             " in cache '", spec_.name, "'"));
   }
-  Entry* e = it->second.get();
+  Entry* e = found->get();
   float sim = static_cast<float>(report.similarity);
   if (std::isnan(sim)) sim = e->last_similarity.load(std::memory_order_relaxed);
   const bool wrong = report.verdict == CacheVerdict::kWrong;

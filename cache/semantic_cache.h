@@ -53,6 +53,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "base/sharded_hash.h"
 #include "cache/cache_rows.h"
 #include "cache/clock.h"
 #include "cache/threshold_learning.h"
@@ -218,7 +219,9 @@ class SemanticCache {
   CachePolicy default_raw_ ABSL_GUARDED_BY(mu_);     // as set
   absl::flat_hash_map<std::string, std::unique_ptr<Category>> categories_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<std::string, std::unique_ptr<Shard>> shards_ ABSL_GUARDED_BY(mu_);
-  absl::flat_hash_map<uint64_t, std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
+  // Sharded 256 ways: a store that grows it rehashes 1/256 of the entries, not all of them
+  // under the writer lock (0.5 s of CPU at 917,504 entries, the slowest store of a 1M fill).
+  base::ShardedHashMap<uint64_t, std::unique_ptr<Entry>> entries_ ABSL_GUARDED_BY(mu_);
   LatencyHistogram latency_;
 };
 

@@ -258,13 +258,14 @@ void SemanticCache::Insert(std::unique_ptr<Entry> e, const float* vector) {
   c->expiry.insert({e->meta.ttl_start_us, e->id});
   Bump(s, &AtomicCounters::entries);
   Bump(s, &AtomicCounters::bytes, e->bytes);
-  entries_[e->id] = std::move(e);
+  const uint64_t id = e->id;
+  entries_.Set(id, std::move(e));
 }
 
 void SemanticCache::Remove(uint64_t id, Removal why) {
-  auto it = entries_.find(id);
-  if (it == entries_.end()) return;
-  Entry* e = it->second.get();
+  const std::unique_ptr<Entry>* found = entries_.Find(id);
+  if (found == nullptr) return;
+  Entry* e = found->get();
   Shard* s = e->shard;
   Category* c = s->category;
   s->index.Remove(id);
@@ -290,7 +291,7 @@ void SemanticCache::Remove(uint64_t id, Removal why) {
     case Removal::kReplaced:
       break;
   }
-  entries_.erase(it);
+  entries_.Erase(id);  // frees e
 }
 
 void SemanticCache::AddDeletes(uint64_t id, Writes* writes) const {
@@ -307,11 +308,12 @@ void SemanticCache::PutMeta(const Entry& e, Writes* writes) const {
 
 void SemanticCache::RebuildOrder(Category* c) {
   c->order.clear();
-  for (auto& [id, e] : entries_) {
-    if (e->shard->category != c) continue;
+  entries_.ForEach([&](const auto& entry) {
+    Entry* e = entry.second.get();
+    if (e->shard->category != c) return;
     e->order_key = OrderKey(*e, c->policy.eviction);
     c->order.insert(e->order_key);
-  }
+  });
 }
 
 absl::Status SemanticCache::CheckLive() const {

@@ -93,9 +93,9 @@ absl::StatusOr<uint64_t> SemanticCache::Invalidate(const CacheInvalidation& whic
   Writes writes;
   if (!which.dry_run) SweepLocked(now, &writes);
   std::vector<uint64_t> ids;
-  for (const auto& [id, e] : entries_) {
-    if (Matches(*e, which, now)) ids.push_back(id);
-  }
+  entries_.ForEach([&](const auto& entry) {
+    if (Matches(*entry.second, which, now)) ids.push_back(entry.first);
+  });
   if (which.dry_run) return ids.size();
   for (uint64_t id : ids) AddDeletes(id, &writes);
   SHOAL_RETURN_IF_ERROR(store_->WriteCacheRows(writes, /*sync=*/true));
@@ -111,7 +111,7 @@ absl::Status SemanticCache::Drop() {
                 {.key = CachePrefix(spec_.name), .kind = Kind::kDeletePrefix}};
   SHOAL_RETURN_IF_ERROR(store_->WriteCacheRows(writes, /*sync=*/true));
   dropped_ = true;
-  entries_.clear();
+  entries_.Clear();
   shards_.clear();
   categories_.clear();
   return absl::OkStatus();

@@ -13,10 +13,8 @@
 namespace shoal::cache {
 
 size_t ShardIndex::MemoryBytes() const {
-  size_t bytes =
-      vectors_.MemoryBytes() + live_.centroids.capacity() * sizeof(float) +
-      live_.rotated.capacity() * sizeof(float) +
-      live_.slot.capacity() * (sizeof(std::pair<uint64_t, std::pair<uint32_t, uint32_t>>) + 1);
+  size_t bytes = vectors_.MemoryBytes() + live_.centroids.capacity() * sizeof(float) +
+                 live_.rotated.capacity() * sizeof(float) + live_.slot.MemoryBytes();
   for (const List& list : live_.lists) bytes += list.MemoryBytes();
   return bytes;
 }
@@ -56,10 +54,10 @@ bool ShardIndex::Remove(uint64_t id) {
 }
 
 bool ShardIndex::Drop(Clustering* c, uint64_t id) {
-  auto it = c->slot.find(id);
-  if (it == c->slot.end()) return false;
-  const auto [list, at] = it->second;
-  c->slot.erase(it);
+  const std::pair<uint32_t, uint32_t>* found = c->slot.Find(id);
+  if (found == nullptr) return false;
+  const auto [list, at] = *found;
+  c->slot.Erase(id);
   List& l = c->lists[list];
   const size_t last = l.ids.size() - 1;
   thread_local std::vector<uint8_t> code;
@@ -69,7 +67,7 @@ bool ShardIndex::Drop(Clustering* c, uint64_t id) {
     l.sq_norms[at] = l.sq_norms[last];
     c->codec->UnpackAt(l.codes.data(), last, code.data());
     c->codec->PackAt(code.data(), at, l.codes.data());
-    c->slot[l.ids[at]] = {list, at};
+    c->slot.Set(l.ids[at], {list, at});
   }
   std::fill(code.begin(), code.end(), uint8_t{0});
   c->codec->PackAt(code.data(), last, l.codes.data());  // slots past the end stay zero
@@ -107,7 +105,7 @@ void ShardIndex::Encode(Clustering* c, uint64_t id, const float* vector, uint32_
   const size_t need = c->codec->PackedBytes(at + 1);
   if (l.codes.size() < need) l.codes.resize(need);  // zeroed: slots past the end stay zero
   c->codec->PackAt(code.data(), at, l.codes.data());
-  c->slot[id] = {list, static_cast<uint32_t>(at)};
+  c->slot.Set(id, {list, static_cast<uint32_t>(at)});
 }
 
 uint32_t ShardIndex::NearestList(const Clustering& clustering, const float* vector) const {

@@ -63,6 +63,7 @@
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "base/aligned_vector.h"
+#include "base/sharded_hash.h"
 #include "index/clustering/kmeans.h"
 #include "index/flat/flat_index.h"
 #include "index/quantization/rabitq.h"
@@ -172,8 +173,9 @@ class ShardIndex {
     std::unique_ptr<index::RaBitQ> codec;  // 1 bit per dimension, seeded (data-oblivious)
     std::vector<float> rotated;            // lists x codec->padded_dim(): each centroid rotated
     std::vector<List> lists;
-    absl::flat_hash_map<uint64_t, std::pair<uint32_t, uint32_t>> slot;  // id -> (list, at)
-    size_t built_size = 0;                                              // vectors at the build
+    // id -> (list, at); sharded so that growing it never rehashes every id under the lock.
+    base::ShardedHashMap<uint64_t, std::pair<uint32_t, uint32_t>> slot;
+    size_t built_size = 0;  // vectors at the build
   };
   struct Build;  // a background rebuild (shard_index.cc)
   // An imported model (ImportModel).

@@ -288,7 +288,6 @@ absl::Status ShardIndex::Train(Build* b) const {
   MakeCodec(&next);
   b->trained.store(true, std::memory_order_release);  // centroids final from here
   if (options_.build_hook) options_.build_hook("trained");
-  next.slot.reserve(b->snapshot);
   for (size_t begin = 0; begin < b->snapshot; begin += kAssignChunk) {
     if (b->cancel.load(std::memory_order_relaxed)) {
       return absl::CancelledError("index build: cancelled");
