@@ -24,7 +24,8 @@ struct Options {
   // of the index's centroid tree keeps as a shortlist before it splits among the node's
   // children (Curator's cap). Smaller: finer sub-trees, more RAM per tenant.
   uint32_t tenant_shortlist_cap = 128;
-  // Threads used by BuildIndex (0 = hardware concurrency).
+  // Threads used by BuildIndex (0 = hardware concurrency). Nonzero also bounds how many cache
+  // index builds run at once in the process (shared by every open DB: the last opened sets it).
   uint32_t build_threads = 0;
   // Limits: exceeding them gives ResourceExhausted (batch) or InvalidArgument (k).
   size_t max_batch_records = 100000;
