@@ -155,6 +155,13 @@ absl::Status ListKeyTenants(DB& db, const v1::ListKeyTenantsRequest& request,
   absl::StatusOr<Key> key = KeyFromProto(request.key(), "key");
   if (!key.ok()) return key.status();
   absl::StatusOr<KeyTenants> tenants = db.DescribeKeyTenants(request.collection(), *key);
+  if (absl::IsUnimplemented(tenants.status())) {
+    // A DB that does not tell the owner apart from grantees: the names alone, owner unset.
+    absl::StatusOr<std::vector<std::string>> names = db.ListKeyTenants(request.collection(), *key);
+    if (!names.ok()) return names.status();
+    for (std::string& tenant : *names) response.add_tenants(std::move(tenant));
+    return absl::OkStatus();
+  }
   if (!tenants.ok()) return tenants.status();
   if (!tenants->owner.empty()) response.add_tenants(tenants->owner);
   for (std::string& tenant : tenants->grantees) response.add_tenants(std::move(tenant));
