@@ -20,8 +20,7 @@ storage::FileSystem& FileSystemOf(const SpannRuntimeOptions& options) {
 }
 
 // Scanning every leaf centroid is memory-bound once they outgrow L2; the tree then touches only
-// the beam's children (measured on Fashion-MNIST: 1200 leaves, flat 3.4k QPS vs tree 5.9k at
-// the same recall).
+// the beam's children (docs/PERFORMANCE.md has the measurements).
 constexpr size_t kFlatNavigatorMaxPostings = 256;
 
 // One query's candidate slot per id: a small open-addressing table (linear probing) whose
