@@ -19,6 +19,17 @@ void AddKeys(std::span<const Key> keys, Request& request) {
   for (const Key& key : keys) rpc::KeyToProto(key, request.add_keys());
 }
 
+// One ListKeyTenants call: both the names (ListKeyTenants) and the owner (DescribeKeyTenants)
+// come from its response.
+grpc::Status CallListKeyTenants(v1::TenantService::Stub& stub, grpc::ClientContext& context,
+                                const std::string& collection, const Key& key,
+                                v1::ListKeyTenantsResponse& response) {
+  v1::ListKeyTenantsRequest request;
+  request.set_collection(collection);
+  rpc::KeyToProto(key, request.mutable_key());
+  return stub.ListKeyTenants(&context, request, &response);
+}
+
 }  // namespace
 
 absl::StatusOr<TenantInfo> Client::CreateTenant(const std::string& collection,
@@ -120,24 +131,18 @@ absl::Status Client::Revoke(const std::string& collection, const std::string& te
 
 absl::StatusOr<std::vector<std::string>> Client::ListKeyTenants(const std::string& collection,
                                                                 const Key& key) {
-  v1::ListKeyTenantsRequest request;
-  request.set_collection(collection);
-  rpc::KeyToProto(key, request.mutable_key());
   v1::ListKeyTenantsResponse response;
   grpc::Status status =
-      stubs_->tenants->ListKeyTenants(NewContext(options_).get(), request, &response);
+      CallListKeyTenants(*stubs_->tenants, *NewContext(options_), collection, key, response);
   if (!status.ok()) return FromGrpc(status);
   return std::vector<std::string>(response.tenants().begin(), response.tenants().end());
 }
 
 absl::StatusOr<KeyTenants> Client::DescribeKeyTenants(const std::string& collection,
                                                       const Key& key) {
-  v1::ListKeyTenantsRequest request;
-  request.set_collection(collection);
-  rpc::KeyToProto(key, request.mutable_key());
   v1::ListKeyTenantsResponse response;
   grpc::Status status =
-      stubs_->tenants->ListKeyTenants(NewContext(options_).get(), request, &response);
+      CallListKeyTenants(*stubs_->tenants, *NewContext(options_), collection, key, response);
   if (!status.ok()) return FromGrpc(status);
   KeyTenants out{.owner = response.owner()};
   // The owner, when there is one, is also the first of `tenants`.
