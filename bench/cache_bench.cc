@@ -9,113 +9,19 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <random>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "base/status_macros.h"
+#include "bench/cache_workload.h"
 #include "cache/clock.h"
 #include "db/db_impl.h"
 #include "shoal/db.h"
 
 namespace shoal::bench {
 namespace {
-
-struct CategorySpec {
-  const char* name;
-  double density;     // cosine of intents to the category centre
-  double zipf;        // repetition exponent; 0 = uniform
-  double paraphrase;  // cosine of a paraphrase to its intent
-  double hard_negative;
-  double period_s;  // answer version period; 0 = never changes
-  double share;     // of the queries
-  int64_t ttl_s;    // every peer's TTL for the category
-};
-
-constexpr CategorySpec kCategories[] = {
-    {"code", 0.90, 1.1, 0.95, 0.20, 0, 0.4, 0},
-    {"chat", 0.00, 0.0, 0.90, 0.05, 0, 0.4, 0},
-    {"stocks", 0.50, 0.8, 0.95, 0.10, 600, 0.2, 300},
-};
-constexpr int kParaphrases = 8;
-
-using Vec = std::vector<float>;
-
-Vec Normalized(Vec v) {
-  double n = 0;
-  for (float x : v) n += double{x} * x;
-  for (float& x : v) x = static_cast<float>(x / std::sqrt(n));
-  return v;
-}
-
-// A unit vector at cosine `c` to unit vector `base` (c <= 0 near-orthogonal: random).
-Vec AtCosine(const Vec& base, double c, std::mt19937_64& rng) {
-  std::normal_distribution<float> normal;
-  Vec u(base.size());
-  for (float& x : u) x = normal(rng);
-  if (c <= 0) return Normalized(u);
-  double dot = 0;
-  for (size_t i = 0; i < u.size(); ++i) dot += double{u[i]} * base[i];
-  for (size_t i = 0; i < u.size(); ++i) u[i] -= static_cast<float>(dot * base[i]);
-  u = Normalized(u);
-  const double s = std::sqrt(1 - c * c);
-  for (size_t i = 0; i < u.size(); ++i) u[i] = static_cast<float>(c * base[i] + s * u[i]);
-  return Normalized(u);
-}
-
-struct Query {
-  int category;
-  int intent;  // twins (hard negatives) are intent + intents
-  int paraphrase;
-  double time_s;
-};
-
-struct Workload {
-  // vectors[category][intent][paraphrase]
-  std::vector<std::vector<std::vector<Vec>>> vectors;
-  std::vector<Query> queries;
-};
-
-Workload MakeWorkload(const CacheBenchOptions& o) {
-  std::mt19937_64 rng(o.seed);
-  Workload w;
-  const int n = static_cast<int>(o.intents);
-  for (const CategorySpec& c : kCategories) {
-    Vec centre = AtCosine(Vec(o.dimension, 0), 0, rng);
-    std::vector<std::vector<Vec>> intents(2 * n);
-    for (int i = 0; i < n; ++i) {
-      Vec intent = AtCosine(centre, c.density, rng);
-      Vec twin = AtCosine(intent, 0.97, rng);
-      for (int p = 0; p < kParaphrases; ++p) {
-        intents[i].push_back(AtCosine(intent, c.paraphrase, rng));
-        intents[i + n].push_back(AtCosine(twin, c.paraphrase, rng));
-      }
-    }
-    w.vectors.push_back(std::move(intents));
-  }
-  std::uniform_real_distribution<double> u(0, 1);
-  std::vector<std::discrete_distribution<int>> popularity;
-  for (const CategorySpec& c : kCategories) {
-    std::vector<double> weights(n);
-    for (int i = 0; i < n; ++i) weights[i] = c.zipf > 0 ? 1.0 / std::pow(i + 1, c.zipf) : 1.0;
-    popularity.emplace_back(weights.begin(), weights.end());
-  }
-  for (size_t q = 0; q < o.queries; ++q) {
-    double r = u(rng);
-    int cat = 0;
-    while (cat + 1 < static_cast<int>(std::size(kCategories)) && r > kCategories[cat].share) {
-      r -= kCategories[cat].share;
-      ++cat;
-    }
-    int intent = popularity[cat](rng);
-    if (u(rng) < kCategories[cat].hard_negative) intent += n;
-    w.queries.push_back({cat, intent, static_cast<int>(rng() % kParaphrases),
-                         static_cast<double>(q) * o.step_seconds});
-  }
-  return w;
-}
 
 struct Outcome {
   uint64_t lookups = 0, hits = 0, false_hits = 0;
@@ -128,12 +34,6 @@ struct Outcome {
   }
 };
 using PerCategory = std::vector<Outcome>;
-
-std::string Answer(const Query& q) {
-  const double period = kCategories[q.category].period_s;
-  const int64_t version = period > 0 ? static_cast<int64_t>(q.time_s / period) : 0;
-  return absl::StrCat(kCategories[q.category].name, ":", q.intent, ":v", version);
-}
 
 // The simulated model backend: serves `qps` calls per simulated second from a queue; its load
 // (queued calls / queue_limit, at most 1) is reported to Shoal before every lookup.
@@ -152,27 +52,30 @@ struct Backend {
   double Load() const { return std::min(1.0, queued / queue_limit); }
 };
 
-// One peer over the whole query stream on a fresh cache; `threshold[c]` per category.
-absl::StatusOr<PerCategory> RunPeer(DB& db, cache::FakeClock& clock, const Workload& w,
+// One peer over the whole query stream on a fresh cache: `threshold[c]` per category, learning
+// toward `delta` (0: none) with feedback on every hit (the client learns whether a hit was right).
+absl::StatusOr<PerCategory> RunPeer(DB& db, cache::FakeClock& clock, const CacheWorkload& w,
                                     const CacheBenchOptions& o,
-                                    const std::vector<double>& threshold, bool learn,
+                                    const std::vector<double>& threshold, double delta,
                                     Backend* backend = nullptr) {
   const int64_t start = clock.NowMicros();
   (void)db.DropCache("bench");
   SHOAL_RETURN_IF_ERROR(db.CreateCache({.name = "bench", .dimension = o.dimension}));
-  for (size_t c = 0; c < std::size(kCategories); ++c) {
+  const size_t n = w.categories.size();
+  for (size_t c = 0; c < n; ++c) {
     CachePolicy p{.threshold = threshold[c],
-                  .ttl_seconds = kCategories[c].ttl_s,
-                  .target_false_hit_rate = learn ? o.delta : 0};
-    if (learn) p.max_threshold = std::max(0.995, threshold[c]);
+                  .ttl_seconds = w.categories[c].ttl_s,
+                  .target_false_hit_rate = delta};
+    if (delta > 0) p.max_threshold = std::max(0.995, threshold[c]);
     if (backend != nullptr && backend->band > 0) {
       p.min_threshold = threshold[c] - backend->band;
       p.max_ttl_seconds = 2 * p.ttl_seconds;
     }
-    SHOAL_RETURN_IF_ERROR(db.SetCachePolicy("bench", kCategories[c].name, p));
+    SHOAL_RETURN_IF_ERROR(db.SetCachePolicy("bench", w.categories[c].name, p));
   }
-  PerCategory out(std::size(kCategories));
-  for (const Query& q : w.queries) {
+  PerCategory out(n);
+  for (size_t i = 0; i < w.queries.size(); ++i) {
+    const CacheQuery& q = w.queries[i];
     clock.SetMicros(start + static_cast<int64_t>(q.time_s * 1e6));
     if (backend != nullptr) {
       backend->Advance(q.time_s);
@@ -180,18 +83,18 @@ absl::StatusOr<PerCategory> RunPeer(DB& db, cache::FakeClock& clock, const Workl
       SHOAL_RETURN_IF_ERROR(db.ReportModelLoad("m", backend->Load()));
     }
     CacheLookupRequest r{.partition = {.model = "m"},
-                         .category = kCategories[q.category].name,
-                         .embedding = w.vectors[q.category][q.intent][q.paraphrase],
-                         .prompt = absl::StrCat("q ", q.intent, " p", q.paraphrase)};
+                         .category = w.categories[q.category].name,
+                         .embedding = w.embeddings[i],
+                         .prompt = absl::StrCat("q ", q.intent, " p", q.phrasing)};
     SHOAL_ASSIGN_OR_RETURN(CacheLookupResult hit, db.CacheLookup("bench", r));
     Outcome& k = out[q.category];
     ++k.lookups;
-    const std::string answer = Answer(q);
+    const std::string answer = CacheAnswer(w, q);
     if (hit.hit) {
       ++k.hits;
       const bool wrong = hit.response != answer;
       k.false_hits += wrong;
-      if (learn) {
+      if (delta > 0) {
         SHOAL_RETURN_IF_ERROR(db.CacheFeedback(
             "bench", {.entry_id = hit.entry_id,
                       .verdict = wrong ? CacheVerdict::kWrong : CacheVerdict::kCorrect,
@@ -208,34 +111,51 @@ absl::StatusOr<PerCategory> RunPeer(DB& db, cache::FakeClock& clock, const Workl
   return out;
 }
 
-void Print(const std::string& peer, const std::string& thresholds, const PerCategory& per) {
-  Outcome total;
-  std::string cats;
-  for (size_t c = 0; c < per.size(); ++c) {
-    total.Add(per[c]);
-    absl::StrAppendFormat(&cats, "  %s %.3f/%.3f", kCategories[c].name, per[c].hit_rate(),
-                          per[c].false_rate());
-  }
-  std::printf("%-10s %-22s hit %.4f  false %.4f  |%s\n", peer.c_str(), thresholds.c_str(),
-              total.hit_rate(), total.false_rate(), cats.c_str());
-}
-
 Outcome Total(const PerCategory& per) {
   Outcome t;
   for (const Outcome& o : per) t.Add(o);
   return t;
 }
 
+void Print(const CacheWorkload& w, const std::string& peer, const std::string& thresholds,
+           const PerCategory& per) {
+  std::string cats;
+  for (size_t c = 0; c < per.size(); ++c) {
+    absl::StrAppendFormat(&cats, "  %s %.3f/%.3f", w.categories[c].name, per[c].hit_rate(),
+                          per[c].false_rate());
+  }
+  const Outcome total = Total(per);
+  std::printf("%-10s %-22s hit %.4f  false %.4f  |%s\n", peer.c_str(), thresholds.c_str(),
+              total.hit_rate(), total.false_rate(), cats.c_str());
+}
+
+std::string Joined(const std::vector<double>& v) {
+  std::string s;
+  for (double x : v) absl::StrAppendFormat(&s, "%s%.2f", s.empty() ? "" : "/", x);
+  return s;
+}
+
+void PrintLearned(DB& db) {
+  absl::StatusOr<CacheStats> stats = db.GetCacheStats("bench");
+  if (!stats.ok()) return;
+  for (const CacheCategoryStats& c : stats->categories) {
+    std::printf("  learned offset %-7s %+.3f (false-hit reports %llu of %llu hits)\n",
+                c.category.c_str(), c.threshold_offset,
+                static_cast<unsigned long long>(c.counters.false_hit_reports),
+                static_cast<unsigned long long>(c.counters.hits));
+  }
+}
+
 // Overloaded backend: the same learned peer without and with the load band; model calls, hit
 // and false-hit rates (per category too).
-absl::Status RunBackendPeers(DB& db, cache::FakeClock& clock, const Workload& w,
+absl::Status RunBackendPeers(DB& db, cache::FakeClock& clock, const CacheWorkload& w,
                              const CacheBenchOptions& o) {
-  const size_t n = std::size(kCategories);
+  const size_t n = w.categories.size();
   uint64_t calls_without = 0;
   for (double band : {0.0, o.load_band}) {
     Backend b{.qps = o.backend_qps, .band = band};
     SHOAL_ASSIGN_OR_RETURN(PerCategory run,
-                           RunPeer(db, clock, w, o, std::vector(n, o.base_threshold), true, &b));
+                           RunPeer(db, clock, w, o, std::vector(n, o.base_threshold), o.delta, &b));
     const Outcome t = Total(run);
     if (band == 0) calls_without = b.calls;
     std::printf(
@@ -244,8 +164,109 @@ absl::Status RunBackendPeers(DB& db, cache::FakeClock& clock, const Workload& w,
         o.backend_qps, band, static_cast<unsigned long long>(b.calls),
         calls_without > 0 ? 100.0 * (static_cast<double>(b.calls) / calls_without - 1) : 0.0,
         b.load_sum / static_cast<double>(w.queries.size()), t.hit_rate(), t.false_rate());
-    Print("backend", absl::StrFormat("band %.2f", band), run);
+    Print(w, "backend", absl::StrFormat("band %.2f", band), run);
   }
+  return absl::OkStatus();
+}
+
+// Per category, the sweep's best threshold with false hits <= `delta` there (categories do not
+// interact); exact matches when none.
+PerCategory BestPerCategory(const PerCategory& exact, const std::map<int, PerCategory>& sweep,
+                            double delta, std::vector<double>* chosen) {
+  PerCategory best = exact;
+  chosen->assign(exact.size(), 1.0);
+  for (size_t c = 0; c < exact.size(); ++c) {
+    for (const auto& [t, per] : sweep) {
+      if (per[c].false_rate() <= delta && per[c].hit_rate() > best[c].hit_rate()) {
+        best[c] = per[c];
+        (*chosen)[c] = t / 100.0;
+      }
+    }
+  }
+  return best;
+}
+
+// The best single global threshold with false hits <= `delta` overall; {-1, none} when none.
+std::pair<int, Outcome> BestGlobal(const std::map<int, PerCategory>& sweep, double delta) {
+  std::pair<int, Outcome> best{-1, {}};
+  for (const auto& [t, per] : sweep) {
+    const Outcome total = Total(per);
+    if (total.false_rate() <= delta &&
+        (best.first < 0 || total.hit_rate() > best.second.hit_rate())) {
+      best = {t, total};
+    }
+  }
+  return best;
+}
+
+void PrintCeilings(const CacheWorkload& w) {
+  const std::vector<CacheCeiling> ceilings = StreamCeilings(w);
+  CacheCeiling all;
+  for (size_t c = 0; c < ceilings.size(); ++c) {
+    std::printf(
+        "stream %-7s %5llu queries, %6d intents: exact-match ceiling %.3f, semantic ceiling "
+        "%.3f\n",
+        w.categories[c].name, static_cast<unsigned long long>(ceilings[c].queries), w.intents[c],
+        ceilings[c].exact, ceilings[c].semantic);
+    all.queries += ceilings[c].queries;
+    all.exact += ceilings[c].exact * static_cast<double>(ceilings[c].queries);
+    all.semantic += ceilings[c].semantic * static_cast<double>(ceilings[c].queries);
+  }
+  const double q = static_cast<double>(std::max<uint64_t>(all.queries, 1));
+  std::printf("stream all     exact-match ceiling %.3f, semantic ceiling %.3f\n", all.exact / q,
+              all.semantic / q);
+}
+
+absl::Status RunPolicyPeers(DB& db, cache::FakeClock& clock, const CacheWorkload& w,
+                            const CacheBenchOptions& o) {
+  const size_t n = w.categories.size();
+  SHOAL_ASSIGN_OR_RETURN(PerCategory exact, RunPeer(db, clock, w, o, std::vector(n, 1.0), 0));
+  Print(w, "exact", "1", exact);
+  std::map<int, PerCategory> sweep;
+  for (int t = 70; t <= 99; ++t) {
+    SHOAL_ASSIGN_OR_RETURN(sweep[t], RunPeer(db, clock, w, o, std::vector(n, t / 100.0), 0));
+    Print(w, "global", absl::StrFormat("%.2f", t / 100.0), sweep[t]);
+  }
+  std::vector<double> chosen;
+  const PerCategory per_cat = BestPerCategory(exact, sweep, o.delta, &chosen);
+  Print(w, "per-cat", Joined(chosen), per_cat);
+  SHOAL_ASSIGN_OR_RETURN(PerCategory adaptive,
+                         RunPeer(db, clock, w, o, std::vector(n, o.base_threshold), o.delta));
+  Print(w, "shoal", absl::StrFormat("base %.2f, learned", o.base_threshold), adaptive);
+  PrintLearned(db);
+  // Learning on top of the per-category thresholds the sweep found (an operator's tuned start).
+  SHOAL_ASSIGN_OR_RETURN(PerCategory tuned, RunPeer(db, clock, w, o, chosen, o.delta));
+  Print(w, "shoal", "per-cat base, learned", tuned);
+  PrintLearned(db);
+  // The curves: hit rate against the false-hit budget, per peer.
+  std::printf("curve: budget | global T hit/false | per-cat hit/false | shoal learned hit/false\n");
+  for (double d : o.curve_deltas) {
+    const auto [t, g] = BestGlobal(sweep, d);
+    std::vector<double> ignored;
+    const Outcome pc = Total(BestPerCategory(exact, sweep, d, &ignored));
+    Outcome a = Total(adaptive);
+    if (d != o.delta) {
+      SHOAL_ASSIGN_OR_RETURN(PerCategory run,
+                             RunPeer(db, clock, w, o, std::vector(n, o.base_threshold), d));
+      a = Total(run);
+    }
+    std::printf("curve: %.3f | %s %.4f/%.4f | %.4f/%.4f | %.4f/%.4f\n", d,
+                t < 0 ? "none" : absl::StrFormat("%.2f", t / 100.0).c_str(), g.hit_rate(),
+                g.false_rate(), pc.hit_rate(), pc.false_rate(), a.hit_rate(), a.false_rate());
+  }
+  if (o.backend_qps > 0) SHOAL_RETURN_IF_ERROR(RunBackendPeers(db, clock, w, o));
+  const auto [best_t, best] = BestGlobal(sweep, o.delta);
+  const double best_global = best_t < 0 ? 0.0 : best.hit_rate();
+  std::printf("best global threshold at false hits <= %.3f: %s (hit %.4f)\n", o.delta,
+              best_t < 0 ? "none" : absl::StrFormat("%.2f", best_t / 100.0).c_str(), best_global);
+  const Outcome a = Total(adaptive);
+  std::printf("ratio shoal / best global hit rate: %.2f (false %.4f; goal >= 1.5 at <= %.3f)\n",
+              best_global > 0 ? a.hit_rate() / best_global : 0.0, a.false_rate(), o.delta);
+  std::printf("ratio shoal (per-cat base) / best global hit rate: %.2f (false %.4f)\n",
+              best_global > 0 ? Total(tuned).hit_rate() / best_global : 0.0,
+              Total(tuned).false_rate());
+  std::printf("ratio per-cat / best global hit rate: %.2f\n",
+              best_global > 0 ? Total(per_cat).hit_rate() / best_global : 0.0);
   return absl::OkStatus();
 }
 
@@ -261,81 +282,23 @@ absl::Status RunCacheBench(const CacheBenchOptions& o) {
   cache::FakeClock clock;
   SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<DB> db,
                          db::DBImpl::Open(dir, Options{}, {.cache_clock = &clock}));
-  const Workload w = MakeWorkload(o);
-  std::printf("cache bench: seed %llu, %zu queries, d=%u, %zu intents per category, delta %.3f\n",
-              static_cast<unsigned long long>(o.seed), o.queries, o.dimension, o.intents, o.delta);
+  const CacheWorkload w = MakeCacheWorkload({.seed = o.seed,
+                                             .queries = o.queries,
+                                             .dimension = o.dimension,
+                                             .intents = o.intents,
+                                             .step_seconds = o.step_seconds,
+                                             .mix = o.mix});
+  std::printf("cache bench: seed %llu, %zu queries, d=%u, mix %s, delta %.3f\n",
+              static_cast<unsigned long long>(o.seed), o.queries, o.dimension,
+              o.mix == CacheMix::kPaper ? "paper" : "legacy", o.delta);
+  PrintCeilings(w);
   std::printf("%-10s %-22s %s\n", "peer", "threshold(s)",
-              "hit rate, false-hit rate (per category "
-              "hit/false)");
-  if (o.backend_only) {
-    SHOAL_RETURN_IF_ERROR(RunBackendPeers(*db, clock, w, o));
-    db.reset();
-    if (o.dir.empty()) std::filesystem::remove_all(dir);
-    return absl::OkStatus();
-  }
-  const size_t n = std::size(kCategories);
-  SHOAL_ASSIGN_OR_RETURN(PerCategory exact, RunPeer(*db, clock, w, o, std::vector(n, 1.0), false));
-  Print("exact", "1", exact);
-  std::map<int, PerCategory> sweep;
-  double best_global = -1;
-  int best_t = -1;
-  for (int t = 80; t <= 99; ++t) {
-    SHOAL_ASSIGN_OR_RETURN(sweep[t], RunPeer(*db, clock, w, o, std::vector(n, t / 100.0), false));
-    Print("global", absl::StrFormat("%.2f", t / 100.0), sweep[t]);
-    const Outcome total = Total(sweep[t]);
-    if (total.false_rate() <= o.delta && total.hit_rate() > best_global) {
-      best_global = total.hit_rate();
-      best_t = t;
-    }
-  }
-  // Per category: the sweep's best threshold there (categories do not interact).
-  PerCategory per_cat(n);
-  std::vector<double> chosen(n, 1.0);
-  for (size_t c = 0; c < n; ++c) {
-    per_cat[c] = exact[c];
-    for (const auto& [t, per] : sweep) {
-      if (per[c].false_rate() <= o.delta && per[c].hit_rate() > per_cat[c].hit_rate()) {
-        per_cat[c] = per[c];
-        chosen[c] = t / 100.0;
-      }
-    }
-  }
-  Print("per-cat", absl::StrFormat("%.2f/%.2f/%.2f", chosen[0], chosen[1], chosen[2]), per_cat);
-  SHOAL_ASSIGN_OR_RETURN(PerCategory adaptive,
-                         RunPeer(*db, clock, w, o, std::vector(n, o.base_threshold), true));
-  Print("shoal", absl::StrFormat("base %.2f, learned", o.base_threshold), adaptive);
-  SHOAL_ASSIGN_OR_RETURN(CacheStats stats, db->GetCacheStats("bench"));
-  for (const CacheCategoryStats& c : stats.categories) {
-    std::printf("  learned offset %-7s %+.3f (false-hit reports %llu of %llu hits)\n",
-                c.category.c_str(), c.threshold_offset,
-                static_cast<unsigned long long>(c.counters.false_hit_reports),
-                static_cast<unsigned long long>(c.counters.hits));
-  }
-  // Learning on top of the per-category thresholds the sweep found (an operator's tuned start).
-  SHOAL_ASSIGN_OR_RETURN(PerCategory tuned, RunPeer(*db, clock, w, o, chosen, true));
-  Print("shoal", "per-cat base, learned", tuned);
-  SHOAL_ASSIGN_OR_RETURN(stats, db->GetCacheStats("bench"));
-  for (const CacheCategoryStats& c : stats.categories) {
-    std::printf("  learned offset %-7s %+.3f (false-hit reports %llu of %llu hits)\n",
-                c.category.c_str(), c.threshold_offset,
-                static_cast<unsigned long long>(c.counters.false_hit_reports),
-                static_cast<unsigned long long>(c.counters.hits));
-  }
-  if (o.backend_qps > 0) SHOAL_RETURN_IF_ERROR(RunBackendPeers(*db, clock, w, o));
-  const Outcome a = Total(adaptive);
-  std::printf("best global threshold at false hits <= %.3f: %s (hit %.4f)\n", o.delta,
-              best_t < 0 ? "none" : absl::StrFormat("%.2f", best_t / 100.0).c_str(),
-              std::max(best_global, 0.0));
-  std::printf("ratio shoal / best global hit rate: %.2f (false %.4f; goal >= 1.5 at <= %.3f)\n",
-              best_global > 0 ? a.hit_rate() / best_global : 0.0, a.false_rate(), o.delta);
-  std::printf("ratio shoal (per-cat base) / best global hit rate: %.2f (false %.4f)\n",
-              best_global > 0 ? Total(tuned).hit_rate() / best_global : 0.0,
-              Total(tuned).false_rate());
-  std::printf("ratio per-cat / best global hit rate: %.2f\n",
-              best_global > 0 ? Total(per_cat).hit_rate() / best_global : 0.0);
+              "hit rate, false-hit rate (per category hit/false)");
+  const absl::Status s =
+      o.backend_only ? RunBackendPeers(*db, clock, w, o) : RunPolicyPeers(*db, clock, w, o);
   db.reset();
   if (o.dir.empty()) std::filesystem::remove_all(dir);
-  return absl::OkStatus();
+  return s;
 }
 
 void RegisterCacheCommand(CLI::App& app, int* exit_code) {
@@ -345,7 +308,16 @@ void RegisterCacheCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--seed", options->seed, "workload seed")->capture_default_str();
   cmd->add_option("--queries", options->queries, "queries")->capture_default_str();
   cmd->add_option("--dimension", options->dimension, "embedding dimension")->capture_default_str();
-  cmd->add_option("--intents", options->intents, "intents per category")->capture_default_str();
+  cmd->add_option("--intents", options->intents, "intents per category (legacy mix)")
+      ->capture_default_str();
+  cmd->add_option("--mix", options->mix, "workload mix: paper (the published hit rates) or legacy")
+      ->transform(CLI::CheckedTransformer(std::map<std::string, CacheMix>{
+          {"paper", CacheMix::kPaper}, {"legacy", CacheMix::kLegacy}}))
+      ->capture_default_str();
+  cmd->add_option("--curve-deltas", options->curve_deltas,
+                  "false-hit budgets of the printed curves (each one adaptive run)")
+      ->delimiter(',')
+      ->capture_default_str();
   cmd->add_option("--delta", options->delta, "target false-hit rate")->capture_default_str();
   cmd->add_option("--base-threshold", options->base_threshold,
                   "shoal peer: starting threshold of every category")

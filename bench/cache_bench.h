@@ -1,18 +1,16 @@
 // `shoal_bench cache`: the semantic cache on a seeded synthetic workload (issue 17), with its
 // peers measured in the same run on the same query stream:
 //   exact      exact-prompt matches only (threshold 1)
-//   global T   one threshold for every category, swept 0.80..0.99
+//   global T   one threshold for every category, swept 0.70..0.99
 //   per-cat    each category's best fixed threshold from the sweep (false hits <= delta there)
 //   shoal      Shoal's learned thresholds: start at --base-threshold, delta = --delta, feedback
 //              on every hit (the client learns whether a hit was right), neighbour learning
-// Workload: categories with a given intent density (cosine of intents to the category centre),
-// repetition law (Zipf exponent, 0 = uniform), paraphrase noise (cosine of a paraphrase to its
-// intent; 8 fixed paraphrases per intent, so exact repeats happen), hard negatives (a twin intent
-// at cosine 0.97 with a different answer, asked with a given probability) and answer versions
-// that change every `period` simulated seconds (0 = never; every peer uses the same per-category
-// TTLs). A hit is correct when its answer is the asked intent's current version. The clock is
-// simulated (--step seconds per query). Prints hit rate and false-hit rate per peer and the
-// ratio the issue's goal names: shoal hit rate / best global hit rate at false hits <= delta.
+// The workload (bench/cache_workload.h; --mix paper, the default, or legacy) is printed first
+// with its ceilings: what an exact and a perfect semantic cache could hit on the stream alone.
+// Prints hit rate and false-hit rate per peer, the curves (for each false-hit budget in
+// --curve-deltas: the best global threshold, per-category thresholds and the learned peer run
+// at that delta) and the ratio the issue's goal names: shoal hit rate / best global hit rate at
+// false hits <= delta.
 // --latency-entries N instead measures lookup latency (p50/p99/max, hit and miss) of one shard
 // holding N random entries, pinned to one core, and the RSS growth per entry
 // (cache_latency_bench.cc). --backend-qps Q adds a simulated model backend serving Q calls per
@@ -23,8 +21,10 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "bench/cache_workload.h"
 
 namespace CLI {
 class App;
@@ -36,7 +36,7 @@ struct CacheBenchOptions {
   uint64_t seed = 1;
   size_t queries = 20000;
   uint32_t dimension = 64;
-  size_t intents = 200;  // per category
+  size_t intents = 200;  // per category (legacy mix)
   double delta = 0.02;   // target false-hit rate
   double base_threshold = 0.85;
   double step_seconds = 0.1;
@@ -44,6 +44,8 @@ struct CacheBenchOptions {
   double backend_qps = 0;  // > 0: also run the overloaded-backend comparison
   double load_band = 0.05;
   bool backend_only = false;  // only the backend runs
+  CacheMix mix = CacheMix::kPaper;
+  std::vector<double> curve_deltas = {0.005, 0.01, 0.02, 0.03, 0.05};
 };
 
 absl::Status RunCacheBench(const CacheBenchOptions& options);
