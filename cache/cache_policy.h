@@ -34,7 +34,7 @@ CachePolicy Resolve(const CachePolicy& policy);
 // f in [0, 1] (0 at or below load_high). `load` outside [0, 1] is clamped.
 double LoadFactor(const CachePolicy& resolved, double load);
 // `share` in [0, 1] (clamped) is how much of the band may be used: f becomes share * f
-// (threshold_learning.h: the margin-aware band).
+// (threshold_learning.h: the budgeted band).
 double ThresholdUnderLoad(const CachePolicy& resolved, double load, double share = 1);
 // TTL in microseconds at that load; 0 = no expiry.
 int64_t TtlMicrosUnderLoad(const CachePolicy& resolved, double load, double share = 1);

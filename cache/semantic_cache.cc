@@ -97,13 +97,14 @@ float SemanticCache::Similarity(float distance) const {
 }
 
 bool SemanticCache::Served(const Entry& e, const Category& c, double load, int64_t now) const {
-  const int64_t ttl = TtlMicrosUnderLoad(c.policy, load, BandShare(c.policy, c.learning));
+  const int64_t ttl =
+      TtlMicrosUnderLoad(c.policy, load, TtlBandShare(c.policy, c.learning, Lookups(c)));
   return ttl == 0 || now < e.meta.ttl_start_us + ttl;
 }
 
 float SemanticCache::ThresholdOf(const Entry& e, const Category& c, double load) const {
   return EntryThreshold(c.policy, load, c.learning.offset, e.meta.wrong_floor,
-                        BandShare(c.policy, c.learning));
+                        BandShare(c.policy, c.learning, Lookups(c)));
 }
 
 std::pair<SemanticCache::Entry*, float> SemanticCache::Nearest(const Shard& shard,
@@ -145,8 +146,8 @@ void SemanticCache::Touch(Entry* e, float similarity) const {
 SemanticCache::Entry* SemanticCache::Decide(const Category& c, const Shard* shard,
                                             const float* query, const std::string& hash,
                                             double load, int64_t now, CacheLookupResult* r) {
-  r->threshold =
-      EntryThreshold(c.policy, load, c.learning.offset, -INFINITY, BandShare(c.policy, c.learning));
+  r->threshold = EntryThreshold(c.policy, load, c.learning.offset, -INFINITY,
+                                BandShare(c.policy, c.learning, Lookups(c)));
   if (!c.policy.enabled) {
     r->disabled = true;
     return nullptr;
@@ -339,27 +340,9 @@ absl::StatusOr<uint64_t> SemanticCache::Store(const CacheStoreRequest& request, 
   entry->shard = shard;
   entry->prompt_hash = hash;
   entry->response_hash = response_hash;
-  entry->created_us = now;
+  entry->created_us = entry->meta.ttl_start_us = now;
   entry->bytes = bytes;
-  entry->meta.ttl_start_us = now;
-  // An observed neighbour (threshold_learning.h): the nearest other entry within reach of the
-  // loosest threshold the policy allows.
-  Entry* neighbour = nullptr;
-  EntryMeta neighbour_meta;
-  if (p.target_false_hit_rate > 0 && shard->index.size() > 0) {
-    auto [n, sim] = Nearest(*shard, vector.data(), /*served_only=*/false, now, 0);
-    if (n != nullptr && n->id != replaced && sim >= static_cast<float>(p.min_threshold)) {
-      neighbour = n;
-      neighbour_meta = n->meta;
-      if (n->response_hash == response_hash) {
-        ++neighbour_meta.correct;
-      } else {
-        ++neighbour_meta.wrong;
-        neighbour_meta.wrong_floor = std::max(neighbour_meta.wrong_floor, sim);
-        entry->meta.wrong_floor = sim;
-      }
-    }
-  }
+  const Observation seen = Observe(*shard, vector.data(), replaced, entry.get());
   const auto victims = Victims(*c, bytes, replaced);
   StoredEntry row{.id = entry->id,
                   .partition = q.partition,
@@ -373,20 +356,56 @@ absl::StatusOr<uint64_t> SemanticCache::Store(const CacheStoreRequest& request, 
   writes.push_back({.key = NextIdKey(spec_.name), .value = EncodeU64(entry->id + 1)});
   if (replaced != 0) AddDeletes(replaced, &writes);
   for (const auto& [id, why] : victims) AddDeletes(id, &writes);
-  if (neighbour != nullptr) {
+  if (seen.neighbour != nullptr) {
     writes.push_back(
-        {.key = MetaKey(spec_.name, neighbour->id), .value = EncodeMeta(neighbour_meta)});
+        {.key = MetaKey(spec_.name, seen.neighbour->id), .value = EncodeMeta(seen.neighbour_meta)});
   }
   SHOAL_RETURN_IF_ERROR(store_->WriteCacheRows(writes, sync));
   // Committed: now visible.
   ++next_id_;
-  if (neighbour != nullptr) neighbour->meta = neighbour_meta;
+  Learn(seen, c);
   if (replaced != 0) Remove(replaced, Removal::kReplaced);
   for (const auto& [id, why] : victims) Remove(id, why);
   const uint64_t id = entry->id;
   Insert(std::move(entry), vector.data());
   Bump(shard, &AtomicCounters::stores);
   return id;
+}
+
+SemanticCache::Observation SemanticCache::Observe(const Shard& shard, const float* vector,
+                                                  uint64_t replaced, Entry* entry) {
+  Observation seen;
+  const Category& c = *shard.category;
+  const CachePolicy& p = c.policy;
+  if (replaced != 0) {
+    // The same prompt answered differently: the category's answers change (no TTL band).
+    seen.answer_changed = entries_.At(replaced)->response_hash != entry->response_hash;
+  }
+  // An observed neighbour: the nearest other entry within reach of the loosest threshold the
+  // policy allows.
+  if (p.target_false_hit_rate <= 0 || shard.index.size() == 0) return seen;
+  auto [n, sim] = Nearest(shard, vector, /*served_only=*/false, entry->created_us, 0);
+  if (n == nullptr || n->id == replaced || sim < static_cast<float>(p.min_threshold)) return seen;
+  seen.neighbour = n;
+  seen.neighbour_meta = n->meta;
+  const bool same = n->response_hash == entry->response_hash;
+  if (InsideBand(p, c.learning.offset, n->meta.wrong_floor, sim)) {
+    seen.band = same ? &CategoryLearning::band_correct : &CategoryLearning::band_wrong;
+  }
+  if (same) {
+    ++seen.neighbour_meta.correct;
+  } else {
+    ++seen.neighbour_meta.wrong;
+    seen.neighbour_meta.wrong_floor = std::max(seen.neighbour_meta.wrong_floor, sim);
+    entry->meta.wrong_floor = sim;
+  }
+  return seen;
+}
+
+void SemanticCache::Learn(const Observation& seen, Category* c) {
+  if (seen.neighbour != nullptr) seen.neighbour->meta = seen.neighbour_meta;
+  if (seen.band != nullptr) ++(c->learning.*seen.band);
+  c->learning.answer_changes += seen.answer_changed;
 }
 
 absl::Status SemanticCache::Feedback(const CacheFeedbackReport& report) {

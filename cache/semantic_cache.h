@@ -182,6 +182,21 @@ class SemanticCache {
   // metadata row (nothing if the entry went meanwhile).
   absl::Status RefreshTtl(uint64_t id) ABSL_LOCKS_EXCLUDED(mu_);
 
+  // What a store learns (threshold_learning.h), applied by Learn once its rows are committed:
+  // the observed neighbour's new metadata, whether the neighbour lay inside the load band and
+  // whether the store replaced an identical prompt's other answer.
+  struct Observation {
+    Entry* neighbour = nullptr;
+    EntryMeta neighbour_meta;
+    uint64_t CategoryLearning::*band = nullptr;  // band_correct or band_wrong
+    bool answer_changed = false;
+  };
+  // The observation of `entry` (its vector `vector`, replacing entry `replaced` or 0) in
+  // `shard`; sets entry->meta.wrong_floor when the neighbour answers differently.
+  Observation Observe(const Shard& shard, const float* vector, uint64_t replaced, Entry* entry)
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void Learn(const Observation& seen, Category* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   // The order key of `e` under `eviction` (smaller goes first), from its atomics as of now.
   std::pair<uint64_t, uint64_t> OrderKey(const Entry& e, CacheEviction eviction) const;
   void Insert(std::unique_ptr<Entry> entry, const float* vector) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -84,6 +84,10 @@ inline void Bump(SemanticCache::Shard* s, std::atomic<uint64_t> AtomicCounters::
   (s->category->counters.*field).fetch_add(n, std::memory_order_relaxed);
 }
 
+inline uint64_t Lookups(const SemanticCache::Category& c) {
+  return c.counters.lookups.load(std::memory_order_relaxed);
+}
+
 // Bytes an entry is charged against its category's max_bytes.
 inline uint64_t EntryBytes(size_t dimension, size_t response, size_t prompt_hash) {
   constexpr uint64_t kOverhead = 64;  // metadata, maps, order sets

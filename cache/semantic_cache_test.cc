@@ -325,6 +325,45 @@ TEST_F(SemanticCacheTest, LoadBandStaysInsideItsLimits) {
   EXPECT_FALSE(catalog_->ReportModelLoad("m", 1.5).ok());
 }
 
+// The band under load spends delta + 1 point: a would-be false hit observed inside the band
+// (a store whose neighbour there answers differently) shrinks the share; an identical prompt
+// answered differently rules out the TTL half.
+TEST_F(SemanticCacheTest, OverloadBandSpendsOnlyTheFalseHitBudget) {
+  CachePolicy p = Policy(0.9);
+  p.target_false_hit_rate = 0.02;
+  p.min_threshold = 0.7;
+  p.ttl_seconds = 100;
+  p.max_ttl_seconds = 200;
+  ASSERT_TRUE(cache_->SetPolicy("", p).ok());
+  const CachePartition m{.model = "m"};
+  const uint64_t id = Put(Q({1, 0}, "", m), "a");
+  for (int i = 0; i < 20; ++i) {  // 20 lookups, all hits judged right: r = 0
+    ASSERT_TRUE(Get(Q({1, 0}, "", m)).hit);
+    ASSERT_TRUE(cache_->Feedback({.entry_id = id, .verdict = CacheVerdict::kCorrect}).ok());
+  }
+  EXPECT_DOUBLE_EQ(cache_->Stats().categories[0].band_share, 1.0);
+  // Another answer at 0.8: inside [0.7, 0.9). e = 1 / 20 lookups, budget 0.03: g = 0.6.
+  const float a = std::acos(0.8f);
+  Put(Q({std::cos(a), std::sin(a)}, "", m), "b");
+  EXPECT_NEAR(cache_->Stats().categories[0].band_share, 0.6, 1e-9);
+  ASSERT_TRUE(catalog_->ReportModelLoad("m", 1.0).ok());
+  // The category's threshold under full load, seen from a partition with no entry (an entry's
+  // own learned floor would lift it).
+  CacheLookupResult r = Get(Q({0, 1}, "", {.tenant = "u", .model = "m"}));
+  EXPECT_NEAR(r.threshold, 0.9 - 0.6 * 0.2, 1e-6);
+  EXPECT_NEAR(cache_->Stats().categories[0].band_share, 0.63, 1e-9);  // 21 lookups now
+  // The TTL half: 150 s is inside the band's 200 s while no answer changed...
+  ASSERT_TRUE(catalog_->ReportModelLoad("m", 0).ok());
+  Put(Q({0, 1}, "price", m), "1900");
+  clock_.AdvanceMicros(150 * kSecond);
+  ASSERT_TRUE(catalog_->ReportModelLoad("m", 1.0).ok());
+  EXPECT_TRUE(Get(Q({0, 1}, "price", m)).hit);
+  // ... and not once the same prompt was answered differently.
+  Put(Q({0, 1}, "price", m), "1950");
+  clock_.AdvanceMicros(150 * kSecond);
+  EXPECT_FALSE(Get(Q({0, 1}, "price", m)).hit);
+}
+
 TEST_F(SemanticCacheTest, LearnedOffsetNeverPassesMaxThreshold) {
   CachePolicy p = Policy(0.8);
   p.target_false_hit_rate = 0.02;

@@ -127,7 +127,7 @@ CacheStats SemanticCache::Stats() {
     out.categories.push_back({.category = name,
                               .counters = c->counters.Load(),
                               .threshold_offset = c->learning.offset,
-                              .band_share = BandShare(c->policy, c->learning)});
+                              .band_share = BandShare(c->policy, c->learning, Lookups(*c))});
     Add(&out.total, out.categories.back().counters);
   }
   std::map<std::string, CachePartitionStats> partitions;

@@ -34,11 +34,25 @@ void LearnFromReport(const CachePolicy& p, bool wrong, double hit_rate, Category
   l->offset = std::clamp(l->offset, 0.0, max_offset);
 }
 
-double BandShare(const CachePolicy& p, const CategoryLearning& l) {
+double BandShare(const CachePolicy& p, const CategoryLearning& l, uint64_t lookups) {
   const double delta = p.target_false_hit_rate;
   if (delta <= 0) return 1;
   if (l.reports < kMinReportsToLoosen) return 0;
-  return std::clamp((delta - l.rate) / delta, 0.0, 1.0);
+  const double budget = delta + kOverloadAllowance - l.rate;
+  if (budget <= 0) return 0;
+  const double extra =
+      lookups == 0 ? 0 : static_cast<double>(l.band_wrong) / static_cast<double>(lookups);
+  if (extra <= 0) return 1;
+  return std::clamp(budget / extra, 0.0, 1.0);
+}
+
+double TtlBandShare(const CachePolicy& p, const CategoryLearning& l, uint64_t lookups) {
+  return l.answer_changes > 0 ? 0.0 : BandShare(p, l, lookups);
+}
+
+bool InsideBand(const CachePolicy& p, double category_offset, float wrong_floor, float similarity) {
+  return similarity >= EntryThreshold(p, 1.0, category_offset, wrong_floor, 1.0) &&
+         similarity < EntryThreshold(p, 0.0, category_offset, wrong_floor, 1.0);
 }
 
 float EntryThreshold(const CachePolicy& p, double load, double category_offset, float wrong_floor,

@@ -19,12 +19,21 @@
 //     category whose vector lies within min_threshold of e and whose response differs from e's
 //     (the new prompt would have been served e's answer wrongly; the new entry gets the same
 //     floor against e). The same store with an equal response counts as a correct neighbour.
-//   - g_c in [0, 1], the margin-aware band: the share of the load band (threshold and TTL alike)
-//     the category may use, g = clamp((delta - r) / delta, 0, 1) with r its measured false-hit
-//     rate per lookup (above): a category at delta gets none of the band, one with no false
-//     hits all of it, so the band loosens only by what the measured margin allows. Before
-//     kMinReportsToLoosen reports there is no measured margin: g = 0. Learning off (delta 0):
-//     g = 1, the band as the policy sets it.
+//   - g_c in [0, 1], the budgeted band: the share of the load band (threshold and TTL alike)
+//     the category may use while overloaded. Its false hits may then reach delta + 1 point
+//     (kOverloadAllowance; the bound under load), and g_c spends that budget:
+//       g = clamp((delta + 0.01 - r) / e, 0, 1)
+//     with r its measured false-hit rate per lookup (above) and e the false hits per lookup the
+//     whole band would add, estimated from observed neighbours: each store whose nearest entry
+//     lies inside the band (a threshold the full band reaches, but not the unloaded one) and
+//     holds another answer would have been a false hit (band_wrong; e = band_wrong / lookups).
+//     e = 0 (no wrong neighbour seen in the band): the whole band. So categories with hard
+//     negatives just under their paraphrases loosen little, sparse ones fully, and one already
+//     at delta + 1 point not at all. Before kMinReportsToLoosen reports there is no measured r:
+//     g = 0. Learning off (delta 0): g = 1, the band as the policy sets it.
+//   - The TTL half of the band is used (with the same g) only by categories whose answers were
+//     never seen to change: a store whose identical prompt still held an entry with another
+//     answer counts as an answer change (answer_changes), and one rules TTL extension out.
 // So t_e >= min_threshold always, and t_e <= max_threshold unless the entry itself was judged
 // wrong above it (then only closer queries, or the exact-match shortcut, reach it).
 // Pure functions and a plain struct; the caller locks.
@@ -37,15 +46,30 @@
 
 namespace shoal::cache {
 
+// False hits a category may reach while overloaded: delta + this (the "δ + 1 point").
+inline constexpr double kOverloadAllowance = 0.01;
+
 struct CategoryLearning {
   double offset = 0;
   double wrong_share = 0;  // running estimate of w (per reported hit)
   double rate = 0;         // r = w * h at the last report
   uint64_t reports = 0;
+  uint64_t band_correct = 0;    // neighbours observed inside the band with the same answer
+  uint64_t band_wrong = 0;      // ... with another answer (would-be false hits)
+  uint64_t answer_changes = 0;  // stores that replaced an identical prompt's other answer
 };
 
-// g_c above for the category's `resolved` policy.
-double BandShare(const CachePolicy& resolved, const CategoryLearning& learning);
+// g_c above for the category's `resolved` policy; `lookups` is the category's lookup count (the
+// denominator of e).
+double BandShare(const CachePolicy& resolved, const CategoryLearning& learning, uint64_t lookups);
+// The share of the TTL band: g_c, or 0 once an answer change was seen.
+double TtlBandShare(const CachePolicy& resolved, const CategoryLearning& learning,
+                    uint64_t lookups);
+
+// Whether a neighbour at `similarity` to a new store, with the entry's own `wrong_floor` and the
+// category's `offset`, lies inside the band: the full band would serve it, no load would not.
+bool InsideBand(const CachePolicy& resolved, double category_offset, float wrong_floor,
+                float similarity);
 
 // Updates the category's estimate and offset with one verdict (`resolved` policy); `hit_rate`
 // is h above, in [0, 1].

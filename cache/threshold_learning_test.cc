@@ -51,30 +51,74 @@ TEST(ThresholdLearningTest, EntryFloorLiftsOnlyThatEntry) {
   EXPECT_FLOAT_EQ(EntryThreshold(p, 0, 0.5, -INFINITY), 0.99f);  // capped at max_threshold
 }
 
-TEST(ThresholdLearningTest, MarginAwareBandUsesOnlyTheMeasuredMargin) {
+CachePolicy Band() {
   CachePolicy p = Learning(0.02);
   p.min_threshold = 0.75;  // a band of 0.10 at full load
   p.ttl_seconds = 100;
   p.max_ttl_seconds = 300;
-  EXPECT_DOUBLE_EQ(BandShare(p, CategoryLearning{}), 0.0);  // no reports: no measured margin
-  // 2% of hits wrong at a 50% hit rate: r ~ 1% of lookups, about half of delta: about half
-  // the band (the running w is read 25 reports after a wrong one).
-  const CategoryLearning half = Feed(p, 425, 50, 0.5);
-  const double g = BandShare(p, half);
-  EXPECT_DOUBLE_EQ(g, (0.02 - half.rate) / 0.02);
-  EXPECT_GT(g, 0.3);
-  EXPECT_LT(g, 0.7);
-  EXPECT_NEAR(EntryThreshold(p, 1.0, 0, -INFINITY, g), 0.85 - g * 0.10, 1e-6);
-  EXPECT_EQ(TtlMicrosUnderLoad(p, 1.0, g), static_cast<int64_t>((100 + g * 200) * 1e6));
-  EXPECT_FLOAT_EQ(EntryThreshold(p, 0.5, 0, -INFINITY, g), 0.85f);  // not overloaded
-  // At or over delta: none of the band.
-  const CategoryLearning over = Feed(p, 400, 20, 0.5);
-  EXPECT_DOUBLE_EQ(BandShare(p, over), 0.0);
-  EXPECT_FLOAT_EQ(EntryThreshold(p, 1.0, over.offset, -INFINITY, BandShare(p, over)),
-                  static_cast<float>(std::min(0.85 + over.offset, 0.99)));
-  // No false hits at all: the whole band. Learning off: the band as set.
-  EXPECT_DOUBLE_EQ(BandShare(p, Feed(p, 100, 1000, 0.5)), 1.0);
-  EXPECT_DOUBLE_EQ(BandShare(Learning(0), CategoryLearning{}), 1.0);
+  return p;
+}
+
+// A category with a measured false-hit rate `rate` per lookup and `band_wrong` would-be false
+// hits seen inside the band.
+CategoryLearning Measured(double rate, uint64_t band_wrong) {
+  CategoryLearning l;
+  l.reports = 100;
+  l.rate = rate;
+  l.band_wrong = band_wrong;
+  return l;
+}
+
+TEST(ThresholdLearningTest, BandSpendsTheBudgetOfDeltaPlusOnePoint) {
+  const CachePolicy p = Band();
+  EXPECT_DOUBLE_EQ(BandShare(p, CategoryLearning{}, 0), 0.0);  // no reports: no measured rate
+  // At delta, with 2% of lookups seen as would-be false hits inside the band: the 1 point left
+  // buys half the band.
+  EXPECT_DOUBLE_EQ(BandShare(p, Measured(0.02, 20), 1000), 0.5);
+  EXPECT_NEAR(EntryThreshold(p, 1.0, 0, -INFINITY, 0.5), 0.80, 1e-6);
+  EXPECT_FLOAT_EQ(EntryThreshold(p, 0.5, 0, -INFINITY, 0.5), 0.85f);  // not overloaded
+  // The same rate with no wrong neighbour in the band: all of it. Sparse categories loosen
+  // fully; ones with hard negatives just under their paraphrases barely.
+  EXPECT_DOUBLE_EQ(BandShare(p, Measured(0.02, 0), 1000), 1.0);
+  EXPECT_NEAR(BandShare(p, Measured(0.0, 200), 1000), 0.15, 1e-12);
+  // The boundary: at delta + 1 point none, just below it a sliver, never more than the band.
+  EXPECT_DOUBLE_EQ(BandShare(p, Measured(0.03, 20), 1000), 0.0);
+  EXPECT_DOUBLE_EQ(BandShare(p, Measured(0.031, 0), 1000), 0.0);
+  EXPECT_GT(BandShare(p, Measured(0.0299, 20), 1000), 0.0);
+  EXPECT_LT(BandShare(p, Measured(0.0299, 20), 1000), 0.01);
+  EXPECT_DOUBLE_EQ(BandShare(p, Measured(0.0, 1), 1000), 1.0);
+  for (double g : {0.0, 0.5, 1.0, 2.0}) {
+    const float t = EntryThreshold(p, 1.0, 0, -INFINITY, g);
+    EXPECT_GE(t, 0.75f - 1e-7f);
+    EXPECT_LE(t, 0.85f + 1e-7f);
+  }
+  EXPECT_DOUBLE_EQ(BandShare(Learning(0), CategoryLearning{}, 0), 1.0);  // learning off
+}
+
+TEST(ThresholdLearningTest, TtlBandOnlyForCategoriesWhoseAnswersHoldStill) {
+  const CachePolicy p = Band();
+  CategoryLearning l = Measured(0.0, 0);
+  EXPECT_DOUBLE_EQ(TtlBandShare(p, l, 1000), 1.0);
+  EXPECT_EQ(TtlMicrosUnderLoad(p, 1.0, TtlBandShare(p, l, 1000)), 300 * 1'000'000);
+  l.answer_changes = 1;
+  EXPECT_DOUBLE_EQ(BandShare(p, l, 1000), 1.0);  // the threshold half is unaffected
+  EXPECT_DOUBLE_EQ(TtlBandShare(p, l, 1000), 0.0);
+  EXPECT_EQ(TtlMicrosUnderLoad(p, 1.0, TtlBandShare(p, l, 1000)), 100 * 1'000'000);
+}
+
+TEST(ThresholdLearningTest, InsideBandIsBetweenTheFullBandAndTheUnloadedThreshold) {
+  const CachePolicy p = Band();
+  EXPECT_TRUE(InsideBand(p, 0, -INFINITY, 0.75f));
+  EXPECT_FALSE(InsideBand(p, 0, -INFINITY, std::nextafter(0.75f, 0.0f)));
+  EXPECT_TRUE(InsideBand(p, 0, -INFINITY, std::nextafter(0.85f, 0.0f)));
+  EXPECT_FALSE(InsideBand(p, 0, -INFINITY, 0.85f));  // served without load: not the band's
+  // A learned offset moves both ends (clamped to the limits); an entry's floor lifts both.
+  EXPECT_FALSE(InsideBand(p, 0.05, -INFINITY, 0.79f));
+  EXPECT_TRUE(InsideBand(p, 0.05, -INFINITY, 0.895f));
+  EXPECT_FALSE(InsideBand(p, 0.05, -INFINITY, 0.905f));
+  EXPECT_FALSE(InsideBand(p, 0, 0.8f, 0.8f));
+  EXPECT_TRUE(InsideBand(p, 0, 0.8f, 0.81f));
+  EXPECT_FALSE(InsideBand(Learning(0.02), 0, -INFINITY, 0.8f));  // no band
 }
 
 }  // namespace

@@ -56,8 +56,8 @@ class CacheCollector final : public prometheus::Collectable {
     auto offset = Family("shoal_cache_threshold_offset",
                          "Learned threshold offset of the category (similarity units).", T::Gauge);
     auto band_share = Family("shoal_cache_band_share",
-                             "Share of the load-adaptive band the category may use (0..1): its "
-                             "measured false-hit margin under the target rate.",
+                             "Share of the load-adaptive band the category may use (0..1): what "
+                             "keeps its false hits within the target rate + 1 point.",
                              T::Gauge);
     auto quarantined =
         Family("shoal_cache_quarantined",

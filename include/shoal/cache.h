@@ -165,9 +165,10 @@ struct CacheCategoryStats {
   std::string category;
   CacheCounters counters;
   double threshold_offset = 0;  // learned (see CachePolicy::target_false_hit_rate)
-  // The overload budget: the share in [0, 1] of the load-adaptive band (threshold and TTL) the
-  // category may use now, from its measured false-hit margin (threshold_learning.h: g); 1 when
-  // learning is off.
+  // The overload budget: the share in [0, 1] of the load-adaptive band's threshold half the
+  // category may use now, so that its false hits stay within target + 1 point, from its measured
+  // false-hit rate and the would-be false hits seen inside the band (threshold_learning.h: g);
+  // the TTL half too unless the category's answers were seen to change. 1 when learning is off.
   double band_share = 1;
 };
 
