@@ -433,7 +433,7 @@ absl::Status SemanticCache::Feedback(const CacheFeedbackReport& report) {
       lookups == 0 ? 1.0
                    : static_cast<double>(c->counters.hits.load(std::memory_order_relaxed)) /
                          static_cast<double>(lookups);
-  LearnFromReport(c->policy, wrong, hit_rate, &c->learning);
+  LearnFromReport(c->policy, wrong, sim, hit_rate, &c->learning);
   Bump(e->shard, wrong ? &AtomicCounters::false_hit_reports : &AtomicCounters::correct_reports);
   Writes writes;
   if (!wrong) {

@@ -372,7 +372,7 @@ TEST_F(SemanticCacheTest, LearnedOffsetNeverPassesMaxThreshold) {
   const uint64_t id = Put(Q({1, 0}), "x");
   for (int i = 0; i < 100; ++i) {
     ASSERT_TRUE(
-        cache_->Feedback({.entry_id = id, .verdict = CacheVerdict::kWrong, .similarity = 0.5})
+        cache_->Feedback({.entry_id = id, .verdict = CacheVerdict::kWrong, .similarity = 0.849})
             .ok());
   }
   CacheStats s = cache_->Stats();

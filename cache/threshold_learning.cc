@@ -11,27 +11,50 @@ namespace {
 
 constexpr uint64_t kAverageOver = 50;
 constexpr uint64_t kMinReportsToLoosen = 20;
-constexpr double kRaiseStep = 0.01;
-constexpr double kLowerStep = 0.005;
+constexpr double kEvidenceWindow = 1000;  // reports
+constexpr double kBinWidth = 1.0 / kSimilarityBins;
+
+int BinOf(double similarity) {
+  return std::clamp(static_cast<int>(std::floor(similarity / kBinWidth + 1e-6)), 0,
+                    kSimilarityBins - 1);
+}
+
+// The offset: the smallest threshold from `threshold` up (next bin edge each step, at most
+// max_threshold) whose estimated false-hit rate per lookup is within the target.
+double ChooseOffset(const CachePolicy& p, double hit_rate, const CategoryLearning& l) {
+  if (l.reported <= 0) return 0;
+  std::array<double, kSimilarityBins + 1> above{};  // above[b]: wrong reports in bins >= b
+  for (int b = kSimilarityBins - 1; b >= 0; --b) above[b] = above[b + 1] + l.wrong_at[b];
+  const double h = std::clamp(hit_rate, 0.0, 1.0);
+  auto rate_at = [&](double t) { return h * above[BinOf(t)] / l.reported; };
+  const double cap = std::max(p.threshold, p.max_threshold);
+  const double target = std::max(p.target_false_hit_rate, rate_at(cap));
+  double t = p.threshold;
+  while (t < cap && rate_at(t) > target) {
+    t = std::min(cap, (BinOf(t) + 1) * kBinWidth);
+  }
+  return t - p.threshold;
+}
 
 }  // namespace
 
-void LearnFromReport(const CachePolicy& p, bool wrong, double hit_rate, CategoryLearning* l) {
+void LearnFromReport(const CachePolicy& p, bool wrong, float similarity, double hit_rate,
+                     CategoryLearning* l) {
   ++l->reports;
   const double weight = 1.0 / static_cast<double>(std::min(l->reports, kAverageOver));
   l->wrong_share += weight * ((wrong ? 1.0 : 0.0) - l->wrong_share);
-  const double rate = l->wrong_share * std::clamp(hit_rate, 0.0, 1.0);  // per lookup
-  l->rate = rate;
+  l->rate = l->wrong_share * std::clamp(hit_rate, 0.0, 1.0);  // per lookup
   const double delta = p.target_false_hit_rate;
-  const double max_offset = std::max(0.0, p.max_threshold - p.threshold);
   if (delta <= 0) {
     l->offset = 0;
-  } else if (rate > delta) {
-    l->offset = std::min(l->offset + kRaiseStep, max_offset);
-  } else if (rate < delta / 2 && l->reports >= kMinReportsToLoosen) {
-    l->offset = std::max(l->offset - kLowerStep, 0.0);
+    return;
   }
-  l->offset = std::clamp(l->offset, 0.0, max_offset);
+  constexpr double kKeep = 1.0 - 1.0 / kEvidenceWindow;
+  l->reported = l->reported * kKeep + 1;
+  for (double& w : l->wrong_at) w *= kKeep;
+  if (wrong && !std::isnan(similarity)) l->wrong_at[BinOf(similarity)] += 1;
+  l->offset =
+      std::clamp(ChooseOffset(p, hit_rate, *l), 0.0, std::max(0.0, p.max_threshold - p.threshold));
 }
 
 double BandShare(const CachePolicy& p, const CategoryLearning& l, uint64_t lookups) {

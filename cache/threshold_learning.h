@@ -6,14 +6,20 @@
 //   t         = min(base(L) + offset_c, max_threshold)         (the category's learned offset)
 //   t_e       = max(t, next float above wrong_floor_e)         (the entry's own evidence)
 // and the query hits e when similarity >= t_e (single precision).
-//   - offset_c in [0, max_threshold - threshold] moves with the category's false-hit rate per
-//     LOOKUP, r = w * h: w is the share of reported hits judged wrong (a running mean over
-//     the first 50 reports, then an exponential average with weight 1/50) and h the share of
-//     the category's lookups that hit (its counters since open). So delta bounds false hits
-//     among all lookups, as the goal and `shoal_bench cache` count them, and feedback
-//     on only a sample of hits estimates the same r. Each report with r > delta raises the
-//     offset by 0.01; each with r < delta / 2, after at least 20 reports, lowers it by 0.005.
-//     delta = target_false_hit_rate; 0 = off.
+//   - r = w * h, the category's false-hit rate per LOOKUP: w is the share of reported hits
+//     judged wrong (a running mean over the first 50 reports, then an exponential average with
+//     weight 1/50) and h the share of the category's lookups that hit (its counters since
+//     open). So delta bounds false hits among all lookups, as the goal and
+//     `shoal_bench cache` count them, and feedback on only a sample of hits estimates the same.
+//   - offset_c in [0, max_threshold - threshold] is chosen, at each report, from the reports'
+//     similarities (vCache's evidence, kept per category): reports and wrong ones are counted
+//     per similarity bin of 0.005, both decayed by 1/1000 per report. At a threshold t the
+//     false-hit rate per lookup is estimated as r(t) = h * (wrong reports at similarity >= t) /
+//     (reports), and the offset is the smallest one (in steps to the next bin edge) with
+//     r(threshold + offset) <= max(delta, r(max_threshold)): false hits no threshold under the
+//     cap removes (a stale exact answer at similarity 1) do not push the offset up. It loosens
+//     again once decay and right reports bring the estimate under. delta =
+//     target_false_hit_rate; 0 = off.
 //   - wrong_floor_e is the highest similarity at which e was judged wrong: by Feedback(wrong)
 //     on a hit it served, or by an observed neighbour — a CacheStore in e's partition and
 //     category whose vector lies within min_threshold of e and whose response differs from e's
@@ -40,6 +46,7 @@
 #ifndef SHOAL_CACHE_THRESHOLD_LEARNING_H_
 #define SHOAL_CACHE_THRESHOLD_LEARNING_H_
 
+#include <array>
 #include <cstdint>
 
 #include "shoal/cache.h"
@@ -49,8 +56,14 @@ namespace shoal::cache {
 // False hits a category may reach while overloaded: delta + this (the "δ + 1 point").
 inline constexpr double kOverloadAllowance = 0.01;
 
+inline constexpr int kSimilarityBins = 200;  // 0.005 wide over [0, 1]
+
 struct CategoryLearning {
   double offset = 0;
+  // Evidence by similarity (decayed counts): every report, and the wrong ones per bin
+  // (similarities under 0 in the first bin, 1 and above in the last).
+  double reported = 0;
+  std::array<double, kSimilarityBins> wrong_at{};
   double wrong_share = 0;  // running estimate of w (per reported hit)
   double rate = 0;         // r = w * h at the last report
   uint64_t reports = 0;
@@ -71,9 +84,10 @@ double TtlBandShare(const CachePolicy& resolved, const CategoryLearning& learnin
 bool InsideBand(const CachePolicy& resolved, double category_offset, float wrong_floor,
                 float similarity);
 
-// Updates the category's estimate and offset with one verdict (`resolved` policy); `hit_rate`
-// is h above, in [0, 1].
-void LearnFromReport(const CachePolicy& resolved, bool wrong, double hit_rate,
+// Updates the category's estimate and offset with one verdict on a hit at `similarity` (NaN:
+// unknown, counted as a report at no similarity; only right verdicts may lack it) under the
+// `resolved` policy; `hit_rate` is h above, in [0, 1].
+void LearnFromReport(const CachePolicy& resolved, bool wrong, float similarity, double hit_rate,
                      CategoryLearning* learning);
 
 // t_e above, as a float (the precision similarities are compared in); `band_share` is g_c.

@@ -14,10 +14,14 @@ CachePolicy Learning(double delta) {
   return Resolve({.threshold = 0.85, .target_false_hit_rate = delta, .max_threshold = 0.99});
 }
 
-// Feeds `reports` verdicts, one in `wrong_every` wrong, at a category hit rate `hit_rate`.
-CategoryLearning Feed(const CachePolicy& p, int reports, int wrong_every, double hit_rate) {
-  CategoryLearning l;
-  for (int i = 1; i <= reports; ++i) LearnFromReport(p, i % wrong_every == 0, hit_rate, &l);
+// Feeds `reports` verdicts, one in `wrong_every` wrong (at similarity `wrong_at`, the right
+// ones at 0.95), at a category hit rate `hit_rate`.
+CategoryLearning Feed(const CachePolicy& p, int reports, int wrong_every, double hit_rate,
+                      float wrong_at = 0.86f, CategoryLearning l = {}) {
+  for (int i = 1; i <= reports; ++i) {
+    const bool wrong = i % wrong_every == 0;
+    LearnFromReport(p, wrong, wrong ? wrong_at : 0.95f, hit_rate, &l);
+  }
   return l;
 }
 
@@ -26,17 +30,31 @@ TEST(ThresholdLearningTest, DeltaBoundsFalseHitsPerLookupNotPerHit) {
   // 5% of hits wrong at a 30% hit rate: 1.5% of lookups are false hits, within delta.
   CategoryLearning within = Feed(p, 400, 20, 0.3);
   EXPECT_DOUBLE_EQ(within.offset, 0.0);
-  // The same share of wrong hits at a 60% hit rate: 3% of lookups, over delta: tighten.
+  // The same share of wrong hits at a 60% hit rate: 3% of lookups, over delta: the threshold
+  // rises to the bin edge just above the wrong hits' similarity (0.86), no further.
   CategoryLearning over = Feed(p, 400, 20, 0.6);
-  EXPECT_GT(over.offset, 0.05);
+  EXPECT_NEAR(over.offset, 0.865 - 0.85, 1e-9);
 }
 
-TEST(ThresholdLearningTest, LoosensAgainWhenFalseHitsPerLookupFallBelowHalfDelta) {
+TEST(ThresholdLearningTest, RisesOnlyAsFarAsTheEvidenceNeedsAndLoosensAgain) {
   const CachePolicy p = Learning(0.02);
-  CategoryLearning l = Feed(p, 200, 5, 0.5);  // 10% of lookups wrong: tightens to the cap
-  EXPECT_NEAR(l.offset, 0.14, 1e-9);
-  for (int i = 0; i < 400; ++i) LearnFromReport(p, false, 0.5, &l);
+  // 10% of lookups wrong, half at 0.86 and half at 0.902: both must go.
+  CategoryLearning l = Feed(p, 100, 10, 0.5, 0.86f);
+  l = Feed(p, 100, 10, 0.5, 0.902f, l);
+  EXPECT_NEAR(l.offset, 0.905 - 0.85, 1e-9);
+  // Right reports only: the old wrong ones decay until the estimate is under delta at the base.
+  l = Feed(p, 3000, 1 << 30, 0.5, 0.86f, l);
   EXPECT_DOUBLE_EQ(l.offset, 0.0);
+}
+
+TEST(ThresholdLearningTest, WrongHitsNoThresholdUnderTheCapRemovesDoNotRaiseIt) {
+  const CachePolicy p = Learning(0.02);
+  // 10% of lookups are stale exact answers (similarity 1): over delta whatever the threshold.
+  CategoryLearning l = Feed(p, 400, 5, 0.5, 1.0f);
+  EXPECT_DOUBLE_EQ(l.offset, 0.0);
+  // Wrong hits at 0.86 on top of them still lift it just above 0.86.
+  l = Feed(p, 400, 5, 0.5, 0.86f, l);
+  EXPECT_NEAR(l.offset, 0.865 - 0.85, 1e-9);
 }
 
 TEST(ThresholdLearningTest, OffLeavesNoOffset) {
