@@ -313,7 +313,7 @@ void RegisterCacheCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--mix", options->mix, "workload mix: paper (the published hit rates) or legacy")
       ->transform(CLI::CheckedTransformer(std::map<std::string, CacheMix>{
           {"paper", CacheMix::kPaper}, {"legacy", CacheMix::kLegacy}}))
-      ->capture_default_str();
+      ->default_str("paper");
   cmd->add_option("--curve-deltas", options->curve_deltas,
                   "false-hit budgets of the printed curves (each one adaptive run)")
       ->delimiter(',')
