@@ -1,10 +1,11 @@
 // The cost of a grant's durable write alone: a RocksDB of its own (a temporary directory, the
-// options RecordStore opens with that matter here: WAL on, no sync) written the rows a
-// single-key Grant or Revoke writes, so that `shoal_bench tenants` can print Shoal's grant next
-// to the bare write it cannot avoid, timed interleaved with it on the same (noisy) machine.
+// options RecordStore opens with that matter here: WAL on, no sync) written the rows a Grant or
+// Revoke writes (one key, or a batch), so that `shoal_bench tenants` can print Shoal's grant
+// next to the bare write it cannot avoid, timed interleaved with it on the same (noisy) machine.
 //
-//   SHOAL_ASSIGN_OR_RETURN(auto bare, BareRocksWrite::Open(/*prefill=*/158000));
-//   double us = bare->Time(/*put=*/true, /*marker=*/false, tenant, row);
+//   SHOAL_ASSIGN_OR_RETURN(auto bare, BareRocksWrite::Open(/*prefill=*/0));
+//   double us = bare->TimeBatch(/*put=*/true, tenant, rows);   // a batched Grant's rows
+//   double one = bare->Time(/*put=*/true, /*marker=*/false, tenant, row);
 //
 // Thread safety: none; one thread.
 #ifndef SHOAL_BENCH_BARE_ROCKSDB_WRITE_H_
@@ -13,6 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -34,6 +36,9 @@ class BareRocksWrite {
   // grant) or a delete (the revoke) -- and, with `marker`, the 15-byte marker row every
   // RecordStore batch carried before.
   double Time(bool put, bool marker, uint32_t tenant, uint64_t row);
+  // Microseconds of one WriteBatch holding the grant rows of (tenant, each of `rows`): puts or
+  // deletes.
+  double TimeBatch(bool put, uint32_t tenant, std::span<const uint32_t> rows);
 
  private:
   BareRocksWrite() = default;

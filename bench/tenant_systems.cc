@@ -176,57 +176,79 @@ absl::StatusOr<ShoalTenantLoad> ShoalTenantIndex::Load(const Matrix& base, const
   SHOAL_RETURN_IF_ERROR(db.FlushIndexUpdates(name));
   load_.build_seconds = NowSeconds() - t0;
   load_.shared_ram_bytes = RamBytes();
-  SHOAL_RETURN_IF_ERROR(GrantAll(w, &load_.grant_batched_us));
+  // The bare store is written the same grant rows as Shoal's catalog, call by call.
+  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<BareRocksWrite> bare, BareRocksWrite::Open(0));
+  SHOAL_RETURN_IF_ERROR(
+      GrantAll(w, bare.get(), &load_.grant_batched_us, &load_.bare_grant_batched_us));
   load_.tenant_ram_bytes = RamBytes() - load_.shared_ram_bytes;
-  SHOAL_RETURN_IF_ERROR(TimeSingleGrants(w, grant_samples, base.rows));
-  SHOAL_RETURN_IF_ERROR(TimeRegrants(w, 100));
+  SHOAL_RETURN_IF_ERROR(TimeSingleGrants(w, grant_samples, base.rows, *bare));
+  SHOAL_RETURN_IF_ERROR(TimeRegrants(w, 100, *bare));
   return load_;
 }
 
-absl::Status ShoalTenantIndex::GrantAll(const TenantWorkload& w, double* us_per_key) {
+absl::Status ShoalTenantIndex::GrantAll(const TenantWorkload& w, BareRocksWrite* bare,
+                                        double* us_per_key, double* bare_us_per_key) {
   DB& db = collection_->db();
   const char* name = ShoalCollection::kName;
   for (size_t t = 0; t < w.members.size(); ++t) {
     SHOAL_RETURN_IF_ERROR(db.CreateTenant(name, {TenantName(t), {}}));
   }
   tenants_ = w.members.size();
-  double seconds = 0;
+  double seconds = 0, bare_seconds = 0;
   for (size_t t = 0; t < w.members.size(); ++t) {
-    SHOAL_RETURN_IF_ERROR(SetAccessBatched(t, w.members[t], /*grant=*/true, &seconds));
+    SHOAL_RETURN_IF_ERROR(
+        SetAccessBatched(t, w.members[t], /*grant=*/true, &seconds, bare, &bare_seconds));
   }
-  *us_per_key = seconds * 1e6 / std::max<size_t>(1, w.Memberships());
+  const double keys = static_cast<double>(std::max<size_t>(1, w.Memberships()));
+  *us_per_key = seconds * 1e6 / keys;
+  if (bare_us_per_key != nullptr) *bare_us_per_key = bare_seconds * 1e6 / keys;
   return absl::OkStatus();
 }
 
 absl::Status ShoalTenantIndex::SetAccessBatched(size_t tenant, const std::vector<uint32_t>& rows,
-                                                bool grant, double* seconds) {
+                                                bool grant, double* seconds, BareRocksWrite* bare,
+                                                double* bare_seconds) {
   DB& db = collection_->db();
   std::vector<Key> keys;
   for (size_t first = 0; first < rows.size(); first += 10000) {
-    keys.assign(rows.begin() + first, rows.begin() + std::min(rows.size(), first + 10000));
+    const size_t end = std::min(rows.size(), first + 10000);
+    keys.assign(rows.begin() + first, rows.begin() + end);
     const double t0 = NowSeconds();
     SHOAL_RETURN_IF_ERROR(grant ? db.Grant(ShoalCollection::kName, TenantName(tenant), keys, {})
                                 : db.Revoke(ShoalCollection::kName, TenantName(tenant), keys, {}));
     *seconds += NowSeconds() - t0;
+    if (bare != nullptr) {
+      *bare_seconds +=
+          bare->TimeBatch(grant, static_cast<uint32_t>(tenant),
+                          std::span<const uint32_t>(rows).subspan(first, end - first)) /
+          1e6;
+    }
   }
   return absl::OkStatus();
 }
 
-absl::Status ShoalTenantIndex::TimeRegrants(const TenantWorkload& w, size_t tenants) {
-  double revoke = 0, grant = 0;
+absl::Status ShoalTenantIndex::TimeRegrants(const TenantWorkload& w, size_t tenants,
+                                            BareRocksWrite& bare) {
+  double revoke = 0, grant = 0, bare_revoke = 0, bare_grant = 0;
   size_t keys = 0;
   for (size_t i = 0; i < tenants && i < w.members.size(); ++i) {
     const size_t t = i * w.members.size() / tenants;  // largest to smallest
-    SHOAL_RETURN_IF_ERROR(SetAccessBatched(t, w.members[t], /*grant=*/false, &revoke));
-    SHOAL_RETURN_IF_ERROR(SetAccessBatched(t, w.members[t], /*grant=*/true, &grant));
+    SHOAL_RETURN_IF_ERROR(
+        SetAccessBatched(t, w.members[t], /*grant=*/false, &revoke, &bare, &bare_revoke));
+    SHOAL_RETURN_IF_ERROR(
+        SetAccessBatched(t, w.members[t], /*grant=*/true, &grant, &bare, &bare_grant));
     keys += w.members[t].size();
   }
-  load_.revoke_batched_us = revoke * 1e6 / std::max<size_t>(1, keys);
-  load_.regrant_batched_us = grant * 1e6 / std::max<size_t>(1, keys);
+  const double n = static_cast<double>(std::max<size_t>(1, keys));
+  load_.revoke_batched_us = revoke * 1e6 / n;
+  load_.regrant_batched_us = grant * 1e6 / n;
+  load_.bare_revoke_batched_us = bare_revoke * 1e6 / n;
+  load_.bare_regrant_batched_us = bare_grant * 1e6 / n;
   return absl::OkStatus();
 }
 
-absl::Status ShoalTenantIndex::TimeSingleGrants(const TenantWorkload& w, size_t n, size_t rows) {
+absl::Status ShoalTenantIndex::TimeSingleGrants(const TenantWorkload& w, size_t n, size_t rows,
+                                                BareRocksWrite& bare) {
   DB& db = collection_->db();
   const char* name = ShoalCollection::kName;
   std::mt19937_64 rng(7);
@@ -239,8 +261,6 @@ absl::Status ShoalTenantIndex::TimeSingleGrants(const TenantWorkload& w, size_t 
   }
   std::sort(pairs.begin(), pairs.end());
   pairs.erase(std::unique(pairs.begin(), pairs.end()), pairs.end());
-  SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<BareRocksWrite> bare,
-                         BareRocksWrite::Open(w.Memberships()));
   for (bool grant : {true, false}) {
     for (const auto& [t, row] : pairs) {
       const Key key = uint64_t{row};
@@ -248,10 +268,9 @@ absl::Status ShoalTenantIndex::TimeSingleGrants(const TenantWorkload& w, size_t 
       SHOAL_RETURN_IF_ERROR(grant ? db.Grant(name, TenantName(t), {&key, 1}, {})
                                   : db.Revoke(name, TenantName(t), {&key, 1}, {}));
       (grant ? load_.grant_us : load_.revoke_us).push_back((NowSeconds() - t0) * 1e6);
-      (grant ? load_.bare_put_us : load_.bare_delete_us)
-          .push_back(bare->Time(grant, false, t, row));
+      (grant ? load_.bare_put_us : load_.bare_delete_us).push_back(bare.Time(grant, false, t, row));
       (grant ? load_.bare_put_marker_us : load_.bare_delete_marker_us)
-          .push_back(bare->Time(grant, true, t + 100000, row));
+          .push_back(bare.Time(grant, true, t + 100000, row));
     }
   }
   return absl::OkStatus();
@@ -265,7 +284,7 @@ absl::StatusOr<double> ShoalTenantIndex::ReplaceTenants(const TenantWorkload& w)
   // The caches searches filled count too: the tenants' share is measured against now.
   const double before = RamBytes();
   double us = 0;
-  SHOAL_RETURN_IF_ERROR(GrantAll(w, &us));
+  SHOAL_RETURN_IF_ERROR(GrantAll(w, nullptr, &us, nullptr));
   return RamBytes() - before;
 }
 

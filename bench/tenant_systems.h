@@ -27,6 +27,8 @@
 
 namespace shoal::bench {
 
+class BareRocksWrite;
+
 class TenantSystem {
  public:
   virtual ~TenantSystem() = default;
@@ -62,11 +64,14 @@ struct ShoalTenantLoad {
   // Per key, 100 tenants' keys revoked and granted again in batches (leaves known, as for a
   // vector upserted with an owner and then granted).
   double revoke_batched_us = 0, regrant_batched_us = 0;
+  // Per key, a bare RocksDB batch of the same rows after each of those calls (puts for the
+  // grants, deletes for the revokes; bench/bare_rocksdb_write.h).
+  double bare_grant_batched_us = 0, bare_revoke_batched_us = 0, bare_regrant_batched_us = 0;
   std::vector<double> grant_us;   // single-key Grant calls (a key the tenant did not see)
   std::vector<double> revoke_us;  // single-key Revoke of the same keys
-  // Interleaved with those calls, a bare RocksDB write of the same row
-  // (bench/bare_rocksdb_write.h): put (grant) and delete (revoke), each alone and with the memtable
-  // marker row.
+  // Interleaved with those calls, a bare RocksDB write of the same row into a store whose
+  // memtable holds the same grant rows as Shoal's catalog (bench/bare_rocksdb_write.h): put
+  // (grant) and delete (revoke), each alone and with the memtable marker row.
   std::vector<double> bare_put_us, bare_put_marker_us, bare_delete_us, bare_delete_marker_us;
 };
 
@@ -92,12 +97,17 @@ class ShoalTenantIndex {
  private:
   ShoalTenantIndex(std::string spec, std::vector<double> recalls)
       : spec_(std::move(spec)), recalls_(std::move(recalls)) {}
-  absl::Status GrantAll(const TenantWorkload& w, double* us_per_key);
-  absl::Status TimeSingleGrants(const TenantWorkload& w, size_t n, size_t rows);
-  absl::Status TimeRegrants(const TenantWorkload& w, size_t tenants);
-  // Grant (or revoke) `rows` to `tenant` in calls of <= 10k keys; adds their time to *seconds.
+  // With `bare`, each call's rows are also written to it (timed into *bare_us_per_key).
+  absl::Status GrantAll(const TenantWorkload& w, BareRocksWrite* bare, double* us_per_key,
+                        double* bare_us_per_key);
+  absl::Status TimeSingleGrants(const TenantWorkload& w, size_t n, size_t rows,
+                                BareRocksWrite& bare);
+  absl::Status TimeRegrants(const TenantWorkload& w, size_t tenants, BareRocksWrite& bare);
+  // Grant (or revoke) `rows` to `tenant` in calls of <= 10k keys; adds their time to *seconds,
+  // and with `bare` the time of a bare batch of the same rows after each call to *bare_seconds.
   absl::Status SetAccessBatched(size_t tenant, const std::vector<uint32_t>& rows, bool grant,
-                                double* seconds);
+                                double* seconds, BareRocksWrite* bare = nullptr,
+                                double* bare_seconds = nullptr);
 
   std::string spec_;
   std::vector<double> recalls_;
