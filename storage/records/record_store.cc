@@ -207,6 +207,7 @@ absl::StatusOr<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string
 
   rocksdb::ColumnFamilyOptions catalog_options = cf_options;
   catalog_options.merge_operator = std::make_shared<MaxCounterOperator>();
+  catalog_options.memtable_insert_with_hint_prefix_extractor = NewTenantIdRowHint();
   std::vector<rocksdb::ColumnFamilyDescriptor> families = {
       {rocksdb::kDefaultColumnFamilyName, catalog_options},
       {"records", cf_options},

@@ -58,6 +58,7 @@ class FileLock;
 class ColumnFamilyHandle;
 class WriteBatch;
 class Status;
+class SliceTransform;
 }  // namespace rocksdb
 
 namespace shoal::storage {
@@ -138,6 +139,11 @@ struct StoredTenants {
 
 // Converts a RocksDB status to a canonical absl::Status, prefixing `context`.
 absl::Status FromRocks(const rocksdb::Status& s, std::string_view context);
+
+// The catalog family's memtable insert hint (record_store_tenants.cc): owner and grant rows are
+// grouped by (collection, kind, tenant), so that a row is inserted from where its tenant's last
+// row went instead of from the top of a skip list that holds every membership.
+std::shared_ptr<const rocksdb::SliceTransform> NewTenantIdRowHint();
 
 class RecordStore {
  public:
