@@ -177,8 +177,10 @@ absl::Status Collection::SetAccess(std::string_view tenant, std::span<const Key>
                                    const WriteOptions& options, bool grant) {
   SHOAL_RETURN_IF_ERROR(ValidateKeys(keys, options_));
   std::vector<Key> unique_keys(keys.begin(), keys.end());
-  std::sort(unique_keys.begin(), unique_keys.end());
-  unique_keys.erase(std::unique(unique_keys.begin(), unique_keys.end()), unique_keys.end());
+  if (unique_keys.size() > 1) {
+    std::sort(unique_keys.begin(), unique_keys.end());
+    unique_keys.erase(std::unique(unique_keys.begin(), unique_keys.end()), unique_keys.end());
+  }
   KeyClaim claim(this, std::move(unique_keys));
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
   tenants::TenantId tid;
@@ -191,7 +193,9 @@ absl::Status Collection::SetAccess(std::string_view tenant, std::span<const Key>
     absl::ReaderMutexLock lock(&state_.mu);
     SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<TenantEntry> t, FindTenant(tenant));
     tid = t->meta.id;
-    const tenants::AccessTable& access = state_.access;
+    // The tenant's two id sets once, not a lookup of the tenant per key (Visible, OwnerOf).
+    const tenants::AccessTable::IdSet* owned = state_.access.Owned(tid);
+    const tenants::AccessTable::IdSet* was_granted = state_.access.Granted(tid);
     absl::flat_hash_set<uint64_t> seen;
     for (size_t i = 0; i < keys.size(); ++i) {
       const uint64_t* iid = state_.id_of.Find(keys[i]);
@@ -199,13 +203,13 @@ absl::Status Collection::SetAccess(std::string_view tenant, std::span<const Key>
         return absl::NotFoundError(
             absl::StrCat("keys[", i, "]: ", KeyDebugString(keys[i]), " not found"));
       }
-      const bool owner = access.OwnerOf(*iid) == tid;
+      const bool owner = owned != nullptr && owned->contains(*iid);
       if (!grant && owner) {
         return absl::FailedPreconditionError(
             absl::StrCat("keys[", i, "]: ", KeyDebugString(keys[i]), " is owned by tenant '",
                          std::string(tenant), "'; an owner cannot be revoked"));
       }
-      const bool granted = !owner && access.Visible(tid, *iid);
+      const bool granted = !owner && was_granted != nullptr && was_granted->contains(*iid);
       if (owner || granted == grant) continue;
       if (keys.size() > 1 && !seen.insert(*iid).second) continue;  // a key named twice
       if (grant) {
@@ -221,14 +225,22 @@ absl::Status Collection::SetAccess(std::string_view tenant, std::span<const Key>
   claim.Unlock();
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, options.sync));
   absl::MutexLock lock(&state_.mu);
+  // The access table id by id, then the tenant's tree once for the ids that changed (one pass
+  // for a large batch, tenants/tenant_tree.h).
+  size_t applied = 0;
   for (size_t i = 0; i < changed.size(); ++i) {
-    if (grant) {
-      if (state_.access.Grant(changed[i], tid)) {
-        state_.tenant_tree.Attach(tid, changed[i], leaves[i]);
-      }
-    } else if (state_.access.Revoke(changed[i], tid)) {
-      state_.tenant_tree.Detach(tid, changed[i]);
+    if (grant ? !state_.access.Grant(changed[i], tid) : !state_.access.Revoke(changed[i], tid)) {
+      continue;
     }
+    changed[applied] = changed[i];
+    if (grant) leaves[applied] = leaves[i];
+    ++applied;
+  }
+  const std::span<const uint64_t> ids(changed.data(), applied);
+  if (grant) {
+    state_.tenant_tree.Attach(tid, ids, std::span<const uint32_t>(leaves.data(), applied));
+  } else {
+    state_.tenant_tree.Detach(tid, ids);
   }
   return absl::OkStatus();
 }

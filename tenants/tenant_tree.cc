@@ -162,6 +162,45 @@ void TenantTree::Rebuild(std::span<const uint64_t> ids, std::span<const uint32_t
   });
 }
 
+void TenantTree::RebuildTenant(TenantId t) {
+  const size_t n = access_->VisibleCount(t);
+  if (n <= cap_) {
+    subs_.erase(t);
+    if (n > 0) {
+      sparse_[t] = static_cast<uint32_t>(n);
+    } else {
+      sparse_.erase(t);
+    }
+    return;
+  }
+  sparse_.erase(t);
+  Build(t, subs_[t]);
+}
+
+void TenantTree::Attach(TenantId t, std::span<const uint64_t> ids,
+                        std::span<const uint32_t> leaves) {
+  const size_t n = std::min(ids.size(), leaves.size());
+  const size_t visible = access_->VisibleCount(t);
+  // Id by id only where no step reads the table: a sparse tenant that outgrows the root is
+  // built from it, which already holds the whole batch.
+  if (!RebuildFor(n, visible) && (subs_.contains(t) || visible <= cap_)) {
+    for (size_t i = 0; i < n; ++i) Attach(t, ids[i], leaves[i]);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) {
+    leaf_of_.Set(ids[i], std::min<uint32_t>(leaves[i], num_leaves() - 1));
+  }
+  RebuildTenant(t);
+}
+
+void TenantTree::Detach(TenantId t, std::span<const uint64_t> ids) {
+  if (!RebuildFor(ids.size(), access_->VisibleCount(t) + ids.size())) {
+    for (uint64_t id : ids) Detach(t, id);
+    return;
+  }
+  RebuildTenant(t);
+}
+
 void TenantTree::SplitDown(Sub& s, uint32_t node) {
   IdSet ids = std::move(s.shortlist[node]);
   s.shortlist.erase(node);

@@ -80,6 +80,12 @@ class TenantTree {
   // `id` stopped being visible to `t`. Detaching a pair never attached is the caller's error
   // too (a sparse tenant's count would drop).
   void Detach(TenantId t, uint64_t id);
+  // The same for many ids of one tenant (a batched Grant or Revoke), after the access table's
+  // change for all of them: `ids[i]` lies in `leaves[i]`. A batch of at least a quarter of what
+  // the tenant sees is one pass that rebuilds the tenant from the table (its counts, shortlists
+  // and dense leaves), not a path update, split or merge per id.
+  void Attach(TenantId t, std::span<const uint64_t> ids, std::span<const uint32_t> leaves);
+  void Detach(TenantId t, std::span<const uint64_t> ids);
   // Forgets every tenant and attaches every tenant's visible ids at once (the access table's):
   // `ids[i]` lies in `leaves[i]`, and every id the table knows is among `ids`.
   void Rebuild(std::span<const uint64_t> ids, std::span<const uint32_t> leaves);
@@ -133,6 +139,10 @@ class TenantTree {
   // `s` from `t`'s visible ids (it outgrew the root, or a rebuild): counts, then each id into
   // the first node of its path with at most cap_ of them (a dense leaf past the last).
   void Build(TenantId t, Sub& s) const;
+  // The tenant from the access table alone: a count while it sees at most cap_ ids, else Build.
+  void RebuildTenant(TenantId t);
+  // Is a batch of `n` ids a large enough part of the `visible` ids of a tenant to rebuild it?
+  static bool RebuildFor(size_t n, size_t visible) { return n >= 16 && 4 * n >= visible; }
   // Attach to a tenant past the cap.
   void AttachToSub(Sub& s, uint64_t id, const std::vector<uint32_t>& path);
   // The shortlist at `node` overflowed: hands its ids to the children (or to `dense`).

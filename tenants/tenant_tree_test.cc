@@ -89,6 +89,54 @@ TEST(TenantTreeTest, SplitsAndMergesKeepEveryIdInExactlyOneBucket) {
   }
 }
 
+// Batched Attach / Detach (a Grant or Revoke of many keys): the access table changes for the
+// whole batch first, then the tree once; small batches go id by id, large ones rebuild the
+// tenant. Either way the structure is what the model says after every batch.
+TEST(TenantTreeTest, BatchedAttachAndDetachKeepTheStructure) {
+  std::mt19937_64 rng(base::TestSeed());
+  const index::CentroidTree shape = SmallTree(40, rng);
+  Tenants tenants(shape, /*cap=*/8);
+  TenantTree& tree = tenants.tree;
+  std::map<TenantId, std::map<uint64_t, uint32_t>> model;
+  for (int step = 0; step < 400; ++step) {
+    const TenantId t = 1 + rng() % 3;
+    tenants.access.AddTenant(t);
+    auto& m = model[t];
+    // Batches from 1 to ~300 ids: past the rebuild threshold and below it, across the cap.
+    const size_t n = 1 + rng() % (rng() % 2 == 0 ? 12 : 300);
+    std::vector<uint64_t> ids;
+    std::vector<uint32_t> leaves;
+    if (rng() % 2 == 0 || m.empty()) {
+      for (size_t i = 0; i < n; ++i) {
+        const uint64_t id = rng() % 20000;
+        if (m.contains(id)) continue;
+        const uint32_t l = id % 4 == 0 ? (id / 4) % tree.num_leaves() : id % 3;
+        m[id] = l;
+        tenants.access.Grant(id, t);
+        ids.push_back(id);
+        leaves.push_back(l);
+      }
+      tree.Attach(t, ids, leaves);
+    } else {
+      for (size_t i = 0; i < n && !m.empty(); ++i) {
+        auto it = m.begin();
+        std::advance(it, rng() % m.size());
+        tenants.access.Revoke(it->first, t);
+        ids.push_back(it->first);
+        m.erase(it);
+      }
+      tree.Detach(t, ids);
+    }
+    ExpectConsistent(tree, t, m);
+    if (HasFatalFailure()) return;
+    for (uint32_t l = 0; l < tree.num_leaves(); ++l) {
+      bool has = false;
+      for (const auto& [id, il] : m) has |= il == l;
+      ASSERT_EQ(tree.Reaches(t, l), has) << "leaf " << l << " step " << step;
+    }
+  }
+}
+
 TEST(TenantTreeTest, SparseTenantIsOneRootShortlistAndDropForgetsIt) {
   Tenants tenants(/*cap=*/4);
   TenantTree& tree = tenants.tree;
