@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "bench/report.h"
 #include "rocksdb/db.h"
 #include "rocksdb/options.h"
 #include "rocksdb/write_batch.h"
@@ -77,8 +78,7 @@ double BareRocksWrite::Time(bool put, bool marker, uint32_t tenant, uint64_t row
 }
 
 double BareRocksWrite::TimeBatch(bool put, uint32_t tenant, std::span<const uint32_t> rows) {
-  using Clock = std::chrono::steady_clock;
-  const auto t0 = Clock::now();
+  const double t0 = ThreadCpuSeconds();
   rocksdb::WriteBatch batch;
   for (uint32_t row : rows) {
     const std::string key = GrantKey(tenant, row);
@@ -89,7 +89,7 @@ double BareRocksWrite::TimeBatch(bool put, uint32_t tenant, std::span<const uint
     }
   }
   db_->Write(rocksdb::WriteOptions(), &batch).PermitUncheckedError();
-  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+  return (ThreadCpuSeconds() - t0) * 1e6;
 }
 
 }  // namespace shoal::bench

@@ -36,8 +36,8 @@ class BareRocksWrite {
   // grant) or a delete (the revoke) -- and, with `marker`, the 15-byte marker row every
   // RecordStore batch carried before.
   double Time(bool put, bool marker, uint32_t tenant, uint64_t row);
-  // Microseconds of one WriteBatch holding the grant rows of (tenant, each of `rows`): puts or
-  // deletes.
+  // CPU microseconds of the calling thread for one WriteBatch holding the grant rows of
+  // (tenant, each of `rows`): puts or deletes.
   double TimeBatch(bool put, uint32_t tenant, std::span<const uint32_t> rows);
 
  private:

@@ -26,6 +26,9 @@ namespace shoal::bench {
 
 // Seconds on a monotonic clock.
 double NowSeconds();
+// CPU seconds of the calling thread (user and system): unlike wall time, not inflated by the
+// time other processes hold the cores (a batch of milliseconds is preempted on a loaded host).
+double ThreadCpuSeconds();
 
 // Wall time of each Search call over a query matrix.
 struct BatchTiming {

@@ -58,8 +58,8 @@ struct ShoalTenantLoad {
   double build_seconds = 0;     // BuildIndex + FlushIndexUpdates
   double shared_ram_bytes = 0;  // index RAM before any tenant exists
   double tenant_ram_bytes = 0;  // index RAM added by the tenants (access table + sub-trees)
-  // Per key, Grant of each tenant's keys in batches: the first grant of a vector no tenant saw
-  // (it was upserted without an owner) also reads its record and finds its tree leaf.
+  // CPU us per key, Grant of each tenant's keys in batches: the first grant of a vector no tenant
+  // saw (it was upserted without an owner) also reads its record and finds its tree leaf.
   double grant_batched_us = 0;
   // Per key, 100 tenants' keys revoked and granted again in batches (leaves known, as for a
   // vector upserted with an owner and then granted).
@@ -103,8 +103,9 @@ class ShoalTenantIndex {
   absl::Status TimeSingleGrants(const TenantWorkload& w, size_t n, size_t rows,
                                 BareRocksWrite& bare);
   absl::Status TimeRegrants(const TenantWorkload& w, size_t tenants, BareRocksWrite& bare);
-  // Grant (or revoke) `rows` to `tenant` in calls of <= 10k keys; adds their time to *seconds,
-  // and with `bare` the time of a bare batch of the same rows after each call to *bare_seconds.
+  // Grant (or revoke) `rows` to `tenant` in calls of <= 10k keys; adds their CPU time to
+  // *seconds, and with `bare` that of a bare batch of the same rows after each call to
+  // *bare_seconds.
   absl::Status SetAccessBatched(size_t tenant, const std::vector<uint32_t>& rows, bool grant,
                                 double* seconds, BareRocksWrite* bare = nullptr,
                                 double* bare_seconds = nullptr);

@@ -239,7 +239,8 @@ void PrintSummary(const std::vector<std::unique_ptr<TenantSystem>>& systems,
       Percentile(load.bare_delete_us, 99), Percentile(load.bare_put_marker_us, 50),
       Percentile(load.bare_delete_marker_us, 50));
   std::printf(
-      "  batched (<= 10k keys a call): first grant %.2f / %.2f (%.2fx; reads the record, finds "
+      "  batched (<= 10k keys a call; CPU time of the calling thread): first grant %.2f / %.2f "
+      "(%.2fx; reads the record, finds "
       "its leaf); 100 tenants revoked %.2f / %.2f (%.2fx) and granted again %.2f / %.2f "
       "(%.2fx)\n",
       load.grant_batched_us, load.bare_grant_batched_us,
