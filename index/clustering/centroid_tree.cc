@@ -261,6 +261,17 @@ void CentroidTree::BuildNavigationCopy() {
 
 namespace {
 
+// Keeps the m smallest (distance, id) pairs of *out, ascending. nth_element then a sort of the m:
+// linear in the pairs, where partial_sort's heap costs log m per pair, and the flat navigator
+// ranks every posting (docs/PERFORMANCE.md, "Fewer instructions per code"). The pairs are
+// distinct (ids are), so the result is the same as a full sort's first m.
+void KeepNearest(size_t m, std::vector<std::pair<float, uint32_t>>* out) {
+  const size_t keep = std::min(m, out->size());
+  if (keep < out->size()) std::nth_element(out->begin(), out->begin() + keep, out->end());
+  std::sort(out->begin(), out->begin() + keep);
+  out->resize(keep);
+}
+
 // One descent level's children worth keeping: a child farther than the level's beam-th nearest
 // so far cannot be among the beam kept, so it is dropped (and the half copy's scores stop early
 // against bound()). Which children end up kept does not depend on the order they are offered.
@@ -360,9 +371,7 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
     if (half) ScoreLevelOnHalves(nav_, prepared, beam, bounded, keeper);
     frontier.swap(next);
   }
-  const size_t keep = std::min(m, out->size());
-  std::partial_sort(out->begin(), out->begin() + keep, out->end());
-  out->resize(keep);
+  KeepNearest(m, out);
 }
 
 void CentroidTree::ScanLeaves(const float* q, size_t m,
@@ -387,9 +396,7 @@ void CentroidTree::ScanLeaves(const float* q, size_t m,
       out->emplace_back(std::isnan(d) ? kInf : d, leaf);
     }
   }
-  const size_t keep = std::min(m, out->size());
-  std::partial_sort(out->begin(), out->begin() + keep, out->end());
-  out->resize(keep);
+  KeepNearest(m, out);
 }
 
 absl::Status CentroidTree::NearestLeavesBatch(const float* points, size_t n, size_t m, size_t beam,
