@@ -9,6 +9,7 @@
 #include "base/status_macros.h"
 #include "index/postings/posting_navigator.h"
 #include "index/postings/posting_prefetch.h"
+#include "index/spann/candidate_intervals.h"
 #include "index/spann/spann_builder.h"
 #include "index/topk.h"
 
@@ -22,121 +23,6 @@ storage::FileSystem& FileSystemOf(const SpannRuntimeOptions& options) {
 // Scanning every leaf centroid is memory-bound once they outgrow L2; the tree then touches only
 // the beam's children (docs/PERFORMANCE.md has the measurements).
 constexpr size_t kFlatNavigatorMaxPostings = 256;
-
-// One query's candidate slot per id: a small open-addressing table (linear probing) whose
-// entries count only when stamped with the current query's epoch, so resetting is O(1). A query
-// has hundreds of candidates, so the table stays in L1 (an id-indexed array over all ids did
-// not: a cache miss per candidate).
-class CandidateSlots {
- public:
-  static constexpr uint32_t kNone = ~0u;
-  void Reset() {
-    used_ = 0;
-    if (++epoch_ == 0) {  // wrapped: forget every stamp
-      for (Entry& e : table_) e.epoch = 0;
-      epoch_ = 1;
-    }
-  }
-  uint32_t& Find(uint64_t id) {
-    if (2 * (used_ + 1) > table_.size()) Grow();
-    const size_t mask = table_.size() - 1;
-    for (size_t at = Home(id, mask);; at = (at + 1) & mask) {
-      Entry& e = table_[at];
-      if (e.epoch != epoch_) {
-        e = {id, kNone, epoch_};
-        ++used_;
-        return e.slot;
-      }
-      if (e.id == id) return e.slot;
-    }
-  }
-
- private:
-  struct Entry {
-    uint64_t id = 0;
-    uint32_t slot = kNone;
-    uint32_t epoch = 0;
-  };
-  static size_t Home(uint64_t id, size_t mask) {
-    return static_cast<size_t>((id * 0x9E3779B97F4A7C15ull) >> 40) & mask;
-  }
-  void Grow() {
-    std::vector<Entry> old;
-    old.swap(table_);
-    table_.assign(std::max<size_t>(1024, old.size() * 2), Entry{});
-    const uint32_t epoch = epoch_;
-    used_ = 0;
-    for (const Entry& e : old) {
-      if (e.epoch == epoch) Find(e.id) = e.slot;
-    }
-  }
-
-  uint32_t epoch_ = 1;
-  size_t used_ = 0;
-  std::vector<Entry> table_;
-};
-
-// One quantized query's candidates: an interval [lower, upper] of the distance per id (replicas
-// intersect theirs). The k-th smallest upper bound among the distinct candidates so far (each
-// counted with the first interval it got) bounds the true k-th distance from above: a code whose
-// lower bound lies beyond running() cannot be in the top-k.
-class CandidateIntervals {
- public:
-  void Reset(size_t k) {
-    k_ = k;
-    cands_.clear();
-    slots_.Reset();
-    uppers_.clear();
-    running_ = std::numeric_limits<float>::infinity();
-  }
-  float running() const { return running_; }
-  void Offer(uint64_t id, float lo, float hi) {
-    uint32_t& slot = slots_.Find(id);
-    if (slot != CandidateSlots::kNone) {
-      cands_[slot].lower = std::max(cands_[slot].lower, lo);
-      cands_[slot].upper = std::min(cands_[slot].upper, hi);
-      return;
-    }
-    slot = static_cast<uint32_t>(cands_.size());
-    cands_.push_back({id, lo, hi});
-    if (k_ > 0 && (uppers_.size() < k_ || hi < uppers_.front())) {
-      if (uppers_.size() == k_) {
-        std::pop_heap(uppers_.begin(), uppers_.end());
-        uppers_.pop_back();
-      }
-      uppers_.push_back(hi);
-      std::push_heap(uppers_.begin(), uppers_.end());
-      if (uppers_.size() == k_) running_ = uppers_.front();
-    }
-  }
-  // The same bound over the final (replica-tightened) intervals: the ids whose lower bound
-  // reaches below it, the only ones that can be in the top-k, as (lower bound, id) ascending.
-  void Survivors(std::vector<std::pair<float, uint64_t>>* out) {
-    float bound = std::numeric_limits<float>::infinity();
-    if (k_ > 0 && cands_.size() >= k_) {
-      uppers_.clear();
-      for (const Candidate& c : cands_) uppers_.push_back(c.upper);
-      std::nth_element(uppers_.begin(), uppers_.begin() + (k_ - 1), uppers_.end());
-      bound = uppers_[k_ - 1];
-    }
-    out->clear();
-    for (const Candidate& c : cands_) {
-      if (c.lower <= bound) out->emplace_back(c.lower, c.id);
-    }
-    std::sort(out->begin(), out->end());
-  }
-
- private:
-  struct Candidate {
-    uint64_t id;
-    float lower, upper;
-  };
-  size_t k_ = 0;
-  std::vector<Candidate> cands_;
-  CandidateSlots slots_;
-  std::vector<float> uppers_;  // max-heap of at most k upper bounds
-  float running_ = std::numeric_limits<float>::infinity();
-};
 
 }  // namespace
 
@@ -399,25 +285,47 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   const float q_sq = ip ? InnerProduct(q, q, d) : 0;
   thread_local CandidateIntervals cands;
   thread_local std::vector<float> est, err;
+  thread_local std::vector<uint32_t> within;
   thread_local base::AlignedVector<float> prepared;  // the kernels load whole lines of it
   cands.Reset(k);
   const size_t pd = quantizer_->prepared_dim();
   prepared.resize(pd);
   quantizer_->Prepare(q, prepared.data());
   auto scan = [&](uint32_t p, const QuantizedPosting& qp) {
-    est.resize(qp.size());
-    err.resize(qp.size());
+    const size_t n = qp.size();
+    est.resize(n);
+    err.resize(n);
+    within.resize(n);
     quantizer_->Estimate(prepared.data(), dir.prepared_centroid(p), qp, est.data(), err.data());
-    stats->vectors_scored += qp.size();
-    for (size_t i = 0; i < qp.size(); ++i) {
-      float lo = est[i] - err[i], hi = est[i] + err[i];
-      if (ip) {  // -<q,x> = (|q-x|^2 - |q|^2 - |x|^2) / 2
-        lo = (lo - q_sq - qp.sq_norms[i]) / 2;
-        hi = (hi - q_sq - qp.sq_norms[i]) / 2;
+    stats->vectors_scored += n;
+    // est and err become each code's lower and upper bound, in loops the compiler vectorises.
+    float* lo = est.data();
+    float* hi = err.data();
+    for (size_t i = 0; i < n; ++i) {
+      const float e = est[i], r = err[i];
+      lo[i] = e - r;
+      hi[i] = e + r;
+    }
+    if (ip) {  // -<q,x> = (|q-x|^2 - |q|^2 - |x|^2) / 2
+      for (size_t i = 0; i < n; ++i) {
+        lo[i] = (lo[i] - q_sq - qp.sq_norms[i]) / 2;
+        hi[i] = (hi[i] - q_sq - qp.sq_norms[i]) / 2;
       }
-      if (lo > cands.running()) continue;  // dropped before any bookkeeping
+    }
+    // Most codes are dropped on their lower bound: their indexes are listed without a branch
+    // per code (a branch there mispredicts often; docs/PERFORMANCE.md, "Fewer instructions per
+    // code"). The running bound only falls, so each listed code is checked against it again.
+    const float start = cands.running();
+    size_t listed = 0;
+    for (size_t i = 0; i < n; ++i) {
+      within[listed] = static_cast<uint32_t>(i);
+      listed += !(lo[i] > start);
+    }
+    for (size_t j = 0; j < listed; ++j) {
+      const uint32_t i = within[j];
+      if (lo[i] > cands.running()) continue;  // dropped before any bookkeeping
       if (ex.Excludes(qp.ids[i])) continue;
-      cands.Offer(qp.ids[i], lo, hi);
+      cands.Offer(qp.ids[i], lo[i], hi[i]);
     }
   };
   std::vector<uint32_t> missing;
