@@ -392,31 +392,18 @@ void RaBitQ::EstimatePackedWith(internal::KernelLevelId level, const Query& q,
   const size_t positions = padded_dim() / 4;
   const size_t groups = lut_groups();
   const internal::RabitqFinishConstants k = Constants(q);
-  uint32_t sums[kMaxBits * kScanBlock];
+  uint32_t sums[kScanBlock];  // one group's dot products, the planes weighted by the kernel
   // Exact integer dot products held in doubles (they stay far below 2^53), so that the float
   // part below is one loop the compiler vectorises.
   double dots[kScanBlock];
   float distance[kScanBlock], error[kScanBlock];
-  // The weight of group g's plane p, 2^(6 g + B - 1 - p): computed once per call, not per block
-  // (it was a libm call per plane and block: at 100-d a block scans only 32 positions).
-  constexpr size_t kMaxGroups = (QueryBitsFor(kMaxBits) + 5) / 6;
-  double weights[kMaxGroups * kMaxBits];
-  for (size_t g = 0; g < groups; ++g) {
-    for (size_t p = 0; p < bits_; ++p) {
-      weights[g * bits_ + p] = std::ldexp(1.0, static_cast<int>(6 * g + (bits_ - 1 - p)));
-    }
-  }
   for (size_t start = 0; start < n; start += kScanBlock) {
     const uint8_t* block = packed + start / kScanBlock * block_bytes();
     std::fill(dots, dots + kScanBlock, 0.0);
     for (size_t g = 0; g < groups; ++g) {
       scan(q.luts.data() + g * positions * 16, positions, block, bits_, sums);
-      for (size_t p = 0; p < bits_; ++p) {
-        const double weight = weights[g * bits_ + p];
-        for (size_t i = 0; i < kScanBlock; ++i) {
-          dots[i] += static_cast<double>(static_cast<int32_t>(sums[p * kScanBlock + i])) * weight;
-        }
-      }
+      const double weight = static_cast<double>(uint64_t{1} << (6 * g));  // group g's bits
+      for (size_t i = 0; i < kScanBlock; ++i) dots[i] += static_cast<double>(sums[i]) * weight;
     }
     const float* f = reinterpret_cast<const float*>(block + bits_ * positions * 16);
     finish(k, f, dots, distance, error);

@@ -2,9 +2,11 @@
 // distance_internal.h, each ISA's kernel sits in its own translation unit with its own -m flags
 // and includes no shared inline code, so no AVX instruction leaks into portable code.
 //
-// The dot product sum_i u_i * qu_i of a code u with the quantized query qu is computed per bit
-// plane p of the code and per 6-bit group g of qu (see RaBitQ::Query::luts) as
-//   sums[p][i] = sum over 4-dimension groups j of lut_g[j][nibble of code i, plane p, group j]
+// The dot product sum_i u_i * qu_i of a code u with the quantized query qu is computed per 6-bit
+// group g of qu (see RaBitQ::Query::luts), over the bit planes p of the code (most significant
+// first, B planes), as
+//   sums[i] = sum over p of 2^(B - 1 - p) * sum over 4-dimension groups j of
+//             lut_g[j][nibble of code i, plane p, group j]
 // for a block of 32 codes in the fast-scan form (RaBitQ::Pack). Integer sums are exact, so
 // every level returns the same values.
 #ifndef SHOAL_INDEX_QUANTIZATION_RABITQ_INTERNAL_H_
@@ -18,7 +20,7 @@
 namespace shoal::index::internal {
 
 // One block: `planes` bit planes of `positions` 16-byte nibble groups each (block layout of
-// RaBitQ::Pack); lut has positions x 16 bytes; sums gets planes x 32 values.
+// RaBitQ::Pack); lut has positions x 16 bytes; sums gets 32 values, the planes weighted (above).
 using RabitqScanFn = void (*)(const uint8_t* lut, size_t positions, const uint8_t* block,
                               size_t planes, uint32_t* sums);
 void RabitqScanScalar(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,

@@ -26,6 +26,8 @@ void Fold(__m256i a, __m256i b, __m256i* total) {
 void RabitqScanAvx2(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
                     uint32_t* sums) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
+  __m256i weighted[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
+                         _mm256_setzero_si256()};
   for (size_t p = 0; p < planes; ++p) {
     const uint8_t* codes = block + p * positions * 16;
     __m256i total_lo[2] = {_mm256_setzero_si256(), _mm256_setzero_si256()};
@@ -49,11 +51,14 @@ void RabitqScanAvx2(const uint8_t* lut, size_t positions, const uint8_t* block, 
       Fold(a_lo, b_lo, total_lo);
       Fold(a_hi, b_hi, total_hi);
     }
-    uint32_t* out = sums + p * 32;
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out), total_lo[0]);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 8), total_lo[1]);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 16), total_hi[0]);
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(out + 24), total_hi[1]);
+    const __m128i shift = _mm_cvtsi32_si128(static_cast<int>(planes - 1 - p));
+    const __m256i plane[4] = {total_lo[0], total_lo[1], total_hi[0], total_hi[1]};
+    for (int t = 0; t < 4; ++t) {
+      weighted[t] = _mm256_add_epi32(weighted[t], _mm256_sll_epi32(plane[t], shift));
+    }
+  }
+  for (int t = 0; t < 4; ++t) {
+    _mm256_storeu_si256(reinterpret_cast<__m256i*>(sums + 8 * t), weighted[t]);
   }
 }
 

@@ -3,6 +3,7 @@
 // -mavx512vl; only entered when base::Cpu() reports those (see RabitqLevelSupported).
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "index/quantization/rabitq_internal.h"
@@ -34,12 +35,20 @@ void Fold(__m512i a, __m512i b, __m512i* total) {
 void RabitqScanAvx512(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
                       uint32_t* sums) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
-  for (size_t p = 0; p < planes; ++p) {
-    const uint8_t* codes = block + p * positions * 16;
-    __m512i total_lo = _mm512_setzero_si512(), total_hi = _mm512_setzero_si512();
-    for (size_t start = 0; start < positions; start += 4 * kStepsPerRound) {
-      const size_t end =
-          start + 4 * kStepsPerRound < positions ? start + 4 * kStepsPerRound : positions;
+  // The planes are weighted in the 16-bit accumulators themselves (a plane's sums shifted left
+  // by its weight's exponent, then added), so one Fold per round serves every plane: at low
+  // dimension a plane has few steps (8 at 128-d) and two Folds per plane cost a good part of
+  // them. A round takes as many steps as keep the weighted even-byte sums (at most 252 per
+  // step, times the weights' sum 2^planes - 1) below 2^16.
+  const size_t round_steps =
+      std::min<size_t>(kStepsPerRound, size_t{65535} / (size_t{252} * ((size_t{1} << planes) - 1)));
+  __m512i total_lo = _mm512_setzero_si512(), total_hi = _mm512_setzero_si512();
+  for (size_t start = 0; start < positions; start += 4 * round_steps) {
+    const size_t end = start + 4 * round_steps < positions ? start + 4 * round_steps : positions;
+    __m512i wa_lo = _mm512_setzero_si512(), wb_lo = _mm512_setzero_si512();
+    __m512i wa_hi = _mm512_setzero_si512(), wb_hi = _mm512_setzero_si512();
+    for (size_t p = 0; p < planes; ++p) {
+      const uint8_t* codes = block + p * positions * 16;
       __m512i a_lo = _mm512_setzero_si512(), b_lo = _mm512_setzero_si512();
       __m512i a_hi = _mm512_setzero_si512(), b_hi = _mm512_setzero_si512();
       for (size_t j = start; j < end; j += 4) {
@@ -56,12 +65,18 @@ void RabitqScanAvx512(const uint8_t* lut, size_t positions, const uint8_t* block
         a_hi = _mm512_add_epi16(a_hi, r_hi);
         b_hi = _mm512_add_epi16(b_hi, _mm512_srli_epi16(r_hi, 8));
       }
-      Fold(a_lo, b_lo, &total_lo);
-      Fold(a_hi, b_hi, &total_hi);
+      // Shifting a 16-bit sum is exact modulo 2^16, which is all Fold needs of `a`.
+      const __m128i shift = _mm_cvtsi32_si128(static_cast<int>(planes - 1 - p));
+      wa_lo = _mm512_add_epi16(wa_lo, _mm512_sll_epi16(a_lo, shift));
+      wb_lo = _mm512_add_epi16(wb_lo, _mm512_sll_epi16(b_lo, shift));
+      wa_hi = _mm512_add_epi16(wa_hi, _mm512_sll_epi16(a_hi, shift));
+      wb_hi = _mm512_add_epi16(wb_hi, _mm512_sll_epi16(b_hi, shift));
     }
-    _mm512_storeu_si512(sums + p * 32, total_lo);
-    _mm512_storeu_si512(sums + p * 32 + 16, total_hi);
+    Fold(wa_lo, wb_lo, &total_lo);
+    Fold(wa_hi, wb_hi, &total_hi);
   }
+  _mm512_storeu_si512(sums, total_lo);
+  _mm512_storeu_si512(sums + 16, total_hi);
 }
 
 // The shuffle indexes and masks that turn 16 query values (4 groups of 4 dimensions) into their

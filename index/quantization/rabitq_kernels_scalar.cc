@@ -8,18 +8,19 @@ namespace shoal::index::internal {
 
 void RabitqScanScalar(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
                       uint32_t* sums) {
+  for (size_t i = 0; i < 32; ++i) sums[i] = 0;
   for (size_t p = 0; p < planes; ++p) {
-    uint32_t* out = sums + p * 32;
-    for (size_t i = 0; i < 32; ++i) out[i] = 0;
+    uint32_t plane[32] = {};
     const uint8_t* codes = block + p * positions * 16;
     for (size_t j = 0; j < positions; ++j) {
       const uint8_t* table = lut + j * 16;
       const uint8_t* bytes = codes + j * 16;
       for (size_t i = 0; i < 16; ++i) {
-        out[i] += table[bytes[i] & 15];
-        out[i + 16] += table[bytes[i] >> 4];
+        plane[i] += table[bytes[i] & 15];
+        plane[i + 16] += table[bytes[i] >> 4];
       }
     }
+    for (size_t i = 0; i < 32; ++i) sums[i] += plane[i] << (planes - 1 - p);
   }
 }
 
