@@ -3,7 +3,6 @@
 // -mavx512vl; only entered when base::Cpu() reports those (see RabitqLevelSupported).
 #include <immintrin.h>
 
-#include <algorithm>
 #include <cmath>
 
 #include "index/quantization/rabitq_internal.h"
@@ -30,42 +29,47 @@ void Fold(__m512i a, __m512i b, __m512i* total) {
   *total = _mm512_add_epi32(*total, sums);
 }
 
+// Adds steps [start, end) (4 positions each) of one plane's codes to the 16-bit accumulators:
+// a whole words of the shuffle results, b their high bytes (see Fold).
+inline void Steps(const uint8_t* lut, const uint8_t* codes, size_t start, size_t end, __m512i* a_lo,
+                  __m512i* b_lo, __m512i* a_hi, __m512i* b_hi) {
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  for (size_t j = start; j < end; j += 4) {
+    // The codes stream from DRAM: fetch kPrefetchBytes ahead (the hardware prefetcher stops
+    // at each 4 KiB page). Past the block's end this warms the next block.
+    _mm_prefetch(reinterpret_cast<const char*>(codes + j * 16 + kPrefetchBytes), _MM_HINT_T0);
+    const __m512i v = _mm512_loadu_si512(codes + j * 16);
+    const __m512i table = _mm512_loadu_si512(lut + j * 16);
+    const __m512i r_lo = _mm512_shuffle_epi8(table, _mm512_and_si512(v, low4));
+    const __m512i r_hi =
+        _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+    *a_lo = _mm512_add_epi16(*a_lo, r_lo);
+    *b_lo = _mm512_add_epi16(*b_lo, _mm512_srli_epi16(r_lo, 8));
+    *a_hi = _mm512_add_epi16(*a_hi, r_hi);
+    *b_hi = _mm512_add_epi16(*b_hi, _mm512_srli_epi16(r_hi, 8));
+  }
+}
+
 }  // namespace
 
 void RabitqScanAvx512(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
                       uint32_t* sums) {
-  const __m512i low4 = _mm512_set1_epi8(0x0F);
-  // The planes are weighted in the 16-bit accumulators themselves (a plane's sums shifted left
-  // by its weight's exponent, then added), so one Fold per round serves every plane: at low
-  // dimension a plane has few steps (8 at 128-d) and two Folds per plane cost a good part of
-  // them. A round takes as many steps as keep the weighted even-byte sums (at most 252 per
-  // step, times the weights' sum 2^planes - 1) below 2^16.
-  const size_t round_steps =
-      std::min<size_t>(kStepsPerRound, size_t{65535} / (size_t{252} * ((size_t{1} << planes) - 1)));
   __m512i total_lo = _mm512_setzero_si512(), total_hi = _mm512_setzero_si512();
-  for (size_t start = 0; start < positions; start += 4 * round_steps) {
-    const size_t end = start + 4 * round_steps < positions ? start + 4 * round_steps : positions;
+  // When the weighted even-byte sums of all planes (at most 252 per step, times the weights'
+  // sum 2^planes - 1) stay below 2^16 over the whole block, the planes are weighted in the
+  // 16-bit accumulators themselves (a plane's sums shifted left by its weight's exponent: exact
+  // modulo 2^16, all Fold needs of `a`) and one Fold pair serves every plane. At low dimension a
+  // plane has few steps (8 at 128-d) and a Fold pair per plane costs a good part of them. Else
+  // (high dimension) each plane streams whole and is folded on its own, then weighted in 32
+  // bits: splitting the planes into rounds read them out of order and was slower at 1536-d.
+  const size_t weighted_steps = size_t{65535} / (size_t{252} * ((size_t{1} << planes) - 1));
+  if (positions <= 4 * weighted_steps) {
     __m512i wa_lo = _mm512_setzero_si512(), wb_lo = _mm512_setzero_si512();
     __m512i wa_hi = _mm512_setzero_si512(), wb_hi = _mm512_setzero_si512();
     for (size_t p = 0; p < planes; ++p) {
-      const uint8_t* codes = block + p * positions * 16;
       __m512i a_lo = _mm512_setzero_si512(), b_lo = _mm512_setzero_si512();
       __m512i a_hi = _mm512_setzero_si512(), b_hi = _mm512_setzero_si512();
-      for (size_t j = start; j < end; j += 4) {
-        // The codes stream from DRAM: fetch kPrefetchBytes ahead (the hardware prefetcher stops
-        // at each 4 KiB page). Past the block's end this warms the next block.
-        _mm_prefetch(reinterpret_cast<const char*>(codes + j * 16 + kPrefetchBytes), _MM_HINT_T0);
-        const __m512i v = _mm512_loadu_si512(codes + j * 16);
-        const __m512i table = _mm512_loadu_si512(lut + j * 16);
-        const __m512i r_lo = _mm512_shuffle_epi8(table, _mm512_and_si512(v, low4));
-        const __m512i r_hi =
-            _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
-        a_lo = _mm512_add_epi16(a_lo, r_lo);
-        b_lo = _mm512_add_epi16(b_lo, _mm512_srli_epi16(r_lo, 8));
-        a_hi = _mm512_add_epi16(a_hi, r_hi);
-        b_hi = _mm512_add_epi16(b_hi, _mm512_srli_epi16(r_hi, 8));
-      }
-      // Shifting a 16-bit sum is exact modulo 2^16, which is all Fold needs of `a`.
+      Steps(lut, block + p * positions * 16, 0, positions, &a_lo, &b_lo, &a_hi, &b_hi);
       const __m128i shift = _mm_cvtsi32_si128(static_cast<int>(planes - 1 - p));
       wa_lo = _mm512_add_epi16(wa_lo, _mm512_sll_epi16(a_lo, shift));
       wb_lo = _mm512_add_epi16(wb_lo, _mm512_sll_epi16(b_lo, shift));
@@ -74,6 +78,23 @@ void RabitqScanAvx512(const uint8_t* lut, size_t positions, const uint8_t* block
     }
     Fold(wa_lo, wb_lo, &total_lo);
     Fold(wa_hi, wb_hi, &total_hi);
+  } else {
+    for (size_t p = 0; p < planes; ++p) {
+      const uint8_t* codes = block + p * positions * 16;
+      __m512i plane_lo = _mm512_setzero_si512(), plane_hi = _mm512_setzero_si512();
+      for (size_t start = 0; start < positions; start += 4 * kStepsPerRound) {
+        const size_t end =
+            start + 4 * kStepsPerRound < positions ? start + 4 * kStepsPerRound : positions;
+        __m512i a_lo = _mm512_setzero_si512(), b_lo = _mm512_setzero_si512();
+        __m512i a_hi = _mm512_setzero_si512(), b_hi = _mm512_setzero_si512();
+        Steps(lut, codes, start, end, &a_lo, &b_lo, &a_hi, &b_hi);
+        Fold(a_lo, b_lo, &plane_lo);
+        Fold(a_hi, b_hi, &plane_hi);
+      }
+      const __m128i shift = _mm_cvtsi32_si128(static_cast<int>(planes - 1 - p));
+      total_lo = _mm512_add_epi32(total_lo, _mm512_sll_epi32(plane_lo, shift));
+      total_hi = _mm512_add_epi32(total_hi, _mm512_sll_epi32(plane_hi, shift));
+    }
   }
   _mm512_storeu_si512(sums, total_lo);
   _mm512_storeu_si512(sums + 16, total_hi);
