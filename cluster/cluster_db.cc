@@ -103,6 +103,11 @@ absl::Status ClusterDB::FlushIndexUpdates(std::string_view collection) {
   return local_->FlushIndexUpdates(collection);
 }
 
+absl::Status ClusterDB::DrainIndexUpdates(std::string_view collection) {
+  if (IsSharded(collection)) return NotYetSharded("DrainIndexUpdates", collection);
+  return local_->DrainIndexUpdates(collection);
+}
+
 absl::Status ClusterDB::Compact(std::string_view collection) {
   if (std::optional<ShardMap> map = node_->FindShardMap(collection)) return CompactSharded(*map);
   return local_->Compact(collection);

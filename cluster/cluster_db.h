@@ -83,6 +83,7 @@ class ClusterDB : public DB {
   absl::Status BuildIndex(std::string_view collection, std::string_view spec,
                           const IndexBuildProgressFn& progress) override;
   absl::Status FlushIndexUpdates(std::string_view collection) override;
+  absl::Status DrainIndexUpdates(std::string_view collection) override;
   absl::Status Compact(std::string_view collection) override;
   absl::Status SyncWrites() override { return local_->SyncWrites(); }
   absl::Status Snapshot(const std::string& dir) override;

@@ -116,10 +116,11 @@ class Collection {
   // The generation of the SSD index in use (its directory's name), 0 when there is none.
   uint64_t IndexGeneration() const;
 
-  // Moves every write acknowledged so far into the SSD index's postings and, when some are
-  // tombstoned, sweeps them out; returns the first error. OK at once without an SSD index. The
-  // maintenance thread does the work (at its low priority); the caller waits.
-  absl::Status FlushIndexUpdates() { return maintainer_.Flush(); }
+  // Moves every write acknowledged so far into the SSD index's postings and, with `sweep_all`
+  // when some are tombstoned, sweeps them all out (without: only a sweep that is due, and as
+  // lazily as background maintenance would); returns the first error. OK at once without an SSD
+  // index. The maintenance thread does the work (at its low priority); the caller waits.
+  absl::Status FlushIndexUpdates(bool sweep_all) { return maintainer_.Flush(sweep_all); }
   // Holds background index maintenance (e.g. while a snapshot copies the index files) until
   // ResumeIndexUpdates; calls pair up on one thread.
   void PauseIndexUpdates() ABSL_NO_THREAD_SAFETY_ANALYSIS { maintainer_.work_mu().Lock(); }

@@ -309,7 +309,12 @@ absl::StatusOr<uint64_t> DBImpl::Delete(std::string_view collection, std::span<c
 
 absl::Status DBImpl::FlushIndexUpdates(std::string_view collection) {
   SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
-  return c->FlushIndexUpdates();
+  return c->FlushIndexUpdates(/*sweep_all=*/true);
+}
+
+absl::Status DBImpl::DrainIndexUpdates(std::string_view collection) {
+  SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<Collection> c, Find(collection));
+  return c->FlushIndexUpdates(/*sweep_all=*/false);
 }
 
 absl::Status DBImpl::BuildIndex(std::string_view collection, std::string_view spec,

@@ -74,6 +74,7 @@ class DBImpl final : public DB {
   absl::Status BuildIndex(std::string_view collection, std::string_view spec,
                           const IndexBuildProgressFn& progress) override;
   absl::Status FlushIndexUpdates(std::string_view collection) override;
+  absl::Status DrainIndexUpdates(std::string_view collection) override;
   absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::string_view collection,
                                                        std::span<const float> queries,
                                                        const SearchParams& params) override;

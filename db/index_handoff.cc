@@ -49,7 +49,10 @@ IndexHandoff::Round IndexHandoff::AwaitRound(size_t batch, absl::Duration idle,
     mu_.AwaitWithTimeout(absl::Condition(&full), group_wait);
   }
   round.closing = closing_;
-  if (FlushingLocked()) round.flush = flush_requested_;
+  if (FlushingLocked()) {
+    round.flush = flush_requested_;
+    round.sweep_all = sweep_all_requested_ > flush_served_;
+  }
   return round;
 }
 
@@ -146,9 +149,10 @@ void IndexHandoff::AwaitPublished() {
   mu_.Await(absl::Condition(&idle));
 }
 
-absl::Status IndexHandoff::RequestFlush() {
+absl::Status IndexHandoff::RequestFlush(bool sweep_all) {
   absl::MutexLock lock(&mu_);
   const uint64_t ticket = ++flush_requested_;
+  if (sweep_all) sweep_all_requested_ = ticket;
   auto served = [&]()
                     ABSL_NO_THREAD_SAFETY_ANALYSIS { return closing_ || flush_served_ >= ticket; };
   mu_.Await(absl::Condition(&served));

@@ -5,8 +5,9 @@
 //    which hold the drain's watermark below them (batches commit and apply in any order);
 //  - publications: each drain or sweep step's change to what searches read, applied in order by
 //    the publisher;
-//  - flush tickets: FlushIndexUpdates requests, numbered from 1, and the last one served with the
-//    status of the round that served it;
+//  - flush tickets: FlushIndexUpdates / DrainIndexUpdates requests, numbered from 1, the last one
+//    asking for every tombstone swept, and the last one served with the status of the round that
+//    served it;
 //  - the last maintenance error and the updater's counters, for writers and Info.
 //
 //   handoff.MarkCommitting(ids[0]);                 // writer, before its commit
@@ -58,8 +59,9 @@ class IndexHandoff {
   // What a maintenance round is for.
   struct Round {
     bool closing = false;
-    bool writes = false;  // pending batches arrived
-    uint64_t flush = 0;   // the last flush request the round serves (0: none)
+    bool writes = false;     // pending batches arrived
+    uint64_t flush = 0;      // the last flush request the round serves (0: none)
+    bool sweep_all = false;  // one of those asked for every tombstone swept out
   };
   // The first pending batches, up to one drain step, and the watermark the step may commit: ids
   // below it are in the postings or dead once the step is published.
@@ -108,9 +110,10 @@ class IndexHandoff {
   void AwaitPublished();
 
   // ---- Anyone ----
-  // Asks the maintenance thread for a flush and waits for the round that serves it; its status,
-  // or Unavailable if the collection closes first.
-  absl::Status RequestFlush();
+  // Asks the maintenance thread for a flush (with `sweep_all`, one that sweeps every tombstone
+  // out) and waits for the round that serves it; its status, or Unavailable if the collection
+  // closes first.
+  absl::Status RequestFlush(bool sweep_all);
   // Forgets the queued writes and publications (a new index, or none).
   void Clear();
   // Zeroes the counters (a new updater).
@@ -135,6 +138,7 @@ class IndexHandoff {
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   absl::Status last_error_ ABSL_GUARDED_BY(mu_);  // of the last maintenance round
   uint64_t flush_requested_ ABSL_GUARDED_BY(mu_) = 0;
+  uint64_t sweep_all_requested_ ABSL_GUARDED_BY(mu_) = 0;  // the last ticket with sweep_all
   uint64_t flush_served_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status flush_status_ ABSL_GUARDED_BY(mu_);
   index::UpdateStats stats_ ABSL_GUARDED_BY(mu_);

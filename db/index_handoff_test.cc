@@ -1,6 +1,7 @@
 #include "db/index_handoff.h"
 
 #include <thread>
+#include <vector>
 
 #include "gtest/gtest.h"
 
@@ -58,9 +59,30 @@ TEST(IndexHandoffTest, FlushReturnsTheStatusOfTheRoundThatServedIt) {
     } while (round.flush == 0);
     h.EndRound(round.flush, absl::DataLossError("bad page"), /*done=*/false, absl::ZeroDuration());
   });
-  const absl::Status s = h.RequestFlush();
+  const absl::Status s = h.RequestFlush(/*sweep_all=*/true);
   worker.join();
   EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+}
+
+// FlushIndexUpdates asks for every tombstone swept, DrainIndexUpdates does not: the round that
+// serves each request says which it was asked for.
+TEST(IndexHandoffTest, ARoundSaysWhetherItsFlushAskedForAFullSweep) {
+  IndexHandoff h("c");
+  std::vector<bool> sweep_all;
+  std::thread worker([&] {
+    for (int served = 0; served < 2;) {
+      const IndexHandoff::Round round =
+          h.AwaitRound(1, absl::Milliseconds(10), absl::ZeroDuration());
+      if (round.flush == 0) continue;
+      sweep_all.push_back(round.sweep_all);
+      h.EndRound(round.flush, absl::OkStatus(), /*done=*/true, absl::ZeroDuration());
+      ++served;
+    }
+  });
+  EXPECT_TRUE(h.RequestFlush(/*sweep_all=*/false).ok());
+  EXPECT_TRUE(h.RequestFlush(/*sweep_all=*/true).ok());
+  worker.join();
+  EXPECT_EQ(sweep_all, (std::vector<bool>{false, true}));
 }
 
 TEST(IndexHandoffTest, CloseAnswersAWaitingFlushWithUnavailable) {
@@ -70,7 +92,7 @@ TEST(IndexHandoffTest, CloseAnswersAWaitingFlushWithUnavailable) {
     }
     h.Close();
   });
-  EXPECT_EQ(h.RequestFlush().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(h.RequestFlush(/*sweep_all=*/true).code(), absl::StatusCode::kUnavailable);
   closer.join();
 }
 

@@ -124,7 +124,7 @@ void IndexMaintainer::WorkerLoop() {
       if (!SweepDue()) continue;
     }
     bool done = false, no_updater = false;
-    const absl::Status s = RunRound(round.flush, &done, &no_updater);
+    const absl::Status s = RunRound(round, &done, &no_updater);
     if (no_updater) {
       // No updater (index dropped or being rebuilt): nothing to drain into.
       handoff_.EndIdleRound(round.flush, absl::Milliseconds(100));
@@ -138,7 +138,9 @@ void IndexMaintainer::WorkerLoop() {
   }
 }
 
-absl::Status IndexMaintainer::RunRound(uint64_t flush, bool* done, bool* no_updater) {
+absl::Status IndexMaintainer::RunRound(const IndexHandoff::Round& round, bool* done,
+                                       bool* no_updater) {
+  const uint64_t flush = round.flush;
   MaintenanceBudget::Slot slot(budget_);
   absl::Status s;
   for (int steps = 0;
@@ -154,15 +156,15 @@ absl::Status IndexMaintainer::RunRound(uint64_t flush, bool* done, bool* no_upda
   bool sweep;
   {
     absl::ReaderMutexLock lock(&state_->mu);
-    sweep = flush != 0 ? !state_->stale.empty() : SweepDue();
+    sweep = round.sweep_all ? !state_->stale.empty() : SweepDue();
   }
   absl::MutexLock work(&work_mu_);
-  if (updater_ != nullptr && sweep) s = Sweep();
+  if (updater_ != nullptr && sweep) s = Sweep(/*all=*/round.sweep_all);
   if (updater_ != nullptr && s.ok()) s = CompactVectorsIfDue(/*now_retry=*/flush != 0);
   return s;
 }
 
-absl::Status IndexMaintainer::Flush() {
+absl::Status IndexMaintainer::Flush(bool sweep_all) {
   {
     absl::MutexLock work(&work_mu_);
     if (updater_ == nullptr) return absl::OkStatus();
@@ -170,7 +172,7 @@ absl::Status IndexMaintainer::Flush() {
   // The maintenance thread does the work, at its own low priority: a flush waits for the index
   // but does not compete with searches for the CPU (done on the caller's thread, the drain after
   // the bench's churn put search p99 at up to 1.9x idle).
-  return handoff_.RequestFlush();
+  return handoff_.RequestFlush(sweep_all);
 }
 
 void IndexMaintainer::DrainNow() {
@@ -274,21 +276,31 @@ void IndexMaintainer::Publish(const IndexHandoff::Publication& p) {
   }
 }
 
-absl::Status IndexMaintainer::Sweep() {
+absl::Status IndexMaintainer::Sweep(bool all) {
   SyncDead();
-  // The tombstones this sweep clears: those known now (later ones wait for the next sweep).
-  std::vector<uint64_t> dead(dead_.begin(), dead_.end());
+  // The tombstones this sweep may clear: those known now (later ones wait for the next sweep).
+  // No drain runs until it ends (work_mu_ is held throughout), so the postings it leaves them
+  // in are exactly those it reports.
   auto is_dead = [this](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS { return dead_.contains(id); };
+  const index::SweepGc gc = all ? index::SweepGc::kAll : index::SweepGc::kWhenMany;
+  absl::flat_hash_set<uint64_t> held;  // tombstoned ids some posting still holds
   for (uint32_t first = 0;; first += kSweepPostingsPerStep) {
-    SHOAL_ASSIGN_OR_RETURN(auto change, updater_->Sweep(first, kSweepPostingsPerStep, is_dead));
+    std::vector<uint64_t> kept;
+    SHOAL_ASSIGN_OR_RETURN(auto change,
+                           updater_->Sweep(first, kSweepPostingsPerStep, is_dead, gc, &kept));
+    held.insert(kept.begin(), kept.end());
     if (first + kSweepPostingsPerStep < change.next->size()) {
       SHOAL_RETURN_IF_ERROR(Apply(std::move(change), 0, {}, {}, false));
       continue;
     }
-    // With this last step every posting that held one of `dead` is rewritten without it, and
-    // the buffer holds none of them: no reader can meet them again, so their tombstones go, in
-    // the same commit (one synced RocksDB write fewer per sweep).
-    SHOAL_RETURN_IF_ERROR(Apply(std::move(change), 0, {}, std::move(dead), /*sweep_done=*/true));
+    // With this last step no posting holds a tombstoned id outside `held`, and the buffer holds
+    // none: no reader can meet them again, so their tombstones go, in the same commit (one
+    // synced RocksDB write fewer per sweep).
+    std::vector<uint64_t> erased;
+    for (uint64_t id : dead_) {
+      if (!held.contains(id)) erased.push_back(id);
+    }
+    SHOAL_RETURN_IF_ERROR(Apply(std::move(change), 0, {}, std::move(erased), /*sweep_done=*/true));
     break;
   }
   // SweepDue counts from the tombstones left after this one: wait until they are.

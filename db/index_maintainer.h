@@ -6,8 +6,13 @@
 //   (SpannUpdater::Publish) -> the publisher advances the watermark and takes the drained ids out
 //   of the write buffer, a slice at a time (a reader sees each vector in at least one of the two;
 //   a search merges duplicates).
-// Tombstones accumulate until a sweep has rewritten every posting holding them; then the
-// publisher erases them. A vectors.dat mostly of dead slots is compacted when due.
+// Tombstones accumulate until a sweep finds no posting holding them; then the publisher erases
+// them. A sweep is due once enough tombstones came since the last one (SweepDue) and is lazy, as
+// SPFresh's garbage collection: it rewrites only postings that are a quarter or more tombstoned
+// (or under the merge floor, or over the cap) and erases the tombstones no posting holds any
+// more; the others stay, skipped by searches, until their postings' next rewrite. A flush with
+// sweep_all (FlushIndexUpdates) rewrites every posting holding one and erases them all. A
+// vectors.dat mostly of dead slots is compacted when due.
 //
 // Scheduling: the maintenance thread runs at the lowest CPU priority and never holds the search
 // lock (CollectionState::mu) beyond a brief look; its changes to what searches read go through
@@ -70,10 +75,11 @@ class IndexMaintainer {
   void Reset() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
   bool running() const ABSL_SHARED_LOCKS_REQUIRED(work_mu_) { return updater_ != nullptr; }
 
-  // Moves every write handed off so far into the postings and, when some are tombstoned, sweeps
-  // them out; returns the round's status. The maintenance thread does the work at its own low
-  // priority; the caller waits. OK at once without an updater.
-  absl::Status Flush() ABSL_LOCKS_EXCLUDED(work_mu_);
+  // Moves every write handed off so far into the postings and then, with `sweep_all` when some
+  // are tombstoned, sweeps them all out (without it: a lazy sweep if one is due); returns the
+  // round's status. The maintenance thread does the work at its own low priority; the caller
+  // waits. OK at once without an updater.
+  absl::Status Flush(bool sweep_all) ABSL_LOCKS_EXCLUDED(work_mu_);
   // Best effort, on the caller's thread: drains what is pending and waits until it is published
   // (Verify wants an exact watermark).
   void DrainNow() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
@@ -84,15 +90,16 @@ class IndexMaintainer {
  private:
   void WorkerLoop();
   // One round's work under the budget: drain steps (all for a flush, else up to 64), then a
-  // sweep and a vector compaction when due. Sets *done when the backlog was drained and
-  // *no_updater when there was nothing to drain into.
-  absl::Status RunRound(uint64_t flush, bool* done, bool* no_updater);
+  // sweep (a full one for `round.sweep_all`) and a vector compaction when due. Sets *done when
+  // the backlog was drained and *no_updater when there was nothing to drain into.
+  absl::Status RunRound(const IndexHandoff::Round& round, bool* done, bool* no_updater);
   bool SweepDue() const ABSL_SHARED_LOCKS_REQUIRED(state_->mu);
   // One drain step: up to a step of pending vectors into the postings. Sets *done when none
   // were pending.
   absl::Status DrainStep(bool* done) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
-  // GC / merge / split over all postings, then erases the tombstones it made unreferenced.
-  absl::Status Sweep() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
+  // GC / merge / split over all postings (`all`: every posting holding a tombstone rewritten;
+  // else only those a quarter or more tombstoned), then erases the tombstones no posting holds.
+  absl::Status Sweep(bool all) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
   // Rewrites vectors.dat without its dead slots when due; `now_retry`: even right after a
   // failed one.
   absl::Status CompactVectorsIfDue(bool now_retry) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);

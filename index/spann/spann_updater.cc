@@ -76,26 +76,36 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Insert(std::span<const uint64
 }
 
 absl::StatusOr<SpannUpdater::Change> SpannUpdater::Sweep(uint32_t first, uint32_t count,
-                                                         const DeadFn& dead) {
+                                                         const DeadFn& dead, SweepGc gc,
+                                                         std::vector<uint64_t>* kept) {
   const auto current = index_->directory();
-  UpdateWork work(this, *current, dead, UpdateWork::Gc::kAll);
+  const bool all = gc == SweepGc::kAll;
+  UpdateWork work(this, *current, dead, all ? UpdateWork::Gc::kAll : UpdateWork::Gc::kWhenMany);
   const uint32_t end = static_cast<uint32_t>(std::min<size_t>(current->size(), first + count));
   for (uint32_t p = first; p < end; ++p) {
     work.Pace();
     if (!work.dir().live[p]) continue;
     if (const auto& codes = current->codes[p]; codes != nullptr) {
       // Quantized tier: the ids are in RAM, so a posting that needs nothing is not loaded.
-      const bool any_dead =
-          std::any_of(codes->ids.begin(), codes->ids.end(), [&](uint64_t id) { return dead(id); });
-      if (!any_dead && codes->size() >= floor_ && codes->size() <= cap_) continue;
+      const size_t n = codes->size();
+      const size_t n_dead = static_cast<size_t>(std::count_if(
+          codes->ids.begin(), codes->ids.end(), [&](uint64_t id) { return dead(id); }));
+      const bool gc_now = n_dead > 0 && (all || UpdateWork::ManyDead(n_dead, n));
+      if (!gc_now && n - n_dead >= floor_ && n <= cap_) {
+        for (uint64_t id : codes->ids) {
+          if (n_dead > 0 && kept != nullptr && dead(id)) kept->push_back(id);
+        }
+        continue;
+      }
     }
     SHOAL_ASSIGN_OR_RETURN(WorkEntries * e, work.Load(p));
-    if (e->size() < floor_ && work.live_postings() > 1) {
+    if (e->size() - e->dead < floor_ && work.live_postings() > 1) {
       SHOAL_RETURN_IF_ERROR(work.Merge(p));
     } else if (e->size() > cap_) {
       SHOAL_RETURN_IF_ERROR(work.Split(p, 0));
     }
   }
+  if (kept != nullptr) work.DeadHeld(kept);
   return work.Finish();
 }
 

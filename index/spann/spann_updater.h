@@ -29,8 +29,9 @@
 // the nearer half when a new centroid is closer than its own. Appends from reassignment may split
 // again, at most `max_cascade` levels per change; a posting still over the cap waits for the next
 // change (the cap is soft: a full posting never fails). Sweep: rewrites postings holding tombstoned
-// ids (GC), merges a posting with fewer than `merge_floor` live entries into the postings its
-// vectors' RNG choice picks, splits over-full ones.
+// ids (GC: every one, or lazily only those a quarter or more tombstoned, reporting the tombstoned
+// ids left in the others), merges a posting with fewer than `merge_floor` live entries into the
+// postings its vectors' RNG choice picks, splits over-full ones.
 //
 // CompactVectors (spann_updater_vectors.cc): when most slots of vectors.dat hold vectors no one
 // needs (deleted records whose tombstones were swept), the vectors still needed are copied into
@@ -80,6 +81,12 @@ namespace shoal::index {
 // True for internal ids that are tombstoned (deleted or replaced).
 using DeadFn = std::function<bool(uint64_t)>;
 
+// Which postings a sweep rewrites to drop their tombstoned entries.
+enum class SweepGc {
+  kAll,       // every posting holding one
+  kWhenMany,  // those a quarter or more tombstoned (as a drain does): lazy GC, after SPFresh
+};
+
 struct UpdaterOptions {
   uint32_t merge_floor = 0;        // merge below this many live entries; 0 = posting_cap / 10
   uint32_t reassign_postings = 8;  // LIRE condition 2: postings nearest a split one to check
@@ -127,8 +134,12 @@ class SpannUpdater {
   // `vectors` holds ids.size() x dim floats (index form).
   absl::StatusOr<Change> Insert(std::span<const uint64_t> ids, const float* vectors,
                                 const DeadFn& dead);
-  // GC / merge / split over postings [first, first + count) of the current directory.
-  absl::StatusOr<Change> Sweep(uint32_t first, uint32_t count, const DeadFn& dead);
+  // GC / merge / split over postings [first, first + count) of the current directory. Appends
+  // to *kept (nullable) the tombstoned ids the changed directory still holds in those postings
+  // and in every posting the change touched (a superset, possibly with repeats: a sweep over all
+  // postings may erase every other tombstone); none with SweepGc::kAll.
+  absl::StatusOr<Change> Sweep(uint32_t first, uint32_t count, const DeadFn& dead, SweepGc gc,
+                               std::vector<uint64_t>* kept);
   // Makes `change.next` the searched directory (call after its commit is durable).
   void Publish(Change change);
 

@@ -53,6 +53,17 @@ size_t UpdateWork::live_postings() const {
   return std::count(next_->live.begin(), next_->live.end(), 1);
 }
 
+void UpdateWork::DeadHeld(std::vector<uint64_t>* out) const {
+  // Every entry is looked at, not only postings with `dead` set: a tombstone erased while a
+  // posting still holds it would let a search meet a deleted vector.
+  for (const auto& [p, e] : touched_) {
+    if (!next_->live[p]) continue;
+    for (uint64_t id : e.q.ids) {
+      if (dead_(id)) out->push_back(id);
+    }
+  }
+}
+
 std::vector<std::vector<uint32_t>>& UpdateWork::MutableByLeaf() {
   if (by_leaf_ == nullptr) {
     by_leaf_ = std::make_shared<std::vector<std::vector<uint32_t>>>(*next_->by_leaf);
@@ -105,8 +116,8 @@ absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p) {
       std::count_if(e.q.ids.begin(), e.q.ids.end(), [&](uint64_t id) { return dead_(id); }));
   // A drain keeps a few tombstoned entries: dropping them would turn an append of the new
   // entries into a rewrite of the whole posting (measured: most posting bytes written during a
-  // churn of inserts and deletes); the next sweep or rewrite drops them.
-  if (gc_ == Gc::kAll || e.dead * kGcDivisor >= e.size()) DropDead(&e);
+  // churn of inserts and deletes); the posting's next rewrite, or a full sweep, drops them.
+  if (gc_ == Gc::kAll || ManyDead(e.dead, e.size())) DropDead(&e);
   e.base = e.size();
   return &touched_.emplace(p, std::move(e)).first->second;
 }

@@ -30,8 +30,8 @@ struct WorkEntries {
   // after them were added (so they can be appended instead of the posting rewritten).
   size_t base = 0;
   bool appendable = false;
-  // Tombstoned entries still held (a drain keeps a few so that the posting can be appended to;
-  // a rewrite drops them). Always 0 in a sweep.
+  // Tombstoned entries still held (a drain or lazy sweep keeps a few so that the posting can be
+  // appended to; a rewrite drops them). Always 0 in a full sweep.
   size_t dead = 0;
   size_t size() const { return q.ids.size(); }
 };
@@ -40,11 +40,14 @@ class UpdateWork {
  public:
   // What Load does with a posting's tombstoned entries.
   enum class Gc {
-    kAll,       // drop every one (a sweep: its tombstones are erased afterwards)
+    kAll,       // drop every one (a full sweep: its tombstones are erased afterwards)
     kWhenMany,  // keep them while under 1/kGcDivisor of the posting, so that an insert can
-                // append instead of rewriting; a rewrite drops them anyway (a drain)
+                // append instead of rewriting; a rewrite drops them anyway (a drain, a lazy
+                // sweep)
   };
   static constexpr size_t kGcDivisor = 4;
+  // Whether `dead` tombstoned entries of `size` are enough to drop them (Gc::kWhenMany).
+  static bool ManyDead(size_t dead, size_t size) { return dead * kGcDivisor >= size; }
 
   UpdateWork(SpannUpdater* up, const PostingDirectory& current, const DeadFn& dead, Gc gc);
 
@@ -64,6 +67,8 @@ class UpdateWork {
   absl::Status SplitOverfull();
   const PostingDirectory& dir() const { return *next_; }
   size_t live_postings() const;
+  // Appends the tombstoned ids that the live postings this change touched still hold.
+  void DeadHeld(std::vector<uint64_t>* out) const;
   absl::StatusOr<SpannUpdater::Change> Finish();
 
   // Pages kept free after a rewritten posting of `pages` pages for its appends, and the most

@@ -68,6 +68,10 @@ absl::Status TenantModelDB::BuildIndex(std::string_view collection, std::string_
 absl::Status TenantModelDB::FlushIndexUpdates(std::string_view collection) {
   return base_->FlushIndexUpdates(collection);
 }
+
+absl::Status TenantModelDB::DrainIndexUpdates(std::string_view collection) {
+  return base_->DrainIndexUpdates(collection);
+}
 absl::Status TenantModelDB::Compact(std::string_view collection) {
   return base_->Compact(collection);
 }

@@ -62,6 +62,7 @@ class TenantModelDB final : public DB {
   absl::Status BuildIndex(std::string_view collection, std::string_view spec,
                           const IndexBuildProgressFn& progress) override;
   absl::Status FlushIndexUpdates(std::string_view collection) override;
+  absl::Status DrainIndexUpdates(std::string_view collection) override;
   absl::Status Compact(std::string_view collection) override;
   absl::Status Snapshot(const std::string& dir) override;
   absl::StatusOr<std::vector<std::vector<Hit>>> Search(std::string_view collection,
