@@ -1,6 +1,7 @@
 #include "bench/updates_bench.h"
 
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
@@ -84,6 +85,15 @@ std::pair<double, double> RatioInterval(const std::vector<double>& idle,
 }
 
 double Latencies::Percentile(double p) const { return PercentileOf(ms, p); }
+
+// CPU seconds (user + system) of the process (RUSAGE_SELF) or the calling thread
+// (RUSAGE_THREAD): on a shared machine, what the work cost rather than how long it waited.
+double CpuSeconds(int who) {
+  rusage u{};
+  getrusage(who, &u);
+  auto s = [](const timeval& t) { return static_cast<double>(t.tv_sec) + t.tv_usec * 1e-6; };
+  return s(u.ru_utime) + s(u.ru_stime);
+}
 
 Record Rec(const Matrix& m, size_t row) {
   return {uint64_t{row}, std::vector<float>(m.Row(row), m.Row(row) + m.cols)};
@@ -234,8 +244,12 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
   Latencies idle, writing, draining;
   std::atomic<Latencies*> phase{&idle};
   absl::Status search_status;
-  std::thread search_thread(
-      [&] { search_status = SearchLoop(db.get(), ds.test, params, o.search_qps, &stop, &phase); });
+  double search_cpu = 0;
+  const double cpu0 = CpuSeconds(RUSAGE_SELF), writer_cpu0 = CpuSeconds(RUSAGE_THREAD);
+  std::thread search_thread([&] {
+    search_status = SearchLoop(db.get(), ds.test, params, o.search_qps, &stop, &phase);
+    search_cpu = CpuSeconds(RUSAGE_THREAD);
+  });
   double insert_s = 0, delete_s = 0, acked = 0, drain = 0;
   const size_t rounds = std::max<size_t>(1, o.rounds);
   absl::Status churn_status = [&]() -> absl::Status {
@@ -276,6 +290,8 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
   }();
   stop = true;
   search_thread.join();
+  const double writer_cpu = CpuSeconds(RUSAGE_THREAD) - writer_cpu0;
+  const double rest_cpu = CpuSeconds(RUSAGE_SELF) - cpu0 - writer_cpu - search_cpu;
   SHOAL_RETURN_IF_ERROR(churn_status);
   SHOAL_RETURN_IF_ERROR(search_status);
   Latencies busy = writing;
@@ -300,11 +316,15 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
     SHOAL_RETURN_IF_ERROR(fresh->CreateCollection({"truth", spec.dimension, Metric::kL2}));
     SHOAL_RETURN_IF_ERROR(LoadRows(fresh.get(), "truth", base, half, 2 * half));
     SHOAL_ASSIGN_OR_RETURN(double rebuilt, Recall(fresh.get(), ds.test, params));
+    double cpu = CpuSeconds(RUSAGE_SELF);
     SHOAL_ASSIGN_OR_RETURN(double raw, RawRocksInserts(root + "/rocksdb", base, half, 2 * half,
                                                        o.batch, o.sync, /*churn=*/false));
+    const double raw_cpu = CpuSeconds(RUSAGE_SELF) - cpu;
+    cpu = CpuSeconds(RUSAGE_SELF);
     SHOAL_ASSIGN_OR_RETURN(double raw_churn,
                            RawRocksInserts(root + "/rocksdb_churn", base, half, 2 * half, o.batch,
                                            o.sync, /*churn=*/true));
+    const double raw_churn_cpu = CpuSeconds(RUSAGE_SELF) - cpu;
     const double ins_rate = half / insert_s, del_rate = half / delete_s;
     const double sustained = half / (acked + drain);
     std::printf("inserts acknowledged: %.0f /s (%.2f s), deletes: %.0f /s (%.2f s)\n", ins_rate,
@@ -330,6 +350,14 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
         "raw RocksDB, same bytes and batches: %.0f records/s inserted; %.0f inserted/s with the "
         "churn's deletes written too\n",
         raw, raw_churn);
+    const double us = 1e6 / static_cast<double>(half);
+    std::printf(
+        "CPU per inserted vector during the churn and its drains: writer %.1f us, index "
+        "maintenance + publisher + RocksDB's threads %.1f us (searcher %.2f s apart); raw "
+        "RocksDB %.1f us per record, %.1f us with the deletes; CPU ratio raw churn / Shoal "
+        "%.2f\n",
+        writer_cpu * us, rest_cpu * us, search_cpu, raw_cpu * us, raw_churn_cpu * us,
+        raw_churn_cpu / (writer_cpu + rest_cpu));
     const double p99i = idle.Percentile(0.99), p99b = busy.Percentile(0.99);
     idle.Print("idle");
     busy.Print("during updates");

@@ -24,7 +24,9 @@
 //  5. raw RocksDB: the same number of synced WriteBatches with the same key + record bytes
 //     written straight to a RocksDB instance (same options class as Shoal's store); and again
 //     with the churn's deletes (record row, key row, tombstone row) between them, since the
-//     sustained rate's time includes the deletes.
+//     sustained rate's time includes the deletes. CPU seconds beside the wall-clock rates
+//     (writer thread, the rest of the process: index maintenance, publisher, RocksDB's threads;
+//     raw RocksDB's process): on a shared machine the waits decide the rates, the CPU does not.
 // Prints each number and the ratios the issue sets goals for: p99 updates/idle (<= 1.5, with a
 // bootstrap interval and the ratio of each busy phase alone), recall churned - fresh (>= -0.01),
 // insert throughput / RocksDB (>= 0.5).
