@@ -128,6 +128,7 @@ struct SearchStats {
   uint64_t bytes_read = 0;         // bytes read from the SSD (cache hits excluded)
   uint64_t cache_hits = 0;         // postings (or, quantized, full vectors) served from RAM caches
   uint64_t full_vectors_read = 0;  // quantized tier: full vectors fetched for exact rerank
+  uint64_t read_batches = 0;       // batches of SSD reads waited for (a query's round trips)
   // Why the filter may not do what was meant: an attribute or tag no record has, or a value of a
   // type the attribute never holds. Such a leaf matches nothing (it is not an error: records
   // need not share attributes).

@@ -136,6 +136,7 @@ absl::Status SpannIndex::ReadQuantized(
     reads.push_back(storage::ExtentRequest({r.first_page, r.num_pages, r.bytes}));
   }
   std::vector<uint8_t> payload;
+  ++stats->read_batches;
   return reader_->ReadBatch(reads, [&](size_t i, std::span<const uint8_t> pages) -> absl::Status {
     const storage::PostingRow& r = dir.rows[ids[i]];
     stats->bytes_read += pages.size();
@@ -254,6 +255,7 @@ absl::Status SpannIndex::SearchOne(const PostingDirectory& dir, const float* q, 
   }
   stats->postings_read += postings.size();
   if (!reads.empty()) {
+    ++stats->read_batches;
     std::vector<uint8_t> payload;
     SHOAL_RETURN_IF_ERROR(
         reader_->ReadBatch(reads, [&](size_t i, std::span<const uint8_t> bytes) -> absl::Status {
@@ -356,16 +358,6 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   return RerankByLowerBound(dir, q, k, survivors, out, stats);
 }
 
-absl::Status SpannIndex::Rerank(const PostingDirectory& dir, const float* q, size_t k,
-                                std::span<const uint64_t> ids, std::vector<Neighbor>* out,
-                                SearchStats* stats) const {
-  TopK<uint64_t> top(k);
-  SHOAL_RETURN_IF_ERROR(ScoreExactly(dir, q, ids, &top, stats));
-  out->clear();
-  for (const auto& e : top.TakeSorted()) out->push_back({e.id, e.distance});
-  return absl::OkStatus();
-}
-
 absl::Status SpannIndex::ScoreExactly(const PostingDirectory& dir, const float* q,
                                       std::span<const uint64_t> ids, TopK<uint64_t>* top,
                                       SearchStats* stats) const {
@@ -389,6 +381,7 @@ absl::Status SpannIndex::ReadAndScore(const PostingDirectory& dir, const float* 
   if (fetch.empty()) return absl::OkStatus();
   const size_t d = manifest_.dimension;
   stats->full_vectors_read += fetch.size();
+  ++stats->read_batches;
   stats->bytes_read += fetch.size() * storage::VectorFile::PagesPerVector(d) * storage::kPageSize;
   absl::Status read = dir.vectors->ReadBatch(fetch, [&](size_t i, const float* v) {
     top->Push(Distance(manifest_.metric, q, v, d), fetch[i]);

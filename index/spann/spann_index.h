@@ -231,8 +231,9 @@ class SpannIndex final : public VectorIndex {
   // Rerank of the scan's survivors, given as (lower bound of the distance, id) ascending: the
   // cached vectors in slices, nearest bound first, stopping once the next bound exceeds the k-th
   // exact distance (nothing after it can enter the top k), so that a survivor kept only by a
-  // loose interval is not scored at all; then, in one batch, the uncached ones met on the way
-  // whose bound is still below it (as Rerank: at most one read per query).
+  // loose interval is not scored at all; then the uncached ones met on the way whose bound is
+  // still below it, read from vectors.dat in the same order in at most four rounds (one batch
+  // each, growing: each round's distances lower the threshold the next one reads below).
   absl::Status RerankByLowerBound(const PostingDirectory& dir, const float* q, size_t k,
                                   std::span<const std::pair<float, uint64_t>> by_lower,
                                   std::vector<Neighbor>* out, SearchStats* stats) const;

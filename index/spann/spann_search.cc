@@ -71,6 +71,13 @@ void NearestAllowed(const CentroidTree& tree, const PostingDirectory& dir, const
   if (nearest->size() > most) nearest->resize(most);
 }
 
+// The rerank's reads of uncached vectors: the first round asks for what the top k still lacks
+// plus kFirstRoundMargin, each next round for twice as many, and round kMaxReadRounds reads all
+// that can still enter. Measured on a 200k x 128 synthetic set, codes on SSD, recall 0.955
+// (docs/PERFORMANCE.md): 1-bit codes read 210 full vectors per query in one batch, 80 in rounds;
+// 5-bit codes 13.9 and 12.2, in 2.0 and 2.3 round trips.
+constexpr size_t kFirstRoundMargin = 2, kRoundGrowth = 2, kMaxReadRounds = 4;
+
 }  // namespace
 
 absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::Search(
@@ -162,6 +169,7 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::SearchWithKnobs(
       stats->bytes_read += per_thread[t].bytes_read;
       stats->cache_hits += per_thread[t].cache_hits;
       stats->full_vectors_read += per_thread[t].full_vectors_read;
+      stats->read_batches += per_thread[t].read_batches;
     }
   }
   return out;
@@ -192,12 +200,31 @@ absl::Status SpannIndex::RerankByLowerBound(const PostingDirectory& dir, const f
     stats->cache_hits += ids.size() - missing.size();
     for (size_t j : missing) uncached.push_back(by_lower[begin + j]);
   }
-  // The threshold only fell since: what is read now is what could still enter.
-  ids.clear();
-  for (const auto& [lower, id] : uncached) {
-    if (lower <= top.Threshold()) ids.push_back(id);
+  // The uncached ones, read in rounds in the same order: each round's exact distances lower
+  // the threshold, so a survivor kept only by a loose interval is not read at all.
+  size_t next = 0,
+         round_size = std::max(k - std::min(k, top.size()), size_t{1}) + kFirstRoundMargin;
+  for (size_t round = 1; next < uncached.size(); ++round) {
+    ids.clear();
+    const bool last = round >= kMaxReadRounds;
+    for (; next < uncached.size() && (last || ids.size() < round_size); ++next) {
+      if (uncached[next].first > top.Threshold()) break;
+      ids.push_back(uncached[next].second);
+    }
+    if (ids.empty()) break;
+    SHOAL_RETURN_IF_ERROR(ReadAndScore(dir, q, ids, &top, stats));
+    round_size *= kRoundGrowth;
   }
-  SHOAL_RETURN_IF_ERROR(ReadAndScore(dir, q, ids, &top, stats));
+  out->clear();
+  for (const auto& e : top.TakeSorted()) out->push_back({e.id, e.distance});
+  return absl::OkStatus();
+}
+
+absl::Status SpannIndex::Rerank(const PostingDirectory& dir, const float* q, size_t k,
+                                std::span<const uint64_t> ids, std::vector<Neighbor>* out,
+                                SearchStats* stats) const {
+  TopK<uint64_t> top(k);
+  SHOAL_RETURN_IF_ERROR(ScoreExactly(dir, q, ids, &top, stats));
   out->clear();
   for (const auto& e : top.TakeSorted()) out->push_back({e.id, e.distance});
   return absl::OkStatus();

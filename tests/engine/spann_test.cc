@@ -335,3 +335,30 @@ TEST_F(SpannSyntheticTest, QuantizedTiersRecallAndBoundedRerank) {
 
 }  // namespace
 }  // namespace shoal
+
+namespace shoal {
+namespace {
+
+// With nothing cached, the rerank reads its candidates in rounds, nearest lower bound first, and
+// stops once the next bound exceeds the k-th exact distance; reading every survivor in one batch
+// (as before) read 2.3x as many full vectors (150.4 per query against 65.6; recall 0.999 both).
+TEST_F(SpannSyntheticTest, UncachedRerankStopsOnceTheBoundsRuleTheRestOut) {
+  Options o;
+  o.posting_cache_bytes = 0;  // no vector cache: every candidate scored is read
+  auto db = OpenDb(dir_, o);
+  Load(db.get(), "s", ds_.train);
+  ASSERT_TRUE(db->BuildIndex("s", "spann:centroid_ratio=0.05,quant=rabitq:bits=1").ok());
+  const auto truth = Truth(ds_.train, ds_.test, ds_.test.rows, 10);
+  SearchStats stats;
+  auto hits = MustSearch(db.get(), {.k = 10, .max_postings = 16, .stats = &stats});
+  const double recall = Recall(hits, truth);
+  const double per_query = double(stats.full_vectors_read) / ds_.test.rows;
+  std::printf("recall %.4f, full vectors read %.1f, read batches %.2f per query\n", recall,
+              per_query, double(stats.read_batches) / ds_.test.rows);
+  EXPECT_GE(recall, 0.9);
+  EXPECT_LT(per_query, 100);                     // 65.6 in rounds; 150.4 in one batch
+  EXPECT_GT(stats.read_batches, ds_.test.rows);  // some queries needed a second round
+}
+
+}  // namespace
+}  // namespace shoal
