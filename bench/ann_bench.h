@@ -32,6 +32,7 @@ struct AnnBenchOptions {
   int threads = 1;                        // client threads (and build threads)
   size_t batch = 1;                       // queries per Search call (ann-benchmarks: 1)
   int runs = 1;                           // timed passes per point; the fastest is kept
+  size_t warmup_queries = 0;  // warm-up on test queries [queries, queries + N); 0 = the timed ones
   // Keep every system built and take the timed passes round-robin (run 1 of each system's
   // points, then run 2, ...), so that load on a shared machine falls on all systems alike.
   bool interleave = false;

@@ -44,12 +44,18 @@ struct IoCounters {
   // Full-precision vectors fetched to re-rank quantized candidates (Shoal's rerank, FAISS's
   // IndexRefineFlat); meaningful only where AnnSystem::CountsFullVectorReads().
   uint64_t full_vectors_read = 0;
+  uint64_t read_batches = 0;  // batches of SSD reads waited for (round trips)
+  // read_bytes of /proc/self/io over the pass (what the kernel read from storage for this
+  // process: the cross-check of bytes_read, which the system counts itself).
+  uint64_t proc_read_bytes = 0;
   void Add(const IoCounters& o) {
     bytes_read += o.bytes_read;
     postings_read += o.postings_read;
     cache_hits += o.cache_hits;
     vectors_scored += o.vectors_scored;
     full_vectors_read += o.full_vectors_read;
+    read_batches += o.read_batches;
+    proc_read_bytes += o.proc_read_bytes;
   }
 };
 

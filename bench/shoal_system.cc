@@ -136,7 +136,8 @@ class ShoalSystem : public AnnSystem {
                    .postings_read = stats.postings_read,
                    .cache_hits = stats.cache_hits,
                    .vectors_scored = stats.vectors_scored,
-                   .full_vectors_read = FullVectorsRead(stats)});
+                   .full_vectors_read = FullVectorsRead(stats),
+                   .read_batches = stats.read_batches});
     return absl::OkStatus();
   }
 
