@@ -50,7 +50,12 @@ SpannOptions AutoSpannOptions(const DataShape& s) {
   if (s.ram_budget_bytes > 0) {
     const double half = s.ram_budget_bytes / 2.0;
     if (CodeBytes(s, bits, o.replicas) > half) o.replicas = 2;
-    while (bits > 1 && CodeBytes(s, bits, o.replicas) > half) --bits;
+    // Codes that cannot be held even at one bit stay on the SSD (SpannIndex reads them with
+    // their postings): fewer bits would then save no RAM, only widen the bounds and so send
+    // more candidates to a full-vector read. They keep the dimension's bits.
+    if (CodeBytes(s, 1, o.replicas) <= half) {
+      while (bits > 1 && CodeBytes(s, bits, o.replicas) > half) --bits;
+    }
   }
   o.quant = absl::StrCat("rabitq:bits=", bits);
   if (s.dim < kMoreCalibrationBelowDim && s.n > 0) {

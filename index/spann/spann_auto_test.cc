@@ -23,7 +23,8 @@ TEST(SpannAutoTest, BitsFollowTheDimensionAndRamBudget) {
   const SpannOptions roomy = AutoSpannOptions({.n = 1000000, .dim = 768});
   EXPECT_EQ(roomy.replicas, 4u);
   // 1M x 768-d: 4 replicas of 3-bit codes take about 1.3 GB; with a 1 GiB budget (codes get
-  // half) replicas halve (0.63 GB) and bits drop to 2 (0.44 GB); with 256 MiB bits go to 1.
+  // half) replicas halve (0.63 GB) and bits drop to 2 (0.44 GB); with 256 MiB even 1-bit codes
+  // (0.25 GB) would take over half: they stay on the SSD and keep their 3 bits.
   const SpannOptions tight =
       AutoSpannOptions({.n = 1000000, .dim = 768, .ram_budget_bytes = 1ull << 30});
   EXPECT_EQ(tight.replicas, 2u);
@@ -31,8 +32,23 @@ TEST(SpannAutoTest, BitsFollowTheDimensionAndRamBudget) {
   const SpannOptions tighter =
       AutoSpannOptions({.n = 1000000, .dim = 768, .ram_budget_bytes = 256ull << 20});
   EXPECT_EQ(tighter.replicas, 2u);
-  EXPECT_EQ(tighter.quant, "rabitq:bits=1");
+  EXPECT_EQ(tighter.quant, "rabitq:bits=3");
   EXPECT_NEAR(roomy.centroid_ratio, 1.0 / 64, 1e-9);
+}
+
+// The SSD regime (2M x 128-d under a RAM budget of 10% of the raw vectors): 2 replicas of 1-bit
+// codes would take 176 MB of the 102 MB budget, so the codes are read from the SSD with their
+// postings, and they keep the 5 bits of 128-d, where 1 bit sent 2.6x more 4-KiB reads to the
+// SSD (full vectors re-ranked; docs/PERFORMANCE.md).
+TEST(SpannAutoTest, CodesThatCannotBeHeldKeepTheirBits) {
+  const SpannOptions ssd =
+      AutoSpannOptions({.n = 2000000, .dim = 128, .ram_budget_bytes = 102400000});
+  EXPECT_EQ(ssd.quant, "rabitq:bits=5");
+  EXPECT_EQ(ssd.replicas, 2u);
+  // Where 1-bit codes fit in half the budget, bits still drop until they fit: 2M x 128-d with
+  // 400 MB holds 2 replicas of 1-bit (176 MB) but not of 2-bit (240 MB) codes.
+  EXPECT_EQ(AutoSpannOptions({.n = 2000000, .dim = 128, .ram_budget_bytes = 400000000}).quant,
+            "rabitq:bits=1");
 }
 
 TEST(SpannAutoTest, CalibrationQueriesFollowTheGroundTruthsCostBelow640d) {
