@@ -57,7 +57,8 @@ struct PostingDirectory {
   // Quantized tier: ids + codes of each posting when codes are resident in RAM (else null, as
   // for dead postings and the full-vector tier), and each centroid in the quantizer's prepared
   // form (PostingQuantizer::Prepare, prepared_dim floats per posting; prepared_dim = 0 and
-  // `prepared` empty when that form is the centroid itself).
+  // `prepared` empty when that form is the centroid itself, or when the codes stay on the SSD:
+  // the SpannIndex then prepares a centroid as it scans its posting).
   std::vector<std::shared_ptr<const QuantizedPosting>> codes;
   size_t prepared_dim = 0;
   base::AlignedVector<float> prepared;  // rows 64-byte aligned (RaBitQ: 64k floats per row)

@@ -266,6 +266,9 @@ class SpannIndex final : public VectorIndex {
   // Quantized tier only.
   std::unique_ptr<PostingQuantizer> quantizer_;
   bool codes_resident_ = true;
+  // Codes not resident: posting centroids are prepared as their postings are scanned (the
+  // directory keeps none: prepared_dim 0).
+  bool prepare_on_scan_ = false;
   mutable storage::ByteLruCache<uint64_t, QuantizedPosting> code_cache_;  // by extent serial
   mutable storage::VectorCache vector_cache_;
 };

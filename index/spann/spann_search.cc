@@ -5,6 +5,7 @@
 #include <limits>
 #include <thread>
 
+#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "index/distance/distance.h"
 #include "index/postings/posting_navigator.h"
@@ -228,6 +229,46 @@ absl::Status SpannIndex::Rerank(const PostingDirectory& dir, const float* q, siz
   out->clear();
   for (const auto& e : top.TakeSorted()) out->push_back({e.id, e.distance});
   return absl::OkStatus();
+}
+
+absl::Status SpannIndex::ScoreExactly(const PostingDirectory& dir, const float* q,
+                                      std::span<const uint64_t> ids, TopK<uint64_t>* top,
+                                      SearchStats* stats) const {
+  const size_t d = manifest_.dimension;
+  thread_local std::vector<size_t> missing_vectors;
+  missing_vectors.clear();
+  vector_cache_.LookupBatch(
+      ids,
+      [&](size_t i, const float* v) { top->Push(Distance(manifest_.metric, q, v, d), ids[i]); },
+      &missing_vectors);
+  stats->cache_hits += ids.size() - missing_vectors.size();
+  std::vector<uint64_t> fetch;
+  fetch.reserve(missing_vectors.size());
+  for (size_t i : missing_vectors) fetch.push_back(ids[i]);
+  return ReadAndScore(dir, q, fetch, top, stats);
+}
+
+absl::Status SpannIndex::ReadAndScore(const PostingDirectory& dir, const float* q,
+                                      std::span<const uint64_t> fetch, TopK<uint64_t>* top,
+                                      SearchStats* stats) const {
+  if (fetch.empty()) return absl::OkStatus();
+  const size_t d = manifest_.dimension;
+  stats->full_vectors_read += fetch.size();
+  ++stats->read_batches;
+  stats->bytes_read += fetch.size() * storage::VectorFile::PagesPerVector(d) * storage::kPageSize;
+  absl::Status read = dir.vectors->ReadBatch(fetch, [&](size_t i, const float* v) {
+    top->Push(Distance(manifest_.metric, q, v, d), fetch[i]);
+    vector_cache_.Insert(fetch[i], v);
+    return absl::OkStatus();
+  });
+  // A posting lists the id, so its vector must be there: a hole (a zeroed page) is damage,
+  // not an unknown key.
+  if (absl::IsNotFound(read)) {
+    return absl::DataLossError(absl::StrCat(read.message(),
+                                            " but a posting lists it: the index is damaged "
+                                            "(BuildIndex rebuilds it from the records)"));
+  }
+  return read;
 }
 
 absl::Status SpannIndex::SearchAmong(const float* q, size_t k, std::span<const uint64_t> ids,

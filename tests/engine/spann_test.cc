@@ -362,3 +362,34 @@ TEST_F(SpannSyntheticTest, UncachedRerankStopsOnceTheBoundsRuleTheRestOut) {
 
 }  // namespace
 }  // namespace shoal
+
+namespace shoal {
+namespace {
+
+// Codes on the SSD: the index prepares each posting's centroid as it scans it and keeps no
+// prepared (rotated, padded) copy of every centroid, so its RAM is about that of the full-vector
+// tier over the same postings; a copy would add 1,000 postings x 64 floats (256 KiB) here.
+TEST_F(SpannSyntheticTest, CodesOnSsdKeepNoPreparedCentroids) {
+  Options bounded;
+  bounded.index_ram_bytes_limit = 1 << 20;  // the codes alone take ~1.8 MB
+  auto db = OpenDb(dir_, bounded);
+  Load(db.get(), "s", ds_.train);
+  // Each index measured just after a reopen: no cache holds anything yet.
+  auto ram_after_reopen = [&](const std::string& spec) -> uint64_t {
+    EXPECT_TRUE(db->BuildIndex("s", spec).ok()) << spec;
+    db.reset();
+    db = OpenDb(dir_, bounded);
+    return db->DescribeCollection("s")->index_ram_bytes;
+  };
+  const uint64_t full_vector_tier = ram_after_reopen("spann:centroid_ratio=0.05");
+  const uint64_t codes_on_ssd = ram_after_reopen("spann:centroid_ratio=0.05,quant=rabitq:bits=2");
+  std::printf("index RAM: full-vector tier %lu B, codes on SSD %lu B\n",
+              static_cast<unsigned long>(full_vector_tier),
+              static_cast<unsigned long>(codes_on_ssd));
+  EXPECT_LT(codes_on_ssd, full_vector_tier + (64u << 10));
+  auto hits = db->Search("s", Queries(ds_.test, 10), {.k = 10, .max_postings = 16});
+  EXPECT_TRUE(hits.ok()) << hits.status();
+}
+
+}  // namespace
+}  // namespace shoal
