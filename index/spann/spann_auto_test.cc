@@ -38,8 +38,8 @@ TEST(SpannAutoTest, BitsFollowTheDimensionAndRamBudget) {
 
 // The SSD regime (2M x 128-d under a RAM budget of 10% of the raw vectors): 2 replicas of 1-bit
 // codes would take 176 MB of the 102 MB budget, so the codes are read from the SSD with their
-// postings, and they keep the 5 bits of 128-d, where 1 bit sent 2.6x more 4-KiB reads to the
-// SSD (full vectors re-ranked; docs/PERFORMANCE.md).
+// postings, and they keep the 5 bits of 128-d (at 200k x 128 under the same 10% rule, 1 bit sent
+// 2.5x more 4-KiB reads to the SSD, full vectors re-ranked; docs/PERFORMANCE.md).
 TEST(SpannAutoTest, CodesThatCannotBeHeldKeepTheirBits) {
   const SpannOptions ssd =
       AutoSpannOptions({.n = 2000000, .dim = 128, .ram_budget_bytes = 102400000});
