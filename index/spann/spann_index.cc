@@ -284,6 +284,14 @@ absl::Status SpannIndex::SearchOne(const PostingDirectory& dir, const float* q, 
   return absl::OkStatus();
 }
 
+const float* SpannIndex::PreparedCentroid(const PostingDirectory& dir, uint32_t p) const {
+  if (!prepare_on_scan_) return dir.prepared_centroid(p);
+  thread_local base::AlignedVector<float> centroid;
+  centroid.resize(quantizer_->prepared_dim());
+  quantizer_->Prepare(dir.centroid(p), centroid.data());
+  return centroid.data();
+}
+
 absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const float* q, size_t k,
                                          std::span<const uint32_t> postings, const Exclusion& ex,
                                          std::vector<Neighbor>* out, SearchStats* stats) const {
@@ -299,19 +307,12 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   const size_t pd = quantizer_->prepared_dim();
   prepared.resize(pd);
   quantizer_->Prepare(q, prepared.data());
-  thread_local base::AlignedVector<float> centroid;  // prepared per posting (prepare_on_scan_)
   auto scan = [&](uint32_t p, const QuantizedPosting& qp) {
     const size_t n = qp.size();
     est.resize(n);
     err.resize(n);
     within.resize(n);
-    const float* pc = dir.prepared_centroid(p);
-    if (prepare_on_scan_) {
-      centroid.resize(pd);
-      quantizer_->Prepare(dir.centroid(p), centroid.data());
-      pc = centroid.data();
-    }
-    quantizer_->Estimate(prepared.data(), pc, qp, est.data(), err.data());
+    quantizer_->Estimate(prepared.data(), PreparedCentroid(dir, p), qp, est.data(), err.data());
     stats->vectors_scored += n;
     // est and err become each code's lower and upper bound, in loops the compiler vectorises.
     float* lo = est.data();

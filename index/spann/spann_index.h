@@ -211,6 +211,9 @@ class SpannIndex final : public VectorIndex {
   absl::Status SearchOne(const PostingDirectory& dir, const float* q, size_t k,
                          const SpannKnobs& knobs, const Exclusion& ex, std::vector<Neighbor>* out,
                          SearchStats* stats, std::vector<uint32_t>* leaves) const;
+  // Posting p's centroid in the quantizer's prepared form: the directory's, or with codes on
+  // the SSD (prepare_on_scan_) prepared now into thread-local scratch valid until the next call.
+  const float* PreparedCentroid(const PostingDirectory& dir, uint32_t p) const;
   // Scans `postings` (Navigate's choice) through their codes.
   absl::Status SearchQuantized(const PostingDirectory& dir, const float* q, size_t k,
                                std::span<const uint32_t> postings, const Exclusion& ex,
