@@ -9,6 +9,7 @@
 #include "db/validation.h"
 #include "db/write_scheduling.h"
 #include "shoal/filter.h"
+#include "storage/records/record_codec.h"
 
 namespace shoal::db {
 
@@ -146,7 +147,9 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
   std::vector<std::optional<uint64_t>> old(records.size());
   uint64_t next = next_internal_id_;
   const index::SpannIndex* spann;  // non-null: replaced ids are tombstoned
-  auto batch = store_->NewBatch();
+  size_t batch_bytes = 64;         // the batch's header and the id counter's row
+  for (const Record& r : records) batch_bytes += storage::RecordRowsBytesBound(r);
+  auto batch = store_->NewBatch(batch_bytes);
   TenantPlan plan;
   {
     absl::ReaderMutexLock lock(&state_.mu);

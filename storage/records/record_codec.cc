@@ -152,8 +152,35 @@ absl::StatusOr<Key> ReadHeaderAndKey(Reader& r) {
 
 }  // namespace
 
+size_t EncodedRecordSizeBound(const Record& record) {
+  constexpr size_t kVarintMax = 10;
+  const std::string* name = std::get_if<std::string>(&record.key);
+  size_t size = 1 + 1 + (name != nullptr ? kVarintMax + name->size() : sizeof(uint64_t)) +
+                sizeof(uint32_t) + record.vector.size() * sizeof(float) + 2 * kVarintMax;
+  for (const auto& [attr, value] : record.attributes) {
+    const std::string* text = std::get_if<std::string>(&value);
+    size += kVarintMax + attr.size() + 1 + (text != nullptr ? kVarintMax + text->size() : 8);
+  }
+  for (const auto& tag : record.tags) size += kVarintMax + tag.size();
+  return size;
+}
+
+size_t RecordRowsBytesBound(const Record& record) {
+  constexpr size_t kPutFraming = 1 + 5 + 2 * 5;  // type, column family id, two varint lengths
+  const std::string* name = std::get_if<std::string>(&record.key);
+  const size_t key_map_key = 5 + (name != nullptr ? name->size() : sizeof(uint64_t));
+  return 2 * kPutFraming + 12 + EncodedRecordSizeBound(record) + key_map_key + sizeof(uint64_t);
+}
+
 std::string EncodeRecord(const Record& record) {
   std::string out;
+  EncodeRecordTo(record, &out);
+  return out;
+}
+
+void EncodeRecordTo(const Record& record, std::string* out_ptr) {
+  std::string& out = *out_ptr;
+  out.clear();
   out.reserve(32 + record.vector.size() * sizeof(float));
   out.push_back(static_cast<char>(kRecordVersion));
   PutKey(&out, record.key);
@@ -179,7 +206,6 @@ std::string EncodeRecord(const Record& record) {
   }
   PutVarint(&out, record.tags.size());
   for (const auto& tag : record.tags) PutBytes(&out, tag);
-  return out;
 }
 
 absl::StatusOr<Record> DecodeRecord(std::string_view bytes, std::string_view where) {

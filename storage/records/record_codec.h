@@ -22,6 +22,14 @@
 namespace shoal::storage {
 
 std::string EncodeRecord(const Record& record);
+// EncodeRecord's bytes written over *out (its capacity kept: a caller encoding many records
+// reuses one buffer instead of allocating one per record).
+void EncodeRecordTo(const Record& record, std::string* out);
+// An upper bound of EncodeRecord(record).size().
+size_t EncodedRecordSizeBound(const Record& record);
+// An upper bound of the bytes a RocksDB write batch takes for the record's two rows (the record
+// row and its key-map row, each put framed by a type byte, a column family id and two lengths).
+size_t RecordRowsBytesBound(const Record& record);
 // DataLoss (naming `where`, e.g. the RocksDB key) when `bytes` is not a valid record.
 absl::StatusOr<Record> DecodeRecord(std::string_view bytes, std::string_view where);
 

@@ -37,6 +37,26 @@ TEST(RecordCodecTest, RoundTripsUint64Key) {
   EXPECT_EQ(*DecodeRecordKey(EncodeRecord(in), "t"), in.key);
 }
 
+// One buffer reused for records of different shapes: each encoding is exactly EncodeRecord's
+// (nothing of a longer earlier record left behind), and within EncodedRecordSizeBound.
+TEST(RecordCodecTest, EncodeRecordToReusesItsBufferAndStaysWithinTheBound) {
+  Record small;
+  small.key = uint64_t{7};
+  small.vector = {1};
+  Record long_strings = Sample();
+  long_strings.key = std::string(300, 'k');
+  long_strings.attributes["text"] = std::string(200, 'x');
+  long_strings.tags.push_back(std::string(150, 't'));
+  std::string buffer;
+  for (const Record& r : {Sample(), long_strings, small, Sample()}) {
+    EncodeRecordTo(r, &buffer);
+    EXPECT_EQ(buffer, EncodeRecord(r));
+    EXPECT_LE(buffer.size(), EncodedRecordSizeBound(r));
+    EXPECT_LE(buffer.size() + RecordRowKey(1, 2).size() + KeyMapRowKey(1, r.key).size() + 8,
+              RecordRowsBytesBound(r));
+  }
+}
+
 // Found by fuzz/storage_codec_fuzzer: dim 0 passed a null pointer to memcpy (UBSan, asan preset).
 TEST(RecordCodecTest, DecodesARecordWithAnEmptyVector) {
   Record in;

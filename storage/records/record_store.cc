@@ -149,7 +149,8 @@ RecordStore::Batch::Batch(Batch&&) noexcept = default;
 RecordStore::Batch::~Batch() = default;
 
 void RecordStore::Batch::PutRecord(uint32_t cid, uint64_t iid, const Record& record, bool new_key) {
-  batch_->Put(store_->records_, RecordRowKey(cid, iid), EncodeRecord(record));
+  EncodeRecordTo(record, &scratch_);
+  batch_->Put(store_->records_, RecordRowKey(cid, iid), scratch_);
   if (new_key) batch_->Put(store_->keys_, KeyMapRowKey(cid, record.key), EncodeU64(iid));
 }
 

@@ -181,6 +181,7 @@ class RecordStore {
     Batch(const RecordStore* store, size_t reserved_bytes);
     const RecordStore* store_;
     std::unique_ptr<rocksdb::WriteBatch> batch_;
+    std::string scratch_;  // PutRecord's encoded record (one buffer for the whole batch)
     // A point row (put, delete or merge) of the catalog family is in the batch: once committed
     // it keeps the catalog memtable non-empty, so Commit adds no marker row (see Write).
     bool catalog_row_ = false;
@@ -196,7 +197,8 @@ class RecordStore {
   // Removes the collection's catalog row, records and keys in one synced batch.
   absl::Status DropCollection(const StoredCollection& collection);
 
-  // `reserved_bytes`: the batch's buffer sized up front (a single-key grant: ~64 bytes).
+  // `reserved_bytes`: the batch's buffer sized up front (a single-key grant: ~64 bytes; a batch
+  // of upserts: RecordRowsBytesBound of each record, so that the buffer is never regrown).
   Batch NewBatch(size_t reserved_bytes = 0) const { return Batch(this, reserved_bytes); }
   absl::Status Commit(Batch& batch, bool sync);
   // Makes every write committed so far durable (an fsync of the WAL); fails as Commit does.
