@@ -269,11 +269,17 @@ absl::Status ValidateSpec(const CollectionSpec& spec) {
   return absl::OkStatus();
 }
 
+namespace {
+// The one rule for keys; ValidateKey words its error.
+bool KeyIsValid(const Key& key) {
+  const auto* s = std::get_if<std::string>(&key);
+  return s == nullptr || (!s->empty() && s->size() <= kMaxKeyBytes);
+}
+}  // namespace
+
 absl::Status ValidateKey(const Key& key, const std::string& field) {
-  if (const auto* s = std::get_if<std::string>(&key)) {
-    if (s->empty() || s->size() > kMaxKeyBytes) {
-      return Invalid(field, absl::StrCat("string key must be 1..", kMaxKeyBytes, " bytes"));
-    }
+  if (!KeyIsValid(key)) {
+    return Invalid(field, absl::StrCat("string key must be 1..", kMaxKeyBytes, " bytes"));
   }
   return absl::OkStatus();
 }
@@ -317,10 +323,7 @@ absl::Status ValidateKeys(std::span<const Key> keys, const Options& options) {
   }
   for (size_t i = 0; i < keys.size(); ++i) {
     // The field's name only for a bad key: a grant of one key builds no string.
-    const auto* text = std::get_if<std::string>(&keys[i]);
-    if (text != nullptr && (text->empty() || text->size() > kMaxKeyBytes)) {
-      return ValidateKey(keys[i], absl::StrCat("keys[", i, "]"));
-    }
+    if (!KeyIsValid(keys[i])) return ValidateKey(keys[i], absl::StrCat("keys[", i, "]"));
   }
   return absl::OkStatus();
 }
