@@ -24,9 +24,7 @@
 //                   unless even 1-bit codes would: then the codes stay on the SSD, read with
 //                   their postings (SpannIndex), and keep the dimension's bits: fewer would save
 //                   no RAM, only widen the bounds and send more candidates to a 4-KiB read of
-//                   their full vector. Measured at 200k x 128 under a 10% RAM budget, recall
-//                   0.955 (docs/PERFORMANCE.md): 4-KiB reads per query 88 at 1 bit, 33 at 4,
-//                   35 at 5, 42 at 8 (full vectors 80 / 14 / 12 / 10).
+//                   their full vector (reads per bit count: docs/PERFORMANCE.md, SSD regime).
 //   posting_cap, navigator, beam: the defaults (4x the mean posting; the navigator
 //                   chosen per query by cost above 256 postings).
 //   target_recall   0.95, calibrated at build time (index/spann/spann_calibration.h).

@@ -74,9 +74,7 @@ void NearestAllowed(const CentroidTree& tree, const PostingDirectory& dir, const
 
 // The rerank's reads of uncached vectors: the first round asks for what the top k still lacks
 // plus kFirstRoundMargin, each next round for twice as many, and round kMaxReadRounds reads all
-// that can still enter. Measured on a 200k x 128 synthetic set, codes on SSD, recall 0.955
-// (docs/PERFORMANCE.md): 1-bit codes read 210 full vectors per query in one batch, 80 in rounds;
-// 5-bit codes 13.9 and 12.2, in 2.0 and 2.3 round trips.
+// that can still enter (how the sizes were chosen: docs/PERFORMANCE.md, the SSD regime).
 constexpr size_t kFirstRoundMargin = 2, kRoundGrowth = 2, kMaxReadRounds = 4;
 
 }  // namespace
