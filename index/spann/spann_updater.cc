@@ -92,8 +92,10 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Sweep(uint32_t first, uint32_
           codes->ids.begin(), codes->ids.end(), [&](uint64_t id) { return dead(id); }));
       const bool gc_now = n_dead > 0 && (all || UpdateWork::ManyDead(n_dead, n));
       if (!gc_now && n - n_dead >= floor_ && n <= cap_) {
-        for (uint64_t id : codes->ids) {
-          if (n_dead > 0 && kept != nullptr && dead(id)) kept->push_back(id);
+        if (n_dead > 0 && kept != nullptr) {
+          for (uint64_t id : codes->ids) {
+            if (dead(id)) kept->push_back(id);
+          }
         }
         continue;
       }
