@@ -1,6 +1,7 @@
 // The CUDA k-means kernels against the float64 reference, through the ClusteringBackend seam
 // (the same checks kmeans_test.cc runs on the CPU backend). ctest label `gpu`; every test
 // skips without a CUDA device.
+#include <algorithm>
 #include <limits>
 #include <random>
 #include <string>
@@ -122,6 +123,41 @@ TEST(GpuClusteringTest, StreamedChunksGiveBitwiseTheResidentResult) {
   for (size_t v = 1; v < labels.size(); ++v) {
     EXPECT_EQ(labels[v], labels[0]) << "variant " << v;
     EXPECT_EQ(dists[v], dists[0]) << "variant " << v;
+  }
+}
+
+// One resident chunk of more than 65,536 rows is scanned 128 points per block, short chunks 32
+// points x 16 slices; many close centroids send points through the 32-candidate list (m = 1)
+// and the full exact scan. Every way gives bitwise the exact fp32 path's labels and distances.
+TEST(GpuClusteringTest, WideAndNarrowScansGiveTheExactPathsResult) {
+  SKIP_WITHOUT_GPU();
+  std::mt19937 rng(Seed());
+  const size_t n = 70001, d = 48, k = 2048;
+  const std::vector<float> x = Mixture(n, d, 64, rng);
+  std::vector<float> cent(x.begin(), x.begin() + k * d);
+  for (float& v : cent) v += 0.01f * static_cast<float>(rng() % 5);
+  gpu::GpuOptions fp32, narrow;
+  fp32.precision = gpu::GpuPrecision::kFp32;
+  narrow.device_budget_bytes = 3 * 4000 * (k * 4 + d * 8 + 512);  // ~4,000 rows per chunk
+  for (size_t m : {size_t{1}, size_t{3}}) {
+    SCOPED_TRACE(::testing::Message() << "m=" << m);
+    std::vector<uint32_t> want(n * m), got(n * m);
+    std::vector<float> want_dist(n * m), got_dist(n * m);
+    ASSERT_TRUE(gpu::GpuAssignTopM(x.data(), n, cent.data(), k, d, m, nullptr, want.data(),
+                                   want_dist.data(), fp32)
+                    .ok());
+    for (const gpu::GpuOptions& options : {gpu::GpuOptions{}, narrow}) {
+      ASSERT_TRUE(gpu::GpuAssignTopM(x.data(), n, cent.data(), k, d, m, nullptr, got.data(),
+                                     got_dist.data(), options)
+                      .ok());
+      size_t differ = 0, first = n * m;
+      for (size_t i = 0; i < n * m; ++i) {
+        if (got[i] == want[i] && got_dist[i] == want_dist[i]) continue;
+        first = std::min(first, i);
+        ++differ;
+      }
+      EXPECT_EQ(differ, 0u) << "budget " << options.device_budget_bytes << ", first at " << first;
+    }
   }
 }
 

@@ -91,7 +91,8 @@ struct Slot {
   bool busy = false;
 };
 
-// KEEP: candidates per point; TOPM (>= m): the scan's list for the m-th best approximate score.
+// KEEP: candidates per point; TOPM (>= m): the list for the m-th best score (approximate in the
+// scan, exact in the refinement and the full exact scans).
 template <int KEEP, int TOPM>
 class ChunkedAssign {
  public:
@@ -199,7 +200,7 @@ class ChunkedAssign {
     const unsigned exact_blocks = (count + kExactThreads - 1) / kExactThreads;
     cudaStream_t stream = s.stream.get();
     if (!tf32_) {
-      ExactTopMKernel<KEEP><<<exact_blocks, kExactThreads, 0, stream>>>(
+      ExactTopMKernel<TOPM><<<exact_blocks, kExactThreads, 0, stream>>>(
           device_points, count, nullptr, nullptr, args, s.labels.get<uint32_t>(),
           s.distances.get<float>());
       return ErrorOf(cudaGetLastError());
@@ -213,10 +214,11 @@ class ChunkedAssign {
           error != nullptr) {
         return error;
       }
-      ScanKernel<TOPM, KEEP>
-          <<<(count + kScanPoints - 1) / kScanPoints, dim3(kScanPoints, kScanSlices), 0, stream>>>(
-              s.dots.get<float>(), count, args, s.norms.get<float>(), s.cand_score.get<float>(),
-              s.cand_id.get<uint32_t>(), s.cand_count.get<uint32_t>());
+      if (count >= kScanWideRows) {
+        LaunchScan<128>(s, count, args);
+      } else {
+        LaunchScan<32>(s, count, args);
+      }
     } else {
       Tf32TopMKernel<KEEP><<<(count + kTcPoints - 1) / kTcPoints, kTcThreads, 0, stream>>>(
           device_points, count, args, s.cand_score.get<float>(), s.cand_id.get<uint32_t>());
@@ -225,17 +227,25 @@ class ChunkedAssign {
         e != cudaSuccess) {
       return cudaGetErrorString(e);
     }
-    RefineKernel<KEEP>
+    RefineKernel<KEEP, TOPM>
         <<<(count + kRefineThreads - 1) / kRefineThreads, kRefineThreads, 0, stream>>>(
             device_points, count, args, s.norms.get<float>(), s.cand_score.get<float>(),
             s.cand_id.get<uint32_t>(), cublas_->ok() ? s.cand_count.get<uint32_t>() : nullptr,
             s.labels.get<uint32_t>(), s.distances.get<float>(), s.flagged.get<uint32_t>(),
             s.flagged_count.get<uint32_t>());
     // Sized for every row; blocks past the flagged count return at once.
-    ExactTopMKernel<KEEP><<<exact_blocks, kExactThreads, 0, stream>>>(
+    ExactTopMKernel<TOPM><<<exact_blocks, kExactThreads, 0, stream>>>(
         device_points, count, s.flagged.get<uint32_t>(), s.flagged_count.get<uint32_t>(), args,
         s.labels.get<uint32_t>(), s.distances.get<float>());
     return ErrorOf(cudaGetLastError());
+  }
+
+  template <int POINTS>
+  void LaunchScan(Slot& s, uint32_t count, const AssignArgs& args) {
+    ScanKernel<TOPM, KEEP, POINTS>
+        <<<(count + POINTS - 1) / POINTS, dim3(POINTS, kScanThreads / POINTS), 0, s.stream.get()>>>(
+            s.dots.get<float>(), count, args, s.norms.get<float>(), s.cand_score.get<float>(),
+            s.cand_id.get<uint32_t>(), s.cand_count.get<uint32_t>());
   }
 
   // Waits for the slot's chunk (if any) and copies its results to the caller's arrays.
@@ -271,11 +281,12 @@ Outcome AssignTopM(const float* points, size_t n, const float* centroids, size_t
   const bool tf32 = config.tf32 && major >= 8;
   Prepared prepared;
   if (Outcome o = Prepare(centroids, k, d, m, bias, &prepared); o.error != nullptr) return o;
-  // TF32 keeps a few candidates beyond m: rivals within the error bound of the m-th are then
-  // re-scored from the list instead of sending the point to a full exact scan. Two list
-  // sizes keep the build small: 8 (k-means, replication up to m = 4) and 32.
+  // TF32 keeps candidates beyond m: rivals within the error bound of the m-th are then
+  // re-scored from the list instead of sending the point to a full exact scan over all k.
+  // k-means (m = 1) keeps 32: with many close centroids (large k), 8 sent half of the points
+  // of a clustered set to the full scan. Replication (m <= 4) keeps 8; larger m keeps 32.
   if (m == 1) {
-    return ChunkedAssign<8, 1>(points, n, k, d, m, tf32, labels, distances).Run(prepared, config);
+    return ChunkedAssign<32, 1>(points, n, k, d, m, tf32, labels, distances).Run(prepared, config);
   }
   if (m <= 4) {
     return ChunkedAssign<8, 4>(points, n, k, d, m, tf32, labels, distances).Run(prepared, config);

@@ -2,9 +2,9 @@
 //
 //   ShiftKernel      points minus the centroids' mean, rounded to TF32, and their squared norms
 //                    (one warp per row, coalesced).
-//   ScanKernel       over a column-major block of cuBLAS TF32 dot products (4 threads per point,
-//                    each over a quarter of the centroids): the m-th best approximate score,
-//                    then every centroid within twice the error bound of it.
+//   ScanKernel       over a column-major block of cuBLAS TF32 dot products (4 or 16 threads per
+//                    point, each over a slice of the centroids): the m-th best approximate
+//                    score, then every centroid within twice the error bound of it.
 //   Tf32TopMKernel   the same without cuBLAS: 128 points x 64 centroids per tile on tensor cores
 //                    (WMMA m16n16k8 TF32), the top list fed from shared memory.
 //   RefineKernel     re-scores in exact fp32 each point's candidates that may still be in
@@ -268,8 +268,12 @@ __global__ void ShiftKernel(const float* __restrict__ points, uint32_t count, ui
   }
 }
 
-constexpr int kScanPoints = 128;  // points per block (threadIdx.x: consecutive, coalesced)
-constexpr int kScanSlices = 4;    // threads per point (threadIdx.y), each over k / 4 centroids
+// A ScanKernel block: POINTS consecutive points (threadIdx.x, coalesced reads) times
+// kScanThreads / POINTS slices of the centroids (threadIdx.y). 128 points suit long chunks; a
+// chunk too short to give every multiprocessor several such blocks (large k: the chunk holds
+// at most 2^28 dots) is scanned 32 points x 16 slices per block instead.
+constexpr int kScanThreads = 512;
+constexpr uint32_t kScanWideRows = 128 * 512;  // rows from which 128-point blocks fill the device
 
 // The m-th of a sorted list (m - 1 < N), by constant indices so the list stays in registers.
 template <int N>
@@ -285,19 +289,20 @@ __device__ __forceinline__ float MthScore(const TopList<N>& top, uint32_t m) {
 // the m-th best score gives thr = (m-th score) + 2 * bound (see RefineKernel); the second pass
 // lists every centroid scoring at or below thr, in any order. Writes cand_count (the number
 // found, which may exceed KEEP) and up to KEEP (score, id) pairs per point. TOPM >= m.
-template <int TOPM, int KEEP>
-__global__ void __launch_bounds__(kScanPoints* kScanSlices)
+template <int TOPM, int KEEP, int POINTS>
+__global__ void __launch_bounds__(kScanThreads)
     ScanKernel(const float* __restrict__ dots, uint32_t count, AssignArgs a,
                const float* __restrict__ norms, float* __restrict__ cand_score,
                uint32_t* __restrict__ cand_id, uint32_t* __restrict__ cand_count) {
-  __shared__ float merge_score[kScanPoints * TOPM];
-  __shared__ uint32_t merge_id[kScanPoints * TOPM];
-  __shared__ float threshold[kScanPoints];
-  __shared__ uint32_t listed[kScanPoints];
-  const uint32_t point = blockIdx.x * kScanPoints + threadIdx.x;
+  constexpr int kSlices = kScanThreads / POINTS;
+  __shared__ float merge_score[POINTS * TOPM];
+  __shared__ uint32_t merge_id[POINTS * TOPM];
+  __shared__ float threshold[POINTS];
+  __shared__ uint32_t listed[POINTS];
+  const uint32_t point = blockIdx.x * POINTS + threadIdx.x;
   const bool valid = point < count;
   const int slice = threadIdx.y;
-  const uint32_t per_slice = (a.k + kScanSlices - 1) / kScanSlices;
+  const uint32_t per_slice = (a.k + kSlices - 1) / kSlices;
   const uint32_t begin = slice * per_slice;
   const uint32_t end = begin + per_slice < a.k ? begin + per_slice : a.k;
   const float* column = dots + point;
@@ -309,7 +314,7 @@ __global__ void __launch_bounds__(kScanPoints* kScanSlices)
       top.Offer(fmaf(-2.0f, column[size_t{c} * count], a.lane_bias[c]), c);
     }
   }
-  for (int s = 1; s < kScanSlices; ++s) {  // slice 0 merges the others' lists one by one
+  for (int s = 1; s < kSlices; ++s) {  // slice 0 merges the others' lists one by one
     __syncthreads();
     if (slice == s) {
 #pragma unroll
@@ -395,8 +400,9 @@ __device__ __forceinline__ float WarpExactL2(const float* __restrict__ points,
 // best m gives the exact fp32 answer, when the list holds them all; otherwise the point is
 // flagged for a full exact scan. The candidates come from ScanKernel (cand_count: every one is
 // within thr, the list is complete when cand_count <= KEEP) or, with cand_count null, from
-// Tf32TopMKernel (the KEEP best, ascending: complete when the last scores above thr).
-template <int KEEP>
+// Tf32TopMKernel (the KEEP best, ascending: complete when the last scores above thr). The
+// re-scored candidates feed a list of TOPM (>= m): only the best m are written.
+template <int KEEP, int TOPM>
 __global__ void __launch_bounds__(kRefineThreads)
     RefineKernel(const float* __restrict__ points, uint32_t count, AssignArgs a,
                  const float* __restrict__ norms, const float* __restrict__ cand_score,
@@ -427,7 +433,7 @@ __global__ void __launch_bounds__(kRefineThreads)
       active = false;
     }
   }
-  TopList<KEEP> top;
+  TopList<TOPM> top;
   top.Init();
 #pragma unroll 1
   for (int r = 0; r < KEEP; ++r) {
@@ -444,7 +450,7 @@ __global__ void __launch_bounds__(kRefineThreads)
     uint32_t c = kNoLabel;
     if (active) {
 #pragma unroll
-      for (int j = 0; j < KEEP; ++j) {  // constant indices keep the list in registers
+      for (int j = 0; j < TOPM; ++j) {  // constant indices keep the list in registers
         if (j == static_cast<int>(r)) {
           c = top.id[j];
           distance = top.score[j];

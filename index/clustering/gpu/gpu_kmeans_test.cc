@@ -185,8 +185,9 @@ TEST(GpuKmeansTest, Tf32BoundAndRecheckRuleHoldOnEmulatedScores) {
           ASSERT_LE(error, bound) << c.data << " point " << i << " centroid " << j;
         }
         for (size_t m : {size_t{1}, size_t{4}}) {
-          // As RefineKernel: a list of 8 (m <= 4), rivals up to thr re-scored exactly.
-          const std::vector<uint32_t> list = TopM(e.score, 8);
+          // As RefineKernel: a list of 32 (m = 1) or 8 (m <= 4), rivals up to thr re-scored
+          // exactly.
+          const std::vector<uint32_t> list = TopM(e.score, m == 1 ? 32 : 8);
           const float thr = e.score[list[m - 1]] + 2 * bound;
           std::vector<uint32_t> got;
           if (e.score[list.back()] > thr) {
