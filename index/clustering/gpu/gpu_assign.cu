@@ -81,8 +81,16 @@ Outcome Prepare(const float* centroids, size_t k, size_t d, size_t m, const floa
   return {};
 }
 
-// One slot of the chunk rotation.
+// One slot of the chunk rotation. Its buffers come from the kept blocks (gpu_device.cuh) and go
+// back to them once the stream's work is done.
 struct Slot {
+  Slot() = default;
+  Slot(const Slot&) = delete;
+  Slot& operator=(const Slot&) = delete;
+  ~Slot() {
+    if (stream.get() != nullptr) cudaStreamSynchronize(stream.get());
+  }
+
   Stream stream;
   DeviceBuffer points, shifted, norms, dots, cand_score, cand_id, cand_count, labels, distances,
       flagged, flagged_count;
@@ -172,23 +180,23 @@ class ChunkedAssign {
   Outcome Allocate(Slot& s, size_t rows, bool retained) {
     SHOAL_CUDA_TRY(s.stream.Create());
     if (!retained) {
-      SHOAL_CUDA_TRY(s.points.Allocate(rows * d_ * sizeof(float)));
+      SHOAL_CUDA_TRY(s.points.AllocateCached(rows * d_ * sizeof(float)));
       SHOAL_CUDA_TRY(s.in.Allocate(rows * d_ * sizeof(float)));
     }
     if (tf32_) {
-      SHOAL_CUDA_TRY(s.shifted.Allocate(rows * d_ * sizeof(float)));
-      SHOAL_CUDA_TRY(s.norms.Allocate(rows * sizeof(float)));
+      SHOAL_CUDA_TRY(s.shifted.AllocateCached(rows * d_ * sizeof(float)));
+      SHOAL_CUDA_TRY(s.norms.AllocateCached(rows * sizeof(float)));
       if (cublas_->ok()) {
-        SHOAL_CUDA_TRY(s.dots.Allocate(rows * k_ * sizeof(float)));
-        SHOAL_CUDA_TRY(s.cand_count.Allocate(rows * sizeof(uint32_t)));
+        SHOAL_CUDA_TRY(s.dots.AllocateCached(rows * k_ * sizeof(float)));
+        SHOAL_CUDA_TRY(s.cand_count.AllocateCached(rows * sizeof(uint32_t)));
       }
-      SHOAL_CUDA_TRY(s.cand_score.Allocate(rows * KEEP * sizeof(float)));
-      SHOAL_CUDA_TRY(s.cand_id.Allocate(rows * KEEP * sizeof(uint32_t)));
-      SHOAL_CUDA_TRY(s.flagged.Allocate(rows * sizeof(uint32_t)));
-      SHOAL_CUDA_TRY(s.flagged_count.Allocate(sizeof(uint32_t)));
+      SHOAL_CUDA_TRY(s.cand_score.AllocateCached(rows * KEEP * sizeof(float)));
+      SHOAL_CUDA_TRY(s.cand_id.AllocateCached(rows * KEEP * sizeof(uint32_t)));
+      SHOAL_CUDA_TRY(s.flagged.AllocateCached(rows * sizeof(uint32_t)));
+      SHOAL_CUDA_TRY(s.flagged_count.AllocateCached(sizeof(uint32_t)));
     }
-    SHOAL_CUDA_TRY(s.labels.Allocate(rows * m_ * sizeof(uint32_t)));
-    SHOAL_CUDA_TRY(s.distances.Allocate(rows * m_ * sizeof(float)));
+    SHOAL_CUDA_TRY(s.labels.AllocateCached(rows * m_ * sizeof(uint32_t)));
+    SHOAL_CUDA_TRY(s.distances.AllocateCached(rows * m_ * sizeof(float)));
     SHOAL_CUDA_TRY(s.out_labels.Allocate(rows * m_ * sizeof(uint32_t)));
     if (distances_ != nullptr) SHOAL_CUDA_TRY(s.out_distances.Allocate(rows * m_ * sizeof(float)));
     return {};

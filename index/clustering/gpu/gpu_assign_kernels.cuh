@@ -285,33 +285,71 @@ __device__ __forceinline__ float MthScore(const TopList<N>& top, uint32_t m) {
 }
 
 // Candidates per point over dots (count x k, column-major: the dots of point p are
-// dots[p + c * count]) with score(c) = |c'|^2 + bias - 2 dot, in two passes over the block:
-// the m-th best score gives thr = (m-th score) + 2 * bound (see RefineKernel); the second pass
-// lists every centroid scoring at or below thr, in any order. Writes cand_count (the number
-// found, which may exceed KEEP) and up to KEEP (score, id) pairs per point. TOPM >= m.
+// dots[p + c * count]) with score(c) = |c'|^2 + bias - 2 dot: with thr = (m-th best score) +
+// 2 * bound (see RefineKernel), every centroid scoring at or below thr, in any order. Writes
+// cand_count (the number found, which may exceed KEEP) and up to KEEP (score, id) pairs per
+// point. TOPM >= m.
+// m = 1 reads the block once: each slice keeps the centroids within twice the bound of its
+// running best (kScanHeld per thread, dropping those the best has since moved away from); the
+// final thr is at most any running one, so every centroid at or below it was kept. A slice
+// that runs out of room (many near-ties, or a slice far from the point), and every slice when
+// m > 1, reads its centroids a second time against thr.
+constexpr int kScanHeld = 8;
+
 template <int TOPM, int KEEP, int POINTS>
 __global__ void __launch_bounds__(kScanThreads)
     ScanKernel(const float* __restrict__ dots, uint32_t count, AssignArgs a,
                const float* __restrict__ norms, float* __restrict__ cand_score,
                uint32_t* __restrict__ cand_id, uint32_t* __restrict__ cand_count) {
   constexpr int kSlices = kScanThreads / POINTS;
+  constexpr bool kOnce = TOPM == 1;
   __shared__ float merge_score[POINTS * TOPM];
   __shared__ uint32_t merge_id[POINTS * TOPM];
   __shared__ float threshold[POINTS];
   __shared__ uint32_t listed[POINTS];
+  __shared__ float held_score[kOnce ? kScanHeld : 1][kScanThreads];  // column per thread
+  __shared__ uint32_t held_id[kOnce ? kScanHeld : 1][kScanThreads];
   const uint32_t point = blockIdx.x * POINTS + threadIdx.x;
   const bool valid = point < count;
   const int slice = threadIdx.y;
+  const int self = slice * POINTS + threadIdx.x;
   const uint32_t per_slice = (a.k + kSlices - 1) / kSlices;
   const uint32_t begin = slice * per_slice;
   const uint32_t end = begin + per_slice < a.k ? begin + per_slice : a.k;
   const float* column = dots + point;
+  // NaN for NaN points: nothing is listed and the refinement flags the row.
+  const float twice_bound = valid ? 2.0f * a.bound.ForPoint(sqrtf(norms[point]), a.cmax) : 0.0f;
   TopList<TOPM> top;
   top.Init();
+  int held = 0;
+  bool overflow = false;
   if (valid) {
 #pragma unroll(TOPM <= 4 ? 4 : 1)  // a long list unrolled spills
     for (uint32_t c = begin; c < end; ++c) {
-      top.Offer(fmaf(-2.0f, column[size_t{c} * count], a.lane_bias[c]), c);
+      const float score = fmaf(-2.0f, column[size_t{c} * count], a.lane_bias[c]);
+      top.Offer(score, c);
+      if constexpr (kOnce) {
+        const float running = top.score[0] + twice_bound;
+        if (overflow || !(score <= running)) continue;
+        if (held == kScanHeld) {  // full: drop what the running best has left behind
+          int kept = 0;
+          for (int h = 0; h < kScanHeld; ++h) {
+            if (held_score[h][self] <= running) {
+              held_score[kept][self] = held_score[h][self];
+              held_id[kept][self] = held_id[h][self];
+              ++kept;
+            }
+          }
+          held = kept;
+        }
+        if (held < kScanHeld) {
+          held_score[held][self] = score;
+          held_id[held][self] = c;
+          ++held;
+        } else {
+          overflow = true;
+        }
+      }
     }
   }
   for (int s = 1; s < kSlices; ++s) {  // slice 0 merges the others' lists one by one
@@ -331,25 +369,27 @@ __global__ void __launch_bounds__(kScanThreads)
     }
   }
   if (slice == 0) {
-    // NaN for NaN points: nothing is listed and the refinement flags the row.
-    threshold[threadIdx.x] =
-        valid ? MthScore(top, a.m) + 2.0f * a.bound.ForPoint(sqrtf(norms[point]), a.cmax) : 0.0f;
+    threshold[threadIdx.x] = valid ? MthScore(top, a.m) + twice_bound : 0.0f;
     listed[threadIdx.x] = 0;
   }
   __syncthreads();
   const float thr = threshold[threadIdx.x];
-  if (valid) {
-    const size_t out = size_t{point} * KEEP;
+  const size_t out = size_t{point} * KEEP;
+  const auto list = [&](float score, uint32_t c) {
+    if (score <= thr) {
+      const uint32_t i = atomicAdd(&listed[threadIdx.x], 1u);
+      if (i < KEEP) {
+        cand_score[out + i] = score;
+        cand_id[out + i] = c;
+      }
+    }
+  };
+  if (kOnce && valid && !overflow) {
+    for (int h = 0; h < held; ++h) list(held_score[h][self], held_id[h][self]);
+  } else if (valid) {  // a second pass: m > 1, or a slice that ran out of room
 #pragma unroll 4
     for (uint32_t c = begin; c < end; ++c) {
-      const float score = fmaf(-2.0f, column[size_t{c} * count], a.lane_bias[c]);
-      if (score <= thr) {
-        const uint32_t i = atomicAdd(&listed[threadIdx.x], 1u);
-        if (i < KEEP) {
-          cand_score[out + i] = score;
-          cand_id[out + i] = c;
-        }
-      }
+      list(fmaf(-2.0f, column[size_t{c} * count], a.lane_bias[c]), c);
     }
   }
   __syncthreads();

@@ -1,4 +1,5 @@
 // Device discovery, chunk sizing, the NaN scan and the registry of retained point sets.
+#include <algorithm>
 #include <cstdio>
 #include <mutex>
 #include <vector>
@@ -32,7 +33,116 @@ __global__ void FindNonFiniteKernel(const float* __restrict__ rows, size_t count
   }
 }
 
+// The kept blocks (TakeCached/GiveCached), oldest first.
+struct CachedBlock {
+  bool pinned;
+  int device;  // -1 for pinned host memory
+  void* ptr;
+  size_t bytes;
+};
+std::mutex& CacheMutex() {
+  static auto* mu = new std::mutex();
+  return *mu;
+}
+std::vector<CachedBlock>& Cache() {
+  static auto* cache = new std::vector<CachedBlock>();
+  return *cache;
+}
+
+void FreeBlock(const CachedBlock& b) {
+  if (b.pinned) {
+    cudaFreeHost(b.ptr);
+  } else {
+    cudaFree(b.ptr);
+  }
+}
+
+// Frees every kept block of one kind (all devices' or pinned).
+void FreeCached(bool pinned, int device) {
+  std::vector<CachedBlock> freed;
+  {
+    std::lock_guard<std::mutex> lock(CacheMutex());
+    auto& cache = Cache();
+    for (size_t i = 0; i < cache.size();) {
+      if (cache[i].pinned == pinned && cache[i].device == device) {
+        freed.push_back(cache[i]);
+        cache.erase(cache.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+  }
+  for (const CachedBlock& b : freed) FreeBlock(b);
+}
+
+size_t CacheLimit(bool pinned) {
+  if (pinned) return size_t{1} << 30;
+  size_t free_bytes = 0, total = 0;
+  if (cudaMemGetInfo(&free_bytes, &total) != cudaSuccess) return 0;
+  return std::min(size_t{4} << 30, total / 8);
+}
+
 }  // namespace
+
+void* TakeCached(bool pinned, size_t bytes, cudaError_t* error) {
+  int device = -1;
+  if (!pinned && (*error = cudaGetDevice(&device)) != cudaSuccess) return nullptr;
+  {
+    std::lock_guard<std::mutex> lock(CacheMutex());
+    auto& cache = Cache();
+    size_t best = cache.size();
+    for (size_t i = 0; i < cache.size(); ++i) {
+      const CachedBlock& b = cache[i];
+      if (b.pinned == pinned && b.device == device && b.bytes >= bytes && b.bytes / 2 <= bytes &&
+          (best == cache.size() || b.bytes < cache[best].bytes)) {
+        best = i;
+      }
+    }
+    if (best != cache.size()) {
+      void* ptr = cache[best].ptr;
+      cache.erase(cache.begin() + static_cast<std::ptrdiff_t>(best));
+      *error = cudaSuccess;
+      return ptr;
+    }
+  }
+  void* ptr = nullptr;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    *error = pinned ? cudaMallocHost(&ptr, bytes) : cudaMalloc(&ptr, bytes);
+    if (*error != cudaErrorMemoryAllocation) break;
+    cudaGetLastError();  // clear it: the retry (or the caller) starts clean
+    FreeCached(pinned, device);
+  }
+  return *error == cudaSuccess ? ptr : nullptr;
+}
+
+void GiveCached(bool pinned, void* ptr, size_t bytes) {
+  int device = -1;
+  if (!pinned && cudaGetDevice(&device) != cudaSuccess) {
+    cudaFree(ptr);
+    return;
+  }
+  const size_t limit = CacheLimit(pinned);
+  std::vector<CachedBlock> freed;
+  {
+    std::lock_guard<std::mutex> lock(CacheMutex());
+    auto& cache = Cache();
+    cache.push_back({pinned, device, ptr, bytes});
+    size_t kept = 0;
+    for (const CachedBlock& b : cache) {
+      if (b.pinned == pinned && b.device == device) kept += b.bytes;
+    }
+    for (size_t i = 0; kept > limit && i < cache.size();) {
+      if (cache[i].pinned == pinned && cache[i].device == device) {
+        kept -= cache[i].bytes;
+        freed.push_back(cache[i]);
+        cache.erase(cache.begin() + static_cast<std::ptrdiff_t>(i));
+      } else {
+        ++i;
+      }
+    }
+  }
+  for (const CachedBlock& b : freed) FreeBlock(b);
+}
 
 bool Compiled() { return true; }
 

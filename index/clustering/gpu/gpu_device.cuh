@@ -23,19 +23,33 @@ namespace shoal::index::gpu::backend {
 
 constexpr uint32_t kNoLabel = 0xFFFFFFFFu;
 
-// One device allocation.
+// Idle allocations kept for later calls: cudaMalloc/cudaFree and cudaMallocHost/cudaFreeHost
+// of an assignment's chunk buffers cost more than a small assignment's kernels. Take returns a
+// kept block of `bytes` to twice that on the current device (or pinned host memory), else a new
+// one; when the device is out of memory the kept blocks are freed and the allocation retried.
+// Give keeps a block no work is using any more, up to min(4 GiB, 1/8 of the device) of device
+// memory and 1 GiB pinned, freeing the oldest beyond that.
+void* TakeCached(bool pinned, size_t bytes, cudaError_t* error);
+void GiveCached(bool pinned, void* ptr, size_t bytes);
+
+// One device allocation. AllocateCached draws on the kept blocks and gives its block back to
+// them when destroyed: only for buffers whose work is finished by then.
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
   DeviceBuffer(const DeviceBuffer&) = delete;
   DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-  }
+  ~DeviceBuffer() { Free(); }
   cudaError_t Allocate(size_t bytes) {
-    if (ptr_ != nullptr) cudaFree(ptr_);
-    ptr_ = nullptr;
+    Free();
     return cudaMalloc(&ptr_, bytes == 0 ? 1 : bytes);
+  }
+  cudaError_t AllocateCached(size_t bytes) {
+    Free();
+    cudaError_t error = cudaSuccess;
+    ptr_ = TakeCached(false, bytes == 0 ? 1 : bytes, &error);
+    cached_bytes_ = bytes == 0 ? 1 : bytes;
+    return error;
   }
   template <typename T>
   T* get() const {
@@ -43,19 +57,36 @@ class DeviceBuffer {
   }
 
  private:
+  void Free() {
+    if (ptr_ != nullptr && cached_bytes_ != 0) {
+      GiveCached(false, ptr_, cached_bytes_);
+    } else if (ptr_ != nullptr) {
+      cudaFree(ptr_);
+    }
+    ptr_ = nullptr;
+    cached_bytes_ = 0;
+  }
+
   void* ptr_ = nullptr;
+  size_t cached_bytes_ = 0;  // 0: from cudaMalloc
 };
 
-// One page-locked host allocation (the staging area of streamed copies).
+// One page-locked host allocation (the staging area of streamed copies), from the kept blocks.
 class PinnedBuffer {
  public:
   PinnedBuffer() = default;
   PinnedBuffer(const PinnedBuffer&) = delete;
   PinnedBuffer& operator=(const PinnedBuffer&) = delete;
   ~PinnedBuffer() {
-    if (ptr_ != nullptr) cudaFreeHost(ptr_);
+    if (ptr_ != nullptr) GiveCached(true, ptr_, bytes_);
   }
-  cudaError_t Allocate(size_t bytes) { return cudaMallocHost(&ptr_, bytes == 0 ? 1 : bytes); }
+  cudaError_t Allocate(size_t bytes) {
+    if (ptr_ != nullptr) GiveCached(true, ptr_, bytes_);
+    cudaError_t error = cudaSuccess;
+    bytes_ = bytes == 0 ? 1 : bytes;
+    ptr_ = TakeCached(true, bytes_, &error);
+    return error;
+  }
   template <typename T>
   T* get() const {
     return static_cast<T*>(ptr_);
@@ -63,6 +94,7 @@ class PinnedBuffer {
 
  private:
   void* ptr_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 // Owns a stream and an event.
