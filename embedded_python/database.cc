@@ -92,6 +92,10 @@ void Database::FlushIndexUpdates(const std::string& collection) {
   RaiseIfError(WithoutGil([&](DB& db) { return db.FlushIndexUpdates(collection); }));
 }
 
+void Database::DrainIndexUpdates(const std::string& collection) {
+  RaiseIfError(WithoutGil([&](DB& db) { return db.DrainIndexUpdates(collection); }));
+}
+
 py::tuple Database::Search(const std::string& collection, const FloatArray& query,
                            const SearchKnobs& knobs) {
   if (query.ndim() != 1) {

@@ -79,6 +79,7 @@ class Database {
                 py::handle attributes, py::handle tags, bool sync);
   void BuildIndex(const std::string& collection, const std::string& spec);
   void FlushIndexUpdates(const std::string& collection);
+  void DrainIndexUpdates(const std::string& collection);
 
   // One query (d,) -> (keys (h,), distances (h,)) with h <= k hits found.
   py::tuple Search(const std::string& collection, const FloatArray& query,

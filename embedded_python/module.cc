@@ -167,7 +167,11 @@ subclasses carrying `code` (absl canonical code name) and `message`.)doc")
            "'spann:centroid_ratio=0.02,replicas=4' ('flat' returns to exact search). Blocks "
            "until it serves; the GIL is released meanwhile.")
       .def("flush_index_updates", &Database::FlushIndexUpdates, py::arg("collection"),
-           "Blocks until every acknowledged write is in the SSD index's posting lists.")
+           "Blocks until every acknowledged write is in the SSD index's posting lists and every "
+           "tombstone is swept (a strict flush).")
+      .def("drain_index_updates", &Database::DrainIndexUpdates, py::arg("collection"),
+           "Blocks until every acknowledged write is in the SSD index's posting lists; "
+           "tombstones are collected lazily, as in the background.")
       .def(
           "search",
           [](Database& db, const std::string& c, const FloatArray& q, uint32_t k,

@@ -98,6 +98,14 @@ class EmbeddedTest(unittest.TestCase):
             for i in range(0, 50, 7):
                 k1, d1 = db.search("c", queries[i], k=10, max_postings=32)
                 np.testing.assert_array_equal(k1, keys[i])
+            # Writes after the build reach the postings: drained (lazy GC), then flushed.
+            extra = self.rng.standard_normal((100, 24)).astype(np.float32)
+            db.upsert("c", np.arange(3000, 3100, dtype=np.int64), extra)
+            db.drain_index_updates("c")
+            self.assertEqual(db.search("c", extra[5], k=1, max_postings=32)[0][0], 3005)
+            db.delete("c", [3005])
+            db.flush_index_updates("c")
+            self.assertNotIn(3005, db.search("c", extra[5], k=10, max_postings=32)[0].tolist())
             with self.assertRaises(shoal_embedded.InvalidArgumentError) as e:
                 db.build_index("c", "spann:replicas=0")
             self.assertIn("replicas", e.exception.message)

@@ -59,7 +59,7 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Insert(std::span<const uint64
   SHOAL_RETURN_IF_ERROR(vf->Sync());
   index_->CacheFreshVectors(ids, vectors, dead);
   const auto current = index_->directory();
-  UpdateWork work(this, *current, dead, UpdateWork::Gc::kWhenMany);
+  UpdateWork work(this, *current, dead, SweepGc::kWhenMany);
   std::vector<uint32_t> chosen;
   for (size_t i = 0; i < ids.size(); ++i) {
     work.Pace();
@@ -79,8 +79,7 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Sweep(uint32_t first, uint32_
                                                          const DeadFn& dead, SweepGc gc,
                                                          std::vector<uint64_t>* kept) {
   const auto current = index_->directory();
-  const bool all = gc == SweepGc::kAll;
-  UpdateWork work(this, *current, dead, all ? UpdateWork::Gc::kAll : UpdateWork::Gc::kWhenMany);
+  UpdateWork work(this, *current, dead, gc);
   const uint32_t end = static_cast<uint32_t>(std::min<size_t>(current->size(), first + count));
   for (uint32_t p = first; p < end; ++p) {
     work.Pace();
@@ -90,7 +89,7 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Sweep(uint32_t first, uint32_
       const size_t n = codes->size();
       const size_t n_dead = static_cast<size_t>(std::count_if(
           codes->ids.begin(), codes->ids.end(), [&](uint64_t id) { return dead(id); }));
-      const bool gc_now = n_dead > 0 && (all || UpdateWork::ManyDead(n_dead, n));
+      const bool gc_now = n_dead > 0 && (gc == SweepGc::kAll || UpdateWork::ManyDead(n_dead, n));
       if (!gc_now && n - n_dead >= floor_ && n <= cap_) {
         if (n_dead > 0 && kept != nullptr) {
           for (uint64_t id : codes->ids) {

@@ -44,7 +44,8 @@ size_t Filter(WorkEntries* e, size_t dim, size_t code_bytes, Keep keep) {
 
 }  // namespace
 
-UpdateWork::UpdateWork(SpannUpdater* up, const PostingDirectory& current, const DeadFn& dead, Gc gc)
+UpdateWork::UpdateWork(SpannUpdater* up, const PostingDirectory& current, const DeadFn& dead,
+                       SweepGc gc)
     : up_(up), index_(*up->index_), cur_(current), dead_(dead), gc_(gc), dim_(current.dim) {
   next_ = NextVersion(current);
 }
@@ -117,7 +118,7 @@ absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p) {
   // A drain keeps a few tombstoned entries: dropping them would turn an append of the new
   // entries into a rewrite of the whole posting (measured: most posting bytes written during a
   // churn of inserts and deletes); the posting's next rewrite, or a full sweep, drops them.
-  if (gc_ == Gc::kAll || ManyDead(e.dead, e.size())) DropDead(&e);
+  if (gc_ == SweepGc::kAll || ManyDead(e.dead, e.size())) DropDead(&e);
   e.base = e.size();
   return &touched_.emplace(p, std::move(e)).first->second;
 }

@@ -38,18 +38,15 @@ struct WorkEntries {
 
 class UpdateWork {
  public:
-  // What Load does with a posting's tombstoned entries.
-  enum class Gc {
-    kAll,       // drop every one (a full sweep: its tombstones are erased afterwards)
-    kWhenMany,  // keep them while under 1/kGcDivisor of the posting, so that an insert can
-                // append instead of rewriting; a rewrite drops them anyway (a drain, a lazy
-                // sweep)
-  };
+  // What Load does with a posting's tombstoned entries (SweepGc, spann_updater.h): kAll drops
+  // every one (a full sweep: its tombstones are erased afterwards); kWhenMany keeps them while
+  // under 1/kGcDivisor of the posting, so that an insert can append instead of rewriting (a
+  // rewrite drops them anyway: a drain, a lazy sweep).
   static constexpr size_t kGcDivisor = 4;
-  // Whether `dead` tombstoned entries of `size` are enough to drop them (Gc::kWhenMany).
+  // Whether `dead` tombstoned entries of `size` are enough to drop them (SweepGc::kWhenMany).
   static bool ManyDead(size_t dead, size_t size) { return dead * kGcDivisor >= size; }
 
-  UpdateWork(SpannUpdater* up, const PostingDirectory& current, const DeadFn& dead, Gc gc);
+  UpdateWork(SpannUpdater* up, const PostingDirectory& current, const DeadFn& dead, SweepGc gc);
 
   // Calls UpdaterOptions::yield: once per unit of work.
   void Pace();
@@ -102,7 +99,7 @@ class UpdateWork {
   const SpannIndex& index_;
   const PostingDirectory& cur_;
   const DeadFn& dead_;
-  const Gc gc_;
+  const SweepGc gc_;
   const size_t dim_;
   std::shared_ptr<PostingDirectory> next_;
   std::shared_ptr<std::vector<std::vector<uint32_t>>> by_leaf_;  // mutable copy once reshaped
