@@ -129,7 +129,7 @@ struct LutShuffles {
 };
 
 void RabitqLutAvx512(const uint16_t* qu, size_t d, uint32_t shift, uint8_t* lut) {
-  const LutShuffles shuffles;
+  static const LutShuffles shuffles;  // built once, as in RabitqQuantizeAvx512
   const __m256i six = _mm256_set1_epi16(63);
   const __m128i count = _mm_cvtsi32_si128(static_cast<int>(shift));
   for (size_t j = 0; j < d / 4; j += 4) {
