@@ -22,9 +22,10 @@
 //     (cluster_drop.cc).
 //   - Tenants of a sharded collection (cluster_tenants.cc): every copy keeps every tenant;
 //     tenant changes are log entries applied in order with the writes, and a change answers
-//     once one replica per shard has applied it. A write for a tenant is checked first (the
-//     tenant exists, existing keys are its own). Vector and byte quotas are cluster-wide,
-//     kept in etcd and checked by the node that takes a write (cluster_quotas.cc).
+//     once one replica per shard has applied it; tenant reads wait for the replica they read
+//     to apply its stream's last entry (read your writes). A write for a tenant is checked first
+//     (the tenant exists, existing keys are its own). Vector and byte quotas are cluster-wide, kept
+//     in etcd and checked by the node that takes a write (cluster_quotas.cc).
 // Aliases of a sharded collection are UNIMPLEMENTED for now.
 //
 // Errors: as DB, plus UNAVAILABLE when NATS, etcd or every replica of a shard is away (naming
@@ -176,11 +177,12 @@ class ClusterDB : public DB {
                                const std::vector<std::pair<uint32_t, TenantOpCall>>& ops);
   absl::Status PublishToEveryShard(const ShardMap& map, const std::string& tenant,
                                    const TenantOpCall& op);
-  // `fresh`: each shard's replica first applies its stream's last entry (every write
-  // acknowledged before the call counts).
-  absl::StatusOr<TenantInfo> DescribeShardedTenant(const ShardMap& map, std::string_view tenant,
-                                                   bool fresh = false) const;
-  // NOT_FOUND unless the tenant exists (remembered per node once seen).
+  // Tenant reads (describe, list, and the existence checks of tenant changes) are fresh: each
+  // shard's replica first applies its stream's last entry, so every change and write
+  // acknowledged before the call counts, whichever node took it (read your writes).
+  absl::StatusOr<TenantInfo> DescribeShardedTenant(const ShardMap& map,
+                                                   std::string_view tenant) const;
+  // NOT_FOUND unless the tenant exists (remembered per node once seen; a fresh read else).
   absl::Status CheckTenantExists(const ShardMap& map, std::string_view tenant);
   void ForgetTenant(const ShardMap& map, std::string_view tenant);
   // *found (when given): what the keys hold now (read-your-writes), nullopt where absent.

@@ -85,7 +85,7 @@ absl::Status ClusterDB::CheckShardedQuota(const ShardMap& map, std::string_view 
   const bool vectors_grow = quotas.max_vectors != 0 && added_vectors > 0;
   const bool bytes_grow = quotas.max_bytes != 0 && added_bytes > 0;
   if (!vectors_grow && !bytes_grow) return absl::OkStatus();
-  absl::StatusOr<TenantInfo> owned = DescribeShardedTenant(map, tenant, /*fresh=*/true);
+  absl::StatusOr<TenantInfo> owned = DescribeShardedTenant(map, tenant);
   if (!owned.ok()) return owned.status();
   if (vectors_grow && owned->vectors_owned + added_vectors > quotas.max_vectors) {
     return absl::ResourceExhaustedError(

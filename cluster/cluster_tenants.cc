@@ -3,8 +3,10 @@
 // appended to every shard's stream, grants and revokes to their keys' shards, so each copy
 // applies them in order with the writes. A change answers once one replica of each shard (the
 // one reads use first) has applied it. Reads of tenant metadata are summed over one replica
-// per shard. Quotas of vectors and bytes are cluster-wide (cluster_quotas.cc);
-// max_searches_per_second applies on each copy (a search reaches every shard once).
+// per shard, each first applying its stream's last entry: a read sees every change and write
+// acknowledged before it, whichever node took them. Quotas of vectors and bytes are cluster-wide
+// (cluster_quotas.cc); max_searches_per_second applies on each copy (a search reaches every shard
+// once).
 #include <algorithm>
 #include <iostream>
 #include <map>
@@ -111,12 +113,11 @@ absl::Status ClusterDB::PublishToEveryShard(const ShardMap& map, const std::stri
 }
 
 absl::StatusOr<TenantInfo> ClusterDB::DescribeShardedTenant(const ShardMap& map,
-                                                            std::string_view tenant,
-                                                            bool fresh) const {
+                                                            std::string_view tenant) const {
   TenantInfo sum;
   for (uint32_t shard = 0; shard < map.spec.shards; ++shard) {
     TenantInfo part;
-    absl::StatusOr<uint64_t> sequence = ReadSequence(map, shard, {.read_your_writes = fresh});
+    absl::StatusOr<uint64_t> sequence = ReadSequence(map, shard, {.read_your_writes = true});
     if (!sequence.ok()) return sequence.status();
     absl::Status s = OnOneReplica(map, shard, [&](const std::string& name, client::Client* peer) {
       if (absl::Status applied = WaitCopyApplied(name, peer, *sequence); !applied.ok()) {
@@ -153,7 +154,12 @@ absl::Status ClusterDB::CheckTenantExists(const ShardMap& map, std::string_view 
     absl::MutexLock lock(&tenants_mu_);
     if (known_tenants_.contains(key)) return absl::OkStatus();
   }
+  absl::StatusOr<uint64_t> sequence = ReadSequence(map, 0, {.read_your_writes = true});
+  if (!sequence.ok()) return sequence.status();
   absl::Status s = OnOneReplica(map, 0, [&](const std::string& name, client::Client* peer) {
+    if (absl::Status applied = WaitCopyApplied(name, peer, *sequence); !applied.ok()) {
+      return applied;
+    }
     return peer == nullptr ? local_->DescribeTenant(name, tenant).status()
                            : peer->DescribeTenant(name, std::string(tenant)).status();
   });
@@ -266,7 +272,12 @@ absl::StatusOr<TenantPage> ClusterDB::ListShardedTenants(const ShardMap& map, ui
   std::map<std::string, size_t> at;  // tenant -> its index in page.tenants
   for (uint32_t shard = 0; shard < map.spec.shards; ++shard) {
     TenantPage part;
+    absl::StatusOr<uint64_t> sequence = ReadSequence(map, shard, {.read_your_writes = true});
+    if (!sequence.ok()) return sequence.status();
     absl::Status s = OnOneReplica(map, shard, [&](const std::string& name, client::Client* peer) {
+      if (absl::Status applied = WaitCopyApplied(name, peer, *sequence); !applied.ok()) {
+        return applied;
+      }
       absl::StatusOr<TenantPage> got =
           peer == nullptr ? local_->ListTenants(name, page_size, page_token)
                           : peer->ListTenants(name, page_size, std::string(page_token));
