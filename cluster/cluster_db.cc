@@ -51,7 +51,9 @@ absl::StatusOr<std::vector<CollectionInfo>> ClusterDB::ListCollections() {
 }
 
 absl::StatusOr<CollectionInfo> ClusterDB::DescribeCollection(std::string_view name) {
-  if (std::optional<ShardMap> map = node_->FindShardMap(name)) return DescribeSharded(*map);
+  if (std::optional<ShardMap> map = node_->FindShardMap(name, /*fresh=*/true)) {
+    return DescribeSharded(*map);
+  }
   return local_->DescribeCollection(name);
 }
 

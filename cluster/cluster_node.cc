@@ -221,8 +221,9 @@ void ClusterNode::Reconcile(const ClusterView& view) {
   if (restart) Reconcile(view);
 }
 
-std::optional<ShardMap> ClusterNode::FindShardMap(std::string_view collection) const {
-  ClusterView view = View();
+namespace {
+
+std::optional<ShardMap> MapIn(const ClusterView& view, std::string_view collection) {
   auto it = view.collections.find(std::string(collection));
   if (it != view.collections.end()) return it->second;
   auto alias = view.aliases.find(std::string(collection));
@@ -230,6 +231,19 @@ std::optional<ShardMap> ClusterNode::FindShardMap(std::string_view collection) c
   it = view.collections.find(alias->second);
   if (it == view.collections.end()) return std::nullopt;
   return it->second;
+}
+
+}  // namespace
+
+std::optional<ShardMap> ClusterNode::FindShardMap(std::string_view collection, bool fresh) const {
+  Membership* membership = this->membership();
+  if (membership == nullptr) return std::nullopt;
+  if (!fresh) {
+    if (std::optional<ShardMap> map = MapIn(membership->View(), collection)) return map;
+    if (collection.find('@') != std::string_view::npos) return std::nullopt;  // a shard copy
+    if (local_->DescribeCollection(collection).ok()) return std::nullopt;     // a plain one
+  }
+  return MapIn(membership->Refresh(), collection);
 }
 
 absl::Status ClusterNode::CreateShardedCollection(const CollectionSpec& spec) {

@@ -85,7 +85,12 @@ class ClusterNode {
   ClusterView View() const;
   const std::string& node_id() const { return options_.node_id; }
   // The shard map of a sharded collection, by name or by an alias of it (nullopt: neither).
-  std::optional<ShardMap> FindShardMap(std::string_view collection) const;
+  // The view follows etcd's watch, so a collection another node created a moment ago may be
+  // missing from it: on a miss for a name that is not one of this node's own collections (a
+  // plain one, or a shard copy "c@s"), the view is read from etcd once more. `fresh` reads it
+  // first whatever this node's view holds (admin reads: a collection dropped elsewhere a moment
+  // ago is gone).
+  std::optional<ShardMap> FindShardMap(std::string_view collection, bool fresh = false) const;
   // Aliases of sharded collections (cluster_aliases.cc): /shoal/aliases/<alias> in etcd, seen
   // by every node's view. Writes `alias` -> `collection` (create: only if absent, else
   // ALREADY_EXISTS; otherwise only if present, else NOT_FOUND) and waits for this node's view.

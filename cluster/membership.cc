@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "absl/cleanup/cleanup.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 
@@ -98,7 +99,13 @@ void Membership::KeepAliveLoop() {
 }
 
 ClusterView Membership::Refresh() {
+  // on_change_ runs inside Refresh; a lookup it makes that refreshes again gets the view it is
+  // being given (refresh_mu_ is not reentrant).
+  thread_local bool refreshing = false;
+  if (refreshing) return View();
   absl::MutexLock one_at_a_time(&refresh_mu_);
+  refreshing = true;
+  absl::Cleanup done = [] { refreshing = false; };
   ClusterView view;
   absl::StatusOr<RangeResult> all = etcd_->RangePrefix("/shoal/");
   if (!all.ok()) {

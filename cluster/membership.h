@@ -80,7 +80,8 @@ class Membership {
   ClusterView View() const;
   const std::string& node_id() const { return node_id_; }
   bool IsCoordinator() const;
-  // Reads etcd now (instead of waiting for the watch) and returns the new view.
+  // Reads etcd now (instead of waiting for the watch) and returns the new view; called from
+  // inside the on-change callback, returns the view being handed to it.
   ClusterView Refresh();
 
  private:

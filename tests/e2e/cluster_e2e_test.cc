@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
 #include "shoal/v1/admin_service.grpc.pb.h"
@@ -54,6 +55,31 @@ TEST_F(ClusterE2ETest, WritesOnAnyNodeAreReadAndSearchedOnEveryNode) {
   ASSERT_TRUE(records.ok()) << records.status();
   EXPECT_FALSE((*records)[0].has_value());
   EXPECT_FALSE((*records)[1].has_value());
+}
+
+// A collection created through one node is there at once on every other: written, read and
+// described without a retry, and gone everywhere once dropped.
+TEST_F(ClusterE2ETest, ACollectionCreatedThroughOneNodeIsUsableAtOnceThroughEvery) {
+  CreateSharded("warmup", 2, 1);  // every node registered
+  for (uint32_t round = 0; round < 8; ++round) {
+    SCOPED_TRACE(::testing::Message() << "round " << round);
+    const std::string name = absl::StrCat("c", round);
+    CollectionSpec spec{.name = name,
+                        .dimension = kDimension,
+                        .metric = Metric::kL2,
+                        .shards = 2,
+                        .replication = 1};
+    ASSERT_TRUE(clients_[round % kNodes]->CreateCollection(spec).ok());
+    client::Client& other = *clients_[(round + 1) % kNodes];
+    const std::vector<Record> records = {RecordOf(1), RecordOf(2)};
+    auto written = other.Upsert(name, records);
+    ASSERT_TRUE(written.ok()) << written.status();
+    auto info = clients_[(round + 2) % kNodes]->DescribeCollection(name);
+    ASSERT_TRUE(info.ok()) << info.status();
+    EXPECT_EQ(info->spec.shards, 2u);
+    ASSERT_TRUE(other.DropCollection(name).ok());
+    EXPECT_TRUE(absl::IsNotFound(clients_[round % kNodes]->DescribeCollection(name).status()));
+  }
 }
 
 TEST_F(ClusterE2ETest, BadShardedSpecsNameTheField) {
