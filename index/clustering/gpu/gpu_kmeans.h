@@ -22,6 +22,10 @@
 // Update: labels are counting-sorted (stable radix sort) into per-cluster segments, reduced in
 // a fixed order in double, so centroids are bitwise repeatable (no float atomics).
 //
+// Memory: an assignment's chunk buffers are kept for the next call once it returns (at most
+// min(4 GiB, 1/8 of the device) of device memory and 1 GiB pinned, freed when an allocation
+// fails): allocating them each time cost more than a 1M-point assignment's kernels.
+//
 // Thread safety: every function may be called concurrently (each call uses its own device
 // buffers and streams on the calling thread's current device).
 #ifndef SHOAL_INDEX_CLUSTERING_GPU_GPU_KMEANS_H_
