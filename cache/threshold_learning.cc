@@ -13,10 +13,20 @@ constexpr uint64_t kAverageOver = 50;
 constexpr uint64_t kMinReportsToLoosen = 20;
 constexpr double kEvidenceWindow = 1000;  // reports
 constexpr double kBinWidth = 1.0 / kSimilarityBins;
+// One-sided normal quantile of the confidence the false-hit estimate is bounded at (95%).
+constexpr double kConfidenceZ = 1.645;
 
 int BinOf(double similarity) {
   return std::clamp(static_cast<int>(std::floor(similarity / kBinWidth + 1e-6)), 0,
                     kSimilarityBins - 1);
+}
+
+// Wilson score upper bound (confidence kConfidenceZ) on a share of `wrong` in `n` reports.
+double UpperBound(double wrong, double n) {
+  const double p = std::clamp(wrong / n, 0.0, 1.0);
+  const double z2 = kConfidenceZ * kConfidenceZ;
+  const double spread = kConfidenceZ * std::sqrt(p * (1 - p) / n + z2 / (4 * n * n));
+  return std::min(1.0, (p + z2 / (2 * n) + spread) / (1 + z2 / n));
 }
 
 // The offset: the smallest threshold from `threshold` up (next bin edge each step, at most
@@ -26,7 +36,7 @@ double ChooseOffset(const CachePolicy& p, double hit_rate, const CategoryLearnin
   std::array<double, kSimilarityBins + 1> above{};  // above[b]: wrong reports in bins >= b
   for (int b = kSimilarityBins - 1; b >= 0; --b) above[b] = above[b + 1] + l.wrong_at[b];
   const double h = std::clamp(hit_rate, 0.0, 1.0);
-  auto rate_at = [&](double t) { return h * above[BinOf(t)] / l.reported; };
+  auto rate_at = [&](double t) { return h * UpperBound(above[BinOf(t)], l.reported); };
   const double cap = std::max(p.threshold, p.max_threshold);
   const double target = std::max(p.target_false_hit_rate, rate_at(cap));
   double t = p.threshold;

@@ -14,12 +14,13 @@
 //   - offset_c in [0, max_threshold - threshold] is chosen, at each report, from the reports'
 //     similarities (vCache's evidence, kept per category): reports and wrong ones are counted
 //     per similarity bin of 0.005, both decayed by 1/1000 per report. At a threshold t the
-//     false-hit rate per lookup is estimated as r(t) = h * (wrong reports at similarity >= t) /
-//     (reports), and the offset is the smallest one (in steps to the next bin edge) with
-//     r(threshold + offset) <= max(delta, r(max_threshold)): false hits no threshold under the
-//     cap removes (a stale exact answer at similarity 1) do not push the offset up. It loosens
-//     again once decay and right reports bring the estimate under. delta =
-//     target_false_hit_rate; 0 = off.
+//     false-hit rate per lookup is bounded as r(t) = h * U(wrong reports at similarity >= t,
+//     reports), U the 95% Wilson upper confidence bound on that share (as vCache bounds its
+//     estimate, so the learning phase's noise does not carry false hits past delta), and the offset
+//     is the smallest one (in steps to the next bin edge) with r(threshold + offset) <= max(delta,
+//     r(max_threshold)): false hits no threshold under the cap removes (a stale exact answer at
+//     similarity 1) do not push the offset up. It loosens again once decay and right reports bring
+//     the estimate under. delta = target_false_hit_rate; 0 = off.
 //   - wrong_floor_e is the highest similarity at which e was judged wrong: by Feedback(wrong)
 //     on a hit it served, or by an observed neighbour — a CacheStore in e's partition and
 //     category whose vector lies within min_threshold of e and whose response differs from e's
