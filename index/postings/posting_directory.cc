@@ -24,11 +24,21 @@ RetiredExtents::~RetiredExtents() {
   }
 }
 
+void PostingDirectory::SetCentroid(uint32_t p, const float* c) {
+  if (own_slot[p] == kTreeCentroid) {
+    own_slot[p] = static_cast<uint32_t>(own_centroids.size() / dim);
+    own_centroids.resize(own_centroids.size() + dim);
+  }
+  std::copy(c, c + dim, own_centroids.data() + size_t{own_slot[p]} * dim);
+}
+
 std::shared_ptr<PostingDirectory> NextVersion(const PostingDirectory& cur) {
   auto next = std::make_shared<PostingDirectory>();
   PostingDirectory& n = *next;
   n.dim = cur.dim;
-  n.centroids = cur.centroids;
+  n.tree_centroids = cur.tree_centroids;
+  n.own_slot = cur.own_slot;
+  n.own_centroids = cur.own_centroids;
   n.rows = cur.rows;
   n.serials = cur.serials;
   n.origin = cur.origin;
@@ -52,7 +62,8 @@ absl::StatusOr<std::shared_ptr<PostingDirectory>> InitialDirectory(
   uint32_t n = static_cast<uint32_t>(leaves);
   for (const auto& r : rows) n = std::max(n, r.posting + 1);
   dir->dim = d;
-  dir->centroids.assign(size_t{n} * d, 0.0f);
+  dir->tree_centroids = tree.leaf_centroids();
+  dir->own_slot.assign(n, PostingDirectory::kTreeCentroid);
   dir->rows.resize(n);
   dir->serials.resize(n);
   dir->origin.assign(n, UINT32_MAX);
@@ -76,8 +87,11 @@ absl::StatusOr<std::shared_ptr<PostingDirectory>> InitialDirectory(
     dir->rows[p] = r;
     dir->rows[p].centroid.clear();
     dir->serials[p] = NextExtentSerial();
-    const float* c = r.centroid.empty() ? tree.centroid(tree.leaf_node(p)) : r.centroid.data();
-    std::copy(c, c + d, dir->centroids.data() + size_t{p} * d);
+    // The updater writes every posting's centroid with it, re-centred or not.
+    const bool own =
+        !r.centroid.empty() && (p >= leaves || !std::equal(r.centroid.begin(), r.centroid.end(),
+                                                           tree.leaf_centroids() + size_t{p} * d));
+    if (own) dir->SetCentroid(p, r.centroid.data());
     if (origin != p || !r.centroid.empty()) dir->reshaped = true;
   }
   if (n != leaves || std::count(dir->live.begin(), dir->live.end(), 0) != 0) dir->reshaped = true;

@@ -1,8 +1,11 @@
 // PostingDirectory: one immutable version of a SpannIndex's posting set — where each posting's
 // extent lies, its centroid, the build-time tree leaf it descends from, and (quantized tier) its
-// ids and codes in RAM. Searches take the current version as a shared_ptr (RCU-style) and read it
-// without further locks; the updater (index/spann/spann_updater.h) builds the next version beside
-// it and swaps it in whole, so a reader sees every posting of one version, never half of a change.
+// ids and codes in RAM. A posting's centroid is the build tree's leaf centroid, read through a
+// pointer into the CentroidTree (one copy of num_leaves x dim floats in RAM), until the updater
+// re-centres it or the posting is new (a split); only those centroids are held by the directory
+// itself. Searches take the current version as a shared_ptr (RCU-style) and read it without further
+// locks; the updater (index/spann/spann_updater.h) builds the next version beside it and swaps it
+// in whole, so a reader sees every posting of one version, never half of a change.
 //
 // Postings are numbered 0..size()-1: the build's tree leaves first (posting p = leaf p), then one
 // new number per split. A merged-away posting stays as a dead slot (live(p) false).
@@ -45,8 +48,15 @@ struct RetiredExtents {
 };
 
 struct PostingDirectory {
+  static constexpr uint32_t kTreeCentroid = UINT32_MAX;
+
   size_t dim = 0;
-  std::vector<float> centroids;           // size() x dim
+  // The tree's leaf centroids (CentroidTree::leaf_centroids(), num_leaves x dim): posting p's
+  // centroid while own_slot[p] == kTreeCentroid (then p is a tree leaf). The tree must outlive
+  // every version (the SpannIndex owns both).
+  const float* tree_centroids = nullptr;
+  std::vector<uint32_t> own_slot;         // by posting: kTreeCentroid, or its row of own_centroids
+  std::vector<float> own_centroids;       // re-centred and new postings' centroids, rows of dim
   std::vector<storage::PostingRow> rows;  // by posting id (rows[p].posting == p)
   std::vector<uint64_t> serials;          // unique per written extent: the posting cache's key
   std::vector<uint32_t> origin;           // tree leaf each posting descends from
@@ -76,12 +86,18 @@ struct PostingDirectory {
   std::shared_ptr<RetiredExtents> retire = std::make_shared<RetiredExtents>();
 
   size_t size() const { return rows.size(); }
-  const float* centroid(uint32_t p) const { return centroids.data() + size_t{p} * dim; }
+  const float* centroid(uint32_t p) const {
+    const uint32_t slot = own_slot[p];
+    return slot == kTreeCentroid ? tree_centroids + size_t{p} * dim
+                                 : own_centroids.data() + size_t{slot} * dim;
+  }
+  // Sets posting p's centroid (p < size(); own_slot sized): it gets its own row from now on.
+  void SetCentroid(uint32_t p, const float* c);
   const float* prepared_centroid(uint32_t p) const {
     return prepared_dim == 0 ? centroid(p) : prepared.data() + size_t{p} * prepared_dim;
   }
   size_t MemoryBytes() const {
-    return sizeof(*this) + centroids.capacity() * sizeof(float) +
+    return sizeof(*this) + own_slot.capacity() * 4 + own_centroids.capacity() * sizeof(float) +
            rows.capacity() * sizeof(storage::PostingRow) + serials.capacity() * 8 +
            origin.capacity() * 4 + live.capacity() + reserved.capacity() * 4 +
            codes.capacity() * 16 + codes_bytes + prepared.capacity() * sizeof(float);

@@ -19,7 +19,8 @@ PostingDirectory DirectoryOf(const CentroidTree& tree) {
   PostingDirectory dir;
   dir.dim = tree.dim();
   const size_t n = tree.num_leaves();
-  dir.centroids.assign(tree.leaf_centroids(), tree.leaf_centroids() + n * tree.dim());
+  dir.tree_centroids = tree.leaf_centroids();
+  dir.own_slot.assign(n, PostingDirectory::kTreeCentroid);
   dir.rows.resize(n);
   dir.serials.resize(n);
   dir.origin.resize(n);

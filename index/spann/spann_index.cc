@@ -55,11 +55,12 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
                                             tree.dim(), ", manifest says ", manifest.num_postings,
                                             " of dim ", manifest.dimension));
   }
-  SHOAL_ASSIGN_OR_RETURN(auto directory, InitialDirectory(tree, postings));
   const std::string path = absl::StrCat(dir, "/", kPostingFileName);
   SHOAL_ASSIGN_OR_RETURN(auto reader, storage::BlockReader::Open(path, options.io));
   auto index = std::unique_ptr<SpannIndex>(new SpannIndex(
       manifest, std::move(tree), std::move(reader), path, options.posting_cache_bytes));
+  // Over the index's own tree: the directory reads its leaf centroids in place.
+  SHOAL_ASSIGN_OR_RETURN(auto directory, InitialDirectory(index->tree_, postings));
   index->PublishDirectory(directory);
   if (manifest.options.quant != "none") {
     SHOAL_RETURN_IF_ERROR(

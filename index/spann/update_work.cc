@@ -237,7 +237,7 @@ void UpdateWork::Assign(uint32_t p, std::vector<uint64_t> ids, const std::vector
 
 void UpdateWork::SetCentroid(uint32_t p, const float* centroid) {
   PostingDirectory& n = *next_;
-  std::copy(centroid, centroid + dim_, n.centroids.begin() + size_t{p} * dim_);
+  n.SetCentroid(p, centroid);
   if (n.prepared_dim != 0) {
     index_.quantizer()->Prepare(centroid, n.prepared.data() + size_t{p} * n.prepared_dim);
   }
@@ -246,7 +246,7 @@ void UpdateWork::SetCentroid(uint32_t p, const float* centroid) {
 uint32_t UpdateWork::AddPosting(uint32_t origin, const float* centroid) {
   PostingDirectory& n = *next_;
   const uint32_t q = static_cast<uint32_t>(n.size());
-  n.centroids.resize(n.centroids.size() + dim_);
+  n.own_slot.push_back(PostingDirectory::kTreeCentroid);
   n.prepared.resize(n.prepared.size() + n.prepared_dim);
   SetCentroid(q, centroid);
   storage::PostingRow row;
