@@ -88,8 +88,12 @@ class CentroidTree {
   uint32_t leaf_node(uint32_t leaf) const { return leaf_node_[leaf]; }
   // num_leaves() x dim() contiguous leaf centroids (leaf order), for a flat navigator scan.
   const float* leaf_centroids() const { return leaf_centroids_.data(); }
-  // The build points' leaf (the leaf each point was assigned to while building), n entries.
+  // The build points' leaf (the leaf each point was assigned to while building), n entries;
+  // empty after ReleasePointLeaves.
   const std::vector<uint32_t>& point_leaf() const { return point_leaf_; }
+  // Frees point_leaf() (4 B per build point): only the builder needs it, not a search index.
+  // Serialize then writes no point leaves, so call it only on a tree that is not written again.
+  void ReleasePointLeaves() { std::vector<uint32_t>().swap(point_leaf_); }
 
   // Approximately the m nearest leaves to q by squared L2, closest first (ties: lower leaf):
   // best-first descent keeping the `beam` closest nodes per level (beam < m counts as m).

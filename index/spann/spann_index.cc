@@ -55,6 +55,7 @@ absl::StatusOr<std::unique_ptr<SpannIndex>> SpannIndex::Open(
                                             tree.dim(), ", manifest says ", manifest.num_postings,
                                             " of dim ", manifest.dimension));
   }
+  tree.ReleasePointLeaves();  // the build's, not the search's
   const std::string path = absl::StrCat(dir, "/", kPostingFileName);
   SHOAL_ASSIGN_OR_RETURN(auto reader, storage::BlockReader::Open(path, options.io));
   auto index = std::unique_ptr<SpannIndex>(new SpannIndex(

@@ -61,6 +61,18 @@ class SpannUpdaterTest : public ::testing::Test {
   std::unique_ptr<SpannIndex> index_;
 };
 
+// An opened index holds the leaf centroids once (its directory reads the tree's in place) and
+// not the build points' leaves (4 B per vector, only the builder's).
+TEST_F(SpannUpdaterTest, AnOpenedIndexHoldsLeafCentroidsOnceAndNoPointLeaves) {
+  const CentroidTree& tree = index_->tree();
+  EXPECT_TRUE(tree.point_leaf().empty());
+  const auto dir = index_->directory();
+  ASSERT_EQ(dir->size(), tree.num_leaves());
+  for (uint32_t p = 0; p < dir->size(); ++p) {
+    EXPECT_EQ(dir->centroid(p), tree.leaf_centroids() + size_t{p} * kDim) << p;
+  }
+}
+
 TEST_F(SpannUpdaterTest, ChangeNamesWrittenPostingsSplitsAndMovesAndTheObserverSeesIt) {
   RecordingObserver observer;
   UpdaterOptions o;
