@@ -1,7 +1,7 @@
 #include "bench/cluster_bench.h"
 
 #include <stdlib.h>
-#include <sys/resource.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -9,11 +9,9 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <functional>
 #include <memory>
 #include <span>
-#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -60,27 +58,17 @@ absl::StatusOr<double> Parallel(size_t n, int threads,
   return NowSeconds() - t0;
 }
 
-// User + system CPU seconds of process `pid` so far (0 when it cannot be read).
+// User + system CPU seconds of process `pid` so far, to the nanosecond (its CPU-time clock,
+// which counts every thread, exited ones too; /proc/PID/stat counts in 10 ms clock ticks). 0
+// when it cannot be read.
 double ProcessCpuSeconds(pid_t pid) {
-  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const size_t paren = text.rfind(')');
-  if (paren == std::string::npos) return 0;
-  std::istringstream fields(text.substr(paren + 2));  // from field 3 (state) on
-  std::string field;
-  double ticks = 0;
-  for (int i = 3; i <= 15 && fields >> field; ++i) {
-    if (i >= 14) ticks += std::stod(field);  // utime, stime
-  }
-  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+  clockid_t clock;
+  timespec t{};
+  if (clock_getcpuclockid(pid, &clock) != 0 || clock_gettime(clock, &t) != 0) return 0;
+  return t.tv_sec + t.tv_nsec / 1e9;
 }
 
-double SelfCpuSeconds() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; };
-  return seconds(usage.ru_utime) + seconds(usage.ru_stime);
-}
+double SelfCpuSeconds() { return ProcessCpuSeconds(getpid()); }
 
 struct Cluster {
   std::string dir;
@@ -299,7 +287,7 @@ void PrintRatios(const ClusterBenchOptions& o, size_t n, size_t nq,
   std::printf("  search QPS(%u) / (%u x QPS(1)):        %.3f (%.3f vs %.3f ms CPU per query)\n",
               o.nodes, o.nodes, cpu_q1 / (nodes * cpu_qn), cpu_q1 * 1e3, cpu_qn * 1e3);
   std::printf(
-      "  ingest per node / embedded:           %.3f (%.1f vs %.1f us CPU per record; "
+      "  ingest per node / embedded:           %.3f (%.3f vs %.3f us CPU per record; "
       "NATS on its own machines)\n",
       embedded.second / cpu_r, cpu_r * 1e6, embedded.second * 1e6);
 }
@@ -329,7 +317,7 @@ absl::Status RunClusterBench(const ClusterBenchOptions& o) {
   }
   const CollectionSpec spec{.dimension = static_cast<uint32_t>(ds.train.cols), .metric = metric};
   SHOAL_ASSIGN_OR_RETURN(auto embedded, IngestEmbedded(o, spec, records));
-  std::printf("embedded DB::Upsert, %d threads: %.0f records/s; CPU %.1f us/record\n", o.streams,
+  std::printf("embedded DB::Upsert, %d threads: %.0f records/s; CPU %.3f us/record\n", o.streams,
               embedded.first, embedded.second * 1e6);
   std::fflush(stdout);
   SHOAL_ASSIGN_OR_RETURN(Run one, RunCluster(o, 1, spec, records, ds.test, nq));
