@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "db/collection_key_claim.h"
+#include "db/index_form.h"
 #include "db/validation.h"
 #include "db/write_scheduling.h"
 #include "shoal/filter.h"
@@ -194,13 +195,12 @@ void Collection::ApplyUpsert(std::span<const Record> records, const std::vector<
   // The index form and buffer bucket of each vector, before the exclusive lock (the SpannIndex
   // stays while this write is in flight: builds and drops wait for it).
   const size_t dim = spec_.dimension;
-  std::vector<float> forms(records.size() * dim);
+  std::vector<float> forms;
+  forms.reserve(records.size() * dim);
   std::vector<uint32_t> leaves(records.size(), 0);
-  std::vector<float> scratch;
   for (size_t i = 0; i < records.size(); ++i) {
-    const float* v = IndexForm(records[i].vector, &scratch);
-    std::copy_n(v, dim, forms.data() + i * dim);
-    if (spann != nullptr) leaves[i] = WriteBuffer::LeafOf(*spann, v);
+    AppendIndexForm(spec_.metric, records[i].vector, &forms);
+    if (spann != nullptr) leaves[i] = WriteBuffer::LeafOf(*spann, forms.data() + i * dim);
   }
   {
     absl::MutexLock lock(&state_.mu);

@@ -29,6 +29,17 @@ inline const float* IndexForm(Metric metric, const std::vector<float>& v,
   return scratch->data();
 }
 
+// Appends `v` in index form to *out (one write per float: no zero-fill, no scratch copy).
+inline void AppendIndexForm(Metric metric, const std::vector<float>& v, std::vector<float>* out) {
+  const size_t at = out->size();
+  if (metric != Metric::kCosine) {
+    out->insert(out->end(), v.begin(), v.end());
+    return;
+  }
+  out->resize(at + v.size());
+  Normalize(v.data(), v.size(), out->data() + at);
+}
+
 // The index's metric for a collection's.
 inline index::Metric IndexMetric(Metric m) {
   return m == Metric::kL2 ? index::Metric::kL2 : index::Metric::kInnerProduct;

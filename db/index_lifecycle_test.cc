@@ -168,5 +168,19 @@ TEST_F(IndexLifecycleTest, ReleaseRemovesTheIndexDirectory) {
   EXPECT_FALSE(std::filesystem::exists(lifecycle_->Dir(1)));
 }
 
+TEST(IndexFormTest, AppendIndexFormAppendsEachVectorAfterThoseBefore) {
+  std::vector<float> forms;
+  AppendIndexForm(Metric::kCosine, {3, 4}, &forms);
+  AppendIndexForm(Metric::kL2, {3, 4}, &forms);
+  AppendIndexForm(Metric::kCosine, {0, 2}, &forms);
+  EXPECT_EQ(forms, (std::vector<float>{0.6f, 0.8f, 3, 4, 0, 1}));
+  std::vector<float> scratch;
+  const std::vector<float> v = {1, 2, 2};
+  const float* expected = IndexForm(Metric::kCosine, v, &scratch);
+  forms.clear();
+  AppendIndexForm(Metric::kCosine, v, &forms);
+  EXPECT_EQ(forms, std::vector<float>(expected, expected + 3));
+}
+
 }  // namespace
 }  // namespace shoal::db
