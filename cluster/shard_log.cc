@@ -2,8 +2,12 @@
 
 #include <nats/nats.h>
 
+#include <optional>
+
 #include "absl/container/flat_hash_map.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
 #include "cluster/shard_map.h"
@@ -18,13 +22,14 @@ jsOptions RequestOptions(absl::Duration timeout) {
   return options;
 }
 
-constexpr int64_t kMaxPendingPublishes = 4096;
-
 }  // namespace
 
-// PublishAll's messages in flight: each (owned by the NATS client until OnAck) names its
-// waiter and slot. Entries are removed under mu by OnAck, or by Wait when it gives up, so a
-// waiter (on PublishAll's stack) is never touched after Wait returns.
+// PublishAll's publishes in flight. Each is a plain NATS request to the shard's subject with the
+// reply subject "<inbox>.<id>": the payload goes to the socket from the caller's buffer (a
+// JetStream async publish would first copy it into a natsMsg), and JetStream's acknowledgment (a
+// PubAck in JSON) comes back to one subscription on "<inbox>.*". Entries are removed under mu by
+// OnReply, or by Wait when it gives up, so a waiter (on PublishAll's stack) is never touched after
+// Wait returns.
 struct ShardLog::AckTable {
   struct Waiter {
     size_t remaining = 0;
@@ -37,20 +42,30 @@ struct ShardLog::AckTable {
     uint32_t shard;
   };
 
-  static void OnAck(jsCtx*, natsMsg* msg, jsPubAck* ack, jsPubAckErr* error, void* closure) {
+  ~AckTable() {
+    if (subscription == nullptr) return;
+    // Drained: once the wait returns, OnReply is not running and is never called again.
+    if (natsSubscription_Drain(subscription) == NATS_OK) {
+      natsSubscription_WaitForDrainCompletion(subscription, 2000);
+    }
+    natsSubscription_Destroy(subscription);
+  }
+
+  static void OnReply(natsConnection*, natsSubscription*, natsMsg* msg, void* closure) {
     auto* table = static_cast<AckTable*>(closure);
-    {
+    const absl::string_view subject = natsMsg_GetSubject(msg);
+    uint64_t id = 0;
+    if (absl::SimpleAtoi(subject.substr(subject.rfind('.') + 1), &id)) {
       absl::MutexLock lock(&table->mu);
-      auto it = table->slots.find(msg);
+      auto it = table->slots.find(id);
       if (it != table->slots.end()) {
         const Slot slot = it->second;
         table->slots.erase(it);
-        if (ack != nullptr) {
-          slot.waiter->sequences[slot.index] = ack->Sequence;
+        absl::StatusOr<uint64_t> sequence = AckSequence(msg, slot.shard);
+        if (sequence.ok()) {
+          slot.waiter->sequences[slot.index] = *sequence;
         } else if (slot.waiter->status.ok()) {
-          slot.waiter->status = NatsStatus(absl::StrCat("publish to shard ", slot.shard),
-                                           error != nullptr ? error->Err : NATS_ERR,
-                                           error != nullptr ? error->ErrCode : 0);
+          slot.waiter->status = sequence.status();
         }
         --slot.waiter->remaining;
       }
@@ -58,22 +73,46 @@ struct ShardLog::AckTable {
     natsMsg_Destroy(msg);
   }
 
-  void Expect(natsMsg* msg, Waiter* waiter, size_t index, uint32_t shard) {
-    absl::MutexLock lock(&mu);
-    slots[msg] = Slot{waiter, index, shard};
+  // The stream sequence JetStream's reply gives ({"stream":...,"seq":N}), or its error
+  // ({"error":{"code":...,"err_code":N,...}}; no responders: no stream takes the subject).
+  static absl::StatusOr<uint64_t> AckSequence(natsMsg* msg, uint32_t shard) {
+    const std::string what = absl::StrCat("publish to shard ", shard);
+    if (natsMsg_IsNoResponders(msg)) return NatsStatus(what, NATS_NO_RESPONDERS, 0);
+    const absl::string_view reply(natsMsg_GetData(msg), natsMsg_GetDataLength(msg));
+    auto number_after = [&](absl::string_view name) -> std::optional<uint64_t> {
+      const size_t at = reply.find(name);
+      if (at == absl::string_view::npos) return std::nullopt;
+      const absl::string_view rest = reply.substr(at + name.size());
+      uint64_t value = 0;
+      if (!absl::SimpleAtoi(rest.substr(0, rest.find_first_not_of("0123456789")), &value)) {
+        return std::nullopt;
+      }
+      return value;
+    };
+    if (reply.find("\"error\":") != absl::string_view::npos) {
+      return NatsStatus(what, NATS_ERR,
+                        static_cast<int>(number_after("\"err_code\":").value_or(0)));
+    }
+    if (std::optional<uint64_t> sequence = number_after("\"seq\":")) return *sequence;
+    return absl::UnavailableError(absl::StrCat("nats ", what, ": not an acknowledgment: ", reply));
   }
-  // The publish of `msg` failed at once: the client never owned it.
-  void Fail(natsMsg* msg, const absl::Status& status) {
+
+  // A reply subject for (waiter, index); the caller publishes with it.
+  std::string Expect(Waiter* waiter, size_t index, uint32_t shard) {
     absl::MutexLock lock(&mu);
-    auto it = slots.find(msg);
+    const uint64_t id = next_id++;
+    slots[id] = Slot{waiter, index, shard};
+    return absl::StrCat(inbox, ".", id);
+  }
+  // The publish with `reply` failed at once: no acknowledgment will come.
+  void Fail(const std::string& reply, const absl::Status& status) {
+    uint64_t id = 0;
+    if (!absl::SimpleAtoi(absl::string_view(reply).substr(reply.rfind('.') + 1), &id)) return;
+    absl::MutexLock lock(&mu);
+    auto it = slots.find(id);
     if (it == slots.end()) return;
     Waiter* waiter = it->second.waiter;
     slots.erase(it);
-    if (waiter->status.ok()) waiter->status = status;
-    --waiter->remaining;
-  }
-  void Fail(Waiter* waiter, const absl::Status& status) {
-    absl::MutexLock lock(&mu);
     if (waiter->status.ok()) waiter->status = status;
     --waiter->remaining;
   }
@@ -96,8 +135,11 @@ struct ShardLog::AckTable {
     return std::move(waiter->sequences);
   }
 
+  std::string inbox;                         // set before the subscription starts
+  natsSubscription* subscription = nullptr;  // on "<inbox>.*"
   absl::Mutex mu;
-  absl::flat_hash_map<natsMsg*, Slot> slots ABSL_GUARDED_BY(mu);
+  uint64_t next_id ABSL_GUARDED_BY(mu) = 0;
+  absl::flat_hash_map<uint64_t, Slot> slots ABSL_GUARDED_BY(mu);
 };
 
 absl::Status NatsStatus(const std::string& what, int nats_status, int js_error_code) {
@@ -132,31 +174,28 @@ absl::StatusOr<std::unique_ptr<ShardLog>> ShardLog::Connect(const std::string& u
     return NatsStatus("JetStream context", s, 0);
   }
   auto acks = std::make_unique<AckTable>();
-  jsOptions async_options = RequestOptions(timeout);
-  async_options.PublishAsync.AckHandler = &AckTable::OnAck;
-  async_options.PublishAsync.AckHandlerClosure = acks.get();
-  async_options.PublishAsync.MaxPending = kMaxPendingPublishes;
-  jsCtx* async_js = nullptr;
-  if (s = natsConnection_JetStream(&async_js, connection, &async_options); s != NATS_OK) {
+  natsInbox* inbox = nullptr;
+  if (s = natsInbox_Create(&inbox); s == NATS_OK) {
+    acks->inbox = inbox;
+    natsInbox_Destroy(inbox);
+    s = natsConnection_Subscribe(&acks->subscription, connection, (acks->inbox + ".*").c_str(),
+                                 &AckTable::OnReply, acks.get());
+  }
+  if (s != NATS_OK) {
     jsCtx_Destroy(js);
     natsConnection_Destroy(connection);
-    return NatsStatus("JetStream context", s, 0);
+    return NatsStatus("subscribe to acknowledgments", s, 0);
   }
-  return std::unique_ptr<ShardLog>(
-      new ShardLog(connection, js, async_js, std::move(acks), timeout));
+  return std::unique_ptr<ShardLog>(new ShardLog(connection, js, std::move(acks), timeout));
 }
 
-ShardLog::ShardLog(natsConnection* connection, jsCtx* js, jsCtx* async_js,
-                   std::unique_ptr<AckTable> acks, absl::Duration timeout)
-    : connection_(connection),
-      js_(js),
-      async_js_(async_js),
-      acks_(std::move(acks)),
-      timeout_(timeout) {}
+ShardLog::ShardLog(natsConnection* connection, jsCtx* js, std::unique_ptr<AckTable> acks,
+                   absl::Duration timeout)
+    : connection_(connection), js_(js), acks_(std::move(acks)), timeout_(timeout) {}
 
 ShardLog::~ShardLog() {
+  acks_.reset();  // its subscription drained first: OnReply is done before the connection goes
   jsCtx_Destroy(js_);
-  jsCtx_Destroy(async_js_);
   natsConnection_Destroy(connection_);
 }
 
@@ -219,27 +258,17 @@ absl::StatusOr<std::vector<uint64_t>> ShardLog::PublishAll(
     const std::string& collection, std::span<const std::pair<uint32_t, std::string>> payloads) {
   AckTable::Waiter waiter{.remaining = payloads.size(),
                           .sequences = std::vector<uint64_t>(payloads.size())};
-  jsPubOptions options;
-  jsPubOptions_Init(&options);
-  options.MaxWait = absl::ToInt64Milliseconds(timeout_);  // then OnAck hears NATS_TIMEOUT
   for (size_t i = 0; i < payloads.size(); ++i) {
     const auto& [shard, payload] = payloads[i];
     const std::string subject = StreamSubject(collection, shard);
-    natsMsg* msg = nullptr;
-    natsStatus s = natsMsg_Create(&msg, subject.c_str(), nullptr, payload.data(),
-                                  static_cast<int>(payload.size()));
-    if (s == NATS_OK) {
-      acks_->Expect(msg, &waiter, i, shard);
-      natsMsg* owned = msg;
-      s = js_PublishMsgAsync(async_js_, &owned, &options);
-      if (s != NATS_OK) acks_->Fail(msg, NatsStatus("publish to " + subject, s, 0));
-      natsMsg_Destroy(owned);  // nullptr (a no-op) once the library owns it
-    } else {
-      acks_->Fail(&waiter, NatsStatus("message for " + subject, s, 0));
-    }
+    const std::string reply = acks_->Expect(&waiter, i, shard);
+    natsStatus s = natsConnection_PublishRequest(connection_, subject.c_str(), reply.c_str(),
+                                                 payload.data(), static_cast<int>(payload.size()));
+    if (s != NATS_OK) acks_->Fail(reply, NatsStatus("publish to " + subject, s, 0));
   }
-  // OnAck hears every message within MaxWait; the margin covers a lost timer.
-  return acks_->Wait(&waiter, timeout_ + absl::Seconds(1));
+  // An acknowledgment that does not come within the timeout (NATS or JetStream away) fails the
+  // write.
+  return acks_->Wait(&waiter, timeout_);
 }
 
 absl::StatusOr<ShardLog::StreamState> ShardLog::State(const std::string& collection,

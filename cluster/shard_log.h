@@ -76,13 +76,12 @@ class ShardLog {
   };
   absl::StatusOr<StreamState> State(const std::string& collection, uint32_t shard);
   struct AckTable;  // PublishAll's messages in flight (shard_log.cc)
-  ShardLog(__natsConnection* connection, __jsCtx* js, __jsCtx* async_js,
-           std::unique_ptr<AckTable> acks, absl::Duration timeout);
+  ShardLog(__natsConnection* connection, __jsCtx* js, std::unique_ptr<AckTable> acks,
+           absl::Duration timeout);
 
   __natsConnection* const connection_;
   __jsCtx* const js_;
-  __jsCtx* const async_js_;  // PublishAll's: its acks go to acks_
-  const std::unique_ptr<AckTable> acks_;
+  std::unique_ptr<AckTable> acks_;  // PublishAll's acknowledgments (reset first on destruction)
   const absl::Duration timeout_;
 };
 
