@@ -85,7 +85,9 @@ TEST(PostingDirectoryTest, LeafCentroidsAreReadFromTheTreeNotCopied) {
   ASSERT_TRUE(dir.ok()) << dir.status();
   EXPECT_LT((*dir)->MemoryBytes(), leaves * kD * sizeof(float));
   for (uint32_t p = 0; p < leaves; ++p) {
-    if (p != 2) EXPECT_EQ((*dir)->centroid(p), leaf + size_t{p} * kD) << p;
+    if (p != 2) {
+      EXPECT_EQ((*dir)->centroid(p), leaf + size_t{p} * kD) << p;
+    }
   }
   EXPECT_EQ(std::vector<float>((*dir)->centroid(2), (*dir)->centroid(2) + kD), rows[2].centroid);
 

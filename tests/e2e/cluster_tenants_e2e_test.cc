@@ -228,7 +228,7 @@ TEST_F(ClusterTenantsE2ETest, TenantChangesAreSeenAtOnceThroughEveryNode) {
   ASSERT_TRUE(clients_[0]->Upsert("docs", Records(0, 30)).ok());
   for (uint32_t round = 0; round < 12; ++round) {
     SCOPED_TRACE(::testing::Message() << "round " << round);
-    const std::string name = "t" + std::to_string(round);
+    const std::string name = absl::StrCat("t", round);
     client::Client& first = *clients_[round % kNodes];
     client::Client& second = *clients_[(round + 1) % kNodes];
     client::Client& third = *clients_[(round + 2) % kNodes];
