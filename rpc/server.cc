@@ -37,6 +37,9 @@
 namespace shoal::rpc {
 namespace {
 
+// Idle sync-server threads kept polling for calls; see Init.
+constexpr int kSyncServerMaxPollers = 3;
+
 // Names reported through grpc.health.v1 besides the overall "" entry.
 const char* const kServiceNames[] = {
     v1::CollectionService::service_full_name(), v1::VectorService::service_full_name(),
@@ -168,6 +171,13 @@ absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
   builder.SetMaxReceiveMessageSize(receive_limit);
   builder.SetMaxSendMessageSize(options.max_message_bytes);
   builder.experimental().SetInterceptorCreators(ParseFailureInterceptors());
+  // The sync server runs each handler on the poller thread that took the call and starts a new
+  // poller when none is left polling. With gRPC's default MAX_POLLERS (2), a thread that finished
+  // a call exited whenever two others were polling, so with calls back to back threads were
+  // created and destroyed all the time. Each idle poller waits on the same completion queue and
+  // costs wake-ups, so the cap stays small.
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::MAX_POLLERS,
+                              kSyncServerMaxPollers);
   builder.RegisterService(collections_.get());
   builder.RegisterService(vectors_.get());
   builder.RegisterService(search_.get());
