@@ -167,6 +167,8 @@ class ClusterDB : public DB {
   // when TryAnotherReplica); a tenant's NOT_FOUND is the answer. UNAVAILABLE naming the shard
   // when none answers.
   absl::Status OnOneReplica(const ShardMap& map, uint32_t shard, const CopyCall& call) const;
+  // OnOneReplica on a copy that has first applied the stream's last entry (read your writes).
+  absl::Status OnOneFreshReplica(const ShardMap& map, uint32_t shard, const CopyCall& call) const;
   // Waits until the copy `name` (this node's: peer nullptr) has applied `sequence` (0: no
   // wait).
   absl::Status WaitCopyApplied(const std::string& name, client::Client* peer,

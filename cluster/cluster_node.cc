@@ -241,7 +241,7 @@ std::optional<ShardMap> ClusterNode::FindShardMap(std::string_view collection, b
   if (!fresh) {
     if (std::optional<ShardMap> map = MapIn(membership->View(), collection)) return map;
     if (collection.find('@') != std::string_view::npos) return std::nullopt;  // a shard copy
-    if (local_->DescribeCollection(collection).ok()) return std::nullopt;     // a plain one
+    if (local_->HasCollection(collection)) return std::nullopt;               // a plain one
   }
   return MapIn(membership->Refresh(), collection);
 }

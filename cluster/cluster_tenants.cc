@@ -76,6 +76,18 @@ absl::Status ClusterDB::OnOneReplica(const ShardMap& map, uint32_t shard,
                                              ")"));
 }
 
+absl::Status ClusterDB::OnOneFreshReplica(const ShardMap& map, uint32_t shard,
+                                          const CopyCall& call) const {
+  absl::StatusOr<uint64_t> sequence = ReadSequence(map, shard, {.read_your_writes = true});
+  if (!sequence.ok()) return sequence.status();
+  return OnOneReplica(map, shard, [&](const std::string& name, client::Client* peer) {
+    if (absl::Status applied = WaitCopyApplied(name, peer, *sequence); !applied.ok()) {
+      return applied;
+    }
+    return call(name, peer);
+  });
+}
+
 absl::Status ClusterDB::WaitCopyApplied(const std::string& name, client::Client* peer,
                                         uint64_t sequence) const {
   if (peer == nullptr) return WaitLocalApplied(name, sequence);
@@ -117,18 +129,14 @@ absl::StatusOr<TenantInfo> ClusterDB::DescribeShardedTenant(const ShardMap& map,
   TenantInfo sum;
   for (uint32_t shard = 0; shard < map.spec.shards; ++shard) {
     TenantInfo part;
-    absl::StatusOr<uint64_t> sequence = ReadSequence(map, shard, {.read_your_writes = true});
-    if (!sequence.ok()) return sequence.status();
-    absl::Status s = OnOneReplica(map, shard, [&](const std::string& name, client::Client* peer) {
-      if (absl::Status applied = WaitCopyApplied(name, peer, *sequence); !applied.ok()) {
-        return applied;
-      }
-      absl::StatusOr<TenantInfo> info = peer == nullptr
-                                            ? local_->DescribeTenant(name, tenant)
-                                            : peer->DescribeTenant(name, std::string(tenant));
-      if (info.ok()) part = *std::move(info);
-      return info.status();
-    });
+    absl::Status s =
+        OnOneFreshReplica(map, shard, [&](const std::string& name, client::Client* peer) {
+          absl::StatusOr<TenantInfo> info = peer == nullptr
+                                                ? local_->DescribeTenant(name, tenant)
+                                                : peer->DescribeTenant(name, std::string(tenant));
+          if (info.ok()) part = *std::move(info);
+          return info.status();
+        });
     if (!s.ok()) return s;
     if (shard == 0) {
       sum = part;
@@ -154,12 +162,7 @@ absl::Status ClusterDB::CheckTenantExists(const ShardMap& map, std::string_view 
     absl::MutexLock lock(&tenants_mu_);
     if (known_tenants_.contains(key)) return absl::OkStatus();
   }
-  absl::StatusOr<uint64_t> sequence = ReadSequence(map, 0, {.read_your_writes = true});
-  if (!sequence.ok()) return sequence.status();
-  absl::Status s = OnOneReplica(map, 0, [&](const std::string& name, client::Client* peer) {
-    if (absl::Status applied = WaitCopyApplied(name, peer, *sequence); !applied.ok()) {
-      return applied;
-    }
+  absl::Status s = OnOneFreshReplica(map, 0, [&](const std::string& name, client::Client* peer) {
     return peer == nullptr ? local_->DescribeTenant(name, tenant).status()
                            : peer->DescribeTenant(name, std::string(tenant)).status();
   });
@@ -272,18 +275,14 @@ absl::StatusOr<TenantPage> ClusterDB::ListShardedTenants(const ShardMap& map, ui
   std::map<std::string, size_t> at;  // tenant -> its index in page.tenants
   for (uint32_t shard = 0; shard < map.spec.shards; ++shard) {
     TenantPage part;
-    absl::StatusOr<uint64_t> sequence = ReadSequence(map, shard, {.read_your_writes = true});
-    if (!sequence.ok()) return sequence.status();
-    absl::Status s = OnOneReplica(map, shard, [&](const std::string& name, client::Client* peer) {
-      if (absl::Status applied = WaitCopyApplied(name, peer, *sequence); !applied.ok()) {
-        return applied;
-      }
-      absl::StatusOr<TenantPage> got =
-          peer == nullptr ? local_->ListTenants(name, page_size, page_token)
-                          : peer->ListTenants(name, page_size, std::string(page_token));
-      if (got.ok()) part = *std::move(got);
-      return got.status();
-    });
+    absl::Status s =
+        OnOneFreshReplica(map, shard, [&](const std::string& name, client::Client* peer) {
+          absl::StatusOr<TenantPage> got =
+              peer == nullptr ? local_->ListTenants(name, page_size, page_token)
+                              : peer->ListTenants(name, page_size, std::string(page_token));
+          if (got.ok()) part = *std::move(got);
+          return got.status();
+        });
     if (!s.ok()) return s;
     if (shard == 0) {
       page = part;

@@ -66,8 +66,13 @@ TEST_F(DbAdminTest, AliasesResolveEverywhereAndSurviveReopen) {
   EXPECT_EQ(*aliases, (std::vector<AliasInfo>{{"live", "v2"}}));
   EXPECT_EQ(db->DescribeCollection("live")->spec.name, "v2");
   EXPECT_EQ(db->DescribeCollection("v2")->aliases, std::vector<std::string>{"live"});
+  EXPECT_TRUE(db->HasCollection("live"));
+  EXPECT_TRUE(db->HasCollection("v2"));
   ASSERT_TRUE(db->DropAlias("live").ok());
   ASSERT_TRUE(db->DropCollection("v2").ok());
+  EXPECT_FALSE(db->HasCollection("live"));
+  EXPECT_FALSE(db->HasCollection("v2"));
+  EXPECT_TRUE(db->HasCollection("v1"));
   ASSERT_TRUE(db->Compact("").ok());
   ASSERT_TRUE(db->Compact("v1").ok());
   EXPECT_TRUE(absl::IsNotFound(db->Compact("v2")));

@@ -261,6 +261,13 @@ absl::StatusOr<CollectionInfo> DBImpl::DescribeCollection(std::string_view name)
   return InfoWithAliases(*c);
 }
 
+bool DBImpl::HasCollection(std::string_view name) {
+  std::string key(name);
+  absl::MutexLock lock(&mu_);
+  if (auto alias = aliases_.find(key); alias != aliases_.end()) key = alias->second;
+  return collections_.contains(key) || quarantined_.contains(key);
+}
+
 absl::Status DBImpl::DropCollection(std::string_view name) {
   SHOAL_RETURN_IF_ERROR(ValidateCollectionOrShardName(name, "name"));
   const std::string key(name);

@@ -45,6 +45,7 @@ class DBImpl final : public DB {
   absl::Status CreateCollection(const CollectionSpec& spec) override;
   absl::StatusOr<std::vector<CollectionInfo>> ListCollections() override;
   absl::StatusOr<CollectionInfo> DescribeCollection(std::string_view name) override;
+  bool HasCollection(std::string_view name) override;
   absl::Status DropCollection(std::string_view name) override;
   absl::Status CreateAlias(std::string_view alias, std::string_view collection) override;
   absl::Status AlterAlias(std::string_view alias, std::string_view collection) override;

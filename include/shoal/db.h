@@ -57,6 +57,9 @@ class DB {
   virtual absl::Status CreateCollection(const CollectionSpec& spec) = 0;
   virtual absl::StatusOr<std::vector<CollectionInfo>> ListCollections() = 0;
   virtual absl::StatusOr<CollectionInfo> DescribeCollection(std::string_view name) = 0;
+  // Whether `name` is a collection or an alias of one here (a quarantined one counts), without
+  // computing its CollectionInfo.
+  virtual bool HasCollection(std::string_view name) { return DescribeCollection(name).ok(); }
   // Removes the collection and every record in it. FailedPrecondition while aliases point to it.
   virtual absl::Status DropCollection(std::string_view name) = 0;
 

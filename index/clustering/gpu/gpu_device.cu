@@ -57,14 +57,20 @@ void FreeBlock(const CachedBlock& b) {
   }
 }
 
-// Frees every kept block of one kind (all devices' or pinned).
-void FreeCached(bool pinned, int device) {
+// Frees the oldest kept blocks of one kind (a device's, or pinned) until at most `limit` bytes
+// of it are kept.
+void TrimCached(bool pinned, int device, size_t limit) {
   std::vector<CachedBlock> freed;
   {
     std::lock_guard<std::mutex> lock(CacheMutex());
     auto& cache = Cache();
-    for (size_t i = 0; i < cache.size();) {
+    size_t kept = 0;
+    for (const CachedBlock& b : cache) {
+      if (b.pinned == pinned && b.device == device) kept += b.bytes;
+    }
+    for (size_t i = 0; kept > limit && i < cache.size();) {
       if (cache[i].pinned == pinned && cache[i].device == device) {
+        kept -= cache[i].bytes;
         freed.push_back(cache[i]);
         cache.erase(cache.begin() + static_cast<std::ptrdiff_t>(i));
       } else {
@@ -110,7 +116,7 @@ void* TakeCached(bool pinned, size_t bytes, cudaError_t* error) {
     *error = pinned ? cudaMallocHost(&ptr, bytes) : cudaMalloc(&ptr, bytes);
     if (*error != cudaErrorMemoryAllocation) break;
     cudaGetLastError();  // clear it: the retry (or the caller) starts clean
-    FreeCached(pinned, device);
+    TrimCached(pinned, device, 0);
   }
   return *error == cudaSuccess ? ptr : nullptr;
 }
@@ -121,27 +127,11 @@ void GiveCached(bool pinned, void* ptr, size_t bytes) {
     cudaFree(ptr);
     return;
   }
-  const size_t limit = CacheLimit(pinned);
-  std::vector<CachedBlock> freed;
   {
     std::lock_guard<std::mutex> lock(CacheMutex());
-    auto& cache = Cache();
-    cache.push_back({pinned, device, ptr, bytes});
-    size_t kept = 0;
-    for (const CachedBlock& b : cache) {
-      if (b.pinned == pinned && b.device == device) kept += b.bytes;
-    }
-    for (size_t i = 0; kept > limit && i < cache.size();) {
-      if (cache[i].pinned == pinned && cache[i].device == device) {
-        kept -= cache[i].bytes;
-        freed.push_back(cache[i]);
-        cache.erase(cache.begin() + static_cast<std::ptrdiff_t>(i));
-      } else {
-        ++i;
-      }
-    }
+    Cache().push_back({pinned, device, ptr, bytes});
   }
-  for (const CachedBlock& b : freed) FreeBlock(b);
+  TrimCached(pinned, device, CacheLimit(pinned));
 }
 
 bool Compiled() { return true; }
