@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <limits>
+#include <optional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -67,7 +69,7 @@ absl::Status Validate(const float* x, size_t n, size_t d, const KMeansOptions& o
 class Lloyd {
  public:
   Lloyd(ClusteringBackend& backend, const float* x, size_t n, size_t d, size_t k)
-      : backend_(backend),
+      : backend_(&backend),
         x_(x),
         n_(n),
         d_(d),
@@ -89,9 +91,9 @@ class Lloyd {
       bias.resize(k_);
       for (size_t c = 0; c < k_; ++c) bias[c] = lambda * static_cast<float>(penalty_sizes_[c]);
     }
-    SHOAL_RETURN_IF_ERROR(backend_.AssignTopM(x_, n_, centroids_.data(), k_, d_, 1,
-                                              bias.empty() ? nullptr : bias.data(), labels_.data(),
-                                              dists_.data()));
+    SHOAL_RETURN_IF_ERROR(backend_->AssignTopM(x_, n_, centroids_.data(), k_, d_, 1,
+                                               bias.empty() ? nullptr : bias.data(), labels_.data(),
+                                               dists_.data()));
     std::fill(sizes_.begin(), sizes_.end(), 0);
     objective_ = 0;
     for (size_t i = 0; i < n_; ++i) {
@@ -111,7 +113,7 @@ class Lloyd {
   // of the largest.
   absl::Status Update() {
     SHOAL_RETURN_IF_ERROR(
-        backend_.UpdateCentroids(x_, n_, d_, labels_.data(), k_, centroids_.data(), nullptr));
+        backend_->UpdateCentroids(x_, n_, d_, labels_.data(), k_, centroids_.data(), nullptr));
     for (size_t e = 0; e < k_; ++e) {
       if (sizes_[e] == 0) Reseed(e);
     }
@@ -148,7 +150,7 @@ class Lloyd {
     sizes_[empty] = 1;
   }
 
-  ClusteringBackend& backend_;
+  ClusteringBackend* backend_;
   const float* x_;
   size_t n_, d_, k_;
   std::vector<float> centroids_;
@@ -202,24 +204,50 @@ std::vector<float> Seed(const float* x, size_t n, size_t d, size_t k, Rng& rng) 
   return centroids;
 }
 
-// Tries each lambda factor for a few iterations from `lloyd`'s state; returns the lambda whose
-// sizes spread least (ties: the smaller lambda).
-absl::StatusOr<float> ChooseLambda(const Lloyd& lloyd, size_t n, size_t k, uint32_t iterations) {
+// The size spread of the assignment that would follow `lloyd`'s state, leaving the state as it is.
+absl::StatusOr<double> SpreadOfNextAssignment(const Lloyd& lloyd, float lambda) {
+  Lloyd probe = lloyd;
+  SHOAL_RETURN_IF_ERROR(probe.Assign(lambda));
+  return probe.SizeSpread();
+}
+
+// SPANN's lambda search, from `lloyd`'s state (one plain iteration done). Each lambda factor runs
+// a few iterations; the one whose sizes spread least (ties: the smaller lambda) runs on to the
+// end beside plain k-means, and the penalty is kept only if it still spreads less then: a
+// penalty that looks better after a few iterations can settle in a worse local optimum. Returns
+// the chosen lambda and leaves `lloyd` at the end of its run.
+absl::StatusOr<float> RunWithChosenLambda(Lloyd& lloyd, size_t n, size_t k, uint32_t iterations) {
+  const uint32_t trial_iterations = std::min(iterations, kTrialIterations);
   const double mean_dist = lloyd.objective() / n;
   const double mean_size = static_cast<double>(n) / k;
   float best_lambda = 0;
   double best_spread = std::numeric_limits<double>::infinity();
+  std::optional<Lloyd> best, plain;
   for (float factor : kLambdaFactors) {
     const auto lambda = static_cast<float>(factor * mean_dist / mean_size);
     Lloyd trial = lloyd;
-    SHOAL_RETURN_IF_ERROR(trial.Run(iterations, lambda));
-    SHOAL_RETURN_IF_ERROR(trial.Assign(lambda));
-    if (trial.SizeSpread() < best_spread) {
-      best_spread = trial.SizeSpread();
+    SHOAL_RETURN_IF_ERROR(trial.Run(trial_iterations, lambda));
+    SHOAL_ASSIGN_OR_RETURN(const double spread, SpreadOfNextAssignment(trial, lambda));
+    if (spread < best_spread) {
+      best_spread = spread;
       best_lambda = lambda;
+      best = trial;
+    }
+    if (lambda == 0) plain = std::move(trial);
+  }
+  const uint32_t rest = iterations - trial_iterations;
+  SHOAL_RETURN_IF_ERROR(plain->Run(rest, 0));
+  if (best_lambda > 0) {
+    SHOAL_RETURN_IF_ERROR(best->Run(rest, best_lambda));
+    SHOAL_ASSIGN_OR_RETURN(const double penalised, SpreadOfNextAssignment(*best, best_lambda));
+    SHOAL_ASSIGN_OR_RETURN(const double unpenalised, SpreadOfNextAssignment(*plain, 0));
+    if (penalised < unpenalised) {
+      lloyd = std::move(*best);
+      return best_lambda;
     }
   }
-  return best_lambda;
+  lloyd = std::move(*plain);
+  return 0.0f;
 }
 
 }  // namespace
@@ -276,13 +304,12 @@ absl::StatusOr<KMeansResult> KMeans(ClusteringBackend& backend, const float* x, 
   Lloyd lloyd(backend, sample, s, d, k);
   lloyd.centroids() = Seed(sample, s, d, k, rng);
   float lambda = std::max(options.lambda, 0.0f);
-  uint32_t left = options.iterations;
-  if (options.lambda < 0 && left > 0) {
+  if (options.lambda < 0 && options.iterations > 0) {
     SHOAL_RETURN_IF_ERROR(lloyd.Run(1, 0));
-    --left;
-    SHOAL_ASSIGN_OR_RETURN(lambda, ChooseLambda(lloyd, s, k, std::min(left, kTrialIterations)));
+    SHOAL_ASSIGN_OR_RETURN(lambda, RunWithChosenLambda(lloyd, s, k, options.iterations - 1));
+  } else {
+    SHOAL_RETURN_IF_ERROR(lloyd.Run(options.iterations, lambda));
   }
-  SHOAL_RETURN_IF_ERROR(lloyd.Run(left, lambda));
 
   KMeansResult result;
   result.lambda = lambda;
