@@ -5,10 +5,10 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <functional>
 
+#include "base/test_temp_dir.h"
 #include "index/flat/flat_index.h"
 #include "shoal/dataset.h"
 #include "shoal/db.h"
@@ -81,9 +81,6 @@ class FilterTest : public ::testing::Test {
   static void TearDownTestSuite() { delete data_; }
 
   void SetUp() override {
-    std::string tmpl = ::testing::TempDir() + "filter_XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
-    dir_ = tmpl;
     Open();
     ASSERT_TRUE(db_->CreateCollection({"c", uint32_t(data_->train.cols), Metric::kL2}).ok());
     rows_.resize(data_->train.rows);
@@ -99,7 +96,7 @@ class FilterTest : public ::testing::Test {
 
   void Open() {
     db_.reset();
-    auto db = DB::Open(dir_, {});
+    auto db = DB::Open(dir_.path(), {});
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = *std::move(db);
   }
@@ -172,7 +169,7 @@ class FilterTest : public ::testing::Test {
   }
 
   static AnnDataset* data_;
-  std::string dir_;
+  base::TestTempDir dir_{"filter"};  // outlives db_
   std::unique_ptr<DB> db_;
   std::vector<Row> rows_;
 };

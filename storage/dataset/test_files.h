@@ -2,26 +2,26 @@
 #ifndef SHOAL_STORAGE_DATASET_TEST_FILES_H_
 #define SHOAL_STORAGE_DATASET_TEST_FILES_H_
 
-#include <stdlib.h>
 #include <zlib.h>
 
 #include <cstdint>
 #include <cstring>
 #include <fstream>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/test_temp_dir.h"
 #include "gtest/gtest.h"
 
 namespace shoal::storage::testing {
 
-// A fresh directory under gtest's TempDir for one test.
+// A fresh directory for one test; all of them are removed when the test process exits.
 inline std::string MakeTempDir() {
-  std::string pattern = ::testing::TempDir() + "shoal_dataset_XXXXXX";
-  char* dir = mkdtemp(pattern.data());
-  EXPECT_NE(dir, nullptr);
-  return pattern;
+  static std::vector<std::unique_ptr<base::TestTempDir>> dirs;
+  dirs.push_back(std::make_unique<base::TestTempDir>("shoal_dataset"));
+  return dirs.back()->path();
 }
 
 inline void WriteFile(const std::string& path, const std::string& bytes) {

@@ -4,11 +4,11 @@
 // calibration survives a reopen; old spec strings still build.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <stdlib.h>
 
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "base/test_temp_dir.h"
 #include "index/flat/flat_index.h"
 #include "shoal/dataset.h"
 #include "shoal/db.h"
@@ -22,12 +22,6 @@ using ::testing::HasSubstr;
 // carry sampling error (about +-0.01 at 0.95 here), hence the tolerance.
 constexpr double kTolerance = 0.03;
 constexpr size_t kQueries = 300;
-
-std::string TempDir(const std::string& name) {
-  std::string tmpl = ::testing::TempDir() + name + "_XXXXXX";
-  EXPECT_NE(mkdtemp(tmpl.data()), nullptr);
-  return tmpl;
-}
 
 // The vectors as the index sees them: unit length for cosine.
 Matrix IndexForm(const Matrix& m, Metric metric) {
@@ -60,7 +54,7 @@ class AutoSpecTest : public ::testing::TestWithParam<Shape> {
                                        ",seed=3,distance=", angular ? "angular" : "euclidean"));
     ASSERT_TRUE(ds.ok()) << ds.status();
     data_ = *std::move(ds);
-    auto db = DB::Open(TempDir("auto_spec"), Options{});
+    auto db = DB::Open(dir_.path(), Options{});
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = *std::move(db);
     ASSERT_TRUE(db_->CreateCollection({"c", uint32_t(data_.train.cols), metric()}).ok());
@@ -99,6 +93,7 @@ class AutoSpecTest : public ::testing::TestWithParam<Shape> {
   }
 
   AnnDataset data_;
+  base::TestTempDir dir_{"auto_spec"};  // outlives db_
   std::unique_ptr<DB> db_;
   std::vector<std::vector<uint64_t>> truth_;
 };
@@ -151,7 +146,8 @@ INSTANTIATE_TEST_SUITE_P(Metrics, AutoSpecTest,
 TEST(AutoSpecDbTest, CalibrationSurvivesReopenAndBadTargetsAreRejected) {
   auto ds = LoadDataset("embedding:n=3000,d=40,q=50,seed=5,distance=euclidean");
   ASSERT_TRUE(ds.ok());
-  const std::string dir = TempDir("auto_spec_reopen");
+  const base::TestTempDir temp("auto_spec_reopen");
+  const std::string& dir = temp.path();
   std::vector<std::vector<Hit>> before;
   const std::span<const float> queries(ds->test.data.data(), ds->test.data.size());
   SearchStats stats_before;
