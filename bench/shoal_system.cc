@@ -104,6 +104,9 @@ class ShoalSystem : public AnnSystem {
       return absl::Status(built.code(),
                           absl::StrCat("BuildIndex(\"", options_.spec, "\"): ", built.message()));
     }
+    absl::StatusOr<CollectionInfo> after =
+        collection_->db().DescribeCollection(ShoalCollection::kName);
+    if (after.ok()) absl::StrAppend(&info.note, "built ", after->index, ". ");
     return info;
   }
 

@@ -9,6 +9,7 @@
 #include "index/clustering/centroid_tree.h"
 #include "index/postings/posting_entries.h"
 #include "index/quantization/quantizer.h"
+#include "index/spann/posting_size.h"
 #include "storage/pages/posting_file.h"
 #include "storage/pages/vector_file.h"
 
@@ -133,13 +134,19 @@ absl::Status WriteVectors(const SpannBuildInput& in, const std::string& path) {
 
 }  // namespace
 
-absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& in, const SpannOptions& o,
+absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& in, const SpannOptions& options,
                                             const std::string& dir, ClusteringBackend& backend,
                                             uint32_t threads) {
   const size_t n = in.ids.size();
   if (n == 0) return absl::InvalidArgumentError("collection: cannot build an index of 0 vectors");
   if (in.fs == nullptr) return absl::InvalidArgumentError("BuildSpann: no file system");
   auto t0 = std::chrono::steady_clock::now();
+  SpannOptions o = options;
+  if (o.centroids_from_data) {
+    SHOAL_ASSIGN_OR_RETURN(PostingSizeChoice choice,
+                           ChoosePostingSize(backend, in.vectors, n, in.dim, in.metric, o));
+    o.centroid_ratio = choice.centroid_ratio;
+  }
   TreeOptions tree_options;
   tree_options.num_leaves = std::clamp<size_t>(static_cast<size_t>(n * o.centroid_ratio), 1, n);
   tree_options.branching = o.branching;

@@ -64,6 +64,12 @@ const std::map<std::string, Setter>& Setters() {
          o->quant = v;
          return absl::OkStatus();
        }},
+      {"centroids",
+       [](const std::string& k, const std::string& v, SpannOptions* o) {
+         if (v != "ratio" && v != "data") return Bad(k, "must be ratio or data");
+         o->centroids_from_data = v == "data";
+         return absl::OkStatus();
+       }},
       {"navigator",
        [](const std::string& k, const std::string& v, SpannOptions* o) {
          if (v != "flat" && v != "tree" && v != "auto") return Bad(k, "must be flat, tree or auto");
@@ -109,13 +115,14 @@ absl::StatusOr<SpannOptions> ParseSpannSpec(const std::string& spec, const Spann
 }
 
 std::string SpannSpecString(const SpannOptions& o) {
-  return absl::StrCat("spann:centroid_ratio=", o.centroid_ratio, ",replicas=", o.replicas,
-                      ",rng_factor=", o.rng_factor, ",closure=", o.closure,
-                      ",posting_cap=", o.posting_cap, ",max_postings=", o.max_postings,
-                      ",pruning_ratio=", o.pruning_ratio, ",navigator=", o.navigator,
-                      ",beam=", o.beam, ",branching=", o.branching, ",iterations=", o.iterations,
-                      ",seed=", o.seed, ",quant=", o.quant, ",target_recall=", o.target_recall,
-                      ",calibration_queries=", o.calibration_queries);
+  return absl::StrCat(
+      "spann:centroid_ratio=", o.centroid_ratio,
+      ",centroids=", o.centroids_from_data ? "data" : "ratio", ",replicas=", o.replicas,
+      ",rng_factor=", o.rng_factor, ",closure=", o.closure, ",posting_cap=", o.posting_cap,
+      ",max_postings=", o.max_postings, ",pruning_ratio=", o.pruning_ratio,
+      ",navigator=", o.navigator, ",beam=", o.beam, ",branching=", o.branching,
+      ",iterations=", o.iterations, ",seed=", o.seed, ",quant=", o.quant,
+      ",target_recall=", o.target_recall, ",calibration_queries=", o.calibration_queries);
 }
 
 namespace {
