@@ -16,9 +16,10 @@ namespace {
 constexpr uint32_t kQueries = 200;
 constexpr uint32_t kNeighbours = 10;
 constexpr uint32_t kSmallestSize = 32, kLargestSize = 512;
-constexpr size_t kFewestPostings = 16;     // in the sample, for a size to be tried
-constexpr double kPostingCostDims = 3.0;   // a posting's fixed cost, in multiply-adds per dim
-constexpr double kEntryBitsPerMac = 40.0;  // an entry's scan: its code's bits / 40 multiply-adds
+constexpr size_t kFewestPostings = 16;  // in the sample, for a size to be tried
+// The cost model, in nanoseconds of the machine it was measured on (only the ratios matter).
+constexpr double kPostingNs = 1300, kPostingNsPerDim = 2.8;
+constexpr double kEntryNsPerBit = 0.0125;
 
 // Bits per dimension of an entry as the search scans it: its code (factors included), or the
 // full float vector without a quantizer.
@@ -103,7 +104,8 @@ absl::StatusOr<PostingSizeChoice> ChoosePostingSize(ClusteringBackend& backend,
       c.entries += std::accumulate(entries[q].begin(), entries[q].begin() + c.postings, 0.0);
     }
     c.entries /= queries;
-    c.cost = c.postings * kPostingCostDims * dim + c.entries * dim * entry_bits / kEntryBitsPerMac;
+    c.cost = c.postings * (kPostingNs + kPostingNsPerDim * dim) +
+             c.entries * kEntryNsPerBit * dim * entry_bits;
     choice.candidates.push_back(c);
   }
   if (choice.candidates.empty()) {  // too few vectors to compare sizes: one posting per 16

@@ -10,14 +10,16 @@
 // k-means cuts the sample into postings of that mean size, and 200 held-out sample vectors, as
 // queries, rank the postings by centroid distance. It measures how many postings P and entries C
 // a query scans before the mean recall@10 within the sample reaches the target recall, and
-// models the search's cost in multiply-adds as
-//     P x kPostingCostDims x dim       (per posting: its centroid distance and the query prepared
-//                                       against it: quantized, lookup tables built)
-//   + C x dim x bits / kEntryBitsPerMac (per entry: the code scan; bits = 32 without a quantizer)
-// The cheapest size wins (ties: the larger posting). The constants come from the profiles in
-// docs/PERFORMANCE.md: a posting's fixed cost was that of ~40 2-bit codes at 1536-d and ~56
-// 3-bit codes at 784-d. Navigation is left out: in the suite it differed by a few µs between
-// 100 and 1,000 postings. Deterministic for a given seed; primary assignment only (replicas
+// models the search's cost as
+//     P x (kPostingNs + kPostingNsPerDim x dim)   per posting: its listing, bounds and candidate
+//                                                 checks, and the query prepared against its
+//                                                 centroid (quantized, lookup tables built)
+//   + C x kEntryNsPerBit x dim x bits             per entry: the code scan (bits per dimension
+//                                                 of a code with its factors; 32 unquantized)
+// The cheapest size wins (ties: the larger posting). The constants are fitted to the suite's
+// measured differences between posting sizes (docs/PERFORMANCE.md, "K from the data"): a
+// posting cost ~2 µs at 256-d and ~3.5 µs at 784-d, an entry ~12.5 ps per code bit.
+// Navigation is left out. Deterministic for a given seed; primary assignment only (replicas
 // raise every size's recall alike).
 //
 // Thread-safe (no shared state). Errors: InvalidArgument (n == 0, dim == 0), the backend's.
