@@ -1,6 +1,7 @@
 #include "bench/cluster_bench.h"
 
 #include <stdlib.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -239,33 +240,83 @@ absl::StatusOr<Run> RunCluster(const ClusterBenchOptions& o, uint32_t n, const C
   return run;
 }
 
-// Embedded DB::Upsert of the records with o.streams threads: {records/s, CPU s/record}.
-absl::StatusOr<std::pair<double, double>> IngestEmbedded(const ClusterBenchOptions& o,
-                                                         const CollectionSpec& spec,
-                                                         std::span<const Record> records) {
+struct Embedded {
+  double rate = 0;        // records/s
+  double cpu = 0;         // CPU seconds per record (the whole process: RocksDB's threads too)
+  double system = 0;      // the part of `cpu` in the kernel
+  long minor_faults = 0;  // per 1,000 records
+};
+
+rusage Usage() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return usage;
+}
+
+double Seconds(const timeval& t) { return t.tv_sec + t.tv_usec / 1e6; }
+
+// Embedded DB::Upsert of the records with o.streams threads, into a fresh DB.
+absl::StatusOr<Embedded> IngestEmbedded(const ClusterBenchOptions& o, const CollectionSpec& spec,
+                                        std::span<const Record> records) {
   const std::string dir = e2e::MakeTempDir();
-  auto result = [&]() -> absl::StatusOr<std::pair<double, double>> {
+  auto result = [&]() -> absl::StatusOr<Embedded> {
     SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<DB> db, DB::Open(dir, Options{}));
     CollectionSpec local = spec;
     local.name = kCollection;
     SHOAL_RETURN_IF_ERROR(db->CreateCollection(local));
     const size_t n = records.size(), batches = (n + o.ingest_batch - 1) / o.ingest_batch;
     const double cpu0 = SelfCpuSeconds();
+    const rusage usage0 = Usage();
     SHOAL_ASSIGN_OR_RETURN(double seconds, Parallel(batches, o.streams, [&](size_t b) {
                              const size_t first = b * o.ingest_batch;
                              return db->Upsert(
                                  kCollection,
                                  records.subspan(first, std::min(o.ingest_batch, n - first)), {});
                            }));
-    return std::make_pair(n / seconds, (SelfCpuSeconds() - cpu0) / n);
+    const rusage usage = Usage();
+    return Embedded{
+        .rate = n / seconds,
+        .cpu = (SelfCpuSeconds() - cpu0) / n,
+        .system = (Seconds(usage.ru_stime) - Seconds(usage0.ru_stime)) / n,
+        .minor_faults = (usage.ru_minflt - usage0.ru_minflt) * 1000 / static_cast<long>(n)};
   }();
   std::error_code ec;
   std::filesystem::remove_all(dir, ec);
   return result;
 }
 
+// o.embedded_runs embedded ingests, each printed and added to `runs` (unless a warm-up).
+absl::Status MeasureEmbedded(const ClusterBenchOptions& o, const CollectionSpec& spec,
+                             std::span<const Record> records, const char* when,
+                             std::vector<Embedded>* runs) {
+  for (int i = 0; i < (runs == nullptr ? 1 : o.embedded_runs); ++i) {
+    SHOAL_ASSIGN_OR_RETURN(Embedded e, IngestEmbedded(o, spec, records));
+    std::printf(
+        "embedded DB::Upsert, %d threads, %s: %.0f records/s; CPU %.3f us/record (system "
+        "%.3f); %ld minor faults per 1,000 records\n",
+        o.streams, runs == nullptr ? "warm-up, not counted" : when, e.rate, e.cpu * 1e6,
+        e.system * 1e6, e.minor_faults);
+    std::fflush(stdout);
+    if (runs != nullptr) runs->push_back(e);
+  }
+  return absl::OkStatus();
+}
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t m = v.size() / 2;
+  return v.size() % 2 == 1 ? v[m] : (v[m - 1] + v[m]) / 2;
+}
+
 void PrintRatios(const ClusterBenchOptions& o, size_t n, size_t nq,
-                 std::pair<double, double> embedded, const Run& one, const Run& many) {
+                 const std::vector<Embedded>& runs, const Run& one, const Run& many) {
+  std::vector<double> rates, cpus;
+  for (const Embedded& e : runs) rates.push_back(e.rate), cpus.push_back(e.cpu);
+  const double embedded_rate = Median(rates), embedded_cpu = Median(cpus);
+  std::printf("embedded, median of %zu runs: %.0f records/s; CPU %.3f us/record (%.3f-%.3f)\n",
+              runs.size(), embedded_rate, embedded_cpu * 1e6,
+              *std::min_element(cpus.begin(), cpus.end()) * 1e6,
+              *std::max_element(cpus.begin(), cpus.end()) * 1e6);
   const double nodes = o.nodes;
   const double qps1 = nq / one.search.seconds, qpsn = nq / many.search.seconds;
   const double ingest_n = n / many.ingest.seconds / nodes;
@@ -278,7 +329,7 @@ void PrintRatios(const ClusterBenchOptions& o, size_t n, size_t nq,
   std::printf("  search QPS(%u) / (%u x QPS(1)):        %.3f (goal >= 0.80)\n", o.nodes, o.nodes,
               qpsn / (nodes * qps1));
   std::printf("  ingest per node (%u nodes) / embedded: %.3f (goal >= 0.50)\n", o.nodes,
-              ingest_n / embedded.first);
+              ingest_n / embedded_rate);
   // One machine per node: a node's throughput is bounded by its own CPU per unit of work.
   const double cpu_q1 = MaxNode(one.search.cpu) / nq, cpu_qn = MaxNode(many.search.cpu) / nq;
   const double cpu_r = MaxNode(many.ingest.cpu) / (n / nodes);
@@ -289,17 +340,17 @@ void PrintRatios(const ClusterBenchOptions& o, size_t n, size_t nq,
   std::printf(
       "  ingest per node / embedded:           %.3f (%.3f vs %.3f us CPU per record; "
       "NATS on its own machines)\n",
-      embedded.second / cpu_r, cpu_r * 1e6, embedded.second * 1e6);
+      embedded_cpu / cpu_r, cpu_r * 1e6, embedded_cpu * 1e6);
 }
 
 }  // namespace
 
 absl::Status RunClusterBench(const ClusterBenchOptions& o) {
   if (o.nodes < 2 || o.shards < 1 || o.k == 0 || o.queries == 0 || o.client_threads < 1 ||
-      o.batch == 0 || o.ingest_batch == 0 || o.streams < 1) {
+      o.batch == 0 || o.ingest_batch == 0 || o.streams < 1 || o.embedded_runs < 1) {
     return absl::InvalidArgumentError(
         "--nodes must be >= 2; --shards, --k, --queries, --client-threads, --batch, "
-        "--ingest-batch and --streams >= 1");
+        "--ingest-batch, --streams and --embedded-runs >= 1");
   }
   if (std::getenv("SHOAL_BIN_DIR") == nullptr) {  // shoald beside shoal_bench
     const std::string self = std::filesystem::read_symlink("/proc/self/exe").parent_path();
@@ -316,12 +367,15 @@ absl::Status RunClusterBench(const ClusterBenchOptions& o) {
     records[i].vector.assign(ds.train.Row(i), ds.train.Row(i) + ds.train.cols);
   }
   const CollectionSpec spec{.dimension = static_cast<uint32_t>(ds.train.cols), .metric = metric};
-  SHOAL_ASSIGN_OR_RETURN(auto embedded, IngestEmbedded(o, spec, records));
-  std::printf("embedded DB::Upsert, %d threads: %.0f records/s; CPU %.3f us/record\n", o.streams,
-              embedded.first, embedded.second * 1e6);
-  std::fflush(stdout);
+  // The embedded ingest is short (~0.3 s of CPU at 100k x 128) and the load on a shared machine
+  // drifts, so it is measured at three points, around both cluster runs, after a warm-up.
+  std::vector<Embedded> embedded;
+  SHOAL_RETURN_IF_ERROR(MeasureEmbedded(o, spec, records, "", nullptr));
+  SHOAL_RETURN_IF_ERROR(MeasureEmbedded(o, spec, records, "before 1 node", &embedded));
   SHOAL_ASSIGN_OR_RETURN(Run one, RunCluster(o, 1, spec, records, ds.test, nq));
+  SHOAL_RETURN_IF_ERROR(MeasureEmbedded(o, spec, records, "between", &embedded));
   SHOAL_ASSIGN_OR_RETURN(Run many, RunCluster(o, o.nodes, spec, records, ds.test, nq));
+  SHOAL_RETURN_IF_ERROR(MeasureEmbedded(o, spec, records, "after", &embedded));
   PrintRatios(o, n, nq, embedded, one, many);
   return absl::OkStatus();
 }
@@ -340,6 +394,9 @@ void RegisterClusterCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--k", options->k, "neighbours per query")->capture_default_str();
   cmd->add_option("--batch", options->batch, "queries per Search call")->capture_default_str();
   cmd->add_option("--ingest-batch", options->ingest_batch, "records per Upsert")
+      ->capture_default_str();
+  cmd->add_option("--embedded-runs", options->embedded_runs,
+                  "embedded ingests before, between and after the cluster runs (each)")
       ->capture_default_str();
   cmd->add_option("--streams", options->streams, "ingest threads (embedded) / writers per node")
       ->capture_default_str();

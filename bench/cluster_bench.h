@@ -4,7 +4,9 @@
 //    a collection of --shards shards, replication 1, so the work splits over the nodes) with
 //    --streams writers per node, each through its own node. Timed until every record is
 //    applied by its replica (a read-your-writes Get of every shard), not only acknowledged.
-//    Prints records/s per node and the ratio per node / embedded (goal >= 0.50).
+//    Prints records/s per node and the ratio per node / embedded (goal >= 0.50). The embedded
+//    ingest runs once as a warm-up, then --embedded-runs times before, between and after the
+//    two cluster runs; the ratios use the median of those.
 //  - search: the same query batches sent round robin to the nodes of each cluster with
 //    --client-threads callers; prints QPS and the ratio QPS(N) / (N x QPS(1)) (goal >= 0.80).
 //  - CPU: each shoald's CPU seconds (from /proc) per query and per record, and from them what
@@ -37,6 +39,7 @@ struct ClusterBenchOptions {
   size_t batch = 10;          // queries per Search call
   size_t ingest_batch = 500;  // records per Upsert
   int streams = 2;            // ingest threads (embedded) and writers per node (cluster)
+  int embedded_runs = 2;      // embedded ingests at each of 3 points (after one warm-up)
 };
 
 absl::Status RunClusterBench(const ClusterBenchOptions& options);
