@@ -10,9 +10,11 @@
 #include <atomic>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <span>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -71,11 +73,31 @@ double ProcessCpuSeconds(pid_t pid) {
 
 double SelfCpuSeconds() { return ProcessCpuSeconds(getpid()); }
 
+// Minor page faults of process `pid` so far (/proc/PID/stat's 10th field); 0 when unreadable.
+double MinorFaultsOf(pid_t pid) {
+  std::ifstream in(absl::StrCat("/proc/", pid, "/stat"));
+  std::string stat((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t end = stat.rfind(')');  // the command name may hold spaces
+  if (end == std::string::npos) return 0;
+  std::istringstream fields(stat.substr(end + 2));
+  std::string field;
+  for (int i = 3; i <= 10 && fields >> field; ++i) {
+  }
+  return std::atof(field.c_str());
+}
+
 struct Cluster {
   std::string dir;
   e2e::ClusterServices services;
   std::vector<std::unique_ptr<e2e::ShoaldProcess>> nodes;
   std::vector<std::unique_ptr<client::Client>> clients;
+
+  // Minor page faults so far of each node.
+  std::vector<double> Faults() const {
+    std::vector<double> faults;
+    for (const auto& node : nodes) faults.push_back(MinorFaultsOf(node->pid()));
+    return faults;
+  }
 
   // CPU seconds so far of each node, then of nats-server last.
   std::vector<double> Cpu() const {
@@ -144,7 +166,8 @@ absl::Status WaitApplied(const ClusterBenchOptions& o, Cluster& c,
 
 struct Phase {
   double seconds = 0;
-  std::vector<double> cpu;  // per node, then nats-server
+  std::vector<double> cpu;     // per node, then nats-server
+  std::vector<double> faults;  // minor page faults per node
 };
 
 std::vector<double> Minus(const std::vector<double>& a, const std::vector<double>& b) {
@@ -158,7 +181,7 @@ absl::StatusOr<Phase> IngestCluster(const ClusterBenchOptions& o, Cluster& c,
                                     std::span<const Record> records) {
   const size_t n = records.size(), nodes = c.clients.size();
   const size_t batches = (n + o.ingest_batch - 1) / o.ingest_batch;
-  const std::vector<double> cpu0 = c.Cpu();
+  const std::vector<double> cpu0 = c.Cpu(), faults0 = c.Faults();
   const double t0 = NowSeconds();
   SHOAL_RETURN_IF_ERROR(
       Parallel(batches, static_cast<int>(nodes) * o.streams, [&](size_t b) {
@@ -168,7 +191,7 @@ absl::StatusOr<Phase> IngestCluster(const ClusterBenchOptions& o, Cluster& c,
             .status();
       }).status());
   SHOAL_RETURN_IF_ERROR(WaitApplied(o, c, records));
-  return Phase{NowSeconds() - t0, Minus(c.Cpu(), cpu0)};
+  return Phase{NowSeconds() - t0, Minus(c.Cpu(), cpu0), Minus(c.Faults(), faults0)};
 }
 
 absl::StatusOr<Phase> SearchCluster(const ClusterBenchOptions& o, Cluster& c, const Matrix& queries,
@@ -234,6 +257,9 @@ absl::StatusOr<Run> RunCluster(const ClusterBenchOptions& o, uint32_t n, const C
   std::printf("  ingest  %9.0f records/s per node (%.2f s until applied); CPU %s\n", rate,
               run.ingest.seconds,
               CpuList(run.ingest.cpu, records.size() / 1e6, "us/record").c_str());
+  std::string faults;
+  for (double f : run.ingest.faults) absl::StrAppend(&faults, " ", f * 1000 / records.size());
+  std::printf("  ingest  minor page faults per 1,000 records, per node:%s\n", faults.c_str());
   std::printf("  search  %9.1f QPS (%.2f s); CPU %s\n", nq / run.search.seconds, run.search.seconds,
               CpuList(run.search.cpu, nq / 1e3, "ms/query").c_str());
   std::fflush(stdout);
