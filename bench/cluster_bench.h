@@ -9,9 +9,10 @@
 //    two cluster runs; the ratios use the median of those.
 //  - search: the same query batches sent round robin to the nodes of each cluster with
 //    --client-threads callers; prints QPS and the ratio QPS(N) / (N x QPS(1)) (goal >= 0.80).
-//  - CPU: each shoald's CPU seconds (from /proc) per query and per record, and from them what
-//    the ratios would be with one machine per node (the busiest node bounds the throughput):
-//    on loopback every process shares this machine's cores, so the measured QPS cannot scale.
+//  - CPU: each shoald's CPU seconds (its CPU-time clock) per query and per record, and from
+//    them what the ratios would be with one machine per node (the busiest node bounds the
+//    throughput): on loopback every process shares this machine's cores, so the measured QPS
+//    cannot scale. Also each node's minor page faults per record during ingest.
 // Needs etcd and nats-server (Debian etcd-server, nats-server) and shoald beside shoal_bench
 // (or in $SHOAL_BIN_DIR).
 #ifndef SHOAL_BENCH_CLUSTER_BENCH_H_
