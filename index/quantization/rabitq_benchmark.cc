@@ -65,6 +65,35 @@ void BM_PrepareQuery(benchmark::State& state) {
   }
 }
 
+// One posting as the SSD index scans it (SpannIndex::SearchQuantized): the per-(query, posting)
+// preparation from the rotated query and centroid, then the scan of its n codes. At the sizes
+// the auto spec gives (tens of codes per posting) the preparation is a large part of the total.
+void BM_Posting(benchmark::State& state) {
+  const size_t dim = state.range(0);
+  const uint32_t bits = static_cast<uint32_t>(state.range(1));
+  const size_t n = state.range(2);
+  RaBitQ rq(dim, bits, 1);
+  const std::vector<float> base = RandomRows(n, dim, 2);
+  const std::vector<float> centroid = RandomRows(1, dim, 5);
+  const std::vector<float> query = RandomRows(1, dim, 3);
+  std::vector<uint8_t> codes(n * rq.code_bytes());
+  for (size_t i = 0; i < n; ++i) {
+    rq.Encode(&base[i * dim], centroid.data(), &codes[i * rq.code_bytes()]);
+  }
+  std::vector<uint8_t> packed(rq.PackedBytes(n));
+  rq.Pack(codes.data(), n, packed.data());
+  std::vector<float> rotated_q(rq.padded_dim()), rotated_c(rq.padded_dim());
+  rq.rotation().Apply(query.data(), rotated_q.data());
+  rq.rotation().Apply(centroid.data(), rotated_c.data());
+  RaBitQ::Query q;
+  std::vector<RaBitQ::Estimate> out(n);
+  for (auto _ : state) {
+    rq.PrepareRotated(rotated_q.data(), rotated_c.data(), &q);
+    if (n > 0) rq.EstimatePacked(q, packed.data(), n, out.data());
+    benchmark::DoNotOptimize(out.data());
+  }
+}
+
 // Encoding cost (what an index build pays per posting entry): extended codes search for their
 // grid scale, 1-bit codes do not.
 void BM_Encode(benchmark::State& state) {
@@ -97,6 +126,13 @@ BENCHMARK(BM_EstimateBatch)
     ->ArgNames({"d", "bits", "level"})
     ->ArgsProduct({{128, 784}, {1, 2, 4}, {0, 1, 2}});
 BENCHMARK(BM_PrepareQuery)->ArgNames({"d", "bits"})->ArgsProduct({{128, 784}, {1, 4}});
+// Args: dim, bits, codes (0: the preparation alone).
+BENCHMARK(BM_Posting)
+    ->ArgNames({"d", "bits", "n"})
+    ->Args({128, 5, 0})
+    ->Args({128, 5, 65})
+    ->Args({784, 3, 0})
+    ->Args({784, 3, 82});
 BENCHMARK(BM_Encode)->ArgNames({"d", "bits"})->ArgsProduct({{128, 784}, {1, 2, 4}});
 BENCHMARK(BM_L2Sqr)->ArgNames({"d"})->Arg(128)->Arg(784);
 
