@@ -9,6 +9,7 @@
 //   q->Prepare(query, pq); q->Prepare(centroid, pc);   // prepared_dim() floats each
 //   q->Pack(&posting);                                  // the form kept in RAM and scanned
 //   q->Estimate(pq, pc, posting, est, err);             // |query - x|^2 in [est - err, est + err]
+//   q->Bounds(pq, pc, posting, lower, upper);           // the same as [lower, upper]
 //
 // Tiers:
 //   sq8        per-dimension 8-bit scalar quantization of the residual x - c with ranges trained
@@ -58,6 +59,10 @@ class PostingQuantizer {
   // and a bound on its error, from the prepared query and the prepared posting centroid.
   virtual void Estimate(const float* prepared_query, const float* prepared_centroid,
                         const QuantizedPosting& posting, float* estimate, float* error) const = 0;
+  // The same as each code's interval: lower[i] = estimate - error, upper[i] = estimate + error
+  // (float), what the index's scan works on. A tier may write it without the two arrays between.
+  virtual void Bounds(const float* prepared_query, const float* prepared_centroid,
+                      const QuantizedPosting& posting, float* lower, float* upper) const;
   virtual std::string Serialize() const = 0;
 };
 

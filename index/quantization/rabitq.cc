@@ -385,8 +385,9 @@ void RaBitQ::UnpackAt(const uint8_t* packed, size_t i, uint8_t* code) const {
   std::memcpy(code + code_bytes_ - kFactorBytes, f, sizeof(f));
 }
 
-void RaBitQ::EstimatePackedWith(internal::KernelLevelId level, const Query& q,
-                                const uint8_t* packed, size_t n, Estimate* out) const {
+template <typename Emit>
+void RaBitQ::ScanPacked(internal::KernelLevelId level, const Query& q, const uint8_t* packed,
+                        size_t n, Emit&& emit) const {
   const internal::RabitqScanFn scan = internal::RabitqScanFor(level);
   const internal::RabitqFinishFn finish = internal::RabitqFinishFor(level);
   const size_t positions = padded_dim() / 4;
@@ -399,21 +400,45 @@ void RaBitQ::EstimatePackedWith(internal::KernelLevelId level, const Query& q,
   float distance[kScanBlock], error[kScanBlock];
   for (size_t start = 0; start < n; start += kScanBlock) {
     const uint8_t* block = packed + start / kScanBlock * block_bytes();
-    std::fill(dots, dots + kScanBlock, 0.0);
-    for (size_t g = 0; g < groups; ++g) {
-      scan(q.luts.data() + g * positions * 16, positions, block, bits_, sums);
-      const double weight = static_cast<double>(uint64_t{1} << (6 * g));  // group g's bits
-      for (size_t i = 0; i < kScanBlock; ++i) dots[i] += static_cast<double>(sums[i]) * weight;
+    const size_t m = std::min(kScanBlock, n - start);
+    if (groups == 1) {  // one 6-bit group: the sums are the dot products
+      scan(q.luts.data(), positions, block, bits_, m, sums);
+      for (size_t i = 0; i < kScanBlock; ++i) dots[i] = static_cast<double>(sums[i]);
+    } else {
+      std::fill(dots, dots + kScanBlock, 0.0);
+      for (size_t g = 0; g < groups; ++g) {
+        scan(q.luts.data() + g * positions * 16, positions, block, bits_, m, sums);
+        const double weight = static_cast<double>(uint64_t{1} << (6 * g));  // group g's bits
+        for (size_t i = 0; i < kScanBlock; ++i) dots[i] += static_cast<double>(sums[i]) * weight;
+      }
     }
     const float* f = reinterpret_cast<const float*>(block + bits_ * positions * 16);
     finish(k, f, dots, distance, error);
-    const size_t m = std::min(kScanBlock, n - start);
-    for (size_t i = 0; i < m; ++i) out[start + i] = {distance[i], error[i]};
+    emit(start, m, distance, error);
   }
+}
+
+void RaBitQ::EstimatePackedWith(internal::KernelLevelId level, const Query& q,
+                                const uint8_t* packed, size_t n, Estimate* out) const {
+  ScanPacked(level, q, packed, n,
+             [out](size_t start, size_t m, const float* distance, const float* error) {
+               for (size_t i = 0; i < m; ++i) out[start + i] = {distance[i], error[i]};
+             });
 }
 
 void RaBitQ::EstimatePacked(const Query& q, const uint8_t* packed, size_t n, Estimate* out) const {
   EstimatePackedWith(internal::RabitqActiveLevel(), q, packed, n, out);
+}
+
+void RaBitQ::EstimatePackedBounds(const Query& q, const uint8_t* packed, size_t n, float* lower,
+                                  float* upper) const {
+  ScanPacked(internal::RabitqActiveLevel(), q, packed, n,
+             [lower, upper](size_t start, size_t m, const float* distance, const float* error) {
+               for (size_t i = 0; i < m; ++i) {
+                 lower[start + i] = distance[i] - error[i];
+                 upper[start + i] = distance[i] + error[i];
+               }
+             });
 }
 
 void RaBitQ::EstimateBatch(const Query& q, const uint8_t* codes, size_t n, Estimate* out) const {

@@ -213,6 +213,10 @@ class RaBitQ {
   void UnpackAt(const uint8_t* packed, size_t i, uint8_t* code) const;
   // The hot loop, through the best kernel for this CPU; identical results on every level.
   void EstimatePacked(const Query& q, const uint8_t* packed, size_t n, Estimate* out) const;
+  // The same estimates as each code's interval: lower[i] = distance - error and upper[i] =
+  // distance + error (float), written as each block is finished instead of through Estimates.
+  void EstimatePackedBounds(const Query& q, const uint8_t* packed, size_t n, float* lower,
+                            float* upper) const;
 
   // 48 bytes: magic, version, bits, eps0, the rotation's 28 bytes, CRC-32C; Deserialize returns
   // DataLoss (naming `where`) for anything malformed.
@@ -229,6 +233,10 @@ class RaBitQ {
   internal::RabitqFinishConstants Constants(const Query& q) const;
   void EstimatePackedWith(internal::KernelLevelId level, const Query& q, const uint8_t* packed,
                           size_t n, Estimate* out) const;
+  // The scan behind both: emit(start, m, distance, error) for each block of m codes from start.
+  template <typename Emit>
+  void ScanPacked(internal::KernelLevelId level, const Query& q, const uint8_t* packed, size_t n,
+                  Emit&& emit) const;
   void PrepareResidual(const float* a, const float* b, Query* out) const;
   // Chooses the Extended RaBitQ grid point for the unit vector o; writes u, returns <y, o>/|y|.
   double QuantizeUnit(const float* o, uint8_t* u) const;

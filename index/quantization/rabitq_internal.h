@@ -21,14 +21,16 @@ namespace shoal::index::internal {
 
 // One block: `planes` bit planes of `positions` 16-byte nibble groups each (block layout of
 // RaBitQ::Pack); lut has positions x 16 bytes; sums gets 32 values, the planes weighted (above).
+// Only the first `codes` (1..32) sums count: with codes <= 16 (a posting's last block) a kernel
+// may skip the high nibbles, codes 16..31, and leave their sums at any value.
 using RabitqScanFn = void (*)(const uint8_t* lut, size_t positions, const uint8_t* block,
-                              size_t planes, uint32_t* sums);
+                              size_t planes, size_t codes, uint32_t* sums);
 void RabitqScanScalar(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
-                      uint32_t* sums);
+                      size_t codes, uint32_t* sums);
 void RabitqScanAvx2(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
-                    uint32_t* sums);
+                    size_t codes, uint32_t* sums);
 void RabitqScanAvx512(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
-                      uint32_t* sums);
+                      size_t codes, uint32_t* sums);
 
 // The lookup table of one 6-bit group: for j < d / 4 and e < 16,
 //   lut[j * 16 + e] = sum over bits t of e of ((qu[4 j + t] >> shift) & 63).

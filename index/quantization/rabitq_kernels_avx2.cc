@@ -24,7 +24,7 @@ void Fold(__m256i a, __m256i b, __m256i* total) {
 }  // namespace
 
 void RabitqScanAvx2(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
-                    uint32_t* sums) {
+                    size_t /*codes: all 32 are summed*/, uint32_t* sums) {
   const __m256i low4 = _mm256_set1_epi8(0x0F);
   __m256i weighted[4] = {_mm256_setzero_si256(), _mm256_setzero_si256(), _mm256_setzero_si256(),
                          _mm256_setzero_si256()};

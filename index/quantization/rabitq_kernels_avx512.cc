@@ -30,7 +30,9 @@ void Fold(__m512i a, __m512i b, __m512i* total) {
 }
 
 // Adds steps [start, end) (4 positions each) of one plane's codes to the 16-bit accumulators:
-// a whole words of the shuffle results, b their high bytes (see Fold).
+// a whole words of the shuffle results, b their high bytes (see Fold). kLowOnly: codes 0..15
+// only (the low nibbles); the high accumulators are left as they were.
+template <bool kLowOnly>
 inline void Steps(const uint8_t* lut, const uint8_t* codes, size_t start, size_t end, __m512i* a_lo,
                   __m512i* b_lo, __m512i* a_hi, __m512i* b_hi) {
   const __m512i low4 = _mm512_set1_epi8(0x0F);
@@ -41,19 +43,21 @@ inline void Steps(const uint8_t* lut, const uint8_t* codes, size_t start, size_t
     const __m512i v = _mm512_loadu_si512(codes + j * 16);
     const __m512i table = _mm512_loadu_si512(lut + j * 16);
     const __m512i r_lo = _mm512_shuffle_epi8(table, _mm512_and_si512(v, low4));
-    const __m512i r_hi =
-        _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
     *a_lo = _mm512_add_epi16(*a_lo, r_lo);
     *b_lo = _mm512_add_epi16(*b_lo, _mm512_srli_epi16(r_lo, 8));
-    *a_hi = _mm512_add_epi16(*a_hi, r_hi);
-    *b_hi = _mm512_add_epi16(*b_hi, _mm512_srli_epi16(r_hi, 8));
+    if constexpr (!kLowOnly) {
+      const __m512i r_hi =
+          _mm512_shuffle_epi8(table, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4));
+      *a_hi = _mm512_add_epi16(*a_hi, r_hi);
+      *b_hi = _mm512_add_epi16(*b_hi, _mm512_srli_epi16(r_hi, 8));
+    }
   }
 }
 
-}  // namespace
-
-void RabitqScanAvx512(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
-                      uint32_t* sums) {
+// RabitqScanAvx512 below; kLowOnly: the sums of codes 0..15 only (those of 16..31 come out 0).
+template <bool kLowOnly>
+void ScanBlock(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
+               uint32_t* sums) {
   __m512i total_lo = _mm512_setzero_si512(), total_hi = _mm512_setzero_si512();
   // When the weighted even-byte sums of all planes (at most 252 per step, times the weights'
   // sum 2^planes - 1) stay below 2^16 over the whole block, the planes are weighted in the
@@ -69,15 +73,17 @@ void RabitqScanAvx512(const uint8_t* lut, size_t positions, const uint8_t* block
     for (size_t p = 0; p < planes; ++p) {
       __m512i a_lo = _mm512_setzero_si512(), b_lo = _mm512_setzero_si512();
       __m512i a_hi = _mm512_setzero_si512(), b_hi = _mm512_setzero_si512();
-      Steps(lut, block + p * positions * 16, 0, positions, &a_lo, &b_lo, &a_hi, &b_hi);
+      Steps<kLowOnly>(lut, block + p * positions * 16, 0, positions, &a_lo, &b_lo, &a_hi, &b_hi);
       const __m128i shift = _mm_cvtsi32_si128(static_cast<int>(planes - 1 - p));
       wa_lo = _mm512_add_epi16(wa_lo, _mm512_sll_epi16(a_lo, shift));
       wb_lo = _mm512_add_epi16(wb_lo, _mm512_sll_epi16(b_lo, shift));
-      wa_hi = _mm512_add_epi16(wa_hi, _mm512_sll_epi16(a_hi, shift));
-      wb_hi = _mm512_add_epi16(wb_hi, _mm512_sll_epi16(b_hi, shift));
+      if constexpr (!kLowOnly) {
+        wa_hi = _mm512_add_epi16(wa_hi, _mm512_sll_epi16(a_hi, shift));
+        wb_hi = _mm512_add_epi16(wb_hi, _mm512_sll_epi16(b_hi, shift));
+      }
     }
     Fold(wa_lo, wb_lo, &total_lo);
-    Fold(wa_hi, wb_hi, &total_hi);
+    if constexpr (!kLowOnly) Fold(wa_hi, wb_hi, &total_hi);
   } else {
     for (size_t p = 0; p < planes; ++p) {
       const uint8_t* codes = block + p * positions * 16;
@@ -87,44 +93,68 @@ void RabitqScanAvx512(const uint8_t* lut, size_t positions, const uint8_t* block
             start + 4 * kStepsPerRound < positions ? start + 4 * kStepsPerRound : positions;
         __m512i a_lo = _mm512_setzero_si512(), b_lo = _mm512_setzero_si512();
         __m512i a_hi = _mm512_setzero_si512(), b_hi = _mm512_setzero_si512();
-        Steps(lut, codes, start, end, &a_lo, &b_lo, &a_hi, &b_hi);
+        Steps<kLowOnly>(lut, codes, start, end, &a_lo, &b_lo, &a_hi, &b_hi);
         Fold(a_lo, b_lo, &plane_lo);
-        Fold(a_hi, b_hi, &plane_hi);
+        if constexpr (!kLowOnly) Fold(a_hi, b_hi, &plane_hi);
       }
       const __m128i shift = _mm_cvtsi32_si128(static_cast<int>(planes - 1 - p));
       total_lo = _mm512_add_epi32(total_lo, _mm512_sll_epi32(plane_lo, shift));
-      total_hi = _mm512_add_epi32(total_hi, _mm512_sll_epi32(plane_hi, shift));
+      if constexpr (!kLowOnly) {
+        total_hi = _mm512_add_epi32(total_hi, _mm512_sll_epi32(plane_hi, shift));
+      }
     }
   }
   _mm512_storeu_si512(sums, total_lo);
   _mm512_storeu_si512(sums + 16, total_hi);
 }
 
-// The shuffle indexes and masks that turn 16 query values (4 groups of 4 dimensions) into their
-// 4 lookup tables: lane L, byte e of the result = sum of value 4 L + t over the bits t of e.
+}  // namespace
+
+// A posting's last block often holds 16 codes or fewer (postings of tens of codes): then only
+// the low nibbles are scanned, about half the shuffles and adds of the block.
+void RabitqScanAvx512(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
+                      size_t codes, uint32_t* sums) {
+  if (codes <= 16) {
+    ScanBlock<true>(lut, positions, block, planes, sums);
+  } else {
+    ScanBlock<false>(lut, positions, block, planes, sums);
+  }
+}
+
+// The shuffle indexes that turn 16 query values (4 groups of 4 dimensions) into their 4 lookup
+// tables: lane L, byte e of the result = sum of value 4 L + t over the bits t of e. In two
+// rounds of two shuffles: first each lane's pair sums S = {0, v0, v1, v0 + v1, 0, v2, v3,
+// v2 + v3} of its group v0..v3, then table[e] = S[e & 3] + S[4 + (e >> 2)]. The byte sums are
+// the same as adding the 4 values bit by bit (at most 4 * 63 = 252: no byte overflows).
 struct LutShuffles {
-  __m512i index[4], mask[4];
+  __m512i pair_a, pair_b, low, high;
   LutShuffles() {
-    for (int t = 0; t < 4; ++t) {
-      alignas(64) uint8_t idx[64], m[64];
-      for (int lane = 0; lane < 4; ++lane) {
-        for (int e = 0; e < 16; ++e) {
-          idx[lane * 16 + e] = static_cast<uint8_t>(4 * lane + t);
-          m[lane * 16 + e] = (e >> t) & 1 ? 0xFF : 0;
-        }
+    constexpr uint8_t kZero = 0x80;  // a shuffle index with its top bit set gives 0
+    alignas(64) uint8_t a[64], b[64], lo[64], hi[64];
+    for (int lane = 0; lane < 4; ++lane) {
+      const auto v = [&](int t) { return static_cast<uint8_t>(4 * lane + t); };
+      const uint8_t first[16] = {kZero, v(0),  v(1),  v(0),  kZero, v(2),  v(3),  v(2),
+                                 kZero, kZero, kZero, kZero, kZero, kZero, kZero, kZero};
+      const uint8_t second[16] = {kZero, kZero, kZero, v(1),  kZero, kZero, kZero, v(3),
+                                  kZero, kZero, kZero, kZero, kZero, kZero, kZero, kZero};
+      for (int e = 0; e < 16; ++e) {
+        a[lane * 16 + e] = first[e];
+        b[lane * 16 + e] = second[e];
+        lo[lane * 16 + e] = static_cast<uint8_t>(e & 3);
+        hi[lane * 16 + e] = static_cast<uint8_t>(4 + (e >> 2));
       }
-      index[t] = _mm512_load_si512(idx);
-      mask[t] = _mm512_load_si512(m);
     }
+    pair_a = _mm512_load_si512(a);
+    pair_b = _mm512_load_si512(b);
+    low = _mm512_load_si512(lo);
+    high = _mm512_load_si512(hi);
   }
   // values: 16 bytes; returns the 4 tables (64 bytes).
   __m512i Tables(__m128i values) const {
     const __m512i all = _mm512_broadcast_i32x4(values);
-    __m512i table = _mm512_setzero_si512();
-    for (int t = 0; t < 4; ++t) {
-      table = _mm512_add_epi8(table, _mm512_and_si512(_mm512_shuffle_epi8(all, index[t]), mask[t]));
-    }
-    return table;
+    const __m512i pairs =
+        _mm512_add_epi8(_mm512_shuffle_epi8(all, pair_a), _mm512_shuffle_epi8(all, pair_b));
+    return _mm512_add_epi8(_mm512_shuffle_epi8(pairs, low), _mm512_shuffle_epi8(pairs, high));
   }
 };
 

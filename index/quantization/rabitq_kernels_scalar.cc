@@ -7,7 +7,7 @@
 namespace shoal::index::internal {
 
 void RabitqScanScalar(const uint8_t* lut, size_t positions, const uint8_t* block, size_t planes,
-                      uint32_t* sums) {
+                      size_t /*codes: all 32 are summed*/, uint32_t* sums) {
   for (size_t i = 0; i < 32; ++i) sums[i] = 0;
   for (size_t p = 0; p < planes; ++p) {
     uint32_t plane[32] = {};

@@ -62,6 +62,16 @@ class RabitqQuantizer final : public PostingQuantizer {
       error[i] = out[i].error;
     }
   }
+  void Bounds(const float* rotated_query, const float* rotated_centroid, const QuantizedPosting& p,
+              float* lower, float* upper) const override {
+    if (!p.packed) {
+      PostingQuantizer::Bounds(rotated_query, rotated_centroid, p, lower, upper);
+      return;
+    }
+    thread_local RaBitQ::Query q;
+    rq_.PrepareRotated(rotated_query, rotated_centroid, &q);
+    rq_.EstimatePackedBounds(q, p.codes.data(), p.size(), lower, upper);
+  }
   std::string Serialize() const override { return std::string(kMagic) + rq_.Serialize(); }
 
  private:

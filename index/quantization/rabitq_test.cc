@@ -219,6 +219,56 @@ TEST(RaBitQTest, KernelLevelsMatchScalarReferenceExactly) {
       std::vector<RaBitQ::Estimate> active(n);
       rq.EstimateBatch(q, codes.data(), n, active.data());
       for (size_t i = 0; i < n; ++i) ASSERT_EQ(active[i].distance, ref[i].distance);
+      std::vector<float> lower(n), upper(n);
+      rq.EstimatePackedBounds(q, packed.data(), n, lower.data(), upper.data());
+      for (size_t i = 0; i < n; ++i) {
+        ASSERT_EQ(lower[i], ref[i].distance - ref[i].error) << "dim " << dim << " bits " << bits;
+        ASSERT_EQ(upper[i], ref[i].distance + ref[i].error) << "dim " << dim << " bits " << bits;
+      }
+    }
+  }
+}
+
+// A quantizer's Bounds are its Estimates as intervals, [estimate - error, estimate + error] in
+// float, packed or not, for both tiers and for a partial last block (what the index's scan
+// works on; RaBitQ writes them straight from its finished blocks).
+TEST(QuantizerTest, BoundsAreTheEstimatesAsIntervals) {
+  std::mt19937_64 rng(base::TestSeed());
+  for (const std::string spec : {"rabitq:bits=1", "rabitq:bits=3", "rabitq:bits=7", "sq8"}) {
+    for (size_t dim : {100, 784}) {
+      auto quantizer = MakeQuantizer(spec, dim, rng());
+      ASSERT_TRUE(quantizer.ok()) << quantizer.status();
+      PostingQuantizer& pq = **quantizer;
+      const size_t n = 45;
+      std::vector<float> sample;
+      for (size_t i = 0; i < 64; ++i) {
+        const std::vector<float> v = RandomVector(rng, dim);
+        sample.insert(sample.end(), v.begin(), v.end());
+      }
+      pq.Train(sample.data(), 64);
+      const std::vector<float> centroid = RandomVector(rng, dim);
+      QuantizedPosting posting;
+      posting.code_bytes = pq.code_bytes();
+      posting.codes.resize(n * pq.code_bytes());
+      for (size_t i = 0; i < n; ++i) {
+        const std::vector<float> x = RandomVector(rng, dim);
+        pq.Encode(x.data(), centroid.data(), &posting.codes[i * pq.code_bytes()]);
+        posting.ids.push_back(i);
+      }
+      const std::vector<float> query = RandomVector(rng, dim);
+      std::vector<float> prepared_q(pq.prepared_dim()), prepared_c(pq.prepared_dim());
+      pq.Prepare(query.data(), prepared_q.data());
+      pq.Prepare(centroid.data(), prepared_c.data());
+      for (bool pack : {false, true}) {
+        if (pack) pq.Pack(&posting);
+        std::vector<float> est(n), err(n), lower(n), upper(n);
+        pq.Estimate(prepared_q.data(), prepared_c.data(), posting, est.data(), err.data());
+        pq.Bounds(prepared_q.data(), prepared_c.data(), posting, lower.data(), upper.data());
+        for (size_t i = 0; i < n; ++i) {
+          ASSERT_EQ(lower[i], est[i] - err[i]) << spec << " dim " << dim << " packed " << pack;
+          ASSERT_EQ(upper[i], est[i] + err[i]) << spec << " dim " << dim << " packed " << pack;
+        }
+      }
     }
   }
 }

@@ -85,6 +85,16 @@ void Sq8Quantizer::Encode(const float* x, const float* centroid, uint8_t* code) 
 
 void PostingQuantizer::Prepare(const float* v, float* out) const { std::copy(v, v + dim(), out); }
 
+void PostingQuantizer::Bounds(const float* prepared_query, const float* prepared_centroid,
+                              const QuantizedPosting& posting, float* lower, float* upper) const {
+  Estimate(prepared_query, prepared_centroid, posting, lower, upper);
+  for (size_t i = 0; i < posting.size(); ++i) {
+    const float e = lower[i], r = upper[i];
+    lower[i] = e - r;
+    upper[i] = e + r;
+  }
+}
+
 void Sq8Quantizer::Estimate(const float* query, const float* centroid,
                             const QuantizedPosting& posting, float* estimate, float* error) const {
   const uint8_t* codes = posting.codes.data();
