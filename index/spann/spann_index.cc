@@ -224,7 +224,7 @@ absl::Status SpannIndex::SearchOne(const PostingDirectory& dir, const float* q, 
                                    const SpannKnobs& knobs, const Exclusion& ex,
                                    std::vector<Neighbor>* out, SearchStats* stats,
                                    std::vector<uint32_t>* leaves) const {
-  std::vector<uint32_t> postings;
+  thread_local std::vector<uint32_t> postings;  // no allocation per query
   Navigate(dir, q, knobs, &postings);
   if (leaves != nullptr) {
     leaves->clear();
@@ -302,7 +302,7 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   const bool ip = manifest_.metric == Metric::kInnerProduct;
   const float q_sq = ip ? InnerProduct(q, q, d) : 0;
   thread_local CandidateIntervals cands;
-  thread_local std::vector<float> est, err;
+  thread_local std::vector<float> lower, upper;
   thread_local std::vector<uint32_t> within;
   thread_local base::AlignedVector<float> prepared;  // the kernels load whole lines of it
   cands.Reset(k);
@@ -311,19 +311,16 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   quantizer_->Prepare(q, prepared.data());
   auto scan = [&](uint32_t p, const QuantizedPosting& qp) {
     const size_t n = qp.size();
-    est.resize(n);
-    err.resize(n);
-    within.resize(n);
-    quantizer_->Estimate(prepared.data(), PreparedCentroid(dir, p), qp, est.data(), err.data());
-    stats->vectors_scored += n;
-    // est and err become each code's lower and upper bound, in loops the compiler vectorises.
-    float* lo = est.data();
-    float* hi = err.data();
-    for (size_t i = 0; i < n; ++i) {
-      const float e = est[i], r = err[i];
-      lo[i] = e - r;
-      hi[i] = e + r;
+    if (lower.size() < n) {  // grown only: a resize per posting costs more than its scan's tail
+      lower.resize(n);
+      upper.resize(n);
+      within.resize(n);
     }
+    // Each code's lower and upper bound, straight from the quantizer.
+    float* lo = lower.data();
+    float* hi = upper.data();
+    quantizer_->Bounds(prepared.data(), PreparedCentroid(dir, p), qp, lo, hi);
+    stats->vectors_scored += n;
     if (ip) {  // -<q,x> = (|q-x|^2 - |q|^2 - |x|^2) / 2
       for (size_t i = 0; i < n; ++i) {
         lo[i] = (lo[i] - q_sq - qp.sq_norms[i]) / 2;
@@ -346,7 +343,8 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
       cands.Offer(qp.ids[i], lo[i], hi[i]);
     }
   };
-  std::vector<uint32_t> missing;
+  thread_local std::vector<uint32_t> missing;
+  missing.clear();
   if (codes_resident_ && !postings.empty()) {
     PrefetchResident(dir, postings[0], pd);
     if (postings.size() > 1) PrefetchHeader(dir, postings[1]);
