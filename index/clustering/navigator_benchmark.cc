@@ -85,6 +85,24 @@ void Navigate(benchmark::State& state, CentroidScoring scoring) {
   state.counters["overlap"] = overlap / (nq * m);
   state.counters["leaves"] = static_cast<double>(s->tree->num_leaves());
 }
+// The flat navigator (CentroidTree::ScanLeaves: every leaf scored, the m nearest kept), which the
+// index uses where the tree's descent costs more (low dimension, many postings asked for).
+void Scan(benchmark::State& state, CentroidScoring scoring) {
+  const Setup* s = Load();
+  if (s == nullptr) {
+    state.SkipWithError("fashion-mnist or SHOAL_NAV_TREE cannot be loaded");
+    return;
+  }
+  const size_t m = state.range(0), nq = s->ds.test.rows;
+  std::vector<std::pair<float, uint32_t>> got;
+  size_t i = 0;
+  for (auto _ : state) {
+    s->tree->ScanLeaves(s->ds.test.Row(i), m, &got, scoring);
+    benchmark::DoNotOptimize(got.data());
+    if (++i == nq) i = 0;
+  }
+  state.counters["leaves"] = static_cast<double>(s->tree->num_leaves());
+}
 // Building the copy (as every index open does) over the tree's leaf centroids.
 void CopyBuild(benchmark::State& state) {
   const Setup* s = Load();
@@ -102,6 +120,7 @@ BENCHMARK(CopyBuild)->Unit(benchmark::kMillisecond);
 
 BENCHMARK_CAPTURE(Navigate, float, CentroidScoring::kFloat)->Arg(8)->Arg(16)->Arg(32);
 BENCHMARK_CAPTURE(Navigate, half, CentroidScoring::kHalf)->Arg(8)->Arg(16)->Arg(32);
+BENCHMARK_CAPTURE(Scan, half, CentroidScoring::kHalf)->Arg(8)->Arg(64);
 
 }  // namespace
 }  // namespace shoal::index
