@@ -321,7 +321,7 @@ RaBitQ::Estimate RaBitQ::EstimateOne(const Query& q, const uint8_t* code) const 
   for (size_t t = 0; t < 4; ++t) factors[t * kScanBlock] = f[t];
   double dots[kScanBlock] = {static_cast<double>(dot)};
   float distance[kScanBlock], error[kScanBlock];
-  internal::RabitqFinishScalar(Constants(q), factors, dots, distance, error);
+  internal::RabitqFinishScalar(Constants(q), factors, dots, 1, distance, error);
   return {distance[0], error[0]};
 }
 
@@ -413,7 +413,7 @@ void RaBitQ::ScanPacked(internal::KernelLevelId level, const Query& q, const uin
       }
     }
     const float* f = reinterpret_cast<const float*>(block + bits_ * positions * 16);
-    finish(k, f, dots, distance, error);
+    finish(k, f, dots, m, distance, error);
     emit(start, m, distance, error);
   }
 }

@@ -64,12 +64,14 @@ RabitqQuantizeFn RabitqQuantizeFor(KernelLevelId level);
 struct RabitqFinishConstants {
   double delta, lower, offset, qn_sq, two_qn, error_coef, error_sq;
 };
+// Only the first `codes` (1..32) are finished: a kernel may leave the rest of distance and error
+// unwritten (the AVX-512 one finishes whole groups of 8).
 using RabitqFinishFn = void (*)(const RabitqFinishConstants& k, const float* f, const double* dots,
-                                float* distance, float* error);
+                                size_t codes, float* distance, float* error);
 void RabitqFinishScalar(const RabitqFinishConstants& k, const float* f, const double* dots,
-                        float* distance, float* error);
+                        size_t codes, float* distance, float* error);
 void RabitqFinishAvx512(const RabitqFinishConstants& k, const float* f, const double* dots,
-                        float* distance, float* error);
+                        size_t codes, float* distance, float* error);
 RabitqFinishFn RabitqFinishFor(KernelLevelId level);
 // Plus a float-rounding allowance on the bound (the rotation and the factors are float): without
 // it a vector at its centroid, whose statistical error is 0, would be "outside" its bound by 1 ulp.

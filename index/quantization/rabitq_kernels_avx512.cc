@@ -206,14 +206,14 @@ void RabitqFhtAvx512(float* v, size_t n) {
 
 // RabitqFinishScalar 8 codes at a time in double lanes, the same operations in the same order.
 void RabitqFinishAvx512(const RabitqFinishConstants& k, const float* f, const double* dots,
-                        float* distance, float* error) {
+                        size_t codes, float* distance, float* error) {
   const __m512d delta = _mm512_set1_pd(k.delta), lower = _mm512_set1_pd(k.lower);
   const __m512d offset = _mm512_set1_pd(k.offset), qn_sq = _mm512_set1_pd(k.qn_sq);
   const __m512d two_qn = _mm512_set1_pd(k.two_qn), coef = _mm512_set1_pd(k.error_coef);
   const __m512d error_sq = _mm512_set1_pd(k.error_sq), zero = _mm512_setzero_pd();
   const __m512d slack = _mm512_set1_pd(kRabitqRoundingSlack);
   auto load = [&](size_t at) { return _mm512_cvtps_pd(_mm256_loadu_ps(f + at)); };
-  for (size_t i = 0; i < 32; i += 8) {
+  for (size_t i = 0; i < codes; i += 8) {
     const __m512d norm = load(i), scale = load(32 + i), spread_f = load(64 + i);
     const __m512d sum_u = load(96 + i);
     const __m512d norm_sq = _mm512_mul_pd(norm, norm);

@@ -36,8 +36,8 @@ void RabitqLutScalar(const uint16_t* qu, size_t d, uint32_t shift, uint8_t* lut)
 }
 
 void RabitqFinishScalar(const RabitqFinishConstants& k, const float* f, const double* dots,
-                        float* distance, float* error) {
-  for (size_t i = 0; i < 32; ++i) {
+                        size_t codes, float* distance, float* error) {
+  for (size_t i = 0; i < codes; ++i) {
     const double norm_sq = double{f[i]} * f[i];
     // <y, q_bar> = sum u_i q_bar_i - (2^B - 1)/2 sum q_bar_i.
     const double y_dot_q = k.delta * dots[i] + k.lower * f[96 + i] - k.offset;
