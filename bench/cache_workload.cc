@@ -157,9 +157,12 @@ std::vector<CacheCeiling> StreamCeilings(const CacheWorkload& w) {
     double time_s;
     std::string answer;
   };
-  // Per category and key: the exact cache's entry (its last store), and the intent's last ask.
-  std::vector<std::map<std::pair<int, int>, Stored>> exact(out.size()), asked(out.size());
-  std::vector<uint64_t> exact_hits(out.size()), semantic_hits(out.size());
+  // Per category and key: the exact cache's entry (its last store), the oracle's (its newest
+  // store of the intent: it expires last and holds the newest version, so an older entry never
+  // hits where it misses), and the intent's last ask.
+  std::vector<std::map<std::pair<int, int>, Stored>> exact(out.size()), oracle(out.size()),
+      asked(out.size());
+  std::vector<uint64_t> exact_hits(out.size()), oracle_hits(out.size()), semantic_hits(out.size());
   for (const CacheQuery& q : w.queries) {
     const double ttl = static_cast<double>(w.categories[q.category].ttl_s);
     const std::string answer = CacheAnswer(w, q);
@@ -175,6 +178,11 @@ std::vector<CacheCeiling> StreamCeilings(const CacheWorkload& w) {
     } else {
       exact[q.category][phrase] = {q.time_s, answer};  // a miss: the answer is stored
     }
+    if (live(oracle[q.category], intent)) {
+      ++oracle_hits[q.category];
+    } else {
+      oracle[q.category][intent] = {q.time_s, answer};
+    }
     // Any cache stores only answers asked before, so an intent asked at this version within
     // the TTL bounds every policy's hits.
     semantic_hits[q.category] += live(asked[q.category], intent);
@@ -183,6 +191,7 @@ std::vector<CacheCeiling> StreamCeilings(const CacheWorkload& w) {
   for (size_t c = 0; c < out.size(); ++c) {
     if (out[c].queries == 0) continue;
     out[c].exact = static_cast<double>(exact_hits[c]) / static_cast<double>(out[c].queries);
+    out[c].oracle = static_cast<double>(oracle_hits[c]) / static_cast<double>(out[c].queries);
     out[c].semantic = static_cast<double>(semantic_hits[c]) / static_cast<double>(out[c].queries);
   }
   return out;

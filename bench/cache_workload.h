@@ -7,7 +7,7 @@
 // version (CacheAnswer).
 //
 //   CacheWorkload w = MakeCacheWorkload({.seed = 1, .queries = 20000, .mix = CacheMix::kPaper});
-//   std::vector<CacheCeiling> c = StreamCeilings(w);   // what exact / any policy could hit
+//   std::vector<CacheCeiling> c = StreamCeilings(w);   // what exact / an oracle could hit
 //
 // Two mixes (docs/PERFORMANCE.md, "Semantic cache", says why):
 //   kPaper   per-category parameters set so that, on the stream alone, a perfect semantic cache
@@ -75,12 +75,15 @@ std::string CacheAnswer(const CacheWorkload& w, const CacheQuery& q);
 
 // What the stream allows per category, with no cache involved: the share of its queries that an
 // exact-prompt cache answers correctly (`exact`: it stores on its misses and keeps an entry for
-// the category's TTL from its store), and an upper bound on every policy (`semantic`: the same
-// intent was asked at its current version within the TTL; a cache holds only answers asked
-// before).
+// the category's TTL from its store), an oracle cache's hits (`oracle`: it stores on its misses
+// too, keeps an entry for the TTL from its store, and hits exactly when a live entry holds the
+// asked intent at its current version: the most any threshold policy can hit without a false
+// hit), and an upper bound on every policy (`semantic`: the same intent was asked at its current
+// version within the TTL; a cache holds only answers asked before).
 struct CacheCeiling {
   uint64_t queries = 0;
   double exact = 0;
+  double oracle = 0;
   double semantic = 0;
 };
 std::vector<CacheCeiling> StreamCeilings(const CacheWorkload& w);

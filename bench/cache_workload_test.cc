@@ -66,25 +66,42 @@ TEST(CacheWorkloadTest, SeededUnitEmbeddingsWithParaphrasesNearTheirIntent) {
   EXPECT_GT(pairs, 0u);
 }
 
-// A hand-made stream: the exact cache keeps an entry for the TTL from its store; the semantic
-// ceiling counts an intent asked at the current version within the TTL.
+// A hand-made stream: the exact cache keeps an entry for the TTL from its store; the oracle
+// keeps the intent's entry for the TTL from its store and hits any phrasing of it at its
+// version; the semantic ceiling counts an intent asked at the current version within the TTL.
 TEST(CacheWorkloadTest, CeilingsCountTtlAndVersions) {
   CacheWorkload w;
   w.categories = {{"s", 0, 0, 0.9, 0, /*period_s=*/100, 1.0, /*ttl_s=*/30, 0, 0}};
   w.intents = {10};
   w.queries = {
-      {0, 1, 0, 0},    // miss; exact stores (1,0) at 0
-      {0, 1, 0, 10},   // exact and semantic hit
-      {0, 1, 1, 20},   // semantic hit only (another phrasing); exact stores (1,1) at 20
-      {0, 1, 1, 45},   // exact hit (stored at 20, TTL 30); semantic too (asked at 20)
-      {0, 1, 1, 80},   // expired for both: miss; exact stores (1,1) at 80
-      {0, 1, 1, 105},  // within TTL but the answer changed (version 1): miss for both
+      {0, 1, 0, 0},    // miss; exact stores (1,0) at 0, the oracle intent 1 at 0
+      {0, 1, 0, 10},   // every one hits
+      {0, 1, 1, 20},   // oracle and semantic hit (another phrasing); exact stores (1,1) at 20
+      {0, 1, 1, 45},   // exact hit (stored at 20, TTL 30); semantic too (asked at 20); the
+                       // oracle's entry (stored at 0) expired: it stores again at 45
+      {0, 1, 1, 80},   // expired for all: miss; exact stores (1,1) at 80, the oracle too
+      {0, 1, 1, 105},  // within TTL but the answer changed (version 1): miss for all
+      {0, 2, 0, 106},  // another intent, never asked: miss for all
   };
   const std::vector<CacheCeiling> c = StreamCeilings(w);
   ASSERT_EQ(c.size(), 1u);
-  EXPECT_EQ(c[0].queries, 6u);
-  EXPECT_DOUBLE_EQ(c[0].exact, 2.0 / 6);
-  EXPECT_DOUBLE_EQ(c[0].semantic, 3.0 / 6);
+  EXPECT_EQ(c[0].queries, 7u);
+  EXPECT_DOUBLE_EQ(c[0].exact, 2.0 / 7);
+  EXPECT_DOUBLE_EQ(c[0].oracle, 2.0 / 7);
+  EXPECT_DOUBLE_EQ(c[0].semantic, 3.0 / 7);
+}
+
+// The oracle hits exactly the live intent at its version, so it lies between the exact cache
+// (any exact hit's intent was stored by the oracle too, unless its own entry expired first) and
+// the semantic bound, on both mixes.
+TEST(CacheWorkloadTest, OracleLiesUnderTheSemanticBound) {
+  for (CacheMix mix : {CacheMix::kPaper, CacheMix::kLegacy}) {
+    const CacheWorkload w = MakeCacheWorkload({.seed = base::TestSeed(), .mix = mix});
+    for (const CacheCeiling& x : StreamCeilings(w)) {
+      EXPECT_LE(x.oracle, x.semantic);
+      EXPECT_GT(x.oracle, 0.9 * x.exact);
+    }
+  }
 }
 
 }  // namespace
