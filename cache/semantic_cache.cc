@@ -439,10 +439,12 @@ absl::Status SemanticCache::Feedback(const CacheFeedbackReport& report) {
   if (!wrong) {
     ++e->meta.correct;
   } else if (sim >= 1.0f) {
-    // Wrong at similarity 1 (an exact hit): the answer itself is stale.
-    AddDeletes(e->id, &writes);
+    // Wrong at similarity 1 (an exact hit): the answer itself is stale, and so is the same
+    // answer stored under the question's other phrasings near it.
+    const std::vector<uint64_t> stale = StaleSiblings(*e);
+    for (uint64_t id : stale) AddDeletes(id, &writes);
     SHOAL_RETURN_IF_ERROR(store_->WriteCacheRows(writes, /*sync=*/true));
-    Remove(e->id, Removal::kInvalidated);
+    for (uint64_t id : stale) Remove(id, Removal::kInvalidated);
     return absl::OkStatus();
   } else {
     ++e->meta.wrong;

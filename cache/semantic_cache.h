@@ -202,6 +202,10 @@ class SemanticCache {
   void Insert(std::unique_ptr<Entry> entry, const float* vector) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Remove(uint64_t id, Removal why) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void AddDeletes(uint64_t id, Writes* writes) const;
+  // `e` and the entries near it in its shard (among its nearest few, within reach of the
+  // loosest threshold its policy allows) that hold the same answer: what a wrong exact hit
+  // shows to be stale (other phrasings of the question, stored before the answer changed).
+  std::vector<uint64_t> StaleSiblings(const Entry& e) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void PutMeta(const Entry& e, Writes* writes) const;
   // Store's quota check: the entries of `category` to evict so that one more of `bytes` fits
   // (not `keep`), with the quota each one frees.

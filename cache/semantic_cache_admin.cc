@@ -294,6 +294,20 @@ void SemanticCache::Remove(uint64_t id, Removal why) {
   entries_.Erase(id);  // frees e
 }
 
+std::vector<uint64_t> SemanticCache::StaleSiblings(const Entry& e) const {
+  constexpr size_t kNearest = 16;  // more phrasings of one question than a shard keeps apart
+  std::vector<uint64_t> out{e.id};
+  const ShardIndex& index = e.shard->index;
+  const float* vector = index.Vector(e.id);
+  if (vector == nullptr) return out;
+  const auto reach = static_cast<float>(e.shard->category->policy.min_threshold);
+  for (const index::Neighbor& n : index.Search(vector, kNearest)) {
+    if (n.id == e.id || Similarity(n.distance) < reach) continue;
+    if (entries_.At(n.id)->response_hash == e.response_hash) out.push_back(n.id);
+  }
+  return out;
+}
+
 void SemanticCache::AddDeletes(uint64_t id, Writes* writes) const {
   using Kind = storage::RecordStore::CacheWrite::Kind;
   writes->push_back({.key = EntryKey(spec_.name, id), .kind = Kind::kDelete});

@@ -293,6 +293,24 @@ TEST_F(SemanticCacheTest, WrongExactHitRemovesTheEntry) {
   EXPECT_EQ(cache_->Stats().total.entries, 0u);
 }
 
+// A wrong exact hit shows the answer changed: the same answer stored under a paraphrase near
+// it goes too; another answer near it, and the same answer out of reach, stay.
+TEST_F(SemanticCacheTest, WrongExactHitRemovesTheSameAnswerNearIt) {
+  ASSERT_TRUE(cache_->SetPolicy("", Policy(0.8)).ok());
+  const float a = std::acos(0.95f), b = std::acos(0.9f);
+  const uint64_t id = Put(Q({1, 0}, "price of gold"), "1900");
+  Put(Q({std::cos(a), std::sin(a)}, "gold price"), "1900");        // a stale copy
+  Put(Q({std::cos(b), -std::sin(b)}, "gold quote"), "1850");       // another answer: stays
+  Put(Q({std::cos(2.0f), std::sin(2.0f)}, "year of it"), "1900");  // out of reach: stays
+  ASSERT_TRUE(Get(Q({1, 0}, "price of gold")).exact);
+  ASSERT_TRUE(cache_->Feedback({.entry_id = id, .verdict = CacheVerdict::kWrong}).ok());
+  EXPECT_FALSE(Get(Q({std::cos(a), std::sin(a)}, "gold price")).hit);
+  EXPECT_EQ(Get(Q({std::cos(b), -std::sin(b)}, "gold quote")).response, "1850");
+  EXPECT_EQ(Get(Q({std::cos(2.0f), std::sin(2.0f)}, "year of it")).response, "1900");
+  EXPECT_EQ(cache_->Stats().total.entries, 2u);
+  EXPECT_EQ(cache_->Stats().total.invalidated, 2u);
+}
+
 TEST_F(SemanticCacheTest, LoadBandStaysInsideItsLimits) {
   CachePolicy p = Policy(0.9);
   p.min_threshold = 0.8;

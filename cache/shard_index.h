@@ -122,6 +122,8 @@ class ShardIndex {
   // Removes `id`; false if it was absent.
   bool Remove(uint64_t id);
   bool Contains(uint64_t id) const { return vectors_.Contains(id); }
+  // The stored vector of `id` (valid until the next Add or Remove); nullptr when absent.
+  const float* Vector(uint64_t id) const { return vectors_.Vector(id); }
   // Off: Add and Remove never rebuild. On: rebuilds now when one is due.
   void SetAutoCluster(bool on);
   // Starts a background rebuild of all vectors now (when size() >= cluster_at and none is in

@@ -267,7 +267,8 @@ class DB {
   virtual absl::StatusOr<uint64_t> CacheInvalidate(std::string_view cache,
                                                    const CacheInvalidation& which) = 0;
   // Reports whether a hit was right; wrong answers tighten the entry's and the category's
-  // thresholds (a wrong exact hit removes the entry). NotFound for an unknown entry.
+  // thresholds (a wrong exact hit removes the entry, and the entries near it in its partition
+  // and category holding the same answer: its stale copies). NotFound for an unknown entry.
   virtual absl::Status CacheFeedback(std::string_view cache,
                                      const CacheFeedbackReport& feedback) = 0;
   virtual absl::StatusOr<CacheStats> GetCacheStats(std::string_view cache) = 0;
