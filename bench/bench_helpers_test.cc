@@ -202,6 +202,13 @@ TEST(DatasetExportTest, FbinAndIbinRoundTripThroughTheReaders) {
   EXPECT_EQ(back->rows, 2u);
   EXPECT_EQ(back->data, (std::vector<float>{1.5f, -2, 3, 4}));
 
+  const std::string after = ::testing::TempDir() + "export_test_after.fbin";  // warmup.fbin
+  ASSERT_TRUE(WriteFbinRows(after, m, 2, 1).ok());
+  back = ReadVectors(after);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(back->rows, 2u);
+  EXPECT_EQ(back->data, (std::vector<float>{3, 4, 5, 6.25f}));
+
   const std::string truth = ::testing::TempDir() + "export_test_truth.ibin";
   Neighbors n = Make({{7, 1, 0}, {2, 2000000, 5}});
   ASSERT_TRUE(WriteIbin(truth, n).ok());
@@ -218,6 +225,8 @@ TEST(DatasetExportTest, RejectsMoreRowsThanTheMatrixAndIdsOutsideInt32) {
   absl::Status s = WriteFbinRows(path, m, 2);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.message(), ::testing::HasSubstr("rows 2"));
+  EXPECT_EQ(WriteFbinRows(path, m, 1, 1).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(WriteFbinRows(path, m, 0, 2).code(), absl::StatusCode::kInvalidArgument);
   Neighbors n = Make({{int64_t{1} << 40}});
   s = WriteIbin(::testing::TempDir() + "export_test_bad.ibin", n);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);

@@ -53,16 +53,16 @@ absl::Status WriteFbin(const std::string& path, const Matrix& m) {
   return WriteFbinRows(path, m, m.rows);
 }
 
-absl::Status WriteFbinRows(const std::string& path, const Matrix& m, size_t rows) {
-  if (rows > m.rows) {
+absl::Status WriteFbinRows(const std::string& path, const Matrix& m, size_t rows, size_t first) {
+  if (first > m.rows || rows > m.rows - first) {
     return absl::InvalidArgumentError(
-        absl::StrCat(path, ": rows ", rows, " > the matrix's ", m.rows));
+        absl::StrCat(path, ": rows ", rows, " from row ", first, " > the matrix's ", m.rows));
   }
-  if (m.data.size() < rows * m.cols) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(path, ": data holds ", m.data.size(), " floats, fewer than rows * cols"));
+  if (m.data.size() < (first + rows) * m.cols) {
+    return absl::InvalidArgumentError(absl::StrCat(path, ": data holds ", m.data.size(),
+                                                   " floats, fewer than (first + rows) * cols"));
   }
-  return WriteBin(path, rows, m.cols, m.data.data(), sizeof(float));
+  return WriteBin(path, rows, m.cols, m.data.data() + first * m.cols, sizeof(float));
 }
 
 absl::Status WriteIbin(const std::string& path, const Neighbors& n) {

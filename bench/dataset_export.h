@@ -24,9 +24,9 @@ namespace shoal::bench {
 // All rows of `m` (float32).
 absl::Status WriteFbin(const std::string& path, const Matrix& m);
 
-// The first `rows` rows of `m` (e.g. the first nq test queries); InvalidArgument if
-// rows > m.rows.
-absl::Status WriteFbinRows(const std::string& path, const Matrix& m, size_t rows);
+// `rows` rows of `m` from row `first` (e.g. the first nq test queries, or the warm-up queries
+// after them); InvalidArgument if first + rows > m.rows.
+absl::Status WriteFbinRows(const std::string& path, const Matrix& m, size_t rows, size_t first = 0);
 
 // The ids of `n` (nq x k, closest first) as int32; distances are not written.
 absl::Status WriteIbin(const std::string& path, const Neighbors& n);

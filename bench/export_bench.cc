@@ -24,6 +24,11 @@ absl::Status RunExport(const ExportOptions& o) {
   SHOAL_ASSIGN_OR_RETURN(Metric metric, MetricOfDataset(ds));
   const size_t nq = o.queries == 0 ? ds.test.rows : std::min(o.queries, ds.test.rows);
   if (nq == 0) return absl::InvalidArgumentError(absl::StrCat(ds.name, ": no test queries"));
+  if (o.warmup_queries > ds.test.rows - nq) {
+    return absl::InvalidArgumentError(absl::StrCat("--warmup-queries ", o.warmup_queries, ": ",
+                                                   ds.name, " has ", ds.test.rows - nq,
+                                                   " test queries after the first ", nq));
+  }
   std::printf("dataset %s: %zu x %zu base, %zu queries, %s (loaded in %.2f s)\n", ds.name.c_str(),
               ds.train.rows, ds.train.cols, nq, ds.distance.c_str(), NowSeconds() - t0);
   const double t1 = NowSeconds();
@@ -37,6 +42,9 @@ absl::Status RunExport(const ExportOptions& o) {
   SHOAL_RETURN_IF_ERROR(WriteFbin(o.out + "/base.fbin", ds.train));
   SHOAL_RETURN_IF_ERROR(WriteFbinRows(o.out + "/query.fbin", ds.test, nq));
   SHOAL_RETURN_IF_ERROR(WriteIbin(o.out + "/truth.ibin", gt.neighbors));
+  if (o.warmup_queries > 0) {  // the queries `ann --warmup-queries W` warms the caches with
+    SHOAL_RETURN_IF_ERROR(WriteFbinRows(o.out + "/warmup.fbin", ds.test, o.warmup_queries, nq));
+  }
   std::printf("wrote %s/{base.fbin,query.fbin,truth.ibin}: %zu x %zu, %zu queries, k=%zu, %s\n",
               o.out.c_str(), ds.train.rows, ds.train.cols, nq, o.k, ds.distance.c_str());
   return absl::OkStatus();
@@ -49,6 +57,9 @@ void RegisterExportCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--dataset", o->dataset, "any `ann --dataset` spec")->required();
   cmd->add_option("--out", o->out, "output directory")->required();
   cmd->add_option("--queries", o->queries, "first N test queries (0 = all)")->capture_default_str();
+  cmd->add_option("--warmup-queries", o->warmup_queries,
+                  "also write warmup.fbin: the W test queries after the first N (as `ann`'s)")
+      ->capture_default_str();
   cmd->add_option("--k", o->k, "ground-truth neighbours per query")->capture_default_str();
   cmd->add_option("--cache-dir", o->cache_dir, "ground-truth cache (default ~/.cache/shoal_bench)");
   cmd->callback([o, exit_code] {

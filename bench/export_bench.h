@@ -21,11 +21,12 @@ class App;
 namespace shoal::bench {
 
 struct ExportOptions {
-  std::string dataset;    // any shoal::LoadDataset spec
-  size_t queries = 1000;  // first N test queries; 0 = all
-  size_t k = 10;          // ground-truth width (10 shares `ann`'s cache)
-  std::string out;        // directory, created if missing
-  std::string cache_dir;  // ground-truth cache (default DefaultCacheDir())
+  std::string dataset;        // any shoal::LoadDataset spec
+  size_t queries = 1000;      // first N test queries; 0 = all
+  size_t warmup_queries = 0;  // W test queries after the first N -> warmup.fbin (as `ann`'s)
+  size_t k = 10;              // ground-truth width (10 shares `ann`'s cache)
+  std::string out;            // directory, created if missing
+  std::string cache_dir;      // ground-truth cache (default DefaultCacheDir())
 };
 
 // InvalidArgument for an empty --dataset/--out, k == 0 or a set without test queries; the
