@@ -4,7 +4,10 @@
     /usr/bin/python3 bench/peers/sptag_table.py WORK
 
 Reads WORK/logs/sptag-r<round>-irn<N>.log (SSDServing's own report plus the /proc lines the
-script appended) and WORK/logs/shoal-r<round>.log (`shoal_bench ann`). Each point keeps its
+script appended), WORK/logs/shoal-r<round>-*.log (`shoal_bench ann`, one process per point) and
+the two builds' logs, sptag-build.log and shoal-build.log (`/usr/bin/time -v` around each: wall
+and CPU seconds; the process that built Shoal's index gives its build time only, as its search
+ran on the caches the build's calibration filled). Each point keeps its
 fastest round (lowest mean latency; recall does not change between rounds). Prints every point,
 then per recall target the fastest point of each system reaching it and SPTAG / Shoal ratios
 (above 1: Shoal is lower, i.e. better). 4-KiB reads: SPTAG's own page count per query (its
@@ -58,9 +61,19 @@ def parse_sptag(path):
     }
 
 
+def cpu_seconds(text):
+    """User + system seconds of the last `/usr/bin/time -v` report in text, or None."""
+    user = re.findall(r"User time \(seconds\): ([0-9.]+)", text)
+    system = re.findall(r"System time \(seconds\): ([0-9.]+)", text)
+    return float(user[-1]) + float(system[-1]) if user and system else None
+
+
 def parse_shoal(path):
     points, build, ram_note = [], None, ""
     text = open(path, errors="replace").read()
+    if "reused its index" not in text:  # the build's process: its caches are the build's
+        m = re.search(r"== shoal \((.*?)\): build ([0-9.]+) s", text)
+        return [], (float(m.group(2)) if m else None), (m.group(1) if m else "")
     m = re.search(r"== shoal \((.*?)\): build ([0-9.]+) s(?:, load ([0-9.]+) s)?", text)
     if m:
         ram_note = m.group(1)
@@ -105,15 +118,19 @@ def main(work):
     logs = os.path.join(work, "logs")
     sptag = [p for p in map(parse_sptag, sorted(glob.glob(f"{logs}/sptag-r*-irn*.log"))) if p]
     shoal, shoal_build, shoal_params = [], None, ""
-    for path in sorted(glob.glob(f"{logs}/shoal-r*.log")):
+    for path in sorted(glob.glob(f"{logs}/shoal-r*.log")) + glob.glob(f"{logs}/shoal-build.log"):
         pts, build, params = parse_shoal(path)
         shoal += pts
         shoal_build = shoal_build or build
         shoal_params = shoal_params or params
-    sptag_build, sptag_stages = None, "SelectHead + BuildHead + BuildSSDIndex"
+    shoal_cpu = None
+    if os.path.exists(os.path.join(logs, "shoal-build.log")):
+        shoal_cpu = cpu_seconds(open(os.path.join(logs, "shoal-build.log"), errors="replace").read())
+    sptag_build, sptag_cpu, sptag_stages = None, None, "SelectHead + BuildHead + BuildSSDIndex"
     build_log = os.path.join(logs, "sptag-build.log")
     if os.path.exists(build_log):
         text = open(build_log, errors="replace").read()
+        sptag_cpu = cpu_seconds(text)
         m = re.findall(r"wall_seconds ([0-9.]+)", text)
         sptag_build = float(m[-1]) if m else None
         # /usr/bin/time -v's wall clock ("h:mm:ss" or "m:ss.ss") when the script's line is absent
@@ -138,7 +155,9 @@ def main(work):
                   f"{p['p50_ms']:.3f} | {p['p99_ms']:.3f} | {p['reads']:.1f} | "
                   f"{fmt(p['proc_reads'], '%.1f')} | {p['rss_mib']:.1f} | {p['load']} |")
     print()
-    print(f"build: sptag-spann {fmt(sptag_build, '%.0f')} s wall ({sptag_stages}), shoal {fmt(shoal_build, '%.0f')} s (BuildIndex; {shoal_params})")
+    print(f"build: sptag-spann {fmt(sptag_build, '%.0f')} s wall, {fmt(sptag_cpu, '%.0f')} CPU-s "
+          f"({sptag_stages}); shoal {fmt(shoal_build, '%.0f')} s wall (BuildIndex; {shoal_params}), "
+          f"{fmt(shoal_cpu, '%.0f')} CPU-s (the whole bench process)")
     print()
     print("| recall@10 >= | system | point | recall | mean ms | p99 ms | 4-KiB reads/q |")
     print("|---:|---|---|---:|---:|---:|---:|")
