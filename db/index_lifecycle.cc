@@ -212,6 +212,9 @@ absl::StatusOr<std::vector<index::CalibrationPoint>> IndexLifecycle::Calibrate(
   if (spec_.metric == Metric::kCosine) in.hit_epsilon = 1e-3f;
   in.threads = options_.build_threads != 0 ? options_.build_threads
                                            : std::max(1u, std::thread::hardware_concurrency());
+  // The L2 ground truth on the build's clustering backend (its fused top-m kernel).
+  auto backend = index::MakeDefaultClusteringBackend(options_.build_threads);
+  in.backend = backend.get();
   return index::CalibrateSpann(in);
 }
 

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <random>
 
+#include "base/test_seed.h"
 #include "index/spann/spann_calibration.h"
 #include "index/topk.h"
 
@@ -51,13 +52,18 @@ TEST(SpannAutoTest, CodesThatCannotBeHeldKeepTheirBits) {
             "rabitq:bits=1");
 }
 
-TEST(SpannAutoTest, CalibrationQueriesFollowTheGroundTruthsCostBelow640d) {
-  // 50000 x 100-d: 5e6 multiply-adds a query, 2e10 afford 4000: capped at 1000.
-  EXPECT_EQ(AutoSpannOptions({.n = 50000, .dim = 100}).calibration_queries, 1000u);
-  // 2M x 128-d: 78 afford: at least 200.
-  EXPECT_EQ(AutoSpannOptions({.n = 2000000, .dim = 128}).calibration_queries, 200u);
-  // 100000 x 256-d: 781.
-  EXPECT_EQ(AutoSpannOptions({.n = 100000, .dim = 256}).calibration_queries, 781u);
+TEST(SpannAutoTest, CalibrationSamplesAThousandQueriesBelow640dWhateverN) {
+  // The sample's standard error, not the ground truth's cost, decides: a large n gets as many
+  // queries as a small one (200 at 10M x 128 let target 0.95 land at 0.9455).
+  for (size_t n : {50000, 100000, 2000000, 10000000}) {
+    for (size_t dim : {100, 128, 256, 639}) {
+      EXPECT_EQ(AutoSpannOptions({.n = n, .dim = dim}).calibration_queries, 1000u)
+          << n << " " << dim;
+    }
+  }
+  EXPECT_EQ(AutoSpannOptions({.n = 10000000, .dim = 128, .ram_budget_bytes = 512000000})
+                .calibration_queries,
+            1000u);
   // From 640-d the default.
   EXPECT_EQ(AutoSpannOptions({.n = 50000, .dim = 960}).calibration_queries,
             SpannOptions().calibration_queries);
@@ -203,6 +209,54 @@ TEST(SpannCalibrationTest, LadderIsFineAndEachRowIsTheMeanLessOneStandardError) 
   // So a target is met only where the mean clears it by the margin.
   const RecallEstimate at = expected(MaxPostingsForRecall(*table, 0.9f));
   EXPECT_GE(at.mean - at.se, 0.9);
+}
+
+// The CPU backend, counting its AssignTopM calls.
+class CountingBackend final : public ClusteringBackend {
+ public:
+  std::string name() const override { return "counting"; }
+  absl::Status AssignTopM(const float* points, size_t n, const float* centroids, size_t k, size_t d,
+                          size_t m, const float* bias, uint32_t* labels,
+                          float* distances) override {
+    ++calls;
+    return cpu_->AssignTopM(points, n, centroids, k, d, m, bias, labels, distances);
+  }
+  int calls = 0;
+
+ private:
+  std::unique_ptr<ClusteringBackend> cpu_ = MakeCpuClusteringBackend(2);
+};
+
+TEST(SpannCalibrationTest, TheBackendsGroundTruthGivesTheScansTable) {
+  constexpr size_t kDim = 16, kRows = 3000;
+  std::mt19937_64 rng(base::TestSeed());
+  std::normal_distribution<float> g;
+  std::vector<float> data(kRows * kDim);
+  for (float& x : data) x = g(rng);
+  for (size_t j = 0; j < kDim; ++j) data[7 * kDim + j] = data[5 * kDim + j];  // a duplicate row
+  std::vector<uint64_t> ids(kRows);
+  for (size_t i = 0; i < kRows; ++i) ids[i] = i;  // StepIndex answers rows
+  StepIndex scanned(&data, kDim), kernel(&data, kDim);
+  CalibrationInput in{&scanned, ids, data.data(), kDim, Metric::kL2, /*num_postings=*/60};
+  in.queries = 300;
+  in.seed = rng();
+  auto by_scan = CalibrateSpann(in);
+  ASSERT_TRUE(by_scan.ok()) << by_scan.status();
+  CountingBackend backend;
+  in.index = &kernel;
+  in.backend = &backend;
+  auto by_kernel = CalibrateSpann(in);
+  ASSERT_TRUE(by_kernel.ok()) << by_kernel.status();
+  EXPECT_EQ(backend.calls, 1);
+  ASSERT_EQ(by_kernel->size(), by_scan->size());
+  for (size_t i = 0; i < by_scan->size(); ++i) {
+    EXPECT_EQ((*by_kernel)[i].max_postings, (*by_scan)[i].max_postings);
+    EXPECT_FLOAT_EQ((*by_kernel)[i].recall, (*by_scan)[i].recall) << i;
+  }
+  // Inner product (cosine's index form) keeps the scan: the kernel ranks by L2.
+  in.metric = Metric::kInnerProduct;
+  ASSERT_TRUE(CalibrateSpann(in).ok());
+  EXPECT_EQ(backend.calls, 1);
 }
 
 }  // namespace

@@ -41,10 +41,45 @@ std::vector<size_t> SampleRows(size_t n, size_t count, uint64_t seed) {
   return rows;
 }
 
+// Per query: the 10th smallest distance to any other vector, from the backend's top kK + 1
+// (one of them may be the query's own row), each recomputed with Distance() so that it is the
+// value a search reports. False when the backend failed.
+bool TrueKthByBackend(const CalibrationInput& in, const std::vector<size_t>& rows,
+                      const std::vector<float>& queries, std::vector<float>* kth) {
+  const size_t q = rows.size(), m = kK + 1;
+  std::vector<uint32_t> labels(q * m);
+  std::vector<float> distances(q * m);
+  if (!in.backend
+           ->AssignTopM(queries.data(), q, in.vectors, in.ids.size(), in.dim, m, nullptr,
+                        labels.data(), distances.data())
+           .ok()) {
+    return false;
+  }
+  kth->resize(q);
+  std::vector<float> others;
+  for (size_t i = 0; i < q; ++i) {
+    others.clear();
+    for (size_t j = 0; j < m; ++j) {
+      const size_t row = labels[i * m + j];
+      if (row == rows[i] || others.size() == kK) continue;
+      others.push_back(
+          Distance(in.metric, queries.data() + i * in.dim, in.vectors + row * in.dim, in.dim));
+    }
+    (*kth)[i] = *std::max_element(others.begin(), others.end());
+  }
+  return true;
+}
+
 // Per query: the 10th smallest distance to any other vector (brute force).
-std::vector<float> TrueKth(const CalibrationInput& in, const std::vector<size_t>& rows) {
+std::vector<float> TrueKth(const CalibrationInput& in, const std::vector<size_t>& rows,
+                           const std::vector<float>& queries) {
+  std::vector<float> kth;
+  if (in.backend != nullptr && in.metric == Metric::kL2 &&
+      TrueKthByBackend(in, rows, queries, &kth)) {
+    return kth;
+  }
   const size_t n = in.ids.size(), q = rows.size();
-  std::vector<float> kth(q);
+  kth.assign(q, 0);
   std::atomic<size_t> next_block{0};
   auto work = [&] {
     for (size_t b; (b = next_block.fetch_add(kQueryBlock)) < q;) {
@@ -86,11 +121,11 @@ absl::StatusOr<std::vector<CalibrationPoint>> CalibrateSpann(const CalibrationIn
   const size_t n = in.ids.size();
   if (in.index == nullptr || in.queries == 0 || n < kK + 2) return std::vector<CalibrationPoint>();
   const std::vector<size_t> rows = SampleRows(n, std::min<size_t>(in.queries, n - 1), in.seed);
-  const std::vector<float> kth = TrueKth(in, rows);
   std::vector<float> queries;
   queries.reserve(rows.size() * in.dim);
   for (size_t r : rows)
     queries.insert(queries.end(), in.vectors + r * in.dim, in.vectors + (r + 1) * in.dim);
+  const std::vector<float> kth = TrueKth(in, rows, queries);
 
   // A query that found all its 10 keeps them at every larger max_postings (a search scans the
   // nearest postings, so more of them only adds candidates): it is not searched again, and the
