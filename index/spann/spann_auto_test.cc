@@ -248,15 +248,26 @@ TEST(SpannCalibrationTest, TheBackendsGroundTruthGivesTheScansTable) {
   auto by_kernel = CalibrateSpann(in);
   ASSERT_TRUE(by_kernel.ok()) << by_kernel.status();
   EXPECT_EQ(backend.calls, 1);
-  ASSERT_EQ(by_kernel->size(), by_scan->size());
-  for (size_t i = 0; i < by_scan->size(); ++i) {
-    EXPECT_EQ((*by_kernel)[i].max_postings, (*by_scan)[i].max_postings);
-    EXPECT_FLOAT_EQ((*by_kernel)[i].recall, (*by_scan)[i].recall) << i;
-  }
+  auto same_table = [&](const std::vector<CalibrationPoint>& table) {
+    ASSERT_EQ(table.size(), by_scan->size());
+    for (size_t i = 0; i < table.size(); ++i) {
+      EXPECT_EQ(table[i].max_postings, (*by_scan)[i].max_postings);
+      EXPECT_FLOAT_EQ(table[i].recall, (*by_scan)[i].recall) << i;
+    }
+  };
+  same_table(*by_kernel);
+  // In blocks of rows (the last one shorter than the kernel's 11), merged per query.
+  in.backend_block_rows = 299;  // 10 blocks of 299 rows and one of 10
+  StepIndex blocked(&data, kDim);
+  in.index = &blocked;
+  auto by_blocks = CalibrateSpann(in);
+  ASSERT_TRUE(by_blocks.ok()) << by_blocks.status();
+  EXPECT_EQ(backend.calls, 1 + 11);
+  same_table(*by_blocks);
   // Inner product (cosine's index form) keeps the scan: the kernel ranks by L2.
   in.metric = Metric::kInnerProduct;
   ASSERT_TRUE(CalibrateSpann(in).ok());
-  EXPECT_EQ(backend.calls, 1);
+  EXPECT_EQ(backend.calls, 12);
 }
 
 }  // namespace

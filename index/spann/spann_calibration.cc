@@ -42,31 +42,38 @@ std::vector<size_t> SampleRows(size_t n, size_t count, uint64_t seed) {
 }
 
 // Per query: the 10th smallest distance to any other vector, from the backend's top kK + 1
-// (one of them may be the query's own row), each recomputed with Distance() so that it is the
-// value a search reports. False when the backend failed.
+// (one of them may be the query's own row) over blocks of backend_block_rows indexed rows (the
+// kernel packs its centroids: a block bounds that copy), each recomputed with Distance() so that
+// it is the value a search reports. False when the backend failed.
 bool TrueKthByBackend(const CalibrationInput& in, const std::vector<size_t>& rows,
                       const std::vector<float>& queries, std::vector<float>* kth) {
-  const size_t q = rows.size(), m = kK + 1;
-  std::vector<uint32_t> labels(q * m);
-  std::vector<float> distances(q * m);
-  if (!in.backend
-           ->AssignTopM(queries.data(), q, in.vectors, in.ids.size(), in.dim, m, nullptr,
-                        labels.data(), distances.data())
-           .ok()) {
-    return false;
+  const size_t q = rows.size(), n = in.ids.size();
+  const size_t block = std::max<size_t>(kK + 1, in.backend_block_rows);
+  std::vector<TopK<uint64_t>> top(q, TopK<uint64_t>(kK));
+  std::vector<uint32_t> labels;
+  std::vector<float> distances;
+  for (size_t b = 0; b < n; b += block) {
+    const size_t rows_here = std::min(block, n - b), m = std::min(kK + 1, rows_here);
+    labels.resize(q * m);
+    distances.resize(q * m);
+    if (!in.backend
+             ->AssignTopM(queries.data(), q, in.vectors + b * in.dim, rows_here, in.dim, m, nullptr,
+                          labels.data(), distances.data())
+             .ok()) {
+      return false;
+    }
+    for (size_t i = 0; i < q; ++i) {
+      for (size_t j = 0; j < m; ++j) {
+        const size_t row = b + labels[i * m + j];
+        if (row == rows[i]) continue;
+        top[i].Push(
+            Distance(in.metric, queries.data() + i * in.dim, in.vectors + row * in.dim, in.dim),
+            row);
+      }
+    }
   }
   kth->resize(q);
-  std::vector<float> others;
-  for (size_t i = 0; i < q; ++i) {
-    others.clear();
-    for (size_t j = 0; j < m; ++j) {
-      const size_t row = labels[i * m + j];
-      if (row == rows[i] || others.size() == kK) continue;
-      others.push_back(
-          Distance(in.metric, queries.data() + i * in.dim, in.vectors + row * in.dim, in.dim));
-    }
-    (*kth)[i] = *std::max_element(others.begin(), others.end());
-  }
+  for (size_t i = 0; i < q; ++i) (*kth)[i] = top[i].Threshold();
   return true;
 }
 

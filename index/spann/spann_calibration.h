@@ -60,6 +60,7 @@ struct CalibrationInput {
   // The L2 ground truth's kernel (see Cost above); nullptr: the scan. Its errors (e.g. a
   // non-finite vector) fall back to the scan.
   ClusteringBackend* backend = nullptr;
+  size_t backend_block_rows = size_t{1} << 18;  // indexed rows per kernel call (its packed copy)
 };
 
 // Mean of per-query recalls and the standard error of that mean (0 below 2 queries).
