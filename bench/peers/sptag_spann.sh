@@ -258,6 +258,7 @@ EOF
   wait "$pid" || { tail -20 "$out.log"; return 1; }
   { echo "proc_io_read_bytes $(echo "$io" | awk '/^read_bytes/{print $2}')"
     echo "vm_hwm_kib $rss"; echo "queries $queries"; echo "loadavg $(cut -d' ' -f1-3 /proc/loadavg)"
+    [ -f "$work/data/warmup.fbin" ] && echo "warmup_queries $(dims "$work/data/warmup.fbin" | cut -d' ' -f1)"
   } >>"$out.log"
 }
 

@@ -12,8 +12,9 @@ fastest round (lowest mean latency; recall does not change between rounds). Prin
 then per recall target the fastest point of each system reaching it and SPTAG / Shoal ratios
 (above 1: Shoal is lower, i.e. better). 4-KiB reads: SPTAG's own page count per query (its
 posting pages read with O_DIRECT) and /proc/PID/io read_bytes / 4096 / queries as the kernel
-saw them (that one also counts the head index loaded at start when it is not in the page
-cache); Shoal's bytes read from SSD / 4096 (posting cache hits read nothing).
+saw them over the warm-up and timed queries (that one also counts the head index loaded at
+start when it is not in the page cache); Shoal's 4-KiB reads from SSD per query (`disk 4K/q`,
+posting and vector cache hits read nothing).
 Standard library only.
 """
 import glob
@@ -46,8 +47,10 @@ def parse_sptag(path):
     ios = numbers_after(lines, "Total Disk IO Distribution")
     if not recall or lat is None or pages is None:
         return None
-    extra = dict(re.findall(r"^(proc_io_read_bytes|vm_hwm_kib|queries|loadavg) (.*)$", text, re.M))
-    nq = float(extra.get("queries", 1000))
+    extra = dict(re.findall(r"^(proc_io_read_bytes|vm_hwm_kib|queries|warmup_queries|loadavg) (.*)$",
+                            text, re.M))
+    # The process read for its warm-up pass as well as for the timed queries.
+    nq = float(extra.get("queries", 1000)) + float(extra.get("warmup_queries", 0))
     io_bytes = extra.get("proc_io_read_bytes", "")
     irn = re.search(r"irn(\d+)", path).group(1)
     return {
@@ -80,19 +83,31 @@ def parse_shoal(path):
         build = float(m.group(2))
     reused = "reused its index" in text
     load = re.search(r"^loadavg (.*)$", text, re.M)
+    cols = None
     for line in text.splitlines():
+        if line.strip().startswith("params "):  # `ann`'s header: columns by name
+            cols = []
+            for tok in line.split():  # "p50 us", "RAM MiB" and "disk 4K/q" are one column each
+                if tok in ("us", "MiB") or (cols and cols[-1] == "disk"):
+                    cols[-1] += " " + tok
+                else:
+                    cols.append(tok)
+            continue
         f = line.split()
-        if len(f) == 11 and ("=" in f[0]):
-            try:
-                recall, qps, p50, p99, bytes_q, posts, scored, cache = map(float, f[1:9])
-            except ValueError:
-                continue
-            points.append({
-                "point": f[0], "recall": recall, "mean_ms": 1000.0 / qps, "p50_ms": p50 / 1000,
-                "p99_ms": p99 / 1000, "reads": bytes_q / 4096, "ios": posts - cache,
-                "proc_reads": None, "rss_mib": float(f[10]), "posts": posts, "cache": cache,
-                "load": load.group(1) if load else "?",
-            })
+        if cols is None or len(f) != len(cols) or "=" not in f[0]:
+            continue
+        try:
+            v = dict(zip(cols[1:], map(float, f[1:])))
+        except ValueError:
+            continue
+        reads = v.get("disk 4K/q", v["bytes/query"] / 4096)
+        points.append({
+            "point": f[0], "recall": v["recall"], "mean_ms": 1000.0 / v["QPS"],
+            "p50_ms": v["p50 us"] / 1000, "p99_ms": v["p99 us"] / 1000, "reads": reads,
+            "ios": v["posts/q"] - v["cache/q"], "proc_reads": None, "rss_mib": v["RAM MiB"],
+            "posts": v["posts/q"], "cache": v["cache/q"],
+            "load": load.group(1) if load else "?",
+        })
     return points, (None if reused else build), ram_note
 
 
