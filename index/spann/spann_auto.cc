@@ -20,13 +20,11 @@ namespace {
 constexpr double kVectorsPerPosting = 64;
 // Below this dimension the calibration samples kMoreCalibrationQueries queries whatever n: the
 // recall it measures must be precise enough for the target, and a sample's standard error does
-// not shrink with n. Per-query recall@10 near 0.95 spreads with a standard deviation of ~0.07-0.08
-// (synthetic 2M and 10M x 128), so 200 queries gave a standard error of ~0.0055 and 1000 give
-// ~0.0024. At 10M x 128 the 200 sampled for the build put 0.9508 (mean less one standard error)
-// at 36 postings, where 1000 other indexed vectors measured 0.9457 and 1000 held-out queries
-// 0.9455: target 0.95 landed 0.0045 low on sampling error alone (docs/PERFORMANCE.md). The
-// ground truth's cost, 1000 x n x dim multiply-adds, grows with n like the build itself; with the
-// fused kernel (spann_calibration.h) 1000 queries cost about what 200 did in the scalar scan.
+// not shrink with n. Per-query recall@10 near 0.95 spreads by ~0.07-0.08, so 200 queries left a
+// standard error of ~0.0055 and 1000 leave ~0.0024; with 200, target 0.95 landed 0.0045 low at
+// 10M x 128 on sampling error alone (docs/PERFORMANCE.md, "Target-recall calibration at 10M").
+// The ground truth's cost, 1000 x n x dim multiply-adds, grows with n like the build itself; on
+// the fused kernel (spann_calibration.h) 1000 queries cost about what 200 did in the scan.
 constexpr size_t kMoreCalibrationBelowDim = 640;
 constexpr uint32_t kMoreCalibrationQueries = 1000;
 constexpr double kVectorsPerLargePosting = 256;

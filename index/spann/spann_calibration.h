@@ -25,10 +25,10 @@
 // Cost: queries x n x dim multiply-adds for the ground truth plus the ladder's searches, where a
 // query that found all its 10 is not searched again (more postings only add candidates; its row
 // counts it as 1). With a `backend` and the L2 metric the ground truth is the clustering
-// backend's fused top-m kernel (the queries as points, every indexed vector as a centroid),
-// its 10th distance recomputed exactly; otherwise a scan blocked over 16 queries at a time,
-// split over `threads`. Measured at 2M x 128, 2 threads: the kernel's 1000 queries took 8.1 s,
-// the scan 1.2 s for 16 (so ~75 s for 1000); docs/PERFORMANCE.md, the SSD regime at 10M.
+// backend's fused top-m kernel (the queries as points, the indexed vectors as centroids, in
+// blocks of backend_block_rows), its 10th distance recomputed exactly; otherwise a scan blocked
+// over 16 queries at a time, split over `threads`. The kernel costs ~4x less CPU per query than the
+// scan (docs/PERFORMANCE.md, "Target-recall calibration at 10M").
 //
 // Thread safety: pure given a const index; `index` may serve other searches meanwhile.
 #ifndef SHOAL_INDEX_SPANN_SPANN_CALIBRATION_H_
