@@ -108,8 +108,8 @@ absl::StatusOr<PostingSizeChoice> ChoosePostingSize(ClusteringBackend& backend,
              c.entries * kEntryNsPerBit * dim * entry_bits;
     choice.candidates.push_back(c);
   }
-  if (choice.candidates.empty()) {  // too few vectors to compare sizes: one posting per 16
-    choice.centroid_ratio = 1.0 / kSmallestSize;
+  if (choice.candidates.empty()) {  // too few vectors to compare sizes: the ratio as given
+    choice.centroid_ratio = o.centroid_ratio;
     return choice;
   }
   for (const PostingSizeCandidate& c : choice.candidates) {

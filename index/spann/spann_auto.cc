@@ -45,6 +45,7 @@ SpannOptions AutoSpannOptions(const DataShape& s) {
   const double per_posting =
       s.dim >= kLargePostingDim ? kVectorsPerLargePosting : kVectorsPerPosting;
   o.centroid_ratio = std::clamp(1.0 / per_posting, 1e-6, 0.5);
+  o.centroids_from_data = true;  // the ratio above is the fallback for too few vectors
   o.replicas = 4;
   if (s.dim < 32) {
     o.quant = "none";

@@ -16,9 +16,12 @@
 //                   each block is scanned once; at 100-d 3 and 4 bits were no faster than 5
 //                   (they re-rank 5x / 2x more vectors), docs/PERFORMANCE.md "one lookup-table
 //                   group". Below 32-d: no quantizer (a full vector is barely larger than a code).
-//   centroid_ratio  about 64 vectors per posting (1/64), 256 from 1024-d (where a posting's fixed
-//                   cost, navigation and query preparation over dim values, outweighs the scan of
-//                   its 2-bit codes; Fashion-MNIST at 784-d lost with 128), at least 1 posting.
+//   centroids       data: the build measures the posting size on a sample (posting_size.h;
+//                   docs/PERFORMANCE.md "K from the data": 1.3-1.4x QPS at 100/128/256-d, the
+//                   rule's own size elsewhere). centroid_ratio, the fallback when the sample is
+//                   too small to compare sizes: about 64 vectors per posting (1/64), 256 from
+//                   1024-d (where a posting's fixed cost, navigation and query preparation over
+//                   dim values, outweighs the scan of its 2-bit codes), at least 1 posting.
 //   replicas        4; 2 when the codes of 4 would take over half the RAM budget.
 //   bits            one fewer (down to 1) while the codes still take over half the budget —
 //                   unless even 1-bit codes would: then the codes stay on the SSD, read with

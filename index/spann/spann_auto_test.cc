@@ -35,6 +35,7 @@ TEST(SpannAutoTest, BitsFollowTheDimensionAndRamBudget) {
   EXPECT_EQ(tighter.replicas, 2u);
   EXPECT_EQ(tighter.quant, "rabitq:bits=3");
   EXPECT_NEAR(roomy.centroid_ratio, 1.0 / 64, 1e-9);
+  EXPECT_TRUE(roomy.centroids_from_data);  // the ratio is the fallback
 }
 
 // The SSD regime (2M x 128-d under a RAM budget of 10% of the raw vectors): 2 replicas of 1-bit

@@ -115,8 +115,8 @@ class AdminRpcTest(unittest.TestCase):
         self.assertEqual(ids.tolist(), [7])
         with self.assertRaisesRegex(shoal.InvalidArgumentError, "target_recall"):
             self.client.search("idx", self.vectors[7], k=1, target_recall=1.5)
-        info = self.client.build_index("idx", "auto")  # 16-d: no quantizer, 64 per posting
-        self.assertIn("centroid_ratio=0.015625", info.index)
+        info = self.client.build_index("idx", "auto")  # 16-d: no quantizer, posting size measured
+        self.assertIn("centroids=data", info.index)
         self.assertIn("quant=none", info.index)
         with self.assertRaises(shoal.InvalidArgumentError):
             self.client.build_index("idx", "spann:no_such_knob=1")
