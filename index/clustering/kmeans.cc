@@ -7,7 +7,6 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
-#include <optional>
 #include <random>
 
 #include "absl/strings/str_cat.h"
@@ -220,33 +219,34 @@ absl::StatusOr<float> RunWithChosenLambda(Lloyd& lloyd, size_t n, size_t k, uint
   const uint32_t trial_iterations = std::min(iterations, kTrialIterations);
   const double mean_dist = lloyd.objective() / n;
   const double mean_size = static_cast<double>(n) / k;
-  float best_lambda = 0;
+  static_assert(kLambdaFactors[0] == 0, "trials[0] is plain k-means");
+  std::vector<Lloyd> trials;
+  std::vector<float> lambdas;
+  size_t best = 0;
   double best_spread = std::numeric_limits<double>::infinity();
-  std::optional<Lloyd> best, plain;
   for (float factor : kLambdaFactors) {
-    const auto lambda = static_cast<float>(factor * mean_dist / mean_size);
-    Lloyd trial = lloyd;
-    SHOAL_RETURN_IF_ERROR(trial.Run(trial_iterations, lambda));
-    SHOAL_ASSIGN_OR_RETURN(const double spread, SpreadOfNextAssignment(trial, lambda));
+    lambdas.push_back(static_cast<float>(factor * mean_dist / mean_size));
+    Lloyd& trial = trials.emplace_back(lloyd);
+    SHOAL_RETURN_IF_ERROR(trial.Run(trial_iterations, lambdas.back()));
+    SHOAL_ASSIGN_OR_RETURN(const double spread, SpreadOfNextAssignment(trial, lambdas.back()));
     if (spread < best_spread) {
       best_spread = spread;
-      best_lambda = lambda;
-      best = trial;
+      best = trials.size() - 1;
     }
-    if (lambda == 0) plain = std::move(trial);
   }
   const uint32_t rest = iterations - trial_iterations;
-  SHOAL_RETURN_IF_ERROR(plain->Run(rest, 0));
-  if (best_lambda > 0) {
-    SHOAL_RETURN_IF_ERROR(best->Run(rest, best_lambda));
-    SHOAL_ASSIGN_OR_RETURN(const double penalised, SpreadOfNextAssignment(*best, best_lambda));
-    SHOAL_ASSIGN_OR_RETURN(const double unpenalised, SpreadOfNextAssignment(*plain, 0));
+  SHOAL_RETURN_IF_ERROR(trials[0].Run(rest, 0));
+  if (best != 0) {
+    SHOAL_RETURN_IF_ERROR(trials[best].Run(rest, lambdas[best]));
+    SHOAL_ASSIGN_OR_RETURN(const double penalised,
+                           SpreadOfNextAssignment(trials[best], lambdas[best]));
+    SHOAL_ASSIGN_OR_RETURN(const double unpenalised, SpreadOfNextAssignment(trials[0], 0));
     if (penalised < unpenalised) {
-      lloyd = std::move(*best);
-      return best_lambda;
+      lloyd = std::move(trials[best]);
+      return lambdas[best];
     }
   }
-  lloyd = std::move(*plain);
+  lloyd = std::move(trials[0]);
   return 0.0f;
 }
 

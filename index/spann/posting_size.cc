@@ -67,7 +67,6 @@ absl::StatusOr<PostingSizeChoice> ChoosePostingSize(ClusteringBackend& backend,
   const std::vector<uint32_t> truth = SampleNeighbours(sample.data(), s, dim, metric, queries);
 
   PostingSizeChoice choice;
-  const PostingSizeCandidate* best = nullptr;
   for (uint32_t size = kSmallestSize; size <= kLargestSize && s / size >= kFewestPostings;
        size *= 2) {
     KMeansOptions ko;
@@ -112,6 +111,7 @@ absl::StatusOr<PostingSizeChoice> ChoosePostingSize(ClusteringBackend& backend,
     choice.centroid_ratio = o.centroid_ratio;
     return choice;
   }
+  const PostingSizeCandidate* best = nullptr;
   for (const PostingSizeCandidate& c : choice.candidates) {
     if (best == nullptr || c.cost <= best->cost) best = &c;
   }
