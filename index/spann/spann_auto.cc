@@ -28,6 +28,8 @@ constexpr double kVectorsPerPosting = 64;
 constexpr size_t kMoreCalibrationBelowDim = 640;
 constexpr uint32_t kMoreCalibrationQueries = 1000;
 constexpr double kVectorsPerLargePosting = 256;
+// Codes on the SSD: two bits fewer than the dimension's, at least 2 (spann_auto.h).
+constexpr uint32_t kSsdFewerBits = 2, kSsdMinBits = 2;
 constexpr size_t kLargePostingDim = 1024;
 
 // RAM of the resident codes: per entry its code (bits * dim / 8 + 16 bytes of factors), id
@@ -55,11 +57,15 @@ SpannOptions AutoSpannOptions(const DataShape& s) {
   if (s.ram_budget_bytes > 0) {
     const double half = s.ram_budget_bytes / 2.0;
     if (CodeBytes(s, bits, o.replicas) > half) o.replicas = 2;
-    // Codes that cannot be held even at one bit stay on the SSD (SpannIndex reads them with
-    // their postings): fewer bits would then save no RAM, only widen the bounds and so send
-    // more candidates to a full-vector read. They keep the dimension's bits.
     if (CodeBytes(s, 1, o.replicas) <= half) {
       while (bits > 1 && CodeBytes(s, bits, o.replicas) > half) --bits;
+    } else {
+      // Codes that cannot be held even at one bit stay on the SSD (SpannIndex reads them with
+      // their postings): fewer bits read fewer posting pages, down to where looser bounds send
+      // more candidates to a full-vector read than they save. Pages, not CPU, decide the
+      // posting size there too: the rule's, not the measured one.
+      bits = std::max(kSsdMinBits, bits - std::min(bits, kSsdFewerBits));
+      o.centroids_from_data = false;
     }
   }
   o.quant = absl::StrCat("rabitq:bits=", bits);

@@ -18,16 +18,21 @@
 //                   group". Below 32-d: no quantizer (a full vector is barely larger than a code).
 //   centroids       data: the build measures the posting size on a sample (posting_size.h;
 //                   docs/PERFORMANCE.md "K from the data": 1.3-1.4x QPS at 100/128/256-d, the
-//                   rule's own size elsewhere). centroid_ratio, the fallback when the sample is
-//                   too small to compare sizes: about 64 vectors per posting (1/64), 256 from
+//                   rule's own size elsewhere) — unless the codes stay on the SSD (below):
+//                   the measurement models CPU, and there the pages read decide (at 2M x 128 it
+//                   chose 128 per posting: 87 reads per query against the rule's 73).
+//                   centroid_ratio, the rule, also the fallback when the sample is too small to
+//                   compare sizes: about 64 vectors per posting (1/64), 256 from
 //                   1024-d (where a posting's fixed cost, navigation and query preparation over
 //                   dim values, outweighs the scan of its 2-bit codes), at least 1 posting.
 //   replicas        4; 2 when the codes of 4 would take over half the RAM budget.
 //   bits            one fewer (down to 1) while the codes still take over half the budget —
 //                   unless even 1-bit codes would: then the codes stay on the SSD, read with
-//                   their postings (SpannIndex), and keep the dimension's bits: fewer would save
-//                   no RAM, only widen the bounds and send more candidates to a 4-KiB read of
-//                   their full vector (reads per bit count: docs/PERFORMANCE.md, SSD regime).
+//                   their postings (SpannIndex), and take two bits fewer than in RAM, at least
+//                   2: a query reads its postings' pages (bytes per code) plus a 4-KiB page per
+//                   re-ranked candidate (more with looser bounds). At 2M x 128 reads per query
+//                   at recall 0.95 were 75 / 62 / 67 / 73 for 2 / 3 / 4 / 5 bits
+//                   (docs/PERFORMANCE.md, SSD regime).
 //   posting_cap, navigator, beam: the defaults (4x the mean posting; the navigator
 //                   chosen per query by cost above 256 postings).
 //   target_recall   0.95, calibrated at build time (index/spann/spann_calibration.h).
