@@ -1,7 +1,9 @@
 #include "cache/cache_rows.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
+#include <cmath>
 #include <cstring>
 #include <iterator>
 
@@ -23,6 +25,7 @@ namespace {
 constexpr uint8_t kSpecVersion = 1;
 constexpr uint8_t kEntryVersion = 1;
 constexpr uint8_t kMetaVersion = 1;
+constexpr uint8_t kLearningVersion = 1;
 
 std::string WithId(std::string key, uint64_t id) {
   storage::PutFixed64BE(&key, id);
@@ -75,6 +78,10 @@ void AppendEntryKey(std::string_view cache, uint64_t id, std::string* key) {
 std::string MetaPrefix(std::string_view cache) { return std::string(cache) + "/m/"; }
 std::string MetaKey(std::string_view cache, uint64_t id) { return WithId(MetaPrefix(cache), id); }
 std::string NextIdKey(std::string_view cache) { return std::string(cache) + "/n"; }
+std::string LearningPrefix(std::string_view cache) { return std::string(cache) + "/l/"; }
+std::string LearningKey(std::string_view cache, std::string_view category) {
+  return LearningPrefix(cache) + std::string(category);
+}
 std::string IndexModelPrefix(std::string_view cache) { return std::string(cache) + "/x/"; }
 std::string IndexModelKey(std::string_view cache, std::string_view shard) {
   return IndexModelPrefix(cache) + std::string(shard);
@@ -83,6 +90,73 @@ std::string IndexModelKey(std::string_view cache, std::string_view shard) {
 absl::StatusOr<uint64_t> IdOfKey(std::string_view key) {
   if (key.size() < 8) return absl::DataLossError("cache row key too short for an entry id");
   return storage::GetFixed64BE(key.data() + key.size() - 8);
+}
+
+namespace {
+
+void PutDouble(std::string* out, double v) {
+  storage::PutFixed64BE(out, std::bit_cast<uint64_t>(v));
+}
+
+bool GetDouble(std::string_view* in, double* out) {
+  uint64_t bits = 0;
+  if (!GetU64(in, &bits)) return false;
+  *out = std::bit_cast<double>(bits);
+  return std::isfinite(*out);
+}
+
+template <size_t N>
+void PutBins(std::string* out, const std::array<double, N>& bins) {
+  const auto nonzero = std::count_if(bins.begin(), bins.end(), [](double v) { return v != 0; });
+  storage::PutFixed32BE(out, static_cast<uint32_t>(nonzero));
+  for (size_t b = 0; b < N; ++b) {
+    if (bins[b] == 0) continue;
+    storage::PutFixed32BE(out, static_cast<uint32_t>(b));
+    PutDouble(out, bins[b]);
+  }
+}
+
+template <size_t N>
+bool GetBins(std::string_view* in, std::array<double, N>* bins) {
+  if (in->size() < 4) return false;
+  const uint32_t n = storage::GetFixed32BE(in->data());
+  in->remove_prefix(4);
+  for (uint32_t i = 0; i < n; ++i) {
+    if (in->size() < 4) return false;
+    const uint32_t b = storage::GetFixed32BE(in->data());
+    in->remove_prefix(4);
+    if (b >= N || !GetDouble(in, &(*bins)[b])) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string EncodeLearning(const CategoryLearning& l) {
+  std::string out(1, static_cast<char>(kLearningVersion));
+  PutDouble(&out, l.offset);
+  PutDouble(&out, l.reported);
+  storage::PutFixed64BE(&out, l.answer_changes);
+  storage::PutFixed64BE(&out, static_cast<uint64_t>(l.ttl_us));
+  PutBins(&out, l.wrong_at);
+  PutBins(&out, l.stale_at);
+  return out;
+}
+
+absl::StatusOr<CategoryLearning> DecodeLearning(std::string_view b, std::string_view where) {
+  CategoryLearning l;
+  uint64_t ttl = 0;
+  bool ok = !b.empty() && b[0] == kLearningVersion;
+  if (ok) b.remove_prefix(1);
+  ok = ok && GetDouble(&b, &l.offset) && GetDouble(&b, &l.reported) &&
+       GetU64(&b, &l.answer_changes) && GetU64(&b, &ttl) && GetBins(&b, &l.wrong_at) &&
+       GetBins(&b, &l.stale_at) && b.empty();
+  l.ttl_us = static_cast<int64_t>(ttl);
+  if (!ok || l.ttl_us < 0) {
+    return absl::DataLossError(
+        absl::StrCat("cache learning row ", std::string(where), " is corrupt"));
+  }
+  return l;
 }
 
 std::string EncodeU64(uint64_t v) {

@@ -6,6 +6,11 @@
 //                          response (written once)
 //   "<cache>/m/<id BE64>"  the entry's mutable metadata (TTL start, hits, learned threshold)
 //   "<cache>/n"            the next entry id
+//   "<cache>/l/<category>" the category's learned state (threshold_learning.h): the evidence
+//                          bins, the offset and TTL chosen from them, the answer changes seen;
+//                          rewritten unsynced by each wrong report and every 64th. Not kept: the
+//                          running rates and band counts, which pair with the counters since open.
+//                          Damaged, it is ignored (the category learns afresh)
 //   "<cache>/x/<shard key>" a large shard's clustered-index model (ShardIndex::ExportModel): a
 //                          hint that spares the first build after open its training; stale or
 //                          damaged, it is ignored
@@ -20,6 +25,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cache/threshold_learning.h"
 #include "shoal/cache.h"
 
 namespace shoal::cache {
@@ -36,6 +42,8 @@ void AppendEntryKey(std::string_view cache, uint64_t id, std::string* key);  // 
 std::string MetaPrefix(std::string_view cache);
 std::string MetaKey(std::string_view cache, uint64_t id);
 std::string NextIdKey(std::string_view cache);
+std::string LearningPrefix(std::string_view cache);
+std::string LearningKey(std::string_view cache, std::string_view category);
 std::string IndexModelPrefix(std::string_view cache);
 std::string IndexModelKey(std::string_view cache, std::string_view shard);
 // The id at the end of an entry or meta key (after its 3-byte "e/"-style kind).
@@ -71,6 +79,10 @@ absl::Status DecodeEntryResponse(uint64_t id, std::string_view bytes, uint32_t d
                                  std::string* response);
 std::string EncodeMeta(const EntryMeta& meta);
 absl::StatusOr<EntryMeta> DecodeMeta(uint64_t id, std::string_view bytes);
+// The durable part of `learning` (above); only the non-zero evidence bins are written.
+std::string EncodeLearning(const CategoryLearning& learning);
+// DataLoss naming `where` when the bytes are not a learned state.
+absl::StatusOr<CategoryLearning> DecodeLearning(std::string_view bytes, std::string_view where);
 std::string EncodeU64(uint64_t v);
 absl::StatusOr<uint64_t> DecodeU64(std::string_view bytes, std::string_view where);
 

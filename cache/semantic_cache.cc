@@ -15,7 +15,8 @@ namespace {
 constexpr size_t kMaxPartitionFieldBytes = 256;
 constexpr size_t kMaxPromptHashBytes = 64;
 constexpr size_t kMaxResponseBytes = size_t{16} << 20;
-constexpr size_t kFirstCandidates = 8;  // nearest entries looked at before widening
+constexpr size_t kFirstCandidates = 8;       // nearest entries looked at before widening
+constexpr uint64_t kLearningSaveEvery = 64;  // reports between saves of a learned state
 
 }  // namespace
 
@@ -99,7 +100,10 @@ float SemanticCache::Similarity(float distance) const {
 bool SemanticCache::Served(const Entry& e, const Category& c, double load, int64_t now) const {
   const int64_t ttl =
       TtlMicrosUnderLoad(c.policy, load, TtlBandShare(c.policy, c.learning, Lookups(c)));
-  return ttl == 0 || now < e.meta.ttl_start_us + ttl;
+  if (ttl != 0 && now >= e.meta.ttl_start_us + ttl) return false;
+  // The learned TTL counts from the store: it is the answer that goes stale.
+  const int64_t learned = LearnedTtlMicros(c.policy, c.learning);
+  return learned == 0 || now < e.created_us + learned;
 }
 
 float SemanticCache::ThresholdOf(const Entry& e, const Category& c, double load) const {
@@ -433,9 +437,16 @@ absl::Status SemanticCache::Feedback(const CacheFeedbackReport& report) {
       lookups == 0 ? 1.0
                    : static_cast<double>(c->counters.hits.load(std::memory_order_relaxed)) /
                          static_cast<double>(lookups);
-  LearnFromReport(c->policy, wrong, sim, hit_rate, &c->learning);
+  const double age_s = static_cast<double>(clock_->NowMicros() - e->created_us) / 1e6;
+  LearnFromReport(c->policy, wrong, sim, hit_rate, &c->learning, age_s);
   Bump(e->shard, wrong ? &AtomicCounters::false_hit_reports : &AtomicCounters::correct_reports);
   Writes writes;
+  // The learned state, at each wrong report (its evidence changed) and every kLearningSaveEvery
+  // reports (decay): a reopen forgets at most that many right reports, which only errs strict.
+  if (wrong || c->learning.reports % kLearningSaveEvery == 0) {
+    writes.push_back(
+        {.key = LearningKey(spec_.name, c->name), .value = EncodeLearning(c->learning)});
+  }
   if (!wrong) {
     ++e->meta.correct;
   } else if (sim >= 1.0f) {

@@ -223,6 +223,9 @@ class SemanticCache {
   void RebuildOrder(Category* category) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status CheckLive() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status LoadRows() ABSL_LOCKS_EXCLUDED(mu_);
+  // LoadRows' rows whose loss costs only learning or training: the categories' learned states
+  // and the shards' saved index models (ignored when damaged).
+  absl::Status LoadHints() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   bool Matches(const Entry& e, const CacheInvalidation& which, int64_t now) const;
 
   const CacheSpec spec_;

@@ -151,18 +151,30 @@ absl::Status SemanticCache::LoadRows() {
         Insert(std::move(e), s.vector.data());
         return absl::OkStatus();
       }));
+  SHOAL_RETURN_IF_ERROR(LoadHints());
+  // The clustered indexes build in the background (ShardIndex); lookups scan exactly meanwhile.
+  for (auto& [key, shard] : shards_) shard->index.SetAutoCluster(true);
+  return store_->WriteCacheRows(expired, /*sync=*/false);
+}
+
+absl::Status SemanticCache::LoadHints() {
+  // Learned states (threshold_learning.h); a damaged one is only lost learning.
+  const std::string learning_prefix = LearningPrefix(spec_.name);
+  SHOAL_RETURN_IF_ERROR(store_->ScanCacheRows(
+      learning_prefix, [&](std::string_view key, std::string_view value) -> absl::Status {
+        absl::StatusOr<CategoryLearning> l = DecodeLearning(value, key);
+        if (l.ok()) GetCategory(key.substr(learning_prefix.size()))->learning = *l;
+        return absl::OkStatus();
+      }));
   // Saved index models spare the first builds their training (a model that does not decode is
   // only a lost hint: that shard trains).
-  SHOAL_RETURN_IF_ERROR(store_->ScanCacheRows(
+  return store_->ScanCacheRows(
       IndexModelPrefix(spec_.name),
       [&](std::string_view key, std::string_view value) -> absl::Status {
         auto it = shards_.find(std::string(key.substr(IndexModelPrefix(spec_.name).size())));
         if (it != shards_.end()) it->second->index.ImportModel(value).IgnoreError();
         return absl::OkStatus();
-      }));
-  // The clustered indexes build in the background (ShardIndex); lookups scan exactly meanwhile.
-  for (auto& [key, shard] : shards_) shard->index.SetAutoCluster(true);
-  return store_->WriteCacheRows(expired, /*sync=*/false);
+      });
 }
 
 absl::Status SemanticCache::SetPolicy(std::string_view category, const CachePolicy& policy) {

@@ -398,6 +398,33 @@ TEST_F(SemanticCacheTest, LearnedOffsetNeverPassesMaxThreshold) {
   EXPECT_EQ(static_cast<float>(Get(Q({0.6f, 0.8f})).threshold), 0.85f);
 }
 
+// An answer reported stale at 250 s (the only hit so far) teaches a TTL under 250 s (the
+// configured one is 300 s): an entry older than it misses, a younger one hits, and the TTL
+// survives a reopen.
+TEST_F(SemanticCacheTest, EntriesOlderThanTheLearnedTtlMiss) {
+  CachePolicy p = Policy(0.9);
+  p.ttl_seconds = 300;
+  p.target_false_hit_rate = 0.02;
+  ASSERT_TRUE(cache_->SetPolicy("", p).ok());
+  const uint64_t id = Put(Q({1, 0}, "price"), "old");
+  clock_.AdvanceMicros(250 * kSecond);
+  ASSERT_TRUE(Get(Q({1, 0}, "price")).exact);
+  ASSERT_TRUE(cache_->Feedback({.entry_id = id, .verdict = CacheVerdict::kWrong}).ok());
+  const double learned = cache_->Stats().categories[0].learned_ttl_seconds;
+  EXPECT_LE(learned, 250);
+  EXPECT_GT(learned, 250 / kAgeRatio);
+  for (bool reopen : {false, true}) {
+    if (reopen) Reopen();
+    EXPECT_DOUBLE_EQ(cache_->Stats().categories[0].learned_ttl_seconds, learned);
+    const std::string prompt = reopen ? "after" : "before";
+    Put(Q({0, 1}, prompt), "fresh");
+    clock_.AdvanceMicros(static_cast<int64_t>(learned * kSecond) - 1);
+    EXPECT_TRUE(Get(Q({0, 1}, prompt)).hit);
+    clock_.AdvanceMicros(1);
+    EXPECT_FALSE(Get(Q({0, 1}, prompt)).hit);  // 300 s configured, but stale by experience
+  }
+}
+
 TEST_F(SemanticCacheTest, ReopenKeepsEntriesPoliciesAndDropsExpired) {
   CachePolicy p = Policy(0.95);
   p.ttl_seconds = 30;

@@ -124,10 +124,13 @@ CacheStats SemanticCache::Stats() {
   std::map<std::string, const Category*> by_name;
   for (const auto& [name, c] : categories_) by_name[name] = c.get();
   for (const auto& [name, c] : by_name) {
-    out.categories.push_back({.category = name,
-                              .counters = c->counters.Load(),
-                              .threshold_offset = c->learning.offset,
-                              .band_share = BandShare(c->policy, c->learning, Lookups(*c))});
+    out.categories.push_back(
+        {.category = name,
+         .counters = c->counters.Load(),
+         .threshold_offset = c->learning.offset,
+         .band_share = BandShare(c->policy, c->learning, Lookups(*c)),
+         .learned_ttl_seconds =
+             static_cast<double>(LearnedTtlMicros(c->policy, c->learning)) / 1e6});
     Add(&out.total, out.categories.back().counters);
   }
   std::map<std::string, CachePartitionStats> partitions;

@@ -41,6 +41,19 @@
 //   - The TTL half of the band is used (with the same g) only by categories whose answers were
 //     never seen to change: a store whose identical prompt still held an entry with another
 //     answer counts as an answer change (answer_changes), and one rules TTL extension out.
+//   - The learned TTL L_c: a wrong verdict on an exact hit (similarity 1: the same question) is
+//     a stale answer, which no threshold removes. Such reports are counted by the entry's age
+//     at the report (since its store; kAgeBins geometric bins, decayed like the similarity bins)
+//     instead of in the similarity bins, and entries are served only while younger than L_c.
+//     With S(< L) the stale reports younger than L and W(>= t) the other wrong reports at
+//     similarity >= t, the false-hit rate per lookup at threshold t and TTL L is bounded as
+//       r(t, L) = h * U(W(>= t) + S(< L), reports)
+//     The offset is chosen as above with S(< L_c) counted at similarity 1; then L_c is the
+//     longest TTL (the configured one, or a bin edge under it) with r(t_c, L) <= max(delta,
+//     r(t_c, floor)), t_c = threshold + offset: stale answers older than L_c are then misses.
+//     L_c is never longer than the configured TTL (none: no limit) and never shorter than the
+//     floor, kTtlFloorShare of the configured TTL (kFirstAgeEdge without one). No stale report
+//     (or learning off): no learned TTL (0), the configured TTL alone.
 // So t_e >= min_threshold always, and t_e <= max_threshold unless the entry itself was judged
 // wrong above it (then only closer queries, or the exact-match shortcut, reach it).
 // Pure functions and a plain struct; the caller locks.
@@ -49,6 +62,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 
 #include "shoal/cache.h"
 
@@ -58,6 +72,13 @@ namespace shoal::cache {
 inline constexpr double kOverloadAllowance = 0.01;
 
 inline constexpr int kSimilarityBins = 200;  // 0.005 wide over [0, 1]
+// Age bins of stale reports: [0, kFirstAgeEdge), then each kAgeRatio times as wide as the one
+// before (the last one open-ended, from ~5 years).
+inline constexpr int kAgeBins = 200;
+inline constexpr double kFirstAgeEdge = 1.0;  // seconds
+inline constexpr double kAgeRatio = 1.1;
+// The shortest learned TTL, as a share of the configured one.
+inline constexpr double kTtlFloorShare = 1.0 / 8;
 
 struct CategoryLearning {
   double offset = 0;
@@ -71,7 +92,17 @@ struct CategoryLearning {
   uint64_t band_correct = 0;    // neighbours observed inside the band with the same answer
   uint64_t band_wrong = 0;      // ... with another answer (would-be false hits)
   uint64_t answer_changes = 0;  // stores that replaced an identical prompt's other answer
+  // Stale answers (wrong verdicts on exact hits) by the entry's age at the report, decayed like
+  // wrong_at; not counted in wrong_at.
+  std::array<double, kAgeBins> stale_at{};
+  int64_t ttl_us = 0;  // L_c, the learned TTL in microseconds; 0 = none
 };
+
+// The lower edge of age bin `bin`, in seconds (0 for bin 0).
+double AgeEdge(int bin);
+// The learned TTL in microseconds, clamped to [floor, configured TTL] of the `resolved` policy
+// as it is now; 0 = none (the configured TTL alone applies).
+int64_t LearnedTtlMicros(const CachePolicy& resolved, const CategoryLearning& learning);
 
 // g_c above for the category's `resolved` policy; `lookups` is the category's lookup count (the
 // denominator of e).
@@ -85,11 +116,14 @@ double TtlBandShare(const CachePolicy& resolved, const CategoryLearning& learnin
 bool InsideBand(const CachePolicy& resolved, double category_offset, float wrong_floor,
                 float similarity);
 
-// Updates the category's estimate and offset with one verdict on a hit at `similarity` (NaN:
+// Updates the category's estimate, offset and TTL with one verdict on a hit at `similarity` (NaN:
 // unknown, counted as a report at no similarity; only right verdicts may lack it) under the
-// `resolved` policy; `hit_rate` is h above, in [0, 1].
+// `resolved` policy; `hit_rate` is h above, in [0, 1]; `age_seconds` is the entry's age at the
+// report (NaN: unknown; a stale answer of unknown age is then counted in wrong_at, at
+// similarity 1).
 void LearnFromReport(const CachePolicy& resolved, bool wrong, float similarity, double hit_rate,
-                     CategoryLearning* learning);
+                     CategoryLearning* learning,
+                     double age_seconds = std::numeric_limits<double>::quiet_NaN());
 
 // t_e above, as a float (the precision similarities are compared in); `band_share` is g_c.
 float EntryThreshold(const CachePolicy& resolved, double load, double category_offset,

@@ -60,6 +60,59 @@ TEST(ThresholdLearningTest, WrongHitsNoThresholdUnderTheCapRemovesDoNotRaiseIt) 
   EXPECT_NEAR(l.offset, 0.865 - 0.85, 1e-9);
 }
 
+// Feeds `reports` verdicts at hit rate `hit_rate`: one in `stale_every` a stale answer (wrong at
+// similarity 1) of an entry `stale_age` seconds old, the others right at 0.95.
+CategoryLearning FeedStale(const CachePolicy& p, int reports, int stale_every, double stale_age,
+                           double hit_rate, CategoryLearning l = {}) {
+  for (int i = 1; i <= reports; ++i) {
+    const bool stale = i % stale_every == 0;
+    LearnFromReport(p, stale, stale ? 1.0f : 0.95f, hit_rate, &l, stale ? stale_age : 10.0);
+  }
+  return l;
+}
+
+CachePolicy WithTtl(int64_t ttl_seconds) {
+  CachePolicy p = Learning(0.02);
+  p.ttl_seconds = ttl_seconds;
+  return Resolve(p);
+}
+
+TEST(ThresholdLearningTest, StaleAnswersLearnATtlJustUnderTheirAge) {
+  const CachePolicy p = WithTtl(300);
+  // 10% of lookups are answers found stale at 250 s: the TTL drops to the edge of 250 s's age
+  // bin (within 10% under it), the threshold does not move.
+  CategoryLearning l = FeedStale(p, 400, 5, 250, 0.5);
+  const double ttl_s = static_cast<double>(LearnedTtlMicros(p, l)) / 1e6;
+  EXPECT_LE(ttl_s, 250);
+  EXPECT_GT(ttl_s, 250 / kAgeRatio);
+  EXPECT_DOUBLE_EQ(l.offset, 0.0);
+  // Rare stale answers (0.4% of lookups, within delta even at the upper bound): no TTL learned.
+  CategoryLearning rare = FeedStale(p, 400, 50, 250, 0.2);
+  EXPECT_EQ(LearnedTtlMicros(p, rare), 0);
+  // Without ages (or with learning off) stale answers teach no TTL.
+  EXPECT_EQ(Feed(p, 400, 5, 0.5, 1.0f).ttl_us, 0);
+  EXPECT_EQ(LearnedTtlMicros(WithTtl(300), FeedStale(Learning(0), 400, 5, 250, 0.5)), 0);
+}
+
+TEST(ThresholdLearningTest, LearnedTtlStaysBetweenTheFloorAndTheConfiguredTtl) {
+  // Stale answers just over the floor (1/8 of 300 s), in the age bin that holds it: the TTL
+  // stops at the floor. Younger ones: none learned (cutting to the floor would not remove them).
+  const CachePolicy p = WithTtl(300);
+  EXPECT_EQ(LearnedTtlMicros(p, FeedStale(p, 400, 5, 38, 0.5)), int64_t{37'500'000});
+  EXPECT_EQ(LearnedTtlMicros(p, FeedStale(p, 400, 5, 5, 0.5)), 0);
+  // Stale answers older than the configured TTL's age bin: nothing to cut, none learned.
+  EXPECT_EQ(LearnedTtlMicros(p, FeedStale(p, 400, 5, 1000, 0.5)), 0);
+  // Learned under a long TTL, then the policy's TTL shortened: never longer than the policy's.
+  CategoryLearning l = FeedStale(WithTtl(3600), 400, 5, 2000, 0.5);
+  EXPECT_GT(LearnedTtlMicros(WithTtl(3600), l), int64_t{1800} * 1'000'000);
+  EXPECT_EQ(LearnedTtlMicros(WithTtl(300), l), int64_t{300} * 1'000'000);
+  // No configured TTL (no expiry): a TTL is still learned, with a floor of kFirstAgeEdge.
+  const CachePolicy none = WithTtl(0);
+  EXPECT_GT(LearnedTtlMicros(none, FeedStale(none, 400, 5, 2000, 0.5)), 0);
+  EXPECT_EQ(LearnedTtlMicros(none, FeedStale(none, 400, 5, 1.05, 0.5)),
+            static_cast<int64_t>(kFirstAgeEdge * 1e6));
+}
+
 // The false hits per lookup of a seeded stream that starts learning from nothing: nearest
 // similarities uniform on [0.7, 1), hits judged wrong with probability 0.4 under 0.9 (6.7% of
 // lookups at the 0.85 start), every hit reported.
@@ -94,6 +147,7 @@ TEST(ThresholdLearningTest, ConfidenceBoundKeepsTheLearningPhaseWithinDelta) {
 TEST(ThresholdLearningTest, OffLeavesNoOffset) {
   CategoryLearning l = Feed(Learning(0), 100, 1, 1.0);
   EXPECT_DOUBLE_EQ(l.offset, 0.0);
+  EXPECT_EQ(l.ttl_us, 0);
 }
 
 TEST(ThresholdLearningTest, EntryFloorLiftsOnlyThatEntry) {

@@ -197,6 +197,7 @@ void CacheStatsToProto(const CacheStats& s, v1::GetCacheStatsResponse* p) {
     CountersToProto(c.counters, out->mutable_counters());
     out->set_threshold_offset(c.threshold_offset);
     out->set_band_share(c.band_share);
+    out->set_learned_ttl_seconds(c.learned_ttl_seconds);
   }
   for (const CachePartitionStats& ps : s.partitions) {
     v1::CachePartitionStats* out = p->add_partitions();
@@ -218,7 +219,8 @@ CacheStats CacheStatsFromProto(const v1::GetCacheStatsResponse& p) {
     s.categories.push_back({.category = c.category(),
                             .counters = CountersFromProto(c.counters()),
                             .threshold_offset = c.threshold_offset(),
-                            .band_share = c.band_share()});
+                            .band_share = c.band_share(),
+                            .learned_ttl_seconds = c.learned_ttl_seconds()});
   }
   for (const auto& ps : p.partitions()) {
     s.partitions.push_back({.partition = CachePartitionFromProto(ps.partition()),

@@ -179,13 +179,17 @@ TEST(ConvertTest, CacheQuarantineBuildsAndBandShareRoundTrip) {
   EXPECT_EQ(CacheInfoFromProto(v1::CacheInfo{}).quarantine, "");  // serving: empty
 
   CacheStats stats{.name = "faq"};
-  stats.categories.push_back({.category = "code", .threshold_offset = 0.01, .band_share = 0.25});
+  stats.categories.push_back({.category = "code",
+                              .threshold_offset = 0.01,
+                              .band_share = 0.25,
+                              .learned_ttl_seconds = 42.5});
   v1::GetCacheStatsResponse stats_wire;
   CacheStatsToProto(stats, &stats_wire);
   const CacheStats stats_back = CacheStatsFromProto(stats_wire);
   ASSERT_EQ(stats_back.categories.size(), 1u);
   EXPECT_EQ(stats_back.categories[0].band_share, 0.25);
   EXPECT_EQ(stats_back.categories[0].threshold_offset, 0.01);
+  EXPECT_EQ(stats_back.categories[0].learned_ttl_seconds, 42.5);
 }
 
 }  // namespace

@@ -170,6 +170,10 @@ struct CacheCategoryStats {
   // false-hit rate and the would-be false hits seen inside the band (threshold_learning.h: g);
   // the TTL half too unless the category's answers were seen to change. 1 when learning is off.
   double band_share = 1;
+  // The TTL learned from stale answers (wrong verdicts on exact hits, by the entry's age), in
+  // seconds: entries older than this are misses. Never longer than the policy's TTL, never shorter
+  // than 1/8 of it (1 s with no TTL). 0 = none learned: the policy's TTL alone applies.
+  double learned_ttl_seconds = 0;
 };
 
 struct CachePartitionStats {

@@ -93,6 +93,7 @@ class CacheInFrontOfAModelTest(unittest.TestCase):
         self.assertEqual(info.index_build_error, "")
         # The overload budget: no feedback yet, so no measured margin for the load band.
         self.assertEqual(faq["band_share"], 0.0)
+        self.assertEqual(faq["learned_ttl_seconds"], 0.0)  # no stale answer reported
 
     def test_tenants_never_share_entries(self):
         self.client.create_cache("tenant_cache", dimension=DIM)

@@ -216,7 +216,8 @@ class CacheMethods:
             "total": _counters(r.total),
             "categories": {c.category: dict(_counters(c.counters),
                                             threshold_offset=c.threshold_offset,
-                                            band_share=c.band_share)
+                                            band_share=c.band_share,
+                                            learned_ttl_seconds=c.learned_ttl_seconds)
                            for c in r.categories},
             "partitions": [dict(tenant=p.partition.tenant, model=p.partition.model,
                                 params_fingerprint=p.partition.params_fingerprint,
