@@ -25,12 +25,14 @@ namespace {
 
 struct Outcome {
   uint64_t lookups = 0, hits = 0, false_hits = 0;
+  uint64_t exact_false_hits = 0;  // false hits at similarity 1: stale answers
   double hit_rate() const { return lookups ? double(hits) / lookups : 0; }
   double false_rate() const { return lookups ? double(false_hits) / lookups : 0; }
   void Add(const Outcome& o) {
     lookups += o.lookups;
     hits += o.hits;
     false_hits += o.false_hits;
+    exact_false_hits += o.exact_false_hits;
   }
 };
 using PerCategory = std::vector<Outcome>;
@@ -94,6 +96,7 @@ absl::StatusOr<PerCategory> RunPeer(DB& db, cache::FakeClock& clock, const Cache
       ++k.hits;
       const bool wrong = hit.response != answer;
       k.false_hits += wrong;
+      k.exact_false_hits += wrong && hit.similarity >= 1.0;
       if (delta > 0) {
         SHOAL_RETURN_IF_ERROR(db.CacheFeedback(
             "bench", {.entry_id = hit.entry_id,
@@ -123,6 +126,11 @@ void Print(const CacheWorkload& w, const std::string& peer, const std::string& t
   for (size_t c = 0; c < per.size(); ++c) {
     absl::StrAppendFormat(&cats, "  %s %.3f/%.3f", w.categories[c].name, per[c].hit_rate(),
                           per[c].false_rate());
+    if (per[c].exact_false_hits > 0) {
+      absl::StrAppendFormat(&cats, " (exact %.3f)",
+                            static_cast<double>(per[c].exact_false_hits) /
+                                static_cast<double>(std::max<uint64_t>(per[c].lookups, 1)));
+    }
   }
   const Outcome total = Total(per);
   std::printf("%-10s %-22s hit %.4f  false %.4f  |%s\n", peer.c_str(), thresholds.c_str(),
@@ -139,8 +147,8 @@ void PrintLearned(DB& db) {
   absl::StatusOr<CacheStats> stats = db.GetCacheStats("bench");
   if (!stats.ok()) return;
   for (const CacheCategoryStats& c : stats->categories) {
-    std::printf("  learned offset %-7s %+.3f (false-hit reports %llu of %llu hits)\n",
-                c.category.c_str(), c.threshold_offset,
+    std::printf("  learned offset %-7s %+.3f, TTL %.0f s (false-hit reports %llu of %llu hits)\n",
+                c.category.c_str(), c.threshold_offset, c.learned_ttl_seconds,
                 static_cast<unsigned long long>(c.counters.false_hit_reports),
                 static_cast<unsigned long long>(c.counters.hits));
   }
