@@ -144,9 +144,9 @@ absl::StatusOr<Table> CacheStatsTable(const Connection& c, const Args& args) {
   SHOAL_RETURN_IF_ERROR(FromGrpc(Stub(c)->GetCacheStats(c.Context().get(), request, &r)));
   Table t{.columns = {"category", "entries", "bytes", "lookups", "hits", "exact_hits", "misses",
                       "stores", "false_hits", "evicted", "expired", "threshold_offset",
-                      "band_share"}};
+                      "band_share", "learned_ttl_s"}};
   auto row = [&](const std::string& name, const v1::CacheCounters& k, double offset,
-                 std::optional<double> share) {
+                 std::optional<double> share, std::optional<double> ttl) {
     t.rows.push_back({Cell::Text(name), Cell::Number(uint64_t{k.entries()}), Cell::Bytes(k.bytes()),
                       Cell::Number(uint64_t{k.lookups()}), Cell::Number(uint64_t{k.hits()}),
                       Cell::Number(uint64_t{k.exact_hits()}), Cell::Number(uint64_t{k.misses()}),
@@ -154,13 +154,14 @@ absl::StatusOr<Table> CacheStatsTable(const Connection& c, const Args& args) {
                       Cell::Number(uint64_t{k.false_hit_reports()}),
                       Cell::Number(uint64_t{k.evicted_by_entries() + k.evicted_by_bytes()}),
                       Cell::Number(uint64_t{k.expirations()}), Cell::Number(offset),
-                      share.has_value() ? Cell::Number(*share) : Cell::Text("")});
+                      share.has_value() ? Cell::Number(*share) : Cell::Text(""),
+                      ttl.has_value() ? Cell::Number(*ttl) : Cell::Text("")});
   };
   for (const auto& cat : r.categories()) {
     row(cat.category().empty() ? "(default)" : cat.category(), cat.counters(),
-        cat.threshold_offset(), cat.band_share());
+        cat.threshold_offset(), cat.band_share(), cat.learned_ttl_seconds());
   }
-  row("(total)", r.total(), 0, std::nullopt);
+  row("(total)", r.total(), 0, std::nullopt, std::nullopt);
   return t;
 }
 

@@ -59,6 +59,10 @@ class CacheCollector final : public prometheus::Collectable {
                              "Share of the load-adaptive band the category may use (0..1): what "
                              "keeps its false hits within the target rate + 1 point.",
                              T::Gauge);
+    auto learned_ttl = Family("shoal_cache_learned_ttl_seconds",
+                              "TTL the category learned from stale answers (0: none; the "
+                              "policy's TTL applies).",
+                              T::Gauge);
     auto quarantined =
         Family("shoal_cache_quarantined",
                "1 when the cache could not be loaded at open and serves nothing.", T::Gauge);
@@ -102,6 +106,7 @@ class CacheCollector final : public prometheus::Collectable {
           Add(removals, with("reason", "invalidated"), static_cast<double>(k.invalidated));
           Add(offset, l, c.threshold_offset);
           Add(band_share, l, c.band_share);
+          Add(learned_ttl, l, c.learned_ttl_seconds);
         }
         prometheus::ClientMetric h;
         h.label = {{"cache", name}};
@@ -118,8 +123,8 @@ class CacheCollector final : public prometheus::Collectable {
         latency.metric.push_back(std::move(h));
       }
     }
-    return {entries, bytes,   lookups,    stores,      feedback, removals,
-            offset,  latency, band_share, quarantined, builds,   build_failures};
+    return {entries, bytes,      lookups,     stores,      feedback, removals,      offset,
+            latency, band_share, learned_ttl, quarantined, builds,   build_failures};
   }
 
  private:

@@ -10,6 +10,7 @@
 //                                                                evicted_bytes, expired,
 //                                                                invalidated
 //   shoal_cache_threshold_offset{cache,category}                 gauge (learned)
+//   shoal_cache_learned_ttl_seconds{cache,category}              gauge (learned; 0 = none)
 //   shoal_cache_lookup_seconds{cache}                            histogram
 // Partitions are not labels (their number is unbounded); GetCacheStats reports them.
 // Thread-safe.

@@ -228,6 +228,7 @@ absl::StatusOr<Json> ConsoleApi::DescribeCache(Call& call) {
     Json entry = CountersToJson(c.counters);
     entry["category"] = c.category;
     entry["threshold_offset"] = c.threshold_offset;
+    entry["learned_ttl_seconds"] = c.learned_ttl_seconds;
     categories.push_back(std::move(entry));
   }
   json["categories_stats"] = std::move(categories);

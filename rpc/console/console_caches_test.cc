@@ -53,8 +53,9 @@ TEST_F(ConsoleCachesTest, StatsPerPartitionAndCategoryWithPolicies) {
   ASSERT_EQ(cache["categories_stats"].size(), 1u);
   EXPECT_EQ(cache["categories_stats"][0]["category"], "code");
   EXPECT_EQ(cache["categories_stats"][0]["stores"], 2);
-  for (const char* field : {"evicted_by_entries", "evicted_by_bytes", "expirations",
-                            "false_hit_reports", "invalidated", "bytes"}) {
+  for (const char* field :
+       {"evicted_by_entries", "evicted_by_bytes", "expirations", "false_hit_reports", "invalidated",
+        "bytes", "threshold_offset", "learned_ttl_seconds"}) {
     EXPECT_TRUE(cache["categories_stats"][0].contains(field)) << field;
   }
   ASSERT_EQ(cache["partitions"].size(), 2u);
