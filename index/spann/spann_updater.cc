@@ -150,15 +150,7 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
         n.origin[p]};
     n.serials[p] = NextExtentSerial();
     serials.push_back(n.serials[p]);
-    // A posting searches keep reading stays cached across its rewrite (the entries are at hand).
-    if (index_.quantizer() == nullptr) {
-      // Init-captures: clang 14 cannot capture a structured binding (C++20 allows it).
-      index_.RecacheRewritten(old_serial, n.serials[p], [this, &entries = e] {
-        return DecodedPosting{dim_, entries.q.ids, entries.vecs};
-      });
-    } else {
-      index_.RecacheRewrittenCodes(old_serial, n.serials[p], [&codes = e.q] { return codes; });
-    }
+    Recache(old_serial, n.serials[p], e);
     if (index_.quantizer() != nullptr && index_.codes_resident()) {
       if (n.codes[p] != nullptr) n.codes_bytes -= n.codes[p]->MemoryBytes();
       auto codes = std::make_shared<QuantizedPosting>(std::move(e.q));

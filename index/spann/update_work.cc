@@ -84,9 +84,13 @@ absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p) {
     e.q = *next_->codes[p];
     quant->Unpack(&e.q);
   } else if (auto hit = quant == nullptr ? index_.CachedPosting(next_->serials[p]) : nullptr) {
-    // An extent's content never changes: the search cache's copy is the posting.
-    e.q.ids = hit->ids;
-    e.vecs = hit->vectors;
+    // An extent's content never changes: the search cache's copy is the posting. Copied with
+    // room for the entries a drain step appends, so that they do not reallocate it.
+    const size_t room = hit->size() + AppendHeadroom(hit->size());
+    e.q.ids.reserve(room);
+    e.q.ids.assign(hit->ids.begin(), hit->ids.end());
+    e.vecs.reserve(room * dim_);
+    e.vecs.assign(hit->vectors.begin(), hit->vectors.end());
   } else if (auto codes = quant != nullptr ? index_.CachedCodes(next_->serials[p]) : nullptr) {
     e.q = *codes;
     quant->Unpack(&e.q);
@@ -388,6 +392,23 @@ absl::Status UpdateWork::Merge(uint32_t p) {
     ++stats_.reassigned;
   }
   return absl::OkStatus();
+}
+
+void UpdateWork::Recache(uint64_t old_serial, uint64_t new_serial, WorkEntries& e) const {
+  // The entries are written and not needed again: the cache takes them, copied only when they
+  // carry much unused capacity (the cache charges capacity).
+  if (index_.quantizer() == nullptr) {
+    // Init-captures: clang 14 cannot capture a structured binding (C++20 allows it).
+    index_.RecacheRewritten(old_serial, new_serial, [this, &entries = e] {
+      if (Spare(entries.q.ids)) return DecodedPosting{dim_, entries.q.ids, entries.vecs};
+      return DecodedPosting{dim_, std::move(entries.q.ids), std::move(entries.vecs)};
+    });
+  } else {
+    index_.RecacheRewrittenCodes(old_serial, new_serial, [&codes = e.q] {
+      if (Spare(codes.ids)) return QuantizedPosting(codes);
+      return QuantizedPosting(std::move(codes));
+    });
+  }
 }
 
 std::vector<uint8_t> UpdateWork::Encode(const WorkEntries& e, size_t begin, size_t end) const {

@@ -68,6 +68,13 @@ class UpdateWork {
   void DeadHeld(std::vector<uint64_t>* out) const;
   absl::StatusOr<SpannUpdater::Change> Finish();
 
+  // Entries a loaded posting of `n` has room for beyond them (drain steps append a few).
+  static size_t AppendHeadroom(size_t n) { return std::max<size_t>(16, n / 8); }
+  // Whether `ids` (a posting's) carries more unused capacity than the headroom.
+  static bool Spare(const std::vector<uint64_t>& ids) {
+    return ids.capacity() > ids.size() + AppendHeadroom(ids.size());
+  }
+
   // Pages kept free after a rewritten posting of `pages` pages for its appends, and the most
   // partly filled pages an appended posting of `pages` (when packed) may carry.
   static uint32_t AppendSlack(uint32_t pages) { return std::max<uint32_t>(4, pages / 2); }
@@ -79,6 +86,10 @@ class UpdateWork {
   absl::StatusOr<storage::Extent> WritePosting(uint32_t p, WorkEntries& e,
                                                std::vector<storage::Extent>* allocated,
                                                bool* appended);
+  // Keeps a posting searches keep reading cached across its rewrite or append (Finish, after
+  // its write): `e`'s entries under new_serial if old_serial was cached (0: a new posting).
+  // Leaves `e` moved from.
+  void Recache(uint64_t old_serial, uint64_t new_serial, WorkEntries& e) const;
   // Entries [begin, end) of `e` as one payload segment (posting_entries.h).
   std::vector<uint8_t> Encode(const WorkEntries& e, size_t begin, size_t end) const;
   // Full vectors of `ids` (n x dim): from fresh_, the posting (full tier) or vectors.dat.
