@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/time/time.h"
 #include "base/status_macros.h"
 
@@ -97,7 +98,7 @@ absl::Status IndexMaintainer::Start(const std::string& dir) {
 }
 
 void IndexMaintainer::Reset() {
-  dead_.clear();
+  dead_.Clear();
   handoff_.Clear();
 }
 
@@ -202,7 +203,7 @@ absl::Status IndexMaintainer::DrainStep(bool* done) {
   SHOAL_ASSIGN_OR_RETURN(
       index::SpannUpdater::Change change,
       updater_->Insert(ids, vectors.data(), [this](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        return dead_.contains(id);
+        return dead_.Contains(id);
       }));
   SHOAL_RETURN_IF_ERROR(Apply(std::move(change), step.watermark, std::move(ids), {}, false));
   handoff_.FinishStep(step);
@@ -211,7 +212,7 @@ absl::Status IndexMaintainer::DrainStep(bool* done) {
 
 void IndexMaintainer::SyncDead() {
   const std::vector<uint64_t> fresh = state_->TakeStaleLog();
-  dead_.insert(fresh.begin(), fresh.end());
+  for (uint64_t id : fresh) dead_.Insert(id);
 }
 
 absl::Status IndexMaintainer::Apply(index::SpannUpdater::Change change, uint64_t watermark,
@@ -225,7 +226,7 @@ absl::Status IndexMaintainer::Apply(index::SpannUpdater::Change change, uint64_t
   p.drained = std::move(drained);
   p.erased = std::move(erased);
   p.sweep_done = sweep_done;
-  for (uint64_t iid : p.erased) dead_.erase(iid);
+  for (uint64_t iid : p.erased) dead_.Erase(iid);
   // Searches take the directory from the SpannIndex (its own lock), so the swap needs no
   // search lock.
   if (change.next != nullptr) updater_->Publish(std::move(change));
@@ -281,7 +282,7 @@ absl::Status IndexMaintainer::Sweep(bool all) {
   // The tombstones this sweep may clear: those known now (later ones wait for the next sweep).
   // No drain runs until it ends (work_mu_ is held throughout), so the postings it leaves them
   // in are exactly those it reports.
-  auto is_dead = [this](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS { return dead_.contains(id); };
+  auto is_dead = [this](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS { return dead_.Contains(id); };
   const index::SweepGc gc = all ? index::SweepGc::kAll : index::SweepGc::kWhenMany;
   absl::flat_hash_set<uint64_t> held;  // tombstoned ids some posting still holds
   for (uint32_t first = 0;; first += kSweepPostingsPerStep) {
@@ -297,9 +298,9 @@ absl::Status IndexMaintainer::Sweep(bool all) {
     // none: no reader can meet them again, so their tombstones go, in the same commit (one
     // synced RocksDB write fewer per sweep).
     std::vector<uint64_t> erased;
-    for (uint64_t id : dead_) {
+    dead_.ForEach([&](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
       if (!held.contains(id)) erased.push_back(id);
-    }
+    });
     SHOAL_RETURN_IF_ERROR(Apply(std::move(change), 0, {}, std::move(erased), /*sweep_done=*/true));
     break;
   }

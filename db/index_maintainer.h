@@ -39,9 +39,9 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/container/flat_hash_set.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
+#include "base/paged_id_set.h"
 #include "db/collection_state.h"
 #include "db/index_handoff.h"
 #include "db/maintenance_budget.h"
@@ -125,8 +125,9 @@ class IndexMaintainer {
   std::unique_ptr<index::SpannUpdater> updater_ ABSL_GUARDED_BY(work_mu_);
   uint64_t generation_ ABSL_GUARDED_BY(work_mu_) = 0;  // of the index updater_ changes
   // The maintenance thread's copy of the tombstones (as of its last SyncDead): what drains and
-  // sweeps drop from postings, read without holding the search lock.
-  absl::flat_hash_set<uint64_t> dead_ ABSL_GUARDED_BY(work_mu_);
+  // sweeps drop from postings, read without holding the search lock. A bitmap, as the state's:
+  // every entry of every posting a drain step loads is looked up.
+  base::PagedIdSet dead_ ABSL_GUARDED_BY(work_mu_);
   RetryBackoff backoff_;   // the maintenance thread's
   std::thread worker_;     // started by Start, joined by the destructor
   std::thread publisher_;  // likewise
