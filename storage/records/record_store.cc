@@ -213,7 +213,7 @@ absl::StatusOr<std::unique_ptr<RecordStore>> RecordStore::Open(const std::string
       {rocksdb::kDefaultColumnFamilyName, catalog_options},
       {"records", cf_options},
       {"keys", cf_options},
-      {"index", cf_options}};
+      {"index", IndexFamilyOptions(cf_options)}};
   std::vector<rocksdb::ColumnFamilyHandle*> handles;
   rocksdb::DB* db = nullptr;
   // A read-only open takes no lock of its own; holding RocksDB's keeps a writer from starting

@@ -59,6 +59,7 @@ class ColumnFamilyHandle;
 class WriteBatch;
 class Status;
 class SliceTransform;
+struct ColumnFamilyOptions;
 }  // namespace rocksdb
 
 namespace shoal::storage {
@@ -144,6 +145,10 @@ absl::Status FromRocks(const rocksdb::Status& s, std::string_view context);
 // grouped by (collection, kind, tenant), so that a row is inserted from where its tenant's last
 // row went instead of from the top of a skip list that holds every membership.
 std::shared_ptr<const rocksdb::SliceTransform> NewTenantIdRowHint();
+// The index family's (record_store_index.cc): posting rows and tombstone rows, each group by
+// collection; IndexFamilyOptions is `base` with it.
+std::shared_ptr<const rocksdb::SliceTransform> NewIndexRowHint();
+rocksdb::ColumnFamilyOptions IndexFamilyOptions(const rocksdb::ColumnFamilyOptions& base);
 
 class RecordStore {
  public:

@@ -7,6 +7,9 @@
 #include <filesystem>
 #include <map>
 
+#include "rocksdb/slice_transform.h"
+#include "storage/records/record_codec.h"
+
 namespace shoal::storage {
 namespace {
 
@@ -138,6 +141,63 @@ TEST_F(RecordStoreTest, IndexRowsRoundTripAndAreReplacedWhole) {
   EXPECT_TRUE((*idx)->stale_ids.empty());
   ASSERT_TRUE(store->ClearIndex(1).ok());
   EXPECT_FALSE(store->LoadIndex(1)->has_value());
+}
+
+// The index family's memtable hint groups posting rows and tombstone rows by (collection, kind);
+// rows written out of order, in groups of several collections, still read back in order.
+TEST_F(RecordStoreTest, IndexRowHintGroupsRowsByCollectionAndKind) {
+  auto hint = NewIndexRowHint();
+  auto key = [](uint32_t cid, char kind, uint64_t id, int id_bytes) {
+    std::string k = CollectionPrefix(cid);
+    k.push_back(kind);
+    for (int i = id_bytes - 1; i >= 0; --i) k.push_back(static_cast<char>(id >> (8 * i)));
+    return k;
+  };
+  EXPECT_TRUE(hint->InDomain(key(3, 'P', 7, 4)));   // a posting row
+  EXPECT_TRUE(hint->InDomain(key(3, 'S', 7, 8)));   // a tombstone row
+  EXPECT_FALSE(hint->InDomain(key(3, 'M', 0, 0)));  // the manifest
+  EXPECT_FALSE(hint->InDomain(key(3, 'W', 0, 0)));  // the watermark
+  EXPECT_FALSE(hint->InDomain(key(3, 'P', 7, 8)));
+  EXPECT_EQ(hint->Transform(key(3, 'P', 7, 4)).ToString(), key(3, 'P', 0, 0));
+  EXPECT_EQ(hint->Transform(key(3, 'S', uint64_t{1} << 40, 8)).ToString(), key(3, 'S', 0, 0));
+
+  {
+    auto store = OpenStore();
+    for (const char* name : {"a", "b"}) {
+      auto c = store->CreateCollection({name, 2, Metric::kL2});
+      ASSERT_TRUE(c.ok()) << c.status();
+      ASSERT_TRUE(store->CommitIndex(c->id, "m", {}).ok());
+    }
+    for (uint32_t round = 0; round < 3; ++round) {
+      auto batch = store->NewBatch();
+      for (uint64_t iid : {90, 10, 50}) {
+        for (uint32_t cid : {2, 1}) batch.MarkStale(cid, iid + round);
+      }
+      ASSERT_TRUE(store->Commit(batch, true).ok());
+      for (uint32_t cid : {2, 1}) {
+        IndexChange change;
+        for (uint32_t p : {40, 5, 17, 3}) {
+          change.put.push_back({p + round, p, 1, 100, cid * 1000 + p + round});
+        }
+        change.indexed_below = 100 + round;
+        change.erase_tombstones = {10 + round};
+        ASSERT_TRUE(store->CommitIndexChange(cid, change, true).ok());
+      }
+    }
+  }
+  auto store = OpenStore();
+  for (uint32_t cid : {1, 2}) {
+    auto idx = store->LoadIndex(cid);
+    ASSERT_TRUE(idx.ok() && idx->has_value()) << idx.status();
+    std::vector<uint32_t> postings;
+    for (const PostingRow& row : (*idx)->postings) {
+      postings.push_back(row.posting);
+      EXPECT_EQ(row.count, cid * 1000 + row.posting);
+    }
+    EXPECT_EQ(postings, std::vector<uint32_t>({3, 4, 5, 6, 7, 17, 18, 19, 40, 41, 42}))
+        << "collection " << cid;
+    EXPECT_EQ((*idx)->stale_ids, std::vector<uint64_t>({50, 51, 52, 90, 91, 92}));
+  }
 }
 
 TEST_F(RecordStoreTest, ScanKeysAndScanRecordsFromAnId) {
