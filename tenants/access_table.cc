@@ -13,18 +13,47 @@ void AccessTable::RemoveTenant(TenantId t) {
   const auto it = tenants_.find(t);
   if (it == tenants_.end()) return;
   it->second->granted.ForEach([&](uint64_t id) {
-    Entry* e = ids_.Find(id);
-    if (e == nullptr) return;
-    e->grants.erase(std::remove(e->grants.begin(), e->grants.end(), t), e->grants.end());
-    if (e->owner == kNoTenant && e->grants.empty()) ids_.Erase(id);
+    Page* page = PageOf(id);
+    const uint32_t s = id & (kSlots - 1);
+    if (page != nullptr && EraseGrantee(*page, s, t)) Release(id >> kPageBits, *page, s, true);
   });
   it->second->owned.ForEach([&](uint64_t id) {
-    Entry* e = ids_.Find(id);
-    if (e == nullptr) return;
-    e->owner = kNoTenant;
-    if (e->grants.empty()) ids_.Erase(id);
+    Page* page = PageOf(id);
+    const uint32_t s = id & (kSlots - 1);
+    if (page == nullptr || page->owner[s] != t) return;
+    page->owner[s] = kNoTenant;
+    bytes_.Erase(id);
+    Release(id >> kPageBits, *page, s, true);
   });
   tenants_.erase(it);
+}
+
+AccessTable::Page& AccessTable::MakePage(uint64_t id) {
+  const uint64_t p = id >> kPageBits;
+  if (p >= pages_.size()) pages_.resize(p + 1);
+  if (pages_[p] == nullptr) pages_[p] = std::make_unique<Page>();
+  return *pages_[p];
+}
+
+void AccessTable::Release(uint64_t p, Page& page, uint32_t s, bool had) {
+  if (!had || page.Has(s)) return;
+  --size_;
+  if (--page.used == 0) {
+    pages_[p].reset();
+    return;
+  }
+  // Give back capacity a shrinking page no longer needs (grow by a quarter, shrink at half).
+  if (page.grantees.capacity() > 2 * page.grantees.size() + 16) page.grantees.shrink_to_fit();
+}
+
+bool AccessTable::EraseGrantee(Page& page, uint32_t s, TenantId t) {
+  const auto first = page.grantees.begin() + page.start[s];
+  const auto last = page.grantees.begin() + page.start[s + 1];
+  const auto at = std::find(first, last, t);
+  if (at == last) return false;
+  page.grantees.erase(at);
+  page.Shift(s, -1);
+  return true;
 }
 
 AccessTable::TenantIds* AccessTable::Find(TenantId t) {
@@ -40,82 +69,104 @@ const AccessTable::TenantIds* AccessTable::Find(TenantId t) const {
 void AccessTable::SetOwner(uint64_t id, TenantId t, uint64_t bytes) {
   TenantIds* ids = Find(t);
   if (ids == nullptr) return;
-  Entry e;
-  e.owner = t;
-  e.bytes = static_cast<uint32_t>(std::min<uint64_t>(bytes, std::numeric_limits<uint32_t>::max()));
-  if (Entry* old = ids_.Find(id)) {
-    e.grants = std::move(old->grants);
-    if (old->owner != kNoTenant) {
-      if (TenantIds* prev = Find(old->owner)) {
-        prev->owned.erase(id);
-        prev->bytes -= old->bytes;
-      }
+  Page& page = MakePage(id);
+  const uint32_t s = id & (kSlots - 1);
+  const bool had = page.Has(s);
+  if (page.owner[s] != kNoTenant) {
+    if (TenantIds* prev = Find(page.owner[s])) {
+      prev->owned.erase(id);
+      prev->bytes -= BytesOf(id);
     }
   }
+  const uint32_t b =
+      static_cast<uint32_t>(std::min<uint64_t>(bytes, std::numeric_limits<uint32_t>::max()));
+  page.owner[s] = t;
+  if (b != 0) {
+    bytes_.Set(id, b);
+  } else {
+    bytes_.Erase(id);
+  }
   ids->owned.insert(id);
-  ids->bytes += e.bytes;
-  ids_.Set(id, std::move(e));
+  ids->bytes += b;
+  if (!had) {
+    ++page.used;
+    ++size_;
+  }
 }
 
 void AccessTable::SetBytes(uint64_t id, uint64_t bytes) {
-  Entry* e = ids_.Find(id);
-  if (e == nullptr || e->owner == kNoTenant) return;
-  TenantIds* ids = Find(e->owner);
+  const TenantId owner = OwnerOf(id);
+  if (owner == kNoTenant) return;
   const uint32_t b =
       static_cast<uint32_t>(std::min<uint64_t>(bytes, std::numeric_limits<uint32_t>::max()));
-  if (ids != nullptr) ids->bytes = ids->bytes - e->bytes + b;
-  e->bytes = b;
+  if (TenantIds* ids = Find(owner)) ids->bytes = ids->bytes - BytesOf(id) + b;
+  if (b != 0) {
+    bytes_.Set(id, b);
+  } else {
+    bytes_.Erase(id);
+  }
 }
 
 TenantId AccessTable::OwnerOf(uint64_t id) const {
-  const Entry* e = ids_.Find(id);
-  return e == nullptr ? kNoTenant : e->owner;
+  const Page* page = PageOf(id);
+  return page == nullptr ? kNoTenant : page->owner[id & (kSlots - 1)];
 }
 
 uint64_t AccessTable::BytesOf(uint64_t id) const {
-  const Entry* e = ids_.Find(id);
-  return e == nullptr ? 0 : e->bytes;
+  const uint32_t* b = bytes_.Find(id);
+  return b == nullptr ? 0 : *b;
 }
 
 bool AccessTable::Grant(uint64_t id, TenantId t) {
   TenantIds* ids = Find(t);
   if (ids == nullptr || ids->owned.contains(id) || !ids->granted.insert(id)) return false;
-  Entry* e = ids_.Find(id);
-  if (e == nullptr) {
-    ids_.Insert(id, Entry{});
-    e = ids_.Find(id);
+  Page& page = MakePage(id);
+  const uint32_t s = id & (kSlots - 1);
+  if (!page.Has(s)) {
+    ++page.used;
+    ++size_;
   }
-  e->grants.push_back(t);
+  std::vector<TenantId>& g = page.grantees;
+  // Grow by a quarter: doubling would leave a third of the capacity unused on average.
+  if (g.size() == g.capacity()) g.reserve(g.size() * 5 / 4 + 8);
+  g.insert(g.begin() + page.start[s + 1], t);
+  page.Shift(s, 1);
   return true;
 }
 
 bool AccessTable::Revoke(uint64_t id, TenantId t) {
   TenantIds* ids = Find(t);
   if (ids == nullptr || !ids->granted.erase(id)) return false;
-  if (Entry* e = ids_.Find(id)) {
-    e->grants.erase(std::remove(e->grants.begin(), e->grants.end(), t), e->grants.end());
-    if (e->owner == kNoTenant && e->grants.empty()) ids_.Erase(id);
-  }
+  Page* page = PageOf(id);
+  const uint32_t s = id & (kSlots - 1);
+  if (page != nullptr && EraseGrantee(*page, s, t)) Release(id >> kPageBits, *page, s, true);
   return true;
 }
 
 std::span<const TenantId> AccessTable::GrantsOf(uint64_t id) const {
-  const Entry* e = ids_.Find(id);
-  if (e == nullptr) return {};
-  return std::span<const TenantId>(e->grants.data(), e->grants.size());
+  const Page* page = PageOf(id);
+  if (page == nullptr) return {};
+  return page->Grants(id & (kSlots - 1));
 }
 
 void AccessTable::Remove(uint64_t id) {
-  Entry* e = ids_.Find(id);
-  if (e == nullptr) return;
-  if (TenantIds* ids = Find(e->owner)) {
+  Page* page = PageOf(id);
+  const uint32_t s = id & (kSlots - 1);
+  if (page == nullptr || !page->Has(s)) return;
+  if (TenantIds* ids = Find(page->owner[s])) {
     ids->owned.erase(id);
-    ids->bytes -= e->bytes;
+    ids->bytes -= BytesOf(id);
   }
-  for (TenantId t : e->grants) {
+  for (TenantId t : page->Grants(s)) {
     if (TenantIds* ids = Find(t)) ids->granted.erase(id);
   }
-  ids_.Erase(id);
+  const uint32_t n = page->start[s + 1] - page->start[s];
+  page->grantees.erase(page->grantees.begin() + page->start[s],
+                       page->grantees.begin() + page->start[s + 1]);
+  page->Shift(s, -static_cast<int>(n));
+  page->owner[s] = kNoTenant;
+  bytes_.Erase(id);
+  Release(id >> kPageBits, *page, s, true);
 }
 
 size_t AccessTable::OwnedCount(TenantId t) const {
@@ -144,10 +195,10 @@ const AccessTable::IdSet* AccessTable::Granted(TenantId t) const {
 }
 
 size_t AccessTable::MemoryBytes() const {
-  size_t bytes = ids_.MemoryBytes();
-  ids_.ForEach([&](uint64_t, const Entry& e) {
-    if (e.grants.capacity() > 2) bytes += e.grants.capacity() * sizeof(TenantId) + 16;  // heap
-  });
+  size_t bytes = pages_.capacity() * sizeof(pages_[0]) + bytes_.MemoryBytes();
+  for (const auto& page : pages_) {
+    if (page != nullptr) bytes += sizeof(Page) + page->grantees.capacity() * sizeof(TenantId);
+  }
   for (const auto& [t, ids] : tenants_) {
     bytes += sizeof(TenantIds) + ids->owned.MemoryBytes() + ids->granted.MemoryBytes();
   }

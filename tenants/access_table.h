@@ -18,23 +18,25 @@
 // tag them with a generation; Collection checks the invariant (ids of new records are above
 // every id it has handed out) at each write.
 //
-// Memory: one 24-byte entry per id that has an owner or a grant (owner, record bytes, grantees
-// inline up to two), in pages of 256 ids, plus about 2 bytes per (tenant, id) pair (a CompactIdSet
-// of each tenant's owned and granted ids). A tenant with no ids costs one small struct; thousands
-// are cheap.
+// Memory: per id that has an owner or a grant, its owner (4 bytes) and where its grantees start
+// in its page's packed list (4 bytes), 4 bytes per grantee, and 4 bytes of record size for an
+// id with an owner (none for ids only granted); pages of 256 ids. Plus about 2 bytes per
+// (tenant, id) pair (a CompactIdSet of each tenant's owned and granted ids). A tenant with no
+// ids costs one small struct; thousands are cheap.
 //
 // Thread safety: none of its own; const methods may run concurrently (Collection guards it with
 // its state's reader/writer lock).
 #ifndef SHOAL_TENANTS_ACCESS_TABLE_H_
 #define SHOAL_TENANTS_ACCESS_TABLE_H_
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
-#include "absl/container/inlined_vector.h"
 #include "base/paged_id_map.h"
 #include "tenants/compact_id_set.h"
 
@@ -89,13 +91,17 @@ class AccessTable {
   const IdSet* Owned(TenantId t) const;
   const IdSet* Granted(TenantId t) const;
   // Ids with an entry (an owner or a grant).
-  size_t size() const { return ids_.size(); }
+  size_t size() const { return size_; }
   // Calls fn(id, owner, grants) for every id with an entry, in no order.
   template <typename Fn>
   void ForEachId(const Fn& fn) const {
-    ids_.ForEach([&](uint64_t id, const Entry& e) {
-      fn(id, e.owner, std::span<const TenantId>(e.grants.data(), e.grants.size()));
-    });
+    for (uint64_t p = 0; p < pages_.size(); ++p) {
+      const Page* page = pages_[p].get();
+      if (page == nullptr) continue;
+      for (uint32_t s = 0; s < kSlots; ++s) {
+        if (page->Has(s)) fn((p << kPageBits) | s, page->owner[s], page->Grants(s));
+      }
+    }
   }
   // Calls fn(t) for every tenant, in no order.
   template <typename Fn>
@@ -105,10 +111,24 @@ class AccessTable {
   size_t MemoryBytes() const;
 
  private:
-  struct Entry {
-    TenantId owner = kNoTenant;
-    uint32_t bytes = 0;  // saturates: records are far smaller
-    absl::InlinedVector<TenantId, 2> grants;
+  // The entries of 256 consecutive ids: each id's owner, and its grantees packed in one array
+  // (in grant order; id slot s's are [start[s], start[s + 1])). A grant or revoke moves the
+  // page's later grantees by one (at most a few KB): no per-id allocation, no free slots.
+  static constexpr int kPageBits = 8;
+  static constexpr uint32_t kSlots = uint32_t{1} << kPageBits;
+  struct Page {
+    std::array<TenantId, kSlots> owner{};
+    std::array<uint32_t, kSlots + 1> start{};
+    std::vector<TenantId> grantees;
+    uint32_t used = 0;  // slots with an owner or a grant
+    std::span<const TenantId> Grants(uint32_t s) const {
+      return std::span<const TenantId>(grantees.data() + start[s], start[s + 1] - start[s]);
+    }
+    bool Has(uint32_t s) const { return owner[s] != kNoTenant || start[s] != start[s + 1]; }
+    // Moves the start of every slot after `s` by `delta` (a grantee of `s` added or removed).
+    void Shift(uint32_t s, int delta) {
+      for (uint32_t j = s + 1; j <= kSlots; ++j) start[j] += static_cast<uint32_t>(delta);
+    }
   };
   struct TenantIds {
     IdSet owned;
@@ -118,9 +138,24 @@ class AccessTable {
   TenantIds* Find(TenantId t);
   const TenantIds* Find(TenantId t) const;
 
+  Page* PageOf(uint64_t id) const {
+    const uint64_t p = id >> kPageBits;
+    return p < pages_.size() ? pages_[p].get() : nullptr;
+  }
+  Page& MakePage(uint64_t id);
+  // After a slot of `page` (page number `p`) lost its owner or a grantee: forgets the slot, and
+  // the page once it holds nothing.
+  void Release(uint64_t p, Page& page, uint32_t s, bool had);
+  // Removes grantee `t` of slot `s`; false when it is not one.
+  static bool EraseGrantee(Page& page, uint32_t s, TenantId t);
+
   // Internal ids are dense (handed out in order, and a tenant's records are most of a
-  // multi-tenant collection's), so a paged array: 24 bytes per id, against ~55 in a hash map.
-  base::PagedIdMap<Entry> ids_;
+  // multi-tenant collection's), so paged arrays indexed by id, no hashing.
+  std::vector<std::unique_ptr<Page>> pages_;  // page p: ids [p << kPageBits, (p + 1) << ...)
+  size_t size_ = 0;                           // ids with an owner or a grant
+  // The record bytes of owned ids (quotas), only where non-zero: ids that are only granted,
+  // the bulk of a shared collection, pay nothing.
+  base::PagedIdMap<uint32_t> bytes_;
   absl::flat_hash_map<TenantId, std::unique_ptr<TenantIds>> tenants_;
 };
 

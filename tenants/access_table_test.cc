@@ -1,5 +1,11 @@
 #include "tenants/access_table.h"
 
+#include <algorithm>
+#include <map>
+#include <random>
+#include <vector>
+
+#include "base/test_seed.h"
 #include "gtest/gtest.h"
 
 namespace shoal::tenants {
@@ -75,6 +81,107 @@ TEST(AccessTableTest, SetBytesAdjustsTheOwnersTotal) {
   a.SetBytes(7, 64);
   EXPECT_EQ(a.OwnedBytes(1), 64u);
   EXPECT_EQ(a.BytesOf(7), 64u);
+}
+
+// Random owners, grants, revokes, deletes and dropped tenants over ids that share pages: each
+// id's owner, grantees (in grant order) and bytes, and each tenant's totals, match a model.
+TEST(AccessTableTest, EntriesMatchAModelUnderRandomChanges) {
+  std::mt19937_64 rng(base::TestSeed());
+  struct Model {
+    TenantId owner = kNoTenant;
+    uint64_t bytes = 0;
+    std::vector<TenantId> grants;
+  };
+  std::map<uint64_t, Model> model;
+  std::vector<TenantId> tenants;
+  AccessTable a;
+  for (TenantId t = 1; t <= 12; ++t) {
+    a.AddTenant(t);
+    tenants.push_back(t);
+  }
+  const auto any_id = [&] { return std::uniform_int_distribution<uint64_t>(0, 1500)(rng); };
+  for (int step = 0; step < 20000; ++step) {
+    if (tenants.empty()) break;
+    const TenantId t = tenants[rng() % tenants.size()];
+    const uint64_t id = any_id();
+    Model& m = model[id];
+    switch (rng() % 8) {
+      case 0: {  // a new owner (rewrite keeps the grants)
+        const uint64_t bytes = rng() % 3 == 0 ? 0 : rng() % 5000;
+        if (std::find(m.grants.begin(), m.grants.end(), t) != m.grants.end()) break;
+        a.SetOwner(id, t, bytes);
+        m.owner = t;
+        m.bytes = bytes;
+        break;
+      }
+      case 1:
+      case 2:
+      case 3: {
+        const bool expect =
+            m.owner != t && std::find(m.grants.begin(), m.grants.end(), t) == m.grants.end();
+        ASSERT_EQ(a.Grant(id, t), expect);
+        if (expect) m.grants.push_back(t);
+        break;
+      }
+      case 4:
+      case 5: {
+        const auto at = std::find(m.grants.begin(), m.grants.end(), t);
+        ASSERT_EQ(a.Revoke(id, t), at != m.grants.end());
+        if (at != m.grants.end()) m.grants.erase(at);
+        break;
+      }
+      case 6:
+        a.Remove(id);
+        m = Model{};
+        break;
+      default:
+        if (rng() % 50 != 0) break;
+        a.RemoveTenant(t);
+        tenants.erase(std::find(tenants.begin(), tenants.end(), t));
+        for (auto& [i, e] : model) {
+          if (e.owner == t) e = Model{.grants = e.grants};
+          e.grants.erase(std::remove(e.grants.begin(), e.grants.end(), t), e.grants.end());
+        }
+    }
+  }
+  size_t entries = 0;
+  std::map<TenantId, uint64_t> owned_bytes;
+  for (const auto& [id, m] : model) {
+    ASSERT_EQ(a.OwnerOf(id), m.owner) << id;
+    ASSERT_EQ(a.BytesOf(id), m.owner == kNoTenant ? 0 : m.bytes) << id;
+    const auto g = a.GrantsOf(id);
+    ASSERT_EQ(std::vector<TenantId>(g.begin(), g.end()), m.grants) << id;
+    for (TenantId t : tenants) {
+      ASSERT_EQ(a.Visible(t, id),
+                m.owner == t || std::find(m.grants.begin(), m.grants.end(), t) != m.grants.end());
+    }
+    entries += m.owner != kNoTenant || !m.grants.empty() ? 1 : 0;
+    if (m.owner != kNoTenant) owned_bytes[m.owner] += m.bytes;
+  }
+  EXPECT_EQ(a.size(), entries);
+  for (TenantId t : tenants) EXPECT_EQ(a.OwnedBytes(t), owned_bytes[t]) << t;
+  size_t listed = 0;
+  a.ForEachId([&](uint64_t id, TenantId owner, std::span<const TenantId> grants) {
+    ++listed;
+    EXPECT_EQ(owner, model[id].owner);
+    EXPECT_EQ(grants.size(), model[id].grants.size());
+  });
+  EXPECT_EQ(listed, entries);
+}
+
+// A vector shared by grant costs its owner slot, where its grantees start and 4 bytes per
+// grantee (plus the tenants' own id sets, ~2 bytes per pair): no per-id allocation, and no
+// record size for an id no tenant owns.
+TEST(AccessTableTest, AGrantedIdCostsItsGranteesAndEightBytes) {
+  AccessTable a;
+  for (TenantId t = 1; t <= 100; ++t) a.AddTenant(t);
+  constexpr uint64_t kIds = 1 << 16;
+  for (uint64_t id = 0; id < kIds; ++id) {
+    for (TenantId k = 0; k < 3; ++k) ASSERT_TRUE(a.Grant(id, 1 + (id * 7 + k * 31) % 100));
+  }
+  const double per_id = static_cast<double>(a.MemoryBytes()) / kIds;
+  EXPECT_LE(per_id, 8 + 3 * 4 + 3 * 2 + 4) << per_id;  // 30; an entry of 24 bytes plus a
+                                                       // heap list of 3 grantees: ~70
 }
 
 }  // namespace
