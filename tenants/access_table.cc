@@ -195,7 +195,9 @@ const AccessTable::IdSet* AccessTable::Granted(TenantId t) const {
 }
 
 size_t AccessTable::MemoryBytes() const {
-  size_t bytes = pages_.capacity() * sizeof(pages_[0]) + bytes_.MemoryBytes();
+  // The tenants' table: a slot (tenant, pointer) and a control byte per capacity.
+  size_t bytes = pages_.capacity() * sizeof(pages_[0]) + bytes_.MemoryBytes() +
+                 tenants_.capacity() * (sizeof(decltype(tenants_)::value_type) + 1);
   for (const auto& page : pages_) {
     if (page != nullptr) bytes += sizeof(Page) + page->grantees.capacity() * sizeof(TenantId);
   }
