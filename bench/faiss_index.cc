@@ -2,10 +2,12 @@
 
 #include <faiss/AutoTune.h>
 #include <faiss/Index.h>
+#include <faiss/IndexHNSW.h>
 #include <faiss/IndexIVF.h>
 #include <faiss/IndexIVFPQ.h>
 #include <faiss/IndexIVFPQFastScan.h>
 #include <faiss/IndexRefine.h>
+#include <faiss/impl/IDSelector.h>
 #include <faiss/index_factory.h>
 #include <faiss/invlists/BlockInvertedLists.h>
 #include <omp.h>
@@ -88,6 +90,33 @@ absl::Status FaissIndex::Add(const float* data, size_t n) {
 
 absl::Status FaissIndex::Search(const float* queries, size_t n, size_t k, Neighbors* out,
                                 size_t first) {
+  return SearchWith(queries, n, k, nullptr, out, first);
+}
+
+absl::Status FaissIndex::SearchAmong(const float* query, size_t k, const uint8_t* bitmap,
+                                     Neighbors* out, size_t row) {
+  faiss::IDSelectorBitmap selector(static_cast<size_t>(index_->ntotal), bitmap);
+  // Parameters passed with a search replace the index's own: carry over what SetParameter set.
+  if (const auto* hnsw = dynamic_cast<const faiss::IndexHNSW*>(index_.get())) {
+    faiss::SearchParametersHNSW params;
+    params.efSearch = hnsw->hnsw.efSearch;
+    params.sel = &selector;
+    return SearchWith(query, 1, k, &params, out, row);
+  }
+  if (const auto* ivf = dynamic_cast<const faiss::IndexIVF*>(index_.get())) {
+    faiss::SearchParametersIVF params;
+    params.nprobe = ivf->nprobe;
+    params.sel = &selector;
+    return SearchWith(query, 1, k, &params, out, row);
+  }
+  faiss::SearchParameters params;
+  params.sel = &selector;
+  return SearchWith(query, 1, k, &params, out, row);
+}
+
+absl::Status FaissIndex::SearchWith(const float* queries, size_t n, size_t k,
+                                    const faiss::SearchParameters* params, Neighbors* out,
+                                    size_t first) {
   if (out->k < k || first + n > out->nq) {
     return absl::InvalidArgumentError("FaissIndex::Search: output too small");
   }
@@ -97,7 +126,7 @@ absl::Status FaissIndex::Search(const float* queries, size_t n, size_t k, Neighb
   std::vector<int64_t> labels(n * k);
   SHOAL_RETURN_IF_ERROR(Guard("search", [&] {
     index_->search(static_cast<int64_t>(n), q, static_cast<int64_t>(k), distances.data(),
-                   labels.data());
+                   labels.data(), params);
   }));
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = 0; j < k; ++j) {
@@ -112,6 +141,11 @@ absl::Status FaissIndex::Search(const float* queries, size_t n, size_t k, Neighb
 }
 
 absl::Status FaissIndex::SetParameter(const std::string& name, double value) {
+  if (auto* hnsw = dynamic_cast<faiss::IndexHNSW*>(index_.get());
+      hnsw && name == "efConstruction") {
+    hnsw->hnsw.efConstruction = static_cast<int>(value);  // not a ParameterSpace name
+    return absl::OkStatus();
+  }
   absl::Status status = Guard("set_index_parameter", [&] {
     faiss::ParameterSpace().set_index_parameter(index_.get(), name, value);
   });
@@ -127,6 +161,13 @@ void AddRam(const faiss::Index* index, FaissIndex::Ram* ram) {
     FaissIndex::Ram inner;
     AddRam(refine->refine_index, &inner);
     ram->refine += inner.total();
+    return;
+  }
+  if (const auto* hnsw = dynamic_cast<const faiss::IndexHNSW*>(index)) {
+    const faiss::HNSW& g = hnsw->hnsw;
+    ram->graph += g.neighbors.size() * sizeof(g.neighbors[0]) +
+                  g.offsets.size() * sizeof(g.offsets[0]) + g.levels.size() * sizeof(g.levels[0]);
+    if (hnsw->storage != nullptr) AddRam(hnsw->storage, ram);
     return;
   }
   const auto* ivf = dynamic_cast<const faiss::IndexIVF*>(index);

@@ -13,6 +13,7 @@
 #ifndef SHOAL_BENCH_FAISS_INDEX_H_
 #define SHOAL_BENCH_FAISS_INDEX_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -23,6 +24,7 @@
 
 namespace faiss {
 struct Index;
+struct SearchParameters;
 }  // namespace faiss
 
 namespace shoal::bench {
@@ -41,9 +43,15 @@ class FaissIndex {
   // Writes queries [0, n) into rows [first, first + n) of `out` (out->k >= k).
   absl::Status Search(const float* queries, size_t n, size_t k, Neighbors* out, size_t first);
 
+  // One query among the ids whose bit is set in `bitmap` (bit i of byte i / 8, size() bits): a
+  // faiss::IDSelectorBitmap in the search's parameters, with the efSearch or nprobe set last.
+  // (HNSW and IVF check it as they visit, so the filter narrows the answers, not the walk.)
+  absl::Status SearchAmong(const float* query, size_t k, const uint8_t* bitmap, Neighbors* out,
+                           size_t row);
+
   // Sets a search-time parameter by its faiss::ParameterSpace name ("nprobe", "efSearch",
-  // "k_factor", ...); InvalidArgument when the index has no such parameter. Not concurrent
-  // with Search.
+  // "k_factor", ...), or HNSW's "efConstruction" (before Add); InvalidArgument when the index
+  // has no such parameter. Not concurrent with Search.
   absl::Status SetParameter(const std::string& name, double value);
 
   size_t size() const;
@@ -56,7 +64,8 @@ class FaissIndex {
     size_t centroids = 0;  // IVF coarse quantizer's vectors
     size_t tables = 0;     // IVF-PQ's precomputed residual tables (nlist * m * 2^nbits floats)
     size_t refine = 0;     // a refine index's stored vectors (IndexRefineFlat: all, float32)
-    size_t total() const { return lists + centroids + tables + refine; }
+    size_t graph = 0;      // HNSW's neighbour lists, offsets and levels
+    size_t total() const { return lists + centroids + tables + refine + graph; }
   };
   Ram RamParts() const;
   size_t RamBytes() const { return RamParts().total(); }
@@ -70,6 +79,8 @@ class FaissIndex {
  private:
   FaissIndex(std::unique_ptr<faiss::Index> index, std::string factory, size_t dim, Metric metric);
   const float* Prepare(const float* data, size_t n, std::vector<float>* scratch) const;
+  absl::Status SearchWith(const float* queries, size_t n, size_t k,
+                          const faiss::SearchParameters* params, Neighbors* out, size_t first);
 
   std::unique_ptr<faiss::Index> index_;
   std::string factory_;
