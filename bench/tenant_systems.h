@@ -6,6 +6,9 @@
 //     searched with SearchParams::tenant (the tenant's sub-tree of the shared index);
 //   - "shoal-filter": the same collection searched with a tag filter naming the tenant (each
 //     record is tagged with its tenants) and no tenant: the shared index plus a filter.
+//   - "faiss-hnsw-filter", "faiss-ivf-filter": one FAISS index (HNSW or IVF-Flat) over every
+//     base row, searched with a faiss::IDSelectorBitmap of the tenant's rows: the shared index
+//     plus a filter as FAISS users have it (bench/tenant_shared_faiss.cc).
 //
 //   SHOAL_ASSIGN_OR_RETURN(auto shoal, ShoalTenantIndex::Create(spec, sweep));
 //   SHOAL_RETURN_IF_ERROR(shoal->Load(base, workload, metric, threads));
@@ -23,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "bench/ann_system.h"
 #include "bench/shoal_collection.h"
+#include "bench/sweep.h"
 #include "bench/tenant_workload.h"
 
 namespace shoal::bench {
@@ -51,6 +55,12 @@ class TenantSystem {
 std::unique_ptr<TenantSystem> MakePerTenantSystem(
     std::string name, std::string params,
     std::function<std::unique_ptr<AnnSystem>(size_t rows)> make);
+
+// One FAISS index of `factory` over every base row (`build`: parameters set before adding, e.g.
+// efConstruction), searched per tenant with a bitmap selector of its rows; `sweep` the search
+// points (efSearch or nprobe).
+std::unique_ptr<TenantSystem> MakeSharedFaissSystem(std::string name, std::string factory,
+                                                    GridPoint build, std::vector<GridPoint> sweep);
 
 // What the shared Shoal collection measured while loading.
 struct ShoalTenantLoad {

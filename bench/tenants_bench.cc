@@ -53,8 +53,10 @@ absl::StatusOr<Labelled> LoadLabelled(const TenantsBenchOptions& o) {
   return l;
 }
 
+// `rows`: the base's (the shared FAISS indexes' IVF lists follow it).
 absl::StatusOr<std::vector<std::unique_ptr<TenantSystem>>> MakeSystems(const TenantsBenchOptions& o,
-                                                                       ShoalTenantIndex* shoal) {
+                                                                       ShoalTenantIndex* shoal,
+                                                                       size_t rows) {
   SHOAL_ASSIGN_OR_RETURN(std::vector<double> efs, ParseNumberList(o.hnsw_ef, "--hnsw-ef"));
   SHOAL_ASSIGN_OR_RETURN(std::vector<GridPoint> nprobe,
                          ParseGrid(absl::StrCat("nprobe=", o.faiss_nprobe)));
@@ -78,6 +80,18 @@ absl::StatusOr<std::vector<std::unique_ptr<TenantSystem>>> MakeSystems(const Ten
                 std::min<size_t>(rows / 39, static_cast<size_t>(4 * std::sqrt(rows))), 1, 65536);
             return MakeFaissSystem("faiss-ivf", absl::StrCat("IVF", nlist, ",Flat"), 0, nprobe);
           }));
+    } else if (want == "faiss-hnsw-filter") {
+      SHOAL_ASSIGN_OR_RETURN(std::vector<GridPoint> ef,
+                             ParseGrid(absl::StrCat("efSearch=", o.shared_hnsw_ef)));
+      out.push_back(MakeSharedFaissSystem("faiss-hnsw-filter", absl::StrCat("HNSW", o.hnsw_m),
+                                          {{"efConstruction", o.shared_hnsw_ef_construction}},
+                                          std::move(ef)));
+    } else if (want == "faiss-ivf-filter") {
+      SHOAL_ASSIGN_OR_RETURN(std::vector<GridPoint> probes,
+                             ParseGrid(absl::StrCat("nprobe=", o.shared_nprobe)));
+      const size_t nlist = std::max<size_t>(1, static_cast<size_t>(4 * std::sqrt(rows)));
+      out.push_back(MakeSharedFaissSystem("faiss-ivf-filter", absl::StrCat("IVF", nlist, ",Flat"),
+                                          {}, std::move(probes)));
     } else {
       return absl::InvalidArgumentError(absl::StrCat("--systems: unknown system '", want, "'"));
     }
@@ -252,16 +266,25 @@ void PrintSummary(const std::vector<std::unique_ptr<TenantSystem>>& systems,
               load.shared_ram_bytes / (1 << 20), load.tenant_ram_bytes / (1 << 20),
               (load.shared_ram_bytes + load.tenant_ram_bytes) / load.shared_ram_bytes);
   if (tenant_sys == systems.size()) return;
-  std::printf("\nshoal-tenant / peer (QPS at recall@10 >= %.2f; RAM)\n", kTargetRecall);
-  std::printf("  %-22s %10s %10s %10s %10s\n", "peer", "all", "small", "large", "RAM");
+  std::printf(
+      "\nshoal-tenant / peer at recall@10 >= %.2f: QPS, and the peer's p50 / shoal-tenant's "
+      "(each at its fastest point reaching the target); RAM\n",
+      kTargetRecall);
+  std::printf("  %-22s %10s %10s %10s %10s %10s %10s %10s\n", "peer", "QPS all", "small", "large",
+              "p50 all", "small", "large", "RAM");
+  const auto ratio_of = [](double a, double b) {
+    return a > 0 && b > 0 ? absl::StrFormat("%.3fx", a / b) : std::string("n/a");
+  };
   for (size_t s = 0; s < systems.size(); ++s) {
     if (s == tenant_sys) continue;
     std::printf("  %-22s", systems[s]->name().c_str());
     for (int c = 0; c < 3; ++c) {
       const Best &a = best[tenant_sys][c], &b = best[s][c];
-      std::printf(" %10s", a.point && b.point
-                               ? absl::StrFormat("%.3fx", a.slice.qps / b.slice.qps).c_str()
-                               : "n/a");
+      std::printf(" %10s", a.point && b.point ? ratio_of(a.slice.qps, b.slice.qps).c_str() : "n/a");
+    }
+    for (int c = 0; c < 3; ++c) {
+      const Best &a = best[tenant_sys][c], &b = best[s][c];
+      std::printf(" %10s", a.point && b.point ? ratio_of(b.slice.p50, a.slice.p50).c_str() : "n/a");
     }
     std::printf(" %9.3fx\n", systems[tenant_sys]->RamBytes() / systems[s]->RamBytes());
   }
@@ -353,7 +376,7 @@ absl::Status RunTenantsBench(const TenantsBenchOptions& o) {
   SHOAL_ASSIGN_OR_RETURN(ShoalTenantLoad load, shoal->Load(l.ds.train, w, metric, o.grant_samples));
   std::printf("shoal: load %.2f s, build %.2f s (%s)\n", load.load_seconds, load.build_seconds,
               o.shoal_spec.c_str());
-  SHOAL_ASSIGN_OR_RETURN(auto systems, MakeSystems(o, shoal.get()));
+  SHOAL_ASSIGN_OR_RETURN(auto systems, MakeSystems(o, shoal.get(), l.ds.train.rows));
   std::vector<double> build(systems.size());
   std::vector<std::vector<Point>> points(systems.size());
   for (size_t s = 0; s < systems.size(); ++s) {
@@ -406,7 +429,8 @@ void RegisterTenantsCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--large", o->workload.large_threshold, "vectors of a large tenant")
       ->capture_default_str();
   cmd->add_option("--seed", o->workload.seed, "workload seed")->capture_default_str();
-  cmd->add_option("--systems", o->systems, "shoal-tenant,shoal-filter,hnswlib,faiss-ivf")
+  cmd->add_option("--systems", o->systems,
+                  "shoal-tenant,shoal-filter,hnswlib,faiss-ivf,faiss-hnsw-filter,faiss-ivf-filter")
       ->capture_default_str();
   cmd->add_option("--runs", o->runs, "interleaved timed passes per point")->capture_default_str();
   cmd->add_option("--build-threads", o->build_threads, "peer build threads")->capture_default_str();
@@ -418,6 +442,13 @@ void RegisterTenantsCommand(CLI::App& app, int* exit_code) {
       ->capture_default_str();
   cmd->add_option("--hnsw-ef", o->hnsw_ef, "hnswlib ef sweep")->capture_default_str();
   cmd->add_option("--faiss-nprobe", o->faiss_nprobe, "FAISS nprobe sweep")->capture_default_str();
+  cmd->add_option("--shared-hnsw-ef-construction", o->shared_hnsw_ef_construction,
+                  "faiss-hnsw-filter's efConstruction")
+      ->capture_default_str();
+  cmd->add_option("--shared-hnsw-ef", o->shared_hnsw_ef, "faiss-hnsw-filter's efSearch sweep")
+      ->capture_default_str();
+  cmd->add_option("--shared-nprobe", o->shared_nprobe, "faiss-ivf-filter's nprobe sweep")
+      ->capture_default_str();
   cmd->add_option("--grant-samples", o->grant_samples, "single-key grants/revokes timed")
       ->capture_default_str();
   cmd->add_option("--scale-tenants", o->scale_tenants, "tenant counts for the RAM table")

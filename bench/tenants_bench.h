@@ -37,6 +37,11 @@ struct TenantsBenchOptions {
   int hnsw_ef_construction = 100;
   std::string hnsw_ef = "10,20,40,80,160";
   std::string faiss_nprobe = "1,2,4,8,16,32";
+  // The shared FAISS indexes searched with a tenant's bitmap: a filter that admits few rows
+  // needs a wide search to find k of them.
+  int shared_hnsw_ef_construction = 200;
+  std::string shared_hnsw_ef = "16,32,64,128,256,512,1024,2048,4096,8192";
+  std::string shared_nprobe = "1,2,4,8,16,32,64,128,256";
   size_t grant_samples = 1000;                   // single-key Grant / Revoke calls timed
   std::string scale_tenants = "100,1000,10000";  // tenant RAM at these counts ("" = skip)
   std::string csv;                               // append one row per sweep point
