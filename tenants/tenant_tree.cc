@@ -104,22 +104,11 @@ void TenantTree::Attach(TenantId t, uint64_t id, uint32_t leaf) {
   }
   std::vector<uint32_t> path;
   Path(leaf, &path);
-  AttachToSub(sub->second, id, path);
+  AttachToSub(sub->second, path);
 }
 
-void TenantTree::AttachToSub(Sub& s, uint64_t id, const std::vector<uint32_t>& path) {
+void TenantTree::AttachToSub(Sub& s, const std::vector<uint32_t>& path) {
   for (uint32_t n : path) AddCount(s.count, n, 1);
-  // The id's bucket is the first node of its path with at most cap vectors of the tenant.
-  for (uint32_t n : path) {
-    auto it = s.shortlist.find(n);
-    if (CountIn(s, n) <= cap_) {
-      if (it == s.shortlist.end()) it = s.shortlist.emplace(n, IdSet{}).first;
-      it->second.insert(id);
-      return;
-    }
-    if (it != s.shortlist.end()) SplitDown(s, n);  // it just overflowed
-  }
-  s.dense[path.back()].insert(id);  // a dense leaf
 }
 
 void TenantTree::Build(TenantId t, Sub& s) const {
@@ -131,18 +120,6 @@ void TenantTree::Build(TenantId t, Sub& s) const {
   });
   s.count.assign(counts.begin(), counts.end());
   std::sort(s.count.begin(), s.count.end());
-  s.shortlist.clear();
-  s.dense.clear();
-  ForEachVisible(t, [&](uint64_t id) {
-    Path(LeafOfId(id), &path);
-    for (uint32_t n : path) {
-      if (CountIn(s, n) <= cap_) {
-        s.shortlist[n].insert(id);
-        return;
-      }
-    }
-    s.dense[path.back()].insert(id);
-  });
 }
 
 void TenantTree::Rebuild(std::span<const uint64_t> ids, std::span<const uint32_t> leaves) {
@@ -201,45 +178,6 @@ void TenantTree::Detach(TenantId t, std::span<const uint64_t> ids) {
   RebuildTenant(t);
 }
 
-void TenantTree::SplitDown(Sub& s, uint32_t node) {
-  IdSet ids = std::move(s.shortlist[node]);
-  s.shortlist.erase(node);
-  if (children_[node].empty()) {
-    s.dense[node] = std::move(ids);
-    return;
-  }
-  std::vector<uint32_t> path;
-  ids.ForEach([&](uint64_t id) {
-    Path(LeafOfId(id), &path);
-    const auto at = std::find(path.begin(), path.end(), node);
-    if (at == path.end() || at + 1 == path.end()) return;
-    s.shortlist[*(at + 1)].insert(id);
-  });
-}
-
-void TenantTree::Gather(Sub& s, uint32_t node, IdSet* into) {
-  for (auto* buckets : {&s.shortlist, &s.dense}) {
-    if (auto it = buckets->find(node); it != buckets->end()) {
-      if (into->empty()) {
-        *into = std::move(it->second);
-      } else {
-        it->second.ForEach([&](uint64_t id) { into->insert(id); });
-      }
-      buckets->erase(it);
-      return;
-    }
-  }
-  for (uint32_t c : children_[node]) {
-    if (CountIn(s, c) > 0) Gather(s, c, into);
-  }
-}
-
-void TenantTree::MergeUp(Sub& s, uint32_t node) {
-  IdSet ids;
-  Gather(s, node, &ids);
-  if (!ids.empty()) s.shortlist[node] = std::move(ids);
-}
-
 std::optional<uint32_t> TenantTree::LeafOf(uint64_t id) const {
   const uint32_t* leaf = leaf_of_.Find(id);
   if (leaf == nullptr) return std::nullopt;
@@ -257,34 +195,11 @@ void TenantTree::Detach(TenantId t, uint64_t id) {
   Sub& s = sub->second;
   std::vector<uint32_t> path;
   Path(LeafOfId(id), &path);
-  bool found = false;
-  for (uint32_t n : path) {
-    auto it = s.shortlist.find(n);
-    if (it != s.shortlist.end() && it->second.erase(id)) {
-      if (it->second.empty()) s.shortlist.erase(it);
-      found = true;
-      break;
-    }
-  }
-  if (!found) {
-    auto it = s.dense.find(path.back());
-    if (it == s.dense.end() || !it->second.erase(id)) return;  // never attached
-    if (it->second.empty()) s.dense.erase(it);
-  }
   for (uint32_t n : path) AddCount(s.count, n, -1);
   if (const uint32_t total = CountIn(s, path.front()); total <= cap_) {
     // Sparse again: a count; its ids are the access table's.
     subs_.erase(sub);
     if (total > 0) sparse_[t] = total;
-    return;
-  }
-  // The first sparse node of the path gathers what lies below it (a merge, when it was dense).
-  for (uint32_t n : path) {
-    if (CountIn(s, n) == 0) break;
-    if (CountIn(s, n) <= cap_) {
-      if (!s.shortlist.contains(n)) MergeUp(s, n);
-      break;
-    }
   }
 }
 
@@ -354,27 +269,38 @@ void TenantTree::ForEachShortlist(TenantId t,
   }
   const auto sub = subs_.find(t);
   if (sub == subs_.end()) return;
-  for (const auto& [n, ids] : sub->second.shortlist) fn(n, ids);
+  // Made for the call: each visible id into the first node of its path with at most cap of
+  // the tenant's vectors (none: a dense leaf's).
+  absl::flat_hash_map<uint32_t, IdSet> shortlists;
+  std::vector<uint32_t> path;
+  ForEachVisible(t, [&](uint64_t id) {
+    Path(LeafOfId(id), &path);
+    for (uint32_t n : path) {
+      if (CountIn(sub->second, n) <= cap_) {
+        shortlists[n].insert(id);
+        return;
+      }
+    }
+  });
+  for (const auto& [n, ids] : shortlists) fn(n, ids);
 }
 
 void TenantTree::ForEachDenseLeaf(TenantId t, const std::function<void(uint32_t)>& fn) const {
   const auto sub = subs_.find(t);
   if (sub == subs_.end()) return;
-  for (const auto& [n, ids] : sub->second.dense) fn(node_leaf_[n]);
+  for (const auto& [n, count] : sub->second.count) {
+    if (node_leaf_[n] != kNone && count > cap_) fn(node_leaf_[n]);
+  }
 }
 
 size_t TenantTree::MemoryBytes() const {
-  using Bucket = std::pair<const uint32_t, IdSet>;
   size_t bytes = (parent_.capacity() + leaf_node_.capacity() + node_leaf_.capacity()) * 4 +
                  leaf_of_.MemoryBytes() + sparse_.capacity() * (2 * sizeof(uint32_t) + 1) +
                  subs_.capacity() * (sizeof(void*) + 1) +
                  subs_.size() * (sizeof(TenantId) + sizeof(Sub));
   for (const auto& c : children_) bytes += sizeof(c) + c.capacity() * 4;
   for (const auto& [t, s] : subs_) {
-    bytes += s.count.capacity() * sizeof(Counts::value_type) +
-             (s.shortlist.capacity() + s.dense.capacity()) * (sizeof(Bucket) + 1);
-    for (const auto& [n, ids] : s.shortlist) bytes += ids.MemoryBytes();
-    for (const auto& [n, ids] : s.dense) bytes += ids.MemoryBytes();
+    bytes += s.count.capacity() * sizeof(Counts::value_type);
   }
   return bytes;
 }
@@ -409,31 +335,6 @@ void TenantTree::Check(TenantId t, const std::vector<std::pair<uint64_t, uint32_
   Counts sorted(want.begin(), want.end());
   std::sort(sorted.begin(), sorted.end());
   if (sorted != s.count) problem(absl::StrCat(who, "node counts disagree with its ids"));
-  absl::flat_hash_map<uint64_t, int> seen;
-  for (const auto& [n, list] : s.shortlist) {
-    if (list.size() > cap_) {
-      problem(absl::StrCat(who, "shortlist at node ", n, " holds ", list.size(), " > cap ", cap_));
-    }
-    if (parent_[n] != kNone && CountIn(s, parent_[n]) <= cap_) {
-      problem(absl::StrCat(who, "shortlist at node ", n, " below a sparse parent"));
-    }
-    list.ForEach([&](uint64_t id) { ++seen[id]; });
-  }
-  for (const auto& [n, list] : s.dense) {
-    if (list.size() <= cap_) problem(absl::StrCat(who, "dense leaf node ", n, " is sparse"));
-    list.ForEach([&](uint64_t id) { ++seen[id]; });
-  }
-  for (const auto& [id, leaf] : ids) {
-    const auto it = seen.find(id);
-    if (it == seen.end()) {
-      problem(absl::StrCat(who, "id ", id, " is in no bucket (a false negative)"));
-    } else if (it->second != 1) {
-      problem(absl::StrCat(who, "id ", id, " is in ", it->second, " buckets"));
-    }
-  }
-  if (seen.size() != ids.size()) {
-    problem(absl::StrCat(who, seen.size(), " ids in buckets, ", ids.size(), " visible"));
-  }
 }
 
 }  // namespace shoal::tenants

@@ -1,11 +1,11 @@
 // TenantTree: each tenant's sub-tree of the SSD index's centroid tree (after Curator, VLDB'24).
 // Per tenant and tree node it keeps how many of the tenant's vectors lie below the node (an
-// exact filter: a node without a count holds none of them, so a descent prunes it), and the
-// tenant's ids as shortlists at the highest node of each path where the tenant is sparse (at
-// most `cap` of its vectors below). A shortlist that outgrows the cap splits into its children's;
-// when a node's count falls back to the cap, its subtree's shortlists merge into it. A leaf with
-// more than `cap` of the tenant's vectors has no shortlist ("dense": the leaf's postings are
-// scanned with access checks); its ids are kept apart so that it can become a shortlist again.
+// exact filter: a node without a count holds none of them, so a descent prunes it). The
+// tenant's shortlists — its ids at the highest node of each path where it is sparse (at most
+// `cap` of its vectors below) — follow from those counts and its ids, which the access table
+// holds: they are made when asked for, not stored (a leaf with more than `cap` of them is
+// "dense", its postings scanned with access checks). So a shortlist never outgrows the cap and
+// never needs a split or merge: counts are all a grant, revoke, insert or delete changes.
 //
 //   tenants::TenantTree tree(spann.tree(), &access, /*cap=*/128);
 //   access.Grant(id, tenant);
@@ -22,7 +22,7 @@
 // see (AccessTable::Owned and Granted; the table stores them anyway, so they are stored once),
 // and Reaches and Count below the root look at those ids' leaves. (Search never asks: such a
 // tenant is answered exactly from its ids, db/search_planner.cc.) When it outgrows the root its
-// counts and shortlists are made from those ids; when it shrinks back they are dropped. So the
+// counts are made from those ids; when it shrinks back they are dropped. So the
 // tree must mirror the table: Attach(t, id) right after the table made `id` visible to `t`,
 // Detach(t, id) before or after the table hides it, Rebuild for many ids at once.
 //
@@ -31,13 +31,13 @@
 // tenants) cost a fixed ~1.2 KB per node whatever the tenants, are rebuilt lazily and can only
 // be cleared by a rebuild. With the tree's depth of 2-4, a vector adds 2-4 counts per tenant.
 //
-// Memory (measured in docs/PERFORMANCE.md "Multi-tenant search"): shortlists and dense leaves
-// are CompactIdSets (about 2 bytes per id), counts sorted (node, count) arrays, and the leaf of
-// each id a paged array indexed by id (4 bytes per id): no per-membership hash entry. A sparse
-// tenant is one 8-byte slot of a flat hash map.
+// Memory (measured in docs/PERFORMANCE.md "Multi-tenant search"): counts in sorted (node,
+// count) arrays, and the leaf of each id a paged array indexed by id (4 bytes per id): no id
+// is stored twice (stored shortlists cost ~30 bytes per held vector before session 12). A
+// sparse tenant is one 8-byte slot of a flat hash map.
 //
 // Isolation: the tree only narrows where a search looks; every candidate is still checked
-// against the access table (access_table.h), so a stale shortlist entry can never leak.
+// against the access table (access_table.h).
 //
 // Thread safety: none of its own; const methods may run concurrently.
 #ifndef SHOAL_TENANTS_TENANT_TREE_H_
@@ -102,16 +102,17 @@ class TenantTree {
   bool Reaches(TenantId t, uint32_t leaf) const;
   // Vectors of `t` below `node` (as Reaches).
   uint32_t Count(TenantId t, uint32_t node) const;
-  // Calls fn(node, ids) for every shortlist of `t` (a sparse tenant's root shortlist is made
-  // from the access table for the call).
+  // Calls fn(node, ids) for every shortlist of `t`, made from its ids and counts for the call
+  // (a pass over the tenant's ids: for checks and tools, not for a query).
   void ForEachShortlist(TenantId t, const std::function<void(uint32_t, const IdSet&)>& fn) const;
   // Calls fn(leaf) for every dense leaf of `t` (more than cap() of its vectors).
   void ForEachDenseLeaf(TenantId t, const std::function<void(uint32_t)>& fn) const;
 
   // Structural check against what the tree should hold: `ids` are every (id, leaf) visible to
-  // `t`. Reports (via `problem`) a count that disagrees, a shortlist over the cap or not at the
-  // highest sparse node, an id in no bucket or in two (a false negative of the tree), a sparse
-  // tenant whose count is not its number of ids.
+  // `t`. Reports (via `problem`) a node count that disagrees with those ids (a false negative
+  // of the filter, or a stale count), a sparse tenant whose count is not its number of ids, a
+  // tenant past the cap without counts. (Shortlists are made from the counts and ids, so they
+  // hold every id once and none over the cap by construction.)
   void Check(TenantId t, const std::vector<std::pair<uint64_t, uint32_t>>& ids,
              const std::function<void(std::string)>& problem) const;
   size_t MemoryBytes() const;
@@ -119,11 +120,11 @@ class TenantTree {
  private:
   // Sorted (node, count) pairs; a node the tenant does not reach has none.
   using Counts = std::vector<std::pair<uint32_t, uint32_t>>;
-  // A tenant with more than cap_ vectors.
+  // A tenant with more than cap_ vectors: its counts only. Its shortlists follow from them and
+  // its ids (the access table's) and are made when asked for (ForEachShortlist): searches read
+  // counts only, and stored shortlists and dense leaves cost a set per (tenant, node).
   struct Sub {
-    Counts count;                                    // node -> vectors below (absent = 0)
-    absl::flat_hash_map<uint32_t, IdSet> shortlist;  // node -> ids
-    absl::flat_hash_map<uint32_t, IdSet> dense;      // leaf node -> ids (over the cap)
+    Counts count;  // node -> vectors below (absent = 0)
   };
   static void AddCount(Counts& c, uint32_t node, int delta);
   // Root first, down to the leaf's node.
@@ -136,20 +137,14 @@ class TenantTree {
       if (set != nullptr) set->ForEach(fn);
     }
   }
-  // `s` from `t`'s visible ids (it outgrew the root, or a rebuild): counts, then each id into
-  // the first node of its path with at most cap_ of them (a dense leaf past the last).
+  // `s` from `t`'s visible ids (it outgrew the root, or a rebuild): its counts.
   void Build(TenantId t, Sub& s) const;
   // The tenant from the access table alone: a count while it sees at most cap_ ids, else Build.
   void RebuildTenant(TenantId t);
   // Is a batch of `n` ids a large enough part of the `visible` ids of a tenant to rebuild it?
   static bool RebuildFor(size_t n, size_t visible) { return n >= 16 && 4 * n >= visible; }
-  // Attach to a tenant past the cap.
-  void AttachToSub(Sub& s, uint64_t id, const std::vector<uint32_t>& path);
-  // The shortlist at `node` overflowed: hands its ids to the children (or to `dense`).
-  void SplitDown(Sub& s, uint32_t node);
-  // `node` is sparse again: gathers every id below it into its shortlist.
-  void MergeUp(Sub& s, uint32_t node);
-  void Gather(Sub& s, uint32_t node, IdSet* into);
+  // Attach to a tenant past the cap: the counts along the id's path.
+  static void AttachToSub(Sub& s, const std::vector<uint32_t>& path);
   uint32_t LeafOfId(uint64_t id) const;
   uint32_t root() const;
 
