@@ -387,6 +387,9 @@ class ConsoleBrowserTest(unittest.TestCase):
         code = self.wait(lambda: self.css('#cache-categories tr[data-row="code"]'),
                          "the category's counters")[0]
         self.assertIn("66.7%", code.text)
+        # No stale answer reported: no learned TTL, the policy's applies.
+        self.assertEqual(code.find_element("css selector", "[data-test=learned-ttl]").text, "—")
+        self.assertIn("learned ttl", self.css("#cache-categories thead")[0].text.lower())
         tenants = {r.get_attribute("data-tenant") for r in self.css("#cache-partitions tbody tr")}
         self.assertEqual(tenants, {"acme", "globex"})
         self.assertEqual(len(self.css("#charts canvas, #cache-view canvas")), 1)

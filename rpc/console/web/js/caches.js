@@ -159,8 +159,11 @@ function cacheView(name, session) {
       mount(categories, h("h2", {}, "Per category"),
             countersTable("cache-categories", ["category"],
                           cache.categories_stats.map((c) => countersRow(categoryName(c.category), c,
-                              [h("td", {class: "num"}, c.threshold_offset ? `+${c.threshold_offset.toFixed(3)}` : "0")])),
-                          ["learned offset"]));
+                              [h("td", {class: "num"}, c.threshold_offset ? `+${c.threshold_offset.toFixed(3)}` : "0"),
+                               // 0: nothing learned, the policy's TTL alone applies.
+                               h("td", {class: "num", dataset: {test: "learned-ttl"}},
+                                 c.learned_ttl_seconds ? ttl(Math.round(c.learned_ttl_seconds)) : "—")])),
+                          ["learned offset", "learned TTL"]));
     }
     const shown = cache.partitions.length < cache.partition_count ? ` (the busiest ${cache.partitions.length} of ${count(cache.partition_count)})` : "";
     mount(partitions, h("h2", {}, `Per partition${shown}`),
