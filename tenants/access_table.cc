@@ -15,7 +15,7 @@ void AccessTable::RemoveTenant(TenantId t) {
   it->second->granted.ForEach([&](uint64_t id) {
     Page* page = PageOf(id);
     const uint32_t s = id & (kSlots - 1);
-    if (page != nullptr && EraseGrantee(*page, s, t)) Release(id >> kPageBits, *page, s, true);
+    if (page != nullptr && EraseGrantee(*page, s, t)) Release(id, *page);
   });
   it->second->owned.ForEach([&](uint64_t id) {
     Page* page = PageOf(id);
@@ -23,7 +23,7 @@ void AccessTable::RemoveTenant(TenantId t) {
     if (page == nullptr || page->owner[s] != t) return;
     page->owner[s] = kNoTenant;
     bytes_.Erase(id);
-    Release(id >> kPageBits, *page, s, true);
+    Release(id, *page);
   });
   tenants_.erase(it);
 }
@@ -35,11 +35,11 @@ AccessTable::Page& AccessTable::MakePage(uint64_t id) {
   return *pages_[p];
 }
 
-void AccessTable::Release(uint64_t p, Page& page, uint32_t s, bool had) {
-  if (!had || page.Has(s)) return;
+void AccessTable::Release(uint64_t id, Page& page) {
+  if (page.Has(id & (kSlots - 1))) return;
   --size_;
   if (--page.used == 0) {
-    pages_[p].reset();
+    pages_[id >> kPageBits].reset();
     return;
   }
   // Give back capacity a shrinking page no longer needs (grow by a quarter, shrink at half).
@@ -78,16 +78,10 @@ void AccessTable::SetOwner(uint64_t id, TenantId t, uint64_t bytes) {
       prev->bytes -= BytesOf(id);
     }
   }
-  const uint32_t b =
-      static_cast<uint32_t>(std::min<uint64_t>(bytes, std::numeric_limits<uint32_t>::max()));
   page.owner[s] = t;
-  if (b != 0) {
-    bytes_.Set(id, b);
-  } else {
-    bytes_.Erase(id);
-  }
+  StoreBytes(id, bytes);
   ids->owned.insert(id);
-  ids->bytes += b;
+  ids->bytes += BytesOf(id);
   if (!had) {
     ++page.used;
     ++size_;
@@ -97,9 +91,15 @@ void AccessTable::SetOwner(uint64_t id, TenantId t, uint64_t bytes) {
 void AccessTable::SetBytes(uint64_t id, uint64_t bytes) {
   const TenantId owner = OwnerOf(id);
   if (owner == kNoTenant) return;
+  TenantIds* ids = Find(owner);
+  if (ids != nullptr) ids->bytes -= BytesOf(id);
+  StoreBytes(id, bytes);
+  if (ids != nullptr) ids->bytes += BytesOf(id);
+}
+
+void AccessTable::StoreBytes(uint64_t id, uint64_t bytes) {
   const uint32_t b =
       static_cast<uint32_t>(std::min<uint64_t>(bytes, std::numeric_limits<uint32_t>::max()));
-  if (TenantIds* ids = Find(owner)) ids->bytes = ids->bytes - BytesOf(id) + b;
   if (b != 0) {
     bytes_.Set(id, b);
   } else {
@@ -139,7 +139,7 @@ bool AccessTable::Revoke(uint64_t id, TenantId t) {
   if (ids == nullptr || !ids->granted.erase(id)) return false;
   Page* page = PageOf(id);
   const uint32_t s = id & (kSlots - 1);
-  if (page != nullptr && EraseGrantee(*page, s, t)) Release(id >> kPageBits, *page, s, true);
+  if (page != nullptr && EraseGrantee(*page, s, t)) Release(id, *page);
   return true;
 }
 
@@ -166,7 +166,7 @@ void AccessTable::Remove(uint64_t id) {
   page->Shift(s, -static_cast<int>(n));
   page->owner[s] = kNoTenant;
   bytes_.Erase(id);
-  Release(id >> kPageBits, *page, s, true);
+  Release(id, *page);
 }
 
 size_t AccessTable::OwnedCount(TenantId t) const {

@@ -143,9 +143,11 @@ class AccessTable {
     return p < pages_.size() ? pages_[p].get() : nullptr;
   }
   Page& MakePage(uint64_t id);
-  // After a slot of `page` (page number `p`) lost its owner or a grantee: forgets the slot, and
-  // the page once it holds nothing.
-  void Release(uint64_t p, Page& page, uint32_t s, bool had);
+  // After `id`'s slot of `page` (its page) lost its owner or a grantee: forgets the slot once it
+  // holds neither, and the page once it holds nothing.
+  void Release(uint64_t id, Page& page);
+  // `id`'s record bytes (clamped to 32 bits), kept only when non-zero.
+  void StoreBytes(uint64_t id, uint64_t bytes);
   // Removes grantee `t` of slot `s`; false when it is not one.
   static bool EraseGrantee(Page& page, uint32_t s, TenantId t);
 
