@@ -53,10 +53,11 @@ absl::Status PostingIds(std::span<const uint8_t> payload, bool quantized, size_t
     return absl::OkStatus();
   }
   if (payload.size() < 8) return absl::DataLossError(absl::StrCat(where, ": short payload"));
-  uint32_t code_bytes = 0;
-  std::memcpy(&code_bytes, payload.data() + 4, 4);
+  uint32_t field = 0;
+  std::memcpy(&field, payload.data() + 4, 4);
   index::QuantizedPosting q;
-  SHOAL_RETURN_IF_ERROR(index::DecodeQuantizedEntries(payload, code_bytes, where, &q));
+  SHOAL_RETURN_IF_ERROR(index::DecodeQuantizedEntries(payload, field & index::kSegmentCodeBytes,
+                                                      /*norms=*/false, where, &q));
   *ids = std::move(q.ids);
   return absl::OkStatus();
 }

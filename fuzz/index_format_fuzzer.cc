@@ -92,7 +92,8 @@ void RunOne(Kind kind, uint8_t param, const std::string& payload) {
     }
     case kQuantizedPosting: {
       QuantizedPosting out;
-      (void)DecodeQuantizedEntries(bytes, size_t{param} + 1, "fuzz", &out);
+      (void)DecodeQuantizedEntries(bytes, size_t{param} + 1, /*norms=*/false, "fuzz", &out);
+      (void)DecodeQuantizedEntries(bytes, size_t{param} + 1, /*norms=*/true, "fuzz", &out);
       break;
     }
     case kRabitq:
@@ -143,12 +144,16 @@ void WriteSeeds(const std::string& dir) {
       posting.codes.resize(posting.codes.size() + posting.code_bytes);
       (*q)->Encode(&x[i * kDim], &x[0], posting.codes.data() + i * posting.code_bytes);
     }
-    const std::string entries = [&] {
-      const std::vector<uint8_t> e = EncodeQuantizedEntries(posting);
-      return std::string(e.begin(), e.end());
-    }();
+    // Both segment kinds (posting_entries.h): compact with and without |x|^2, then wide (ids
+    // spanning more than 2^32), back to back as appends make them.
+    std::vector<uint8_t> e = EncodeQuantizedEntries(posting, /*norms=*/false);
+    const std::vector<uint8_t> with_norms = EncodeQuantizedEntries(posting, /*norms=*/true);
+    e.insert(e.end(), with_norms.begin(), with_norms.end());
+    posting.ids[2] = uint64_t{1} << 40;
+    const std::vector<uint8_t> wide = EncodeQuantizedEntries(posting, /*norms=*/false);
+    e.insert(e.end(), wide.begin(), wide.end());
     WriteSeed(dir, std::string("qposting_") + spec, kQuantizedPosting,
-              static_cast<uint8_t>(posting.code_bytes - 1), entries);
+              static_cast<uint8_t>(posting.code_bytes - 1), std::string(e.begin(), e.end()));
   }
   const uint64_t ids[3] = {4, 5, 6};
   const float* rows[3] = {&x[0], &x[kDim], &x[2 * kDim]};

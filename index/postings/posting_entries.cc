@@ -76,7 +76,8 @@ absl::Status DecodePostingEntries(std::span<const uint8_t> payload, size_t dim,
       });
 }
 
-std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& p, size_t begin, size_t end) {
+std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& p, bool norms, size_t begin,
+                                            size_t end) {
   if (p.packed) {
     std::fprintf(stderr, "EncodeQuantizedEntries: codes in the scan form (Unpack first)\n");
     std::abort();
@@ -85,41 +86,91 @@ std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& p, size_t be
   begin = std::min(begin, end);
   const uint32_t count = static_cast<uint32_t>(end - begin);
   const uint32_t cb = static_cast<uint32_t>(p.code_bytes);
-  std::vector<uint8_t> out(8 + size_t{count} * (8 + 4 + cb));
+  const auto [lo, hi] = std::minmax_element(p.ids.begin() + begin, p.ids.begin() + end);
+  const uint64_t base = count == 0 ? 0 : *lo;
+  const bool compact = count == 0 || *hi - base <= UINT32_MAX;
+  const bool with_norms = norms || !compact;  // a wide segment always keeps them
+  const size_t id_bytes = compact ? 4 : 8, head = compact ? 16 : 8;
+  std::vector<uint8_t> out(head + size_t{count} * (id_bytes + (with_norms ? 4 : 0) + cb));
   uint8_t* o = out.data();
+  const uint32_t field =
+      cb | (compact ? kSegmentCompact : 0) | (compact && norms ? kSegmentNorms : 0);
   std::memcpy(o, &count, 4);
-  std::memcpy(o + 4, &cb, 4);
-  if (count == 0) return out;  // as above: the vectors may have no storage
-  std::memcpy(o + 8, p.ids.data() + begin, count * 8);
-  std::memcpy(o + 8 + count * 8, p.sq_norms.data() + begin, count * 4);
-  std::memcpy(o + 8 + count * 12, p.codes.data() + begin * cb, size_t{count} * cb);
+  std::memcpy(o + 4, &field, 4);
+  if (compact) std::memcpy(o + 8, &base, 8);
+  o += head;
+  if (count == 0) return out;  // memcpy of a null pointer is UB
+  if (compact) {
+    for (size_t i = begin; i < end; ++i, o += 4) {
+      const uint32_t offset = static_cast<uint32_t>(p.ids[i] - base);
+      std::memcpy(o, &offset, 4);
+    }
+  } else {
+    std::memcpy(o, p.ids.data() + begin, count * 8);
+    o += count * 8;
+  }
+  if (with_norms) {
+    std::memcpy(o, p.sq_norms.data() + begin, count * 4);
+    o += count * 4;
+  }
+  std::memcpy(o, p.codes.data() + begin * cb, size_t{count} * cb);
   return out;
 }
 
-absl::Status DecodeQuantizedEntries(std::span<const uint8_t> payload, size_t code_bytes,
+absl::Status DecodeQuantizedEntries(std::span<const uint8_t> payload, size_t code_bytes, bool norms,
                                     const std::string& where, QuantizedPosting* out) {
   out->code_bytes = code_bytes;
   out->ids.clear();
   out->sq_norms.clear();
   out->codes.clear();
-  return ForEachSegment(
-      payload, code_bytes, 8 + 4 + code_bytes,
-      [&](std::span<const uint8_t> seg, uint32_t count) {
-        if (count == 0) return;  // an empty segment: nothing to copy (and memcpy of null is UB)
-        const size_t n = out->ids.size();
-        out->ids.resize(n + count);
-        out->sq_norms.resize(n + count);
-        out->codes.resize((n + count) * code_bytes);
-        std::memcpy(out->ids.data() + n, seg.data() + 8, count * 8);
-        std::memcpy(out->sq_norms.data() + n, seg.data() + 8 + count * 8, count * 4);
-        std::memcpy(out->codes.data() + n * code_bytes, seg.data() + 8 + count * 12,
-                    size_t{count} * code_bytes);
-      },
-      [&](size_t at, uint32_t count, uint32_t field) {
-        return absl::DataLossError(absl::StrCat(
-            where, ": quantized posting of ", payload.size(), " bytes does not hold ", count,
-            " codes of ", code_bytes, " bytes at byte ", at, " (header says ", field, ")"));
-      });
+  size_t at = 0;
+  do {
+    const std::span<const uint8_t> seg = payload.subspan(at);
+    uint32_t count = 0, field = 0;
+    if (seg.size() >= 8) {
+      std::memcpy(&count, seg.data(), 4);
+      std::memcpy(&field, seg.data() + 4, 4);
+    }
+    const bool compact = (field & kSegmentCompact) != 0;
+    const bool has_norms = !compact || (field & kSegmentNorms) != 0;
+    const size_t head = compact ? 16 : 8, id_bytes = compact ? 4 : 8;
+    const uint64_t want = head + uint64_t{count} * (id_bytes + (has_norms ? 4 : 0) + code_bytes);
+    const bool bad_field =
+        (field & kSegmentCodeBytes) != code_bytes || (!compact && (field & kSegmentNorms) != 0);
+    if (seg.size() < 8 || bad_field || seg.size() < want || (norms && !has_norms)) {
+      return absl::DataLossError(
+          absl::StrCat(where, ": quantized posting of ", payload.size(), " bytes does not hold ",
+                       count, " codes of ", code_bytes, " bytes", norms ? " with |x|^2" : "",
+                       " at byte ", at, " (header says ", field & kSegmentCodeBytes,
+                       compact ? ", compact" : "", has_norms ? "" : ", no |x|^2", ")"));
+    }
+    const uint8_t* in = seg.data() + head;
+    const size_t n = out->ids.size();
+    out->ids.resize(n + count);
+    out->sq_norms.resize(n + count);
+    out->codes.resize((n + count) * code_bytes);
+    if (count != 0) {  // an empty segment: nothing to copy (and memcpy of null is UB)
+      if (compact) {
+        uint64_t base = 0;
+        std::memcpy(&base, seg.data() + 8, 8);
+        for (size_t i = 0; i < count; ++i, in += 4) {
+          uint32_t offset = 0;
+          std::memcpy(&offset, in, 4);
+          out->ids[n + i] = base + offset;
+        }
+      } else {
+        std::memcpy(out->ids.data() + n, in, count * 8);
+        in += count * 8;
+      }
+      if (has_norms) {
+        std::memcpy(out->sq_norms.data() + n, in, count * 4);
+        in += count * 4;
+      }
+      std::memcpy(out->codes.data() + n * code_bytes, in, size_t{count} * code_bytes);
+    }
+    at += want;
+  } while (at < payload.size());
+  return absl::OkStatus();
 }
 
 }  // namespace shoal::index

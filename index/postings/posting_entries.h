@@ -36,12 +36,22 @@ std::vector<uint8_t> EncodePostingEntries(std::span<const uint64_t> ids,
 absl::Status DecodePostingEntries(std::span<const uint8_t> payload, size_t dim,
                                   const std::string& where, DecodedPosting* out);
 
-// A posting of the quantized tier, as it lives in RAM (segments as above):
-//   u32 count | u32 code_bytes | count x u64 id | count x f32 |x|^2 | count x code
+// A posting of the quantized tier, as it lives in RAM. Its segments on disk are of two kinds:
+//   wide:    u32 count | u32 code_bytes | count x u64 id | count x f32 |x|^2 | count x code
+//   compact: u32 count | u32 code_bytes + kSegmentCompact (+ kSegmentNorms) | u64 base |
+//            count x u32 (id - base) | (count x f32 |x|^2, with kSegmentNorms) | count x code
+// A segment is written compact when its ids span less than 2^32, and keeps |x|^2 only when the
+// index reads it (inner-product distances): at 3 bits x 128-d an entry takes 68 bytes instead of
+// 76, so a posting read from the SSD takes fewer pages (docs/PERFORMANCE.md, the SSD regime).
+// Indexes written before the compact kind read as they were (wide segments).
+inline constexpr uint32_t kSegmentCompact = 1u << 31, kSegmentNorms = 1u << 30;
+inline constexpr uint32_t kSegmentCodeBytes = kSegmentNorms - 1;  // mask of the code size
+
 struct QuantizedPosting {
   size_t code_bytes = 0;
   std::vector<uint64_t> ids;
-  std::vector<float> sq_norms;  // |x|^2 of the index-form vector (inner-product distances)
+  std::vector<float> sq_norms;  // |x|^2 of the index-form vector (read for inner product only;
+                                // 0 when decoded from a segment that does not keep it)
   // ids.size() x code_bytes, or, when `packed`, the quantizer's scan form of them
   // (PostingQuantizer::Pack: what the index keeps in RAM; Unpack before encoding to disk).
   // 64-byte aligned: the scan kernels load whole cache lines of it (base/aligned_vector.h).
@@ -54,10 +64,12 @@ struct QuantizedPosting {
   }
 };
 
-// Entries [begin, end) of `posting` (all by default) as one segment.
-std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& posting, size_t begin = 0,
-                                            size_t end = SIZE_MAX);
-absl::Status DecodeQuantizedEntries(std::span<const uint8_t> payload, size_t code_bytes,
+// Entries [begin, end) of `posting` (all by default) as one segment, keeping |x|^2 when `norms`.
+std::vector<uint8_t> EncodeQuantizedEntries(const QuantizedPosting& posting, bool norms,
+                                            size_t begin = 0, size_t end = SIZE_MAX);
+// Segments of either kind; DataLoss naming `where` when the payload does not hold what a header
+// says, a code size differs from `code_bytes`, or `norms` is asked for and a segment lacks them.
+absl::Status DecodeQuantizedEntries(std::span<const uint8_t> payload, size_t code_bytes, bool norms,
                                     const std::string& where, QuantizedPosting* out);
 
 }  // namespace shoal::index

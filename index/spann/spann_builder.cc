@@ -103,7 +103,7 @@ std::vector<uint8_t> PostingPayload(const SpannBuildInput& in, const std::vector
     q.sq_norms.push_back(InnerProduct(x, x, in.dim));
     quantizer->Encode(x, centroid, q.codes.data() + i * q.code_bytes);
   }
-  return EncodeQuantizedEntries(q);
+  return EncodeQuantizedEntries(q, /*norms=*/in.metric == Metric::kInnerProduct);
 }
 
 absl::Status WritePostings(const SpannBuildInput& in,

@@ -123,7 +123,7 @@ absl::Status SpannIndex::LoadQuantized(storage::FileSystem& fs, const std::strin
                                                        r.posting, posting_path_, &payload));
           auto qp = std::make_shared<QuantizedPosting>();
           SHOAL_RETURN_IF_ERROR(DecodeQuantizedEntries(
-              payload, quantizer_->code_bytes(),
+              payload, quantizer_->code_bytes(), keeps_norms(),
               absl::StrCat(posting_path_, " posting ", r.posting), qp.get()));
           quantizer_->Pack(qp.get());
           directory->codes_bytes += qp->MemoryBytes();
@@ -153,7 +153,7 @@ absl::Status SpannIndex::ReadQuantized(
                                                  r.posting, posting_path_, &payload));
     auto decoded = std::make_shared<QuantizedPosting>();
     SHOAL_RETURN_IF_ERROR(
-        DecodeQuantizedEntries(payload, quantizer_->code_bytes(),
+        DecodeQuantizedEntries(payload, quantizer_->code_bytes(), keeps_norms(),
                                absl::StrCat(posting_path_, " posting ", r.posting), decoded.get()));
     quantizer_->Pack(decoded.get());
     scan(i, *decoded);

@@ -80,6 +80,8 @@ class SpannIndex final : public VectorIndex {
       std::span<const storage::PostingRow> postings, const SpannRuntimeOptions& options);
 
   const SpannManifest& manifest() const { return manifest_; }
+  // Whether quantized postings keep each vector's |x|^2: only inner-product distances read it.
+  bool keeps_norms() const { return manifest_.metric == Metric::kInnerProduct; }
   // Installs the build's calibration table (index/spann/spann_calibration.h) into the manifest.
   // Only before the index is shared: searches read the manifest without a lock.
   void SetCalibration(std::vector<CalibrationPoint> table) {

@@ -106,7 +106,8 @@ absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p) {
           SHOAL_RETURN_IF_ERROR(
               storage::DecodePosting(pages, extent, p, index_.posting_path(), &payload));
           if (quant != nullptr) {  // codes not resident in RAM
-            return DecodeQuantizedEntries(payload, quant->code_bytes(), where, &e.q);
+            return DecodeQuantizedEntries(payload, quant->code_bytes(), index_.keeps_norms(), where,
+                                          &e.q);
           }
           return DecodePostingEntries(payload, dim_, where, &decoded);
         }));
@@ -412,7 +413,9 @@ void UpdateWork::Recache(uint64_t old_serial, uint64_t new_serial, WorkEntries& 
 }
 
 std::vector<uint8_t> UpdateWork::Encode(const WorkEntries& e, size_t begin, size_t end) const {
-  if (index_.quantizer() != nullptr) return EncodeQuantizedEntries(e.q, begin, end);
+  if (index_.quantizer() != nullptr) {
+    return EncodeQuantizedEntries(e.q, index_.keeps_norms(), begin, end);
+  }
   std::vector<const float*> rows;
   for (size_t i = begin; i < end; ++i) rows.push_back(e.vecs.data() + i * dim_);
   return EncodePostingEntries(std::span(e.q.ids).subspan(begin, end - begin), rows, dim_);
