@@ -14,6 +14,9 @@
 namespace shoal::db {
 namespace {
 
+// The caches' budget with no index_ram_bytes_limit and Options::kAutoPostingCache.
+constexpr size_t kDefaultPostingCacheBytes = size_t{256} << 20;
+
 storage::IoBackend IoOf(Options::Io io) {
   switch (io) {
     case Options::Io::kIoUring:
@@ -76,16 +79,22 @@ std::string IndexLifecycle::Dir(uint64_t generation) const {
 }
 
 index::SpannRuntimeOptions IndexLifecycle::Runtime() const {
-  index::SpannRuntimeOptions runtime{IoOf(options_.io), options_.posting_cache_bytes,
+  index::SpannRuntimeOptions runtime{IoOf(options_.io), CacheBudget(0),
                                      options_.index_ram_bytes_limit};
   runtime.fs = fs_;
   return runtime;
 }
 
+size_t IndexCacheBudget(const Options& options, size_t fixed_bytes) {
+  const size_t limit = options.index_ram_bytes_limit;
+  const bool automatic = options.posting_cache_bytes == Options::kAutoPostingCache;
+  if (limit == 0) return automatic ? kDefaultPostingCacheBytes : options.posting_cache_bytes;
+  const size_t left = fixed_bytes >= limit ? 0 : limit - fixed_bytes;
+  return automatic ? left : std::min(options.posting_cache_bytes, left);
+}
+
 size_t IndexLifecycle::CacheBudget(size_t fixed_bytes) const {
-  if (options_.index_ram_bytes_limit == 0) return options_.posting_cache_bytes;
-  const size_t limit = options_.index_ram_bytes_limit;
-  return fixed_bytes >= limit ? 0 : std::min(options_.posting_cache_bytes, limit - fixed_bytes);
+  return IndexCacheBudget(options_, fixed_bytes);
 }
 
 void IndexLifecycle::ResetBuffer() {

@@ -43,6 +43,11 @@
 
 namespace shoal::db {
 
+// The caches' budget for an index whose fixed part (centroids, navigator, resident codes) takes
+// `fixed_bytes`: Options::posting_cache_bytes, by default 256 MiB or, under
+// index_ram_bytes_limit, all the limit leaves; never over what the limit leaves.
+size_t IndexCacheBudget(const Options& options, size_t fixed_bytes);
+
 class IndexLifecycle {
  public:
   // None of the pointers is owned; all must outlive this. `index_changed` (may be empty) is
@@ -99,7 +104,8 @@ class IndexLifecycle {
   absl::Status SwapIn(std::unique_ptr<index::SpannIndex> fresh, const std::string& manifest,
                       std::span<const storage::PostingRow> postings, uint64_t next_internal_id);
   index::SpannRuntimeOptions Runtime() const;
-  // Index RAM: Options::index_ram_bytes_limit minus the fixed parts, for the posting cache.
+  // The caches' budget (Options::posting_cache_bytes): under index_ram_bytes_limit, at most
+  // what the limit leaves beside `fixed_bytes`.
   size_t CacheBudget(size_t fixed_bytes) const;
 
   storage::RecordStore* const store_;

@@ -152,6 +152,21 @@ TEST_F(IndexLifecycleTest, CentroidsOverTheRamBoundAreRefusedAndLeaveNoDirectory
   EXPECT_TRUE(std::filesystem::is_empty(dir_ + "/index"));
 }
 
+// Under a RAM limit the caches take what the limit leaves (not a fixed 256 MiB: at 10M x 128 with
+// a 512 MB limit that left 90 MB unused); a posting_cache_bytes set by the user caps them.
+TEST(IndexCacheBudgetTest, TheLimitDecidesUnlessTheUserCapsTheCaches) {
+  Options o;
+  EXPECT_EQ(IndexCacheBudget(o, 100), size_t{256} << 20);
+  o.index_ram_bytes_limit = size_t{1} << 30;
+  EXPECT_EQ(IndexCacheBudget(o, size_t{100} << 20), size_t{924} << 20);
+  EXPECT_EQ(IndexCacheBudget(o, size_t{2} << 30), 0u);
+  o.posting_cache_bytes = size_t{8} << 20;
+  EXPECT_EQ(IndexCacheBudget(o, size_t{100} << 20), size_t{8} << 20);
+  EXPECT_EQ(IndexCacheBudget(o, (size_t{1} << 30) - 5), 5u);
+  o.index_ram_bytes_limit = 0;
+  EXPECT_EQ(IndexCacheBudget(o, size_t{100} << 20), size_t{8} << 20);
+}
+
 TEST_F(IndexLifecycleTest, ABadSpecIsInvalidArgument) {
   EXPECT_EQ(lifecycle_->Build("spann:no_such_knob=1", kRecords, nullptr).code(),
             absl::StatusCode::kInvalidArgument);

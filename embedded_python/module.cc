@@ -113,7 +113,7 @@ A Shoal database directory opened in this process (the embedded library; no serv
 
 Database(path, *, create_if_missing=True, error_if_exists=False, search_threads=0,
          build_threads=0, index_update_threads=1, max_batch_records=100000,
-         block_cache_bytes=256 MiB, posting_cache_bytes=256 MiB, index_ram_bytes_limit=0)
+         block_cache_bytes=256 MiB, posting_cache_bytes=auto, index_ram_bytes_limit=0)
 
 Only one Database (in any process) may have a directory open at a time: a second open raises
 UnavailableError. Use it as a context manager, or call close(). Every method may be called

@@ -42,11 +42,14 @@ struct Options {
   // where io_uring is unavailable) or plain pread. Both give identical results.
   enum class Io { kAuto, kIoUring, kPread };
   Io io = Io::kAuto;
-  // Bytes of decoded posting lists kept in RAM (part of the index RAM).
-  size_t posting_cache_bytes = 256u << 20;
+  // Bytes of decoded posting lists and full vectors kept in RAM (part of the index RAM). By
+  // default (kAutoPostingCache) 256 MiB, or under index_ram_bytes_limit whatever the limit leaves
+  // beside the index's fixed part; a value set here caps the caches either way.
+  static constexpr size_t kAutoPostingCache = SIZE_MAX;
+  size_t posting_cache_bytes = kAutoPostingCache;
   // Upper bound on the RAM an index holds (centroids + navigator + caches); 0 = no bound.
-  // BuildIndex fails with ResourceExhausted when the centroids alone would not fit, and the
-  // posting cache shrinks to what is left.
+  // BuildIndex fails with ResourceExhausted when the centroids alone would not fit; the caches
+  // take what is left.
   size_t index_ram_bytes_limit = 0;
 
   // ---- Online index updates (SSD index) ----
