@@ -193,14 +193,18 @@ void Collection::ApplyUpsert(std::span<const Record> records, const std::vector<
                              const std::vector<std::optional<uint64_t>>& old,
                              const index::SpannIndex* spann, bool handoff, const TenantPlan& plan) {
   // The index form and buffer bucket of each vector, before the exclusive lock (the SpannIndex
-  // stays while this write is in flight: builds and drops wait for it).
+  // stays while this write is in flight: builds and drops wait for it). The forms are copied
+  // only when they are handed off or differ from the vector (cosine); else the buffer takes
+  // each record's own vector (a large batch then maps no fresh buffer to fault in).
   const size_t dim = spec_.dimension;
+  const bool copy = handoff || spec_.metric == Metric::kCosine;
   std::vector<float> forms;
-  forms.reserve(records.size() * dim);
+  if (copy) forms.reserve(records.size() * dim);
+  auto form = [&](size_t i) { return copy ? forms.data() + i * dim : records[i].vector.data(); };
   std::vector<uint32_t> leaves(records.size(), 0);
   for (size_t i = 0; i < records.size(); ++i) {
-    AppendIndexForm(spec_.metric, records[i].vector, &forms);
-    if (spann != nullptr) leaves[i] = WriteBuffer::LeafOf(*spann, forms.data() + i * dim);
+    if (copy) AppendIndexForm(spec_.metric, records[i].vector, &forms);
+    if (spann != nullptr) leaves[i] = WriteBuffer::LeafOf(*spann, form(i));
   }
   {
     absl::MutexLock lock(&state_.mu);
@@ -211,7 +215,7 @@ void Collection::ApplyUpsert(std::span<const Record> records, const std::vector<
         state_.key_of.Erase(*old[i]);
         if (spann != nullptr) state_.MarkStale(*old[i]);
       }
-      state_.buffer.Add(ids[i], forms.data() + i * dim, leaves[i]);
+      state_.buffer.Add(ids[i], form(i), leaves[i]);
       state_.attrs.Put(ids[i], records[i].attributes, records[i].tags);
       state_.id_of.Set(records[i].key, ids[i]);
       state_.key_of.Insert(ids[i], records[i].key);

@@ -144,7 +144,7 @@ absl::Status FromRocks(const rocksdb::Status& s, std::string_view context) {
 }
 
 RecordStore::Batch::Batch(const RecordStore* store, size_t reserved_bytes)
-    : store_(store), batch_(std::make_unique<rocksdb::WriteBatch>(reserved_bytes)) {}
+    : store_(store), batch_(store->batch_pool_.Take(reserved_bytes)) {}
 RecordStore::Batch::Batch(Batch&&) noexcept = default;
 RecordStore::Batch::~Batch() = default;
 

@@ -50,6 +50,7 @@
 #include "absl/synchronization/mutex.h"
 #include "shoal/tenants.h"
 #include "shoal/types.h"
+#include "storage/records/write_batch_pool.h"
 
 namespace rocksdb {
 class DB;
@@ -185,8 +186,8 @@ class RecordStore {
     friend class RecordStore;
     Batch(const RecordStore* store, size_t reserved_bytes);
     const RecordStore* store_;
-    std::unique_ptr<rocksdb::WriteBatch> batch_;
-    std::string scratch_;  // PutRecord's encoded record (one buffer for the whole batch)
+    WriteBatchPool::Ptr batch_;  // from the store's pool, given back when the Batch goes
+    std::string scratch_;        // PutRecord's encoded record (one buffer for the whole batch)
     // A point row (put, delete or merge) of the catalog family is in the batch: once committed
     // it keeps the catalog memtable non-empty, so Commit adds no marker row (see Write).
     bool catalog_row_ = false;
@@ -315,6 +316,7 @@ class RecordStore {
   rocksdb::ColumnFamilyHandle* records_ = nullptr;
   rocksdb::ColumnFamilyHandle* keys_ = nullptr;
   rocksdb::ColumnFamilyHandle* index_ = nullptr;
+  mutable WriteBatchPool batch_pool_;  // Batches' buffers, kept between batches
 };
 
 }  // namespace shoal::storage

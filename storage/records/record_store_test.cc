@@ -113,6 +113,33 @@ TEST_F(RecordStoreTest, DeleteRecordRemovesRecordAndKey) {
 namespace shoal::storage {
 namespace {
 
+// Batches reuse the buffers of committed ones (write_batch_pool.h): each writes its own rows only.
+TEST_F(RecordStoreTest, ABatchAfterCommittedOnesWritesOnlyItsOwnRows) {
+  auto store = OpenStore();
+  const uint32_t cid = store->CreateCollection({"c", 2, Metric::kL2})->id;
+  auto put = store->NewBatch(64 << 10);
+  for (uint64_t i = 0; i < 10; ++i) put.PutRecord(cid, i, MakeRecord(100 + i, i), true);
+  ASSERT_TRUE(store->Commit(put, /*sync=*/false).ok());
+  {
+    auto del = store->NewBatch(64 << 10);
+    for (uint64_t i = 0; i < 10; ++i) del.DeleteRecord(cid, i, Key(100 + i));
+    ASSERT_TRUE(store->Commit(del, /*sync=*/false).ok());
+  }
+  auto one = store->NewBatch(64 << 10);
+  one.PutRecord(cid, 20, MakeRecord(120, 20), true);
+  EXPECT_EQ(one.Count(), 2u);  // the record row and its key row, nothing carried over
+  ASSERT_TRUE(store->Commit(one, /*sync=*/false).ok());
+  std::vector<uint64_t> ids;
+  ASSERT_TRUE(store
+                  ->ScanRecords(cid,
+                                [&](uint64_t iid, Record&&) {
+                                  ids.push_back(iid);
+                                  return absl::OkStatus();
+                                })
+                  .ok());
+  EXPECT_EQ(ids, std::vector<uint64_t>{20});
+}
+
 TEST_F(RecordStoreTest, IndexRowsRoundTripAndAreReplacedWhole) {
   {
     auto store = OpenStore();
