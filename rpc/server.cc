@@ -13,8 +13,10 @@
 #include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "rpc/admin_service.h"
 #include "rpc/api_keys.h"
@@ -73,11 +75,39 @@ absl::Status CheckExposure(const ServerOptions& options, const std::string& addr
   if (!parsed.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(field, ": ", parsed.status().message()));
   }
-  if (IsLoopbackHost(parsed->host)) return absl::OkStatus();
+  if (parsed->is_unix() || IsLoopbackHost(parsed->host)) return absl::OkStatus();
   return absl::PermissionDeniedError(
       absl::StrCat(field, ": refusing to bind non-loopback address ", address,
                    " without authentication; give --key-file (API keys), or use a loopback address "
                    "(127.0.0.1, [::1], localhost), or --insecure-allow-remote"));
+}
+
+// listen_address and more_listen_addresses, parsed and vetted (CheckExposure; a Unix socket
+// another server answers on is refused), after the same exposure checks of the metrics and
+// console addresses.
+absl::StatusOr<std::vector<ListenAddress>> ListenAddresses(const ServerOptions& options) {
+  // The metrics port names every collection, the console shows everything: the same rule.
+  for (auto [field, address] : {std::pair{"metrics_listen", &options.metrics_listen},
+                                std::pair{"console_listen", &options.console_listen}}) {
+    if (absl::StartsWith(*address, "unix:")) {
+      return absl::InvalidArgumentError(absl::StrCat(field, ": HOST:PORT only, not ", *address));
+    }
+    if (absl::Status s = CheckExposure(options, *address, field); !s.ok()) return s;
+  }
+  std::vector<std::string> texts = {options.listen_address};
+  texts.insert(texts.end(), options.more_listen_addresses.begin(),
+               options.more_listen_addresses.end());
+  std::vector<ListenAddress> listen;
+  for (const std::string& text : texts) {
+    absl::StatusOr<ListenAddress> parsed = ParseListenAddress(text);
+    if (!parsed.ok()) return parsed.status();
+    if (absl::Status s = CheckExposure(options, text, "listen"); !s.ok()) return s;
+    if (parsed->is_unix()) {
+      if (absl::Status s = CheckUnixSocketFree(parsed->unix_path); !s.ok()) return s;
+    }
+    listen.push_back(*std::move(parsed));
+  }
+  return listen;
 }
 
 absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> Credentials(const ServerOptions& options) {
@@ -112,18 +142,8 @@ absl::StatusOr<std::unique_ptr<Server>> Server::Start(DbHost* host, const Server
 }
 
 absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
-  absl::StatusOr<ListenAddress> listen = ParseListenAddress(options.listen_address);
+  absl::StatusOr<std::vector<ListenAddress>> listen = ListenAddresses(options);
   if (!listen.ok()) return listen.status();
-  if (absl::Status s = CheckExposure(options, options.listen_address, "listen"); !s.ok()) {
-    return s;
-  }
-  // The metrics port names every collection, the console shows everything: the same rule.
-  if (absl::Status s = CheckExposure(options, options.metrics_listen, "metrics_listen"); !s.ok()) {
-    return s;
-  }
-  if (absl::Status s = CheckExposure(options, options.console_listen, "console_listen"); !s.ok()) {
-    return s;
-  }
   if (options.max_message_bytes <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("max_message_bytes: ", options.max_message_bytes, " is not positive"));
@@ -159,8 +179,10 @@ absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
 #endif
   grpc::ServerBuilder builder;
-  int bound_port = 0;
-  builder.AddListeningPort(listen->ToString(), *credentials, &bound_port);
+  std::vector<int> bound_ports(listen->size(), 0);
+  for (size_t i = 0; i < listen->size(); ++i) {
+    builder.AddListeningPort((*listen)[i].ToString(), *credentials, &bound_ports[i]);
+  }
   // gRPC sets SO_REUSEPORT by default, which would let a second shoald silently share the
   // port (and split the traffic) instead of failing to start.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -185,15 +207,19 @@ absl::Status Server::Init(DbHost* host, const ServerOptions& options) {
   builder.RegisterService(caches_.get());
   builder.RegisterService(tenants_.get());
   server_ = builder.BuildAndStart();
-  if (server_ == nullptr || bound_port == 0) {
-    if (server_ != nullptr) server_->Shutdown();
-    server_.reset();
-    return absl::UnavailableError(
-        absl::StrCat("listen: could not bind ", options.listen_address,
-                     " (address in use, or not an address of this machine?)"));
+  for (size_t i = 0; i < listen->size(); ++i) {
+    ListenAddress& address = (*listen)[i];
+    if (server_ == nullptr || bound_ports[i] == 0) {
+      if (server_ != nullptr) server_->Shutdown();
+      server_.reset();
+      return absl::UnavailableError(
+          absl::StrCat("listen: could not bind ", address.ToString(),
+                       " (address in use, or not an address of this machine?)"));
+    }
+    if (!address.is_unix()) address.port = bound_ports[i];  // gRPC reports 1 for a socket
+    addresses_.push_back(address.ToString());
   }
-  port_ = bound_port;
-  address_ = absl::StrCat(listen->host, ":", bound_port);
+  port_ = listen->front().is_unix() ? 0 : listen->front().port;
   if (absl::Status s = StartConsole(options); !s.ok()) return s;
   SetHealth(*server_, true);
   return absl::OkStatus();

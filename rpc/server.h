@@ -64,8 +64,12 @@ class TenantServiceImpl;
 class VectorServiceImpl;
 
 struct ServerOptions {
-  // HOST:PORT; port 0 lets the OS pick (read it back with Server::port()).
+  // HOST:PORT; port 0 lets the OS pick (read it back with Server::port()). Or unix:PATH, a
+  // Unix-domain socket (this machine's clients only; cheaper than loopback TCP), which the
+  // server creates and removes again when it shuts down.
   std::string listen_address = "127.0.0.1:50051";
+  // More addresses served alike, e.g. unix:PATH for local clients beside a TCP listen_address.
+  std::vector<std::string> more_listen_addresses;
   // API key file (see rpc/api_keys.h); empty = no authentication (every caller is admin).
   std::string key_file;
   // Without a key file only loopback addresses may be bound, unless this is set.
@@ -107,7 +111,7 @@ class Server {
   // Binds and starts serving `host`'s DB; `host` is not owned and must outlive the Server;
   // health reports SERVING when this returns. Errors: INVALID_ARGUMENT (bad address, message
   // size, key file, TLS files), PERMISSION_DENIED (non-loopback address without a key file or
-  // allow_remote), UNAVAILABLE (bind failed).
+  // allow_remote), UNAVAILABLE (bind failed, or a server already listens on a unix:PATH).
   static absl::StatusOr<std::unique_ptr<Server>> Start(DbHost* host, const ServerOptions& options);
   // As above for a DB that is not owned (Restore is then FAILED_PRECONDITION).
   static absl::StatusOr<std::unique_ptr<Server>> Start(DB* db, const ServerOptions& options);
@@ -117,9 +121,12 @@ class Server {
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
 
-  // "host:port" as bound (the OS-chosen port when 0 was asked for).
-  const std::string& address() const { return address_; }
+  // listen_address as bound: "host:port" (the OS-chosen port when 0 was asked for) or
+  // "unix:PATH"; port() is 0 for a Unix socket.
+  const std::string& address() const { return addresses_.front(); }
   int port() const { return port_; }
+  // Every address served, listen_address first, then more_listen_addresses in order.
+  const std::vector<std::string>& addresses() const { return addresses_; }
   // The metrics endpoint's port; 0 when not served.
   int metrics_port() const;
   // The web console's port; 0 when not served.
@@ -161,7 +168,7 @@ class Server {
   std::unique_ptr<console::IndexBuilds> console_builds_;
   std::unique_ptr<console::ConsoleApi> console_api_;
   std::unique_ptr<console::ConsoleServer> console_;
-  std::string address_;
+  std::vector<std::string> addresses_;
   int port_ = 0;
 
   absl::Mutex mu_;

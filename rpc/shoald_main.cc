@@ -1,6 +1,7 @@
 // shoald: Shoal's gRPC server over one data directory.
 //
-//   shoald --listen 127.0.0.1:50051 --data ./shoal-data [--key-file KEYS] [--metrics-listen
+//   shoald --listen 127.0.0.1:50051 [--listen unix:/PATH] --data ./shoal-data [--key-file KEYS]
+//          [--metrics-listen
 //          127.0.0.1:9464] [--console-listen 127.0.0.1:8080] [--snapshot-dir DIR]
 //          [--tls-cert PEM --tls-key PEM]
 //          [--cluster-etcd http://HOST:PORT --cluster-nats nats://HOST:PORT --node-id ID
@@ -18,6 +19,8 @@
 //   shoald metrics on HOST:PORT
 // and, with --console-listen, one more:
 //   shoald console on http://HOST:PORT/
+// and one per --listen after the first:
+//   shoald also listening on ADDRESS
 // SIGTERM / SIGINT: health turns NOT_SERVING, then after --shutdown-drain-ms the server stops
 // accepting RPCs, in-flight ones get --shutdown-grace-ms, the DB is closed and the process
 // exits 0. Any start-up failure is reported on stderr with exit status 1; bad usage (an unknown
@@ -32,6 +35,7 @@
 #include <memory>
 #include <string>
 #include <system_error>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -51,7 +55,7 @@
 namespace {
 
 struct Flags {
-  std::string listen = "127.0.0.1:50051";
+  std::vector<std::string> listen = {"127.0.0.1:50051"};
   std::string data = "./shoal-data";
   std::string key_file;
   std::string tls_cert;
@@ -91,8 +95,10 @@ Parsed ParseFlags(int argc, char** argv) {
                        "print the version and exit");
   app.add_option("--listen", f.listen,
                  "address to serve on (default 127.0.0.1:50051); port 0 picks a free port, "
-                 "printed on the start-up line")
-      ->type_name("HOST:PORT");
+                 "printed on the start-up line; unix:/PATH serves a Unix-domain socket (local "
+                 "clients); repeat to serve several, e.g. a TCP port and a socket")
+      ->type_name("HOST:PORT|unix:PATH")
+      ->allow_extra_args(false);
   app.add_option("--data", f.data, "data directory, created if absent (default ./shoal-data)")
       ->type_name("DIR");
   app.add_option("--key-file", f.key_file,
@@ -254,7 +260,8 @@ int Run(const Flags& flags) {
   std::unique_ptr<shoal::rpc::DbHost>* db = &served->host;
 
   shoal::rpc::ServerOptions options;
-  options.listen_address = flags.listen;
+  options.listen_address = flags.listen.front();
+  options.more_listen_addresses.assign(flags.listen.begin() + 1, flags.listen.end());
   options.allow_remote = flags.insecure_allow_remote;
   options.key_file = flags.key_file;
   options.tls_cert_file = flags.tls_cert;
@@ -296,6 +303,9 @@ int Run(const Flags& flags) {
     const std::string& listen = flags.console_listen;
     std::cout << "shoald console on http://" << listen.substr(0, listen.rfind(':')) << ":"
               << (*server)->console_port() << "/" << std::endl;
+  }
+  for (size_t i = 1; i < (*server)->addresses().size(); ++i) {
+    std::cout << "shoald also listening on " << (*server)->addresses()[i] << std::endl;
   }
   if (!flags.key_file.empty() && flags.tls_cert.empty()) {
     std::cerr << "shoald: warning: API keys without TLS travel in plaintext; use --tls-cert and "
