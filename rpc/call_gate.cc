@@ -53,6 +53,12 @@ absl::StatusOr<Principal> CallGate::AdmitPresented(absl::string_view authorizati
   return principal;
 }
 
+absl::Status CallGate::AdmitMessage(const Principal& caller) {
+  absl::Status s = limiter_->Admit(caller.name, absl::Now());
+  if (!s.ok()) metrics_->RecordRejection("rate_limited");
+  return s;
+}
+
 absl::StatusOr<std::string> CallGate::ScopeTenant(const Principal& caller,
                                                   absl::string_view requested,
                                                   absl::string_view field) {

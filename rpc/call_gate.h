@@ -16,7 +16,8 @@
 // A body may also take the caller, `(DB& db, const Principal& caller)`, to pin the request's
 // tenant with ScopeTenant / TargetTenant (rpc/tenant_scope.h).
 //
-// Streams call Admit once, then CheckMessage / Acquire per message, and Finish at the end.
+// Streams call Admit once, then CheckMessage / Acquire per message, and Finish at the end (a
+// stream of independent requests: AdmitMessage and Finish per message).
 // Thread safety: thread-safe; the gate holds no per-call state.
 #ifndef SHOAL_RPC_CALL_GATE_H_
 #define SHOAL_RPC_CALL_GATE_H_
@@ -91,6 +92,9 @@ class CallGate {
   // (the web console) admit their calls through this, by the same rules.
   absl::StatusOr<Principal> AdmitPresented(absl::string_view authorization,
                                            absl::string_view x_api_key, const RpcMethod& method);
+  // Step 3 again for one message of a stream whose every message is its own request
+  // (SearchStream): RESOURCE_EXHAUSTED when the caller's rate-limit bucket is empty.
+  absl::Status AdmitMessage(const Principal& caller);
   // ScopeTenant / TargetTenant (rpc/tenant_scope.h), counting a refusal in the rejection
   // metrics as "tenant_denied".
   absl::StatusOr<std::string> ScopeTenant(const Principal& caller, absl::string_view requested,

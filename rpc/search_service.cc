@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "rpc/convert.h"
+#include "rpc/status_conversion.h"
 
 namespace shoal::rpc {
 namespace {
@@ -112,6 +113,43 @@ absl::Status DoBatchSearch(grpc::ServerContext* context, CallGate& gate, DB& db,
 constexpr RpcMethod kSearch{"SearchService/Search", Role::kReadOnly, TenantAccess::kScoped};
 constexpr RpcMethod kBatchSearch{"SearchService/BatchSearch", Role::kReadOnly,
                                  TenantAccess::kScoped};
+// Metrics: one observation per search of a stream, and one for a stream refused as it opens.
+constexpr RpcMethod kSearchStream{"SearchService/SearchStream", Role::kReadOnly,
+                                  TenantAccess::kScoped};
+
+// One search of a stream: what Search does for its request, each step failing this search only.
+absl::Status StreamedSearch(grpc::ServerContext* context, CallGate& gate, const Principal& caller,
+                            const v1::SearchStreamRequest& request, v1::SearchResponse& response) {
+  if (absl::Status s = gate.AdmitMessage(caller); !s.ok()) return s;
+  if (absl::Status s = gate.CheckMessage(context, request.search(), "search"); !s.ok()) return s;
+  DbHost::Lease lease = gate.Acquire();
+  if (!lease.ok()) return lease.status();
+  return DoSearch(gate, *lease, caller, request.search(), "", response);
+}
+
+// Answers the stream's requests in order until the client closes its side (OK) or goes away.
+absl::Status ServeSearchStream(
+    grpc::ServerContext* context, CallGate& gate, const Principal& caller,
+    grpc::ServerReaderWriter<v1::SearchStreamResponse, v1::SearchStreamRequest>& stream) {
+  v1::SearchStreamRequest request;
+  v1::SearchStreamResponse response;
+  while (stream.Read(&request)) {
+    const absl::Time start = absl::Now();
+    response.Clear();
+    response.set_sequence(request.sequence());
+    const grpc::Status status =
+        gate.Finish(kSearchStream, start,
+                    StreamedSearch(context, gate, caller, request, *response.mutable_response()));
+    if (!status.ok()) {
+      response.clear_response();
+      response.set_code(status.error_code());
+      response.set_message(status.error_message());
+    }
+    if (!stream.Write(response)) return absl::CancelledError("the client went away");
+  }
+  if (context->IsCancelled()) return absl::CancelledError("the client cancelled the stream");
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -129,6 +167,14 @@ grpc::Status SearchServiceImpl::BatchSearch(grpc::ServerContext* context,
   return gate_->Unary(context, kBatchSearch, *request, [&](DB& db, const Principal& caller) {
     return DoBatchSearch(context, *gate_, db, caller, *request, *response);
   });
+}
+
+grpc::Status SearchServiceImpl::SearchStream(
+    grpc::ServerContext* context,
+    grpc::ServerReaderWriter<v1::SearchStreamResponse, v1::SearchStreamRequest>* stream) {
+  absl::StatusOr<Principal> caller = gate_->Admit(context, kSearchStream);
+  if (!caller.ok()) return gate_->Finish(kSearchStream, absl::Now(), caller.status());
+  return ToGrpcStatus(ServeSearchStream(context, *gate_, *caller, *stream));
 }
 
 }  // namespace shoal::rpc
