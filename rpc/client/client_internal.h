@@ -6,9 +6,12 @@
 #include <grpcpp/grpcpp.h>
 
 #include <memory>
+#include <span>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "rpc/client/shoal_client.h"
@@ -39,6 +42,12 @@ std::unique_ptr<grpc::ClientContext> NewContext(const ConnectOptions& options);
 // The gRPC status as an absl::Status (same code, same message).
 absl::Status FromGrpc(const grpc::Status& status);
 CollectionInfo InfoFromProto(const v1::CollectionInfo& proto);
+// A SearchRequest from the SDK's arguments, and the hits (and, when `stats` is set, the
+// statistics) of a SearchResponse.
+void SearchToProto(const std::string& collection, std::span<const float> queries,
+                   const SearchParams& params, v1::SearchRequest& request);
+absl::StatusOr<std::vector<std::vector<Hit>>> HitsFromProto(const v1::SearchResponse& response,
+                                                            SearchStats* stats);
 
 }  // namespace internal
 }  // namespace shoal::client

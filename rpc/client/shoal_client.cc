@@ -45,20 +45,6 @@ CollectionInfo InfoFromProto(const v1::CollectionInfo& proto) {
   return info;
 }
 
-}  // namespace internal
-
-namespace {
-
-using internal::FromGrpc;
-using internal::InfoFromProto;
-using internal::NewContext;
-
-template <typename Message>
-void AddRecords(std::span<const Record> records, Message& request) {
-  request.mutable_records()->Reserve(static_cast<int>(records.size()));
-  for (const Record& record : records) rpc::RecordToProto(record, request.add_records());
-}
-
 absl::StatusOr<std::vector<std::vector<Hit>>> HitsFromProto(const v1::SearchResponse& response,
                                                             SearchStats* stats) {
   std::vector<std::vector<Hit>> out(response.results_size());
@@ -97,6 +83,22 @@ void SearchToProto(const std::string& collection, std::span<const float> queries
   request.set_with_vectors(params.with_vectors);
   request.mutable_consistency()->set_read_your_writes(params.consistency.read_your_writes);
   request.mutable_consistency()->set_min_applied_sequence(params.consistency.min_applied_sequence);
+}
+
+}  // namespace internal
+
+namespace {
+
+using internal::FromGrpc;
+using internal::HitsFromProto;
+using internal::InfoFromProto;
+using internal::NewContext;
+using internal::SearchToProto;
+
+template <typename Message>
+void AddRecords(std::span<const Record> records, Message& request) {
+  request.mutable_records()->Reserve(static_cast<int>(records.size()));
+  for (const Record& record : records) rpc::RecordToProto(record, request.add_records());
 }
 
 }  // namespace

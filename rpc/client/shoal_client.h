@@ -115,6 +115,8 @@ struct ServerStats {
   std::string version;
 };
 
+class SearchSession;
+
 class Client {
  public:
   // Creates the channel (connecting lazily, on the first call). INVALID_ARGUMENT for an empty
@@ -181,6 +183,9 @@ class Client {
   // One result (n lists of hits) per call, in order.
   absl::StatusOr<std::vector<std::vector<std::vector<Hit>>>> BatchSearch(
       std::span<const SearchCall> calls);
+  // A session that sends its searches over one SearchStream (below): for a thread that sends
+  // many small searches. The stream opens on the session's first search.
+  std::unique_ptr<SearchSession> NewSearchSession();
 
   // ---- Tenants (shoal/tenants.h; TenantService) ----
   // `tenant` "" = the API key's own tenant (a tenant-bound key); other keys must name one
@@ -265,6 +270,51 @@ class Client {
 
   std::unique_ptr<Stubs> stubs_;
   const ConnectOptions options_;
+};
+
+// Searches sent one after another over one SearchService.SearchStream, so that each costs a
+// message each way instead of a call's setup: for a thread that sends many searches of one or
+// a few queries.
+//
+//   std::unique_ptr<shoal::client::SearchSession> session = client->NewSearchSession();
+//   for (...) SHOAL_ASSIGN_OR_RETURN(auto hits, session->Search("docs", query, {.k = 10}));
+//
+// Each Search answers as Client::Search would: the same hits, the same errors with the same
+// codes and messages (a bad request fails only itself; the stream goes on), the API key and
+// tenant rules of the Client's options, ConnectOptions::timeout as the deadline of each search.
+// A search past its deadline returns DEADLINE_EXCEEDED and a cancelled one CANCELLED; either
+// ends the stream, and the next search opens a new one. A stream that broke after answering
+// (the server restarted, the connection dropped) is reopened once and the search sent again
+// (searches do not change data); when that fails too, the search returns the transport's
+// status (UNAVAILABLE, "search stream: ..."). Closing the session ends the stream.
+//
+// Thread safety: one thread at a time may call Search (keep a session per thread); Cancel may
+// be called from any thread. The session shares the Client's channel and may outlive it.
+class SearchSession {
+ public:
+  ~SearchSession();
+  SearchSession(const SearchSession&) = delete;
+  SearchSession& operator=(const SearchSession&) = delete;
+
+  absl::StatusOr<std::vector<std::vector<Hit>>> Search(const std::string& collection,
+                                                       std::span<const float> queries,
+                                                       const SearchParams& params = {});
+  // Ends the stream now: a search in flight returns CANCELLED; the next search opens a new
+  // stream. Thread-safe.
+  void Cancel();
+
+ private:
+  friend class Client;
+  struct Shared;
+  class Stream;
+  explicit SearchSession(std::unique_ptr<Shared> shared);
+
+  // The stream to send on (opening one when none is open or the last was cancelled).
+  Stream* CurrentStream();
+  // Closes and forgets the current stream; `cancel`: without waiting for the server.
+  void DropStream(bool cancel);
+
+  std::unique_ptr<Shared> shared_;
 };
 
 }  // namespace shoal::client
