@@ -212,6 +212,33 @@ TEST_F(TenantE2eTest, BoundKeyCannotReachAnotherTenantsVectors) {
   EXPECT_EQ(Visible(*admin_), (std::vector<uint64_t>{3, 4, 5}));
 }
 
+TEST_F(TenantE2eTest, SearchStreamKeepsABoundKeyInItsTenant) {
+  const std::vector<float> query = {0, 0};
+  std::unique_ptr<client::SearchSession> acme = acme_->NewSearchSession();
+  ExpectDenied(acme->Search("docs", query, {.k = 10, .tenant = "beta"}).status());
+  std::unique_ptr<client::SearchSession> writer = Connect(kWriterKey)->NewSearchSession();
+  ExpectDenied(writer->Search("docs", query, {.k = 1, .tenant = "acme"}).status());
+  REQUIRE_TENANT_ENGINE();
+  // The refusal failed that search only: the same stream goes on in the key's tenant.
+  auto ids = [&](client::SearchSession& session, const std::string& tenant) {
+    absl::StatusOr<std::vector<std::vector<Hit>>> hits =
+        session.Search("docs", query, {.k = 10, .tenant = tenant});
+    EXPECT_TRUE(hits.ok()) << hits.status();
+    std::vector<uint64_t> out;
+    if (hits.ok()) {
+      for (const Hit& hit : hits->front()) out.push_back(std::get<uint64_t>(hit.key));
+    }
+    return out;
+  };
+  EXPECT_EQ(ids(*acme, ""), (std::vector<uint64_t>{1, 2}));
+  EXPECT_EQ(ids(*acme, "acme"), (std::vector<uint64_t>{1, 2}));
+  std::unique_ptr<client::SearchSession> beta = beta_->NewSearchSession();
+  EXPECT_EQ(ids(*beta, ""), (std::vector<uint64_t>{3, 4}));
+  std::unique_ptr<client::SearchSession> admin = admin_->NewSearchSession();
+  EXPECT_EQ(ids(*admin, "beta"), (std::vector<uint64_t>{3, 4}));
+  EXPECT_EQ(ids(*admin, ""), (std::vector<uint64_t>{1, 2, 3, 4, 5}));
+}
+
 TEST_F(TenantE2eTest, BoundKeyUsesTheSemanticCacheInItsOwnTenantOnly) {
   ASSERT_TRUE(admin_->CreateCache({.name = "answers", .dimension = 2}).ok());
   CacheStoreRequest store;
