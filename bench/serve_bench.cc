@@ -1,6 +1,7 @@
 #include "bench/serve_bench.h"
 
 #include <stdlib.h>
+#include <sys/resource.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -26,10 +27,10 @@ namespace {
 
 constexpr int kMessageBytes = 256 << 20;
 
-// Runs work(0..n-1) on `threads` threads (items handed out in order) and returns the seconds
-// it took; the first error stops every thread.
+// Runs work(0..n-1, thread) on `threads` threads (items handed out in order) and returns the
+// seconds it took; the first error stops every thread.
 absl::StatusOr<double> Parallel(size_t n, int threads,
-                                const std::function<absl::Status(size_t)>& work) {
+                                const std::function<absl::Status(size_t, int)>& work) {
   std::atomic<size_t> next{0};
   std::atomic<bool> failed{false};
   absl::Mutex mu;
@@ -37,9 +38,9 @@ absl::StatusOr<double> Parallel(size_t n, int threads,
   const double t0 = NowSeconds();
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) {
-    pool.emplace_back([&] {
+    pool.emplace_back([&, t] {
       for (size_t i; !failed && (i = next++) < n;) {
-        absl::Status s = work(i);
+        absl::Status s = work(i, t);
         if (!s.ok()) {
           absl::MutexLock lock(&mu);
           if (first_error.ok()) first_error = s;
@@ -51,6 +52,20 @@ absl::StatusOr<double> Parallel(size_t n, int threads,
   for (std::thread& thread : pool) thread.join();
   if (!first_error.ok()) return first_error;
   return NowSeconds() - t0;
+}
+
+// The whole process's CPU time and context switches so far (server and client threads alike).
+struct ProcessUsage {
+  double cpu_seconds = 0;
+  double switches = 0;
+};
+
+ProcessUsage UsageNow() {
+  rusage usage;
+  getrusage(RUSAGE_SELF, &usage);
+  auto seconds = [](const timeval& t) { return t.tv_sec + t.tv_usec * 1e-6; };
+  return {seconds(usage.ru_utime) + seconds(usage.ru_stime),
+          static_cast<double>(usage.ru_nvcsw + usage.ru_nivcsw)};
 }
 
 struct Dir {
@@ -83,7 +98,7 @@ absl::StatusOr<IngestRates> BenchIngest(const ServeBenchOptions& o, DB& db, clie
   SHOAL_RETURN_IF_ERROR(db.CreateCollection(grpc));
   const size_t n = records.size();
   const size_t batches = (n + o.ingest_batch - 1) / o.ingest_batch;
-  SHOAL_ASSIGN_OR_RETURN(double embedded_s, Parallel(batches, o.streams, [&](size_t b) {
+  SHOAL_ASSIGN_OR_RETURN(double embedded_s, Parallel(batches, o.streams, [&](size_t b, int) {
                            const size_t first = b * o.ingest_batch;
                            return db.Upsert(
                                embedded.name,
@@ -92,7 +107,7 @@ absl::StatusOr<IngestRates> BenchIngest(const ServeBenchOptions& o, DB& db, clie
   // One contiguous share of the records per stream.
   const size_t share = (n + o.streams - 1) / o.streams;
   std::atomic<uint64_t> retries{0};
-  SHOAL_ASSIGN_OR_RETURN(double grpc_s, Parallel(o.streams, o.streams, [&](size_t s) {
+  SHOAL_ASSIGN_OR_RETURN(double grpc_s, Parallel(o.streams, o.streams, [&](size_t s, int) {
                            const size_t first = std::min(n, s * share);
                            absl::StatusOr<client::IngestResult> result = client.Ingest(
                                grpc.name, records.subspan(first, std::min(share, n - first)),
@@ -116,57 +131,116 @@ absl::StatusOr<IngestRates> BenchIngest(const ServeBenchOptions& o, DB& db, clie
   return rates;
 }
 
-absl::Status BenchSearch(const ServeBenchOptions& o, DB& db, client::Client& client,
+// One way of answering the bench's searches, timed over every pass.
+struct SearchPath {
+  const char* label;
+  const char* ratio_name = "";
+  // Answers one batch of queries on client thread `thread`.
+  std::function<absl::StatusOr<std::vector<std::vector<Hit>>>(
+      const std::string& collection, std::span<const float> queries, const SearchParams& params,
+      int thread)>
+      search;
+  std::function<absl::Status(size_t batch, int thread)> run;  // search() of batch `batch`
+  std::vector<std::vector<std::vector<Hit>>> answers;         // per batch
+  double best_seconds = 1e300;
+  ProcessUsage used;  // summed over the passes
+  int passes = 0;
+};
+
+// Unary Search and SearchStream through `client` (`calls`: "unary", "stream" or "both"), over
+// loopback TCP or a Unix socket.
+void AddGrpcPaths(bool unix_socket, const std::string& calls, client::Client& client,
+                  int client_threads, std::vector<SearchPath>& paths) {
+  if (calls != "stream") {
+    paths.push_back(
+        {.label = unix_socket ? "gRPC Search, Unix socket     " : "gRPC Search (C++ SDK)        ",
+         .ratio_name = unix_socket ? "gRPC/UDS" : "gRPC",
+         .search = [&client](const std::string& collection, std::span<const float> q,
+                             const SearchParams& params,
+                             int) { return client.Search(collection, q, params); }});
+  }
+  if (calls == "unary") return;
+  // One stream per client thread, kept open across passes as a real client would.
+  auto sessions = std::make_shared<std::vector<std::unique_ptr<client::SearchSession>>>();
+  for (int t = 0; t < client_threads; ++t) sessions->push_back(client.NewSearchSession());
+  paths.push_back(
+      {.label = unix_socket ? "gRPC SearchStream, Unix sock." : "gRPC SearchStream (C++ SDK)  ",
+       .ratio_name = unix_socket ? "gRPC stream/UDS" : "gRPC stream",
+       .search = [sessions](const std::string& collection, std::span<const float> q,
+                            const SearchParams& params,
+                            int t) { return (*sessions)[t]->Search(collection, q, params); }});
+}
+
+absl::Status BenchSearch(const ServeBenchOptions& o, DB& db, std::vector<SearchPath>& paths,
                          const std::string& collection, const Matrix& queries, size_t nq) {
   const size_t dim = queries.cols;
   const size_t batches = (nq + o.batch - 1) / o.batch;
-  std::vector<std::vector<std::vector<Hit>>> local(batches), remote(batches);
-  auto span_of = [&](size_t b) {
-    const size_t first = b * o.batch;
-    return std::span<const float>(queries.Row(first), std::min(o.batch, nq - first) * dim);
-  };
   const SearchParams params{.k = static_cast<uint32_t>(o.k)};
-  auto in_process = [&](size_t b) -> absl::Status {
-    SHOAL_ASSIGN_OR_RETURN(local[b], db.Search(collection, span_of(b), params));
-    return absl::OkStatus();
-  };
-  auto over_grpc = [&](size_t b) -> absl::Status {
-    SHOAL_ASSIGN_OR_RETURN(remote[b], client.Search(collection, span_of(b), params));
-    return absl::OkStatus();
-  };
-  // Warm both paths (caches, connection) on the first batch, untimed. Then timed passes that
-  // alternate which path goes first, best of each kept: a single pass of each favoured whichever
-  // ran second (the first warmed the caches of full vectors for the same queries).
-  SHOAL_RETURN_IF_ERROR(in_process(0));
-  SHOAL_RETURN_IF_ERROR(over_grpc(0));
-  double local_s = 1e300, remote_s = 1e300;
+  paths.insert(paths.begin(),
+               SearchPath{.label = "in-process DB::Search        ",
+                          .search = [&db](const std::string& collection, std::span<const float> q,
+                                          const SearchParams& params,
+                                          int) { return db.Search(collection, q, params); }});
+  for (SearchPath& path : paths) {
+    path.answers.resize(batches);
+    path.run = [&](size_t b, int t) -> absl::Status {
+      const size_t first = b * o.batch;
+      std::span<const float> q(queries.Row(first), std::min(o.batch, nq - first) * dim);
+      SHOAL_ASSIGN_OR_RETURN(path.answers[b], path.search(collection, q, params, t));
+      return absl::OkStatus();
+    };
+  }
+  // Warm every path (caches, connection, streams) untimed. Then timed passes that rotate which
+  // path goes first, best of each kept: a single pass of each favoured whichever ran later (the
+  // first warmed the caches of full vectors for the same queries).
+  for (SearchPath& path : paths) {
+    path.answers.resize(batches);
+    SHOAL_RETURN_IF_ERROR(Parallel(o.client_threads, o.client_threads, [&](size_t b, int t) {
+                            return path.run(b % batches, t);
+                          }).status());
+  }
   for (int r = 0; r < o.runs; ++r) {
-    for (int path = 0; path < 2; ++path) {
-      if ((path == 0) == (r % 2 == 0)) {
-        SHOAL_ASSIGN_OR_RETURN(double s, Parallel(batches, o.client_threads, in_process));
-        local_s = std::min(local_s, s);
-      } else {
-        SHOAL_ASSIGN_OR_RETURN(double s, Parallel(batches, o.client_threads, over_grpc));
-        remote_s = std::min(remote_s, s);
-      }
+    for (size_t i = 0; i < paths.size(); ++i) {
+      SearchPath& path = paths[(r + i) % paths.size()];
+      const ProcessUsage before = UsageNow();
+      SHOAL_ASSIGN_OR_RETURN(double s, Parallel(batches, o.client_threads, path.run));
+      const ProcessUsage after = UsageNow();
+      path.best_seconds = std::min(path.best_seconds, s);
+      path.used.cpu_seconds += after.cpu_seconds - before.cpu_seconds;
+      path.used.switches += after.switches - before.switches;
+      ++path.passes;
     }
   }
-  size_t differing = 0;
-  for (size_t b = 0; b < batches; ++b) differing += local[b] != remote[b];
-  const double local_qps = nq / local_s, remote_qps = nq / remote_s;
   std::printf(
-      "search %zu queries, k=%zu, batches of %zu, %d client threads, index %s, best of %d:\n", nq,
-      o.k, o.batch, o.client_threads, o.index.c_str(), o.runs);
-  std::printf("  in-process DB::Search    %9.1f QPS (%.2f s)\n", local_qps, local_s);
-  std::printf("  gRPC Search (C++ SDK)    %9.1f QPS (%.2f s)\n", remote_qps, remote_s);
-  std::printf("  batches with different answers: %zu of %zu\n", differing, batches);
-  std::printf("  ratio gRPC/in-process search QPS: %.3f (goal >= 0.70)\n", remote_qps / local_qps);
+      "search %zu queries, k=%zu, batches of %zu, %d client threads, index %s, best of %d "
+      "(CPU and context switches of the whole process, per call, over all passes):\n",
+      nq, o.k, o.batch, o.client_threads, o.index.c_str(), o.runs);
+  const double local_qps = nq / paths[0].best_seconds;
+  for (const SearchPath& path : paths) {
+    const double calls = static_cast<double>(batches) * path.passes;
+    std::printf("  %s %9.1f QPS (%.2f s)  %7.1f us CPU/call  %5.2f switches/call\n", path.label,
+                nq / path.best_seconds, path.best_seconds, 1e6 * path.used.cpu_seconds / calls,
+                path.used.switches / calls);
+  }
+  for (size_t i = 1; i < paths.size(); ++i) {
+    size_t differing = 0;
+    for (size_t b = 0; b < batches; ++b) differing += paths[0].answers[b] != paths[i].answers[b];
+    std::printf("  %s: batches with different answers: %zu of %zu\n", paths[i].label, differing,
+                batches);
+  }
+  for (size_t i = 1; i < paths.size(); ++i) {
+    std::printf("  ratio %s/in-process search QPS: %.3f (goal >= 0.70)\n", paths[i].ratio_name,
+                nq / paths[i].best_seconds / local_qps);
+  }
   return absl::OkStatus();
 }
 
 }  // namespace
 
 absl::Status RunServeBench(const ServeBenchOptions& o) {
+  if (o.calls != "unary" && o.calls != "stream" && o.calls != "both") {
+    return absl::InvalidArgumentError("--calls: unary, stream or both");
+  }
   if (o.k == 0 || o.queries == 0 || o.client_threads < 1 || o.batch == 0 || o.ingest_batch == 0 ||
       o.streams < 1 || o.runs < 1) {
     return absl::InvalidArgumentError(
@@ -193,6 +267,7 @@ absl::Status RunServeBench(const ServeBenchOptions& o) {
   SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<DB> db, DB::Open(dir.path, options));
   rpc::ServerOptions server_options;
   server_options.listen_address = "127.0.0.1:0";
+  if (o.unix_socket) server_options.more_listen_addresses = {"unix:" + dir.path + "/shoald.sock"};
   server_options.max_message_bytes = kMessageBytes;
   SHOAL_ASSIGN_OR_RETURN(std::unique_ptr<rpc::Server> server,
                          rpc::Server::Start(db.get(), server_options));
@@ -213,7 +288,20 @@ absl::Status RunServeBench(const ServeBenchOptions& o) {
     SHOAL_RETURN_IF_ERROR(db->BuildIndex("ingest_embedded", o.index));
     std::printf("built %s in %.1f s\n", o.index.c_str(), NowSeconds() - t0);
   }
-  SHOAL_RETURN_IF_ERROR(BenchSearch(o, *db, *client, "ingest_embedded", ds.test, nq));
+  // Searched over loopback TCP and, with --unix-socket, over a Unix socket too.
+  std::vector<SearchPath> paths;
+  AddGrpcPaths(/*unix_socket=*/false, o.calls, *client, o.client_threads, paths);
+  std::unique_ptr<client::Client> local_client;
+  if (server->addresses().size() > 1) {
+    SHOAL_ASSIGN_OR_RETURN(
+        local_client,
+        client::Client::Connect(server->addresses()[1], {.timeout = absl::Minutes(30),
+                                                         .max_message_bytes = kMessageBytes}));
+    AddGrpcPaths(/*unix_socket=*/true, o.calls, *local_client, o.client_threads, paths);
+  }
+  SHOAL_RETURN_IF_ERROR(BenchSearch(o, *db, paths, "ingest_embedded", ds.test, nq));
+  paths.clear();  // the sessions, before their clients
+  local_client.reset();
   client.reset();
   server->Shutdown(absl::Seconds(1));
   return absl::OkStatus();
@@ -239,6 +327,11 @@ void RegisterServeCommand(CLI::App& app, int* exit_code) {
   cmd->add_option("--streams", options->streams, "ingest threads / streams")->capture_default_str();
   cmd->add_option("--max-records", options->max_records, "ingest at most N base vectors")
       ->capture_default_str();
+  cmd->add_option("--calls", options->calls, "gRPC searches by unary calls, streams or both")
+      ->check(CLI::IsMember({"unary", "stream", "both"}))
+      ->capture_default_str();
+  cmd->add_flag("--unix-socket", options->unix_socket,
+                "also search over a Unix-domain socket (shoald's --listen unix:PATH)");
   cmd->add_option("--runs", options->runs,
                   "timed search passes per path, alternating which goes first (best kept)")
       ->capture_default_str();

@@ -1,7 +1,9 @@
 // `shoal_bench serve`: what serving over gRPC costs, measured in one run on one DB.
 //  - search: the same batches of test queries answered by DB::Search in-process and by the C++
-//    client SDK over loopback gRPC (an in-process shoald Server on 127.0.0.1:0), each with
-//    --client-threads threads; prints QPS and the ratio gRPC / in-process (goal >= 0.70).
+//    client SDK over loopback gRPC (an in-process shoald Server on 127.0.0.1:0), by unary Search
+//    calls and by SearchStream sessions (one per thread), and with --unix-socket both again over
+//    a Unix-domain socket; each with --client-threads threads, the paths' passes alternating.
+//    Prints QPS, CPU and context switches per call, and the ratios to in-process (goal >= 0.70).
 //  - ingest: the base vectors written by embedded DB::Upsert (--streams threads) and by the
 //    SDK's streaming Ingest (--streams streams) into two fresh collections of the same DB;
 //    prints records/s and the ratio gRPC / embedded (goal >= 0.50).
@@ -28,9 +30,10 @@ struct ServeBenchOptions {
   size_t batch = 100;          // queries per Search call
   size_t ingest_batch = 1000;  // records per Upsert / Ingest message
   int streams = 2;             // ingest threads (embedded) and streams (gRPC)
-  size_t max_records = 0;
-  int runs = 3;  // timed search passes per path, alternating which path goes first; best kept //
-                 // ingest at most this many base vectors (0 = all)
+  size_t max_records = 0;      // ingest at most this many base vectors (0 = all)
+  int runs = 3;                // timed search passes per path, rotating which goes first; best kept
+  bool unix_socket = false;    // also search over a Unix-domain socket
+  std::string calls = "both";  // gRPC searches by "unary" calls, "stream" sessions or "both"
 };
 
 absl::Status RunServeBench(const ServeBenchOptions& options);
