@@ -15,11 +15,12 @@ import shoal.client
 import shoal.errors
 import shoal.filters
 import shoal.scan
+import shoal.search_session
 import shoal.tenants
 
 # The modules whose public names are the SDK's API (the generated shoal.v1 stubs are not).
 MODULES = (shoal, shoal.cache, shoal.client, shoal.errors, shoal.filters, shoal.scan,
-           shoal.tenants)
+           shoal.search_session, shoal.tenants)
 
 
 def defined_in(module):

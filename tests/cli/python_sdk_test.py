@@ -92,6 +92,34 @@ class PythonSdkTest(unittest.TestCase):
         with self.assertRaises(shoal.NotFoundError):
             self.client.search("nope", vectors[0], k=1)
 
+    def test_search_session(self):
+        rng = np.random.default_rng(11)
+        vectors = rng.standard_normal((40, 6)).astype(np.float32)
+        self.client.create_collection("py_session", dimension=6)
+        self.client.upsert("py_session", range(40), vectors, sync=True)
+        with self.client.search_session() as session:
+            for i in range(10):
+                ids, distances = session.search("py_session", vectors[i], k=1 + i % 5)
+                expected = self.client.search("py_session", vectors[i], k=1 + i % 5)
+                np.testing.assert_array_equal(ids, expected.ids)
+                np.testing.assert_array_equal(distances, expected.distances)
+            ids, _ = session.search("py_session", vectors[:3], k=2)
+            self.assertEqual(ids.shape, (3, 2))
+            hits = session.search("py_session", vectors[4], k=1, with_vectors=True)
+            self.assertEqual(hits[0].key, 4)
+            # A bad search raises what search() raises; the stream goes on.
+            with self.assertRaises(shoal.InvalidArgumentError) as streamed:
+                session.search("py_session", vectors[0], k=0)
+            with self.assertRaises(shoal.InvalidArgumentError) as unary:
+                self.client.search("py_session", vectors[0], k=0)
+            self.assertEqual(streamed.exception.details, unary.exception.details)
+            with self.assertRaises(shoal.NotFoundError):
+                session.search("nope", vectors[0], k=1)
+            self.assertEqual(session.search("py_session", vectors[7], k=1).ids[0], 7)
+            # Cancelled between searches: the next one opens a new stream.
+            session.cancel()
+            self.assertEqual(session.search("py_session", vectors[8], k=1).ids[0], 8)
+
     def test_string_keys(self):
         self.client.create_collection("py_str", dimension=2)
         self.client.upsert("py_str", ["a", "b"], [[0, 0], [1, 1]])

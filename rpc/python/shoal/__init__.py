@@ -38,12 +38,13 @@ from shoal.errors import (  # noqa: E402,F401
     FilterWarning, InvalidArgumentError, NotFoundError, PermissionDeniedError, ResourceExhaustedError,
     ShoalError, UnauthenticatedError, UnavailableError)
 from shoal.scan import Hit, ScrollPage  # noqa: E402,F401
+from shoal.search_session import SearchSession  # noqa: E402,F401
 from shoal.tenants import TenantInfo, TenantPage, TenantQuotas  # noqa: E402,F401
 from shoal import filters  # noqa: E402,F401
 
 __all__ = [
     "__version__", "Client", "BuildProgress", "CollectionInfo", "IngestResult", "Record",
-    "SearchResult", "Snapshot", "Hit", "ScrollPage", "TenantInfo", "TenantPage", "TenantQuotas", "CacheInfo", "CacheLookupResult", "CachePolicy",
+    "SearchResult", "SearchSession", "Snapshot", "Hit", "ScrollPage", "TenantInfo", "TenantPage", "TenantQuotas", "CacheInfo", "CacheLookupResult", "CachePolicy",
     "ClusterCollection", "ClusterNode", "ClusterView",
     "ShoalError", "FilterWarning",
     "AlreadyExistsError", "DataLossError",

@@ -45,6 +45,7 @@ from shoal.v1 import vector_service_pb2_grpc as vector_grpc
 from shoal._health import health_pb2, health_pb2_grpc
 from shoal.filters import attribute_value
 from shoal.scan import Hit, Record, ScanCalls, hit_of, record_of
+from shoal.search_session import SearchSession
 from shoal.tenants import TenantCalls
 
 Key = Union[int, str]
@@ -442,6 +443,11 @@ class Client(TenantCalls, CacheMethods, ScanCalls, ClusterCalls):
             hits = [[hit_of(h) for h in r.hits] for r in response.results]
             return hits[0] if single else hits
         return _result_arrays(response.results, k, single)
+
+    def search_session(self) -> "SearchSession":
+        """A SearchSession (shoal/search_session.py): search() over one SearchStream, for a
+        thread that sends many small searches. One per thread."""
+        return SearchSession(self)
 
     def batch_search(self, searches: Iterable[Mapping[str, Any]],
                      tenant: str = "") -> List[SearchResult]:

@@ -89,6 +89,16 @@ def from_rpc_error(error: grpc.RpcError, method: str = "") -> ShoalError:
     return _BY_CODE.get(code, ShoalError)(code, error.details() or "", method)
 
 
+_CODE_OF_NUMBER = {code.value[0]: code for code in grpc.StatusCode}
+
+
+def from_code(number: int, details: str, method: str = "") -> ShoalError:
+    """The ShoalError for a status carried in a message (a gRPC code's number and its details),
+    e.g. a SearchStreamResponse's."""
+    code = _CODE_OF_NUMBER.get(number, grpc.StatusCode.UNKNOWN)
+    return _BY_CODE.get(code, ShoalError)(code, details, method)
+
+
 class FilterWarning(UserWarning):
     """Issued (warnings.warn) when the server says a search filter may not do what was meant:
     an attribute or tag no record has, or a value of a type the attribute never holds. Such a
