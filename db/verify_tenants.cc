@@ -64,7 +64,7 @@ void CheckAccessTable(const tenants::AccessTable& access, const TenantRowsView& 
     }
   }
   for (const auto& [iid, stored] : view.grants) {
-    std::vector<tenants::TenantId> mem(access.GrantsOf(iid).begin(), access.GrantsOf(iid).end());
+    std::vector<tenants::TenantId> mem = access.GrantsOf(iid);
     std::vector<tenants::TenantId> want = stored;
     std::sort(mem.begin(), mem.end());
     std::sort(want.begin(), want.end());

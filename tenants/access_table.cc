@@ -6,25 +6,41 @@
 namespace shoal::tenants {
 
 void AccessTable::AddTenant(TenantId t) {
-  if (!tenants_.contains(t)) tenants_.emplace(t, std::make_unique<TenantIds>());
+  if (tenants_.contains(t)) return;
+  auto ids = std::make_unique<TenantIds>();
+  if (!free_handles_.empty()) {
+    ids->handle = free_handles_.back();
+    free_handles_.pop_back();
+    tenant_of_[ids->handle] = t;
+  } else {
+    ids->handle = static_cast<uint32_t>(tenant_of_.size());
+    tenant_of_.push_back(t);
+  }
+  tenants_.emplace(t, std::move(ids));
 }
 
 void AccessTable::RemoveTenant(TenantId t) {
   const auto it = tenants_.find(t);
   if (it == tenants_.end()) return;
+  const uint32_t h = it->second->handle;
   it->second->granted.ForEach([&](uint64_t id) {
     Page* page = PageOf(id);
     const uint32_t s = id & (kSlots - 1);
-    if (page != nullptr && EraseGrantee(*page, s, t)) Release(id, *page);
+    if (page != nullptr && EraseGrantee(*page, s, h)) Release(id, *page);
   });
-  it->second->owned.ForEach([&](uint64_t id) {
-    Page* page = PageOf(id);
-    const uint32_t s = id & (kSlots - 1);
-    if (page == nullptr || page->owner[s] != t) return;
-    page->owner[s] = kNoTenant;
-    bytes_.Erase(id);
-    Release(id, *page);
-  });
+  if (it->second->owned != nullptr) {
+    it->second->owned->ids.ForEach([&](uint64_t id) {
+      Page* page = PageOf(id);
+      const uint32_t s = id & (kSlots - 1);
+      if (page == nullptr || page->owner[s] != h) return;
+      page->owner.Set(s, 0);
+      bytes_.Erase(id);
+      Release(id, *page);
+    });
+  }
+  // No page holds `h` any more: it can name the next tenant added.
+  tenant_of_[h] = kNoTenant;
+  free_handles_.push_back(h);
   tenants_.erase(it);
 }
 
@@ -42,18 +58,24 @@ void AccessTable::Release(uint64_t id, Page& page) {
     pages_[id >> kPageBits].reset();
     return;
   }
-  // Give back capacity a shrinking page no longer needs (grow by a quarter, shrink at half).
-  if (page.grantees.capacity() > 2 * page.grantees.size() + 16) page.grantees.shrink_to_fit();
+  page.grantees.Trim();  // capacity a shrinking page no longer needs
 }
 
-bool AccessTable::EraseGrantee(Page& page, uint32_t s, TenantId t) {
-  const auto first = page.grantees.begin() + page.start[s];
-  const auto last = page.grantees.begin() + page.start[s + 1];
-  const auto at = std::find(first, last, t);
-  if (at == last) return false;
-  page.grantees.erase(at);
+bool AccessTable::EraseGrantee(Page& page, uint32_t s, uint32_t handle) {
+  const size_t at = page.grantees.Find(page.start[s], page.start[s + 1], handle);
+  if (at == page.start[s + 1]) return false;
+  page.grantees.Erase(at, at + 1);
   page.Shift(s, -1);
   return true;
+}
+
+AccessTable::OwnedIds& AccessTable::MakeOwned(TenantIds& ids) {
+  if (ids.owned == nullptr) ids.owned = std::make_unique<OwnedIds>();
+  return *ids.owned;
+}
+
+void AccessTable::TrimOwned(TenantIds& ids) {
+  if (ids.owned != nullptr && ids.owned->ids.empty()) ids.owned.reset();
 }
 
 AccessTable::TenantIds* AccessTable::Find(TenantId t) {
@@ -72,16 +94,20 @@ void AccessTable::SetOwner(uint64_t id, TenantId t, uint64_t bytes) {
   Page& page = MakePage(id);
   const uint32_t s = id & (kSlots - 1);
   const bool had = page.Has(s);
-  if (page.owner[s] != kNoTenant) {
-    if (TenantIds* prev = Find(page.owner[s])) {
-      prev->owned.erase(id);
-      prev->bytes -= BytesOf(id);
+  if (page.owner[s] != 0) {
+    if (TenantIds* prev = Find(tenant_of_[page.owner[s]])) {
+      if (prev->owned != nullptr) {
+        prev->owned->ids.erase(id);
+        prev->owned->bytes -= BytesOf(id);
+      }
+      if (prev != ids) TrimOwned(*prev);
     }
   }
-  page.owner[s] = t;
+  page.owner.Set(s, ids->handle);
   StoreBytes(id, bytes);
-  ids->owned.insert(id);
-  ids->bytes += BytesOf(id);
+  OwnedIds& owned = MakeOwned(*ids);
+  owned.ids.insert(id);
+  owned.bytes += BytesOf(id);
   if (!had) {
     ++page.used;
     ++size_;
@@ -92,9 +118,10 @@ void AccessTable::SetBytes(uint64_t id, uint64_t bytes) {
   const TenantId owner = OwnerOf(id);
   if (owner == kNoTenant) return;
   TenantIds* ids = Find(owner);
-  if (ids != nullptr) ids->bytes -= BytesOf(id);
+  OwnedIds* owned = ids != nullptr ? ids->owned.get() : nullptr;
+  if (owned != nullptr) owned->bytes -= BytesOf(id);
   StoreBytes(id, bytes);
-  if (ids != nullptr) ids->bytes += BytesOf(id);
+  if (owned != nullptr) owned->bytes += BytesOf(id);
 }
 
 void AccessTable::StoreBytes(uint64_t id, uint64_t bytes) {
@@ -109,7 +136,7 @@ void AccessTable::StoreBytes(uint64_t id, uint64_t bytes) {
 
 TenantId AccessTable::OwnerOf(uint64_t id) const {
   const Page* page = PageOf(id);
-  return page == nullptr ? kNoTenant : page->owner[id & (kSlots - 1)];
+  return page == nullptr ? kNoTenant : tenant_of_[page->owner[id & (kSlots - 1)]];
 }
 
 uint64_t AccessTable::BytesOf(uint64_t id) const {
@@ -119,17 +146,17 @@ uint64_t AccessTable::BytesOf(uint64_t id) const {
 
 bool AccessTable::Grant(uint64_t id, TenantId t) {
   TenantIds* ids = Find(t);
-  if (ids == nullptr || ids->owned.contains(id) || !ids->granted.insert(id)) return false;
+  if (ids == nullptr || (ids->owned != nullptr && ids->owned->ids.contains(id)) ||
+      !ids->granted.insert(id)) {
+    return false;
+  }
   Page& page = MakePage(id);
   const uint32_t s = id & (kSlots - 1);
   if (!page.Has(s)) {
     ++page.used;
     ++size_;
   }
-  std::vector<TenantId>& g = page.grantees;
-  // Grow by a quarter: doubling would leave a third of the capacity unused on average.
-  if (g.size() == g.capacity()) g.reserve(g.size() * 5 / 4 + 8);
-  g.insert(g.begin() + page.start[s + 1], t);
+  page.grantees.Insert(page.start[s + 1], ids->handle);
   page.Shift(s, 1);
   return true;
 }
@@ -139,54 +166,61 @@ bool AccessTable::Revoke(uint64_t id, TenantId t) {
   if (ids == nullptr || !ids->granted.erase(id)) return false;
   Page* page = PageOf(id);
   const uint32_t s = id & (kSlots - 1);
-  if (page != nullptr && EraseGrantee(*page, s, t)) Release(id, *page);
+  if (page != nullptr && EraseGrantee(*page, s, ids->handle)) Release(id, *page);
   return true;
 }
 
-std::span<const TenantId> AccessTable::GrantsOf(uint64_t id) const {
+std::vector<TenantId> AccessTable::GrantsOf(uint64_t id) const {
+  std::vector<TenantId> out;
   const Page* page = PageOf(id);
-  if (page == nullptr) return {};
-  return page->Grants(id & (kSlots - 1));
+  if (page == nullptr) return out;
+  const uint32_t s = id & (kSlots - 1);
+  for (uint32_t g = page->start[s]; g < page->start[s + 1]; ++g) {
+    out.push_back(tenant_of_[page->grantees[g]]);
+  }
+  return out;
 }
 
 void AccessTable::Remove(uint64_t id) {
   Page* page = PageOf(id);
   const uint32_t s = id & (kSlots - 1);
   if (page == nullptr || !page->Has(s)) return;
-  if (TenantIds* ids = Find(page->owner[s])) {
-    ids->owned.erase(id);
-    ids->bytes -= BytesOf(id);
+  if (TenantIds* ids = Find(tenant_of_[page->owner[s]]); ids != nullptr && ids->owned != nullptr) {
+    ids->owned->ids.erase(id);
+    ids->owned->bytes -= BytesOf(id);
+    TrimOwned(*ids);
   }
-  for (TenantId t : page->Grants(s)) {
-    if (TenantIds* ids = Find(t)) ids->granted.erase(id);
+  const uint32_t first = page->start[s], last = page->start[s + 1];
+  for (uint32_t g = first; g < last; ++g) {
+    if (TenantIds* ids = Find(tenant_of_[page->grantees[g]])) ids->granted.erase(id);
   }
-  const uint32_t n = page->start[s + 1] - page->start[s];
-  page->grantees.erase(page->grantees.begin() + page->start[s],
-                       page->grantees.begin() + page->start[s + 1]);
-  page->Shift(s, -static_cast<int>(n));
-  page->owner[s] = kNoTenant;
+  page->grantees.Erase(first, last);
+  page->Shift(s, -static_cast<int>(last - first));
+  page->owner.Set(s, 0);
   bytes_.Erase(id);
   Release(id, *page);
 }
 
 size_t AccessTable::OwnedCount(TenantId t) const {
   const TenantIds* ids = Find(t);
-  return ids == nullptr ? 0 : ids->owned.size();
+  return ids == nullptr || ids->owned == nullptr ? 0 : ids->owned->ids.size();
 }
 
 size_t AccessTable::VisibleCount(TenantId t) const {
   const TenantIds* ids = Find(t);
-  return ids == nullptr ? 0 : ids->owned.size() + ids->granted.size();
+  return ids == nullptr ? 0 : OwnedCount(t) + ids->granted.size();
 }
 
 uint64_t AccessTable::OwnedBytes(TenantId t) const {
   const TenantIds* ids = Find(t);
-  return ids == nullptr ? 0 : ids->bytes;
+  return ids == nullptr || ids->owned == nullptr ? 0 : ids->owned->bytes;
 }
 
 const AccessTable::IdSet* AccessTable::Owned(TenantId t) const {
+  static const IdSet kNone;
   const TenantIds* ids = Find(t);
-  return ids == nullptr ? nullptr : &ids->owned;
+  if (ids == nullptr) return nullptr;
+  return ids->owned == nullptr ? &kNone : &ids->owned->ids;
 }
 
 const AccessTable::IdSet* AccessTable::Granted(TenantId t) const {
@@ -197,12 +231,16 @@ const AccessTable::IdSet* AccessTable::Granted(TenantId t) const {
 size_t AccessTable::MemoryBytes() const {
   // The tenants' table: a slot (tenant, pointer) and a control byte per capacity.
   size_t bytes = pages_.capacity() * sizeof(pages_[0]) + bytes_.MemoryBytes() +
-                 tenants_.capacity() * (sizeof(decltype(tenants_)::value_type) + 1);
+                 tenants_.capacity() * (sizeof(decltype(tenants_)::value_type) + 1) +
+                 (tenant_of_.capacity() + free_handles_.capacity()) * sizeof(uint32_t);
   for (const auto& page : pages_) {
-    if (page != nullptr) bytes += sizeof(Page) + page->grantees.capacity() * sizeof(TenantId);
+    if (page == nullptr) continue;
+    bytes += sizeof(Page) + page->owner.HeapBytes() + page->start.HeapBytes() +
+             page->grantees.HeapBytes();
   }
   for (const auto& [t, ids] : tenants_) {
-    bytes += sizeof(TenantIds) + ids->owned.MemoryBytes() + ids->granted.MemoryBytes();
+    bytes += sizeof(TenantIds) + ids->granted.MemoryBytes();
+    if (ids->owned != nullptr) bytes += sizeof(OwnedIds) + ids->owned->ids.MemoryBytes();
   }
   return bytes;
 }

@@ -18,11 +18,14 @@
 // tag them with a generation; Collection checks the invariant (ids of new records are above
 // every id it has handed out) at each write.
 //
-// Memory: per id that has an owner or a grant, its owner (4 bytes) and where its grantees start
-// in its page's packed list (4 bytes), 4 bytes per grantee, and 4 bytes of record size for an
-// id with an owner (none for ids only granted); pages of 256 ids. Plus about 2 bytes per
-// (tenant, id) pair (a CompactIdSet of each tenant's owned and granted ids). A tenant with no
-// ids costs one small struct; thousands are cheap.
+// Memory: ids and tenants are stored as tenant handles (dense numbers from 1, reused after a
+// tenant is removed), 2 bytes while the collection holds fewer than 65,536 tenants. Per id that
+// has an owner or a grant, in pages of 256 ids: its owner's handle and where its grantees start
+// in its page's packed list (2 + 2 bytes), 2 bytes per grantee, and 4 bytes of record size for
+// an id with an owner (none for ids only granted). A page widens a part to 4 bytes a value in
+// place (tenants/narrow_u32.h) when it first stores a handle or an offset of 2^16 or more.
+// Plus about 2 bytes per (tenant, id) pair (a CompactIdSet of each tenant's granted ids, and
+// of its owned ids once it owns any). A tenant with no ids costs one small struct.
 //
 // Thread safety: none of its own; const methods may run concurrently (Collection guards it with
 // its state's reader/writer lock).
@@ -39,6 +42,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "base/paged_id_map.h"
 #include "tenants/compact_id_set.h"
+#include "tenants/narrow_u32.h"
 
 namespace shoal::tenants {
 
@@ -73,7 +77,7 @@ class AccessTable {
   // False when `id` was not granted to `t` (its owner included).
   bool Revoke(uint64_t id, TenantId t);
   // The tenants `id` was granted to, in grant order (empty when none).
-  std::span<const TenantId> GrantsOf(uint64_t id) const;
+  std::vector<TenantId> GrantsOf(uint64_t id) const;
   // Forgets `id` for every tenant (a delete, or the old id of a rewritten record).
   void Remove(uint64_t id);
 
@@ -82,24 +86,33 @@ class AccessTable {
   bool Visible(TenantId t, uint64_t id) const {
     const auto it = tenants_.find(t);
     if (it == tenants_.end()) return false;
-    return it->second->owned.contains(id) || it->second->granted.contains(id);
+    const TenantIds& ids = *it->second;
+    return ids.granted.contains(id) || (ids.owned != nullptr && ids.owned->ids.contains(id));
   }
   size_t OwnedCount(TenantId t) const;
   size_t VisibleCount(TenantId t) const;
   uint64_t OwnedBytes(TenantId t) const;
-  // The tenant's owned / granted ids (nullptr for an unknown tenant); ForEach is ascending.
+  // The tenant's owned / granted ids (nullptr for an unknown tenant, an empty set for a tenant
+  // that owns nothing); ForEach is ascending.
   const IdSet* Owned(TenantId t) const;
   const IdSet* Granted(TenantId t) const;
   // Ids with an entry (an owner or a grant).
   size_t size() const { return size_; }
-  // Calls fn(id, owner, grants) for every id with an entry, in no order.
+  // Calls fn(id, owner, grants) for every id with an entry, in no order (`grants`: a span
+  // valid during the call).
   template <typename Fn>
   void ForEachId(const Fn& fn) const {
+    std::vector<TenantId> grants;
     for (uint64_t p = 0; p < pages_.size(); ++p) {
       const Page* page = pages_[p].get();
       if (page == nullptr) continue;
       for (uint32_t s = 0; s < kSlots; ++s) {
-        if (page->Has(s)) fn((p << kPageBits) | s, page->owner[s], page->Grants(s));
+        if (!page->Has(s)) continue;
+        grants.clear();
+        for (uint32_t g = page->start[s]; g < page->start[s + 1]; ++g) {
+          grants.push_back(tenant_of_[page->grantees[g]]);
+        }
+        fn((p << kPageBits) | s, tenant_of_[page->owner[s]], std::span<const TenantId>(grants));
       }
     }
   }
@@ -111,29 +124,28 @@ class AccessTable {
   size_t MemoryBytes() const;
 
  private:
-  // The entries of 256 consecutive ids: each id's owner, and its grantees packed in one array
-  // (in grant order; id slot s's are [start[s], start[s + 1])). A grant or revoke moves the
-  // page's later grantees by one (at most a few KB): no per-id allocation, no free slots.
+  // The entries of 256 consecutive ids: each id's owner's handle, and its grantees' handles
+  // packed in one array (in grant order; id slot s's are [start[s], start[s + 1])). A grant or
+  // revoke moves the page's later grantees by one (at most a few KB): no per-id allocation.
   static constexpr int kPageBits = 8;
   static constexpr uint32_t kSlots = uint32_t{1} << kPageBits;
   struct Page {
-    std::array<TenantId, kSlots> owner{};
-    std::array<uint32_t, kSlots + 1> start{};
-    std::vector<TenantId> grantees;
-    uint32_t used = 0;  // slots with an owner or a grant
-    std::span<const TenantId> Grants(uint32_t s) const {
-      return std::span<const TenantId>(grantees.data() + start[s], start[s + 1] - start[s]);
-    }
-    bool Has(uint32_t s) const { return owner[s] != kNoTenant || start[s] != start[s + 1]; }
-    // Moves the start of every slot after `s` by `delta` (a grantee of `s` added or removed).
-    void Shift(uint32_t s, int delta) {
-      for (uint32_t j = s + 1; j <= kSlots; ++j) start[j] += static_cast<uint32_t>(delta);
-    }
+    NarrowArray<kSlots> owner;      // handle; 0: none
+    NarrowArray<kSlots + 1> start;  // into grantees
+    NarrowVector grantees;          // handles
+    uint32_t used = 0;              // slots with an owner or a grant
+    bool Has(uint32_t s) const { return owner[s] != 0 || start[s] != start[s + 1]; }
+    // Moves the start of every slot after `s` by `delta` (grantees of `s` added or removed).
+    void Shift(uint32_t s, int delta) { start.AddFrom(s + 1, delta, grantees.size() > kNarrowMax); }
+  };
+  struct OwnedIds {
+    IdSet ids;
+    uint64_t bytes = 0;  // of the records
   };
   struct TenantIds {
-    IdSet owned;
     IdSet granted;
-    uint64_t bytes = 0;  // of the records it owns
+    std::unique_ptr<OwnedIds> owned;  // null while it owns nothing (most tenants of a shared set)
+    uint32_t handle = 0;
   };
   TenantIds* Find(TenantId t);
   const TenantIds* Find(TenantId t) const;
@@ -149,7 +161,11 @@ class AccessTable {
   // `id`'s record bytes (clamped to 32 bits), kept only when non-zero.
   void StoreBytes(uint64_t id, uint64_t bytes);
   // Removes grantee `t` of slot `s`; false when it is not one.
-  static bool EraseGrantee(Page& page, uint32_t s, TenantId t);
+  static bool EraseGrantee(Page& page, uint32_t s, uint32_t handle);
+  // The tenant's owned ids, made when it first owns one.
+  static OwnedIds& MakeOwned(TenantIds& ids);
+  // Drops the owned ids of `ids` once there are none.
+  static void TrimOwned(TenantIds& ids);
 
   // Internal ids are dense (handed out in order, and a tenant's records are most of a
   // multi-tenant collection's), so paged arrays indexed by id, no hashing.
@@ -159,6 +175,9 @@ class AccessTable {
   // the bulk of a shared collection, pay nothing.
   base::PagedIdMap<uint32_t> bytes_;
   absl::flat_hash_map<TenantId, std::unique_ptr<TenantIds>> tenants_;
+  // By handle: the tenant (0: none, or a free handle); free handles are reused first.
+  std::vector<TenantId> tenant_of_{kNoTenant};
+  std::vector<uint32_t> free_handles_;
 };
 
 }  // namespace shoal::tenants

@@ -83,9 +83,11 @@ TEST(AccessTableTest, SetBytesAdjustsTheOwnersTotal) {
   EXPECT_EQ(a.BytesOf(7), 64u);
 }
 
-// Random owners, grants, revokes, deletes and dropped tenants over ids that share pages: each
-// id's owner, grantees (in grant order) and bytes, and each tenant's totals, match a model.
-TEST(AccessTableTest, EntriesMatchAModelUnderRandomChanges) {
+// Random owners, grants, revokes, deletes and dropped tenants (a dropped tenant's handle goes
+// to a new one) over ids that share pages: each id's owner, grantees (in grant order) and bytes,
+// and each tenant's totals, match a model. `fillers` tenants with no ids are added first, so
+// that the tenants changed get handles from fillers + 1 on.
+void ExpectRandomChangesMatchAModel(TenantId fillers) {
   std::mt19937_64 rng(base::TestSeed());
   struct Model {
     TenantId owner = kNoTenant;
@@ -95,9 +97,11 @@ TEST(AccessTableTest, EntriesMatchAModelUnderRandomChanges) {
   std::map<uint64_t, Model> model;
   std::vector<TenantId> tenants;
   AccessTable a;
-  for (TenantId t = 1; t <= 12; ++t) {
-    a.AddTenant(t);
-    tenants.push_back(t);
+  for (TenantId t = 1; t <= fillers; ++t) a.AddTenant(1000000 + t);
+  TenantId next = 1;
+  for (; next <= 12; ++next) {
+    a.AddTenant(next);
+    tenants.push_back(next);
   }
   const auto any_id = [&] { return std::uniform_int_distribution<uint64_t>(0, 1500)(rng); };
   for (int step = 0; step < 20000; ++step) {
@@ -142,6 +146,8 @@ TEST(AccessTableTest, EntriesMatchAModelUnderRandomChanges) {
           if (e.owner == t) e = Model{.grants = e.grants};
           e.grants.erase(std::remove(e.grants.begin(), e.grants.end(), t), e.grants.end());
         }
+        a.AddTenant(next);  // takes the dropped tenant's handle: it must see none of its ids
+        tenants.push_back(next++);
     }
   }
   size_t entries = 0;
@@ -149,8 +155,7 @@ TEST(AccessTableTest, EntriesMatchAModelUnderRandomChanges) {
   for (const auto& [id, m] : model) {
     ASSERT_EQ(a.OwnerOf(id), m.owner) << id;
     ASSERT_EQ(a.BytesOf(id), m.owner == kNoTenant ? 0 : m.bytes) << id;
-    const auto g = a.GrantsOf(id);
-    ASSERT_EQ(std::vector<TenantId>(g.begin(), g.end()), m.grants) << id;
+    ASSERT_EQ(a.GrantsOf(id), m.grants) << id;
     for (TenantId t : tenants) {
       ASSERT_EQ(a.Visible(t, id),
                 m.owner == t || std::find(m.grants.begin(), m.grants.end(), t) != m.grants.end());
@@ -164,15 +169,58 @@ TEST(AccessTableTest, EntriesMatchAModelUnderRandomChanges) {
   a.ForEachId([&](uint64_t id, TenantId owner, std::span<const TenantId> grants) {
     ++listed;
     EXPECT_EQ(owner, model[id].owner);
-    EXPECT_EQ(grants.size(), model[id].grants.size());
+    EXPECT_EQ(std::vector<TenantId>(grants.begin(), grants.end()), model[id].grants);
   });
   EXPECT_EQ(listed, entries);
 }
 
-// A vector shared by grant costs its owner slot, where its grantees start and 4 bytes per
-// grantee (plus the tenants' own id sets, ~2 bytes per pair): no per-id allocation, and no
-// record size for an id no tenant owns.
-TEST(AccessTableTest, AGrantedIdCostsItsGranteesAndEightBytes) {
+TEST(AccessTableTest, EntriesMatchAModelUnderRandomChanges) { ExpectRandomChangesMatchAModel(0); }
+
+// The same with the changed tenants' handles around 2^16: pages holding 2-byte handles widen
+// to 4 bytes in place when a handle of 65,536 or more first owns or is granted one of their
+// ids, and every entry reads back the same before and after.
+TEST(AccessTableTest, EntriesMatchAModelWhenHandlesOutgrowTwoBytes) {
+  ExpectRandomChangesMatchAModel(65530);
+}
+
+// Over 65,535 grantees in one page: the page's offsets into its grantee list widen to 4 bytes
+// in place; grants, revokes and deletes read back right on both sides of the switch.
+TEST(AccessTableTest, APageOfOver65535GranteesWidensItsOffsets) {
+  AccessTable a;
+  constexpr TenantId kTenants = 300;
+  for (TenantId t = 1; t <= kTenants; ++t) a.AddTenant(t);
+  for (TenantId t = 1; t <= kTenants; ++t) {
+    for (uint64_t id = 0; id < 256; ++id) ASSERT_TRUE(a.Grant(id, t));
+  }
+  for (uint64_t id = 0; id < 256; id += 17) {
+    const std::vector<TenantId> g = a.GrantsOf(id);
+    ASSERT_EQ(g.size(), kTenants);
+    for (TenantId t = 1; t <= kTenants; ++t) ASSERT_EQ(g[t - 1], t);
+  }
+  for (uint64_t id = 0; id < 256; id += 2) a.Remove(id);  // 38,400 grantees left
+  for (TenantId t = 2; t <= kTenants; t += 2) {
+    for (uint64_t id = 1; id < 256; id += 2) ASSERT_TRUE(a.Revoke(id, t));
+  }
+  for (uint64_t id = 0; id < 256; ++id) {
+    const std::vector<TenantId> g = a.GrantsOf(id);
+    if (id % 2 == 0) {
+      ASSERT_TRUE(g.empty()) << id;
+      continue;
+    }
+    ASSERT_EQ(g.size(), kTenants / 2) << id;
+    for (size_t k = 0; k < g.size(); ++k) ASSERT_EQ(g[k], 2 * k + 1) << id;
+    EXPECT_TRUE(a.Visible(1, id));
+    EXPECT_FALSE(a.Visible(2, id));
+  }
+  EXPECT_EQ(a.size(), 128u);
+  EXPECT_EQ(a.VisibleCount(1), 128u);
+  EXPECT_EQ(a.VisibleCount(2), 0u);
+}
+
+// A vector shared by grant costs its owner's handle, where its grantees start and 2 bytes per
+// grantee while the collection has under 65,536 tenants (plus the tenants' own id sets, ~2
+// bytes per pair): no per-id allocation, and no record size for an id no tenant owns.
+TEST(AccessTableTest, AGrantedIdCostsTwoBytesAGranteeAndFourBytes) {
   AccessTable a;
   for (TenantId t = 1; t <= 100; ++t) a.AddTenant(t);
   constexpr uint64_t kIds = 1 << 16;
@@ -180,8 +228,8 @@ TEST(AccessTableTest, AGrantedIdCostsItsGranteesAndEightBytes) {
     for (TenantId k = 0; k < 3; ++k) ASSERT_TRUE(a.Grant(id, 1 + (id * 7 + k * 31) % 100));
   }
   const double per_id = static_cast<double>(a.MemoryBytes()) / kIds;
-  EXPECT_LE(per_id, 8 + 3 * 4 + 3 * 2 + 4) << per_id;  // 30; an entry of 24 bytes plus a
-                                                       // heap list of 3 grantees: ~70
+  EXPECT_LE(per_id, 4 + 3 * 2.5 + 3 * 2 + 2) << per_id;  // 19.5; 4-byte handles and offsets:
+                                                         // 27.8
 }
 
 }  // namespace

@@ -1,0 +1,105 @@
+// NarrowArray<N> and NarrowVector: 32-bit values kept as 16-bit low halves, with the high halves
+// allocated (zeroed) only once a value of 2^16 or more is stored — then in place: the low halves
+// stay where they are. For the access table's tenant handles and grantee offsets, which stay
+// under 2^16 in all but huge collections: 2 bytes a value instead of 4.
+//
+//   shoal::tenants::NarrowVector v;
+//   v.Insert(0, 7);                   // 2 bytes a value
+//   v.Insert(1, 70000);               // widens: high halves allocated, 4 bytes a value from now
+//   uint32_t x = v[1];                // 70000
+//
+// A widened container stays wide (a value that large is likely to come back).
+//
+// Thread safety: none of its own; const methods may run concurrently.
+#ifndef SHOAL_TENANTS_NARROW_U32_H_
+#define SHOAL_TENANTS_NARROW_U32_H_
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+namespace shoal::tenants {
+
+inline constexpr uint32_t kNarrowMax = 0xffff;
+
+template <size_t N>
+class NarrowArray {
+ public:
+  uint32_t operator[](size_t i) const {
+    return hi_ == nullptr ? lo_[i] : lo_[i] | (uint32_t{hi_[i]} << 16);
+  }
+  void Set(size_t i, uint32_t v) {
+    if (v > kNarrowMax && hi_ == nullptr) hi_ = std::make_unique<uint16_t[]>(N);  // zeroed
+    lo_[i] = static_cast<uint16_t>(v);
+    if (hi_ != nullptr) hi_[i] = static_cast<uint16_t>(v >> 16);
+  }
+  // Adds `delta` to values [from, N). The caller keeps each in [0, 2^32).
+  void AddFrom(size_t from, int64_t delta, bool may_widen) {
+    if (hi_ == nullptr && !may_widen) {
+      const auto d = static_cast<uint16_t>(delta);
+      for (size_t i = from; i < N; ++i) lo_[i] = static_cast<uint16_t>(lo_[i] + d);
+      return;
+    }
+    for (size_t i = from; i < N; ++i) Set(i, static_cast<uint32_t>((*this)[i] + delta));
+  }
+  bool wide() const { return hi_ != nullptr; }
+  // Bytes beyond sizeof(*this): the high halves.
+  size_t HeapBytes() const { return hi_ == nullptr ? 0 : N * sizeof(uint16_t); }
+
+ private:
+  std::array<uint16_t, N> lo_{};
+  std::unique_ptr<uint16_t[]> hi_;  // N high halves, once a value needs them
+};
+
+class NarrowVector {
+ public:
+  size_t size() const { return lo_.size(); }
+  uint32_t operator[](size_t i) const {
+    return hi_.empty() ? lo_[i] : lo_[i] | (uint32_t{hi_[i]} << 16);
+  }
+  void Insert(size_t at, uint32_t v) {
+    if (v > kNarrowMax && hi_.empty() && !lo_.empty()) hi_.assign(lo_.size(), 0);
+    const bool wide = v > kNarrowMax || !hi_.empty();
+    // Grow by a quarter: doubling would leave a third of the capacity unused on average.
+    if (lo_.size() == lo_.capacity()) {
+      lo_.reserve(lo_.size() * 5 / 4 + 8);
+      if (wide) hi_.reserve(lo_.capacity());
+    }
+    lo_.insert(lo_.begin() + static_cast<ptrdiff_t>(at), static_cast<uint16_t>(v));
+    if (wide) hi_.insert(hi_.begin() + static_cast<ptrdiff_t>(at), static_cast<uint16_t>(v >> 16));
+  }
+  // Removes values [first, last).
+  void Erase(size_t first, size_t last) {
+    lo_.erase(lo_.begin() + static_cast<ptrdiff_t>(first),
+              lo_.begin() + static_cast<ptrdiff_t>(last));
+    if (!hi_.empty()) {
+      hi_.erase(hi_.begin() + static_cast<ptrdiff_t>(first),
+                hi_.begin() + static_cast<ptrdiff_t>(last));
+    }
+  }
+  // The index of `v` in [first, last), or `last`.
+  size_t Find(size_t first, size_t last, uint32_t v) const {
+    for (size_t i = first; i < last; ++i) {
+      if (lo_[i] == static_cast<uint16_t>(v) && (*this)[i] == v) return i;
+    }
+    return last;
+  }
+  // Gives back capacity a shrinking vector no longer needs.
+  void Trim() {
+    if (lo_.capacity() <= 2 * lo_.size() + 16) return;
+    lo_.shrink_to_fit();
+    hi_.shrink_to_fit();
+  }
+  bool wide() const { return !hi_.empty(); }
+  size_t HeapBytes() const { return (lo_.capacity() + hi_.capacity()) * sizeof(uint16_t); }
+
+ private:
+  std::vector<uint16_t> lo_;
+  std::vector<uint16_t> hi_;  // empty until a value needs it, then as long as lo_
+};
+
+}  // namespace shoal::tenants
+
+#endif  // SHOAL_TENANTS_NARROW_U32_H_
