@@ -2,12 +2,33 @@
 
 #include <algorithm>
 #include <bit>
+#include <cassert>
 #include <cstring>
+#include <new>
+#include <utility>
 
 namespace shoal::tenants {
 namespace {
 constexpr uint64_t kLowMask = (uint64_t{1} << CompactIdSet::kLowBits) - 1;
 }  // namespace
+
+CompactIdSet::Block::Block(Block&& o) noexcept
+    : data(std::exchange(o.data, nullptr)),
+      high(o.high),
+      count(std::exchange(o.count, 0)),
+      cap(std::exchange(o.cap, 0)),
+      bitmap(std::exchange(o.bitmap, false)) {}
+
+CompactIdSet::Block& CompactIdSet::Block::operator=(Block&& o) noexcept {
+  if (this == &o) return *this;
+  ::operator delete(data);
+  data = std::exchange(o.data, nullptr);
+  high = o.high;
+  count = std::exchange(o.count, 0);
+  cap = std::exchange(o.cap, 0);
+  bitmap = std::exchange(o.bitmap, false);
+  return *this;
+}
 
 CompactIdSet& CompactIdSet::operator=(const CompactIdSet& other) {
   if (this == &other) return *this;
@@ -17,11 +38,12 @@ CompactIdSet& CompactIdSet::operator=(const CompactIdSet& other) {
     Block& c = blocks_.emplace_back();
     c.high = b.high;
     c.count = b.count;
-    c.low = b.low;
-    if (b.bits != nullptr) {
-      c.bits = std::make_unique<uint64_t[]>(kWords);
-      std::memcpy(c.bits.get(), b.bits.get(), kWords * sizeof(uint64_t));
-    }
+    c.bitmap = b.bitmap;
+    c.cap = b.bitmap ? 0 : static_cast<uint16_t>(b.count);
+    const size_t bytes = b.bitmap ? kWords * sizeof(uint64_t) : b.count * sizeof(uint16_t);
+    if (bytes == 0) continue;
+    c.data = ::operator new(bytes);
+    std::memcpy(c.data, b.data, bytes);
   }
   size_ = other.size_;
   return *this;
@@ -42,50 +64,70 @@ bool CompactIdSet::contains(uint64_t id) const {
   const auto b = Lower(high);
   if (b == blocks_.end() || b->high != high) return false;
   const uint64_t low = id & kLowMask;
-  if (b->bits != nullptr) return ((b->bits[low >> 6] >> (low & 63)) & 1) != 0;
-  return std::binary_search(b->low.begin(), b->low.end(), static_cast<uint16_t>(low));
+  if (b->bitmap) return ((b->bits()[low >> 6] >> (low & 63)) & 1) != 0;
+  return std::binary_search(b->low(), b->low() + b->count, static_cast<uint16_t>(low));
+}
+
+void CompactIdSet::Resize(Block& b, uint32_t cap) {
+  void* data = cap == 0 ? nullptr : ::operator new(cap * sizeof(uint16_t));
+  if (b.count > 0) std::memcpy(data, b.data, b.count * sizeof(uint16_t));
+  ::operator delete(b.data);
+  b.data = data;
+  b.cap = static_cast<uint16_t>(cap);
 }
 
 void CompactIdSet::ToBitmap(Block& b) {
-  b.bits = std::make_unique<uint64_t[]>(kWords);  // zeroed
-  for (uint16_t low : b.low) b.bits[low >> 6] |= uint64_t{1} << (low & 63);
-  std::vector<uint16_t>().swap(b.low);
+  auto* bits = static_cast<uint64_t*>(::operator new(kWords * sizeof(uint64_t)));
+  std::memset(bits, 0, kWords * sizeof(uint64_t));
+  for (uint32_t i = 0; i < b.count; ++i) bits[b.low()[i] >> 6] |= uint64_t{1} << (b.low()[i] & 63);
+  ::operator delete(b.data);
+  b.data = bits;
+  b.cap = 0;
+  b.bitmap = true;
 }
 
 void CompactIdSet::ToArray(Block& b) {
-  b.low.reserve(b.count);
+  auto* low = static_cast<uint16_t*>(::operator new(b.count * sizeof(uint16_t)));
+  uint32_t n = 0;
   for (size_t w = 0; w < kWords; ++w) {
-    for (uint64_t bits = b.bits[w]; bits != 0; bits &= bits - 1) {
-      b.low.push_back(static_cast<uint16_t>(w * 64 + std::countr_zero(bits)));
+    for (uint64_t bits = b.bits()[w]; bits != 0; bits &= bits - 1) {
+      low[n++] = static_cast<uint16_t>(w * 64 + std::countr_zero(bits));
     }
   }
-  b.bits.reset();
+  ::operator delete(b.data);
+  b.data = low;
+  b.cap = static_cast<uint16_t>(b.count);
+  b.bitmap = false;
 }
 
 bool CompactIdSet::insert(uint64_t id) {
+  assert((id >> 48) == 0);
   const uint64_t high = id >> kLowBits;
   auto b = Lower(high);
   if (b == blocks_.end() || b->high != high) {
     b = blocks_.insert(b, Block{});
-    b->high = high;
+    b->high = static_cast<uint32_t>(high);
   }
   const uint64_t low = id & kLowMask;
-  if (b->bits != nullptr) {
-    uint64_t& word = b->bits[low >> 6];
+  if (b->bitmap) {
+    uint64_t& word = b->bits()[low >> 6];
     const uint64_t mask = uint64_t{1} << (low & 63);
     if ((word & mask) != 0) return false;
     word |= mask;
   } else {
-    const auto at = std::lower_bound(b->low.begin(), b->low.end(), static_cast<uint16_t>(low));
-    if (at != b->low.end() && *at == low) return false;
+    uint16_t* end = b->low() + b->count;
+    uint16_t* at = std::lower_bound(b->low(), end, static_cast<uint16_t>(low));
+    if (at != end && *at == low) return false;
     if (b->count >= kArrayMax) {
       ToBitmap(*b);
-      b->bits[low >> 6] |= uint64_t{1} << (low & 63);
+      b->bits()[low >> 6] |= uint64_t{1} << (low & 63);
     } else {
-      const size_t pos = at - b->low.begin();
+      const size_t pos = at - b->low();
       // Grow by a quarter: doubling would leave a third of the capacity unused on average.
-      if (b->low.size() == b->low.capacity()) b->low.reserve(b->low.size() * 5 / 4 + 4);
-      b->low.insert(b->low.begin() + pos, static_cast<uint16_t>(low));
+      if (b->count == b->cap) Resize(*b, b->count * 5 / 4 + 4);
+      uint16_t* p = b->low() + pos;
+      std::memmove(p + 1, p, (b->count - pos) * sizeof(uint16_t));
+      *p = static_cast<uint16_t>(low);
     }
   }
   ++b->count;
@@ -98,15 +140,16 @@ bool CompactIdSet::erase(uint64_t id) {
   const auto b = Lower(high);
   if (b == blocks_.end() || b->high != high) return false;
   const uint64_t low = id & kLowMask;
-  if (b->bits != nullptr) {
-    uint64_t& word = b->bits[low >> 6];
+  if (b->bitmap) {
+    uint64_t& word = b->bits()[low >> 6];
     const uint64_t mask = uint64_t{1} << (low & 63);
     if ((word & mask) == 0) return false;
     word &= ~mask;
   } else {
-    const auto at = std::lower_bound(b->low.begin(), b->low.end(), static_cast<uint16_t>(low));
-    if (at == b->low.end() || *at != low) return false;
-    b->low.erase(at);
+    uint16_t* end = b->low() + b->count;
+    uint16_t* at = std::lower_bound(b->low(), end, static_cast<uint16_t>(low));
+    if (at == end || *at != low) return false;
+    std::memmove(at, at + 1, (end - at - 1) * sizeof(uint16_t));
   }
   --size_;
   if (--b->count == 0) {
@@ -114,10 +157,10 @@ bool CompactIdSet::erase(uint64_t id) {
     if (blocks_.capacity() > 2 * blocks_.size() + 4) blocks_.shrink_to_fit();
     return true;
   }
-  if (b->bits != nullptr && b->count < kArrayMax / 2) {
+  if (b->bitmap && b->count < kArrayMax / 2) {
     ToArray(*b);
-  } else if (b->bits == nullptr && b->low.capacity() > 2 * b->low.size() + 16) {
-    b->low.shrink_to_fit();
+  } else if (!b->bitmap && b->cap > 2 * b->count + 16) {
+    Resize(*b, b->count);
   }
   return true;
 }
@@ -130,30 +173,30 @@ void CompactIdSet::clear() {
 
 uint64_t CompactIdSet::front() const {
   const Block& b = blocks_.front();
-  const uint64_t base = b.high << kLowBits;
-  if (b.bits == nullptr) return base | b.low.front();
+  const uint64_t base = uint64_t{b.high} << kLowBits;
+  if (!b.bitmap) return base | b.low()[0];
   size_t w = 0;
-  while (b.bits[w] == 0) ++w;
-  return base | (w * 64 + static_cast<uint64_t>(std::countr_zero(b.bits[w])));
+  while (b.bits()[w] == 0) ++w;
+  return base | (w * 64 + static_cast<uint64_t>(std::countr_zero(b.bits()[w])));
 }
 
 uint64_t CompactIdSet::back() const {
   const Block& b = blocks_.back();
-  const uint64_t base = b.high << kLowBits;
-  if (b.bits == nullptr) return base | b.low.back();
+  const uint64_t base = uint64_t{b.high} << kLowBits;
+  if (!b.bitmap) return base | b.low()[b.count - 1];
   size_t w = kWords - 1;
-  while (b.bits[w] == 0) --w;
-  return base | (w * 64 + 63 - static_cast<uint64_t>(std::countl_zero(b.bits[w])));
+  while (b.bits()[w] == 0) --w;
+  return base | (w * 64 + 63 - static_cast<uint64_t>(std::countl_zero(b.bits()[w])));
 }
 
 void CompactIdSet::OrInto(uint64_t first, std::span<uint64_t> words) const {
   const uint64_t end = first + 64 * words.size();
   for (const Block& b : blocks_) {
-    const uint64_t base = b.high << kLowBits;
+    const uint64_t base = uint64_t{b.high} << kLowBits;
     if (base >= end || base + (uint64_t{1} << kLowBits) <= first) continue;
-    if (b.bits == nullptr) {
-      for (uint16_t low : b.low) {
-        const uint64_t id = base | low;
+    if (!b.bitmap) {
+      for (uint32_t i = 0; i < b.count; ++i) {
+        const uint64_t id = base | b.low()[i];
         if (id < first || id >= end) continue;
         words[(id - first) >> 6] |= uint64_t{1} << ((id - first) & 63);
       }
@@ -164,7 +207,7 @@ void CompactIdSet::OrInto(uint64_t first, std::span<uint64_t> words) const {
       const uint64_t at = base + 64 * w;
       if (at < first) continue;
       if (at >= end) break;
-      words[(at - first) >> 6] |= b.bits[w];
+      words[(at - first) >> 6] |= b.bits()[w];
     }
   }
 }
@@ -179,7 +222,7 @@ std::vector<uint64_t> CompactIdSet::ToVector() const {
 size_t CompactIdSet::MemoryBytes() const {
   size_t bytes = blocks_.capacity() * sizeof(Block);
   for (const Block& b : blocks_) {
-    bytes += b.low.capacity() * sizeof(uint16_t) + (b.bits != nullptr ? kWords * 8 : 0);
+    bytes += b.bitmap ? kWords * sizeof(uint64_t) : b.cap * sizeof(uint16_t);
   }
   return bytes;
 }

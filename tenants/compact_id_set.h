@@ -8,6 +8,8 @@
 //   if (ids.contains(7)) ...;         // a block lookup and a binary search: no hashing
 //   ids.ForEach([](uint64_t id) { ... });   // ascending
 //
+// Ids must be below 2^48 (the Collection's internal ids count up from 0).
+//
 // Why: an absl flat_hash_set<uint64_t> costs 9 bytes per slot at a load of 0.44-0.875, so
 // 10-20 bytes per id, and a tenant-vector membership is held in two or three such sets. Internal
 // ids are dense (handed out in order), so a tenant's ids share few blocks: a tenant of 7,500 ids
@@ -21,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <span>
 #include <vector>
 
@@ -50,13 +53,13 @@ class CompactIdSet {
   template <typename Fn>
   void ForEach(const Fn& fn) const {
     for (const Block& b : blocks_) {
-      const uint64_t base = b.high << kLowBits;
-      if (b.bits == nullptr) {
-        for (uint16_t low : b.low) fn(base | low);
+      const uint64_t base = uint64_t{b.high} << kLowBits;
+      if (!b.bitmap) {
+        for (uint32_t i = 0; i < b.count; ++i) fn(base | b.low()[i]);
         continue;
       }
       for (size_t w = 0; w < kWords; ++w) {
-        for (uint64_t bits = b.bits[w]; bits != 0; bits &= bits - 1) {
+        for (uint64_t bits = b.bits()[w]; bits != 0; bits &= bits - 1) {
           fn(base | (w * 64 + static_cast<uint64_t>(std::countr_zero(bits))));
         }
       }
@@ -77,12 +80,25 @@ class CompactIdSet {
 
  private:
   static constexpr size_t kWords = (size_t{1} << kLowBits) / 64;
+  // 24 bytes (a tenant of a few ids is mostly its one block): the ids' low bits, sorted, in an
+  // array of `cap` (array form), or kWords words of bits (bitmap form).
   struct Block {
-    uint64_t high = 0;                 // id >> kLowBits
-    uint32_t count = 0;                // ids in the block
-    std::vector<uint16_t> low;         // sorted low bits (array form)
-    std::unique_ptr<uint64_t[]> bits;  // kWords words (bitmap form); low is then empty
+    Block() = default;
+    Block(Block&& o) noexcept;
+    Block& operator=(Block&& o) noexcept;
+    ~Block() { ::operator delete(data); }
+    uint16_t* low() const { return static_cast<uint16_t*>(data); }
+    uint64_t* bits() const { return static_cast<uint64_t*>(data); }
+
+    void* data = nullptr;
+    uint32_t high = 0;   // id >> kLowBits (ids are below 2^48)
+    uint32_t count = 0;  // ids in the block
+    uint16_t cap = 0;    // array form: room for this many ids
+    bool bitmap = false;
   };
+  static_assert(sizeof(Block) == 24);
+  // Makes `b` an array with room for `cap` ids, its `count` ids kept.
+  static void Resize(Block& b, uint32_t cap);
   // The block of `high`, or where it would be inserted.
   std::vector<Block>::iterator Lower(uint64_t high);
   std::vector<Block>::const_iterator Lower(uint64_t high) const;

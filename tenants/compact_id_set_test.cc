@@ -100,5 +100,16 @@ TEST(CompactIdSetTest, FrontBackAndWindowsAgreeWithTheIds) {
   }
 }
 
+// Most tenants hold a few ids in one block: the set costs its 24-byte block and the ids' low
+// bits (a 48-byte block before).
+TEST(CompactIdSetTest, AFewIdsCostTheirBlockAndTwoBytesEach) {
+  CompactIdSet set;
+  for (uint64_t id : {70000, 70003, 70010}) ASSERT_TRUE(set.insert(id));
+  EXPECT_LE(set.MemoryBytes(), 24 + 4 * sizeof(uint16_t)) << set.MemoryBytes();
+  CompactIdSet copy = set;
+  EXPECT_EQ(copy.ToVector(), (std::vector<uint64_t>{70000, 70003, 70010}));
+  EXPECT_LE(copy.MemoryBytes(), 24 + 4 * sizeof(uint16_t));
+}
+
 }  // namespace
 }  // namespace shoal::tenants
