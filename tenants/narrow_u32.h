@@ -1,7 +1,8 @@
-// NarrowArray<N> and NarrowVector: 32-bit values kept as 16-bit low halves, with the high halves
-// allocated (zeroed) only once a value of 2^16 or more is stored — then in place: the low halves
-// stay where they are. For the access table's tenant handles and grantee offsets, which stay
-// under 2^16 in all but huge collections: 2 bytes a value instead of 4.
+// NarrowArray<N>, NarrowVector and NarrowIdMap: 32-bit values kept as 16-bit low halves, with the
+// high halves allocated (zeroed) only once a value of 2^16 or more is stored — then in place: the
+// low halves stay where they are. For the access table's tenant handles and grantee offsets, which
+// stay under 2^16 in all but huge collections, and the tenant tree's leaf of each id (a collection
+// of under 65,536 postings): 2 bytes a value instead of 4.
 //
 //   shoal::tenants::NarrowVector v;
 //   v.Insert(0, 7);                   // 2 bytes a value
@@ -18,6 +19,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 namespace shoal::tenants {
@@ -98,6 +100,68 @@ class NarrowVector {
  private:
   std::vector<uint16_t> lo_;
   std::vector<uint16_t> hi_;  // empty until a value needs it, then as long as lo_
+};
+
+// Dense 64-bit ids (handed out in order) to 32-bit values, in pages of 4,096 ids allocated on
+// the first id a page holds and freed with its last (base::PagedIdMap's layout), each page's
+// values a NarrowArray: 2 bytes a value and a presence bit while the page's values are small.
+class NarrowIdMap {
+ public:
+  size_t size() const { return size_; }
+  std::optional<uint32_t> Find(uint64_t id) const {
+    const Page* page = PageOf(id);
+    if (page == nullptr || !page->Has(id & kMask)) return std::nullopt;
+    return page->values[id & kMask];
+  }
+  // Adds or replaces.
+  void Set(uint64_t id, uint32_t v) {
+    const uint64_t p = id >> kPageBits;
+    if (p >= pages_.size()) pages_.resize(p + 1);
+    if (pages_[p] == nullptr) pages_[p] = std::make_unique<Page>();
+    Page& page = *pages_[p];
+    const uint64_t slot = id & kMask;
+    if (!page.Has(slot)) {
+      page.present[slot >> 6] |= uint64_t{1} << (slot & 63);
+      ++page.used;
+      ++size_;
+    }
+    page.values.Set(slot, v);
+  }
+  // Removes `id`; false when it was absent.
+  bool Erase(uint64_t id) {
+    Page* page = PageOf(id);
+    const uint64_t slot = id & kMask;
+    if (page == nullptr || !page->Has(slot)) return false;
+    page->present[slot >> 6] &= ~(uint64_t{1} << (slot & 63));
+    --size_;
+    if (--page->used == 0) pages_[id >> kPageBits].reset();
+    return true;
+  }
+  size_t MemoryBytes() const {
+    size_t bytes = pages_.capacity() * sizeof(pages_[0]);
+    for (const auto& page : pages_) {
+      if (page != nullptr) bytes += sizeof(Page) + page->values.HeapBytes();
+    }
+    return bytes;
+  }
+
+ private:
+  static constexpr int kPageBits = 12;
+  static constexpr size_t kSlots = size_t{1} << kPageBits;
+  static constexpr uint64_t kMask = kSlots - 1;
+  struct Page {
+    NarrowArray<kSlots> values;
+    std::array<uint64_t, kSlots / 64> present{};
+    uint32_t used = 0;
+    bool Has(uint64_t slot) const { return ((present[slot >> 6] >> (slot & 63)) & 1) != 0; }
+  };
+  Page* PageOf(uint64_t id) const {
+    const uint64_t p = id >> kPageBits;
+    return p < pages_.size() ? pages_[p].get() : nullptr;
+  }
+
+  std::vector<std::unique_ptr<Page>> pages_;
+  size_t size_ = 0;
 };
 
 }  // namespace shoal::tenants

@@ -82,24 +82,16 @@ uint32_t TenantTree::CountIn(const Sub& s, uint32_t node) const {
   return it == s.count.end() || it->first != node ? 0 : it->second;
 }
 
-uint32_t TenantTree::LeafOfId(uint64_t id) const {
-  const uint32_t* leaf = leaf_of_.Find(id);
-  return leaf == nullptr ? 0 : *leaf;
-}
+uint32_t TenantTree::LeafOfId(uint64_t id) const { return leaf_of_.Find(id).value_or(0); }
 
 void TenantTree::Attach(TenantId t, uint64_t id, uint32_t leaf) {
   leaf = std::min<uint32_t>(leaf, num_leaves() - 1);
   leaf_of_.Set(id, leaf);
   auto sub = subs_.find(t);
   if (sub == subs_.end()) {
-    uint32_t& count = sparse_[t];
-    if (count < cap_) {  // sparse after it too: its ids are the access table's
-      ++count;
-      return;
-    }
-    // Leaving the root: counts and shortlists from its ids, `id` included (the table has it).
-    sparse_.erase(t);
-    Build(t, subs_[t]);
+    // Sparse after it too (the table has `id`): nothing stored. Else leaving the root: counts
+    // from its ids, `id` included.
+    if (access_->VisibleCount(t) > cap_) Build(t, subs_[t]);
     return;
   }
   std::vector<uint32_t> path;
@@ -123,34 +115,20 @@ void TenantTree::Build(TenantId t, Sub& s) const {
 }
 
 void TenantTree::Rebuild(std::span<const uint64_t> ids, std::span<const uint32_t> leaves) {
-  sparse_.clear();
   subs_.clear();
   for (size_t i = 0; i < ids.size() && i < leaves.size(); ++i) {
     leaf_of_.Set(ids[i], std::min<uint32_t>(leaves[i], num_leaves() - 1));
   }
   access_->ForEachTenant([&](TenantId t) {
-    const size_t n = access_->VisibleCount(t);
-    if (n == 0) return;
-    if (n <= cap_) {
-      sparse_[t] = static_cast<uint32_t>(n);
-    } else {
-      Build(t, subs_[t]);
-    }
+    if (access_->VisibleCount(t) > cap_) Build(t, subs_[t]);
   });
 }
 
 void TenantTree::RebuildTenant(TenantId t) {
-  const size_t n = access_->VisibleCount(t);
-  if (n <= cap_) {
+  if (access_->VisibleCount(t) <= cap_) {
     subs_.erase(t);
-    if (n > 0) {
-      sparse_[t] = static_cast<uint32_t>(n);
-    } else {
-      sparse_.erase(t);
-    }
     return;
   }
-  sparse_.erase(t);
   Build(t, subs_[t]);
 }
 
@@ -178,35 +156,22 @@ void TenantTree::Detach(TenantId t, std::span<const uint64_t> ids) {
   RebuildTenant(t);
 }
 
-std::optional<uint32_t> TenantTree::LeafOf(uint64_t id) const {
-  const uint32_t* leaf = leaf_of_.Find(id);
-  if (leaf == nullptr) return std::nullopt;
-  return *leaf;
-}
+std::optional<uint32_t> TenantTree::LeafOf(uint64_t id) const { return leaf_of_.Find(id); }
 
 void TenantTree::Detach(TenantId t, uint64_t id) {
-  if (leaf_of_.Find(id) == nullptr) return;
-  if (auto sparse = sparse_.find(t); sparse != sparse_.end()) {
-    if (--sparse->second == 0) sparse_.erase(sparse);
-    return;
-  }
+  if (!leaf_of_.Find(id).has_value()) return;
   const auto sub = subs_.find(t);
-  if (sub == subs_.end()) return;
+  if (sub == subs_.end()) return;  // sparse: nothing stored
   Sub& s = sub->second;
   std::vector<uint32_t> path;
   Path(LeafOfId(id), &path);
   for (uint32_t n : path) AddCount(s.count, n, -1);
   if (const uint32_t total = CountIn(s, path.front()); total <= cap_) {
-    // Sparse again: a count; its ids are the access table's.
-    subs_.erase(sub);
-    if (total > 0) sparse_[t] = total;
+    subs_.erase(sub);  // sparse again: its ids are the access table's
   }
 }
 
-void TenantTree::DropTenant(TenantId t) {
-  sparse_.erase(t);
-  subs_.erase(t);
-}
+void TenantTree::DropTenant(TenantId t) { subs_.erase(t); }
 
 bool TenantTree::Reaches(TenantId t, uint32_t leaf) const {
   if (leaf >= num_leaves()) return false;
@@ -216,9 +181,9 @@ bool TenantTree::Reaches(TenantId t, uint32_t leaf) const {
 uint32_t TenantTree::Count(TenantId t, uint32_t node) const {
   if (node >= parent_.size()) return 0;
   if (const auto sub = subs_.find(t); sub != subs_.end()) return CountIn(sub->second, node);
-  const auto sparse = sparse_.find(t);
-  if (sparse == sparse_.end()) return 0;
-  if (parent_[node] == kNone) return sparse->second;  // the root
+  const size_t visible = access_->VisibleCount(t);
+  if (visible == 0) return 0;
+  if (parent_[node] == kNone) return static_cast<uint32_t>(visible);  // the root
   // Sparse: count its (at most cap) ids below `node`.
   uint32_t n = 0;
   ForEachVisible(t, [&](uint64_t id) {
@@ -261,7 +226,7 @@ uint32_t TenantScope::CountBelow(uint32_t node) const {
 
 void TenantTree::ForEachShortlist(TenantId t,
                                   const std::function<void(uint32_t, const IdSet&)>& fn) const {
-  if (sparse_.contains(t)) {
+  if (!subs_.contains(t) && access_->VisibleCount(t) > 0) {  // sparse: one, at the root
     IdSet ids;
     ForEachVisible(t, [&](uint64_t id) { ids.insert(id); });
     fn(root(), ids);
@@ -295,8 +260,7 @@ void TenantTree::ForEachDenseLeaf(TenantId t, const std::function<void(uint32_t)
 
 size_t TenantTree::MemoryBytes() const {
   size_t bytes = (parent_.capacity() + leaf_node_.capacity() + node_leaf_.capacity()) * 4 +
-                 leaf_of_.MemoryBytes() + sparse_.capacity() * (2 * sizeof(uint32_t) + 1) +
-                 subs_.capacity() * (sizeof(void*) + 1) +
+                 leaf_of_.MemoryBytes() + subs_.capacity() * (sizeof(void*) + 1) +
                  subs_.size() * (sizeof(TenantId) + sizeof(Sub));
   for (const auto& c : children_) bytes += sizeof(c) + c.capacity() * 4;
   for (const auto& [t, s] : subs_) {
@@ -308,16 +272,10 @@ size_t TenantTree::MemoryBytes() const {
 void TenantTree::Check(TenantId t, const std::vector<std::pair<uint64_t, uint32_t>>& ids,
                        const std::function<void(std::string)>& problem) const {
   const std::string who = absl::StrCat("tenant tree of tenant id ", t, ": ");
-  const auto sparse = sparse_.find(t);
   const auto sub = subs_.find(t);
-  if (sparse != sparse_.end() && sub != subs_.end()) {
-    problem(absl::StrCat(who, "both sparse and past the cap"));
-  }
-  if (ids.size() <= cap_) {  // sparse: a count of the access table's ids, nothing stored
-    const uint32_t count = sparse == sparse_.end() ? 0 : sparse->second;
-    if (count != ids.size() || sub != subs_.end()) {
-      problem(absl::StrCat(who, "sparse tenant of ", ids.size(), " ids counts ", count,
-                           sub != subs_.end() ? " and keeps shortlists" : ""));
+  if (ids.size() <= cap_) {  // sparse: nothing stored
+    if (sub != subs_.end()) {
+      problem(absl::StrCat(who, "sparse tenant of ", ids.size(), " ids keeps node counts"));
     }
     return;
   }

@@ -17,13 +17,13 @@
 // Without an SSD index the tree has one node, the root (leaf 0): a tenant is sparse while it
 // has at most `cap` vectors, one dense leaf after.
 //
-// A sparse tenant (at most `cap` vectors: one shortlist, at the root) costs one count: the tree
-// stores neither its per-node counts nor its ids. Its ids are the ones the access table lets it
-// see (AccessTable::Owned and Granted; the table stores them anyway, so they are stored once),
-// and Reaches and Count below the root look at those ids' leaves. (Search never asks: such a
-// tenant is answered exactly from its ids, db/search_planner.cc.) When it outgrows the root its
-// counts are made from those ids; when it shrinks back they are dropped. So the
-// tree must mirror the table: Attach(t, id) right after the table made `id` visible to `t`,
+// A sparse tenant (at most `cap` vectors: one shortlist, at the root) costs nothing: the tree
+// stores neither its per-node counts nor its ids (its count is the access table's). Its ids are the
+// ones the access table lets it see (AccessTable::Owned and Granted; the table stores them anyway,
+// so they are stored once), and Reaches and Count below the root look at those ids' leaves. (Search
+// never asks: such a tenant is answered exactly from its ids, db/search_planner.cc.) When it
+// outgrows the root its counts are made from those ids; when it shrinks back they are dropped. So
+// the tree must mirror the table: Attach(t, id) right after the table made `id` visible to `t`,
 // Detach(t, id) before or after the table hides it, Rebuild for many ids at once.
 //
 // Why exact counts and not Bloom filters: a count per (tenant, node it reaches) costs 8 bytes in
@@ -32,9 +32,9 @@
 // be cleared by a rebuild. With the tree's depth of 2-4, a vector adds 2-4 counts per tenant.
 //
 // Memory (measured in docs/PERFORMANCE.md "Multi-tenant search"): counts in sorted (node,
-// count) arrays, and the leaf of each id a paged array indexed by id (4 bytes per id): no id
-// is stored twice (stored shortlists cost ~30 bytes per held vector before session 12). A
-// sparse tenant is one 8-byte slot of a flat hash map.
+// count) arrays, and the leaf of each id a paged array indexed by id (2 bytes per id below
+// 65,536 leaves): no id
+// is stored twice (stored shortlists cost ~30 bytes per held vector before session 12).
 //
 // Isolation: the tree only narrows where a search looks; every candidate is still checked
 // against the access table (access_table.h).
@@ -52,11 +52,11 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_map.h"
-#include "base/paged_id_map.h"
 #include "index/clustering/centroid_tree.h"
 #include "index/vector_index.h"
 #include "tenants/access_table.h"
 #include "tenants/compact_id_set.h"
+#include "tenants/narrow_u32.h"
 
 namespace shoal::tenants {
 
@@ -154,10 +154,9 @@ class TenantTree {
   std::vector<uint32_t> leaf_node_;  // by leaf
   std::vector<uint32_t> node_leaf_;  // by node: leaf index, UINT32_MAX for inner nodes
   std::vector<std::vector<uint32_t>> children_;
-  base::PagedIdMap<uint32_t, 12> leaf_of_;  // id -> leaf, for splits and for LeafOf
-  // Tenants with 1..cap_ vectors: their count (most tenants of a collection are small).
-  absl::flat_hash_map<TenantId, uint32_t> sparse_;
-  // The others. Node-based: a slot is a pointer, not a 96-byte Sub.
+  NarrowIdMap leaf_of_;  // id -> leaf, for splits and for LeafOf
+  // Tenants with more than cap_ vectors (the others, most tenants of a collection, are
+  // sparse: nothing stored). Node-based: a slot is a pointer, not a Sub.
   absl::node_hash_map<TenantId, Sub> subs_;
 
   friend class TenantScope;  // reads one tenant's Sub for a whole search
