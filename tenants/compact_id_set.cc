@@ -45,7 +45,6 @@ CompactIdSet& CompactIdSet::operator=(const CompactIdSet& other) {
     c.data = ::operator new(bytes);
     std::memcpy(c.data, b.data, bytes);
   }
-  size_ = other.size_;
   return *this;
 }
 
@@ -131,7 +130,6 @@ bool CompactIdSet::insert(uint64_t id) {
     }
   }
   ++b->count;
-  ++size_;
   return true;
 }
 
@@ -151,7 +149,6 @@ bool CompactIdSet::erase(uint64_t id) {
     if (at == end || *at != low) return false;
     std::memmove(at, at + 1, (end - at - 1) * sizeof(uint16_t));
   }
-  --size_;
   if (--b->count == 0) {
     blocks_.erase(b);
     if (blocks_.capacity() > 2 * blocks_.size() + 4) blocks_.shrink_to_fit();
@@ -168,7 +165,6 @@ bool CompactIdSet::erase(uint64_t id) {
 void CompactIdSet::clear() {
   blocks_.clear();
   blocks_.shrink_to_fit();
-  size_ = 0;
 }
 
 uint64_t CompactIdSet::front() const {
@@ -214,7 +210,7 @@ void CompactIdSet::OrInto(uint64_t first, std::span<uint64_t> words) const {
 
 std::vector<uint64_t> CompactIdSet::ToVector() const {
   std::vector<uint64_t> out;
-  out.reserve(size_);
+  out.reserve(size());
   ForEach([&](uint64_t id) { out.push_back(id); });
   return out;
 }

@@ -40,8 +40,13 @@ class CompactIdSet {
   CompactIdSet(const CompactIdSet& other) { *this = other; }
   CompactIdSet& operator=(const CompactIdSet& other);
 
-  size_t size() const { return size_; }
-  bool empty() const { return size_ == 0; }
+  // The blocks' counts added up (a tenant's ids span few blocks).
+  size_t size() const {
+    size_t n = 0;
+    for (const Block& b : blocks_) n += b.count;
+    return n;
+  }
+  bool empty() const { return blocks_.empty(); }
   bool contains(uint64_t id) const;
   // Adds `id`; false (and unchanged) when it was there.
   bool insert(uint64_t id);
@@ -105,8 +110,7 @@ class CompactIdSet {
   static void ToBitmap(Block& b);
   static void ToArray(Block& b);
 
-  std::vector<Block> blocks_;  // sorted by high
-  size_t size_ = 0;
+  std::vector<Block> blocks_;  // sorted by high; none empty
 };
 
 }  // namespace shoal::tenants
