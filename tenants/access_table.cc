@@ -7,29 +7,31 @@ namespace shoal::tenants {
 
 void AccessTable::AddTenant(TenantId t) {
   if (tenants_.contains(t)) return;
-  auto ids = std::make_unique<TenantIds>();
+  uint32_t h;
   if (!free_handles_.empty()) {
-    ids->handle = free_handles_.back();
+    h = free_handles_.back();
     free_handles_.pop_back();
-    tenant_of_[ids->handle] = t;
   } else {
-    ids->handle = static_cast<uint32_t>(tenant_of_.size());
-    tenant_of_.push_back(t);
+    h = static_cast<uint32_t>(by_handle_.size());
+    by_handle_.emplace_back();
   }
-  tenants_.emplace(t, std::move(ids));
+  by_handle_[h].tenant = t;
+  by_handle_[h].handle = h;
+  tenants_.emplace(t, h);
 }
 
 void AccessTable::RemoveTenant(TenantId t) {
   const auto it = tenants_.find(t);
   if (it == tenants_.end()) return;
-  const uint32_t h = it->second->handle;
-  it->second->granted.ForEach([&](uint64_t id) {
+  const uint32_t h = it->second;
+  TenantIds& ids = by_handle_[h];
+  ids.granted.ForEach([&](uint64_t id) {
     Page* page = PageOf(id);
     const uint32_t s = id & (kSlots - 1);
     if (page != nullptr && EraseGrantee(*page, s, h)) Release(id, *page);
   });
-  if (it->second->owned != nullptr) {
-    it->second->owned->ids.ForEach([&](uint64_t id) {
+  if (ids.owned != nullptr) {
+    ids.owned->ids.ForEach([&](uint64_t id) {
       Page* page = PageOf(id);
       const uint32_t s = id & (kSlots - 1);
       if (page == nullptr || page->owner[s] != h) return;
@@ -39,7 +41,7 @@ void AccessTable::RemoveTenant(TenantId t) {
     });
   }
   // No page holds `h` any more: it can name the next tenant added.
-  tenant_of_[h] = kNoTenant;
+  ids = TenantIds{};
   free_handles_.push_back(h);
   tenants_.erase(it);
 }
@@ -80,12 +82,12 @@ void AccessTable::TrimOwned(TenantIds& ids) {
 
 AccessTable::TenantIds* AccessTable::Find(TenantId t) {
   const auto it = tenants_.find(t);
-  return it == tenants_.end() ? nullptr : it->second.get();
+  return it == tenants_.end() ? nullptr : &by_handle_[it->second];
 }
 
 const AccessTable::TenantIds* AccessTable::Find(TenantId t) const {
   const auto it = tenants_.find(t);
-  return it == tenants_.end() ? nullptr : it->second.get();
+  return it == tenants_.end() ? nullptr : &by_handle_[it->second];
 }
 
 void AccessTable::SetOwner(uint64_t id, TenantId t, uint64_t bytes) {
@@ -95,7 +97,7 @@ void AccessTable::SetOwner(uint64_t id, TenantId t, uint64_t bytes) {
   const uint32_t s = id & (kSlots - 1);
   const bool had = page.Has(s);
   if (page.owner[s] != 0) {
-    if (TenantIds* prev = Find(tenant_of_[page.owner[s]])) {
+    if (TenantIds* prev = &by_handle_[page.owner[s]]; prev->tenant != kNoTenant) {
       if (prev->owned != nullptr) {
         prev->owned->ids.erase(id);
         prev->owned->bytes -= BytesOf(id);
@@ -136,7 +138,7 @@ void AccessTable::StoreBytes(uint64_t id, uint64_t bytes) {
 
 TenantId AccessTable::OwnerOf(uint64_t id) const {
   const Page* page = PageOf(id);
-  return page == nullptr ? kNoTenant : tenant_of_[page->owner[id & (kSlots - 1)]];
+  return page == nullptr ? kNoTenant : by_handle_[page->owner[id & (kSlots - 1)]].tenant;
 }
 
 uint64_t AccessTable::BytesOf(uint64_t id) const {
@@ -176,7 +178,7 @@ std::vector<TenantId> AccessTable::GrantsOf(uint64_t id) const {
   if (page == nullptr) return out;
   const uint32_t s = id & (kSlots - 1);
   for (uint32_t g = page->start[s]; g < page->start[s + 1]; ++g) {
-    out.push_back(tenant_of_[page->grantees[g]]);
+    out.push_back(by_handle_[page->grantees[g]].tenant);
   }
   return out;
 }
@@ -185,14 +187,14 @@ void AccessTable::Remove(uint64_t id) {
   Page* page = PageOf(id);
   const uint32_t s = id & (kSlots - 1);
   if (page == nullptr || !page->Has(s)) return;
-  if (TenantIds* ids = Find(tenant_of_[page->owner[s]]); ids != nullptr && ids->owned != nullptr) {
+  if (TenantIds* ids = &by_handle_[page->owner[s]]; ids->owned != nullptr) {
     ids->owned->ids.erase(id);
     ids->owned->bytes -= BytesOf(id);
     TrimOwned(*ids);
   }
   const uint32_t first = page->start[s], last = page->start[s + 1];
   for (uint32_t g = first; g < last; ++g) {
-    if (TenantIds* ids = Find(tenant_of_[page->grantees[g]])) ids->granted.erase(id);
+    by_handle_[page->grantees[g]].granted.erase(id);
   }
   page->grantees.Erase(first, last);
   page->Shift(s, -static_cast<int>(last - first));
@@ -232,15 +234,16 @@ size_t AccessTable::MemoryBytes() const {
   // The tenants' table: a slot (tenant, pointer) and a control byte per capacity.
   size_t bytes = pages_.capacity() * sizeof(pages_[0]) + bytes_.MemoryBytes() +
                  tenants_.capacity() * (sizeof(decltype(tenants_)::value_type) + 1) +
-                 (tenant_of_.capacity() + free_handles_.capacity()) * sizeof(uint32_t);
+                 by_handle_.size() * sizeof(TenantIds) +
+                 free_handles_.capacity() * sizeof(uint32_t);
   for (const auto& page : pages_) {
     if (page == nullptr) continue;
     bytes += sizeof(Page) + page->owner.HeapBytes() + page->start.HeapBytes() +
              page->grantees.HeapBytes();
   }
-  for (const auto& [t, ids] : tenants_) {
-    bytes += sizeof(TenantIds) + ids->granted.MemoryBytes();
-    if (ids->owned != nullptr) bytes += sizeof(OwnedIds) + ids->owned->ids.MemoryBytes();
+  for (const TenantIds& ids : by_handle_) {
+    bytes += ids.granted.MemoryBytes();
+    if (ids.owned != nullptr) bytes += sizeof(OwnedIds) + ids.owned->ids.MemoryBytes();
   }
   return bytes;
 }

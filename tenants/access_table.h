@@ -35,6 +35,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <memory>
 #include <span>
 #include <vector>
@@ -86,7 +87,7 @@ class AccessTable {
   bool Visible(TenantId t, uint64_t id) const {
     const auto it = tenants_.find(t);
     if (it == tenants_.end()) return false;
-    const TenantIds& ids = *it->second;
+    const TenantIds& ids = by_handle_[it->second];
     return ids.granted.contains(id) || (ids.owned != nullptr && ids.owned->ids.contains(id));
   }
   size_t OwnedCount(TenantId t) const;
@@ -110,16 +111,17 @@ class AccessTable {
         if (!page->Has(s)) continue;
         grants.clear();
         for (uint32_t g = page->start[s]; g < page->start[s + 1]; ++g) {
-          grants.push_back(tenant_of_[page->grantees[g]]);
+          grants.push_back(by_handle_[page->grantees[g]].tenant);
         }
-        fn((p << kPageBits) | s, tenant_of_[page->owner[s]], std::span<const TenantId>(grants));
+        fn((p << kPageBits) | s, by_handle_[page->owner[s]].tenant,
+           std::span<const TenantId>(grants));
       }
     }
   }
   // Calls fn(t) for every tenant, in no order.
   template <typename Fn>
   void ForEachTenant(const Fn& fn) const {
-    for (const auto& [t, ids] : tenants_) fn(t);
+    for (const auto& [t, handle] : tenants_) fn(t);
   }
   size_t MemoryBytes() const;
 
@@ -145,6 +147,7 @@ class AccessTable {
   struct TenantIds {
     IdSet granted;
     std::unique_ptr<OwnedIds> owned;  // null while it owns nothing (most tenants of a shared set)
+    TenantId tenant = kNoTenant;      // kNoTenant: handle 0, or a free handle
     uint32_t handle = 0;
   };
   TenantIds* Find(TenantId t);
@@ -174,9 +177,10 @@ class AccessTable {
   // The record bytes of owned ids (quotas), only where non-zero: ids that are only granted,
   // the bulk of a shared collection, pay nothing.
   base::PagedIdMap<uint32_t> bytes_;
-  absl::flat_hash_map<TenantId, std::unique_ptr<TenantIds>> tenants_;
-  // By handle: the tenant (0: none, or a free handle); free handles are reused first.
-  std::vector<TenantId> tenant_of_{kNoTenant};
+  absl::flat_hash_map<TenantId, uint32_t> tenants_;  // tenant -> handle
+  // By handle (0: none): the tenants' ids. A deque: an element never moves (Owned and Granted
+  // hand out pointers), no allocation per tenant. Free handles are reused first.
+  std::deque<TenantIds> by_handle_ = std::deque<TenantIds>(1);
   std::vector<uint32_t> free_handles_;
 };
 
