@@ -140,6 +140,11 @@ absl::Status FaissIndex::SearchWith(const float* queries, size_t n, size_t k,
   return absl::OkStatus();
 }
 
+absl::Status FaissIndex::SetParameters(const GridPoint& point) {
+  for (const auto& [name, value] : point) SHOAL_RETURN_IF_ERROR(SetParameter(name, value));
+  return absl::OkStatus();
+}
+
 absl::Status FaissIndex::SetParameter(const std::string& name, double value) {
   if (auto* hnsw = dynamic_cast<faiss::IndexHNSW*>(index_.get());
       hnsw && name == "efConstruction") {

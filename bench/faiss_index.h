@@ -20,6 +20,7 @@
 
 #include "absl/status/statusor.h"
 #include "bench/recall.h"
+#include "bench/sweep.h"
 #include "shoal/types.h"
 
 namespace faiss {
@@ -53,6 +54,8 @@ class FaissIndex {
   // "k_factor", ...), or HNSW's "efConstruction" (before Add); InvalidArgument when the index
   // has no such parameter. Not concurrent with Search.
   absl::Status SetParameter(const std::string& name, double value);
+  // SetParameter for each of a sweep's (name, value), in order; the first error.
+  absl::Status SetParameters(const GridPoint& point);
 
   size_t size() const;
   // Bytes of the vectors the index stores (codes), as FAISS reports them via sa_code_size.

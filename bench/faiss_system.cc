@@ -54,18 +54,11 @@ class FaissSystem : public AnnSystem {
     return info;
   }
 
-  std::vector<std::string> points() const override {
-    std::vector<std::string> out;
-    for (const GridPoint& p : sweep_) out.push_back(GridPointString(p));
-    return out;
-  }
+  std::vector<std::string> points() const override { return GridPointStrings(sweep_); }
 
   absl::Status SetParams(size_t point) override {
     if (point >= sweep_.size()) return absl::OutOfRangeError("FaissSystem::SetParams");
-    for (const auto& [param, value] : sweep_[point]) {
-      SHOAL_RETURN_IF_ERROR(index_->SetParameter(param, value));
-    }
-    return absl::OkStatus();
+    return index_->SetParameters(sweep_[point]);
   }
 
   // omp_set_num_threads is per thread (each client thread has its own OpenMP ICVs), and

@@ -112,9 +112,7 @@ class ShoalSystem : public AnnSystem {
 
   std::vector<std::string> points() const override {
     if (index_ == "flat") return {"exact"};
-    std::vector<std::string> out;
-    for (const GridPoint& p : grid_) out.push_back(GridPointString(p));
-    return out;
+    return GridPointStrings(grid_);
   }
 
   absl::Status SetParams(size_t point) override {

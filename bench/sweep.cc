@@ -57,4 +57,10 @@ std::string GridPointString(const GridPoint& point) {
   return out;
 }
 
+std::vector<std::string> GridPointStrings(const std::vector<GridPoint>& points) {
+  std::vector<std::string> out;
+  for (const GridPoint& p : points) out.push_back(GridPointString(p));
+  return out;
+}
+
 }  // namespace shoal::bench

@@ -29,6 +29,8 @@ absl::StatusOr<std::vector<GridPoint>> ParseGrid(const std::string& text);
 
 // "key=value;key=value" with values printed compactly (%g), for CSV params and output.
 std::string GridPointString(const GridPoint& point);
+// GridPointString of each point.
+std::vector<std::string> GridPointStrings(const std::vector<GridPoint>& points);
 
 }  // namespace shoal::bench
 

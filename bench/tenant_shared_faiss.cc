@@ -40,9 +40,7 @@ class SharedFaissSystem final : public TenantSystem {
     FaissIndex::SetThreads(threads);
     const double t0 = NowSeconds();
     SHOAL_ASSIGN_OR_RETURN(index_, FaissIndex::Create(factory_, base.cols, metric));
-    for (const auto& [param, value] : build_) {
-      SHOAL_RETURN_IF_ERROR(index_->SetParameter(param, value));
-    }
+    SHOAL_RETURN_IF_ERROR(index_->SetParameters(build_));
     SHOAL_RETURN_IF_ERROR(index_->Train(base.data.data(), base.rows));
     SHOAL_RETURN_IF_ERROR(index_->Add(base.data.data(), base.rows));
     bitmaps_.assign(w.members.size(), std::vector<uint8_t>((base.rows + 7) / 8, 0));
@@ -52,17 +50,10 @@ class SharedFaissSystem final : public TenantSystem {
     return BuildInfo{.build_seconds = NowSeconds() - t0};
   }
 
-  std::vector<std::string> points() const override {
-    std::vector<std::string> out;
-    for (const GridPoint& p : sweep_) out.push_back(GridPointString(p));
-    return out;
-  }
+  std::vector<std::string> points() const override { return GridPointStrings(sweep_); }
   absl::Status SetParams(size_t point) override {
     if (point >= sweep_.size()) return absl::OutOfRangeError("SharedFaissSystem::SetParams");
-    for (const auto& [param, value] : sweep_[point]) {
-      SHOAL_RETURN_IF_ERROR(index_->SetParameter(param, value));
-    }
-    return absl::OkStatus();
+    return index_->SetParameters(sweep_[point]);
   }
   // One query at a time from one client thread: no OpenMP or OpenBLAS pool behind it.
   void PrepareClientThread() override { FaissIndex::SetThreads(1); }

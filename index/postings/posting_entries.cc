@@ -4,30 +4,38 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "absl/strings/str_cat.h"
 
 namespace shoal::index {
 namespace {
 
+// Where a segment's entries start and how many bytes each takes.
+struct SegmentLayout {
+  size_t head = 8;  // the (count, field) header and any per-segment fields after it
+  size_t entry_bytes = 0;
+};
+
 // Walks a posting payload's segments (one per write: the posting's, then one per append), each
-// a header of (count, field) uint32s and count entries of entry_bytes. Calls take(segment, count)
-// for each; a header whose field is not `field` or a segment shorter than its count is
-// bad(byte offset, count, field read), returned as is.
-template <typename Take, typename Bad>
-absl::Status ForEachSegment(std::span<const uint8_t> payload, size_t field, size_t entry_bytes,
-                            Take take, Bad bad) {
+// a header of (count, field) uint32s, then layout(field)'s head and count entries. Calls
+// take(segment, count, field) for each; a segment whose field layout() refuses (nullopt) or that
+// is shorter than its count says is bad(byte offset, count, field read), returned as is.
+template <typename Layout, typename Take, typename Bad>
+absl::Status ForEachSegment(std::span<const uint8_t> payload, Layout layout, Take take, Bad bad) {
   size_t at = 0;
   do {
     const std::span<const uint8_t> seg = payload.subspan(at);
-    uint32_t count = 0, got = 0;
+    uint32_t count = 0, field = 0;
     if (seg.size() >= 8) {
       std::memcpy(&count, seg.data(), 4);
-      std::memcpy(&got, seg.data() + 4, 4);
+      std::memcpy(&field, seg.data() + 4, 4);
     }
-    const uint64_t want = 8 + uint64_t{count} * entry_bytes;
-    if (seg.size() < 8 || got != field || seg.size() < want) return bad(at, count, got);
-    take(seg, count);
+    const std::optional<SegmentLayout> l =
+        seg.size() >= 8 ? layout(field) : std::optional<SegmentLayout>();
+    const uint64_t want = l ? l->head + uint64_t{count} * l->entry_bytes : 0;
+    if (!l || seg.size() < want) return bad(at, count, field);
+    take(seg, count, field);
     at += want;
   } while (at < payload.size());
   return absl::OkStatus();
@@ -58,8 +66,12 @@ absl::Status DecodePostingEntries(std::span<const uint8_t> payload, size_t dim,
   out->ids.clear();
   out->vectors.clear();
   return ForEachSegment(
-      payload, dim, 8 + dim * sizeof(float),
-      [&](std::span<const uint8_t> seg, uint32_t count) {
+      payload,
+      [&](uint32_t field) {
+        return field == dim ? SegmentLayout{8, 8 + dim * sizeof(float)}
+                            : std::optional<SegmentLayout>();
+      },
+      [&](std::span<const uint8_t> seg, uint32_t count, uint32_t) {
         if (count == 0) return;  // an empty segment: nothing to copy (and memcpy of null is UB)
         const size_t n = out->ids.size();
         out->ids.resize(n + count);
@@ -123,54 +135,49 @@ absl::Status DecodeQuantizedEntries(std::span<const uint8_t> payload, size_t cod
   out->ids.clear();
   out->sq_norms.clear();
   out->codes.clear();
-  size_t at = 0;
-  do {
-    const std::span<const uint8_t> seg = payload.subspan(at);
-    uint32_t count = 0, field = 0;
-    if (seg.size() >= 8) {
-      std::memcpy(&count, seg.data(), 4);
-      std::memcpy(&field, seg.data() + 4, 4);
-    }
-    const bool compact = (field & kSegmentCompact) != 0;
-    const bool has_norms = !compact || (field & kSegmentNorms) != 0;
-    const size_t head = compact ? 16 : 8, id_bytes = compact ? 4 : 8;
-    const uint64_t want = head + uint64_t{count} * (id_bytes + (has_norms ? 4 : 0) + code_bytes);
-    const bool bad_field =
-        (field & kSegmentCodeBytes) != code_bytes || (!compact && (field & kSegmentNorms) != 0);
-    if (seg.size() < 8 || bad_field || seg.size() < want || (norms && !has_norms)) {
-      return absl::DataLossError(
-          absl::StrCat(where, ": quantized posting of ", payload.size(), " bytes does not hold ",
-                       count, " codes of ", code_bytes, " bytes", norms ? " with |x|^2" : "",
-                       " at byte ", at, " (header says ", field & kSegmentCodeBytes,
-                       compact ? ", compact" : "", has_norms ? "" : ", no |x|^2", ")"));
-    }
-    const uint8_t* in = seg.data() + head;
-    const size_t n = out->ids.size();
-    out->ids.resize(n + count);
-    out->sq_norms.resize(n + count);
-    out->codes.resize((n + count) * code_bytes);
-    if (count != 0) {  // an empty segment: nothing to copy (and memcpy of null is UB)
-      if (compact) {
-        uint64_t base = 0;
-        std::memcpy(&base, seg.data() + 8, 8);
-        for (size_t i = 0; i < count; ++i, in += 4) {
-          uint32_t offset = 0;
-          std::memcpy(&offset, in, 4);
-          out->ids[n + i] = base + offset;
+  auto compact = [](uint32_t field) { return (field & kSegmentCompact) != 0; };
+  auto has_norms = [&](uint32_t field) { return !compact(field) || (field & kSegmentNorms) != 0; };
+  return ForEachSegment(
+      payload,
+      [&](uint32_t field) -> std::optional<SegmentLayout> {
+        if ((field & kSegmentCodeBytes) != code_bytes) return std::nullopt;
+        if (!compact(field) && (field & kSegmentNorms) != 0) return std::nullopt;
+        if (norms && !has_norms(field)) return std::nullopt;
+        return SegmentLayout{compact(field) ? size_t{16} : size_t{8},
+                             (compact(field) ? 4 : 8) + (has_norms(field) ? 4 : 0) + code_bytes};
+      },
+      [&](std::span<const uint8_t> seg, uint32_t count, uint32_t field) {
+        const size_t n = out->ids.size();
+        out->ids.resize(n + count);
+        out->sq_norms.resize(n + count);  // 0 where the segment keeps no |x|^2
+        out->codes.resize((n + count) * code_bytes);
+        if (count == 0) return;  // an empty segment: nothing to copy (and memcpy of null is UB)
+        const uint8_t* in = seg.data() + (compact(field) ? 16 : 8);
+        if (compact(field)) {
+          uint64_t base = 0;
+          std::memcpy(&base, seg.data() + 8, 8);
+          for (size_t i = 0; i < count; ++i, in += 4) {
+            uint32_t offset = 0;
+            std::memcpy(&offset, in, 4);
+            out->ids[n + i] = base + offset;
+          }
+        } else {
+          std::memcpy(out->ids.data() + n, in, count * 8);
+          in += count * 8;
         }
-      } else {
-        std::memcpy(out->ids.data() + n, in, count * 8);
-        in += count * 8;
-      }
-      if (has_norms) {
-        std::memcpy(out->sq_norms.data() + n, in, count * 4);
-        in += count * 4;
-      }
-      std::memcpy(out->codes.data() + n * code_bytes, in, size_t{count} * code_bytes);
-    }
-    at += want;
-  } while (at < payload.size());
-  return absl::OkStatus();
+        if (has_norms(field)) {
+          std::memcpy(out->sq_norms.data() + n, in, count * 4);
+          in += count * 4;
+        }
+        std::memcpy(out->codes.data() + n * code_bytes, in, size_t{count} * code_bytes);
+      },
+      [&](size_t at, uint32_t count, uint32_t field) {
+        return absl::DataLossError(absl::StrCat(
+            where, ": quantized posting of ", payload.size(), " bytes does not hold ", count,
+            " codes of ", code_bytes, " bytes", norms ? " with |x|^2" : "", " at byte ", at,
+            " (header says ", field & kSegmentCodeBytes, compact(field) ? ", compact" : "",
+            has_norms(field) ? "" : ", no |x|^2", ")"));
+      });
 }
 
 }  // namespace shoal::index
