@@ -116,7 +116,16 @@ class ShoalView final : public TenantSystem {
     } else {
       p.tenant = TenantName(tenant);
     }
-    return index_->collection().Search(query, 1, k, out, row, std::move(p));
+    // A tenant's search counts them anyway (a filtered one would also look up its warnings).
+    SearchStats stats;
+    if (!filter_) p.stats = &stats;
+    SHOAL_RETURN_IF_ERROR(index_->collection().Search(query, 1, k, out, row, std::move(p)));
+    if (postings_.size() <= row) postings_.resize(row + 1);
+    postings_[row] = static_cast<uint32_t>(stats.postings_read);
+    return absl::OkStatus();
+  }
+  std::vector<uint32_t> PostingsPerQuery() const override {
+    return filter_ ? std::vector<uint32_t>() : postings_;
   }
   // Both views hold the same collection, measured once loaded (before searches fill caches):
   // the filter view's RAM is the shared index alone, the tenant view's adds the tenants'.
@@ -132,6 +141,7 @@ class ShoalView final : public TenantSystem {
   std::vector<double> recalls_;
   float recall_ = 0;
   std::vector<Filter> filters_;
+  std::vector<uint32_t> postings_;  // by query row, the last pass's
 };
 
 }  // namespace

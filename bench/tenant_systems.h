@@ -49,6 +49,9 @@ class TenantSystem {
                               size_t row) = 0;
   virtual double RamBytes() const = 0;
   virtual double SsdBytes() const { return 0; }
+  // Postings (index buckets) each query of the last pass scanned, by its row; empty when the
+  // system does not count them.
+  virtual std::vector<uint32_t> PostingsPerQuery() const { return {}; }
 };
 
 // One `ann` peer per tenant, made by `make(tenant_rows)`; every one must offer the same points.

@@ -193,6 +193,7 @@ TenantScore ScoreTenantAnswers(const Matrix& base, const Matrix& queries, const 
       if (d <= kth + 1e-3) hits.insert(id);
     }
     const double r = want == 0 ? 1.0 : std::min(1.0, static_cast<double>(hits.size()) / want);
+    s.by_query.push_back(r);
     (w.IsLarge(tenant) ? sum_large : sum_small) += r;
     ++(w.IsLarge(tenant) ? s.large_queries : s.small_queries);
   }

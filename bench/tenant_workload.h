@@ -79,6 +79,7 @@ struct TenantScore {
   size_t small_queries = 0, large_queries = 0;
   // Results the query's tenant may not see (any > 0 is a bug of the system searched).
   uint64_t violations = 0;
+  std::vector<double> by_query;  // each query's recall@k
 };
 
 // recall@k per query: answers within the truth's k-th distance (+1e-3, as ann-benchmarks) over

@@ -81,6 +81,7 @@ TEST(TenantWorkloadTest, OracleAndScoreCountRecallAndViolations) {
   EXPECT_EQ(s.violations, 1u);
   EXPECT_DOUBLE_EQ(s.recall_large, 0.5);
   EXPECT_DOUBLE_EQ(s.recall_small, 1.0);  // a tenant of one vector: min(k, size) = 1
+  EXPECT_EQ(s.by_query, (std::vector<double>{0.5, 1.0}));
   found.ids = {3, 2, 5, -1};
   s = ScoreTenantAnswers(base, queries, w, truth, found, Metric::kL2);
   EXPECT_EQ(s.violations, 0u);

@@ -106,6 +106,7 @@ struct Point {
   BatchTiming timing;
   bool warm = false;
   TenantScore score;
+  std::vector<uint32_t> postings;  // scanned per query, by row (empty: not counted)
 };
 
 // QPS and latency of the queries of small (large = false) or large tenants, from one pass.
@@ -143,6 +144,7 @@ absl::Status TimePass(TenantSystem& sys, const Labelled& l, const TenantWorkload
   if (pt->timing.total_seconds == 0 || t.total_seconds < pt->timing.total_seconds) {
     pt->timing = std::move(t);
   }
+  pt->postings = sys.PostingsPerQuery();
   return absl::OkStatus();
 }
 
@@ -290,25 +292,36 @@ void PrintSummary(const std::vector<std::unique_ptr<TenantSystem>>& systems,
   }
 }
 
-// Mean and p50 latency of the queries by their tenant's size (which class of tenant is slow).
-std::string SizeBands(const BatchTiming& t, const TenantWorkload& w) {
+// By their tenant's size (which class of tenant is slow, and why): the queries' mean and p50
+// latency, their recall and, where the system counts them, the postings each scanned.
+std::string SizeBands(const Point& p, const TenantWorkload& w) {
   constexpr size_t kBands[] = {128, 1000, 2048, 4096, SIZE_MAX};
-  std::string out = "by tenant size (mean/p50 us, queries):";
+  const BatchTiming& t = p.timing;
+  std::string out = p.postings.empty()
+                        ? "by tenant size (mean/p50 us, recall, queries):"
+                        : "by tenant size (mean/p50 us, recall, postings/query, queries):";
   size_t low = 0;
   for (size_t high : kBands) {
     std::vector<double> us;
+    double recall = 0, postings = 0;
     for (size_t i = 0; i < t.call_us.size() && i < w.queries.size(); ++i) {
       const size_t size = w.members[w.queries[i].tenant].size();
-      if (size >= low && size < high) us.push_back(t.call_us[i]);
+      if (size < low || size >= high) continue;
+      us.push_back(t.call_us[i]);
+      if (i < p.score.by_query.size()) recall += p.score.by_query[i];
+      if (i < p.postings.size()) postings += p.postings[i];
     }
     if (!us.empty()) {
       double sum = 0;
       for (double u : us) sum += u;
+      const double n = static_cast<double>(us.size());
       BatchTiming only;
       only.call_us = std::move(us);
-      absl::StrAppendFormat(&out, " %s%zu: %.0f/%.0f (%zu)", high == SIZE_MAX ? ">=" : "<",
-                            high == SIZE_MAX ? low : high, sum / only.call_us.size(),
-                            only.CallPercentileUs(50), only.call_us.size());
+      absl::StrAppendFormat(&out, " %s%zu: %.0f/%.0f %.3f", high == SIZE_MAX ? ">=" : "<",
+                            high == SIZE_MAX ? low : high, sum / n, only.CallPercentileUs(50),
+                            recall / n);
+      if (!p.postings.empty()) absl::StrAppendFormat(&out, " %.1f", postings / n);
+      absl::StrAppendFormat(&out, " (%zu)", only.call_us.size());
     }
     low = high;
   }
@@ -333,7 +346,7 @@ absl::Status ReportPoints(const TenantsBenchOptions& o, const Labelled& l, const
       std::printf("   %-22s %8.4f %8.4f %8.4f %10.1f %9.1f %9.1f %6llu\n", p.name.c_str(),
                   p.score.recall, p.score.recall_small, p.score.recall_large, all.qps, all.p50,
                   all.p99, static_cast<unsigned long long>(p.score.violations));
-      std::printf("   %-22s %s\n", "", SizeBands(p.timing, w).c_str());
+      std::printf("   %-22s %s\n", "", SizeBands(p, w).c_str());
       SHOAL_RETURN_IF_ERROR(
           csv.Write({.system = systems[s]->name(),
                      .params = absl::StrCat("dataset=", o.dataset, ";n=", l.ds.train.rows,
