@@ -103,9 +103,11 @@ CollectionInfo Collection::Info() const {
   CollectionInfo info{spec_, state_.id_of.size()};
   info.index = spann ? index::SpannSpecString(spann->manifest().options) : "flat";
   info.index_ram_bytes = state_.buffer.MemoryBytes() + (spann ? spann->MemoryBytes() : 0);
-  // Tenants' structures count as index RAM: the access table and the per-tenant sub-trees.
+  // Tenants' structures count as index RAM: the access table, the per-tenant sub-trees and the
+  // tenants' entries.
   if (!state_.tenants.empty()) {
-    info.index_ram_bytes += state_.access.MemoryBytes() + state_.tenant_tree.MemoryBytes();
+    info.index_ram_bytes +=
+        state_.access.MemoryBytes() + state_.tenant_tree.MemoryBytes() + TenantEntriesBytes();
   }
   info.unindexed_vectors = spann ? state_.buffer.size() : 0;
   info.tombstones = state_.stale.size();

@@ -186,6 +186,8 @@ class Collection {
   static uint64_t RecordBytes(const Record& r);
   absl::StatusOr<std::shared_ptr<TenantEntry>> FindTenant(std::string_view name) const
       ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
+  // RAM of the tenants' entries (catalog rows, statistics) and of the two maps that find them.
+  size_t TenantEntriesBytes() const ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
   // Upsert: owner and grant rows of each record (a replaced record keeps its grants; without a
   // writing tenant, its owner too) into `batch`. PermissionDenied when the writing tenant
   // replaces a record it does not own.

@@ -24,6 +24,22 @@ absl::StatusOr<std::shared_ptr<TenantEntry>> Collection::FindTenant(std::string_
   return it->second;
 }
 
+size_t Collection::TenantEntriesBytes() const {
+  // A slot and a control byte per capacity in each map; an entry and its shared_ptr's control
+  // block in one allocation (make_shared); a name past the string's inline capacity.
+  size_t bytes =
+      state_.tenants.capacity() * (sizeof(decltype(state_.tenants)::value_type) + 1) +
+      state_.tenant_by_id.capacity() * (sizeof(decltype(state_.tenant_by_id)::value_type) + 1);
+  constexpr size_t kControlBlock = 16;
+  for (const auto& [name, entry] : state_.tenants) {
+    bytes += sizeof(TenantEntry) + kControlBlock + entry->stats.HeapBytes();
+    if (entry->meta.name.capacity() > std::string().capacity()) {
+      bytes += entry->meta.name.capacity() + 1;
+    }
+  }
+  return bytes;
+}
+
 // ---- Upsert, Delete ----
 
 absl::Status Collection::PlanTenantRows(std::span<const Record> records,

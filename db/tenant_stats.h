@@ -13,8 +13,10 @@
 #define SHOAL_DB_TENANT_STATS_H_
 
 #include <algorithm>
+#include <array>
+#include <cstddef>
 #include <cstdint>
-#include <vector>
+#include <memory>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
@@ -26,8 +28,12 @@ namespace shoal::db {
 
 class TenantStats {
  public:
-  // Latencies kept for the percentiles: the most recent searches.
+  // The percentiles follow about the most recent kWindow searches (see the histogram below).
   static constexpr size_t kWindow = 4096;
+  // Latency buckets: 2^(1/8) wide (a percentile is reported as its bucket's geometric middle,
+  // within 4.5% of the latency it stands for), from 1 us up to 2^30 us.
+  static constexpr int kBucketsPerOctave = 8;
+  static constexpr int kBuckets = 30 * kBucketsPerOctave;
 
   // A token bucket of `rate` tokens per second and a burst of one second (at least one token);
   // rate <= 0 = unlimited. False when the bucket is empty (the search is refused).
@@ -46,35 +52,15 @@ class TenantStats {
     tokens_ -= 1;
     return true;
   }
-  void RecordSearch(double micros, uint64_t buckets) ABSL_LOCKS_EXCLUDED(mu_) {
-    absl::MutexLock lock(&mu_);
-    ++searches_;
-    buckets_ += buckets;
-    if (window_.size() < kWindow) {
-      window_.push_back(static_cast<float>(micros));
-    } else {
-      window_[next_] = static_cast<float>(micros);
-      next_ = (next_ + 1) % kWindow;
-    }
-  }
+  void RecordSearch(double micros, uint64_t buckets) ABSL_LOCKS_EXCLUDED(mu_);
   // Fills searches, search_p50_us, search_p99_us and buckets_scanned.
-  void Fill(TenantInfo* info) const ABSL_LOCKS_EXCLUDED(mu_) {
-    std::vector<float> w;
-    {
-      absl::MutexLock lock(&mu_);
-      info->searches = searches_;
-      info->buckets_scanned = buckets_;
-      w = window_;
-    }
-    if (w.empty()) return;
-    auto at = [&](double q) {
-      const size_t i = std::min(w.size() - 1, static_cast<size_t>(q * w.size()));
-      std::nth_element(w.begin(), w.begin() + i, w.end());
-      return static_cast<double>(w[i]);
-    };
-    info->search_p50_us = at(0.50);
-    info->search_p99_us = at(0.99);
-  }
+  void Fill(TenantInfo* info) const ABSL_LOCKS_EXCLUDED(mu_);
+  // RAM of the latencies kept (the rest is sizeof(TenantStats)).
+  size_t HeapBytes() const ABSL_LOCKS_EXCLUDED(mu_);
+
+  // The bucket of a latency, and the latency a bucket stands for.
+  static int BucketOf(double micros);
+  static double MicrosOf(int bucket);
 
  private:
   mutable absl::Mutex mu_;
@@ -83,8 +69,12 @@ class TenantStats {
   absl::Time last_ ABSL_GUARDED_BY(mu_);
   uint64_t searches_ ABSL_GUARDED_BY(mu_) = 0;
   uint64_t buckets_ ABSL_GUARDED_BY(mu_) = 0;
-  std::vector<float> window_ ABSL_GUARDED_BY(mu_);
-  size_t next_ ABSL_GUARDED_BY(mu_) = 0;
+  // Searches per latency bucket (480 bytes; a window of kWindow float latencies would take
+  // 16 KiB), made on the tenant's first search: most tenants of a large collection are idle and
+  // pay a null pointer. When it has counted kWindow searches every count is halved, so older
+  // searches weigh less and the percentiles follow the recent ones.
+  std::unique_ptr<std::array<uint16_t, kBuckets>> latencies_ ABSL_GUARDED_BY(mu_);
+  uint32_t counted_ ABSL_GUARDED_BY(mu_) = 0;  // searches in latencies_ since the last halving
 };
 
 struct TenantEntry {

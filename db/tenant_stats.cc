@@ -1,0 +1,62 @@
+#include "db/tenant_stats.h"
+
+#include <cmath>
+
+namespace shoal::db {
+
+int TenantStats::BucketOf(double micros) {
+  if (!(micros > 1)) return 0;  // NaN too
+  const double b = std::floor(std::log2(micros) * kBucketsPerOctave);
+  return b >= kBuckets - 1 ? kBuckets - 1 : static_cast<int>(b);
+}
+
+double TenantStats::MicrosOf(int bucket) { return std::exp2((bucket + 0.5) / kBucketsPerOctave); }
+
+void TenantStats::RecordSearch(double micros, uint64_t buckets) {
+  absl::MutexLock lock(&mu_);
+  ++searches_;
+  buckets_ += buckets;
+  if (latencies_ == nullptr) latencies_ = std::make_unique<std::array<uint16_t, kBuckets>>();
+  std::array<uint16_t, kBuckets>& counts = *latencies_;
+  ++counts[BucketOf(micros)];
+  if (++counted_ < kWindow) return;
+  // A bucket holds at most kWindow (< 2^16) searches between halvings.
+  counted_ = 0;
+  for (uint16_t& c : counts) {
+    c /= 2;
+    counted_ += c;
+  }
+}
+
+void TenantStats::Fill(TenantInfo* info) const {
+  std::array<uint16_t, kBuckets> counts;
+  {
+    absl::MutexLock lock(&mu_);
+    info->searches = searches_;
+    info->buckets_scanned = buckets_;
+    if (latencies_ == nullptr) return;
+    counts = *latencies_;
+  }
+  uint64_t total = 0;
+  for (uint16_t c : counts) total += c;
+  if (total == 0) return;
+  // The latency of the search ranked floor(q x total) from the fastest (as the window did).
+  auto at = [&](double q) {
+    const uint64_t rank = std::min(total - 1, static_cast<uint64_t>(q * total));
+    uint64_t below = 0;
+    for (int b = 0; b < kBuckets; ++b) {
+      below += counts[b];
+      if (below > rank) return MicrosOf(b);
+    }
+    return MicrosOf(kBuckets - 1);
+  };
+  info->search_p50_us = at(0.50);
+  info->search_p99_us = at(0.99);
+}
+
+size_t TenantStats::HeapBytes() const {
+  absl::MutexLock lock(&mu_);
+  return latencies_ != nullptr ? sizeof(*latencies_) : 0;
+}
+
+}  // namespace shoal::db
