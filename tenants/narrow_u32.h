@@ -1,8 +1,9 @@
 // NarrowArray<N>, NarrowVector and NarrowIdMap: 32-bit values kept as 16-bit low halves, with the
 // high halves allocated (zeroed) only once a value of 2^16 or more is stored — then in place: the
 // low halves stay where they are. For the access table's tenant handles and grantee offsets, which
-// stay under 2^16 in all but huge collections, and the tenant tree's leaf of each id (a collection
-// of under 65,536 postings): 2 bytes a value instead of 4.
+// stay under 2^16 in all but huge collections, and the tenant tree's leaf of each id and per-node
+// counts (a collection of under 65,536 postings; a tenant of under 65,536 vectors below a node):
+// 2 bytes a value instead of 4.
 //
 //   shoal::tenants::NarrowVector v;
 //   v.Insert(0, 7);                   // 2 bytes a value
@@ -71,6 +72,14 @@ class NarrowVector {
     }
     lo_.insert(lo_.begin() + static_cast<ptrdiff_t>(at), static_cast<uint16_t>(v));
     if (wide) hi_.insert(hi_.begin() + static_cast<ptrdiff_t>(at), static_cast<uint16_t>(v >> 16));
+  }
+  void Set(size_t i, uint32_t v) {
+    if (v > kNarrowMax && hi_.empty()) {
+      hi_.reserve(lo_.capacity());
+      hi_.assign(lo_.size(), 0);
+    }
+    lo_[i] = static_cast<uint16_t>(v);
+    if (!hi_.empty()) hi_[i] = static_cast<uint16_t>(v >> 16);
   }
   // Removes values [first, last).
   void Erase(size_t first, size_t last) {

@@ -10,8 +10,8 @@
 namespace shoal::tenants {
 namespace {
 
-// Inserts and erases against a std::vector, small values first and then some of 2^16 or more:
-// the vector widens in place and every value reads back.
+// Inserts, erases and sets against a std::vector, small values first and then some of 2^16 or
+// more: the vector widens in place and every value reads back.
 TEST(NarrowU32Test, VectorAgreesWithAModelAcrossTheSwitch) {
   std::mt19937_64 rng(base::TestSeed());
   NarrowVector v;
@@ -30,6 +30,13 @@ TEST(NarrowU32Test, VectorAgreesWithAModelAcrossTheSwitch) {
       v.Erase(first, last);
       model.erase(model.begin() + static_cast<ptrdiff_t>(first),
                   model.begin() + static_cast<ptrdiff_t>(last));
+    }
+    if (!model.empty() && rng() % 5 == 0) {  // a count changing in place
+      const size_t at = rng() % model.size();
+      const uint32_t x = big ? 65536 + static_cast<uint32_t>(rng() % 1000000)
+                             : static_cast<uint32_t>(rng() % 65536);
+      v.Set(at, x);
+      model[at] = x;
     }
     if (step == 10000) EXPECT_FALSE(v.wide());
   }

@@ -52,35 +52,58 @@ void TenantTree::Path(uint32_t leaf, std::vector<uint32_t>* path) const {
   std::reverse(path->begin(), path->end());
 }
 
-namespace {
-auto CountLess = [](const std::pair<uint32_t, uint32_t>& c, uint32_t node) {
-  return c.first < node;
-};
-}  // namespace
-
-void TenantTree::AddCount(Counts& c, uint32_t node, int delta) {
-  auto it = std::lower_bound(c.begin(), c.end(), node, CountLess);
-  if (it == c.end() || it->first != node) {
-    if (delta <= 0) return;
-    if (c.size() == c.capacity()) {
-      const size_t at = it - c.begin();
-      c.reserve(c.size() * 5 / 4 + 2);  // by a quarter: the arrays are many and small
-      it = c.begin() + at;
+size_t TenantTree::Counts::Lower(uint32_t node) const {
+  size_t lo = 0, hi = nodes_.size();
+  while (lo < hi) {
+    const size_t mid = (lo + hi) / 2;
+    if (nodes_[mid] < node) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
     }
-    c.insert(it, {node, static_cast<uint32_t>(delta)});
+  }
+  return lo;
+}
+
+uint32_t TenantTree::Counts::Find(uint32_t node) const {
+  const size_t i = Lower(node);
+  return i < nodes_.size() && nodes_[i] == node ? counts_[i] : 0;
+}
+
+void TenantTree::Counts::Add(uint32_t node, int delta) {
+  const size_t i = Lower(node);
+  if (i == nodes_.size() || nodes_[i] != node) {
+    if (delta <= 0) return;
+    nodes_.Insert(i, node);
+    counts_.Insert(i, static_cast<uint32_t>(delta));
     return;
   }
-  it->second += delta;
-  if (it->second == 0) {
-    c.erase(it);
-    if (c.capacity() > 2 * c.size() + 8) c.shrink_to_fit();
+  const uint32_t c = static_cast<uint32_t>(static_cast<int64_t>(counts_[i]) + delta);
+  if (c != 0) {
+    counts_.Set(i, c);
+    return;
+  }
+  nodes_.Erase(i, i + 1);
+  counts_.Erase(i, i + 1);
+  nodes_.Trim();
+  counts_.Trim();
+}
+
+void TenantTree::Counts::Assign(const std::vector<std::pair<uint32_t, uint32_t>>& sorted) {
+  *this = Counts();
+  for (const auto& [node, count] : sorted) {
+    nodes_.Insert(nodes_.size(), node);
+    counts_.Insert(counts_.size(), count);
   }
 }
 
-uint32_t TenantTree::CountIn(const Sub& s, uint32_t node) const {
-  const auto it = std::lower_bound(s.count.begin(), s.count.end(), node, CountLess);
-  return it == s.count.end() || it->first != node ? 0 : it->second;
+std::vector<std::pair<uint32_t, uint32_t>> TenantTree::Counts::ToVector() const {
+  std::vector<std::pair<uint32_t, uint32_t>> out(size());
+  for (size_t i = 0; i < size(); ++i) out[i] = {node(i), count(i)};
+  return out;
 }
+
+uint32_t TenantTree::CountIn(const Sub& s, uint32_t node) const { return s.count.Find(node); }
 
 uint32_t TenantTree::LeafOfId(uint64_t id) const { return leaf_of_.Find(id).value_or(0); }
 
@@ -100,7 +123,7 @@ void TenantTree::Attach(TenantId t, uint64_t id, uint32_t leaf) {
 }
 
 void TenantTree::AttachToSub(Sub& s, const std::vector<uint32_t>& path) {
-  for (uint32_t n : path) AddCount(s.count, n, 1);
+  for (uint32_t n : path) s.count.Add(n, 1);
 }
 
 void TenantTree::Build(TenantId t, Sub& s) const {
@@ -110,8 +133,9 @@ void TenantTree::Build(TenantId t, Sub& s) const {
     Path(LeafOfId(id), &path);
     for (uint32_t n : path) ++counts[n];
   });
-  s.count.assign(counts.begin(), counts.end());
-  std::sort(s.count.begin(), s.count.end());
+  std::vector<std::pair<uint32_t, uint32_t>> sorted(counts.begin(), counts.end());
+  std::sort(sorted.begin(), sorted.end());
+  s.count.Assign(sorted);
 }
 
 void TenantTree::Rebuild(std::span<const uint64_t> ids, std::span<const uint32_t> leaves) {
@@ -165,7 +189,7 @@ void TenantTree::Detach(TenantId t, uint64_t id) {
   Sub& s = sub->second;
   std::vector<uint32_t> path;
   Path(LeafOfId(id), &path);
-  for (uint32_t n : path) AddCount(s.count, n, -1);
+  for (uint32_t n : path) s.count.Add(n, -1);
   if (const uint32_t total = CountIn(s, path.front()); total <= cap_) {
     subs_.erase(sub);  // sparse again: its ids are the access table's
   }
@@ -202,15 +226,16 @@ TenantScope::TenantScope(const TenantTree* tree, TenantId tenant)
   const auto it = tree->subs_.find(tenant);
   if (it == tree->subs_.end()) return;
   sub_ = &it->second;
-  for (const auto& [node, count] : sub_->count) {
-    if (tree->node_leaf_[node] != UINT32_MAX) ++leaves_;
+  const TenantTree::Counts& c = sub_->count;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (tree->node_leaf_[c.node(i)] != UINT32_MAX) ++leaves_;
   }
   vectors_ = tree->CountIn(*sub_, tree->root());
   // Up to 64k nodes (256 KiB): one allocation per query beats a binary search per child.
   constexpr size_t kMaxDenseNodes = size_t{1} << 16;
   if (tree->parent_.size() > kMaxDenseNodes) return;
   by_node_.assign(tree->parent_.size(), 0);
-  for (const auto& [node, count] : sub_->count) by_node_[node] = count;
+  for (size_t i = 0; i < c.size(); ++i) by_node_[c.node(i)] = c.count(i);
 }
 
 size_t TenantScope::LeavesFor(size_t budget) const {
@@ -253,8 +278,9 @@ void TenantTree::ForEachShortlist(TenantId t,
 void TenantTree::ForEachDenseLeaf(TenantId t, const std::function<void(uint32_t)>& fn) const {
   const auto sub = subs_.find(t);
   if (sub == subs_.end()) return;
-  for (const auto& [n, count] : sub->second.count) {
-    if (node_leaf_[n] != kNone && count > cap_) fn(node_leaf_[n]);
+  const Counts& c = sub->second.count;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (node_leaf_[c.node(i)] != kNone && c.count(i) > cap_) fn(node_leaf_[c.node(i)]);
   }
 }
 
@@ -264,7 +290,7 @@ size_t TenantTree::MemoryBytes() const {
                  subs_.size() * (sizeof(TenantId) + sizeof(Sub));
   for (const auto& c : children_) bytes += sizeof(c) + c.capacity() * 4;
   for (const auto& [t, s] : subs_) {
-    bytes += s.count.capacity() * sizeof(Counts::value_type);
+    bytes += s.count.HeapBytes();
   }
   return bytes;
 }
@@ -290,9 +316,9 @@ void TenantTree::Check(TenantId t, const std::vector<std::pair<uint64_t, uint32_
     for (uint32_t n : path) ++want[n];
   }
   const Sub& s = sub->second;
-  Counts sorted(want.begin(), want.end());
+  std::vector<std::pair<uint32_t, uint32_t>> sorted(want.begin(), want.end());
   std::sort(sorted.begin(), sorted.end());
-  if (sorted != s.count) problem(absl::StrCat(who, "node counts disagree with its ids"));
+  if (sorted != s.count.ToVector()) problem(absl::StrCat(who, "node counts disagree with its ids"));
 }
 
 }  // namespace shoal::tenants

@@ -26,15 +26,15 @@
 // the tree must mirror the table: Attach(t, id) right after the table made `id` visible to `t`,
 // Detach(t, id) before or after the table hides it, Rebuild for many ids at once.
 //
-// Why exact counts and not Bloom filters: a count per (tenant, node it reaches) costs 8 bytes in
-// a sorted array and never answers "maybe"; Curator's Bloom filters (1% false positives at 1,000
-// tenants) cost a fixed ~1.2 KB per node whatever the tenants, are rebuilt lazily and can only
-// be cleared by a rebuild. With the tree's depth of 2-4, a vector adds 2-4 counts per tenant.
+// Why exact counts and not Bloom filters: a count per (tenant, node it reaches) costs 4 bytes in
+// a sorted array (8 past 65,536 nodes and counts) and never answers "maybe"; Curator's Bloom
+// filters (1% false positives at 1,000 tenants) cost a fixed ~1.2 KB per node whatever the tenants,
+// are rebuilt lazily and can only be cleared by a rebuild. With the tree's depth of 2-4, a vector
+// adds 2-4 counts per tenant.
 //
 // Memory (measured in docs/PERFORMANCE.md "Multi-tenant search"): counts in sorted (node,
-// count) arrays, and the leaf of each id a paged array indexed by id (2 bytes per id below
-// 65,536 leaves): no id
-// is stored twice (stored shortlists cost ~30 bytes per held vector before session 12).
+// count) arrays of 16-bit halves while they fit, and the leaf of each id a paged array indexed by
+// id (2 bytes per id below 65,536 leaves): no id is stored twice.
 //
 // Isolation: the tree only narrows where a search looks; every candidate is still checked
 // against the access table (access_table.h).
@@ -118,15 +118,34 @@ class TenantTree {
   size_t MemoryBytes() const;
 
  private:
-  // Sorted (node, count) pairs; a node the tenant does not reach has none.
-  using Counts = std::vector<std::pair<uint32_t, uint32_t>>;
+  // Sorted (node, count) pairs; a node the tenant does not reach has none. Nodes and counts in
+  // two NarrowVectors: 4 bytes a pair while the tree has under 65,536 nodes and no node holds
+  // 65,536 of the tenant's vectors (each half widens alone, for that tenant only).
+  class Counts {
+   public:
+    size_t size() const { return nodes_.size(); }
+    uint32_t node(size_t i) const { return nodes_[i]; }
+    uint32_t count(size_t i) const { return counts_[i]; }
+    // 0 when `node` has none.
+    uint32_t Find(uint32_t node) const;
+    // Adds `delta` to the count of `node` (a count reaching 0 is dropped).
+    void Add(uint32_t node, int delta);
+    // Replaces the pairs with `sorted` (ascending nodes, counts > 0).
+    void Assign(const std::vector<std::pair<uint32_t, uint32_t>>& sorted);
+    std::vector<std::pair<uint32_t, uint32_t>> ToVector() const;
+    size_t HeapBytes() const { return nodes_.HeapBytes() + counts_.HeapBytes(); }
+
+   private:
+    // The first index whose node is not below `node`.
+    size_t Lower(uint32_t node) const;
+    NarrowVector nodes_, counts_;
+  };
   // A tenant with more than cap_ vectors: its counts only. Its shortlists follow from them and
   // its ids (the access table's) and are made when asked for (ForEachShortlist): searches read
   // counts only, and stored shortlists and dense leaves cost a set per (tenant, node).
   struct Sub {
     Counts count;  // node -> vectors below (absent = 0)
   };
-  static void AddCount(Counts& c, uint32_t node, int delta);
   // Root first, down to the leaf's node.
   void Path(uint32_t leaf, std::vector<uint32_t>* path) const;
   uint32_t CountIn(const Sub& s, uint32_t node) const;

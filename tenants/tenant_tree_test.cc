@@ -298,5 +298,54 @@ TEST(TenantTreeTest, ATenantPastTheCapStoresCountsNotIds) {
   ExpectConsistent(tenants.tree, 2, model);
 }
 
+// A tenant past the cap pays 4 bytes a (node, count) pair (16-bit nodes and counts; 8 bytes a
+// pair before), plus its entry in the tenants' map.
+TEST(TenantTreeTest, ATenantsNodeCountsCostFourBytesAPair) {
+  std::mt19937_64 rng(base::TestSeed());
+  const index::CentroidTree shape = SmallTree(200, rng);
+  Tenants tenants(shape, /*cap=*/8);
+  // Tenant 1 first: the ids' leaves are stored once, whatever the tenants.
+  for (uint64_t id = 0; id < 3000; ++id) {
+    tenants.Attach(1, id, static_cast<uint32_t>(id % tenants.tree.num_leaves()));
+  }
+  const size_t before = tenants.tree.MemoryBytes();
+  for (uint64_t id = 0; id < 3000; ++id) {
+    tenants.Attach(2, id, static_cast<uint32_t>(id % tenants.tree.num_leaves()));
+  }
+  size_t pairs = 0;  // nodes it reaches: a count each
+  for (uint32_t node = 0; node < shape.num_nodes(); ++node) {
+    pairs += tenants.tree.Count(2, node) > 0;
+  }
+  ASSERT_GT(pairs, 200u);
+  const size_t added = tenants.tree.MemoryBytes() - before;
+  EXPECT_LE(added, 5 * pairs + 256) << added << " bytes for " << pairs << " counts";
+}
+
+// Counts of 2^16 or more (a node holding that many of a tenant's vectors) widen that tenant's
+// counts in place: every count stays exact, and shrinking back keeps them so.
+TEST(TenantTreeTest, CountsPast65535StayExact) {
+  std::mt19937_64 rng(base::TestSeed());
+  const index::CentroidTree shape = SmallTree(40, rng);
+  Tenants tenants(shape, /*cap=*/8);
+  std::map<uint64_t, uint32_t> model;
+  const uint32_t leaves = tenants.tree.num_leaves();
+  for (uint64_t id = 0; id < 70000; ++id) {
+    const uint32_t leaf = id < 66000 ? 3 : static_cast<uint32_t>(id % leaves);
+    tenants.Attach(1, id, leaf);
+    model[id] = leaf;
+  }
+  EXPECT_EQ(tenants.tree.Count(1, shape.root()), 70000u);
+  uint32_t in_leaf3 = 0;
+  for (const auto& [id, leaf] : model) in_leaf3 += leaf == 3;
+  EXPECT_EQ(tenants.tree.Count(1, shape.leaf_node(3)), in_leaf3);
+  ExpectConsistent(tenants.tree, 1, model);
+  for (uint64_t id = 0; id < 10000; ++id) {
+    tenants.Detach(1, id);
+    model.erase(id);
+  }
+  EXPECT_EQ(tenants.tree.Count(1, shape.root()), 60000u);
+  ExpectConsistent(tenants.tree, 1, model);
+}
+
 }  // namespace
 }  // namespace shoal::tenants
