@@ -76,10 +76,10 @@ struct CollectionState {
   base::ShardedHashMap<uint64_t, Key> key_of ABSL_GUARDED_BY(mu);
   AttributeIndex attrs ABSL_GUARDED_BY(mu);  // attributes and tags of every live record
 
-  // Tenants (db/collection_tenants.cc): by name and by id, and who sees which internal id.
-  absl::flat_hash_map<std::string, std::shared_ptr<TenantEntry>> tenants ABSL_GUARDED_BY(mu);
-  absl::flat_hash_map<tenants::TenantId, std::shared_ptr<TenantEntry>> tenant_by_id
-      ABSL_GUARDED_BY(mu);
+  // Tenants (db/collection_tenants.cc): by name (holding the entries) and by id (pointing into
+  // them), and who sees which internal id.
+  TenantsByName tenants ABSL_GUARDED_BY(mu);
+  absl::flat_hash_map<tenants::TenantId, const TenantEntry*> tenant_by_id ABSL_GUARDED_BY(mu);
   tenants::TenantId next_tenant_id ABSL_GUARDED_BY(mu) = 1;
   tenants::AccessTable access ABSL_GUARDED_BY(mu);
   // Each tenant's sub-tree of the SSD index's centroid tree (one node without an index); rebuilt

@@ -53,8 +53,8 @@ absl::Status Collection::CreateTenant(const TenantSpec& spec) {
   entry->meta = std::move(t);
   absl::MutexLock lock(&state_.mu);
   state_.access.AddTenant(entry->meta.id);
-  state_.tenant_by_id[entry->meta.id] = entry;
-  state_.tenants[entry->meta.name] = std::move(entry);
+  state_.tenant_by_id[entry->meta.id] = entry.get();
+  state_.tenants.insert(std::move(entry));
   return absl::OkStatus();
 }
 
@@ -95,7 +95,7 @@ absl::StatusOr<uint64_t> Collection::DeleteOwned(std::string_view tenant,
     state_.tenant_tree.DropTenant(t->meta.id);
     state_.access.RemoveTenant(t->meta.id);
     state_.tenant_by_id.erase(t->meta.id);
-    state_.tenants.erase(t->meta.name);
+    state_.tenants.erase(t);
   }
   return ids.size();
 }
@@ -108,8 +108,8 @@ absl::StatusOr<TenantPage> Collection::ListTenants(uint32_t page_size,
   }
   absl::ReaderMutexLock lock(&state_.mu);
   std::vector<const TenantEntry*> after;
-  for (const auto& [name, t] : state_.tenants) {
-    if (name > page_token) after.push_back(t.get());
+  for (const auto& t : state_.tenants) {
+    if (t->meta.name > page_token) after.push_back(t.get());
   }
   auto by_name = [](const TenantEntry* a, const TenantEntry* b) {
     return a->meta.name < b->meta.name;

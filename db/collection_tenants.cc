@@ -15,13 +15,13 @@ namespace shoal::db {
 uint64_t Collection::RecordBytes(const Record& r) { return RecordQuotaBytes(r); }
 
 absl::StatusOr<std::shared_ptr<TenantEntry>> Collection::FindTenant(std::string_view name) const {
-  const auto it = state_.tenants.find(std::string(name));
+  const auto it = state_.tenants.find(name);
   if (it == state_.tenants.end()) {
     SHOAL_RETURN_IF_ERROR(ValidateCollectionName(name, "tenant"));
     return absl::NotFoundError(absl::StrCat("tenant: '", std::string(name),
                                             "' not found in collection '", spec_.name, "'"));
   }
-  return it->second;
+  return *it;
 }
 
 size_t Collection::TenantEntriesBytes() const {
@@ -31,7 +31,7 @@ size_t Collection::TenantEntriesBytes() const {
       state_.tenants.capacity() * (sizeof(decltype(state_.tenants)::value_type) + 1) +
       state_.tenant_by_id.capacity() * (sizeof(decltype(state_.tenant_by_id)::value_type) + 1);
   constexpr size_t kControlBlock = 16;
-  for (const auto& [name, entry] : state_.tenants) {
+  for (const auto& entry : state_.tenants) {
     bytes += sizeof(TenantEntry) + kControlBlock + entry->stats.HeapBytes();
     if (entry->meta.name.capacity() > std::string().capacity()) {
       bytes += entry->meta.name.capacity() + 1;
@@ -220,8 +220,8 @@ absl::Status Collection::LoadTenants() {
     auto entry = std::make_shared<TenantEntry>();
     entry->meta = std::move(t);
     state_.access.AddTenant(entry->meta.id);
-    state_.tenant_by_id[entry->meta.id] = entry;
-    state_.tenants[entry->meta.name] = std::move(entry);
+    state_.tenant_by_id[entry->meta.id] = entry.get();
+    state_.tenants.insert(std::move(entry));
   }
   // Rows of unknown tenants cannot exist (a drop removes them in its batch); Verify reports
   // them if they do, and they are ignored here.

@@ -1,5 +1,6 @@
 #include "db/tenant_stats.h"
 
+#include <algorithm>
 #include <cmath>
 
 namespace shoal::db {
@@ -12,19 +13,40 @@ int TenantStats::BucketOf(double micros) {
 
 double TenantStats::MicrosOf(int bucket) { return std::exp2((bucket + 0.5) / kBucketsPerOctave); }
 
+TenantStats::Recent& TenantStats::MakeRecent() {
+  if (recent_ == nullptr) recent_ = std::make_unique<Recent>();
+  return *recent_;
+}
+
+bool TenantStats::TakeSearchToken(double rate, absl::Time now) {
+  if (rate <= 0) return true;
+  absl::MutexLock lock(&mu_);
+  Recent& r = MakeRecent();
+  const double burst = std::max(rate, 1.0);
+  if (!r.started) {
+    r.tokens = burst;
+    r.started = true;
+  } else {
+    r.tokens = std::min(burst, r.tokens + absl::ToDoubleSeconds(now - r.last) * rate);
+  }
+  r.last = now;
+  if (r.tokens < 1) return false;
+  r.tokens -= 1;
+  return true;
+}
+
 void TenantStats::RecordSearch(double micros, uint64_t buckets) {
   absl::MutexLock lock(&mu_);
   ++searches_;
   buckets_ += buckets;
-  if (latencies_ == nullptr) latencies_ = std::make_unique<std::array<uint16_t, kBuckets>>();
-  std::array<uint16_t, kBuckets>& counts = *latencies_;
-  ++counts[BucketOf(micros)];
-  if (++counted_ < kWindow) return;
+  Recent& r = MakeRecent();
+  ++r.latencies[BucketOf(micros)];
+  if (++r.counted < kWindow) return;
   // A bucket holds at most kWindow (< 2^16) searches between halvings.
-  counted_ = 0;
-  for (uint16_t& c : counts) {
+  r.counted = 0;
+  for (uint16_t& c : r.latencies) {
     c /= 2;
-    counted_ += c;
+    r.counted += c;
   }
 }
 
@@ -34,8 +56,8 @@ void TenantStats::Fill(TenantInfo* info) const {
     absl::MutexLock lock(&mu_);
     info->searches = searches_;
     info->buckets_scanned = buckets_;
-    if (latencies_ == nullptr) return;
-    counts = *latencies_;
+    if (recent_ == nullptr) return;
+    counts = recent_->latencies;
   }
   uint64_t total = 0;
   for (uint16_t c : counts) total += c;
@@ -56,7 +78,7 @@ void TenantStats::Fill(TenantInfo* info) const {
 
 size_t TenantStats::HeapBytes() const {
   absl::MutexLock lock(&mu_);
-  return latencies_ != nullptr ? sizeof(*latencies_) : 0;
+  return recent_ != nullptr ? sizeof(Recent) : 0;
 }
 
 }  // namespace shoal::db
