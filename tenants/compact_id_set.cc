@@ -13,20 +13,26 @@ constexpr uint64_t kLowMask = (uint64_t{1} << CompactIdSet::kLowBits) - 1;
 }  // namespace
 
 CompactIdSet::Block::Block(Block&& o) noexcept
-    : data(std::exchange(o.data, nullptr)),
-      high(o.high),
-      count(std::exchange(o.count, 0)),
-      cap(std::exchange(o.cap, 0)),
-      bitmap(std::exchange(o.bitmap, false)) {}
+    : high(o.high), count(o.count), cap(o.cap), bitmap(o.bitmap) {
+  std::memcpy(inline_low, o.inline_low, sizeof(inline_low));  // the pointer or the inline ids
+  o.data = nullptr;
+  o.count = 0;
+  o.cap = 0;
+  o.bitmap = 0;
+}
 
 CompactIdSet::Block& CompactIdSet::Block::operator=(Block&& o) noexcept {
   if (this == &o) return *this;
-  ::operator delete(data);
-  data = std::exchange(o.data, nullptr);
+  Free();
+  std::memcpy(inline_low, o.inline_low, sizeof(inline_low));
   high = o.high;
-  count = std::exchange(o.count, 0);
-  cap = std::exchange(o.cap, 0);
-  bitmap = std::exchange(o.bitmap, false);
+  count = o.count;
+  cap = o.cap;
+  bitmap = o.bitmap;
+  o.data = nullptr;
+  o.count = 0;
+  o.cap = 0;
+  o.bitmap = 0;
   return *this;
 }
 
@@ -39,11 +45,14 @@ CompactIdSet& CompactIdSet::operator=(const CompactIdSet& other) {
     c.high = b.high;
     c.count = b.count;
     c.bitmap = b.bitmap;
-    c.cap = b.bitmap ? 0 : static_cast<uint16_t>(b.count);
-    const size_t bytes = b.bitmap ? kWords * sizeof(uint64_t) : b.count * sizeof(uint16_t);
-    if (bytes == 0) continue;
-    c.data = ::operator new(bytes);
-    std::memcpy(c.data, b.data, bytes);
+    c.cap = b.bitmap ? 0 : b.count;
+    if (b.bitmap) {
+      c.data = ::operator new(kWords * sizeof(uint64_t));
+      std::memcpy(c.data, b.data, kWords * sizeof(uint64_t));
+      continue;
+    }
+    if (c.heap()) c.data = ::operator new(b.count * sizeof(uint16_t));
+    std::memcpy(c.low(), b.low(), b.count * sizeof(uint16_t));
   }
   return *this;
 }
@@ -68,35 +77,45 @@ bool CompactIdSet::contains(uint64_t id) const {
 }
 
 void CompactIdSet::Resize(Block& b, uint32_t cap) {
-  void* data = cap == 0 ? nullptr : ::operator new(cap * sizeof(uint16_t));
-  if (b.count > 0) std::memcpy(data, b.data, b.count * sizeof(uint16_t));
-  ::operator delete(b.data);
+  uint16_t kept[Block::kInline];
+  if (cap <= Block::kInline) {  // into the block itself
+    std::memcpy(kept, b.low(), b.count * sizeof(uint16_t));
+    b.Free();
+    b.cap = cap;
+    std::memcpy(b.inline_low, kept, b.count * sizeof(uint16_t));
+    return;
+  }
+  void* data = ::operator new(cap * sizeof(uint16_t));
+  if (b.count > 0) std::memcpy(data, b.low(), b.count * sizeof(uint16_t));
+  b.Free();
   b.data = data;
-  b.cap = static_cast<uint16_t>(cap);
+  b.cap = cap;
 }
 
 void CompactIdSet::ToBitmap(Block& b) {
   auto* bits = static_cast<uint64_t*>(::operator new(kWords * sizeof(uint64_t)));
   std::memset(bits, 0, kWords * sizeof(uint64_t));
   for (uint32_t i = 0; i < b.count; ++i) bits[b.low()[i] >> 6] |= uint64_t{1} << (b.low()[i] & 63);
-  ::operator delete(b.data);
+  b.Free();
   b.data = bits;
   b.cap = 0;
-  b.bitmap = true;
+  b.bitmap = 1;
 }
 
 void CompactIdSet::ToArray(Block& b) {
-  auto* low = static_cast<uint16_t*>(::operator new(b.count * sizeof(uint16_t)));
+  // (A bitmap turns back at kArrayMax / 2 ids: always a heap array.)
+  const uint32_t cap = std::max<uint32_t>(b.count, Block::kInline + 1);
+  auto* low = static_cast<uint16_t*>(::operator new(cap * sizeof(uint16_t)));
   uint32_t n = 0;
   for (size_t w = 0; w < kWords; ++w) {
     for (uint64_t bits = b.bits()[w]; bits != 0; bits &= bits - 1) {
       low[n++] = static_cast<uint16_t>(w * 64 + std::countr_zero(bits));
     }
   }
-  ::operator delete(b.data);
+  b.Free();
   b.data = low;
-  b.cap = static_cast<uint16_t>(b.count);
-  b.bitmap = false;
+  b.cap = cap;
+  b.bitmap = 0;
 }
 
 bool CompactIdSet::insert(uint64_t id) {
@@ -218,7 +237,7 @@ std::vector<uint64_t> CompactIdSet::ToVector() const {
 size_t CompactIdSet::MemoryBytes() const {
   size_t bytes = blocks_.capacity() * sizeof(Block);
   for (const Block& b : blocks_) {
-    bytes += b.bitmap ? kWords * sizeof(uint64_t) : b.cap * sizeof(uint16_t);
+    if (b.heap()) bytes += b.bitmap ? kWords * sizeof(uint64_t) : b.cap * sizeof(uint16_t);
   }
   return bytes;
 }

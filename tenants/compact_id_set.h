@@ -85,23 +85,34 @@ class CompactIdSet {
 
  private:
   static constexpr size_t kWords = (size_t{1} << kLowBits) / 64;
-  // 24 bytes (a tenant of a few ids is mostly its one block): the ids' low bits, sorted, in an
-  // array of `cap` (array form), or kWords words of bits (bitmap form).
+  // 16 bytes (a tenant of a few ids is mostly its blocks: one per 2^16 ids it spans): the ids'
+  // low bits, sorted, in an array of `cap` (array form) — in the block itself while cap is at
+  // most kInline, else on the heap — or kWords words of bits (bitmap form).
   struct Block {
-    Block() = default;
+    static constexpr uint32_t kInline = 4;
+    Block() : data(nullptr) {}
     Block(Block&& o) noexcept;
     Block& operator=(Block&& o) noexcept;
-    ~Block() { ::operator delete(data); }
-    uint16_t* low() const { return static_cast<uint16_t*>(data); }
+    ~Block() { Free(); }
+    bool heap() const { return bitmap || cap > kInline; }
+    uint16_t* low() const {
+      return heap() ? static_cast<uint16_t*>(data) : const_cast<uint16_t*>(inline_low);
+    }
     uint64_t* bits() const { return static_cast<uint64_t*>(data); }
+    void Free() {
+      if (heap()) ::operator delete(data);
+    }
 
-    void* data = nullptr;
-    uint32_t high = 0;   // id >> kLowBits (ids are below 2^48)
-    uint32_t count = 0;  // ids in the block
-    uint16_t cap = 0;    // array form: room for this many ids
-    bool bitmap = false;
+    union {
+      void* data;                    // heap()
+      uint16_t inline_low[kInline];  // !heap()
+    };
+    uint32_t high = 0;        // id >> kLowBits (ids are below 2^48)
+    uint32_t count : 17 = 0;  // ids in the block (at most 2^16)
+    uint32_t cap : 14 = 0;    // array form: room for this many ids (at most ~5,200)
+    uint32_t bitmap : 1 = 0;
   };
-  static_assert(sizeof(Block) == 24);
+  static_assert(sizeof(Block) == 16);
   // Makes `b` an array with room for `cap` ids, its `count` ids kept.
   static void Resize(Block& b, uint32_t cap);
   // The block of `high`, or where it would be inserted.

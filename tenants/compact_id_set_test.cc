@@ -100,15 +100,45 @@ TEST(CompactIdSetTest, FrontBackAndWindowsAgreeWithTheIds) {
   }
 }
 
-// Most tenants hold a few ids in one block: the set costs its 24-byte block and the ids' low
-// bits (a 48-byte block before).
-TEST(CompactIdSetTest, AFewIdsCostTheirBlockAndTwoBytesEach) {
+// Most tenants hold a few ids in a block (one per 2^16 ids they span): the set costs its
+// 16-byte block, which holds up to four ids itself (a 24-byte block and a heap array of their
+// low bits before).
+TEST(CompactIdSetTest, AFewIdsCostTheirBlockAlone) {
   CompactIdSet set;
   for (uint64_t id : {70000, 70003, 70010}) ASSERT_TRUE(set.insert(id));
-  EXPECT_LE(set.MemoryBytes(), 24 + 4 * sizeof(uint16_t)) << set.MemoryBytes();
+  EXPECT_LE(set.MemoryBytes(), 16u) << set.MemoryBytes();
   CompactIdSet copy = set;
   EXPECT_EQ(copy.ToVector(), (std::vector<uint64_t>{70000, 70003, 70010}));
-  EXPECT_LE(copy.MemoryBytes(), 24 + 4 * sizeof(uint16_t));
+  EXPECT_LE(copy.MemoryBytes(), 16u);
+  // Ids spread over many blocks, one or two each (a small tenant of a large collection).
+  CompactIdSet spread;
+  for (uint64_t b = 0; b < 16; ++b) spread.insert((b << CompactIdSet::kLowBits) + 5 * b);
+  EXPECT_LE(spread.MemoryBytes(), 16u * 16 + 8 * 16) << spread.MemoryBytes();
+}
+
+// A block moves between holding its ids itself and on the heap as it grows and shrinks; the ids
+// read back at every step, in the set and in copies of it.
+TEST(CompactIdSetTest, BlocksMoveTheirIdsInAndOutOfThemselves) {
+  std::mt19937_64 rng(base::TestSeed());
+  CompactIdSet set;
+  std::set<uint64_t> model;
+  const uint64_t block = uint64_t{1} << CompactIdSet::kLowBits;
+  for (int round = 0; round < 20; ++round) {
+    const uint64_t base = (rng() % 8) * block;
+    const int grow = static_cast<int>(rng() % 60);
+    for (int i = 0; i < grow; ++i) {
+      const uint64_t id = base + rng() % 200;
+      ASSERT_EQ(set.insert(id), model.insert(id).second);
+    }
+    for (int i = 0; i < 70; ++i) {
+      const uint64_t id = base + rng() % 200;
+      ASSERT_EQ(set.erase(id), model.erase(id) == 1);
+    }
+    ASSERT_EQ(set.ToVector(), std::vector<uint64_t>(model.begin(), model.end()));
+    const CompactIdSet copy = set;
+    ASSERT_EQ(copy.ToVector(), set.ToVector());
+    for (uint64_t id : model) ASSERT_TRUE(copy.contains(id));
+  }
 }
 
 }  // namespace
