@@ -199,6 +199,58 @@ TEST_F(ServerTest, SearchReturnsOneResultPerQuery) {
   EXPECT_EQ(response.results(1).hits_size(), 2);
 }
 
+// A call of 5,000 queries gets the same answers as single ones, and the small calls after it are
+// served too.
+TEST_F(ServerTest, ABigSearchIsAnsweredLikeASmallOne) {
+  ASSERT_TRUE(Create("docs", 1).ok());
+  v1::UpsertRequest upsert;
+  upsert.set_collection("docs");
+  for (int i = 0; i < 5; ++i) {
+    v1::Record* r = upsert.add_records();
+    r->mutable_key()->set_id(i);
+    r->add_vector(static_cast<float>(i));
+  }
+  grpc::ClientContext context;
+  v1::UpsertResponse upserted;
+  ASSERT_TRUE(vectors_->Upsert(&context, upsert, &upserted).ok());
+
+  for (int queries : {1, 5000, 1}) {
+    v1::SearchRequest request;
+    request.set_collection("docs");
+    request.set_k(1);
+    for (int q = 0; q < queries; ++q) request.add_queries(static_cast<float>(q % 5) + 0.1f);
+    grpc::ClientContext search_context;
+    v1::SearchResponse response;
+    grpc::Status status = search_->Search(&search_context, request, &response);
+    ASSERT_TRUE(status.ok()) << status.error_message();
+    ASSERT_EQ(response.results_size(), queries);
+    for (int q = 0; q < queries; ++q) {
+      ASSERT_EQ(response.results(q).hits(0).key().id(), static_cast<uint64_t>(q % 5)) << q;
+    }
+  }
+}
+
+// A stream left open (the SDK's SearchSession between searches) is ended by Shutdown, which
+// returns once the grace has passed.
+TEST_F(ServerTest, ShutdownEndsAnOpenSearchStream) {
+  ASSERT_TRUE(Create("docs", 1).ok());
+  grpc::ClientContext context;
+  auto stream = search_->SearchStream(&context);
+  v1::SearchStreamRequest request;
+  request.set_sequence(7);
+  request.mutable_search()->set_collection("docs");
+  request.mutable_search()->set_k(1);
+  request.mutable_search()->add_queries(0.5f);
+  ASSERT_TRUE(stream->Write(request));
+  v1::SearchStreamResponse response;
+  ASSERT_TRUE(stream->Read(&response));
+  EXPECT_EQ(response.sequence(), 7u);
+  EXPECT_EQ(response.code(), 0);
+  server_->Shutdown(absl::Milliseconds(100));
+  EXPECT_FALSE(stream->Read(&response));
+  EXPECT_FALSE(stream->Finish().ok());
+}
+
 TEST_F(ServerTest, ShutdownIsIdempotent) {
   server_->Shutdown(absl::Milliseconds(100));
   server_->Shutdown(absl::Milliseconds(100));
