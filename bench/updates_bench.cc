@@ -1,5 +1,6 @@
 #include "bench/updates_bench.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <sys/resource.h>
 
@@ -247,6 +248,7 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
   double search_cpu = 0;
   const double cpu0 = CpuSeconds(RUSAGE_SELF), writer_cpu0 = CpuSeconds(RUSAGE_THREAD);
   std::thread search_thread([&] {
+    pthread_setname_np(pthread_self(), "searcher");  // for perf's and ps's filters
     search_status = SearchLoop(db.get(), ds.test, params, o.search_qps, &stop, &phase);
     search_cpu = CpuSeconds(RUSAGE_THREAD);
   });

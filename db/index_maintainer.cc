@@ -1,5 +1,6 @@
 #include "db/index_maintainer.h"
 
+#include <pthread.h>
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
@@ -115,6 +116,7 @@ void IndexMaintainer::WorkerLoop() {
   // runnable process, and a flush or build waiting for work_mu_ would wait on it (measured: the
   // drain after the bench's churn took 19-20 s instead of 2-3 s on the shared machine).
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kMaintenanceNice);
+  pthread_setname_np(pthread_self(), "shoal-maint");  // top -H, perf, ps -L
   for (;;) {
     const IndexHandoff::Round round =
         handoff_.AwaitRound(options_.index_update_batch, kIdleWait, kGroupWait);
@@ -235,6 +237,7 @@ absl::Status IndexMaintainer::Apply(index::SpannUpdater::Change change, uint64_t
 }
 
 void IndexMaintainer::PublisherLoop() {
+  pthread_setname_np(pthread_self(), "shoal-publish");
   IndexHandoff::Publication p;
   while (handoff_.NextPublication(&p)) {
     Publish(p);
