@@ -7,6 +7,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "base/status_macros.h"
 #include "cache/shard_index.h"
 #include "db/snapshot.h"
@@ -35,6 +36,15 @@ const char* MetricName(Metric metric) {
 }
 
 absl::StatusOr<std::unique_ptr<DB>> DB::Open(const std::string& path, const Options& options) {
+#ifdef NDEBUG
+  // absl::Mutex's deadlock detector is debug-only, but Debian's libabsl is built without NDEBUG,
+  // so it runs in every build that links it: each Lock, ReaderLock and Unlock then takes one
+  // process-wide spin lock (the lock-order graph) and may record a stack trace. A thread
+  // preempted while holding it (the nice-19 maintenance thread, often) stalls every other
+  // thread's next lock operation, searches included (docs/PERFORMANCE.md, "What searches block
+  // on"). Release builds turn it off; debug and sanitizer builds keep it.
+  absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
+#endif
   return db::DBImpl::Open(path, options);
 }
 
