@@ -329,7 +329,7 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::SearchLocked(
   }
   const size_t threads = n == 1 ? 1 : options_.search_threads;
   const absl::Time start = absl::Now();
-  absl::ReaderMutexLock lock(&state_.mu);
+  SearchHold lock(state_);
   std::shared_ptr<TenantEntry> tenant;
   SearchParams p = params;
   SearchStats stats;

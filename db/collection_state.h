@@ -8,11 +8,19 @@
 // index_maintainer.h): a maintenance thread preempted while holding it, or queued for it, would
 // stall every search.
 //
+// A search takes `mu` through SearchHold, which counts it in `searches_waiting` while it waits; a
+// writer that takes `mu` again and again in slices (the publisher) calls LetSearchesIn between
+// two slices. absl::Mutex lets a writer's Lock() take a free lock ahead of the readers queued for
+// it, so without that a search woken by the end of one slice found the next one begun, and waited
+// through all of them (docs/PERFORMANCE.md, "What searches block on").
+//
 // Thread safety: the fields are guarded by `mu`; the tombstone log has its own mutex (taken after
-// `mu`), through which the maintenance thread learns of new tombstones without taking `mu`.
+// `mu`), through which the maintenance thread learns of new tombstones without taking `mu`;
+// `searches_waiting` is atomic.
 #ifndef SHOAL_DB_COLLECTION_STATE_H_
 #define SHOAL_DB_COLLECTION_STATE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,6 +29,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
 #include "base/paged_id_set.h"
 #include "base/sharded_hash.h"
 #include "db/attribute_index.h"
@@ -61,7 +70,18 @@ struct CollectionState {
     return fresh;
   }
 
+  // Called between two exclusive holds of `mu` (not holding it): waits until the searches
+  // waiting for `mu` have it, for at most `most`.
+  void LetSearchesIn(absl::Duration most) const ABSL_LOCKS_EXCLUDED(mu) {
+    const absl::Time until = absl::Now() + most;
+    while (searches_waiting.load(std::memory_order_acquire) > 0 && absl::Now() < until) {
+      absl::SleepFor(absl::Microseconds(10));  // frees this CPU for the woken search
+    }
+  }
+
   mutable absl::Mutex mu;
+  // Searches waiting for `mu` (SearchHold).
+  mutable std::atomic<int> searches_waiting{0};
   // The vectors the SSD index does not hold (all of them without one).
   WriteBuffer buffer ABSL_GUARDED_BY(mu);
   std::unique_ptr<index::SpannIndex> spann ABSL_GUARDED_BY(mu);
@@ -89,6 +109,23 @@ struct CollectionState {
   // Ids added to `stale` since the maintenance thread last took them.
   absl::Mutex stale_log_mu ABSL_ACQUIRED_AFTER(mu);
   std::vector<uint64_t> stale_log ABSL_GUARDED_BY(stale_log_mu);
+};
+
+// A search's shared hold of state.mu, counted in state.searches_waiting until it has it.
+class ABSL_SCOPED_LOCKABLE SearchHold {
+ public:
+  explicit SearchHold(const CollectionState& state) ABSL_SHARED_LOCK_FUNCTION(state.mu)
+      : mu_(state.mu) {
+    state.searches_waiting.fetch_add(1, std::memory_order_relaxed);
+    mu_.ReaderLock();
+    state.searches_waiting.fetch_sub(1, std::memory_order_release);
+  }
+  SearchHold(const SearchHold&) = delete;
+  SearchHold& operator=(const SearchHold&) = delete;
+  ~SearchHold() ABSL_UNLOCK_FUNCTION() { mu_.ReaderUnlock(); }
+
+ private:
+  absl::Mutex& mu_;
 };
 
 }  // namespace shoal::db

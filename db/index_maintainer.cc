@@ -37,6 +37,10 @@ constexpr int kStepsPerRound = 64;
 // Ids per hold of the search lock while the publisher takes drained ids out of the buffer (the
 // hold is what a search may wait for: ~10-30 us).
 constexpr size_t kLockSlice = 128;
+// How long the publisher waits, between two slices, for the searches queued for the search lock to
+// take it (CollectionState::LetSearchesIn): a bound, so that a stream of searches cannot hold a
+// publication back for long.
+constexpr absl::Duration kLetSearchesIn = absl::Milliseconds(2);
 
 }  // namespace
 
@@ -260,6 +264,7 @@ void IndexMaintainer::Publish(const IndexHandoff::Publication& p) {
   // The drained vectors are in the published postings; they leave the buffer a slice at a time,
   // so a search meanwhile may find one in both (merged once), never in neither.
   for (size_t i = 0; i < p.drained.size(); i += kLockSlice) {
+    s.LetSearchesIn(kLetSearchesIn);
     absl::MutexLock lock(&s.mu);
     if (!current()) return;
     for (size_t j = i; j < std::min(p.drained.size(), i + kLockSlice); ++j) {
@@ -268,6 +273,7 @@ void IndexMaintainer::Publish(const IndexHandoff::Publication& p) {
   }
   // Erased tombstones name ids no posting or buffer holds any more: when each goes is moot.
   for (size_t i = 0; i < p.erased.size(); i += 8 * kLockSlice) {
+    s.LetSearchesIn(kLetSearchesIn);
     absl::MutexLock lock(&s.mu);
     if (!current()) return;
     for (size_t j = i; j < std::min(p.erased.size(), i + 8 * kLockSlice); ++j) {
@@ -275,6 +281,7 @@ void IndexMaintainer::Publish(const IndexHandoff::Publication& p) {
     }
   }
   if (p.sweep_done) {
+    s.LetSearchesIn(kLetSearchesIn);
     absl::MutexLock lock(&s.mu);
     if (current()) s.tombstones_at_sweep = s.stale.size();
   }
