@@ -8,6 +8,7 @@
 #define SHOAL_INDEX_POSTINGS_POSTING_ENTRIES_H_
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -17,14 +18,29 @@
 
 namespace shoal::index {
 
+// A decoded posting in RAM: its own entries (ids, vectors) after the entries of `head`, if any. A
+// posting appended to online is cached as the new entries over the posting as cached before the
+// append (shared, not copied: SpannIndex's cache, UpdateWork::Recache); decoding from the SSD
+// gives one segment without a head.
 struct DecodedPosting {
   size_t dim = 0;
   std::vector<uint64_t> ids;
-  std::vector<float> vectors;  // ids.size() x dim
-  size_t size() const { return ids.size(); }
+  std::vector<float> vectors;                  // ids.size() x dim
+  std::shared_ptr<const DecodedPosting> head;  // the entries before these (null: none)
+  size_t size() const { return ids.size(); }   // this segment's own entries
   const float* vector(size_t i) const { return vectors.data() + i * dim; }
+  // Entries of the whole posting (head's included), and segments in its chain.
+  size_t total() const { return (head != nullptr ? head->total() : 0) + ids.size(); }
+  size_t segments() const { return (head != nullptr ? head->segments() : 0) + 1; }
+  // f(segment) for each segment, the oldest entries first.
+  template <typename F>
+  void ForEachSegment(F&& f) const {
+    if (head != nullptr) head->ForEachSegment(f);
+    f(*this);
+  }
   size_t MemoryBytes() const {
-    return sizeof(*this) + ids.capacity() * sizeof(uint64_t) + vectors.capacity() * sizeof(float);
+    return sizeof(*this) + ids.capacity() * sizeof(uint64_t) + vectors.capacity() * sizeof(float) +
+           (head != nullptr ? head->MemoryBytes() : 0);
   }
 };
 

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <memory>
 #include <vector>
 
 namespace shoal::index {
@@ -28,6 +29,30 @@ TEST(PostingEntriesTest, SegmentsConcatenateAndDamageIsDataLoss) {
 }
 
 // Found by fuzz/index_format_fuzzer (UBSan): an empty segment memcpy'd to a null pointer.
+// A posting appended to online is cached as its new entries over the posting as cached before:
+// the older entries are shared, walked first, and charged with the whole.
+TEST(PostingEntriesTest, ChainedSegmentsAreWalkedOldestFirst) {
+  auto first = std::make_shared<DecodedPosting>(DecodedPosting{2, {7, 9}, {1, 2, 3, 4}});
+  auto second = std::make_shared<DecodedPosting>(DecodedPosting{2, {11}, {5, 6}, first});
+  const DecodedPosting third{2, {13, 15}, {7, 8, 9, 10}, second};
+  EXPECT_EQ(third.total(), 5u);
+  EXPECT_EQ(third.size(), 2u);  // its own entries
+  EXPECT_EQ(third.segments(), 3u);
+  std::vector<uint64_t> ids;
+  std::vector<float> vectors;
+  third.ForEachSegment([&](const DecodedPosting& s) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      ids.push_back(s.ids[i]);
+      vectors.insert(vectors.end(), s.vector(i), s.vector(i) + s.dim);
+    }
+  });
+  EXPECT_EQ(ids, (std::vector<uint64_t>{7, 9, 11, 13, 15}));
+  EXPECT_EQ(vectors, (std::vector<float>{1, 2, 3, 4, 5, 6, 7, 8, 9, 10}));
+  EXPECT_EQ(third.MemoryBytes(), second->MemoryBytes() + sizeof(DecodedPosting) +
+                                     third.ids.capacity() * sizeof(uint64_t) +
+                                     third.vectors.capacity() * sizeof(float));
+}
+
 TEST(PostingEntriesTest, AnEmptySegmentDecodesToNothing) {
   const std::vector<uint8_t> empty =
       EncodePostingEntries(std::vector<uint64_t>{}, std::vector<const float*>{}, 3);

@@ -254,7 +254,7 @@ absl::Status SpannIndex::SearchOne(const PostingDirectory& dir, const float* q, 
   for (uint32_t p : postings) {
     if (auto cached = cache_.Lookup(dir.serials[p])) {
       ++stats->cache_hits;
-      score(*cached);
+      cached->ForEachSegment(score);
     } else {
       missing.push_back(p);
       const auto& r = dir.rows[p];

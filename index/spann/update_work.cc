@@ -57,11 +57,15 @@ size_t UpdateWork::live_postings() const {
 void UpdateWork::DeadHeld(std::vector<uint64_t>* out) const {
   // Every entry is looked at, not only postings with `dead` set: a tombstone erased while a
   // posting still holds it would let a search meet a deleted vector.
-  for (const auto& [p, e] : touched_) {
-    if (!next_->live[p]) continue;
-    for (uint64_t id : e.q.ids) {
+  auto held = [&](const std::vector<uint64_t>& ids) {
+    for (uint64_t id : ids) {
       if (dead_(id)) out->push_back(id);
     }
+  };
+  for (const auto& [p, e] : touched_) {
+    if (!next_->live[p]) continue;
+    if (e.head != nullptr) e.head->ForEachSegment([&](const DecodedPosting& s) { held(s.ids); });
+    held(e.q.ids);
   }
 }
 
@@ -74,8 +78,11 @@ std::vector<std::vector<uint32_t>>& UpdateWork::MutableByLeaf() {
   return *by_leaf_;
 }
 
-absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p) {
-  if (auto it = touched_.find(p); it != touched_.end()) return &it->second;
+absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p, bool share) {
+  if (auto it = touched_.find(p); it != touched_.end()) {
+    if (!share) Whole(&it->second);
+    return &it->second;
+  }
   WorkEntries e;
   const PostingQuantizer* quant = index_.quantizer();
   if (p >= cur_.size() || !cur_.live[p]) {
@@ -84,13 +91,10 @@ absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p) {
     e.q = *next_->codes[p];
     quant->Unpack(&e.q);
   } else if (auto hit = quant == nullptr ? index_.CachedPosting(next_->serials[p]) : nullptr) {
-    // An extent's content never changes: the search cache's copy is the posting. Copied with
-    // room for the entries a drain step appends, so that they do not reallocate it.
-    const size_t room = hit->size() + AppendHeadroom(hit->size());
-    e.q.ids.reserve(room);
-    e.q.ids.assign(hit->ids.begin(), hit->ids.end());
-    e.vecs.reserve(room * dim_);
-    e.vecs.assign(hit->vectors.begin(), hit->vectors.end());
+    // An extent's content never changes: the search cache's copy is the posting.
+    e.head = std::move(hit);
+    e.head_n = e.head->total();
+    if (!share) Whole(&e);
   } else if (auto codes = quant != nullptr ? index_.CachedCodes(next_->serials[p]) : nullptr) {
     e.q = *codes;
     quant->Unpack(&e.q);
@@ -118,8 +122,13 @@ absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p) {
   }
   if (quant != nullptr) e.q.code_bytes = quant->code_bytes();
   e.appendable = p < cur_.size() && cur_.live[p];
-  e.dead = static_cast<size_t>(
-      std::count_if(e.q.ids.begin(), e.q.ids.end(), [&](uint64_t id) { return dead_(id); }));
+  auto count_dead = [&](const std::vector<uint64_t>& ids) {
+    e.dead += static_cast<size_t>(
+        std::count_if(ids.begin(), ids.end(), [&](uint64_t id) { return dead_(id); }));
+  };
+  if (e.head != nullptr)
+    e.head->ForEachSegment([&](const DecodedPosting& s) { count_dead(s.ids); });
+  count_dead(e.q.ids);
   // A drain keeps a few tombstoned entries: dropping them would turn an append of the new
   // entries into a rewrite of the whole posting (measured: most posting bytes written during a
   // churn of inserts and deletes); the posting's next rewrite, or a full sweep, drops them.
@@ -128,8 +137,27 @@ absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p) {
   return &touched_.emplace(p, std::move(e)).first->second;
 }
 
+void UpdateWork::Whole(WorkEntries* e) const {
+  if (e->head == nullptr) return;
+  // With room for the entries a drain step appends, so that they do not reallocate it.
+  WorkEntries whole;
+  whole.q.ids.reserve(e->size() + AppendHeadroom(e->size()));
+  whole.vecs.reserve(whole.q.ids.capacity() * dim_);
+  auto add = [&](const std::vector<uint64_t>& ids, const std::vector<float>& vecs) {
+    whole.q.ids.insert(whole.q.ids.end(), ids.begin(), ids.end());
+    whole.vecs.insert(whole.vecs.end(), vecs.begin(), vecs.end());
+  };
+  e->head->ForEachSegment([&](const DecodedPosting& s) { add(s.ids, s.vectors); });
+  add(e->q.ids, e->vecs);
+  e->q.ids = std::move(whole.q.ids);
+  e->vecs = std::move(whole.vecs);
+  e->head = nullptr;
+  e->head_n = 0;
+}
+
 void UpdateWork::DropDead(WorkEntries* e) {
   if (e->dead == 0) return;
+  Whole(e);
   stats_.gc_entries +=
       Filter(e, dim_, e->q.code_bytes, [&](size_t i) { return !dead_(e->q.ids[i]); });
   e->dead = 0;
@@ -141,7 +169,8 @@ void UpdateWork::Encode(uint32_t p, const float* x, uint8_t* code) const {
 }
 
 absl::Status UpdateWork::Append(uint32_t p, uint64_t id, const float* x, bool known_new) {
-  SHOAL_ASSIGN_OR_RETURN(WorkEntries * e, Load(p));
+  // Fresh vectors only go at the end: the entries before them need not be copied.
+  SHOAL_ASSIGN_OR_RETURN(WorkEntries * e, Load(p, /*share=*/known_new));
   if (!known_new) {
     if (!e->has_idset) {
       e->idset.insert(e->q.ids.begin(), e->q.ids.end());
@@ -397,12 +426,18 @@ absl::Status UpdateWork::Merge(uint32_t p) {
 
 void UpdateWork::Recache(uint64_t old_serial, uint64_t new_serial, WorkEntries& e) const {
   // The entries are written and not needed again: the cache takes them, copied only when they
-  // carry much unused capacity (the cache charges capacity).
+  // carry much unused capacity (the cache charges capacity); appended ones chain onto the posting
+  // as cached before (a few segments at most). Init-captures: clang 14 cannot capture a
+  // structured binding.
   if (index_.quantizer() == nullptr) {
-    // Init-captures: clang 14 cannot capture a structured binding (C++20 allows it).
     index_.RecacheRewritten(old_serial, new_serial, [this, &entries = e] {
-      if (Spare(entries.q.ids)) return DecodedPosting{dim_, entries.q.ids, entries.vecs};
-      return DecodedPosting{dim_, std::move(entries.q.ids), std::move(entries.vecs)};
+      if (entries.head != nullptr && entries.head->segments() >= kMaxCachedSegments)
+        Whole(&entries);
+      if (Spare(entries.q.ids)) {
+        return DecodedPosting{dim_, entries.q.ids, entries.vecs, entries.head};
+      }
+      return DecodedPosting{dim_, std::move(entries.q.ids), std::move(entries.vecs),
+                            std::move(entries.head)};
     });
   } else {
     index_.RecacheRewrittenCodes(old_serial, new_serial, [&codes = e.q] {
@@ -416,6 +451,9 @@ std::vector<uint8_t> UpdateWork::Encode(const WorkEntries& e, size_t begin, size
   if (index_.quantizer() != nullptr) {
     return EncodeQuantizedEntries(e.q, index_.keeps_norms(), begin, end);
   }
+  // Entries [begin, end) are e's own from head_n on (a shared head is only ever appended after).
+  begin -= e.head_n;
+  end -= e.head_n;
   std::vector<const float*> rows;
   for (size_t i = begin; i < end; ++i) rows.push_back(e.vecs.data() + i * dim_);
   return EncodePostingEntries(std::span(e.q.ids).subspan(begin, end - begin), rows, dim_);
@@ -447,6 +485,7 @@ absl::StatusOr<storage::Extent> UpdateWork::WritePosting(uint32_t p, WorkEntries
     }
   }
   DropDead(&e);  // a rewrite costs the same with or without them
+  Whole(&e);
   const std::vector<uint8_t> payload = Encode(e, 0, e.size());
   const uint32_t pages = storage::PostingPages(payload.size());
   const uint32_t slack = up_->options_.append_in_place ? AppendSlack(pages) : 0;

@@ -21,6 +21,11 @@ namespace shoal::index {
 // A posting's entries while a change is built. Full-vector tier: q.ids + vecs; quantized tier:
 // q (ids, |x|^2, codes against the posting's centroid).
 struct WorkEntries {
+  // Full-vector tier, a posting only appended to so far: its entries as the search cache holds them
+  // (shared, not copied), before the ones in q.ids / vecs; UpdateWork::Whole copies them in when
+  // the posting needs more than appends. Null otherwise.
+  std::shared_ptr<const DecodedPosting> head;
+  size_t head_n = 0;  // head->total()
   QuantizedPosting q;
   std::vector<float> vecs;
   bool dirty = false;
@@ -33,7 +38,7 @@ struct WorkEntries {
   // Tombstoned entries still held (a drain or lazy sweep keeps a few so that the posting can be
   // appended to; a rewrite drops them). Always 0 in a full sweep.
   size_t dead = 0;
-  size_t size() const { return q.ids.size(); }
+  size_t size() const { return head_n + q.ids.size(); }
 };
 
 class UpdateWork {
@@ -53,7 +58,9 @@ class UpdateWork {
 
   // Vectors inserted by this change, by id (full vectors are then not read back).
   void AddFresh(uint64_t id, const float* v) { fresh_[id] = v; }
-  absl::StatusOr<WorkEntries*> Load(uint32_t p);
+  // The posting's entries, whole; with `share` (the full-vector tier's appends of fresh vectors)
+  // a cached posting's entries are shared as WorkEntries::head instead of copied.
+  absl::StatusOr<WorkEntries*> Load(uint32_t p, bool share = false);
   // Appends unless the posting already holds the id (check skipped when `known_new`).
   absl::Status Append(uint32_t p, uint64_t id, const float* x, bool known_new);
   // The postings `x` joins by the RNG rule over the working directory, nearest first.
@@ -70,6 +77,9 @@ class UpdateWork {
 
   // Entries a loaded posting of `n` has room for beyond them (drain steps append a few).
   static size_t AppendHeadroom(size_t n) { return std::max<size_t>(16, n / 8); }
+  // Segments a cached posting may chain (DecodedPosting::head) before an append caches it whole:
+  // a copy every few appends instead of one per append, and a search walks a few segments.
+  static constexpr size_t kMaxCachedSegments = 8;
   // Whether `ids` (a posting's) carries more unused capacity than the headroom.
   static bool Spare(const std::vector<uint64_t>& ids) {
     return ids.capacity() > ids.size() + AppendHeadroom(ids.size());
@@ -103,6 +113,8 @@ class UpdateWork {
   std::vector<std::vector<uint32_t>>& MutableByLeaf();
   // Drops the tombstoned entries `e` kept (before a rewrite, split or merge).
   void DropDead(WorkEntries* e);
+  // Copies a shared head's entries into e's own (a no-op without one).
+  void Whole(WorkEntries* e) const;
   absl::Status ReassignNeighbours(uint32_t p, uint32_t q, const std::vector<float>& old_centroid,
                                   uint32_t depth);
 
