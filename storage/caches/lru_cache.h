@@ -59,11 +59,16 @@ class ByteLruCache {
   // (a previous value under the key is dropped then).
   void Insert(const K& key, std::shared_ptr<const V> value, size_t charge) {
     Shard& s = ShardOf(key);
-    std::vector<std::shared_ptr<const V>> dropped;  // Destroyed outside the lock.
+    // The new node is allocated, and dropped nodes and values destroyed, outside the lock: a
+    // holder preempted inside (the nice-19 maintenance thread re-caching postings) holds up
+    // every search that looks up the shard, so the hold does no malloc or free.
+    List node;
+    node.push_front(Entry{key, std::move(value), charge});
+    List dropped;
     absl::MutexLock lock(&s.mu);
     if (auto it = s.index.find(key); it != s.index.end()) RemoveLocked(s, it, &dropped);
     if (charge > s.budget) return;
-    s.lru.push_front(Entry{key, std::move(value), charge});
+    s.lru.splice(s.lru.begin(), node);
     s.index.emplace(key, s.lru.begin());
     s.charged += charge;
     charged_.fetch_add(charge, std::memory_order_relaxed);
@@ -72,7 +77,7 @@ class ByteLruCache {
 
   void Erase(const K& key) {
     Shard& s = ShardOf(key);
-    std::vector<std::shared_ptr<const V>> dropped;
+    List dropped;
     absl::MutexLock lock(&s.mu);
     if (auto it = s.index.find(key); it != s.index.end()) RemoveLocked(s, it, &dropped);
   }
@@ -93,7 +98,7 @@ class ByteLruCache {
   void SetBudget(size_t bytes) {
     budget_.store(bytes, std::memory_order_relaxed);
     for (Shard& s : shards_) {
-      std::vector<std::shared_ptr<const V>> dropped;
+      List dropped;
       absl::MutexLock lock(&s.mu);
       s.budget = bytes / shards_.size();
       EvictLocked(s, &dropped);
@@ -127,20 +132,18 @@ class ByteLruCache {
     return shards_[(h >> 7) & (shards_.size() - 1)];
   }
 
+  // Moves the entry's node to *dropped (destroyed by the caller after unlocking).
   void RemoveLocked(Shard& s,
                     typename absl::flat_hash_map<K, typename List::iterator, Hash>::iterator it,
-                    std::vector<std::shared_ptr<const V>>* dropped)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+                    List* dropped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     auto entry = it->second;
     s.charged -= entry->charge;
     charged_.fetch_sub(entry->charge, std::memory_order_relaxed);
-    dropped->push_back(std::move(entry->value));
     s.index.erase(it);
-    s.lru.erase(entry);
+    dropped->splice(dropped->end(), s.lru, entry);
   }
 
-  void EvictLocked(Shard& s, std::vector<std::shared_ptr<const V>>* dropped)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
+  void EvictLocked(Shard& s, List* dropped) ABSL_EXCLUSIVE_LOCKS_REQUIRED(s.mu) {
     while (s.charged > s.budget && !s.lru.empty()) {
       RemoveLocked(s, s.index.find(s.lru.back().key), dropped);
     }
