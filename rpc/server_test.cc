@@ -71,6 +71,22 @@ class ServerTest : public ::testing::Test {
     return collections_->CreateCollection(&context, request, &response);
   }
 
+  // Creates a 1-d collection `name` holding keys 0..n-1, key i at the point i.
+  void CreateLine(const std::string& name, int n) {
+    ASSERT_TRUE(Create(name, 1).ok());
+    v1::UpsertRequest upsert;
+    upsert.set_collection(name);
+    for (int i = 0; i < n; ++i) {
+      v1::Record* r = upsert.add_records();
+      r->mutable_key()->set_id(i);
+      r->add_vector(static_cast<float>(i));
+    }
+    grpc::ClientContext context;
+    v1::UpsertResponse upserted;
+    ASSERT_TRUE(vectors_->Upsert(&context, upsert, &upserted).ok());
+    ASSERT_EQ(upserted.upserted(), static_cast<uint64_t>(n));
+  }
+
   HealthCheckResponse::ServingStatus Health(const std::string& service) {
     grpc::ClientContext context;
     HealthCheckRequest request;
@@ -172,27 +188,16 @@ TEST_F(ServerTest, SearchChecksDeclaredDimension) {
 }
 
 TEST_F(ServerTest, SearchReturnsOneResultPerQuery) {
-  ASSERT_TRUE(Create("docs", 1).ok());
-  v1::UpsertRequest upsert;
-  upsert.set_collection("docs");
-  for (int i = 0; i < 5; ++i) {
-    v1::Record* r = upsert.add_records();
-    r->mutable_key()->set_id(i);
-    r->add_vector(static_cast<float>(i));
-  }
-  grpc::ClientContext context;
-  v1::UpsertResponse upserted;
-  ASSERT_TRUE(vectors_->Upsert(&context, upsert, &upserted).ok());
-  EXPECT_EQ(upserted.upserted(), 5u);
+  ASSERT_NO_FATAL_FAILURE(CreateLine("docs", 5));
 
   v1::SearchRequest request;
   request.set_collection("docs");
   request.set_k(2);
   request.add_queries(0.1f);
   request.add_queries(3.9f);
-  grpc::ClientContext context2;
+  grpc::ClientContext context;
   v1::SearchResponse response;
-  ASSERT_TRUE(search_->Search(&context2, request, &response).ok());
+  ASSERT_TRUE(search_->Search(&context, request, &response).ok());
   ASSERT_EQ(response.results_size(), 2);
   EXPECT_EQ(response.results(0).hits(0).key().id(), 0u);
   EXPECT_EQ(response.results(1).hits(0).key().id(), 4u);
@@ -202,17 +207,7 @@ TEST_F(ServerTest, SearchReturnsOneResultPerQuery) {
 // A call of 5,000 queries gets the same answers as single ones, and the small calls after it are
 // served too.
 TEST_F(ServerTest, ABigSearchIsAnsweredLikeASmallOne) {
-  ASSERT_TRUE(Create("docs", 1).ok());
-  v1::UpsertRequest upsert;
-  upsert.set_collection("docs");
-  for (int i = 0; i < 5; ++i) {
-    v1::Record* r = upsert.add_records();
-    r->mutable_key()->set_id(i);
-    r->add_vector(static_cast<float>(i));
-  }
-  grpc::ClientContext context;
-  v1::UpsertResponse upserted;
-  ASSERT_TRUE(vectors_->Upsert(&context, upsert, &upserted).ok());
+  ASSERT_NO_FATAL_FAILURE(CreateLine("docs", 5));
 
   for (int queries : {1, 5000, 1}) {
     v1::SearchRequest request;
