@@ -188,6 +188,8 @@ class Collection {
       ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
   // RAM of the tenants' entries (catalog rows, statistics) and of the two maps that find them.
   size_t TenantEntriesBytes() const ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
+  // Makes a stored tenant known: its entry (found by name and by id) and its access-table slot.
+  void AddTenantEntry(storage::StoredTenant t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
   // Upsert: owner and grant rows of each record (a replaced record keeps its grants; without a
   // writing tenant, its owner too) into `batch`. PermissionDenied when the writing tenant
   // replaces a record it does not own.

@@ -49,12 +49,8 @@ absl::Status Collection::CreateTenant(const TenantSpec& spec) {
   auto batch = store_->NewBatch();
   batch.PutTenant(id_, t);
   SHOAL_RETURN_IF_ERROR(store_->Commit(batch, /*sync=*/true));
-  auto entry = std::make_shared<TenantEntry>();
-  entry->meta = std::move(t);
   absl::MutexLock lock(&state_.mu);
-  state_.access.AddTenant(entry->meta.id);
-  state_.tenant_by_id[entry->meta.id] = entry.get();
-  state_.tenants.insert(std::move(entry));
+  AddTenantEntry(std::move(t));
   return absl::OkStatus();
 }
 

@@ -211,18 +211,20 @@ void Collection::ApplyDeletes(const std::vector<uint64_t>& ids) {
   }
 }
 
+void Collection::AddTenantEntry(storage::StoredTenant t) {
+  auto entry = std::make_shared<TenantEntry>();
+  entry->meta = std::move(t);
+  state_.access.AddTenant(entry->meta.id);
+  state_.tenant_by_id[entry->meta.id] = entry.get();
+  state_.tenants.insert(std::move(entry));
+}
+
 // ---- Open ----
 
 absl::Status Collection::LoadTenants() {
   SHOAL_ASSIGN_OR_RETURN(storage::StoredTenants stored, store_->LoadTenants(id_));
   state_.next_tenant_id = stored.next_tenant_id;
-  for (storage::StoredTenant& t : stored.tenants) {
-    auto entry = std::make_shared<TenantEntry>();
-    entry->meta = std::move(t);
-    state_.access.AddTenant(entry->meta.id);
-    state_.tenant_by_id[entry->meta.id] = entry.get();
-    state_.tenants.insert(std::move(entry));
-  }
+  for (storage::StoredTenant& t : stored.tenants) AddTenantEntry(std::move(t));
   // Rows of unknown tenants cannot exist (a drop removes them in its batch); Verify reports
   // them if they do, and they are ignored here.
   for (const auto& [t, iid] : stored.owners) {
