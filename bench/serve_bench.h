@@ -2,7 +2,9 @@
 //  - search: the same batches of test queries answered by DB::Search in-process and by the C++
 //    client SDK over loopback gRPC (an in-process shoald Server on 127.0.0.1:0), by unary Search
 //    calls and by SearchStream sessions (one per thread), and with --unix-socket both again over
-//    a Unix-domain socket; each with --client-threads threads, the paths' passes alternating.
+//    a Unix-domain socket; and over bare loopback TCP sockets with no protocol at all (one
+//    server thread per client thread; the floor any socket transport pays on this machine);
+//    each with --client-threads threads, the paths' passes alternating.
 //    Prints QPS, CPU and context switches per call, and the ratios to in-process (goal >= 0.70).
 //  - ingest: the base vectors written by embedded DB::Upsert (--streams threads) and by the
 //    SDK's streaming Ingest (--streams streams) into two fresh collections of the same DB;
