@@ -143,8 +143,8 @@ absl::Status IndexLifecycle::Build(const std::string& spec, uint64_t next_intern
                          WriteGeneration(options, vectors, next_internal_id, generation, report));
   SHOAL_ASSIGN_OR_RETURN(auto fresh, OpenBuilt(Dir(generation), built.manifest, built.postings));
   report("calibrating", 0);
-  SHOAL_ASSIGN_OR_RETURN(built.manifest.calibration, Calibrate(*fresh, vectors));
-  fresh->SetCalibration(built.manifest.calibration);
+  SHOAL_RETURN_IF_ERROR(Calibrate(*fresh, vectors, &built.manifest));
+  fresh->SetCalibration(built.manifest.calibration, built.manifest.restricted);
   report("calibrating", 1);
   report("committing", 0);
   SHOAL_RETURN_IF_ERROR(SwapIn(std::move(fresh), index::EncodeManifest(built.manifest),
@@ -205,8 +205,8 @@ absl::StatusOr<index::SpannBuildOutput> IndexLifecycle::WriteGeneration(
   return built;
 }
 
-absl::StatusOr<std::vector<index::CalibrationPoint>> IndexLifecycle::Calibrate(
-    const index::SpannIndex& fresh, const Vectors& vectors) const {
+absl::Status IndexLifecycle::Calibrate(const index::SpannIndex& fresh, const Vectors& vectors,
+                                       index::SpannManifest* manifest) const {
   const index::SpannManifest& m = fresh.manifest();
   index::CalibrationInput in;
   in.index = &fresh;
@@ -224,7 +224,14 @@ absl::StatusOr<std::vector<index::CalibrationPoint>> IndexLifecycle::Calibrate(
   // The L2 ground truth on the build's clustering backend (its fused top-m kernel).
   auto backend = index::MakeDefaultClusteringBackend(options_.build_threads);
   in.backend = backend.get();
-  return index::CalibrateSpann(in);
+  SHOAL_ASSIGN_OR_RETURN(manifest->calibration, index::CalibrateSpann(in));
+  // Restricted searches: their ground truths are scans (no fused kernel for a filtered top-k),
+  // so they sample at most kRestrictedQueries.
+  constexpr uint32_t kRestrictedQueries = 200;
+  SHOAL_ASSIGN_OR_RETURN(manifest->restricted,
+                         index::CalibrateRestricted(in, index::kRestrictedDensities,
+                                                    std::min(in.queries, kRestrictedQueries)));
+  return absl::OkStatus();
 }
 
 absl::StatusOr<std::unique_ptr<index::SpannIndex>> IndexLifecycle::OpenBuilt(

@@ -86,9 +86,11 @@ class IndexLifecycle {
   class Reporter;
   // The data shape an auto spec is chosen for: n vectors of this collection, its RAM bound.
   index::DataShape Shape(uint64_t n) const;
-  // The target-recall table of a freshly built index, measured on sampled `vectors`.
-  absl::StatusOr<std::vector<index::CalibrationPoint>> Calibrate(const index::SpannIndex& fresh,
-                                                                 const Vectors& vectors) const;
+  // The target-recall tables of a freshly built index, measured on sampled `vectors`: into
+  // manifest->calibration (unrestricted) and manifest->restricted (random parts of the vectors,
+  // what tenants' searches read; index/spann/spann_calibration.h).
+  absl::Status Calibrate(const index::SpannIndex& fresh, const Vectors& vectors,
+                         index::SpannManifest* manifest) const;
   absl::StatusOr<Vectors> ReadAll(Reporter& report);
   // Writes generation `generation` under its .tmp name and publishes it.
   absl::StatusOr<index::SpannBuildOutput> WriteGeneration(const index::SpannOptions& options,

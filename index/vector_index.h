@@ -23,6 +23,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -55,16 +56,17 @@ class PostingScope {
   virtual bool AllowsNode(uint32_t /*node*/) const { return true; }
   // A weighted scope knows how many of the vectors it selects lie in each tree leaf (a tenant's
   // per-leaf counts). Its query scans the nearest allowed postings until their leaves hold a
-  // candidate budget of them (Curator's: a quarter of max_postings x the mean vectors per leaf,
-  // SpannIndex::CandidateBudget), so a scope sparse near the query scans farther than one that
-  // fills its leaves; at most kMaxWidening x max_postings postings.
+  // candidate budget of them (after Curator; SpannIndex::WeightedScopeBudget: what a search
+  // restricted to a random part of the vectors as dense as the scope's in those leaves needed
+  // at build), so a scope sparse near the query scans farther than one that fills its leaves;
+  // at most kMaxWidening x max_postings postings.
   static constexpr uint32_t kMaxWidening = 16;
   virtual bool weighted() const { return false; }
   virtual uint32_t LeafWeight(uint32_t /*leaf*/) const { return 0; }
-  // A weighted scope's guess of how many of its leaves hold `budget` of its vectors at its mean
-  // density (its vectors / the leaves it reaches), so that the first descent asks for about as
-  // many postings as it takes instead of max_postings and descending again; 0: no guess.
-  virtual size_t LeavesFor(size_t /*budget*/) const { return 0; }
+  // A weighted scope's size: its vectors and the leaves that hold any of them ({0, 0}: unknown).
+  // Its mean density sizes a query's first descent (about as many postings as it takes at that
+  // density, instead of max_postings and descending again).
+  virtual std::pair<uint64_t, uint32_t> Extent() const { return {0, 0}; }
 };
 
 struct SearchParameters {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -171,8 +172,10 @@ TEST_F(SpannThroughTheInterfaceTest, WeightedScopeScansUntilItsLeavesHoldTheBudg
   p.k = 5;
   p.max_postings = 4;
   const SpannKnobs knobs{.max_postings = 4};
-  const size_t budget = spann_->WeightedScopeBudget(knobs);
+  // Built without a restricted calibration: the same budget at every density.
+  const size_t budget = static_cast<size_t>(spann_->WeightedScopeBudget(knobs).At(1));
   ASSERT_GT(budget, 0u);
+  EXPECT_EQ(spann_->WeightedScopeBudget(knobs).At(0.01), budget);
   auto postings_read = [&](uint32_t weight) {
     const WeightedScope scope(weight);
     SearchStats stats;
@@ -189,6 +192,34 @@ TEST_F(SpannThroughTheInterfaceTest, WeightedScopeScansUntilItsLeavesHoldTheBudg
   const size_t leaves = spann_->tree().num_leaves();
   EXPECT_EQ(postings_read(tenth), std::min<size_t>(leaves, (budget + tenth - 1) / tenth));
   EXPECT_EQ(postings_read(1), std::min<size_t>(leaves, 4 * PostingScope::kMaxWidening));
+}
+
+TEST(ScopeBudgetTest, InterpolatesInLogDensityAndHoldsItsEnds) {
+  ScopeBudget b;
+  EXPECT_TRUE(b.empty());
+  b.Add(1, 1000);
+  b.Add(0.25, 400);
+  b.Add(1.0 / 16, 100);
+  EXPECT_DOUBLE_EQ(b.At(2), 1000);
+  EXPECT_DOUBLE_EQ(b.At(1), 1000);
+  EXPECT_NEAR(b.At(0.5), std::sqrt(1000.0 * 400), 1e-6);
+  EXPECT_NEAR(b.At(0.25), 400, 1e-9);
+  EXPECT_NEAR(b.At(0.125), 200, 1e-9);
+  EXPECT_DOUBLE_EQ(b.At(0.001), 100);
+}
+
+// With a restricted calibration, each density's level is the candidates its search met at the
+// max_postings that reached the target there (interpolated between rows); a fixed max_postings
+// reads the levels at the recall it reached unrestricted.
+TEST_F(SpannThroughTheInterfaceTest, WeightedScopeBudgetReadsTheRestrictedCalibration) {
+  const double per_leaf = spann_->VectorsPerLeaf();
+  spann_->SetCalibration({{4, 0.9f}, {8, 0.96f}}, {{0.25f, {{6, 0.9f}, {12, 0.96f}}}});
+  const ScopeBudget at95 = spann_->WeightedScopeBudget({.target_recall = 0.95f});
+  // 0.95 is 5/6 of the way from 0.9 to 0.96: 4 + 5/6 x 4 postings, and 6 + 5/6 x 6 at 0.25.
+  EXPECT_NEAR(at95.At(1), (4 + 4 * 5.0 / 6) * per_leaf, 1e-3);
+  EXPECT_NEAR(at95.At(0.25), 11 * per_leaf * 0.25, 1e-3);
+  const ScopeBudget fixed = spann_->WeightedScopeBudget({.max_postings = 4});
+  EXPECT_NEAR(fixed.At(0.25), 6 * per_leaf * 0.25, 1e-3);
 }
 
 TEST_F(SpannThroughTheInterfaceTest, SkipAndFilterKeepIdsOut) {

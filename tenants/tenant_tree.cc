@@ -238,11 +238,6 @@ TenantScope::TenantScope(const TenantTree* tree, TenantId tenant)
   for (size_t i = 0; i < c.size(); ++i) by_node_[c.node(i)] = c.count(i);
 }
 
-size_t TenantScope::LeavesFor(size_t budget) const {
-  if (vectors_ == 0) return 0;
-  return static_cast<size_t>((uint64_t{budget} * leaves_ + vectors_ - 1) / vectors_);
-}
-
 uint32_t TenantScope::CountBelow(uint32_t node) const {
   if (node >= tree_->parent_.size()) return 0;
   if (!by_node_.empty()) return by_node_[node];

@@ -203,8 +203,8 @@ class TenantScope final : public index::PostingScope {
   uint32_t LeafWeight(uint32_t leaf) const override {
     return leaf < tree_->num_leaves() ? CountBelow(tree_->leaf_node_[leaf]) : 0;
   }
-  // budget x the leaves the tenant reaches / its vectors (rounded up).
-  size_t LeavesFor(size_t budget) const override;
+  // Its vectors and the leaves holding any of them (past the cap; else {0, 0}).
+  std::pair<uint64_t, uint32_t> Extent() const override { return {vectors_, leaves_}; }
 
  private:
   uint32_t CountBelow(uint32_t node) const;

@@ -221,15 +221,11 @@ TEST(TenantTreeTest, ScopePrunesToTheSubTreeAndWeighsLeavesByCount) {
   }
   EXPECT_TRUE(scope.AllowsNode(shape.root()));
   EXPECT_EQ(scope.LeafWeight(tree.num_leaves()), 0u);  // out of range: nothing
-  // 200 vectors in per_leaf.size() leaves: a budget of b takes ceil(b x leaves / 200) of them.
-  const size_t leaves = per_leaf.size();
-  EXPECT_EQ(scope.LeavesFor(200), leaves);
-  EXPECT_EQ(scope.LeavesFor(1), 1u);
-  EXPECT_EQ(scope.LeavesFor(100), (100 * leaves + 199) / 200);
-  EXPECT_EQ(scope.LeavesFor(0), 0u);
+  // 200 vectors in per_leaf.size() leaves.
+  EXPECT_EQ(scope.Extent(), (std::pair<uint64_t, uint32_t>{200, per_leaf.size()}));
   const TenantScope nobody(&tree, 2);
   EXPECT_FALSE(nobody.weighted());
-  EXPECT_EQ(nobody.LeavesFor(100), 0u);
+  EXPECT_EQ(nobody.Extent(), (std::pair<uint64_t, uint32_t>{0, 0}));
   EXPECT_FALSE(nobody.AllowsNode(shape.root()));
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <functional>
 #include <random>
 #include <thread>
 
@@ -124,46 +125,68 @@ RecallEstimate EstimateRecall(std::span<const double> per_query) {
   return r;
 }
 
-absl::StatusOr<std::vector<CalibrationPoint>> CalibrateSpann(const CalibrationInput& in) {
-  const size_t n = in.ids.size();
-  if (in.index == nullptr || in.queries == 0 || n < kK + 2) return std::vector<CalibrationPoint>();
-  const std::vector<size_t> rows = SampleRows(n, std::min<size_t>(in.queries, n - 1), in.seed);
-  std::vector<float> queries;
-  queries.reserve(rows.size() * in.dim);
-  for (size_t r : rows)
-    queries.insert(queries.end(), in.vectors + r * in.dim, in.vectors + (r + 1) * in.dim);
-  const std::vector<float> kth = TrueKth(in, rows, queries);
+namespace {
 
-  // A query that found all its 10 keeps them at every larger max_postings (a search scans the
-  // nearest postings, so more of them only adds candidates): it is not searched again, and the
-  // rungs near the top, where most queries are done, cost only the few that are not.
-  std::vector<double> per_query(rows.size(), 0.0);
-  std::vector<size_t> active(rows.size());
-  for (size_t i = 0; i < rows.size(); ++i) active[i] = i;
+// The sampled rows and their vectors (queries).
+struct Sample {
+  std::vector<size_t> rows;
+  std::vector<float> queries;
+};
+
+Sample SampleQueries(const CalibrationInput& in, size_t count) {
+  Sample s;
+  s.rows = SampleRows(in.ids.size(), std::min<size_t>(count, in.ids.size() - 1), in.seed);
+  s.queries.reserve(s.rows.size() * in.dim);
+  for (size_t r : s.rows) {
+    s.queries.insert(s.queries.end(), in.vectors + r * in.dim, in.vectors + (r + 1) * in.dim);
+  }
+  return s;
+}
+
+// The ladder of max_postings for the sample's queries, each query's answer restricted to the ids
+// `filter` passes (null: all) and scored against its true 10th distance `kth`.
+// A query that found all its 10 keeps them at every larger max_postings (a search scans the
+// nearest postings, so more of them only adds candidates): it is not searched again, and the
+// rungs near the top, where most queries are done, cost only the few that are not.
+absl::StatusOr<std::vector<CalibrationPoint>> RunLadder(const CalibrationInput& in, const Sample& s,
+                                                        const std::vector<float>& kth,
+                                                        const IdFilter* filter) {
+  const std::vector<size_t>& rows = s.rows;
+  std::vector<size_t> asked;  // rows' indices; `active` and per_query index this
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (std::isfinite(kth[i])) asked.push_back(i);  // else fewer than 10 pass: not asked
+  }
+  if (asked.empty()) return std::vector<CalibrationPoint>();
+  std::vector<double> per_query(asked.size(), 0.0);
+  std::vector<size_t> active(asked.size());
+  for (size_t a = 0; a < asked.size(); ++a) active[a] = a;
   std::vector<float> batch;
   std::vector<CalibrationPoint> table;
   for (uint32_t m : Ladder(in.num_postings)) {
     batch.clear();
-    for (size_t i : active) {
-      batch.insert(batch.end(), queries.begin() + i * in.dim, queries.begin() + (i + 1) * in.dim);
+    for (size_t a : active) {
+      const size_t i = asked[a];
+      batch.insert(batch.end(), s.queries.begin() + i * in.dim,
+                   s.queries.begin() + (i + 1) * in.dim);
     }
     SearchParameters p;
     p.k = kK + 1;  // room for the query's own vector
     p.threads = std::max(1u, in.threads);
     p.max_postings = m;
+    p.filter = filter;
     SHOAL_ASSIGN_OR_RETURN(auto found, in.index->Search(batch.data(), active.size(), p));
     size_t still = 0;
-    for (size_t a = 0; a < active.size(); ++a) {
-      const size_t i = active[a];
+    for (size_t j = 0; j < active.size(); ++j) {
+      const size_t i = asked[active[j]];
       const float limit = kth[i] + 1e-4f * std::abs(kth[i]) + 1e-6f + in.hit_epsilon;
       size_t taken = 0, hits = 0;
-      for (const Neighbor& nb : found[a]) {
+      for (const Neighbor& nb : found[j]) {
         if (nb.id == in.ids[rows[i]] || taken == kK) continue;
         ++taken;
         if (nb.distance <= limit) ++hits;
       }
-      per_query[i] = static_cast<double>(hits) / kK;
-      if (hits < kK) active[still++] = i;
+      per_query[active[j]] = static_cast<double>(hits) / kK;
+      if (hits < kK) active[still++] = active[j];
     }
     active.resize(still);
     const RecallEstimate r = EstimateRecall(per_query);
@@ -171,6 +194,95 @@ absl::StatusOr<std::vector<CalibrationPoint>> CalibrateSpann(const CalibrationIn
     if (r.mean >= kStopRecall || active.empty()) break;
   }
   return table;
+}
+
+// Is `id` among a random `density` of the ids? Nested: a smaller density's ids are among a
+// larger one's.
+double HashUnit(uint64_t id) {
+  uint64_t z = id + 0x9e3779b97f4a7c15ull;  // splitmix64's finaliser
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-53;
+}
+
+class DensityFilter final : public IdFilter {
+ public:
+  explicit DensityFilter(double density) : density_(density) {}
+  bool Allows(uint64_t id) const override { return HashUnit(id) < density_; }
+
+ private:
+  double density_;
+};
+
+// Per query and density: the 10th smallest distance to any other vector the density's filter
+// passes (infinity when fewer than 10 pass), one scan of every vector for all densities.
+std::vector<std::vector<float>> RestrictedKth(const CalibrationInput& in, const Sample& s,
+                                              std::span<const float> densities) {
+  const size_t n = in.ids.size(), q = s.rows.size(), levels = densities.size();
+  std::vector<double> unit(n);
+  for (size_t j = 0; j < n; ++j) unit[j] = HashUnit(in.ids[j]);
+  std::vector<std::vector<float>> kth(levels, std::vector<float>(q, 0));
+  std::atomic<size_t> next_block{0};
+  auto work = [&] {
+    for (size_t b; (b = next_block.fetch_add(kQueryBlock)) < q;) {
+      const size_t e = std::min(q, b + kQueryBlock);
+      std::vector<TopK<uint64_t>> top((e - b) * levels, TopK<uint64_t>(kK));
+      std::vector<size_t> pushed((e - b) * levels, 0);
+      for (size_t j = 0; j < n; ++j) {
+        if (unit[j] >= densities[0]) continue;  // densities descend
+        const float* x = in.vectors + j * in.dim;
+        for (size_t i = b; i < e; ++i) {
+          if (j == s.rows[i]) continue;
+          const float d = Distance(in.metric, s.queries.data() + i * in.dim, x, in.dim);
+          for (size_t l = 0; l < levels && unit[j] < densities[l]; ++l) {
+            top[(i - b) * levels + l].Push(d, j);
+            ++pushed[(i - b) * levels + l];
+          }
+        }
+      }
+      for (size_t i = b; i < e; ++i) {
+        for (size_t l = 0; l < levels; ++l) {
+          const size_t at = (i - b) * levels + l;
+          kth[l][i] = pushed[at] >= kK ? top[at].Threshold() : INFINITY;
+        }
+      }
+    }
+  };
+  std::vector<std::thread> workers;
+  for (uint32_t t = 1; t < std::max(1u, in.threads); ++t) workers.emplace_back(work);
+  work();
+  for (auto& w : workers) w.join();
+  return kth;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<CalibrationPoint>> CalibrateSpann(const CalibrationInput& in) {
+  const size_t n = in.ids.size();
+  if (in.index == nullptr || in.queries == 0 || n < kK + 2) return std::vector<CalibrationPoint>();
+  const Sample s = SampleQueries(in, in.queries);
+  return RunLadder(in, s, TrueKth(in, s.rows, s.queries), nullptr);
+}
+
+absl::StatusOr<std::vector<DensityCalibration>> CalibrateRestricted(
+    const CalibrationInput& in, std::span<const float> densities, uint32_t queries) {
+  const size_t n = in.ids.size();
+  std::vector<DensityCalibration> out;
+  std::vector<float> kept;  // densities leaving kMinRestrictedIds ids to search among
+  for (float d : densities) {
+    if (d > 0 && d < 1 && d * static_cast<double>(n) >= kMinRestrictedIds) kept.push_back(d);
+  }
+  if (in.index == nullptr || queries == 0 || kept.empty()) return out;
+  std::sort(kept.begin(), kept.end(), std::greater<>());
+  const Sample s = SampleQueries(in, queries);
+  const std::vector<std::vector<float>> kth = RestrictedKth(in, s, kept);
+  for (size_t l = 0; l < kept.size(); ++l) {
+    const DensityFilter filter(kept[l]);
+    SHOAL_ASSIGN_OR_RETURN(std::vector<CalibrationPoint> table, RunLadder(in, s, kth[l], &filter));
+    if (!table.empty()) out.push_back({kept[l], std::move(table)});
+  }
+  return out;
 }
 
 uint32_t MaxPostingsForRecall(std::span<const CalibrationPoint> table, float target) {
@@ -181,6 +293,17 @@ uint32_t MaxPostingsForRecall(std::span<const CalibrationPoint> table, float tar
     if (p.recall > best->recall) best = &p;
   }
   return best->max_postings;
+}
+
+double PostingsForRecall(std::span<const CalibrationPoint> table, float target) {
+  for (size_t i = 0; i < table.size(); ++i) {
+    if (table[i].recall < target) continue;
+    if (i == 0) return table[0].max_postings;
+    const CalibrationPoint& below = table[i - 1];
+    const double t = (target - below.recall) / (table[i].recall - below.recall);
+    return below.max_postings + t * (table[i].max_postings - below.max_postings);
+  }
+  return MaxPostingsForRecall(table, target);
 }
 
 }  // namespace shoal::index

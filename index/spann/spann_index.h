@@ -26,6 +26,7 @@
 #ifndef SHOAL_INDEX_SPANN_SPANN_INDEX_H_
 #define SHOAL_INDEX_SPANN_SPANN_INDEX_H_
 
+#include <array>
 #include <functional>
 #include <memory>
 #include <span>
@@ -66,6 +67,25 @@ struct SpannRuntimeOptions {
   storage::FileSystem* fs = nullptr;
 };
 
+// The candidates (a weighted scope's vectors) a query covers before it stops, by the density of
+// those vectors in the leaves it took (covered / (leaves x vectors per leaf)): measured at a few
+// densities, interpolated in log density and log candidates between them; above the densest,
+// its value, below the sparsest, the sparsest's. Fixed size: made per query without allocating.
+class ScopeBudget {
+ public:
+  static constexpr size_t kMaxLevels = 6;
+  // Densities in descending order; extra levels are dropped.
+  void Add(double density, double candidates) {
+    if (n_ < kMaxLevels) levels_[n_++] = {density, std::max(1.0, candidates)};
+  }
+  bool empty() const { return n_ == 0; }
+  double At(double density) const;
+
+ private:
+  std::array<std::pair<double, double>, kMaxLevels> levels_{};
+  size_t n_ = 0;
+};
+
 struct SpannKnobs {
   uint32_t max_postings = 0;            // 0 = from target_recall
   float target_recall = 0;              // 0 = the manifest's; used when max_postings is 0
@@ -84,8 +104,10 @@ class SpannIndex final : public VectorIndex {
   bool keeps_norms() const { return manifest_.metric == Metric::kInnerProduct; }
   // Installs the build's calibration table (index/spann/spann_calibration.h) into the manifest.
   // Only before the index is shared: searches read the manifest without a lock.
-  void SetCalibration(std::vector<CalibrationPoint> table) {
+  void SetCalibration(std::vector<CalibrationPoint> table,
+                      std::vector<DensityCalibration> restricted = {}) {
     manifest_.calibration = std::move(table);
+    manifest_.restricted = std::move(restricted);
   }
   // The max_postings a search with these knobs scans: knobs.max_postings; else the calibrated
   // value for the target recall (the knobs', else the manifest's); else the manifest's
@@ -98,14 +120,18 @@ class SpannIndex final : public VectorIndex {
            std::max<uint64_t>(1, manifest_.num_postings);
   }
   // A weighted scope's query (PostingScope::weighted) scans postings until they hold this many of
-  // the scope's vectors: CandidateBudget / kWeightedBudgetDivisor. Measured with `shoal_bench
-  // tenants` on Fashion-MNIST (1,000 Zipf-sized tenants; docs/PERFORMANCE.md), large tenants'
-  // recall@10 at target_recall 0.8: 0.983 with the whole budget, 0.930 with half, 0.825 with a
-  // quarter (0.945 at 0.95): a tenant's vectors cluster (its home classes), so near its queries it
-  // is denser than on average and needs fewer candidates than an unrestricted query.
+  // the scope's vectors, read at the density of the scope's vectors in the leaves it took: from
+  // the restricted calibration (manifest().restricted), the candidates a search restricted to a
+  // random part of that density met at the max_postings that reached the target there; at
+  // density 1, CandidateBudget. An index built without it needs CandidateBudget /
+  // kWeightedBudgetDivisor at every density (measured on Fashion-MNIST's tenants,
+  // docs/PERFORMANCE.md: it over-serves sparse tenants and under-serves dense ones).
   static constexpr size_t kWeightedBudgetDivisor = 4;
-  size_t WeightedScopeBudget(const SpannKnobs& knobs) const {
-    return CandidateBudget(knobs) / kWeightedBudgetDivisor;
+  ScopeBudget WeightedScopeBudget(const SpannKnobs& knobs) const;
+  // Mean vectors per tree leaf at build (what a density's candidates are counted in).
+  double VectorsPerLeaf() const {
+    return static_cast<double>(manifest_.num_vectors) /
+           static_cast<double>(std::max<uint64_t>(1, manifest_.num_postings));
   }
   const CentroidTree& tree() const { return tree_; }
   const std::string& io_backend() const { return io_backend_; }

@@ -151,6 +151,30 @@ bool DecodeCalibration(const std::string& text, std::vector<CalibrationPoint>* t
   return true;
 }
 
+// "0.25@4:0.91;8:0.97|0.0625@..." (density@table, descending density).
+std::string EncodeRestricted(const std::vector<DensityCalibration>& levels) {
+  std::string out;
+  for (const DensityCalibration& d : levels) {
+    absl::StrAppend(&out, out.empty() ? "" : "|", d.density, "@", EncodeCalibration(d.table));
+  }
+  return out;
+}
+
+bool DecodeRestricted(const std::string& text, std::vector<DensityCalibration>* levels) {
+  levels->clear();
+  for (absl::string_view item : absl::StrSplit(text, '|', absl::SkipEmpty())) {
+    std::vector<std::string> p = absl::StrSplit(item, absl::MaxSplits('@', 1));
+    DensityCalibration d;
+    if (p.size() != 2 || !absl::SimpleAtof(p[0], &d.density) || !(d.density > 0) ||
+        d.density >= 1 || (!levels->empty() && levels->back().density <= d.density) ||
+        !DecodeCalibration(p[1], &d.table) || d.table.empty()) {
+      return false;
+    }
+    levels->push_back(std::move(d));
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string EncodeManifest(const SpannManifest& m) {
@@ -159,7 +183,8 @@ std::string EncodeManifest(const SpannManifest& m) {
                       "\ngeneration=", m.generation, "\nnum_vectors=", m.num_vectors,
                       "\nindexed_below=", m.indexed_below, "\nnum_postings=", m.num_postings,
                       "\nposting_cap=", m.posting_cap,
-                      "\ncalibration=", EncodeCalibration(m.calibration), "\n");
+                      "\ncalibration=", EncodeCalibration(m.calibration),
+                      "\nrestricted_calibration=", EncodeRestricted(m.restricted), "\n");
 }
 
 absl::StatusOr<SpannManifest> DecodeManifest(const std::string& text, const std::string& where) {
@@ -195,6 +220,10 @@ absl::StatusOr<SpannManifest> DecodeManifest(const std::string& text, const std:
   if (lines[0] == "shoal-spann-v2" &&
       (!kv.contains("calibration") || !DecodeCalibration(kv["calibration"], &m.calibration))) {
     return corrupt("bad calibration");
+  }
+  if (kv.contains("restricted_calibration") &&
+      !DecodeRestricted(kv["restricted_calibration"], &m.restricted)) {
+    return corrupt("bad restricted calibration");
   }
   return m;
 }

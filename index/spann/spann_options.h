@@ -87,6 +87,16 @@ struct CalibrationPoint {
   friend bool operator==(const CalibrationPoint&, const CalibrationPoint&) = default;
 };
 
+// The calibration of searches restricted to a random `density` of the vectors (a filter that
+// passes each id with that probability, by a hash of the id): recall@10 among the passing
+// vectors at each max_postings (index/spann/spann_calibration.h, CalibrateRestricted). A tenant's
+// search reads how many candidates it takes at the density it meets (SpannIndex::ScopeBudgetFor).
+struct DensityCalibration {
+  float density = 1;
+  std::vector<CalibrationPoint> table;
+  friend bool operator==(const DensityCalibration&, const DensityCalibration&) = default;
+};
+
 // What a built index is: written to RocksDB with the posting directory. Format versions:
 // "shoal-spann-v1" (no calibration) is still read; "shoal-spann-v2" adds the calibration line.
 struct SpannManifest {
@@ -101,6 +111,9 @@ struct SpannManifest {
   // Ascending max_postings; empty for indexes built before calibration (or with
   // calibration_queries=0).
   std::vector<CalibrationPoint> calibration;
+  // Descending density, each below 1; empty for indexes built before it (an optional line of
+  // v2: a weighted scope then needs a quarter of CandidateBudget at every density).
+  std::vector<DensityCalibration> restricted;
 };
 
 std::string EncodeManifest(const SpannManifest& m);

@@ -98,6 +98,26 @@ TEST(SpannOptionsTest, SpecStringAndManifestRoundTrip) {
   std::string broken = EncodeManifest(m);
   broken.replace(broken.find("dimension=784"), 13, "dimension=x");
   EXPECT_THAT(DecodeManifest(broken, "where").status().message(), HasSubstr("where"));
+
+  // The restricted calibration: an optional line (v2 manifests written before it decode
+  // without one), descending densities below 1.
+  m.restricted = {{0.25f, {{2, 0.6f}, {9, 0.95f}}}, {0.0625f, {{3, 0.5f}, {20, 0.97f}}}};
+  auto levels = DecodeManifest(EncodeManifest(m), "t");
+  ASSERT_TRUE(levels.ok()) << levels.status();
+  EXPECT_EQ(levels->restricted, m.restricted);
+  std::string before = EncodeManifest(m);
+  before.erase(before.find("restricted_calibration="));
+  auto without = DecodeManifest(before, "t");
+  ASSERT_TRUE(without.ok()) << without.status();
+  EXPECT_TRUE(without->restricted.empty());
+  EXPECT_EQ(without->calibration, m.calibration);
+  for (const char* wrong :
+       {"0.0625@3:0.5|0.25@2:0.6", "1@2:0.6", "0.25@", "0.25@2:1.5", "x@2:0.6"}) {
+    std::string text = EncodeManifest(m);
+    const size_t at = text.find("restricted_calibration=") + 23;
+    text.replace(at, text.find('\n', at) - at, wrong);
+    EXPECT_EQ(DecodeManifest(text, "t").status().code(), absl::StatusCode::kDataLoss) << wrong;
+  }
 }
 
 }  // namespace

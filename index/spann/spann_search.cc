@@ -19,25 +19,28 @@ namespace {
 // scope prunes the tree's descent (AllowsNode) and rejects postings (AllowsPosting); when fewer
 // than m pass, the navigator asks for 4x as many until m pass or every posting was offered. A
 // weighted scope (a tenant: PostingScope::weighted) takes the nearest allowed postings until their
-// leaves hold `budget` of its vectors (each leaf counted once, whatever postings split from it),
-// at most kMaxWidening x m; short of it, the next descent asks for as many postings as the density
-// met so far says it takes; the first descent asks for what the scope's mean density says
-// (PostingScope::LeavesFor).
+// leaves hold `budget` of its vectors at the density they hold them at (each leaf counted once,
+// whatever postings split from it; `per_leaf` vectors a leaf), at most kMaxWidening x m; short of
+// it, the next descent asks for as many postings as the density met so far says it takes; the
+// first descent asks for what the scope's mean density says (PostingScope::Extent).
 void NearestAllowed(const CentroidTree& tree, const PostingDirectory& dir, const float* q, size_t m,
-                    size_t beam, bool flat, const PostingScope* scope, size_t budget,
-                    std::vector<std::pair<float, uint32_t>>* nearest) {
+                    size_t beam, bool flat, const PostingScope* scope, const ScopeBudget& budget,
+                    double per_leaf, std::vector<std::pair<float, uint32_t>>* nearest) {
   if (scope == nullptr) {
     NearestPostings(tree, dir, q, m, beam, flat, nearest, CentroidScoring::kHalf);
     return;
   }
-  const bool weighted = scope->weighted() && budget > 0;
+  const bool weighted = scope->weighted() && !budget.empty();
   const size_t most = weighted ? m * PostingScope::kMaxWidening : m;
   thread_local std::vector<uint32_t> counted;  // leaves whose weight is counted
   // The scope's mean density sizes the first descent: a descent's cost grows with what it is
   // asked for, but a second one repeats the first (profiled: large tenants' navigation ~1/3 of
   // their query, much of it descending again).
   size_t first = m;
-  if (weighted) first = std::clamp(scope->LeavesFor(budget), m, most);
+  if (const auto [vectors, leaves] = scope->Extent(); weighted && vectors > 0 && leaves > 0) {
+    const double want = budget.At(vectors / (leaves * per_leaf)) * leaves / vectors;
+    first = std::clamp(static_cast<size_t>(std::ceil(want)), m, most);
+  }
   for (size_t want = first;;) {
     NearestPostings(tree, dir, q, want, beam, flat, nearest, CentroidScoring::kHalf, scope);
     const size_t offered = nearest->size();
@@ -47,20 +50,24 @@ void NearestAllowed(const CentroidTree& tree, const PostingDirectory& dir, const
     size_t next = want * 4;
     if (weighted) {
       size_t covered = 0, i = 0;
+      double needed = 0;
       counted.clear();
-      for (; i < std::min(nearest->size(), most) && covered < budget; ++i) {
+      for (; i < std::min(nearest->size(), most); ++i) {
         const uint32_t leaf = dir.origin[(*nearest)[i].second];
         if (dir.reshaped && std::find(counted.begin(), counted.end(), leaf) != counted.end()) {
           continue;
         }
         counted.push_back(leaf);
         covered += scope->LeafWeight(leaf);
+        needed = budget.At(covered / (counted.size() * per_leaf));
+        if (covered >= needed) break;
       }
-      if (covered >= budget) {
-        nearest->resize(i);
+      if (covered >= needed && i < nearest->size()) {
+        nearest->resize(i + 1);
         break;
       }
-      if (covered > 0) next = std::max(want * 2, i * budget * 5 / (covered * 4) + 1);
+      if (covered > 0)
+        next = std::max(want * 2, static_cast<size_t>(i * needed * 5 / (covered * 4)) + 1);
       next = std::min(next, most);
       if (want >= most) break;
     } else if (nearest->size() >= m) {
@@ -109,6 +116,44 @@ uint32_t SpannIndex::ResolveMaxPostings(const SpannKnobs& knobs) const {
   return calibrated != 0 ? calibrated : manifest_.options.max_postings;
 }
 
+double ScopeBudget::At(double density) const {
+  if (n_ == 0) return 0;
+  if (density >= levels_[0].first) return levels_[0].second;
+  for (size_t l = 0; l + 1 < n_; ++l) {
+    const auto [hi, at_hi] = levels_[l];
+    const auto [lo, at_lo] = levels_[l + 1];
+    if (density < lo) continue;
+    const double t = std::log(hi / density) / std::log(hi / lo);
+    return std::exp((1 - t) * std::log(at_hi) + t * std::log(at_lo));
+  }
+  return levels_[n_ - 1].second;
+}
+
+ScopeBudget SpannIndex::WeightedScopeBudget(const SpannKnobs& knobs) const {
+  ScopeBudget b;
+  if (manifest_.restricted.empty()) {
+    b.Add(1, static_cast<double>(CandidateBudget(knobs)) / kWeightedBudgetDivisor);
+    return b;
+  }
+  // A fixed scan depth reads the levels at the recall it reached unrestricted.
+  float target = knobs.target_recall > 0 ? knobs.target_recall : manifest_.options.target_recall;
+  if (knobs.max_postings != 0) {
+    target = 0;
+    for (const CalibrationPoint& p : manifest_.calibration) {
+      if (p.max_postings <= knobs.max_postings) target = std::max(target, p.recall);
+    }
+  }
+  if (target == 0 || manifest_.calibration.empty()) {
+    b.Add(1, static_cast<double>(CandidateBudget(knobs)));
+    return b;
+  }
+  b.Add(1, PostingsForRecall(manifest_.calibration, target) * VectorsPerLeaf());
+  for (const DensityCalibration& d : manifest_.restricted) {
+    b.Add(d.density, PostingsForRecall(d.table, target) * VectorsPerLeaf() * d.density);
+  }
+  return b;
+}
+
 void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const SpannKnobs& knobs,
                           std::vector<uint32_t>* postings) const {
   const size_t m = knobs.max_postings;  // resolved by SearchWithKnobs
@@ -118,7 +163,10 @@ void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const Spa
   const size_t beam = manifest_.options.beam;
   const bool flat = flat_navigator_ || (navigator_by_cost_ && knobs.scope == nullptr &&
                                         descent_cost_.FlatIsCheaper(dir.size(), m, beam));
-  NearestAllowed(tree_, dir, q, m, beam, flat, knobs.scope, WeightedScopeBudget(knobs), &nearest);
+  const ScopeBudget budget = knobs.scope != nullptr && knobs.scope->weighted()
+                                 ? WeightedScopeBudget(knobs)
+                                 : ScopeBudget();
+  NearestAllowed(tree_, dir, q, m, beam, flat, knobs.scope, budget, VectorsPerLeaf(), &nearest);
   if (ratio > 0) {  // prune on exact distances, not the half copy's
     for (auto& [dist, p] : nearest) {
       dist = L2Sqr(q, dir.centroid(p), dir.dim);

@@ -1,0 +1,139 @@
+// A tenant's search reaches the target recall whatever its density near its queries: tenants
+// that hold every vector of their region, a thin random part of every region, and a part of a
+// few regions, each too large for the exact path, searched through their sub-trees of an SSD
+// index at a target recall, on each metric. (The candidates a tenant's query covers come from the
+// build's restricted calibration, index/spann/spann_calibration.h; a fixed share of an
+// unrestricted query's candidates under-served the dense tenant and over-served the thin one.)
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "base/test_seed.h"
+#include "shoal/db.h"
+
+namespace shoal {
+namespace {
+
+constexpr size_t kDim = 16, kRegions = 16, kPerRegion = 2000, kQueries = 150;
+constexpr float kTarget = 0.9f, kTolerance = 0.03f;
+
+float Score(Metric metric, const std::vector<float>& q, const float* x) {
+  double dot = 0, qq = 0, xx = 0, l2 = 0;
+  for (size_t i = 0; i < kDim; ++i) {
+    dot += q[i] * x[i];
+    qq += q[i] * q[i];
+    xx += x[i] * x[i];
+    l2 += (q[i] - x[i]) * (q[i] - x[i]);
+  }
+  if (metric == Metric::kL2) return static_cast<float>(l2);
+  if (metric == Metric::kInnerProduct) return static_cast<float>(-dot);
+  return static_cast<float>(-dot / std::sqrt(qq * xx));
+}
+
+class TenantRecallTest : public ::testing::TestWithParam<Metric> {
+ protected:
+  void SetUp() override {
+    std::string tmpl = ::testing::TempDir() + "tenant_recall_test_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    dir_ = tmpl;
+    auto db = DB::Open(dir_, Options{});
+    ASSERT_TRUE(db.ok()) << db.status();
+    db_ = *std::move(db);
+  }
+  void TearDown() override {
+    db_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  std::string dir_;
+  std::unique_ptr<DB> db_;
+};
+
+TEST_P(TenantRecallTest, TenantsOfEveryDensityReachTheTargetRecall) {
+  const Metric metric = GetParam();
+  ASSERT_TRUE(db_->CreateCollection({"c", kDim, metric}).ok());
+  std::mt19937 rng(base::TestSeed());
+  std::normal_distribution<float> normal(0, 1);
+  // Regions: Gaussian clusters around centres of different norms (inner product ranks by them).
+  std::vector<float> data(kRegions * kPerRegion * kDim);
+  for (size_t r = 0; r < kRegions; ++r) {
+    std::vector<float> centre(kDim);
+    for (float& c : centre) c = 4 * normal(rng);
+    for (size_t j = 0; j < kPerRegion; ++j) {
+      for (size_t i = 0; i < kDim; ++i) {
+        data[(r * kPerRegion + j) * kDim + i] = centre[i] + normal(rng);
+      }
+    }
+  }
+  // dense: every vector of regions 0-3; thin: an eighth of the others; part: a third of regions
+  // 4-7 (not thin's). The rest has no owner.
+  const std::vector<std::string> names = {"dense", "thin", "part"};
+  std::vector<std::vector<Record>> owned(names.size());
+  std::vector<Record> rest;
+  std::uniform_real_distribution<float> unit(0, 1);
+  for (size_t row = 0; row < kRegions * kPerRegion; ++row) {
+    Record rec;
+    rec.key = uint64_t{row};
+    rec.vector.assign(data.begin() + row * kDim, data.begin() + (row + 1) * kDim);
+    const size_t region = row / kPerRegion;
+    const float u = unit(rng);
+    if (region < 4) {
+      owned[0].push_back(std::move(rec));
+    } else if (u < 1.0f / 8) {
+      owned[1].push_back(std::move(rec));
+    } else if (region < 8 && u < 1.0f / 8 + 1.0f / 3) {
+      owned[2].push_back(std::move(rec));
+    } else {
+      rest.push_back(std::move(rec));
+    }
+  }
+  for (size_t t = 0; t < names.size(); ++t) {
+    ASSERT_GT(owned[t].size(), 2048u) << names[t] << ": answered exactly";
+    ASSERT_TRUE(db_->CreateTenant("c", {names[t], {}}).ok());
+    WriteOptions as;
+    as.tenant = names[t];
+    ASSERT_TRUE(db_->Upsert("c", owned[t], as).ok());
+  }
+  ASSERT_TRUE(db_->Upsert("c", rest, {}).ok());
+  ASSERT_TRUE(db_->BuildIndex("c", "auto").ok());
+
+  for (size_t t = 0; t < names.size(); ++t) {
+    const std::vector<Record>& mine = owned[t];
+    double recall = 0;
+    for (size_t i = 0; i < kQueries; ++i) {
+      // Near one of the tenant's vectors.
+      std::vector<float> q = mine[rng() % mine.size()].vector;
+      for (float& x : q) x += 0.5f * normal(rng);
+      std::vector<std::pair<float, uint64_t>> exact;
+      for (const Record& r : mine) {
+        exact.emplace_back(Score(metric, q, r.vector.data()), std::get<uint64_t>(r.key));
+      }
+      std::partial_sort(exact.begin(), exact.begin() + 10, exact.end());
+      SearchParams p;
+      p.k = 10;
+      p.tenant = names[t];
+      p.target_recall = kTarget;
+      auto hits = db_->Search("c", q, p);
+      ASSERT_TRUE(hits.ok()) << hits.status();
+      size_t found = 0;
+      for (const Hit& h : (*hits)[0]) {
+        const uint64_t key = std::get<uint64_t>(h.key);
+        for (size_t j = 0; j < 10; ++j) found += exact[j].second == key;
+      }
+      recall += found / 10.0;
+    }
+    recall /= kQueries;
+    EXPECT_GE(recall, kTarget - kTolerance) << names[t] << " (" << mine.size() << " vectors)";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Metrics, TenantRecallTest,
+                         ::testing::Values(Metric::kL2, Metric::kInnerProduct, Metric::kCosine));
+
+}  // namespace
+}  // namespace shoal
