@@ -153,18 +153,15 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchF
   const size_t k = params.k;
   // Without an SSD index the buffer's scan is exact already.
   if (state.spann == nullptr) return SearchIndexes(state, q, n, params, threads, &allow);
-  size_t exact_ids = kExactFilterIds;
-  if (scope != nullptr) {
-    // A tenant is searched exactly only while it holds no more than an unrestricted query sees
-    // (its scoped search covers a quarter of that), scaled by 1024 / dim: on Fashion-MNIST
-    // (784-d) the exact path over 1,000-2,048 full vectors took 310-380 us at p50, the scoped
-    // search 100-210 us; at 128-d a full vector is 6x smaller and 2,048 stay exact as before.
-    const size_t budget = state.spann->CandidateBudget(
-        {.max_postings = params.max_postings, .target_recall = params.target_recall});
-    exact_ids = std::min(exact_ids, budget * std::max<size_t>(1, 1024 / dimension_));
-  }
+  // A tenant is searched exactly when that touches fewer bytes than its scoped search is
+  // expected to (SpannIndex::ExactIsCheaper), a filter while at most kExactFilterIds ids pass.
+  const index::SpannKnobs knobs{.max_postings = params.max_postings,
+                                .target_recall = params.target_recall};
+  const bool exactly = passing <= 64 * k ||
+                       (scope != nullptr ? state.spann->ExactIsCheaper(passing, k, *scope, knobs)
+                                         : passing <= kExactFilterIds);
   std::vector<uint64_t> allowed;  // listed for the exact path only
-  if (passing <= std::max(exact_ids, 64 * k)) {
+  if (exactly) {
     list_allowed(&allowed);
     return SearchAllowedExactly(state, q, n, k, threads, allowed, allow, params.stats);
   }

@@ -8,8 +8,9 @@
 //  - A tenant (SearchParams::tenant): a filter passing the ids it sees (state.access); over an
 //    SSD index, its SPANN search descends only into its sub-tree (tenants::TenantTree) and scans
 //    the nearest of its leaves' postings until they hold its candidate budget (TenantScope is a
-//    weighted index::PostingScope); a tenant holding at most max(64 k, min(kExactFilterIds,
-//    SpannIndex::CandidateBudget x max(1, 1024 / dim))) vectors is searched exactly.
+//    weighted index::PostingScope); a tenant holding at most 64 k vectors, or whose exact search
+//    touches fewer bytes than its scoped one is expected to (SpannIndex::ExactIsCheaper), is
+//    searched exactly.
 //  - SSD index and a filter passing few ids (<= max(kExactFilterIds, 64 k)): exact brute force
 //    over the passing ids — the buffer's rows in place, the others read back from the records.
 //    With many passing ids, the filtered SPANN search; a query left with fewer than

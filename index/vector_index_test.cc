@@ -222,6 +222,42 @@ TEST_F(SpannThroughTheInterfaceTest, WeightedScopeBudgetReadsTheRestrictedCalibr
   EXPECT_NEAR(fixed.At(0.25), 6 * per_leaf * 0.25, 1e-3);
 }
 
+// A scope of `vectors` spread evenly over every leaf.
+class EvenScope : public PostingScope {
+ public:
+  EvenScope(uint64_t vectors, uint32_t leaves) : vectors_(vectors), leaves_(leaves) {}
+  bool AllowsPosting(uint32_t /*posting*/, uint32_t /*leaf*/) const override { return true; }
+  bool weighted() const override { return true; }
+  uint32_t LeafWeight(uint32_t /*leaf*/) const override {
+    return static_cast<uint32_t>(vectors_ / leaves_);
+  }
+  std::pair<uint64_t, uint32_t> Extent() const override { return {vectors_, leaves_}; }
+
+ private:
+  uint64_t vectors_;
+  uint32_t leaves_;
+};
+
+// The exact path is chosen while its full vectors cost fewer bytes than the postings the scoped
+// search is expected to scan: so for few ids, not for many, and for more ids when the scope is
+// thin (its search scans farther for the same ids).
+TEST_F(SpannThroughTheInterfaceTest, ExactIsCheaperForFewIdsAndThinScopes) {
+  const uint32_t leaves = static_cast<uint32_t>(spann_->tree().num_leaves());
+  const SpannKnobs knobs{.max_postings = 4};
+  const EvenScope dense(2000, leaves), thin(200, leaves);
+  EXPECT_TRUE(spann_->ExactIsCheaper(20, 10, dense, knobs));
+  EXPECT_FALSE(spann_->ExactIsCheaper(2000, 10, dense, knobs));
+  size_t dense_limit = 0, thin_limit = 0;
+  while (spann_->ExactIsCheaper(dense_limit + 1, 10, dense, knobs)) ++dense_limit;
+  while (thin_limit < 100000 && spann_->ExactIsCheaper(thin_limit + 1, 10, thin, knobs))
+    ++thin_limit;
+  EXPECT_GT(dense_limit, 0u);
+  EXPECT_GT(thin_limit, dense_limit);
+  // A scope without a size (or not weighted) has no scoped estimate: exact.
+  const WeightedScope unsized(1);
+  EXPECT_TRUE(spann_->ExactIsCheaper(1000, 10, unsized, knobs));
+}
+
 TEST_F(SpannThroughTheInterfaceTest, SkipAndFilterKeepIdsOut) {
   base::PagedIdSet skip;
   skip.Insert(0);

@@ -154,6 +154,31 @@ ScopeBudget SpannIndex::WeightedScopeBudget(const SpannKnobs& knobs) const {
   return b;
 }
 
+bool SpannIndex::ExactIsCheaper(size_t ids, size_t k, const PostingScope& scope,
+                                const SpannKnobs& knobs) const {
+  const auto [vectors, leaves] = scope.Extent();
+  const std::shared_ptr<const PostingDirectory> dir = directory();
+  if (!scope.weighted() || vectors == 0 || leaves == 0 || dir->size() == 0) return true;
+  const double full = static_cast<double>(manifest_.dimension) * sizeof(float);
+  const size_t m = ResolveMaxPostings(knobs);
+  const double mean_density = vectors / (leaves * VectorsPerLeaf());
+  const double postings =
+      std::clamp(WeightedScopeBudget(knobs).At(mean_density) * leaves / vectors,
+                 static_cast<double>(m), static_cast<double>(m * PostingScope::kMaxWidening));
+  // Bytes of the mean posting: its resident codes, else its extent on the SSD.
+  double posting_bytes = static_cast<double>(dir->codes_bytes) / dir->size();
+  if (dir->codes_bytes == 0) {
+    double extents = 0;
+    for (const storage::PostingRow& row : dir->rows) extents += row.bytes;
+    posting_bytes = extents / dir->size();
+  }
+  const double descent =
+      descent_cost_.ChildrenScored(static_cast<size_t>(postings), manifest_.options.beam) *
+      manifest_.dimension * 2;
+  const double rerank = (2.0 * k + 8) * full;  // RerankByLowerBound's first slice
+  return ids * full <= postings * posting_bytes + descent + rerank;
+}
+
 void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const SpannKnobs& knobs,
                           std::vector<uint32_t>* postings) const {
   const size_t m = knobs.max_postings;  // resolved by SearchWithKnobs
