@@ -105,6 +105,7 @@ TEST_P(TenantRecallTest, TenantsOfEveryDensityReachTheTargetRecall) {
   for (size_t t = 0; t < names.size(); ++t) {
     const std::vector<Record>& mine = owned[t];
     double recall = 0;
+    SearchStats stats;
     for (size_t i = 0; i < kQueries; ++i) {
       // Near one of the tenant's vectors.
       std::vector<float> q = mine[rng() % mine.size()].vector;
@@ -118,17 +119,24 @@ TEST_P(TenantRecallTest, TenantsOfEveryDensityReachTheTargetRecall) {
       p.k = 10;
       p.tenant = names[t];
       p.target_recall = kTarget;
+      p.stats = &stats;
       auto hits = db_->Search("c", q, p);
       ASSERT_TRUE(hits.ok()) << hits.status();
+      // A hit counts within the 10th true distance, as the build's calibration counts it (ties;
+      // on cosine ann-benchmarks' epsilon, index/spann/spann_calibration.h).
+      const float tenth = exact[9].first;
+      const float limit =
+          tenth + 1e-4f * std::abs(tenth) + 1e-6f + (metric == Metric::kCosine ? 1e-3f : 0);
       size_t found = 0;
       for (const Hit& h : (*hits)[0]) {
         const uint64_t key = std::get<uint64_t>(h.key);
-        for (size_t j = 0; j < 10; ++j) found += exact[j].second == key;
+        found += Score(metric, q, data.data() + key * kDim) <= limit;
       }
       recall += found / 10.0;
     }
     recall /= kQueries;
     EXPECT_GE(recall, kTarget - kTolerance) << names[t] << " (" << mine.size() << " vectors)";
+    EXPECT_GT(stats.postings_read, 0u) << names[t] << ": not searched through its sub-tree";
   }
 }
 

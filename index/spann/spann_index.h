@@ -91,6 +91,9 @@ struct SpannKnobs {
   float target_recall = 0;              // 0 = the manifest's; used when max_postings is 0
   float pruning_ratio = -1;             // < 0 = the manifest's default; 0 = off
   const PostingScope* scope = nullptr;  // postings a query may scan (null: all)
+  // Set by SearchWithKnobs for a weighted scope, before max_postings is resolved (the budget is
+  // read at the target recall, not at the recall of the whole postings it resolves to).
+  ScopeBudget scope_budget;
 };
 
 class SpannIndex final : public VectorIndex {

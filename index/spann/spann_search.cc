@@ -188,10 +188,8 @@ void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const Spa
   const size_t beam = manifest_.options.beam;
   const bool flat = flat_navigator_ || (navigator_by_cost_ && knobs.scope == nullptr &&
                                         descent_cost_.FlatIsCheaper(dir.size(), m, beam));
-  const ScopeBudget budget = knobs.scope != nullptr && knobs.scope->weighted()
-                                 ? WeightedScopeBudget(knobs)
-                                 : ScopeBudget();
-  NearestAllowed(tree_, dir, q, m, beam, flat, knobs.scope, budget, VectorsPerLeaf(), &nearest);
+  NearestAllowed(tree_, dir, q, m, beam, flat, knobs.scope, knobs.scope_budget, VectorsPerLeaf(),
+                 &nearest);
   if (ratio > 0) {  // prune on exact distances, not the half copy's
     for (auto& [dist, p] : nearest) {
       dist = L2Sqr(q, dir.centroid(p), dir.dim);
@@ -215,6 +213,9 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::SearchWithKnobs(
   std::vector<std::vector<Neighbor>> out(n);
   if (leaves != nullptr) leaves->assign(n, {});
   SpannKnobs resolved = knobs;
+  if (knobs.scope != nullptr && knobs.scope->weighted()) {
+    resolved.scope_budget = WeightedScopeBudget(knobs);
+  }
   resolved.max_postings = ResolveMaxPostings(knobs);
   // An empty stale set excludes nothing: skip the per-entry hash probe.
   const Exclusion ex{skip != nullptr && skip->empty() ? nullptr : skip, allow};
