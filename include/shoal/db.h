@@ -135,7 +135,8 @@ class DB {
   // "" or "auto" chooses the spec from the data (count, dimension, metric and
   // Options::index_ram_bytes_limit; index/spann/spann_auto.h); "spann:auto,key=value" overrides
   // some of the choice. Every SSD build then calibrates SearchParams::target_recall on sampled
-  // vectors (spec calibration_queries=0 skips it).
+  // vectors, for unrestricted searches and for searches restricted to random parts of the
+  // vectors (what a tenant's search reads at its density; spec calibration_queries=0 skips both).
   // Errors: InvalidArgument (bad spec, naming the key), ResourceExhausted (over
   // Options::index_ram_bytes_limit), NotFound.
   // `progress`, when set, is called on the building thread as phases start and advance.
