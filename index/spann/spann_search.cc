@@ -132,7 +132,7 @@ double ScopeBudget::At(double density) const {
 ScopeBudget SpannIndex::WeightedScopeBudget(const SpannKnobs& knobs) const {
   ScopeBudget b;
   if (manifest_.restricted.empty()) {
-    b.Add(1, static_cast<double>(CandidateBudget(knobs)) / kWeightedBudgetDivisor);
+    b.Add(1, static_cast<double>(CandidateBudget(knobs) / kWeightedBudgetDivisor));
     return b;
   }
   // A fixed scan depth reads the levels at the recall it reached unrestricted.
