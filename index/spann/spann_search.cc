@@ -165,12 +165,14 @@ bool SpannIndex::ExactIsCheaper(size_t ids, size_t k, const PostingScope& scope,
   const double postings =
       std::clamp(WeightedScopeBudget(knobs).At(mean_density) * leaves / vectors,
                  static_cast<double>(m), static_cast<double>(m * PostingScope::kMaxWidening));
-  // Bytes of the mean posting: its resident codes, else its extent on the SSD.
+  // Bytes of the mean posting: its resident codes, else its extent on the SSD (the mean of at
+  // most 64 rows spread over the directory: this runs per query).
   double posting_bytes = static_cast<double>(dir->codes_bytes) / dir->size();
   if (dir->codes_bytes == 0) {
-    double extents = 0;
-    for (const storage::PostingRow& row : dir->rows) extents += row.bytes;
-    posting_bytes = extents / dir->size();
+    const size_t stride = std::max<size_t>(1, dir->size() / 64);
+    double extents = 0, sampled = 0;
+    for (size_t p = 0; p < dir->size(); p += stride, ++sampled) extents += dir->rows[p].bytes;
+    posting_bytes = extents / sampled;
   }
   const double descent =
       descent_cost_.ChildrenScored(static_cast<size_t>(postings), manifest_.options.beam) *
