@@ -197,6 +197,44 @@ absl::StatusOr<double> RawRocksInserts(const std::string& dir, const Matrix& m, 
   return double(end - begin) / (NowSeconds() - t0);
 }
 
+// The sustained-insert quantity, like for like with RawRocksInserts(churn = false): a
+// database of its own built on the same first half, then the second half inserted in the same
+// synced batches as fast as the writer can, timed until DrainIndexUpdates returns (every insert
+// in the postings, the exact buffer empty). No deletes, no searches.
+struct InsertPhase {
+  double write_s = 0, drain_s = 0;      // acknowledged writes; the index work left after them
+  double writer_cpu = 0, rest_cpu = 0;  // the writing thread; the rest of the process
+  uint64_t posting_bytes_written = 0;   // by the inserts' index work
+};
+
+absl::StatusOr<InsertPhase> SustainedInserts(const std::string& dir, const Options& db_options,
+                                             const UpdatesBenchOptions& o, const Matrix& base,
+                                             size_t half) {
+  SHOAL_ASSIGN_OR_RETURN(auto db, DB::Open(dir, db_options));
+  SHOAL_RETURN_IF_ERROR(db->CreateCollection({"c", static_cast<uint32_t>(base.cols), Metric::kL2}));
+  SHOAL_RETURN_IF_ERROR(LoadRows(db.get(), "c", base, 0, half));
+  SHOAL_RETURN_IF_ERROR(db->BuildIndex("c", o.spec));
+  SHOAL_ASSIGN_OR_RETURN(CollectionInfo before, db->DescribeCollection("c"));
+  const WriteOptions wo{.sync = o.sync};
+  InsertPhase out;
+  const double cpu0 = CpuSeconds(RUSAGE_SELF), writer_cpu0 = CpuSeconds(RUSAGE_THREAD);
+  const double t0 = NowSeconds();
+  for (size_t b = half; b < 2 * half; b += o.batch) {
+    std::vector<Record> ins;
+    for (size_t i = b; i < std::min(2 * half, b + o.batch); ++i) ins.push_back(Rec(base, i));
+    SHOAL_RETURN_IF_ERROR(db->Upsert("c", ins, wo));
+  }
+  const double t1 = NowSeconds();
+  SHOAL_RETURN_IF_ERROR(db->DrainIndexUpdates("c"));
+  out.write_s = t1 - t0;
+  out.drain_s = NowSeconds() - t1;
+  out.writer_cpu = CpuSeconds(RUSAGE_THREAD) - writer_cpu0;
+  out.rest_cpu = CpuSeconds(RUSAGE_SELF) - cpu0 - out.writer_cpu;
+  SHOAL_ASSIGN_OR_RETURN(CollectionInfo after, db->DescribeCollection("c"));
+  out.posting_bytes_written = after.posting_bytes_written - before.posting_bytes_written;
+  return out;
+}
+
 }  // namespace
 
 absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
@@ -318,6 +356,9 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
     SHOAL_RETURN_IF_ERROR(fresh->CreateCollection({"truth", spec.dimension, Metric::kL2}));
     SHOAL_RETURN_IF_ERROR(LoadRows(fresh.get(), "truth", base, half, 2 * half));
     SHOAL_ASSIGN_OR_RETURN(double rebuilt, Recall(fresh.get(), ds.test, params));
+    // Other databases' threads stay idle meanwhile (everything drained, nothing written).
+    SHOAL_ASSIGN_OR_RETURN(InsertPhase inserts,
+                           SustainedInserts(root + "/inserts", db_options, o, base, half));
     double cpu = CpuSeconds(RUSAGE_SELF);
     SHOAL_ASSIGN_OR_RETURN(double raw, RawRocksInserts(root + "/rocksdb", base, half, 2 * half,
                                                        o.batch, o.sync, /*churn=*/false));
@@ -360,6 +401,15 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
         "%.2f\n",
         writer_cpu * us, rest_cpu * us, search_cpu, raw_cpu * us, raw_churn_cpu * us,
         raw_churn_cpu / (writer_cpu + rest_cpu));
+    const double ins_acked = half / inserts.write_s;
+    const double ins_sustained = half / (inserts.write_s + inserts.drain_s);
+    std::printf(
+        "sustained inserts (own database built on the same half, the new half inserted in the "
+        "same synced batches, no deletes, no searches): %.0f /s acknowledged (%.2f s), then a "
+        "drain of %.2f s: %.0f /s sustained, index work included; CPU per inserted vector: "
+        "writer %.1f us, index side %.1f us; %.0f posting bytes per inserted vector\n",
+        ins_acked, inserts.write_s, inserts.drain_s, ins_sustained, inserts.writer_cpu * us,
+        inserts.rest_cpu * us, static_cast<double>(inserts.posting_bytes_written) / half);
     const double p99i = idle.Percentile(0.99), p99b = busy.Percentile(0.99);
     idle.Print("idle");
     busy.Print("during updates");
@@ -374,23 +424,27 @@ absl::Status RunUpdatesBench(const UpdatesBenchOptions& o) {
         writing.Percentile(0.99) / p99i, draining.Percentile(0.99) / p99i);
     std::printf("GOAL recall churned - fresh %+.4f (>= -0.01): %s\n", churned - rebuilt,
                 churned >= rebuilt - 0.01 ? "met" : "NOT met");
+    // Inserts against RocksDB writing the same inserts: the insert-only phase, never paced.
+    std::printf(
+        "GOAL inserts / raw RocksDB inserts, same bytes: %.2f acknowledged (>= 0.5): %s; %.2f "
+        "sustained, index work included (>= 0.5): %s\n",
+        ins_acked / raw, ins_acked >= 0.5 * raw ? "met" : "NOT met", ins_sustained / raw,
+        ins_sustained >= 0.5 * raw ? "met" : "NOT met");
     if (o.write_rate > 0) {
       // Paced writes leave the writer idle between batches: its rate says nothing of capacity.
       std::printf(
-          "inserts / raw RocksDB %.2f acknowledged (paced by --write-rate: run without "
-          "it for the throughput goal)\n",
+          "churn: inserts / raw RocksDB inserts %.2f acknowledged (paced by --write-rate)\n",
           ins_rate / raw);
     } else {
+      // The churn's time counts its deletes and their index work: against RocksDB writing the
+      // same inserts and deletes, the writes compared are the same. Its inserts over that time
+      // against RocksDB writing the inserts alone was this line's GOAL before session 15.
       std::printf(
-          "GOAL inserts / raw RocksDB %.2f acknowledged (>= 0.5): %s; %.2f sustained, "
-          "index work included (>= 0.5): %s; %.2f with the final full sweep counted in\n",
-          ins_rate / raw, ins_rate >= 0.5 * raw ? "met" : "NOT met", sustained / raw,
-          sustained >= 0.5 * raw ? "met" : "NOT met", half / (acked + drain + full_sweep) / raw);
-      // The churn's time counts its deletes: against RocksDB writing the same inserts and
-      // deletes, the writes compared are the same.
-      std::printf(
-          "sustained churn (inserts + deletes, index work included) / raw RocksDB churn %.2f\n",
-          sustained / raw_churn);
+          "churn, index work included / raw RocksDB churn (inserts + deletes both sides) %.2f; "
+          "the churn's inserts over its whole time / raw RocksDB inserts alone %.2f, %.2f with "
+          "the final full sweep; the churn's inserts acknowledged / raw RocksDB inserts %.2f\n",
+          sustained / raw_churn, sustained / raw, half / (acked + drain + full_sweep) / raw,
+          ins_rate / raw);
     }
   }
   db.reset();

@@ -21,7 +21,11 @@
 //     give counted in. --sweep-every-round: FlushIndexUpdates after each round instead (a full
 //     sweep each time, as this bench did before DrainIndexUpdates existed);
 //  4. recall@k of the churned index vs a fresh BuildIndex of the same live set, same knobs;
-//  5. raw RocksDB: the same number of synced WriteBatches with the same key + record bytes
+//  5. sustained inserts, the issue's quantity: a database of its own built on the same first
+//     half, the second half inserted in the same synced batches as fast as can be (no deletes,
+//     no searches, never paced), timed until DrainIndexUpdates returns: acknowledged and
+//     sustained insert rates, CPU per inserted vector (writer, index side);
+//  6. raw RocksDB: the same number of synced WriteBatches with the same key + record bytes
 //     written straight to a RocksDB instance (same options class as Shoal's store); and again
 //     with the churn's deletes (record row, key row, tombstone row) between them, since the
 //     sustained rate's time includes the deletes. CPU seconds beside the wall-clock rates
@@ -29,7 +33,9 @@
 //     raw RocksDB's process): on a shared machine the waits decide the rates, the CPU does not.
 // Prints each number and the ratios the issue sets goals for: p99 updates/idle (<= 1.5, with a
 // bootstrap interval and the ratio of each busy phase alone), recall churned - fresh (>= -0.01),
-// insert throughput / RocksDB (>= 0.5).
+// insert throughput / RocksDB inserts (>= 0.5; step 5 against step 6's inserts, acknowledged and
+// sustained); and the churn's, index work included, against RocksDB's churn (both sides' deletes
+// counted).
 #ifndef SHOAL_BENCH_UPDATES_BENCH_H_
 #define SHOAL_BENCH_UPDATES_BENCH_H_
 
