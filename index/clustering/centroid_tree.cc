@@ -261,6 +261,23 @@ void CentroidTree::BuildNavigationCopy() {
 
 namespace {
 
+// Beams up to this size are kept sorted while a level is scored (KeepInSortedBeam) on the float
+// path, instead of collected whole and cut by nth_element: cheaper where few of a level's
+// children get in, as at the updater's beam of 8 (docs/PERFORMANCE.md, "Online updates").
+constexpr size_t kSortedBeam = 16;
+
+// Offers `e` to `beam`, ascending and at most `size` long: kept when among the `size` smallest
+// offered so far. (distance, node) pairs are distinct, so the kept set is the `size` smallest,
+// whatever the order offered.
+void KeepInSortedBeam(std::pair<float, uint32_t> e, size_t size,
+                      std::vector<std::pair<float, uint32_t>>* beam) {
+  if (beam->size() == size) {
+    if (!(e < beam->back())) return;
+    beam->pop_back();
+  }
+  beam->insert(std::upper_bound(beam->begin(), beam->end(), e), e);
+}
+
 // Keeps the m smallest (distance, id) pairs of *out, ascending. nth_element then a sort of the m:
 // linear in the pairs, where partial_sort's heap costs log m per pair, and the flat navigator
 // ranks every posting (docs/PERFORMANCE.md, "Fewer instructions per code"). The pairs are
@@ -356,6 +373,14 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
         for (uint32_t child : children(node)) {
           if (scope != nullptr && !scope->AllowsNode(child)) continue;
           bounded.emplace_back(nav_.LowerBound(prepared, child), child);
+        }
+      } else if (beam <= kSortedBeam) {
+        // A small beam (the updater's placement: 8) kept sorted as children are scored: a child
+        // not nearer than the beam-th so far costs one comparison. The same set as below.
+        for (uint32_t child : children(node)) {
+          if (scope != nullptr && !scope->AllowsNode(child)) continue;
+          const float d = L2Sqr(q, centroid(child), dim_);
+          KeepInSortedBeam({std::isnan(d) ? kInf : d, child}, beam, &next);
         }
       } else {
         // Every child goes in; the next round's nth_element keeps the beam nearest (a running
