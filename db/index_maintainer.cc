@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
@@ -32,6 +33,9 @@ constexpr absl::Duration kIdleWait = absl::Seconds(1);
 // the thread shared the two cores, and the index work took no longer.
 constexpr int kMaintenanceNice = 19;
 constexpr size_t kMaxDrainStep = 16384;
+// The most work between two of the maintenance thread's yields (UpdaterOptions::yield): what a
+// waking writer may wait for its CPU.
+constexpr std::chrono::microseconds kYieldEvery{20};
 // Drain steps per round without a flush; then the budget slot goes round.
 constexpr int kStepsPerRound = 64;
 // Ids per hold of the search lock while the publisher takes drained ids out of the buffer (the
@@ -93,7 +97,16 @@ absl::Status IndexMaintainer::Start(const std::string& dir) {
   // that wakes on this thread's CPU would otherwise wait for the next tick (4 ms at HZ 250):
   // measured, acknowledged inserts 69-73k/s without yields, 100-104k/s yielding every 16 units,
   // 118-133k/s after each (no slower drain; 110-135k/s before SCHED_BATCH writes).
-  o.yield = [] { sched_yield(); };
+  // A unit ends with a yield only once kYieldEvery of work has passed since the last one,
+  // though: a sched_yield (a syscall and a pass through the scheduler) costs a fair part of a
+  // small unit such as one vector placed at low dimension (docs/PERFORMANCE.md, "Online
+  // updates").
+  o.yield = [last = std::chrono::steady_clock::now()]() mutable {
+    const auto now = std::chrono::steady_clock::now();
+    if (now - last < kYieldEvery) return;
+    sched_yield();
+    last = std::chrono::steady_clock::now();
+  };
   generation_ = state_->spann->manifest().generation;
   SHOAL_ASSIGN_OR_RETURN(updater_, index::SpannUpdater::Open(state_->spann.get(), dir, o));
   // The threads start with the first SSD index and live as long as the collection.
