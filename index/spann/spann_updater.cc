@@ -60,13 +60,25 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Insert(std::span<const uint64
   index_->CacheFreshVectors(ids, vectors, dead);
   const auto current = index_->directory();
   UpdateWork work(this, *current, dead, SweepGc::kWhenMany);
-  std::vector<uint32_t> chosen;
+  // Every vector placed first, then the postings chosen that are not in RAM read in one batch:
+  // read as the appends reached them, one after another, the thread spent most of a step waiting
+  // for each read in turn (the more so with writers' fsyncs queued beside them).
+  std::vector<uint32_t> one, chosen;
+  std::vector<size_t> first = {0};  // vector i's postings: chosen[first[i], first[i + 1])
+  for (size_t i = 0; i < ids.size(); ++i) {
+    work.Pace();
+    work.Choose(vectors + i * d, &one);
+    chosen.insert(chosen.end(), one.begin(), one.end());
+    first.push_back(chosen.size());
+  }
+  SHOAL_RETURN_IF_ERROR(work.Prefetch(chosen));
   for (size_t i = 0; i < ids.size(); ++i) {
     work.Pace();
     const float* x = vectors + i * d;
     work.AddFresh(ids[i], x);
-    work.Choose(x, &chosen);
-    for (uint32_t p : chosen) SHOAL_RETURN_IF_ERROR(work.Append(p, ids[i], x, /*known_new=*/true));
+    for (size_t j = first[i]; j < first[i + 1]; ++j) {
+      SHOAL_RETURN_IF_ERROR(work.Append(chosen[j], ids[i], x, /*known_new=*/true));
+    }
   }
   SHOAL_RETURN_IF_ERROR(work.SplitOverfull());
   SHOAL_ASSIGN_OR_RETURN(Change change, work.Finish());

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -33,11 +34,18 @@ class SpannUpdaterTest : public ::testing::Test {
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
     dir_ = tmpl;
     rng_.seed(base::TestSeed());
+    Build("spann:centroid_ratio=0.02,posting_cap=64");
+  }
+  // index_ := 2000 Gaussian rows (ids 0..1999) built with `spec` in dir_ (replacing any).
+  void Build(const std::string& spec) {
+    index_.reset();
+    std::filesystem::remove_all(dir_);
+    std::filesystem::create_directories(dir_);
     constexpr size_t kRows = 2000;
     std::vector<uint64_t> ids(kRows);
     std::vector<float> rows = Gaussian(kRows, /*center=*/0);
     for (size_t i = 0; i < kRows; ++i) ids[i] = i;
-    auto options = ParseSpannSpec("spann:centroid_ratio=0.02,posting_cap=64");
+    auto options = ParseSpannSpec(spec);
     ASSERT_TRUE(options.ok()) << options.status();
     SpannBuildInput input{ids, rows.data(), kDim, Metric::kL2, kRows, /*generation=*/1};
     auto backend = MakeCpuClusteringBackend(1);
@@ -112,6 +120,40 @@ TEST_F(SpannUpdaterTest, ChangeNamesWrittenPostingsSplitsAndMovesAndTheObserverS
   ASSERT_EQ(observer.changes.size(), 1u);
   EXPECT_EQ(observer.changes[0].splits.size(), splits);
   EXPECT_EQ((*updater)->stats().splits, splits);
+}
+
+// With nothing cached (no search ran), an insert reads the postings it appends to from the file,
+// many in one batch: each posting gets its own entries back, plus the vectors placed in it.
+TEST_F(SpannUpdaterTest, AnInsertIntoUncachedPostingsAddsOnlyTheVectorsPlacedThere) {
+  Build("spann:centroid_ratio=0.02");  // the default cap: room for the new vectors
+  UpdaterOptions o;
+  o.sync = false;
+  auto updater = SpannUpdater::Open(index_.get(), dir_, o);
+  ASSERT_TRUE(updater.ok()) << updater.status();
+  const auto before = index_->directory();
+  constexpr size_t kNew = 40;  // spread like the build's rows: many postings
+  std::vector<uint64_t> ids(kNew);
+  for (size_t i = 0; i < kNew; ++i) ids[i] = 2000 + i;
+  const std::vector<float> v = Gaussian(kNew, /*center=*/0);
+  auto change = (*updater)->Insert(ids, v.data(), [](uint64_t) { return false; });
+  ASSERT_TRUE(change.ok()) << change.status();
+  // Postings a split or a move changed hold other entries too: only the others are counted.
+  const DirectoryChange& d = change->directory;
+  std::set<uint32_t> reshaped;
+  for (const PostingSplit& s : d.splits) reshaped.insert({s.from, s.to});
+  for (const VectorMove& m : d.moves) reshaped.insert({m.from, m.to});
+  size_t counted = 0, added = 0;
+  for (const PostingWrite& w : d.written) {
+    if (reshaped.contains(w.posting)) continue;
+    ASSERT_LT(w.posting, before->size());
+    const uint32_t old_count = before->rows[w.posting].count;
+    ASSERT_GT(w.count, old_count) << "posting " << w.posting;
+    ASSERT_LE(w.count, old_count + kNew) << "posting " << w.posting;
+    added += w.count - old_count;
+    ++counted;
+  }
+  ASSERT_GE(counted, 2u);
+  EXPECT_LE(added, kNew * index_->manifest().options.replicas);
 }
 
 }  // namespace

@@ -78,65 +78,6 @@ std::vector<std::vector<uint32_t>>& UpdateWork::MutableByLeaf() {
   return *by_leaf_;
 }
 
-absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p, bool share) {
-  if (auto it = touched_.find(p); it != touched_.end()) {
-    if (!share) Whole(&it->second);
-    return &it->second;
-  }
-  WorkEntries e;
-  const PostingQuantizer* quant = index_.quantizer();
-  if (p >= cur_.size() || !cur_.live[p]) {
-    // A posting made by this change: starts empty.
-  } else if (quant != nullptr && next_->codes[p] != nullptr) {
-    e.q = *next_->codes[p];
-    quant->Unpack(&e.q);
-  } else if (auto hit = quant == nullptr ? index_.CachedPosting(next_->serials[p]) : nullptr) {
-    // An extent's content never changes: the search cache's copy is the posting.
-    e.head = std::move(hit);
-    e.head_n = e.head->total();
-    if (!share) Whole(&e);
-  } else if (auto codes = quant != nullptr ? index_.CachedCodes(next_->serials[p]) : nullptr) {
-    e.q = *codes;
-    quant->Unpack(&e.q);
-  } else {
-    const storage::PostingRow& r = next_->rows[p];
-    const storage::Extent extent{r.first_page, r.num_pages, r.bytes};
-    std::vector<storage::ReadRequest> reads = {storage::ExtentRequest(extent)};
-    std::vector<uint8_t> payload;
-    DecodedPosting decoded;
-    const std::string where = absl::StrCat(index_.posting_path(), " posting ", p);
-    SHOAL_RETURN_IF_ERROR(index_.posting_reader()->ReadBatch(
-        reads, [&](size_t, std::span<const uint8_t> pages) -> absl::Status {
-          SHOAL_RETURN_IF_ERROR(
-              storage::DecodePosting(pages, extent, p, index_.posting_path(), &payload));
-          if (quant != nullptr) {  // codes not resident in RAM
-            return DecodeQuantizedEntries(payload, quant->code_bytes(), index_.keeps_norms(), where,
-                                          &e.q);
-          }
-          return DecodePostingEntries(payload, dim_, where, &decoded);
-        }));
-    if (quant == nullptr) {
-      e.q.ids = std::move(decoded.ids);
-      e.vecs = std::move(decoded.vectors);
-    }
-  }
-  if (quant != nullptr) e.q.code_bytes = quant->code_bytes();
-  e.appendable = p < cur_.size() && cur_.live[p];
-  auto count_dead = [&](const std::vector<uint64_t>& ids) {
-    e.dead += static_cast<size_t>(
-        std::count_if(ids.begin(), ids.end(), [&](uint64_t id) { return dead_(id); }));
-  };
-  if (e.head != nullptr)
-    e.head->ForEachSegment([&](const DecodedPosting& s) { count_dead(s.ids); });
-  count_dead(e.q.ids);
-  // A drain keeps a few tombstoned entries: dropping them would turn an append of the new
-  // entries into a rewrite of the whole posting (measured: most posting bytes written during a
-  // churn of inserts and deletes); the posting's next rewrite, or a full sweep, drops them.
-  if (gc_ == SweepGc::kAll || ManyDead(e.dead, e.size())) DropDead(&e);
-  e.base = e.size();
-  return &touched_.emplace(p, std::move(e)).first->second;
-}
-
 void UpdateWork::Whole(WorkEntries* e) const {
   if (e->head == nullptr) return;
   // With room for the entries a drain step appends, so that they do not reallocate it.

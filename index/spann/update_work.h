@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <span>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -61,6 +62,9 @@ class UpdateWork {
   // The posting's entries, whole; with `share` (the full-vector tier's appends of fresh vectors)
   // a cached posting's entries are shared as WorkEntries::head instead of copied.
   absl::StatusOr<WorkEntries*> Load(uint32_t p, bool share = false);
+  // Loads, in one batch of reads, those of `postings` (repeats allowed) that neither this change
+  // nor the search cache holds: as Load would, one read after another, when they are reached.
+  absl::Status Prefetch(std::span<const uint32_t> postings);
   // Appends unless the posting already holds the id (check skipped when `known_new`).
   absl::Status Append(uint32_t p, uint64_t id, const float* x, bool known_new);
   // The postings `x` joins by the RNG rule over the working directory, nearest first.
@@ -111,6 +115,11 @@ class UpdateWork {
   // Sets p's centroid (and, quantized tier, its prepared form).
   void SetCentroid(uint32_t p, const float* centroid);
   std::vector<std::vector<uint32_t>>& MutableByLeaf();
+  // Reads and decodes `postings` (live, with an extent) into out[i], in one ReadBatch.
+  absl::Status ReadPostings(std::span<const uint32_t> postings, std::vector<WorkEntries>* out);
+  // Makes `e` (p's entries as stored or cached) p's working entries: counts and, as the change's
+  // Gc says, drops its tombstoned ones.
+  WorkEntries* Admit(uint32_t p, WorkEntries e);
   // Drops the tombstoned entries `e` kept (before a rewrite, split or merge).
   void DropDead(WorkEntries* e);
   // Copies a shared head's entries into e's own (a no-op without one).
