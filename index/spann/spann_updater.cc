@@ -93,6 +93,15 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Sweep(uint32_t first, uint32_
   const auto current = index_->directory();
   UpdateWork work(this, *current, dead, gc);
   const uint32_t end = static_cast<uint32_t>(std::min<size_t>(current->size(), first + count));
+  if (index_->quantizer() == nullptr) {
+    // Full-vector tier: the loop below loads every live posting of the range; those not in RAM
+    // are read in one batch first, as an insert step's are.
+    std::vector<uint32_t> range;
+    for (uint32_t p = first; p < end; ++p) {
+      if (current->live[p]) range.push_back(p);
+    }
+    SHOAL_RETURN_IF_ERROR(work.Prefetch(range));
+  }
   for (uint32_t p = first; p < end; ++p) {
     work.Pace();
     if (!work.dir().live[p]) continue;
