@@ -14,6 +14,14 @@
 namespace shoal::index {
 namespace {
 
+// Runs `work` on max(1, threads) threads, this one among them, and waits for all.
+void RunOnThreads(uint32_t threads, const std::function<void()>& work) {
+  std::vector<std::thread> workers;
+  for (uint32_t t = 1; t < std::max(1u, threads); ++t) workers.emplace_back(work);
+  work();
+  for (auto& w : workers) w.join();
+}
+
 constexpr size_t kK = 10;                 // recall@10, what the table is for
 constexpr size_t kQueryBlock = 16;        // queries scored per pass over the rows
 constexpr float kStopRecall = 0.999f;     // the ladder ends once reached
@@ -103,10 +111,7 @@ std::vector<float> TrueKth(const CalibrationInput& in, const std::vector<size_t>
       for (size_t i = b; i < e; ++i) kth[i] = top[i - b].Threshold();
     }
   };
-  std::vector<std::thread> workers;
-  for (uint32_t t = 1; t < std::max(1u, in.threads); ++t) workers.emplace_back(work);
-  work();
-  for (auto& w : workers) w.join();
+  RunOnThreads(in.threads, work);
   return kth;
 }
 
@@ -249,10 +254,7 @@ std::vector<std::vector<float>> RestrictedKth(const CalibrationInput& in, const 
       }
     }
   };
-  std::vector<std::thread> workers;
-  for (uint32_t t = 1; t < std::max(1u, in.threads); ++t) workers.emplace_back(work);
-  work();
-  for (auto& w : workers) w.join();
+  RunOnThreads(in.threads, work);
   return kth;
 }
 
