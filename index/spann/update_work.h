@@ -62,8 +62,8 @@ class UpdateWork {
   // The posting's entries, whole; with `share` (the full-vector tier's appends of fresh vectors)
   // a cached posting's entries are shared as WorkEntries::head instead of copied.
   absl::StatusOr<WorkEntries*> Load(uint32_t p, bool share = false);
-  // Loads, in one batch of reads, those of `postings` (repeats allowed) that neither this change
-  // nor the search cache holds: as Load would, one read after another, when they are reached.
+  // Loads `postings` (repeats allowed) as Load(p, /*share=*/true) would, those that neither this
+  // change, RAM nor the search cache holds in one batch of reads instead of one after another.
   absl::Status Prefetch(std::span<const uint32_t> postings);
   // Appends unless the posting already holds the id (check skipped when `known_new`).
   absl::Status Append(uint32_t p, uint64_t id, const float* x, bool known_new);
@@ -115,6 +115,9 @@ class UpdateWork {
   // Sets p's centroid (and, quantized tier, its prepared form).
   void SetCentroid(uint32_t p, const float* centroid);
   std::vector<std::vector<uint32_t>>& MutableByLeaf();
+  // Load without a read: p's entries admitted when this change, RAM or the search cache holds
+  // them; null when they are on the SSD only.
+  WorkEntries* LoadHeld(uint32_t p, bool share);
   // Reads and decodes `postings` (live, with an extent) into out[i], in one ReadBatch.
   absl::Status ReadPostings(std::span<const uint32_t> postings, std::vector<WorkEntries>* out);
   // Makes `e` (p's entries as stored or cached) p's working entries: counts and, as the change's

@@ -9,6 +9,13 @@
 namespace shoal::index {
 
 absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p, bool share) {
+  if (WorkEntries* e = LoadHeld(p, share)) return e;
+  std::vector<WorkEntries> read;
+  SHOAL_RETURN_IF_ERROR(ReadPostings(std::span(&p, 1), &read));
+  return Admit(p, std::move(read[0]));
+}
+
+WorkEntries* UpdateWork::LoadHeld(uint32_t p, bool share) {
   if (auto it = touched_.find(p); it != touched_.end()) {
     if (!share) Whole(&it->second);
     return &it->second;
@@ -29,26 +36,21 @@ absl::StatusOr<WorkEntries*> UpdateWork::Load(uint32_t p, bool share) {
     e.q = *codes;
     quant->Unpack(&e.q);
   } else {
-    std::vector<WorkEntries> read;
-    SHOAL_RETURN_IF_ERROR(ReadPostings(std::span(&p, 1), &read));
-    e = std::move(read[0]);
+    return nullptr;  // on the SSD only
   }
   return Admit(p, std::move(e));
 }
 
 absl::Status UpdateWork::Prefetch(std::span<const uint32_t> postings) {
+  // Those held are admitted as they are found (one cache lookup each, not one here and another
+  // when Load reaches them); the rest are read together.
   std::vector<uint32_t> want;
   for (uint32_t p : postings) {
-    if (touched_.contains(p) || p >= cur_.size() || !cur_.live[p]) continue;
-    const PostingQuantizer* quant = index_.quantizer();
-    const bool held = quant == nullptr ? index_.CachedPosting(next_->serials[p]) != nullptr
-                                       : next_->codes[p] != nullptr ||
-                                             index_.CachedCodes(next_->serials[p]) != nullptr;
-    if (!held) want.push_back(p);
+    if (LoadHeld(p, /*share=*/true) == nullptr) want.push_back(p);
   }
   std::sort(want.begin(), want.end());
   want.erase(std::unique(want.begin(), want.end()), want.end());
-  if (want.size() < 2) return absl::OkStatus();  // Load reads a lone one as well
+  if (want.empty()) return absl::OkStatus();
   std::vector<WorkEntries> read;
   SHOAL_RETURN_IF_ERROR(ReadPostings(want, &read));
   for (size_t i = 0; i < want.size(); ++i) Admit(want[i], std::move(read[i]));
