@@ -147,6 +147,9 @@ class ClusterDB : public DB {
   // else 0.
   absl::StatusOr<uint64_t> ReadSequence(const ShardMap& map, uint32_t shard,
                                         const ReadConsistency& consistency) const;
+  // etcd's map of `map`'s collection when it is newer than `map` (a move or a failover this
+  // node's view has not seen yet), else nullopt. A read that found no replica asks it once.
+  std::optional<ShardMap> NewerShardMap(const ShardMap& map) const;
   absl::StatusOr<std::vector<std::vector<Hit>>> SearchShard(const ShardMap& map, uint32_t shard,
                                                             std::span<const float> queries,
                                                             const SearchParams& params) const;

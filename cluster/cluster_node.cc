@@ -125,15 +125,17 @@ void ClusterNode::PlanMoves(const ClusterView& view) {
   });
 }
 
-// On a move's target: once its copy has applied the shard's stream as far as it reached a
-// moment ago, the move completes (the source leaves the shard). The txn on the map's
+// On a move's target: once its copy is ready and has applied the shard's stream as far as it
+// reached a moment ago, the move completes (the source leaves the shard). The txn on the map's
 // mod_revision makes a write over a newer map fail; the next round reads it again.
 void ClusterNode::CompleteMoves() {
   const ClusterView view = View();
   for (const auto& [name, current] : view.collections) {
     if (!current.move || current.move->to != options_.node_id) continue;
     std::shared_ptr<ShardReplica> replica = LocalReplica(name, current.move->shard);
-    if (replica == nullptr) continue;
+    // Ready, not only caught up: once the source leaves, reads of the shard find this copy
+    // only if it serves them (Replicas skips a local copy that is not ready).
+    if (replica == nullptr || !replica->ready()) continue;
     absl::StatusOr<uint64_t> last = log_->LastSequence(name, current.move->shard);
     if (!last.ok() || replica->applied() < *last) continue;
     ShardMap map = current;

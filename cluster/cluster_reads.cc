@@ -1,6 +1,7 @@
 // ClusterDB's read path: a search fans out to one replica per shard (this node's own copy
 // first, the next live replica when one fails) and merges the top k; a get routes each key to
 // its shard. With read_your_writes each shard's replica first applies the stream's last entry.
+// A shard no replica answered is read once more with etcd's map when it is newer.
 #include <algorithm>
 #include <thread>
 
@@ -52,6 +53,14 @@ absl::StatusOr<uint64_t> ClusterDB::ReadSequence(const ShardMap& map, uint32_t s
   return node_->log().LastSequence(map.spec.name, shard);
 }
 
+std::optional<ShardMap> ClusterDB::NewerShardMap(const ShardMap& map) const {
+  std::optional<ShardMap> fresh = node_->FindShardMap(map.spec.name, /*fresh=*/true);
+  if (!fresh || fresh->version <= map.version || fresh->incarnation != map.incarnation) {
+    return std::nullopt;
+  }
+  return fresh;
+}
+
 absl::StatusOr<std::vector<std::vector<Hit>>> ClusterDB::SearchShard(
     const ShardMap& map, uint32_t shard, std::span<const float> queries,
     const SearchParams& params) const {
@@ -93,6 +102,12 @@ absl::StatusOr<std::vector<std::vector<Hit>>> ClusterDB::Search(std::string_view
     threads.emplace_back([&, shard] { parts[shard] = SearchShard(*map, shard, queries, params); });
   }
   for (std::thread& thread : threads) thread.join();
+  std::optional<ShardMap> newer;
+  for (uint32_t shard = 0; shard < shards; ++shard) {
+    if (!absl::IsUnavailable(parts[shard].status())) continue;
+    if (!newer && !(newer = NewerShardMap(*map))) break;
+    parts[shard] = SearchShard(*newer, shard, queries, params);
+  }
   std::vector<std::vector<Hit>> merged;
   for (uint32_t shard = 0; shard < shards; ++shard) {
     if (!parts[shard].ok()) return parts[shard].status();
@@ -154,6 +169,12 @@ absl::StatusOr<std::vector<std::optional<Record>>> ClusterDB::Get(std::string_vi
   for (auto& [shard, group] : groups) {
     absl::StatusOr<std::vector<std::optional<Record>>> records =
         GetShard(*map, shard, group.first, options);
+    if (absl::IsUnavailable(records.status())) {
+      if (std::optional<ShardMap> newer = NewerShardMap(*map)) {
+        map = *std::move(newer);
+        records = GetShard(*map, shard, group.first, options);
+      }
+    }
     if (!records.ok()) return records.status();
     for (size_t j = 0; j < records->size() && j < group.second.size(); ++j) {
       out[group.second[j]] = std::move((*records)[j]);
