@@ -36,7 +36,7 @@ IndexHandoff::Round IndexHandoff::AwaitRound(size_t batch, absl::Duration idle,
                                              absl::Duration group_wait) {
   absl::MutexLock lock(&mu_);
   auto ready = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    return closing_ || !pending_.empty() || FlushingLocked();
+    return closing_ || (!helping() && (!pending_.empty() || FlushingLocked()));
   };
   Round round;
   round.writes = mu_.AwaitWithTimeout(absl::Condition(&ready), idle);
@@ -48,12 +48,31 @@ IndexHandoff::Round IndexHandoff::AwaitRound(size_t batch, absl::Duration idle,
     };
     mu_.AwaitWithTimeout(absl::Condition(&full), group_wait);
   }
+  // A helper began meanwhile: it does what is asked now; the thread waits for its next round.
+  if (helping()) return Round{.closing = closing_};
+  const bool writes = round.writes;
+  round = FlushRoundLocked();
+  round.writes = writes;
+  return round;
+}
+
+IndexHandoff::Round IndexHandoff::FlushRoundLocked() const {
+  Round round;
   round.closing = closing_;
   if (FlushingLocked()) {
     round.flush = flush_requested_;
     round.sweep_all = sweep_all_requested_ > flush_served_;
   }
   return round;
+}
+
+void IndexHandoff::ServeLocked(uint64_t flush, const absl::Status& status, bool done) {
+  last_error_ = status;
+  // A helper's round may have served a later ticket than the one a maintenance round began with.
+  if (flush > flush_served_ && (!status.ok() || done)) {
+    flush_served_ = flush;
+    flush_status_ = status;
+  }
 }
 
 IndexHandoff::Step IndexHandoff::TakeStep(size_t batch, size_t max_step) {
@@ -99,11 +118,7 @@ void IndexHandoff::SetStats(const index::UpdateStats& stats) {
 void IndexHandoff::EndRound(uint64_t flush, const absl::Status& status, bool done,
                             absl::Duration retry_wait) {
   absl::MutexLock lock(&mu_);
-  last_error_ = status;
-  if (flush != 0 && (!status.ok() || done)) {
-    flush_served_ = flush;
-    flush_status_ = status;
-  }
+  ServeLocked(flush, status, done);
   if (status.ok()) return;
   // A new flush request cuts the wait short: it gets this round's retry at once.
   auto wake = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return closing_ || FlushingLocked(); };
@@ -112,7 +127,7 @@ void IndexHandoff::EndRound(uint64_t flush, const absl::Status& status, bool don
 
 void IndexHandoff::EndIdleRound(uint64_t flush, absl::Duration idle) {
   absl::MutexLock lock(&mu_);
-  if (flush != 0) {
+  if (flush > flush_served_) {
     flush_served_ = flush;
     flush_status_ = absl::OkStatus();
   }
@@ -150,16 +165,37 @@ void IndexHandoff::AwaitPublished() {
 }
 
 absl::Status IndexHandoff::RequestFlush(bool sweep_all) {
+  return *AwaitFlush(AddFlushRequest(sweep_all), absl::InfiniteDuration());
+}
+
+uint64_t IndexHandoff::AddFlushRequest(bool sweep_all) {
   absl::MutexLock lock(&mu_);
   const uint64_t ticket = ++flush_requested_;
   if (sweep_all) sweep_all_requested_ = ticket;
+  return ticket;
+}
+
+std::optional<absl::Status> IndexHandoff::AwaitFlush(uint64_t ticket, absl::Duration wait) {
+  absl::MutexLock lock(&mu_);
   auto served = [&]()
                     ABSL_NO_THREAD_SAFETY_ANALYSIS { return closing_ || flush_served_ >= ticket; };
-  mu_.Await(absl::Condition(&served));
+  if (!mu_.AwaitWithTimeout(absl::Condition(&served), wait)) return std::nullopt;
   if (flush_served_ < ticket) {
     return absl::UnavailableError(absl::StrCat("collection '", name_, "' is closing"));
   }
   return flush_status_;
+}
+
+IndexHandoff::Round IndexHandoff::BeginHelping() {
+  absl::MutexLock lock(&mu_);
+  helpers_.fetch_add(1, std::memory_order_relaxed);
+  return FlushRoundLocked();
+}
+
+void IndexHandoff::EndHelping(uint64_t flush, const absl::Status& status, bool done) {
+  absl::MutexLock lock(&mu_);
+  helpers_.fetch_sub(1, std::memory_order_relaxed);
+  ServeLocked(flush, status, done);
 }
 
 void IndexHandoff::Clear() {

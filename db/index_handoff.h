@@ -7,7 +7,8 @@
 //    the publisher;
 //  - flush tickets: FlushIndexUpdates / DrainIndexUpdates requests, numbered from 1, the last one
 //    asking for every tombstone swept, and the last one served with the status of the round that
-//    served it;
+//    served it (the maintenance thread's, or a flushing caller's that does the work itself: a
+//    helper; the maintenance thread waits while one works);
 //  - the last maintenance error and the updater's counters, for writers and Info.
 //
 //   handoff.MarkCommitting(ids[0]);                 // writer, before its commit
@@ -19,6 +20,7 @@
 #ifndef SHOAL_DB_INDEX_HANDOFF_H_
 #define SHOAL_DB_INDEX_HANDOFF_H_
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <deque>
@@ -83,9 +85,9 @@ class IndexHandoff {
   absl::Status AwaitBacklog(size_t limit, absl::Duration wait);
 
   // ---- The maintenance thread ----
-  // Waits up to `idle` for pending writes, a flush request or closing; with writes but no flush,
-  // up to `group_wait` more for `batch` pending ids (one posting rewrite per batch, not per
-  // client write).
+  // Waits up to `idle` for pending writes, a flush request or closing (and while a helper works:
+  // the round would compete with it); with writes but no flush, up to `group_wait` more for
+  // `batch` pending ids (one posting rewrite per batch, not per client write).
   Round AwaitRound(size_t batch, absl::Duration idle, absl::Duration group_wait);
   // A backlog is drained in bigger steps (each touched posting is rewritten once per step): half
   // the pending ids, at least `batch`, at most max(max_step, batch).
@@ -95,8 +97,9 @@ class IndexHandoff {
   // Queues a publication (unless empty) and records the updater's counters.
   void Publish(Publication p, const index::UpdateStats& stats);
   void SetStats(const index::UpdateStats& stats);
-  // Ends a round: records its status; serves `flush` when the round failed or drained all
-  // (`done`); after a failure waits up to `retry_wait`, less if a flush request or closing comes.
+  // Ends a round: records its status; serves `flush` (unless a later ticket was served) when the
+  // round failed or drained all (`done`); after a failure waits up to `retry_wait`, less if a
+  // flush request or closing comes.
   void EndRound(uint64_t flush, const absl::Status& status, bool done, absl::Duration retry_wait);
   // A round with no index to maintain: serves `flush` (OK) and idles up to `idle`.
   void EndIdleRound(uint64_t flush, absl::Duration idle);
@@ -114,6 +117,19 @@ class IndexHandoff {
   // out) and waits for the round that serves it; its status, or Unavailable if the collection
   // closes first.
   absl::Status RequestFlush(bool sweep_all);
+  // RequestFlush in two halves: the request, which returns its ticket, and the wait for a round
+  // that serves it, up to `wait` (nullopt if none did by then).
+  uint64_t AddFlushRequest(bool sweep_all);
+  std::optional<absl::Status> AwaitFlush(uint64_t ticket, absl::Duration wait);
+
+  // ---- Helpers: flushing callers that do the work on their own thread ----
+  // A helper's round: every flush requested so far (as AwaitRound's). Until EndHelping the
+  // maintenance thread starts no round, and helping() tells it to leave the one it is in.
+  Round BeginHelping();
+  // Ends a helper's round as EndRound does (no retry wait).
+  void EndHelping(uint64_t flush, const absl::Status& status, bool done);
+  // True while a helper works; no lock taken (the maintenance thread asks between units of work).
+  bool helping() const { return helpers_.load(std::memory_order_relaxed) > 0; }
   // Forgets the queued writes and publications (a new index, or none).
   void Clear();
   // Zeroes the counters (a new updater).
@@ -126,6 +142,9 @@ class IndexHandoff {
   bool FlushingLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     return flush_requested_ > flush_served_;
   }
+  Round FlushRoundLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  void ServeLocked(uint64_t flush, const absl::Status& status, bool done)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const std::string name_;
   mutable absl::Mutex mu_;
@@ -142,6 +161,8 @@ class IndexHandoff {
   uint64_t flush_served_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status flush_status_ ABSL_GUARDED_BY(mu_);
   index::UpdateStats stats_ ABSL_GUARDED_BY(mu_);
+  // Helpers at work: changed under mu_ (so that waits on it re-evaluate), read without it.
+  std::atomic<int> helpers_{0};
 };
 
 }  // namespace shoal::db

@@ -1,5 +1,6 @@
 #include "db/index_handoff.h"
 
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -83,6 +84,35 @@ TEST(IndexHandoffTest, ARoundSaysWhetherItsFlushAskedForAFullSweep) {
   EXPECT_TRUE(h.RequestFlush(/*sweep_all=*/true).ok());
   worker.join();
   EXPECT_EQ(sweep_all, (std::vector<bool>{false, true}));
+}
+
+// A flushing caller that does the work itself (a helper) serves every flush requested so far;
+// the maintenance thread starts no round meanwhile, and its round that ends later (left when the
+// helper began) changes no served flush's status.
+TEST(IndexHandoffTest, AHelperServesTheFlushesSoFarAndTheThreadWaitsMeanwhile) {
+  IndexHandoff h("c");
+  h.AddPending(MakeBatch(0, 4));
+  const uint64_t first = h.AddFlushRequest(/*sweep_all=*/false);
+  const IndexHandoff::Round left = h.AwaitRound(1, absl::ZeroDuration(), absl::ZeroDuration());
+  EXPECT_EQ(left.flush, first);
+  const uint64_t second = h.AddFlushRequest(/*sweep_all=*/true);
+  const IndexHandoff::Round help = h.BeginHelping();
+  EXPECT_TRUE(h.helping());
+  EXPECT_EQ(help.flush, second);
+  EXPECT_TRUE(help.sweep_all);
+  const IndexHandoff::Round none = h.AwaitRound(1, absl::Milliseconds(1), absl::ZeroDuration());
+  EXPECT_FALSE(none.writes);
+  EXPECT_EQ(none.flush, 0u);
+  h.EndHelping(help.flush, absl::OkStatus(), /*done=*/true);
+  EXPECT_FALSE(h.helping());
+  h.EndRound(left.flush, absl::DataLossError("bad page"), /*done=*/false, absl::ZeroDuration());
+  for (uint64_t ticket : {first, second}) {
+    const std::optional<absl::Status> s = h.AwaitFlush(ticket, absl::ZeroDuration());
+    ASSERT_TRUE(s.has_value()) << ticket;
+    EXPECT_TRUE(s->ok()) << *s;
+  }
+  // Writes still pending: the thread's next round takes them.
+  EXPECT_TRUE(h.AwaitRound(1, absl::ZeroDuration(), absl::ZeroDuration()).writes);
 }
 
 TEST(IndexHandoffTest, CloseAnswersAWaitingFlushWithUnavailable) {
