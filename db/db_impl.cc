@@ -89,7 +89,8 @@ absl::StatusOr<std::unique_ptr<DB>> DBImpl::Open(const std::string& path, const 
   }
   auto db = std::unique_ptr<DBImpl>(new DBImpl(options, fs));
   db->index_root_ = absl::StrCat(path, "/index");
-  db->budget_ = std::make_unique<MaintenanceBudget>(std::max(1u, options.index_update_threads));
+  db->budget_ = std::make_unique<MaintenanceBudget>(std::max(1u, options.index_update_threads),
+                                                    hooks.before_maintenance_round);
   if (absl::Status s = fs->CreateDirs(db->index_root_); !s.ok()) {
     return absl::PermissionDeniedError(
         absl::StrCat("cannot create ", db->index_root_, ": ", s.message()));

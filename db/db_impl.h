@@ -10,6 +10,7 @@
 #ifndef SHOAL_DB_DB_IMPL_H_
 #define SHOAL_DB_DB_IMPL_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -34,6 +35,9 @@ struct StorageHooks {
   rocksdb::Env* rocksdb_env = nullptr;        // RocksDB's files; nullptr = RocksDB's default
   const cache::Clock* cache_clock = nullptr;  // semantic caches' time; nullptr = wall clock
   double cache_sweep_seconds = 30;            // semantic caches' background expiry sweep; 0 = none
+  // Run by a collection's index maintenance thread before each round of work (tests hold it
+  // there); empty = none. MaintenanceBudget's `before_slot`.
+  std::function<void()> before_maintenance_round;
 };
 
 class DBImpl final : public DB {

@@ -15,6 +15,7 @@
 #include <stdlib.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -52,7 +53,10 @@ class FaultDb {
     Options options;
     options.build_threads = 1;
     options.search_threads = 1;
-    auto db = db::DBImpl::Open(dir_, options, {&fs_, fs_.rocksdb_env()});
+    auto db = db::DBImpl::Open(dir_, options,
+                               {.fs = &fs_,
+                                .rocksdb_env = fs_.rocksdb_env(),
+                                .before_maintenance_round = before_maintenance_round_});
     ASSERT_TRUE(db.ok()) << db.status();
     db_ = *std::move(db);
   }
@@ -112,6 +116,7 @@ class FaultDb {
   storage::FaultInjectingFileSystem fs_;
   std::unique_ptr<DB> db_;
   std::vector<uint64_t> keys_;
+  std::function<void()> before_maintenance_round_;  // db::StorageHooks' (set before Create)
 };
 
 }  // namespace shoal::testing

@@ -4,15 +4,19 @@
 #include <sched.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_set.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "base/status_macros.h"
+#include "db/write_scheduling.h"
 
 namespace shoal::db {
 namespace {
@@ -45,6 +49,21 @@ constexpr size_t kLockSlice = 128;
 // take it (CollectionState::LetSearchesIn): a bound, so that a stream of searches cannot hold a
 // publication back for long.
 constexpr absl::Duration kLetSearchesIn = absl::Milliseconds(2);
+// A flushing caller looks this often whether the maintenance thread gets the CPU, and does the
+// work itself once the thread has run for less than kMinWorkerShare of the time it waited.
+constexpr absl::Duration kHelpCheck = absl::Milliseconds(20);
+constexpr double kMinWorkerShare = 0.5;
+
+// The maintainer whose maintenance thread this is (null on every other thread).
+thread_local const IndexMaintainer* maintained_by = nullptr;
+
+// What the maintenance thread's work returns when it leaves a step to a helper (its status is
+// no failure: nothing is recorded, nothing retried later than at once).
+constexpr absl::string_view kSteppedAside = "index work handed to a flushing caller";
+absl::Status SteppedAside() { return absl::AbortedError(kSteppedAside); }
+bool IsSteppedAside(const absl::Status& s) {
+  return absl::IsAborted(s) && s.message() == kSteppedAside;
+}
 
 }  // namespace
 
@@ -101,16 +120,28 @@ absl::Status IndexMaintainer::Start(const std::string& dir) {
   // though: a sched_yield (a syscall and a pass through the scheduler) costs a fair part of a
   // small unit such as one vector placed at low dimension (docs/PERFORMANCE.md, "Online
   // updates").
-  o.yield = [last = std::chrono::steady_clock::now()]() mutable {
+  // On the maintenance thread only: a helper (a flushing caller doing the work, Flush) runs at
+  // its own priority, and the thread leaves the step it is in to it.
+  o.yield = [this, last = std::chrono::steady_clock::now()]() mutable {
+    if (maintained_by != this) return absl::OkStatus();
+    if (handoff_.helping()) return SteppedAside();
     const auto now = std::chrono::steady_clock::now();
-    if (now - last < kYieldEvery) return;
+    if (now - last < kYieldEvery) return absl::OkStatus();
     sched_yield();
     last = std::chrono::steady_clock::now();
+    return absl::OkStatus();
   };
   generation_ = state_->spann->manifest().generation;
   SHOAL_ASSIGN_OR_RETURN(updater_, index::SpannUpdater::Open(state_->spann.get(), dir, o));
   // The threads start with the first SSD index and live as long as the collection.
-  if (!worker_.joinable()) worker_ = std::thread([this] { WorkerLoop(); });
+  if (!worker_.joinable()) {
+    worker_ = std::thread([this] { WorkerLoop(); });
+    clockid_t clock;
+    if (pthread_getcpuclockid(worker_.native_handle(), &clock) == 0) {
+      worker_clock_ = clock;
+      worker_clock_set_.store(true, std::memory_order_release);
+    }
+  }
   if (!publisher_.joinable()) publisher_ = std::thread([this] { PublisherLoop(); });
   return absl::OkStatus();
 }
@@ -134,6 +165,7 @@ void IndexMaintainer::WorkerLoop() {
   // drain after the bench's churn took 19-20 s instead of 2-3 s on the shared machine).
   setpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)), kMaintenanceNice);
   pthread_setname_np(pthread_self(), "shoal-maint");  // top -H, perf, ps -L
+  maintained_by = this;
   for (;;) {
     const IndexHandoff::Round round =
         handoff_.AwaitRound(options_.index_update_batch, kIdleWait, kGroupWait);
@@ -145,6 +177,8 @@ void IndexMaintainer::WorkerLoop() {
     }
     bool done = false, no_updater = false;
     const absl::Status s = RunRound(round, &done, &no_updater);
+    // A helper took over (its round serves this one's flush); the next round waits for it.
+    if (IsSteppedAside(s)) continue;
     if (no_updater) {
       // No updater (index dropped or being rebuilt): nothing to drain into.
       handoff_.EndIdleRound(round.flush, absl::Milliseconds(100));
@@ -161,10 +195,15 @@ void IndexMaintainer::WorkerLoop() {
 absl::Status IndexMaintainer::RunRound(const IndexHandoff::Round& round, bool* done,
                                        bool* no_updater) {
   const uint64_t flush = round.flush;
-  MaintenanceBudget::Slot slot(budget_);
+  // The budget bounds background maintenance; a helper is a caller doing its own work.
+  const bool worker = maintained_by == this;
+  std::optional<MaintenanceBudget::Slot> slot;
+  if (worker) slot.emplace(budget_);
+  auto stepping_aside = [&] { return worker && handoff_.helping(); };
   absl::Status s;
   for (int steps = 0;
        s.ok() && !*done && (flush != 0 || steps < kStepsPerRound) && !handoff_.closing(); ++steps) {
+    if (stepping_aside()) return SteppedAside();
     // work_mu_ per step: a build or snapshot waiting for it (on a thread that may run at a
     // higher priority) goes between two steps, not after all of them.
     absl::MutexLock work(&work_mu_);
@@ -178,6 +217,7 @@ absl::Status IndexMaintainer::RunRound(const IndexHandoff::Round& round, bool* d
     absl::ReaderMutexLock lock(&state_->mu);
     sweep = round.sweep_all ? !state_->stale.empty() : SweepDue();
   }
+  if (stepping_aside()) return SteppedAside();
   absl::MutexLock work(&work_mu_);
   if (updater_ != nullptr && sweep) s = Sweep(/*all=*/round.sweep_all);
   if (updater_ != nullptr && s.ok()) s = CompactVectorsIfDue(/*now_retry=*/flush != 0);
@@ -191,8 +231,40 @@ absl::Status IndexMaintainer::Flush(bool sweep_all) {
   }
   // The maintenance thread does the work, at its own low priority: a flush waits for the index
   // but does not compete with searches for the CPU (done on the caller's thread, the drain after
-  // the bench's churn put search p99 at up to 1.9x idle).
-  return handoff_.RequestFlush(sweep_all);
+  // the bench's churn put search p99 at up to 1.9x idle). But when other processes keep the CPUs
+  // busy, a nice-19 thread barely runs (a drain of 0.5-1.5 s took 11-50 s beside a build at nice
+  // 10), and an unprivileged thread cannot raise its priority again: then the caller does the
+  // rest at its own priority, and the thread steps aside.
+  const uint64_t ticket = handoff_.AddFlushRequest(sweep_all);
+  const absl::Time start = absl::Now();
+  const absl::Duration cpu_start = WorkerCpu();
+  for (;;) {
+    if (std::optional<absl::Status> s = handoff_.AwaitFlush(ticket, kHelpCheck)) return *s;
+    if (WorkerCpu() - cpu_start < kMinWorkerShare * (absl::Now() - start)) break;
+  }
+  return Help(ticket);
+}
+
+absl::Duration IndexMaintainer::WorkerCpu() const {
+  timespec t{};
+  // Without the thread's clock, as if it never ran: the caller helps.
+  if (!worker_clock_set_.load(std::memory_order_acquire) || clock_gettime(worker_clock_, &t) != 0) {
+    return absl::ZeroDuration();
+  }
+  return absl::DurationFromTimespec(t);
+}
+
+absl::Status IndexMaintainer::Help(uint64_t ticket) {
+  // Wake-ups (after each fdatasync) that do not preempt searches, as writers'.
+  BatchScheduledScope batch(options_.batch_scheduled_writes);
+  const IndexHandoff::Round round = handoff_.BeginHelping();
+  bool done = false, no_updater = false;
+  absl::Status s;
+  if (!round.closing) s = RunRound(round, &done, &no_updater);
+  if (no_updater) done = true;  // nothing to drain into: served, as EndIdleRound does
+  if (s.ok() && done) handoff_.AwaitPublished();
+  handoff_.EndHelping(round.flush, s, done);
+  return *handoff_.AwaitFlush(ticket, absl::InfiniteDuration());
 }
 
 void IndexMaintainer::DrainNow() {

@@ -32,6 +32,9 @@
 #ifndef SHOAL_DB_INDEX_MAINTAINER_H_
 #define SHOAL_DB_INDEX_MAINTAINER_H_
 
+#include <time.h>
+
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -77,8 +80,11 @@ class IndexMaintainer {
 
   // Moves every write handed off so far into the postings and then, with `sweep_all` when some
   // are tombstoned, sweeps them all out (without it: a lazy sweep if one is due); returns the
-  // round's status. The maintenance thread does the work at its own low priority; the caller
-  // waits. OK at once without an updater.
+  // round's status. The maintenance thread does the work at its own low priority while it gets
+  // the CPU; the caller waits. When it does not (other processes keep the CPUs busy, or it is
+  // held up), the caller does the rest on its own thread, serialised with the maintenance thread
+  // through work_mu() (the thread leaves its step at the next unit of work). OK at once without
+  // an updater.
   absl::Status Flush(bool sweep_all) ABSL_LOCKS_EXCLUDED(work_mu_);
   // Best effort, on the caller's thread: drains what is pending and waits until it is published
   // (Verify wants an exact watermark).
@@ -89,10 +95,16 @@ class IndexMaintainer {
 
  private:
   void WorkerLoop();
-  // One round's work under the budget: drain steps (all for a flush, else up to 64), then a
-  // sweep (a full one for `round.sweep_all`) and a vector compaction when due. Sets *done when
-  // the backlog was drained and *no_updater when there was nothing to drain into.
+  // One round's work (under the budget on the maintenance thread): drain steps (all for a flush,
+  // else up to 64), then a sweep (a full one for `round.sweep_all`) and a vector compaction when
+  // due. Sets *done when the backlog was drained and *no_updater when there was nothing to drain
+  // into. On the maintenance thread, stops with an Aborted status when a helper begins.
   absl::Status RunRound(const IndexHandoff::Round& round, bool* done, bool* no_updater);
+  // A flushing caller's round on its own thread: the flush requests so far served; then waits
+  // for `ticket` to be.
+  absl::Status Help(uint64_t ticket);
+  // CPU time the maintenance thread has used (zero without its clock).
+  absl::Duration WorkerCpu() const;
   bool SweepDue() const ABSL_SHARED_LOCKS_REQUIRED(state_->mu);
   // One drain step: up to a step of pending vectors into the postings. Sets *done when none
   // were pending.
@@ -128,8 +140,11 @@ class IndexMaintainer {
   // sweeps drop from postings, read without holding the search lock. A bitmap, as the state's:
   // every entry of every posting a drain step loads is looked up.
   base::PagedIdSet dead_ ABSL_GUARDED_BY(work_mu_);
-  RetryBackoff backoff_;   // the maintenance thread's
-  std::thread worker_;     // started by Start, joined by the destructor
+  RetryBackoff backoff_;  // the maintenance thread's
+  std::thread worker_;    // started by Start, joined by the destructor
+  // worker_'s CPU-time clock, once worker_clock_set_ (both set by Start).
+  clockid_t worker_clock_{};
+  std::atomic<bool> worker_clock_set_{false};
   std::thread publisher_;  // likewise
 };
 

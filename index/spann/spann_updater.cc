@@ -66,14 +66,14 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Insert(std::span<const uint64
   std::vector<uint32_t> one, chosen;
   std::vector<size_t> first = {0};  // vector i's postings: chosen[first[i], first[i + 1])
   for (size_t i = 0; i < ids.size(); ++i) {
-    work.Pace();
+    SHOAL_RETURN_IF_ERROR(work.Pace());
     work.Choose(vectors + i * d, &one);
     chosen.insert(chosen.end(), one.begin(), one.end());
     first.push_back(chosen.size());
   }
   SHOAL_RETURN_IF_ERROR(work.Prefetch(chosen));
   for (size_t i = 0; i < ids.size(); ++i) {
-    work.Pace();
+    SHOAL_RETURN_IF_ERROR(work.Pace());
     const float* x = vectors + i * d;
     work.AddFresh(ids[i], x);
     for (size_t j = first[i]; j < first[i + 1]; ++j) {
@@ -103,7 +103,7 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Sweep(uint32_t first, uint32_
     SHOAL_RETURN_IF_ERROR(work.Prefetch(range));
   }
   for (uint32_t p = first; p < end; ++p) {
-    work.Pace();
+    SHOAL_RETURN_IF_ERROR(work.Pace());
     if (!work.dir().live[p]) continue;
     if (const auto& codes = current->codes[p]; codes != nullptr) {
       // Quantized tier: the ids are in RAM, so a posting that needs nothing is not loaded.
@@ -148,7 +148,7 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
   };
   for (auto& [p, e] : touched_) {
     if (!e.dirty || !n.live[p]) continue;
-    Pace();
+    if (absl::Status s = Pace(); !s.ok()) return fail(std::move(s));
     bool appended = false;
     absl::StatusOr<storage::Extent> ext = WritePosting(p, e, &written, &appended);
     if (!ext.ok()) return fail(ext.status());

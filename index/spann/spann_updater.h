@@ -98,8 +98,10 @@ struct UpdaterOptions {
   storage::FileSystem* fs = nullptr;  // posting / vector file writes (null = the default)
   // Called between units of work (each vector placed, posting written or posting swept):
   // where the caller's maintenance thread can give way to threads waiting for its CPU (empty:
-  // never called).
-  std::function<void()> yield;
+  // never called). A non-OK status abandons the Insert or Sweep in progress as a failed one
+  // (nothing published, its pages freed; see Errors above), which returns that status: the
+  // caller hands the work to another thread.
+  std::function<absl::Status()> yield;
   // Told about every published change (not owned; null: none). Must outlive the updater.
   PostingObserver* observer = nullptr;
 };

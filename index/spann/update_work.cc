@@ -133,8 +133,8 @@ absl::Status UpdateWork::Append(uint32_t p, uint64_t id, const float* x, bool kn
   return absl::OkStatus();
 }
 
-void UpdateWork::Pace() {
-  if (up_->options_.yield) up_->options_.yield();
+absl::Status UpdateWork::Pace() {
+  return up_->options_.yield ? up_->options_.yield() : absl::OkStatus();
 }
 
 void UpdateWork::Choose(const float* x, std::vector<uint32_t>* out) const {

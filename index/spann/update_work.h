@@ -54,8 +54,8 @@ class UpdateWork {
 
   UpdateWork(SpannUpdater* up, const PostingDirectory& current, const DeadFn& dead, SweepGc gc);
 
-  // Calls UpdaterOptions::yield: once per unit of work.
-  void Pace();
+  // Calls UpdaterOptions::yield: once per unit of work. Its error abandons the change.
+  absl::Status Pace();
 
   // Vectors inserted by this change, by id (full vectors are then not read back).
   void AddFresh(uint64_t id, const float* v) { fresh_[id] = v; }
