@@ -72,7 +72,10 @@ class IndexMaintainer {
   // (nothing to do without one, or with online updates off); the threads start with the first.
   absl::Status Start(const std::string& dir) ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
   // Drops the updater: nothing is drained until the next Start.
-  void Stop() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_) { updater_.reset(); }
+  void Stop() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_) {
+    updater_.reset();
+    has_updater_.store(false, std::memory_order_relaxed);
+  }
   // Forgets the queued writes, publications and the maintenance thread's tombstones (a new
   // index, or none).
   void Reset() ABSL_EXCLUSIVE_LOCKS_REQUIRED(work_mu_);
@@ -135,6 +138,8 @@ class IndexMaintainer {
 
   absl::Mutex work_mu_;
   std::unique_ptr<index::SpannUpdater> updater_ ABSL_GUARDED_BY(work_mu_);
+  // updater_ != nullptr, for Flush without work_mu_ (a step of the maintenance thread holds it).
+  std::atomic<bool> has_updater_{false};
   uint64_t generation_ ABSL_GUARDED_BY(work_mu_) = 0;  // of the index updater_ changes
   // The maintenance thread's copy of the tombstones (as of its last SyncDead): what drains and
   // sweeps drop from postings, read without holding the search lock. A bitmap, as the state's:
