@@ -50,8 +50,11 @@ constexpr size_t kLockSlice = 128;
 // publication back for long.
 constexpr absl::Duration kLetSearchesIn = absl::Milliseconds(2);
 // A flushing caller looks this often whether the maintenance thread gets the CPU, and does the
-// work itself once the thread has run for less than kMinWorkerShare of the time it waited.
+// work itself once the thread has run for less than kMinWorkerShare of the time it waited, judged
+// over kHelpAfter at least (a thread that gets its CPU may still spend a few ms of it in a step's
+// fdatasync: the caller would then take over work that was going well).
 constexpr absl::Duration kHelpCheck = absl::Milliseconds(20);
+constexpr absl::Duration kHelpAfter = absl::Milliseconds(100);
 constexpr double kMinWorkerShare = 0.5;
 
 // The maintainer whose maintenance thread this is (null on every other thread).
@@ -240,7 +243,8 @@ absl::Status IndexMaintainer::Flush(bool sweep_all) {
   const absl::Duration cpu_start = WorkerCpu();
   for (;;) {
     if (std::optional<absl::Status> s = handoff_.AwaitFlush(ticket, kHelpCheck)) return *s;
-    if (WorkerCpu() - cpu_start < kMinWorkerShare * (absl::Now() - start)) break;
+    const absl::Duration waited = absl::Now() - start;
+    if (waited >= kHelpAfter && WorkerCpu() - cpu_start < kMinWorkerShare * waited) break;
   }
   return Help(ticket);
 }
@@ -260,7 +264,8 @@ absl::Status IndexMaintainer::Help(uint64_t ticket) {
   const IndexHandoff::Round round = handoff_.BeginHelping();
   bool done = false, no_updater = false;
   absl::Status s;
-  if (!round.closing) s = RunRound(round, &done, &no_updater);
+  // flush 0: served meanwhile (the thread's round ended): nothing to do here.
+  if (!round.closing && round.flush != 0) s = RunRound(round, &done, &no_updater);
   if (no_updater) done = true;  // nothing to drain into: served, as EndIdleRound does
   if (s.ok() && done) handoff_.AwaitPublished();
   handoff_.EndHelping(round.flush, s, done);

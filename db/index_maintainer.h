@@ -17,9 +17,10 @@
 // Scheduling: the maintenance thread runs at the lowest CPU priority and never holds the search
 // lock (CollectionState::mu) beyond a brief look; its changes to what searches read go through
 // the publisher, which runs at normal priority. Writers hand it their vectors through the
-// IndexHandoff. After a failed step (an I/O error) nothing a reader sees has changed and the same
-// work is retried, backing off (RetryBackoff), so maintenance resumes by itself once the fault
-// clears. A MaintenanceBudget bounds how many collections' threads work at once.
+// IndexHandoff. A flush caller waits for it only while it gets the CPU; otherwise the caller runs
+// the round itself (Flush). After a failed step (an I/O error) nothing a reader sees has changed
+// and the same work is retried, backing off (RetryBackoff), so maintenance resumes by itself once
+// the fault clears. A MaintenanceBudget bounds how many collections' threads work at once.
 //
 //   IndexMaintainer m(&state, store, collection_id, name, options, fs, budget);
 //   { absl::MutexLock work(&m.work_mu()); SHOAL_RETURN_IF_ERROR(m.Start(dir)); }
