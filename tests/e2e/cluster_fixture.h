@@ -39,11 +39,18 @@ inline std::vector<float> VectorOf(uint64_t key) {
 
 inline Record RecordOf(uint64_t key) { return Record{.key = key, .vector = VectorOf(key)}; }
 
-// The shard map of `name` as stored in etcd.
+// The shard map of `name` as stored in etcd. A read etcd left unanswered (UNAVAILABLE: the
+// client gives up after 3 s, and a loaded machine's etcd can stall that long) is asked again for
+// up to 30 s: the tests observe the map here; etcd's latency is not what they check.
 inline absl::StatusOr<cluster::ShardMap> StoredMap(const std::string& etcd_url,
                                                    const std::string& name = "docs") {
   cluster::EtcdClient etcd(etcd_url);
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
   auto stored = etcd.Get(std::string(cluster::kCollectionsPrefix) + name);
+  while (absl::IsUnavailable(stored.status()) && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(100));
+    stored = etcd.Get(std::string(cluster::kCollectionsPrefix) + name);
+  }
   if (!stored.ok()) return stored.status();
   if (stored->kvs.size() != 1) return absl::NotFoundError("no shard map of " + name);
   return cluster::DecodeShardMap(stored->kvs[0].value);
