@@ -191,6 +191,12 @@ class ConsoleBrowserTest(unittest.TestCase):
         self.fail(f"timed out waiting for {what} (last error: {last}); page: "
                   f"{self.browser.find_element('tag name', 'main').text[:500]}")
 
+    def read(self, read, what):
+        """read()'s value, read again when an element it touched went stale: the collections,
+        caches and metrics pages re-mount their tables at each poll (every 1 or 5 s), so a row
+        found a moment ago may be gone."""
+        return self.wait(lambda: (read(),), what)[0]
+
     def css(self, selector):
         return self.browser.find_elements("css selector", selector)
 
@@ -245,11 +251,13 @@ class ConsoleBrowserTest(unittest.TestCase):
 
     def test_2_collections_page(self):
         self.sign_in(ADMIN_KEY)
-        row = self.wait(lambda: self.css('#collections tr[data-collection="fashion"]'),
-                        "the fashion row")[0]
-        self.assertIn("2,000", row.find_element("css selector", "[data-test=num-vectors]").text)
-        self.assertIn("784", row.text)
-        self.assertIn("flat", row.text)
+        def fashion_row():
+            row = self.css('#collections tr[data-collection="fashion"]')[0]
+            return row.find_element("css selector", "[data-test=num-vectors]").text, row.text
+        vectors, text = self.read(fashion_row, "the fashion row")
+        self.assertIn("2,000", vectors)
+        self.assertIn("784", text)
+        self.assertIn("flat", text)
         self.assertNotIn(ADMIN_KEY, self.browser.page_source)
         self.shot("collections")
 
@@ -384,13 +392,18 @@ class ConsoleBrowserTest(unittest.TestCase):
         self.drive_cache_chart(["acme", "acme", "globex"], 3)
         self.wait(lambda: self.css("#cache-summary [data-test=hit-rate]")[0].text == "66.7%",
                   "the hit rate")
-        code = self.wait(lambda: self.css('#cache-categories tr[data-row="code"]'),
-                         "the category's counters")[0]
-        self.assertIn("66.7%", code.text)
+        def code_row():
+            row = self.css('#cache-categories tr[data-row="code"]')[0]
+            return (row.text, row.find_element("css selector", "[data-test=learned-ttl]").text,
+                    self.css("#cache-categories thead")[0].text)
+        code, learned_ttl, head = self.read(code_row, "the category's counters")
+        self.assertIn("66.7%", code)
         # No stale answer reported: no learned TTL, the policy's applies.
-        self.assertEqual(code.find_element("css selector", "[data-test=learned-ttl]").text, "—")
-        self.assertIn("learned ttl", self.css("#cache-categories thead")[0].text.lower())
-        tenants = {r.get_attribute("data-tenant") for r in self.css("#cache-partitions tbody tr")}
+        self.assertEqual(learned_ttl, "—")
+        self.assertIn("learned ttl", head.lower())
+        tenants = self.read(lambda: {r.get_attribute("data-tenant")
+                                     for r in self.css("#cache-partitions tbody tr")},
+                            "the partitions")
         self.assertEqual(tenants, {"acme", "globex"})
         self.assertEqual(len(self.css("#charts canvas, #cache-view canvas")), 1)
         self.shot("caches", whole=True)
@@ -462,10 +475,11 @@ class ConsoleBrowserTest(unittest.TestCase):
     def test_9b_tenant_bound_key_sees_only_its_tenant(self):
         np = self.np
         self.sign_in(ACME_KEY)
-        row = self.wait(lambda: self.css('#collections tr[data-collection="shop"]'), "shop")[0]
+        self.wait(lambda: self.css('#collections tr[data-collection="shop"]'), "shop")
         self.assertIn("acme-dash (read-only, tenant acme)", self.css("#who")[0].text)
-        self.assertEqual(row.find_element("css selector", "[data-test=tenant-vectors]").text,
-                         str(TENANT_ROWS))
+        self.assertEqual(self.read(lambda: self.css('#collections tr[data-collection="shop"]')[0]
+                                   .find_element("css selector", "[data-test=tenant-vectors]").text,
+                                   "shop's tenant vectors"), str(TENANT_ROWS))
         for page in ("builds", "snapshots"):
             self.assertFalse(self.css(f'#nav a[data-page="{page}"]')[0].is_displayed(), page)
         self.assertEqual(self.css("#create-form"), [])
@@ -505,8 +519,9 @@ class ConsoleBrowserTest(unittest.TestCase):
         self.shot("tenant-bound-tenants")
         self.go("#/caches/answers")
         self.wait(lambda: self.css("#cache-partitions tbody tr[data-tenant]"), "its partitions")
-        self.assertEqual({r.get_attribute("data-tenant")
-                          for r in self.css("#cache-partitions tbody tr[data-tenant]")}, {"acme"})
+        self.assertEqual(self.read(lambda: {r.get_attribute("data-tenant") for r in
+                                            self.css("#cache-partitions tbody tr[data-tenant]")},
+                                   "its partitions"), {"acme"})
         self.assertEqual(self.css("#cache-categories"), [])
         self.drive_cache_chart(["acme"], 2)
         self.shot("tenant-bound-caches", whole=True)
