@@ -167,8 +167,8 @@ class ClusterDB : public DB {
 
   // Tenants of a sharded collection (cluster_tenants.cc).
   // Calls `call` on one live replica of the shard (this node's copy first, then the next
-  // when TryAnotherReplica); a tenant's NOT_FOUND is the answer. UNAVAILABLE naming the shard
-  // when none answers.
+  // when TryAnotherReplica); a tenant's NOT_FOUND is the answer. When none answers, once more
+  // with etcd's map if it is newer (NewerShardMap); then UNAVAILABLE naming the shard.
   absl::Status OnOneReplica(const ShardMap& map, uint32_t shard, const CopyCall& call) const;
   // OnOneReplica on a copy that has first applied the stream's last entry (read your writes).
   absl::Status OnOneFreshReplica(const ShardMap& map, uint32_t shard, const CopyCall& call) const;
