@@ -192,9 +192,9 @@ class ConsoleBrowserTest(unittest.TestCase):
                   f"{self.browser.find_element('tag name', 'main').text[:500]}")
 
     def read(self, read, what):
-        """read()'s value, read again when an element it touched went stale: the collections,
-        caches and metrics pages re-mount their tables at each poll (every 1 or 5 s), so a row
-        found a moment ago may be gone."""
+        """read()'s value, read again when an element it touched went stale: the builds,
+        caches and collections pages re-mount their tables at each poll (every 0.5, 1 or 5 s),
+        so a row found a moment ago may be gone."""
         return self.wait(lambda: (read(),), what)[0]
 
     def css(self, selector):
@@ -337,9 +337,12 @@ class ConsoleBrowserTest(unittest.TestCase):
         self.shot("builds-running")
         self.wait(lambda: self.css('#builds tr[data-build][data-done="1"]'), "the build to end",
                   timeout=120)
-        row = self.css("#builds tr[data-build]")[0]
-        self.assertEqual(row.get_attribute("data-failed"), "0", row.text)
-        self.assertIn("100%", row.text)
+        def build_row():
+            row = self.css("#builds tr[data-build]")[0]
+            return row.get_attribute("data-failed"), row.text
+        failed, text = self.read(build_row, "the build's row")
+        self.assertEqual(failed, "0", text)
+        self.assertIn("100%", text)
         self.shot("builds")
         info = self.client.describe_collection("fashion")
         self.assertTrue(info.index.startswith("spann"), info)
