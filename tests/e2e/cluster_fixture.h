@@ -139,6 +139,10 @@ class ClusterE2ETest : public testing::Test {
 
   void TearDown() override {
     nodes_.clear();
+    // etcd and nats-server write under dir_ until they die (the services' destructor, after
+    // TearDown, would be too late: remove_all met a JetStream directory still being written).
+    services_.nats().Kill();
+    services_.etcd().Kill();
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
 
