@@ -140,6 +140,83 @@ TEST_P(TenantRecallTest, TenantsOfEveryDensityReachTheTargetRecall) {
   }
 }
 
+// A thin tenant (an eighth of every region) scans postings where it holds few vectors: it
+// scores its own members there on their full vectors, not every code of the posting
+// (SpannIndex::TakeMembers), and still reaches the target recall. Its scans then score far
+// fewer entries per posting than an unrestricted query's, which score them all.
+TEST_P(TenantRecallTest, ThinTenantsScoreTheirMembersNotEveryCode) {
+  const Metric metric = GetParam();
+  ASSERT_TRUE(db_->CreateCollection({"c", kDim, metric}).ok());
+  std::mt19937 rng(base::TestSeed());
+  std::normal_distribution<float> normal(0, 1);
+  std::uniform_real_distribution<float> unit(0, 1);
+  std::vector<float> data(kRegions * kPerRegion * kDim);
+  std::vector<Record> thin, rest;
+  for (size_t r = 0; r < kRegions; ++r) {
+    std::vector<float> centre(kDim);
+    for (float& c : centre) c = 4 * normal(rng);
+    for (size_t j = 0; j < kPerRegion; ++j) {
+      const size_t row = r * kPerRegion + j;
+      for (size_t i = 0; i < kDim; ++i) data[row * kDim + i] = centre[i] + normal(rng);
+      Record rec;
+      rec.key = uint64_t{row};
+      rec.vector.assign(data.begin() + row * kDim, data.begin() + (row + 1) * kDim);
+      (unit(rng) < 1.0f / 8 ? thin : rest).push_back(std::move(rec));
+    }
+  }
+  ASSERT_TRUE(db_->CreateTenant("c", {"thin", {}}).ok());
+  WriteOptions as;
+  as.tenant = "thin";
+  ASSERT_TRUE(db_->Upsert("c", thin, as).ok());
+  ASSERT_TRUE(db_->Upsert("c", rest, {}).ok());
+  // Quantized (at 16-d "auto" keeps full vectors in the postings: no codes to skip).
+  ASSERT_TRUE(db_->BuildIndex("c", "spann:quant=rabitq:bits=4").ok());
+
+  SearchStats mine, everyone;
+  double recall = 0;
+  for (size_t i = 0; i < kQueries; ++i) {
+    std::vector<float> q = thin[rng() % thin.size()].vector;
+    for (float& x : q) x += 0.5f * normal(rng);
+    std::vector<std::pair<float, uint64_t>> exact;
+    for (const Record& r : thin) {
+      exact.emplace_back(Score(metric, q, r.vector.data()), std::get<uint64_t>(r.key));
+    }
+    std::partial_sort(exact.begin(), exact.begin() + 10, exact.end());
+    SearchParams p;
+    p.k = 10;
+    p.target_recall = kTarget;
+    p.stats = &everyone;
+    ASSERT_TRUE(db_->Search("c", q, p).ok());
+    p.tenant = "thin";
+    p.stats = &mine;
+    auto hits = db_->Search("c", q, p);
+    ASSERT_TRUE(hits.ok()) << hits.status();
+    const float tenth = exact[9].first;
+    const float limit =
+        tenth + 1e-4f * std::abs(tenth) + 1e-6f + (metric == Metric::kCosine ? 1e-3f : 0);
+    size_t found = 0;
+    for (const Hit& h : (*hits)[0]) {
+      const uint64_t key = std::get<uint64_t>(h.key);
+      ASSERT_TRUE(
+          std::any_of(exact.begin(), exact.end(), [&](const auto& e) { return e.second == key; }))
+          << key << " is not the tenant's";
+      found += Score(metric, q, data.data() + key * kDim) <= limit;
+    }
+    recall += found / 10.0;
+  }
+  recall /= kQueries;
+  EXPECT_GE(recall, kTarget - kTolerance);
+  // Searched through its sub-tree (not the planner's exact path), members first.
+  ASSERT_GT(mine.postings_read, 0u);
+  ASSERT_GT(everyone.postings_read, 0u);
+  const double per_posting = static_cast<double>(mine.vectors_scored) / mine.postings_read;
+  const double all_per_posting =
+      static_cast<double>(everyone.vectors_scored) / everyone.postings_read;
+  EXPECT_LT(per_posting, 0.5 * all_per_posting)
+      << mine.vectors_scored << " scored in " << mine.postings_read << " postings, unrestricted "
+      << everyone.vectors_scored << " in " << everyone.postings_read;
+}
+
 INSTANTIATE_TEST_SUITE_P(Metrics, TenantRecallTest,
                          ::testing::Values(Metric::kL2, Metric::kInnerProduct, Metric::kCosine));
 

@@ -68,9 +68,10 @@ class CandidateSlots {
 };
 
 // One quantized query's candidates: an interval [lower, upper] of the distance per id (replicas
-// intersect theirs). The k-th smallest upper bound among the distinct candidates so far (each
-// counted with the first interval it got) bounds the true k-th distance from above: a code whose
-// lower bound lies beyond running() cannot be in the top-k.
+// intersect theirs), or its exact distance (OfferExact: a member scored on its full vector,
+// which later intervals of its replicas do not change). The k-th smallest upper bound among the
+// distinct candidates so far (each counted with the first interval it got) bounds the true k-th
+// distance from above: a code whose lower bound lies beyond running() cannot be in the top-k.
 class CandidateIntervals {
  public:
   void Reset(size_t k) {
@@ -84,12 +85,54 @@ class CandidateIntervals {
   void Offer(uint64_t id, float lo, float hi) {
     uint32_t& slot = slots_.Find(id);
     if (slot != CandidateSlots::kNone) {
-      cands_[slot].lower = std::max(cands_[slot].lower, lo);
-      cands_[slot].upper = std::min(cands_[slot].upper, hi);
+      Candidate& c = cands_[slot];
+      if (c.exact) return;
+      c.lower = std::max(c.lower, lo);
+      c.upper = std::min(c.upper, hi);
       return;
     }
     slot = static_cast<uint32_t>(cands_.size());
-    cands_.push_back({id, lo, hi});
+    cands_.push_back({id, lo, hi, false});
+    CountUpper(hi);
+  }
+  void OfferExact(uint64_t id, float distance) {
+    uint32_t& slot = slots_.Find(id);
+    if (slot != CandidateSlots::kNone) {
+      cands_[slot] = {id, distance, distance, true};
+      return;
+    }
+    slot = static_cast<uint32_t>(cands_.size());
+    cands_.push_back({id, distance, distance, true});
+    CountUpper(distance);
+  }
+  // The same bound over the final (replica-tightened) intervals: the ids whose lower bound
+  // reaches below it, the only ones that can be in the top-k, as (lower bound, id) ascending;
+  // those known exactly go to *exact (distance, id) instead, when it is given.
+  void Survivors(std::vector<std::pair<float, uint64_t>>* out,
+                 std::vector<std::pair<float, uint64_t>>* exact = nullptr) {
+    float bound = std::numeric_limits<float>::infinity();
+    if (k_ > 0 && cands_.size() >= k_) {
+      uppers_.clear();
+      for (const Candidate& c : cands_) uppers_.push_back(c.upper);
+      std::nth_element(uppers_.begin(), uppers_.begin() + (k_ - 1), uppers_.end());
+      bound = uppers_[k_ - 1];
+    }
+    out->clear();
+    if (exact != nullptr) exact->clear();
+    for (const Candidate& c : cands_) {
+      if (c.lower > bound) continue;
+      (c.exact && exact != nullptr ? exact : out)->emplace_back(c.lower, c.id);
+    }
+    std::sort(out->begin(), out->end());
+  }
+
+ private:
+  struct Candidate {
+    uint64_t id;
+    float lower, upper;
+    bool exact;
+  };
+  void CountUpper(float hi) {
     if (k_ > 0 && (uppers_.size() < k_ || hi < uppers_.front())) {
       if (uppers_.size() == k_) {
         std::pop_heap(uppers_.begin(), uppers_.end());
@@ -100,28 +143,7 @@ class CandidateIntervals {
       if (uppers_.size() == k_) running_ = uppers_.front();
     }
   }
-  // The same bound over the final (replica-tightened) intervals: the ids whose lower bound
-  // reaches below it, the only ones that can be in the top-k, as (lower bound, id) ascending.
-  void Survivors(std::vector<std::pair<float, uint64_t>>* out) {
-    float bound = std::numeric_limits<float>::infinity();
-    if (k_ > 0 && cands_.size() >= k_) {
-      uppers_.clear();
-      for (const Candidate& c : cands_) uppers_.push_back(c.upper);
-      std::nth_element(uppers_.begin(), uppers_.begin() + (k_ - 1), uppers_.end());
-      bound = uppers_[k_ - 1];
-    }
-    out->clear();
-    for (const Candidate& c : cands_) {
-      if (c.lower <= bound) out->emplace_back(c.lower, c.id);
-    }
-    std::sort(out->begin(), out->end());
-  }
 
- private:
-  struct Candidate {
-    uint64_t id;
-    float lower, upper;
-  };
   size_t k_ = 0;
   std::vector<Candidate> cands_;
   CandidateSlots slots_;

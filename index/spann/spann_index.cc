@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -209,6 +210,7 @@ void SpannIndex::SetCacheBudget(size_t bytes) {
   const size_t codes = codes_resident_ ? 0 : bytes / 4 * 3;
   code_cache_.SetBudget(codes);
   vector_cache_.SetBudget(bytes - codes);
+  vector_cache_bytes_ = bytes - codes;
 }
 
 size_t SpannIndex::FixedMemoryBytes() const {
@@ -233,7 +235,8 @@ absl::Status SpannIndex::SearchOne(const PostingDirectory& dir, const float* q, 
       if (std::find(leaves->begin(), leaves->end(), leaf) == leaves->end()) leaves->push_back(leaf);
     }
   }
-  if (quantizer_ != nullptr) return SearchQuantized(dir, q, k, postings, ex, out, stats);
+  if (quantizer_ != nullptr)
+    return SearchQuantized(dir, q, k, postings, ex, knobs.scope, out, stats);
   const size_t d = manifest_.dimension;
   const Metric metric = manifest_.metric;
   TopK<uint64_t> top(k);
@@ -296,7 +299,8 @@ const float* SpannIndex::PreparedCentroid(const PostingDirectory& dir, uint32_t 
 
 absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const float* q, size_t k,
                                          std::span<const uint32_t> postings, const Exclusion& ex,
-                                         std::vector<Neighbor>* out, SearchStats* stats) const {
+                                         const PostingScope* scope, std::vector<Neighbor>* out,
+                                         SearchStats* stats) const {
   stats->postings_read += postings.size();
   const size_t d = manifest_.dimension;
   const bool ip = manifest_.metric == Metric::kInnerProduct;
@@ -308,9 +312,13 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   cands.Reset(k);
   const size_t pd = quantizer_->prepared_dim();
   prepared.resize(pd);
-  quantizer_->Prepare(q, prepared.data());
+  bool query_prepared = false;                 // not while every posting so far went members first
+  thread_local std::vector<uint64_t> members;  // scored exactly after the scan
+  members.clear();
   auto scan = [&](uint32_t p, const QuantizedPosting& qp) {
     const size_t n = qp.size();
+    if (TakeMembers(dir, p, qp, scope, ex, &members)) return;
+    if (!std::exchange(query_prepared, true)) quantizer_->Prepare(q, prepared.data());
     if (lower.size() < n) {  // grown only: a resize per posting costs more than its scan's tail
       lower.resize(n);
       upper.resize(n);
@@ -367,9 +375,10 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
     SHOAL_RETURN_IF_ERROR(ReadQuantized(
         dir, missing, [&](size_t i, const QuantizedPosting& qp) { scan(missing[i], qp); }, stats));
   }
-  thread_local std::vector<std::pair<float, uint64_t>> survivors;
-  cands.Survivors(&survivors);
-  return RerankByLowerBound(dir, q, k, survivors, out, stats);
+  if (!members.empty()) SHOAL_RETURN_IF_ERROR(ScoreMembers(dir, q, k, &members, &cands, stats));
+  thread_local std::vector<std::pair<float, uint64_t>> survivors, exact;
+  cands.Survivors(&survivors, &exact);
+  return RerankByLowerBound(dir, q, k, survivors, exact, out, stats);
 }
 
 }  // namespace shoal::index

@@ -57,6 +57,8 @@
 
 namespace shoal::index {
 
+class CandidateIntervals;  // index/spann/candidate_intervals.h
+
 struct SpannRuntimeOptions {
   storage::IoBackend io = storage::IoBackend::kAuto;
   size_t posting_cache_bytes = 256u << 20;
@@ -255,10 +257,37 @@ class SpannIndex final : public VectorIndex {
   // Posting p's centroid in the quantizer's prepared form: the directory's, or with codes on
   // the SSD (prepare_on_scan_) prepared now into thread-local scratch valid until the next call.
   const float* PreparedCentroid(const PostingDirectory& dir, uint32_t p) const;
-  // Scans `postings` (Navigate's choice) through their codes.
+  // Scans `postings` (Navigate's choice) through their codes, or for a weighted scope the
+  // postings where it holds few vectors through those vectors (TakeMembers).
   absl::Status SearchQuantized(const PostingDirectory& dir, const float* q, size_t k,
                                std::span<const uint32_t> postings, const Exclusion& ex,
-                               std::vector<Neighbor>* out, SearchStats* stats) const;
+                               const PostingScope* scope, std::vector<Neighbor>* out,
+                               SearchStats* stats) const;
+  // Members first: for a weighted scope (a tenant) with a filter, when the full vectors of the
+  // scope's expected vectors in posting p (its count in p's leaf at that leaf's density, times
+  // the posting's entries) weigh less than p's packed codes and prepared centroid, appends the
+  // ids of p that `ex` lets through to *members and returns true (the codes are not scanned);
+  // false, leaving *members as it was, when more of them pass than that (the codes weigh less
+  // after all), the expectation says so, or there is no vector cache (budget 0).
+  // The bytes behind TakeMembers' choice for a posting of n entries: the codes' path reads the
+  // prepared centroid and every packed code (and the ids of the few codes its bounds keep); the
+  // members' path every id and the full vector of each member, `density` of the entries.
+  double FullBytes() const { return static_cast<double>(manifest_.dimension) * sizeof(float); }
+  double CodesBytes(size_t n) const {
+    return static_cast<double>(quantizer_->prepared_dim() * sizeof(float) +
+                               quantizer_->PackedBytes(n));
+  }
+  double MembersBytes(double n, double density) const {
+    return n * (sizeof(uint64_t) + density * FullBytes());
+  }
+  bool TakeMembers(const PostingDirectory& dir, uint32_t p, const QuantizedPosting& qp,
+                   const PostingScope* scope, const Exclusion& ex,
+                   std::vector<uint64_t>* members) const;
+  // Scores the listed members exactly (replicas once; full vectors as Rerank reads them) and
+  // offers the k nearest to *cands as exact candidates.
+  absl::Status ScoreMembers(const PostingDirectory& dir, const float* q, size_t k,
+                            std::vector<uint64_t>* members, CandidateIntervals* cands,
+                            SearchStats* stats) const;
   // The k nearest of `ids` by exact distance (full vectors from the rerank cache, else one
   // batch from vectors.dat), into *out.
   absl::Status Rerank(const PostingDirectory& dir, const float* q, size_t k,
@@ -278,8 +307,11 @@ class SpannIndex final : public VectorIndex {
   // loose interval is not scored at all; then the uncached ones met on the way whose bound is
   // still below it, read from vectors.dat in the same order in at most four rounds (one batch
   // each, growing: each round's distances lower the threshold the next one reads below).
+  // `exact`: (distance, id) of candidates already scored exactly (ScoreMembers), none of them
+  // in by_lower.
   absl::Status RerankByLowerBound(const PostingDirectory& dir, const float* q, size_t k,
                                   std::span<const std::pair<float, uint64_t>> by_lower,
+                                  std::span<const std::pair<float, uint64_t>> exact,
                                   std::vector<Neighbor>* out, SearchStats* stats) const;
   absl::Status LoadQuantized(storage::FileSystem& fs, const std::string& dir,
                              size_t ram_limit_bytes, PostingDirectory* directory);
@@ -315,6 +347,7 @@ class SpannIndex final : public VectorIndex {
   bool prepare_on_scan_ = false;
   mutable storage::ByteLruCache<uint64_t, QuantizedPosting> code_cache_;  // by extent serial
   mutable storage::VectorCache vector_cache_;
+  size_t vector_cache_bytes_ = 0;  // its budget
 };
 
 }  // namespace shoal::index

@@ -9,6 +9,7 @@
 #include "base/status_macros.h"
 #include "index/distance/distance.h"
 #include "index/postings/posting_navigator.h"
+#include "index/spann/candidate_intervals.h"
 #include "index/spann/spann_calibration.h"
 #include "index/spann/spann_index.h"
 
@@ -250,13 +251,51 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::SearchWithKnobs(
   return out;
 }
 
+bool SpannIndex::TakeMembers(const PostingDirectory& dir, uint32_t p, const QuantizedPosting& qp,
+                             const PostingScope* scope, const Exclusion& ex,
+                             std::vector<uint64_t>* members) const {
+  // The members' full vectors come from the vector cache: not without one.
+  if (scope == nullptr || !scope->weighted() || ex.allow == nullptr || vector_cache_bytes_ == 0) {
+    return false;
+  }
+  const size_t n = qp.size();
+  const double codes = CodesBytes(n);
+  if (MembersBytes(n, scope->LeafWeight(dir.origin[p]) / VectorsPerLeaf()) >= codes) return false;
+  const double ids = static_cast<double>(n * sizeof(uint64_t));
+  const size_t most = static_cast<size_t>((codes - ids) / FullBytes());
+  const size_t before = members->size();
+  for (size_t i = 0; i < n; ++i) {
+    if (ex.Excludes(qp.ids[i])) continue;
+    if (members->size() - before == most) {
+      members->resize(before);
+      return false;
+    }
+    members->push_back(qp.ids[i]);
+  }
+  return true;
+}
+
+absl::Status SpannIndex::ScoreMembers(const PostingDirectory& dir, const float* q, size_t k,
+                                      std::vector<uint64_t>* members, CandidateIntervals* cands,
+                                      SearchStats* stats) const {
+  std::sort(members->begin(), members->end());
+  members->erase(std::unique(members->begin(), members->end()), members->end());
+  stats->vectors_scored += members->size();
+  TopK<uint64_t> top(k);
+  SHOAL_RETURN_IF_ERROR(ScoreExactly(dir, q, *members, &top, stats));
+  for (const auto& e : top.TakeSorted()) cands->OfferExact(e.id, e.distance);
+  return absl::OkStatus();
+}
+
 absl::Status SpannIndex::RerankByLowerBound(const PostingDirectory& dir, const float* q, size_t k,
                                             std::span<const std::pair<float, uint64_t>> by_lower,
+                                            std::span<const std::pair<float, uint64_t>> exact,
                                             std::vector<Neighbor>* out, SearchStats* stats) const {
   const size_t d = manifest_.dimension;
   // The first slice fills the top k; the later ones are small, since each may be the last.
   const size_t first_slice = 2 * k + 8, slice = k + 4;
   TopK<uint64_t> top(k);
+  for (const auto& [distance, id] : exact) top.Push(distance, id);
   thread_local std::vector<uint64_t> ids;
   thread_local std::vector<size_t> missing;
   thread_local std::vector<std::pair<float, uint64_t>> uncached;
