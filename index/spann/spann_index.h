@@ -268,7 +268,7 @@ class SpannIndex final : public VectorIndex {
   // the posting's entries) weigh less than p's packed codes and prepared centroid, appends the
   // ids of p that `ex` lets through to *members and returns true (the codes are not scanned);
   // false, leaving *members as it was, when more of them pass than that (the codes weigh less
-  // after all), the expectation says so, or there is no vector cache (budget 0).
+  // after all), the expectation says so, or the vector cache's budget cannot hold every vector.
   // The bytes behind TakeMembers' choice for a posting of n entries: the codes' path reads the
   // prepared centroid and every packed code (and the ids of the few codes its bounds keep); the
   // members' path every id and the full vector of each member, `density` of the entries.

@@ -254,8 +254,10 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::SearchWithKnobs(
 bool SpannIndex::TakeMembers(const PostingDirectory& dir, uint32_t p, const QuantizedPosting& qp,
                              const PostingScope* scope, const Exclusion& ex,
                              std::vector<uint64_t>* members) const {
-  // The members' full vectors come from the vector cache: not without one.
-  if (scope == nullptr || !scope->weighted() || ex.allow == nullptr || vector_cache_bytes_ == 0) {
+  // The members' full vectors come from the vector cache: only when it can hold every vector.
+  // Read from vectors.dat (a page each) they would cost far more than the codes they spare.
+  if (scope == nullptr || !scope->weighted() || ex.allow == nullptr ||
+      static_cast<double>(vector_cache_bytes_) < manifest_.num_vectors * FullBytes()) {
     return false;
   }
   const size_t n = qp.size();
