@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/test_seed.h"
@@ -38,6 +39,41 @@ float Score(Metric metric, const std::vector<float>& q, const float* x) {
   if (metric == Metric::kL2) return static_cast<float>(l2);
   if (metric == Metric::kInnerProduct) return static_cast<float>(-dot);
   return static_cast<float>(-dot / std::sqrt(qq * xx));
+}
+
+// A query near one of `mine`'s vectors (noise of 0.5 per coordinate), and `mine` by exact score
+// from it, its 10 nearest first.
+std::pair<std::vector<float>, std::vector<std::pair<float, uint64_t>>> QueryNear(
+    Metric metric, const std::vector<Record>& mine, std::mt19937& rng,
+    std::normal_distribution<float>& normal) {
+  std::vector<float> q = mine[rng() % mine.size()].vector;
+  for (float& x : q) x += 0.5f * normal(rng);
+  std::vector<std::pair<float, uint64_t>> exact;
+  for (const Record& r : mine) {
+    exact.emplace_back(Score(metric, q, r.vector.data()), std::get<uint64_t>(r.key));
+  }
+  std::partial_sort(exact.begin(), exact.begin() + 10, exact.end());
+  return {std::move(q), std::move(exact)};
+}
+
+// How many of a tenant's `hits` for `q` lie within the 10th true distance (`exact`: the
+// tenant's vectors by score, as QueryNear gives them), as the build's calibration counts them
+// (ties; on cosine ann-benchmarks' epsilon, index/spann/spann_calibration.h). Every hit must be
+// the tenant's.
+size_t Found(Metric metric, const std::vector<float>& q, const std::vector<Hit>& hits,
+             const std::vector<std::pair<float, uint64_t>>& exact, const std::vector<float>& data) {
+  const float tenth = exact[9].first;
+  const float limit =
+      tenth + 1e-4f * std::abs(tenth) + 1e-6f + (metric == Metric::kCosine ? 1e-3f : 0);
+  size_t found = 0;
+  for (const Hit& h : hits) {
+    const uint64_t key = std::get<uint64_t>(h.key);
+    EXPECT_TRUE(
+        std::any_of(exact.begin(), exact.end(), [&](const auto& e) { return e.second == key; }))
+        << key << " is not the tenant's";
+    found += Score(metric, q, data.data() + key * kDim) <= limit;
+  }
+  return found;
 }
 
 class TenantRecallTest : public ::testing::TestWithParam<Metric> {
@@ -110,30 +146,14 @@ TEST_P(TenantRecallTest, TenantsOfEveryDensityReachTheTargetRecall) {
     double recall = 0;
     for (size_t i = 0; i < kQueries; ++i) {
       // Near one of the tenant's vectors.
-      std::vector<float> q = mine[rng() % mine.size()].vector;
-      for (float& x : q) x += 0.5f * normal(rng);
-      std::vector<std::pair<float, uint64_t>> exact;
-      for (const Record& r : mine) {
-        exact.emplace_back(Score(metric, q, r.vector.data()), std::get<uint64_t>(r.key));
-      }
-      std::partial_sort(exact.begin(), exact.begin() + 10, exact.end());
+      const auto [q, exact] = QueryNear(metric, mine, rng, normal);
       SearchParams p;
       p.k = 10;
       p.tenant = names[t];
       p.target_recall = kTarget;
       auto hits = db_->Search("c", q, p);
       ASSERT_TRUE(hits.ok()) << hits.status();
-      // A hit counts within the 10th true distance, as the build's calibration counts it (ties;
-      // on cosine ann-benchmarks' epsilon, index/spann/spann_calibration.h).
-      const float tenth = exact[9].first;
-      const float limit =
-          tenth + 1e-4f * std::abs(tenth) + 1e-6f + (metric == Metric::kCosine ? 1e-3f : 0);
-      size_t found = 0;
-      for (const Hit& h : (*hits)[0]) {
-        const uint64_t key = std::get<uint64_t>(h.key);
-        found += Score(metric, q, data.data() + key * kDim) <= limit;
-      }
-      recall += found / 10.0;
+      recall += Found(metric, q, (*hits)[0], exact, data) / 10.0;
     }
     recall /= kQueries;
     EXPECT_GE(recall, kTarget - kTolerance) << names[t] << " (" << mine.size() << " vectors)";
@@ -175,13 +195,7 @@ TEST_P(TenantRecallTest, ThinTenantsScoreTheirMembersNotEveryCode) {
   SearchStats mine, everyone;
   double recall = 0;
   for (size_t i = 0; i < kQueries; ++i) {
-    std::vector<float> q = thin[rng() % thin.size()].vector;
-    for (float& x : q) x += 0.5f * normal(rng);
-    std::vector<std::pair<float, uint64_t>> exact;
-    for (const Record& r : thin) {
-      exact.emplace_back(Score(metric, q, r.vector.data()), std::get<uint64_t>(r.key));
-    }
-    std::partial_sort(exact.begin(), exact.begin() + 10, exact.end());
+    const auto [q, exact] = QueryNear(metric, thin, rng, normal);
     SearchParams p;
     p.k = 10;
     p.target_recall = kTarget;
@@ -191,18 +205,7 @@ TEST_P(TenantRecallTest, ThinTenantsScoreTheirMembersNotEveryCode) {
     p.stats = &mine;
     auto hits = db_->Search("c", q, p);
     ASSERT_TRUE(hits.ok()) << hits.status();
-    const float tenth = exact[9].first;
-    const float limit =
-        tenth + 1e-4f * std::abs(tenth) + 1e-6f + (metric == Metric::kCosine ? 1e-3f : 0);
-    size_t found = 0;
-    for (const Hit& h : (*hits)[0]) {
-      const uint64_t key = std::get<uint64_t>(h.key);
-      ASSERT_TRUE(
-          std::any_of(exact.begin(), exact.end(), [&](const auto& e) { return e.second == key; }))
-          << key << " is not the tenant's";
-      found += Score(metric, q, data.data() + key * kDim) <= limit;
-    }
-    recall += found / 10.0;
+    recall += Found(metric, q, (*hits)[0], exact, data) / 10.0;
   }
   recall /= kQueries;
   EXPECT_GE(recall, kTarget - kTolerance);
