@@ -148,7 +148,8 @@ class ClusterDB : public DB {
   absl::StatusOr<uint64_t> ReadSequence(const ShardMap& map, uint32_t shard,
                                         const ReadConsistency& consistency) const;
   // etcd's map of `map`'s collection when it is newer than `map` (a move or a failover this
-  // node's view has not seen yet), else nullopt. A read that found no replica asks it once.
+  // node's view has not seen yet), else nullopt. A shard's read that no replica answered asks it
+  // and reads again with the newer map.
   std::optional<ShardMap> NewerShardMap(const ShardMap& map) const;
   absl::StatusOr<std::vector<std::vector<Hit>>> SearchShard(const ShardMap& map, uint32_t shard,
                                                             std::span<const float> queries,
@@ -168,7 +169,8 @@ class ClusterDB : public DB {
   // Tenants of a sharded collection (cluster_tenants.cc).
   // Calls `call` on one live replica of the shard (this node's copy first, then the next
   // when TryAnotherReplica); a tenant's NOT_FOUND is the answer. When none answers, once more
-  // with etcd's map if it is newer (NewerShardMap); then UNAVAILABLE naming the shard.
+  // with etcd's map if it is newer (NewerShardMap), as SearchShard and GetShard do; then
+  // UNAVAILABLE naming the shard.
   absl::Status OnOneReplica(const ShardMap& map, uint32_t shard, const CopyCall& call) const;
   // OnOneReplica on a copy that has first applied the stream's last entry (read your writes).
   absl::Status OnOneFreshReplica(const ShardMap& map, uint32_t shard, const CopyCall& call) const;
@@ -238,6 +240,8 @@ class ClusterDB : public DB {
 // Errors after which another replica of a shard may answer: the node or its copy is away or
 // behind.
 bool TryAnotherReplica(const absl::Status& status);
+// UNAVAILABLE naming the collection and shard that no replica answered, and the last error.
+absl::Status NoReplica(const ShardMap& map, uint32_t shard, const absl::Status& last);
 
 }  // namespace shoal::cluster
 

@@ -1,7 +1,7 @@
 // ClusterDB's read path: a search fans out to one replica per shard (this node's own copy
 // first, the next live replica when one fails) and merges the top k; a get routes each key to
 // its shard. With read_your_writes each shard's replica first applies the stream's last entry.
-// A shard no replica answered is read once more with etcd's map when it is newer.
+// A shard no replica answered is read again with etcd's map when it is newer.
 #include <algorithm>
 #include <thread>
 
@@ -9,15 +9,6 @@
 #include "cluster/cluster_db.h"
 
 namespace shoal::cluster {
-namespace {
-
-absl::Status NoReplica(const ShardMap& map, uint32_t shard, const absl::Status& last) {
-  return absl::UnavailableError(absl::StrCat("collection '", map.spec.name, "' shard ", shard,
-                                             ": no replica answered (last: ", last.ToString(),
-                                             ")"));
-}
-
-}  // namespace
 
 absl::Status ClusterDB::WaitLocalApplied(std::string_view local_name, uint64_t sequence) const {
   std::optional<std::pair<std::string, uint32_t>> shard = ParseShardCollectionName(local_name);
@@ -83,6 +74,9 @@ absl::StatusOr<std::vector<std::vector<Hit>>> ClusterDB::SearchShard(
     if (hits.ok() || !TryAnotherReplica(hits.status())) return hits;
     last = hits.status();
   }
+  if (std::optional<ShardMap> newer = NewerShardMap(map)) {
+    return SearchShard(*newer, shard, queries, params);
+  }
   return NoReplica(map, shard, last);
 }
 
@@ -102,12 +96,6 @@ absl::StatusOr<std::vector<std::vector<Hit>>> ClusterDB::Search(std::string_view
     threads.emplace_back([&, shard] { parts[shard] = SearchShard(*map, shard, queries, params); });
   }
   for (std::thread& thread : threads) thread.join();
-  std::optional<ShardMap> newer;
-  for (uint32_t shard = 0; shard < shards; ++shard) {
-    if (!absl::IsUnavailable(parts[shard].status())) continue;
-    if (!newer && !(newer = NewerShardMap(*map))) break;
-    parts[shard] = SearchShard(*newer, shard, queries, params);
-  }
   std::vector<std::vector<Hit>> merged;
   for (uint32_t shard = 0; shard < shards; ++shard) {
     if (!parts[shard].ok()) return parts[shard].status();
@@ -146,6 +134,9 @@ absl::StatusOr<std::vector<std::optional<Record>>> ClusterDB::GetShard(
     if (records.ok() || !TryAnotherReplica(records.status())) return records;
     last = records.status();
   }
+  if (std::optional<ShardMap> newer = NewerShardMap(map)) {
+    return GetShard(*newer, shard, keys, options);
+  }
   return NoReplica(map, shard, last);
 }
 
@@ -169,12 +160,6 @@ absl::StatusOr<std::vector<std::optional<Record>>> ClusterDB::Get(std::string_vi
   for (auto& [shard, group] : groups) {
     absl::StatusOr<std::vector<std::optional<Record>>> records =
         GetShard(*map, shard, group.first, options);
-    if (absl::IsUnavailable(records.status())) {
-      if (std::optional<ShardMap> newer = NewerShardMap(*map)) {
-        map = *std::move(newer);
-        records = GetShard(*map, shard, group.first, options);
-      }
-    }
     if (!records.ok()) return records.status();
     for (size_t j = 0; j < records->size() && j < group.second.size(); ++j) {
       out[group.second[j]] = std::move((*records)[j]);

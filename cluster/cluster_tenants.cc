@@ -43,6 +43,12 @@ std::vector<uint32_t> AllShards(const ShardMap& map) {
 
 }  // namespace
 
+absl::Status NoReplica(const ShardMap& map, uint32_t shard, const absl::Status& last) {
+  return absl::UnavailableError(absl::StrCat("collection '", map.spec.name, "' shard ", shard,
+                                             ": no replica answered (last: ", last.ToString(),
+                                             ")"));
+}
+
 bool TryAnotherReplica(const absl::Status& status) {
   return absl::IsUnavailable(status) || absl::IsDeadlineExceeded(status) ||
          absl::IsNotFound(status) || absl::IsAborted(status) || absl::IsInternal(status);
@@ -51,36 +57,28 @@ bool TryAnotherReplica(const absl::Status& status) {
 absl::Status ClusterDB::OnOneReplica(const ShardMap& map, uint32_t shard,
                                      const CopyCall& call) const {
   const std::string name = ShardCollectionName(map.spec.name, shard);
-  auto on_one_of = [&](const ShardMap& replicas) {
-    absl::Status last = absl::UnavailableError("no live replica");
-    for (const Replica& replica : node_->Replicas(replicas, shard)) {
-      if (replica.local) {
-        last = WaitLocalApplied(name, 0);
-        if (last.ok()) last = call(name, nullptr);
-      } else {
-        absl::StatusOr<std::shared_ptr<client::Client>> peer = node_->Peer(replica.address);
-        last = peer.ok() ? call(name, peer->get()) : peer.status();
-      }
-      // NOT_FOUND is a missing copy only when the copy itself is what was not found
-      // (DBImpl::Find: "name: '<c>@<s>' not found", a dropped Collection: "collection:
-      // '<c>@<s>' not found"); NOT_FOUND of a tenant or key is the answer.
-      const bool missing_copy =
-          absl::IsNotFound(last) &&
-          (absl::StrContains(last.message(), absl::StrCat("name: '", name, "' not found")) ||
-           absl::StrContains(last.message(), absl::StrCat("collection: '", name, "' not found")));
-      if (last.ok() || !TryAnotherReplica(last) || (absl::IsNotFound(last) && !missing_copy)) {
-        return last;
-      }
+  absl::Status last = absl::UnavailableError("no live replica");
+  for (const Replica& replica : node_->Replicas(map, shard)) {
+    if (replica.local) {
+      last = WaitLocalApplied(name, 0);
+      if (last.ok()) last = call(name, nullptr);
+    } else {
+      absl::StatusOr<std::shared_ptr<client::Client>> peer = node_->Peer(replica.address);
+      last = peer.ok() ? call(name, peer->get()) : peer.status();
     }
-    return absl::UnavailableError(absl::StrCat("collection '", map.spec.name, "' shard ", shard,
-                                               ": no replica answered (last: ", last.ToString(),
-                                               ")"));
-  };
-  absl::Status s = on_one_of(map);
-  if (!absl::IsUnavailable(s)) return s;
-  // As a Get or a Search does (cluster_reads.cc): a move or failover this node has not seen yet.
-  std::optional<ShardMap> newer = NewerShardMap(map);
-  return newer ? on_one_of(*newer) : s;
+    // NOT_FOUND is a missing copy only when the copy itself is what was not found (DBImpl::Find:
+    // "name: '<c>@<s>' not found", a dropped Collection: "collection: '<c>@<s>' not found");
+    // NOT_FOUND of a tenant or key is the answer.
+    const bool missing_copy =
+        absl::IsNotFound(last) &&
+        (absl::StrContains(last.message(), absl::StrCat("name: '", name, "' not found")) ||
+         absl::StrContains(last.message(), absl::StrCat("collection: '", name, "' not found")));
+    if (last.ok() || !TryAnotherReplica(last) || (absl::IsNotFound(last) && !missing_copy)) {
+      return last;
+    }
+  }
+  if (std::optional<ShardMap> newer = NewerShardMap(map)) return OnOneReplica(*newer, shard, call);
+  return NoReplica(map, shard, last);
 }
 
 absl::Status ClusterDB::OnOneFreshReplica(const ShardMap& map, uint32_t shard,

@@ -210,7 +210,6 @@ void SpannIndex::SetCacheBudget(size_t bytes) {
   const size_t codes = codes_resident_ ? 0 : bytes / 4 * 3;
   code_cache_.SetBudget(codes);
   vector_cache_.SetBudget(bytes - codes);
-  vector_cache_bytes_ = bytes - codes;
 }
 
 size_t SpannIndex::FixedMemoryBytes() const {
@@ -310,14 +309,14 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   thread_local std::vector<uint32_t> within;
   thread_local base::AlignedVector<float> prepared;  // the kernels load whole lines of it
   cands.Reset(k);
-  const size_t pd = quantizer_->prepared_dim();
-  prepared.resize(pd);
+  prepared.resize(quantizer_->prepared_dim());
+  const bool members_first = MembersFirst(scope, ex);
   bool query_prepared = false;                 // not while every posting so far went members first
   thread_local std::vector<uint64_t> members;  // scored exactly after the scan
   members.clear();
   auto scan = [&](uint32_t p, const QuantizedPosting& qp) {
     const size_t n = qp.size();
-    if (TakeMembers(dir, p, qp, scope, ex, &members)) return;
+    if (members_first && TakeMembers(dir, p, qp, *scope, ex, &members)) return;
     if (!std::exchange(query_prepared, true)) quantizer_->Prepare(q, prepared.data());
     if (lower.size() < n) {  // grown only: a resize per posting costs more than its scan's tail
       lower.resize(n);
@@ -354,7 +353,7 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   thread_local std::vector<uint32_t> missing;
   missing.clear();
   if (codes_resident_ && !postings.empty()) {
-    PrefetchResident(dir, postings[0], pd);
+    PrefetchResident(dir, postings[0], prepared.size());
     if (postings.size() > 1) PrefetchHeader(dir, postings[1]);
   }
   for (size_t i = 0; i < postings.size(); ++i) {
@@ -362,7 +361,7 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
     if (codes_resident_) {
       // The next posting loads while this one is scanned; the one after it, its header.
       if (i + 2 < postings.size()) PrefetchHeader(dir, postings[i + 2]);
-      if (i + 1 < postings.size()) PrefetchResident(dir, postings[i + 1], pd);
+      if (i + 1 < postings.size()) PrefetchResident(dir, postings[i + 1], prepared.size());
       scan(p, *dir.codes[p]);
     } else if (auto cached = code_cache_.Lookup(dir.serials[p])) {
       ++stats->cache_hits;

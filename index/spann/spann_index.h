@@ -263,12 +263,15 @@ class SpannIndex final : public VectorIndex {
                                std::span<const uint32_t> postings, const Exclusion& ex,
                                const PostingScope* scope, std::vector<Neighbor>* out,
                                SearchStats* stats) const;
-  // Members first: for a weighted scope (a tenant) with a filter, when the full vectors of the
-  // scope's expected vectors in posting p (its count in p's leaf at that leaf's density, times
-  // the posting's entries) weigh less than p's packed codes and prepared centroid, appends the
-  // ids of p that `ex` lets through to *members and returns true (the codes are not scanned);
-  // false, leaving *members as it was, when more of them pass than that (the codes weigh less
-  // after all), the expectation says so, or the vector cache's budget cannot hold every vector.
+  // Whether a query of `scope` may take postings members first (TakeMembers): a weighted scope
+  // (a tenant) with a filter, and a vector cache that holds every vector.
+  bool MembersFirst(const PostingScope* scope, const Exclusion& ex) const;
+  // Members first (when MembersFirst): when the full vectors of the scope's expected
+  // vectors in posting p (its count in p's leaf at that leaf's density, times the posting's
+  // entries) weigh less than p's packed codes and prepared centroid, appends the ids of p that
+  // `ex` lets through to *members and returns true (the codes are not scanned); false, leaving
+  // *members as it was, when more of them pass than that (the codes weigh less after all) or
+  // the expectation says so.
   // The bytes behind TakeMembers' choice for a posting of n entries: the codes' path reads the
   // prepared centroid and every packed code (and the ids of the few codes its bounds keep); the
   // members' path every id and the full vector of each member, `density` of the entries.
@@ -281,7 +284,7 @@ class SpannIndex final : public VectorIndex {
     return n * (sizeof(uint64_t) + density * FullBytes());
   }
   bool TakeMembers(const PostingDirectory& dir, uint32_t p, const QuantizedPosting& qp,
-                   const PostingScope* scope, const Exclusion& ex,
+                   const PostingScope& scope, const Exclusion& ex,
                    std::vector<uint64_t>* members) const;
   // Scores the listed members exactly (replicas once; full vectors as Rerank reads them) and
   // offers the k nearest to *cands as exact candidates.
@@ -347,7 +350,6 @@ class SpannIndex final : public VectorIndex {
   bool prepare_on_scan_ = false;
   mutable storage::ByteLruCache<uint64_t, QuantizedPosting> code_cache_;  // by extent serial
   mutable storage::VectorCache vector_cache_;
-  size_t vector_cache_bytes_ = 0;  // its budget
 };
 
 }  // namespace shoal::index

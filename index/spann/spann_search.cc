@@ -251,18 +251,19 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::SearchWithKnobs(
   return out;
 }
 
+bool SpannIndex::MembersFirst(const PostingScope* scope, const Exclusion& ex) const {
+  // The members' full vectors come from the vector cache: only when it holds every vector. Read
+  // from vectors.dat (a page each) they would cost far more than the codes they spare.
+  return scope != nullptr && scope->weighted() && ex.allow != nullptr &&
+         vector_cache_.capacity() >= manifest_.num_vectors;
+}
+
 bool SpannIndex::TakeMembers(const PostingDirectory& dir, uint32_t p, const QuantizedPosting& qp,
-                             const PostingScope* scope, const Exclusion& ex,
+                             const PostingScope& scope, const Exclusion& ex,
                              std::vector<uint64_t>* members) const {
-  // The members' full vectors come from the vector cache: only when it can hold every vector.
-  // Read from vectors.dat (a page each) they would cost far more than the codes they spare.
-  if (scope == nullptr || !scope->weighted() || ex.allow == nullptr ||
-      static_cast<double>(vector_cache_bytes_) < manifest_.num_vectors * FullBytes()) {
-    return false;
-  }
   const size_t n = qp.size();
   const double codes = CodesBytes(n);
-  if (MembersBytes(n, scope->LeafWeight(dir.origin[p]) / VectorsPerLeaf()) >= codes) return false;
+  if (MembersBytes(n, scope.LeafWeight(dir.origin[p]) / VectorsPerLeaf()) >= codes) return false;
   const double ids = static_cast<double>(n * sizeof(uint64_t));
   const size_t most = static_cast<size_t>((codes - ids) / FullBytes());
   const size_t before = members->size();

@@ -20,6 +20,11 @@ void VectorCache::SetBudget(size_t bytes) {
   hand_ = 0;
 }
 
+size_t VectorCache::capacity() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return capacity_;
+}
+
 size_t VectorCache::charged_bytes() const {
   absl::ReaderMutexLock lock(&mu_);
   const size_t chunk_slots =

@@ -41,6 +41,8 @@ class VectorCache {
   // Drops every entry and bounds the cache to `bytes` (0 = caches nothing).
   void SetBudget(size_t bytes);
   size_t charged_bytes() const;
+  // How many vectors the budget holds.
+  size_t capacity() const;
 
   // For each ids[i] held: fn(i, vector) (dim floats, valid during the call). The indexes i of
   // the ids not held are appended to *missing.
