@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <filesystem>
+#include <iostream>
 #include <memory>
 #include <string>
 #include <thread>
@@ -138,6 +139,17 @@ class ClusterE2ETest : public testing::Test {
   virtual uint32_t InitialNodes() const { return kNodes; }
 
   void TearDown() override {
+    // A failed test shows what each node said (lease lost, replica state) before the fixture
+    // removes the nodes' stderr files.
+    if (HasFailure()) {
+      for (size_t i = 0; i < nodes_.size(); ++i) {
+        const std::string err = nodes_[i]->Stderr();
+        if (err.empty()) continue;
+        const size_t tail = err.size() > 8192 ? err.size() - 8192 : 0;
+        std::cerr << "--- node n" << i + 1 << " stderr (last " << err.size() - tail << " bytes):\n"
+                  << err.substr(tail) << "\n";
+      }
+    }
     nodes_.clear();
     // etcd and nats-server write under dir_ until they die (the services' destructor, after
     // TearDown, would be too late: remove_all met a JetStream directory still being written).
