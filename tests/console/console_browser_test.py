@@ -193,8 +193,8 @@ class ConsoleBrowserTest(unittest.TestCase):
 
     def read(self, read, what):
         """read()'s value, read again when an element it touched went stale: the builds,
-        caches and collections pages re-mount their tables at each poll (every 0.5, 1 or 5 s),
-        so a row found a moment ago may be gone."""
+        caches and collections pages re-draw their tables at each poll (every 0.5, 1 or 5 s),
+        and a row whose place or kind changed is replaced."""
         return self.wait(lambda: (read(),), what)[0]
 
     def css(self, selector):
@@ -404,6 +404,13 @@ class ConsoleBrowserTest(unittest.TestCase):
         # No stale answer reported: no learned TTL, the policy's applies.
         self.assertEqual(learned_ttl, "—")
         self.assertIn("learned ttl", head.lower())
+        # The page polls every second; rows that stay are updated in place, not re-created (a
+        # user selecting a row's text keeps the selection): the row found before two more polls
+        # is the row after them.
+        row = self.css('#cache-categories tr[data-row="code"]')[0]
+        polled = int(self.css("#cache-view .charts")[0].get_attribute("data-points"))
+        self.drive_cache_chart(["acme"], polled + 2)
+        self.assertIn("code", row.text)  # raises StaleElementReferenceException if re-created
         tenants = self.read(lambda: {r.get_attribute("data-tenant")
                                      for r in self.css("#cache-partitions tbody tr")},
                             "the partitions")

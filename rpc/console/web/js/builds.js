@@ -1,7 +1,7 @@
 // Index builds started from the console, with live progress (polled twice a second); admins
 // start new ones.
 import * as api from "./api.js";
-import {h, mount, errorBox} from "./dom.js";
+import {h, mount, patch, errorBox} from "./dom.js";
 
 function buildRow(build) {
   const percent = Math.round(build.fraction * 100);
@@ -36,7 +36,7 @@ export function buildsPage(main, session) {
   const poll = async () => {
     try {
       const {builds} = await api.get("builds");
-      mount(body, builds.length ? builds.map(buildRow)
+      patch(body, builds.length ? builds.map(buildRow)
                                 : h("tr", {}, h("td", {colspan: 7, class: "muted"}, "No builds started from this console yet.")));
     } catch (e) { error.textContent = e.message; }
   };

@@ -4,7 +4,7 @@
 // policies without controls. A tenant-bound key sees only its own tenant's partitions (the API
 // answers nothing else).
 import * as api from "./api.js";
-import {h, mount, bytes, count, errorBox} from "./dom.js";
+import {h, mount, patch, bytes, count, errorBox} from "./dom.js";
 import {LineChart} from "./chart.js";
 import {confirmAction} from "./modal.js";
 
@@ -139,7 +139,7 @@ function cacheView(name, session) {
     error.textContent = "";
     const item = (label, value, test) => h("span", {}, h("label", {}, label), h("b", {dataset: {test}}, value));
     const t = cache.total;
-    mount(summary, item("dimension", cache.dimension), item("metric", cache.metric),
+    patch(summary, item("dimension", cache.dimension), item("metric", cache.metric),
           item("entries", count(cache.entries), "entries"), item("bytes", bytes(cache.bytes)),
           item("lookups", count(t.lookups), "lookups"), item("hit rate", percent(t.hit_rate), "hit-rate"),
           item("exact hits", count(t.exact_hits)), item("false-hit reports", count(t.false_hit_reports)),
@@ -156,7 +156,7 @@ function cacheView(name, session) {
                             : h("p", {class: "muted", id: "policies-read-only"}, "Changing a policy needs an admin key."));
     }
     if (!cache.tenant) {
-      mount(categories, h("h2", {}, "Per category"),
+      patch(categories, h("h2", {}, "Per category"),
             countersTable("cache-categories", ["category"],
                           cache.categories_stats.map((c) => countersRow(categoryName(c.category), c,
                               [h("td", {class: "num"}, c.threshold_offset ? `+${c.threshold_offset.toFixed(3)}` : "0"),
@@ -166,7 +166,7 @@ function cacheView(name, session) {
                           ["learned offset", "learned TTL"]));
     }
     const shown = cache.partitions.length < cache.partition_count ? ` (the busiest ${cache.partitions.length} of ${count(cache.partition_count)})` : "";
-    mount(partitions, h("h2", {}, `Per partition${shown}`),
+    patch(partitions, h("h2", {}, `Per partition${shown}`),
           countersTable("cache-partitions", ["tenant", "model", "params", "context"],
                         cache.partitions.map((p) => {
                           const row = countersRow(p.tenant || "(none)", p.counters);

@@ -1,7 +1,7 @@
 // Collections: every collection with its shape, counts, index and RAM (for a tenant-bound key
 // also how many records its tenant sees); create and drop for keys that may write.
 import * as api from "./api.js";
-import {h, mount, bytes, count, errorBox} from "./dom.js";
+import {h, mount, patch, bytes, count, errorBox} from "./dom.js";
 import {confirmAction} from "./modal.js";
 
 const NUMERIC = new Set(["dim", "vectors", "vector bytes", "index RAM", "unindexed"]);
@@ -69,7 +69,7 @@ export function collectionsPage(main, session) {
   const reload = async () => {
     try {
       const {collections} = await api.get("collections");
-      mount(body, collections.length
+      patch(body, collections.length
                       ? collections.map((info) => row(info, session, reload, error))
                       : h("tr", {}, h("td", {colspan: 10, class: "muted"}, "No collections yet.")));
       error.textContent = "";

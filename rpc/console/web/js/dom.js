@@ -6,7 +6,10 @@ export function h(tag, props = {}, ...children) {
   const element = document.createElement(tag);
   for (const [name, value] of Object.entries(props || {})) {
     if (value === undefined || value === null || value === false) continue;
-    if (name.startsWith("on")) element.addEventListener(name.slice(2), value);
+    if (name.startsWith("on")) {
+      element.addEventListener(name.slice(2), value);
+      listening.add(element);
+    }
     else if (name === "dataset") Object.assign(element.dataset, value);
     else if (name in element && name !== "list") element[name] = value;
     else element.setAttribute(name, value === true ? "" : value);
@@ -18,9 +21,44 @@ export function h(tag, props = {}, ...children) {
   return element;
 }
 
+// Elements h() gave an event listener: patch() replaces them, never reuses them (a reused
+// button would keep the listener of the row it was first drawn for).
+const listening = new WeakSet();
+
 // Replaces `parent`'s children.
 export function mount(parent, ...children) {
   parent.replaceChildren(...children.flat().filter((c) => c !== null && c !== undefined));
+}
+
+// Like mount(), for what a page re-draws at each poll: the nodes already there are kept where
+// they equal their new version, and brought up to date in place where only text or attributes
+// differ, so a user's text selection and the elements a test holds survive the poll.
+export function patch(parent, ...children) {
+  const next = children.flat().filter((c) => c !== null && c !== undefined);
+  const old = [...parent.childNodes];
+  next.forEach((node, i) => {
+    const was = old[i];
+    if (!was) {
+      parent.append(node);
+    } else if (listening.has(was) || listening.has(node)) {
+      was.replaceWith(node);
+    } else if (was.isEqualNode(node)) {
+      // unchanged
+    } else if (was.nodeType === Node.TEXT_NODE && node.nodeType === Node.TEXT_NODE) {
+      was.data = node.data;
+    } else if (was.nodeType === Node.ELEMENT_NODE && was.tagName === node.tagName) {
+      for (const {name} of [...was.attributes]) if (!node.hasAttribute(name)) was.removeAttribute(name);
+      for (const {name, value} of node.attributes) {
+        if (was.getAttribute(name) === value) continue;
+        if (name === "style") was.style.cssText = node.style.cssText;  // CSSOM, as the CSP allows
+        else was.setAttribute(name, value);
+      }
+      patch(was, ...node.childNodes);
+    } else {
+      was.replaceWith(node);
+    }
+  });
+  for (const was of old.slice(next.length)) was.remove();
 }
 
 export function bytes(n) {
