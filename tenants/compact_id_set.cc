@@ -57,12 +57,12 @@ CompactIdSet& CompactIdSet::operator=(const CompactIdSet& other) {
   return *this;
 }
 
-std::vector<CompactIdSet::Block>::iterator CompactIdSet::Lower(uint64_t high) {
+CompactIdSet::Blocks::iterator CompactIdSet::Lower(uint64_t high) {
   return std::lower_bound(blocks_.begin(), blocks_.end(), high,
                           [](const Block& b, uint64_t h) { return b.high < h; });
 }
 
-std::vector<CompactIdSet::Block>::const_iterator CompactIdSet::Lower(uint64_t high) const {
+CompactIdSet::Blocks::const_iterator CompactIdSet::Lower(uint64_t high) const {
   return std::lower_bound(blocks_.begin(), blocks_.end(), high,
                           [](const Block& b, uint64_t h) { return b.high < h; });
 }
@@ -170,7 +170,8 @@ bool CompactIdSet::erase(uint64_t id) {
   }
   if (--b->count == 0) {
     blocks_.erase(b);
-    if (blocks_.capacity() > 2 * blocks_.size() + 4) blocks_.shrink_to_fit();
+    // (Back in the set itself once one block is left.)
+    if (blocks_.capacity() > 2 * blocks_.size() + 4 || blocks_.size() == 1) blocks_.shrink_to_fit();
     return true;
   }
   if (b->bitmap && b->count < kArrayMax / 2) {
@@ -235,7 +236,7 @@ std::vector<uint64_t> CompactIdSet::ToVector() const {
 }
 
 size_t CompactIdSet::MemoryBytes() const {
-  size_t bytes = blocks_.capacity() * sizeof(Block);
+  size_t bytes = blocks_.capacity() > 1 ? blocks_.capacity() * sizeof(Block) : 0;
   for (const Block& b : blocks_) {
     if (b.heap()) bytes += b.bitmap ? kWords * sizeof(uint64_t) : b.cap * sizeof(uint16_t);
   }

@@ -27,6 +27,8 @@
 #include <span>
 #include <vector>
 
+#include "absl/container/inlined_vector.h"
+
 namespace shoal::tenants {
 
 class CompactIdSet {
@@ -80,7 +82,8 @@ class CompactIdSet {
   void OrInto(uint64_t first, std::span<uint64_t> words) const;
   // The ids, ascending.
   std::vector<uint64_t> ToVector() const;
-  // RAM held: the block table, the arrays' capacity and the bitmaps.
+  // RAM held: the block table (none while one block, held in the set itself), the arrays'
+  // capacity and the bitmaps.
   size_t MemoryBytes() const;
 
  private:
@@ -113,16 +116,21 @@ class CompactIdSet {
     uint32_t bitmap : 1 = 0;
   };
   static_assert(sizeof(Block) == 16);
+  // Sorted by high; none empty. The first block in the set itself (in the space a vector's
+  // pointer and capacity take): a set of one block, every set of a collection under 2^16 ids,
+  // reaches its ids with one load less.
+  using Blocks = absl::InlinedVector<Block, 1>;
   // Makes `b` an array with room for `cap` ids, its `count` ids kept.
   static void Resize(Block& b, uint32_t cap);
   // The block of `high`, or where it would be inserted.
-  std::vector<Block>::iterator Lower(uint64_t high);
-  std::vector<Block>::const_iterator Lower(uint64_t high) const;
+  Blocks::iterator Lower(uint64_t high);
+  Blocks::const_iterator Lower(uint64_t high) const;
   static void ToBitmap(Block& b);
   static void ToArray(Block& b);
 
-  std::vector<Block> blocks_;  // sorted by high; none empty
+  Blocks blocks_;
 };
+static_assert(sizeof(CompactIdSet) == 24);  // as a vector of blocks
 
 }  // namespace shoal::tenants
 

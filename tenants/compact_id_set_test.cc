@@ -100,20 +100,28 @@ TEST(CompactIdSetTest, FrontBackAndWindowsAgreeWithTheIds) {
   }
 }
 
-// Most tenants hold a few ids in a block (one per 2^16 ids they span): the set costs its
-// 16-byte block, which holds up to four ids itself (a 24-byte block and a heap array of their
-// low bits before).
+// Most tenants hold a few ids in a block (one per 2^16 ids they span). A set's first block is
+// in the set itself and holds up to four ids itself: a few ids in one block cost nothing beyond
+// the set's 24 bytes (a 16-byte block table on the heap before), more ids their array alone.
 TEST(CompactIdSetTest, AFewIdsCostTheirBlockAlone) {
   CompactIdSet set;
   for (uint64_t id : {70000, 70003, 70010}) ASSERT_TRUE(set.insert(id));
-  EXPECT_LE(set.MemoryBytes(), 16u) << set.MemoryBytes();
+  EXPECT_EQ(set.MemoryBytes(), 0u);
   CompactIdSet copy = set;
   EXPECT_EQ(copy.ToVector(), (std::vector<uint64_t>{70000, 70003, 70010}));
-  EXPECT_LE(copy.MemoryBytes(), 16u);
-  // Ids spread over many blocks, one or two each (a small tenant of a large collection).
+  EXPECT_EQ(copy.MemoryBytes(), 0u);
+  for (uint64_t id = 70020; id < 70040; ++id) ASSERT_TRUE(set.insert(id));
+  // (An array grows by a quarter plus 4.)
+  EXPECT_LE(set.MemoryBytes(), (set.size() * 5 / 4 + 4) * sizeof(uint16_t)) << set.MemoryBytes();
+  // Ids spread over many blocks, one or two each (a small tenant of a large collection): the
+  // block table on the heap; back in the set once one block is left.
   CompactIdSet spread;
   for (uint64_t b = 0; b < 16; ++b) spread.insert((b << CompactIdSet::kLowBits) + 5 * b);
   EXPECT_LE(spread.MemoryBytes(), 16u * 16 + 8 * 16) << spread.MemoryBytes();
+  for (uint64_t b = 1; b < 16; ++b)
+    ASSERT_TRUE(spread.erase((b << CompactIdSet::kLowBits) + 5 * b));
+  EXPECT_EQ(spread.ToVector(), std::vector<uint64_t>{0});
+  EXPECT_EQ(spread.MemoryBytes(), 0u);
 }
 
 // A block moves between holding its ids itself and on the heap as it grows and shrinks; the ids
