@@ -172,6 +172,28 @@ bool AccessTable::Revoke(uint64_t id, TenantId t) {
   return true;
 }
 
+void AccessTable::Prefetch(uint64_t id, TenantId t) const {
+  const Page* page = PageOf(id);
+  const uint32_t s = id & (kSlots - 1);
+  if (page != nullptr) {
+    page->owner.Prefetch(s);
+    page->start.Prefetch(s);  // and the grantees' vector, beside the high halves' pointer
+    __builtin_prefetch(&page->used);
+  }
+  if (const TenantIds* ids = Find(t); ids != nullptr) {
+    ids->granted.Prefetch(id);
+    if (ids->owned != nullptr) ids->owned->ids.Prefetch(id);
+  }
+}
+
+void AccessTable::PrefetchGrantees(uint64_t id) const {
+  const Page* page = PageOf(id);
+  if (page == nullptr) return;
+  if (const uint32_t g = page->start[id & (kSlots - 1)]; g < page->grantees.size()) {
+    page->grantees.Prefetch(g);
+  }
+}
+
 std::vector<TenantId> AccessTable::GrantsOf(uint64_t id) const {
   std::vector<TenantId> out;
   const Page* page = PageOf(id);

@@ -79,6 +79,14 @@ class AccessTable {
   bool Revoke(uint64_t id, TenantId t);
   // The tenants `id` was granted to, in grant order (empty when none).
   std::vector<TenantId> GrantsOf(uint64_t id) const;
+  // Ask for the cache lines Visible(t, id), Grant(id, t) and Revoke(id, t) read and write, so
+  // that their misses (a random id and tenant: most of a single grant's own cost) overlap
+  // instead of following each other. Prefetch: t's id sets around id and id's page slot (its
+  // owner and start); PrefetchGrantees, once those have arrived: the slot's grantees. A grant or
+  // revoke of a few keys calls the first before its check and the second after it; the apply
+  // after the commit then finds them.
+  void Prefetch(uint64_t id, TenantId t) const;
+  void PrefetchGrantees(uint64_t id) const;
   // Forgets `id` for every tenant (a delete, or the old id of a rewritten record).
   void Remove(uint64_t id);
 

@@ -76,6 +76,22 @@ bool CompactIdSet::contains(uint64_t id) const {
   return std::binary_search(b->low(), b->low() + b->count, static_cast<uint16_t>(low));
 }
 
+void CompactIdSet::Prefetch(uint64_t id) const {
+  const uint64_t high = id >> kLowBits;
+  const auto b = Lower(high);
+  if (b == blocks_.end() || b->high != high || !b->heap()) return;
+  if (b->bitmap) {
+    __builtin_prefetch(b->bits() + ((id & kLowMask) >> 6));
+    return;
+  }
+  constexpr size_t kLine = 64;
+  const auto* low = reinterpret_cast<const char*>(b->low());
+  const size_t bytes = b->count * sizeof(uint16_t);
+  if (bytes > kPrefetchLines * kLine) return;
+  for (size_t at = 0; at < bytes; at += kLine) __builtin_prefetch(low + at);
+  __builtin_prefetch(low + bytes - 1);
+}
+
 void CompactIdSet::Resize(Block& b, uint32_t cap) {
   uint16_t kept[Block::kInline];
   if (cap <= Block::kInline) {  // into the block itself

@@ -50,6 +50,11 @@ class CompactIdSet {
   }
   bool empty() const { return blocks_.empty(); }
   bool contains(uint64_t id) const;
+  // Asks for the cache lines contains(id), insert(id) and erase(id) read: id's bitmap word, or
+  // its block's array whole while that spans at most kPrefetchLines lines (their misses then
+  // overlap, where a binary search waits for them one by one). Loads the block table only.
+  void Prefetch(uint64_t id) const;
+  static constexpr size_t kPrefetchLines = 16;
   // Adds `id`; false (and unchanged) when it was there.
   bool insert(uint64_t id);
   // Removes `id`; false when it was absent.

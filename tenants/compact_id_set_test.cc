@@ -37,6 +37,7 @@ TEST(CompactIdSetTest, AgreesWithAnOrderedSet) {
     }
     ASSERT_EQ(set.size(), model.size());
     const uint64_t probe = random_id();
+    set.Prefetch(probe);  // a hint (bitmap, array or absent block): changes nothing
     ASSERT_EQ(set.contains(probe), model.contains(probe)) << probe;
   }
   EXPECT_EQ(set.ToVector(), std::vector<uint64_t>(model.begin(), model.end()));
@@ -136,6 +137,7 @@ TEST(CompactIdSetTest, BlocksMoveTheirIdsInAndOutOfThemselves) {
     const int grow = static_cast<int>(rng() % 60);
     for (int i = 0; i < grow; ++i) {
       const uint64_t id = base + rng() % 200;
+      set.Prefetch(id);  // a hint: changes nothing
       ASSERT_EQ(set.insert(id), model.insert(id).second);
     }
     for (int i = 0; i < 70; ++i) {

@@ -48,6 +48,11 @@ class NarrowArray {
     for (size_t i = from; i < N; ++i) Set(i, static_cast<uint32_t>((*this)[i] + delta));
   }
   bool wide() const { return hi_ != nullptr; }
+  // Asks for the cache lines of value i and of the high halves' pointer (loads nothing).
+  void Prefetch(size_t i) const {
+    __builtin_prefetch(&lo_[i]);
+    __builtin_prefetch(&hi_);
+  }
   // Bytes beyond sizeof(*this): the high halves.
   size_t HeapBytes() const { return hi_ == nullptr ? 0 : N * sizeof(uint16_t); }
 
@@ -104,6 +109,11 @@ class NarrowVector {
     hi_.shrink_to_fit();
   }
   bool wide() const { return !hi_.empty(); }
+  // Asks for the cache lines of value i (< size()), past the vector's own.
+  void Prefetch(size_t i) const {
+    __builtin_prefetch(lo_.data() + i);
+    if (!hi_.empty()) __builtin_prefetch(hi_.data() + i);
+  }
   size_t HeapBytes() const { return (lo_.capacity() + hi_.capacity()) * sizeof(uint16_t); }
 
  private:
