@@ -261,21 +261,36 @@ void CentroidTree::BuildNavigationCopy() {
 
 namespace {
 
-// Beams up to this size are kept sorted while a level is scored (KeepInSortedBeam) on the float
+// Beams up to this size are kept sorted while a level is scored (ScoreAndKeep) on the float
 // path, instead of collected whole and cut by nth_element: cheaper where few of a level's
 // children get in, as at the updater's beam of 8 (docs/PERFORMANCE.md, "Online updates").
 constexpr size_t kSortedBeam = 16;
 
-// Offers `e` to `beam`, ascending and at most `size` long: kept when among the `size` smallest
-// offered so far. (distance, node) pairs are distinct, so the kept set is the `size` smallest,
-// whatever the order offered.
-void KeepInSortedBeam(std::pair<float, uint32_t> e, size_t size,
-                      std::vector<std::pair<float, uint32_t>>* beam) {
-  if (beam->size() == size) {
-    if (!(e < beam->back())) return;
-    beam->pop_back();
+// Scores `rows` (a descent level's children, offered[i] the node of rows[i]) and sets *next to
+// the `beam` (<= kSortedBeam) smallest (distance, node) pairs, ascending. All distances first,
+// in one call, then the selection: a child not nearer than the beam-th so far costs one
+// comparison. (distance, node) pairs are distinct, so the kept set is the `beam` smallest,
+// whatever the order of the rows.
+void ScoreAndKeep(const float* q, size_t dim, size_t beam, std::span<const float* const> rows,
+                  std::span<const uint32_t> offered, std::vector<float>* scored,
+                  std::vector<std::pair<float, uint32_t>>* next) {
+  scored->resize(rows.size());
+  L2SqrRows(q, rows.data(), rows.size(), scored->data(), dim);
+  std::pair<float, uint32_t> best[kSortedBeam];
+  size_t n = 0;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const float d = (*scored)[i];
+    const std::pair<float, uint32_t> e{std::isnan(d) ? kInf : d, offered[i]};
+    if (n == beam) {
+      if (!(e < best[n - 1])) continue;
+      --n;
+    }
+    size_t j = n;
+    for (; j > 0 && e < best[j - 1]; --j) best[j] = best[j - 1];
+    best[j] = e;
+    ++n;
   }
-  beam->insert(std::upper_bound(beam->begin(), beam->end(), e), e);
+  next->assign(best, best + n);
 }
 
 // Keeps the m smallest (distance, id) pairs of *out, ascending. nth_element then a sort of the m:
@@ -355,6 +370,13 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
   thread_local NavigationCopy::Query prepared;
   if (half) nav_.Prepare(q, &prepared);
   thread_local std::vector<std::pair<float, uint32_t>> frontier, next, bounded;
+  // A small beam (the updater's placement: 8) on floats: each level's children are scored in one
+  // call and the beam nearest kept as they are looked at (ScoreAndKeep), instead of all of them
+  // kept and cut by the next round's nth_element.
+  const bool small_beam = !half && beam <= kSortedBeam;
+  thread_local std::vector<const float*> rows;
+  thread_local std::vector<uint32_t> offered;
+  thread_local std::vector<float> scored;
   thread_local LevelKeeper keeper;
   frontier.clear();
   frontier.emplace_back(0.0f, root());  // the root's own distance only matters for a 1-leaf tree
@@ -366,6 +388,8 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
     }
     keeper.Reset(beam, &next);
     bounded.clear();
+    rows.clear();
+    offered.clear();
     for (const auto& [dist, node] : frontier) {
       if (is_leaf(node)) {
         out->emplace_back(dist, slot_[node]);
@@ -374,13 +398,12 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
           if (scope != nullptr && !scope->AllowsNode(child)) continue;
           bounded.emplace_back(nav_.LowerBound(prepared, child), child);
         }
-      } else if (beam <= kSortedBeam) {
-        // A small beam (the updater's placement: 8) kept sorted as children are scored: a child
-        // not nearer than the beam-th so far costs one comparison. The same set as below.
+      } else if (small_beam) {
+        // Scored together with the level's other children, below.
         for (uint32_t child : children(node)) {
           if (scope != nullptr && !scope->AllowsNode(child)) continue;
-          const float d = L2Sqr(q, centroid(child), dim_);
-          KeepInSortedBeam({std::isnan(d) ? kInf : d, child}, beam, &next);
+          rows.push_back(centroid(child));
+          offered.push_back(child);
         }
       } else {
         // Every child goes in; the next round's nth_element keeps the beam nearest (a running
@@ -394,6 +417,7 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
       }
     }
     if (half) ScoreLevelOnHalves(nav_, prepared, beam, bounded, keeper);
+    if (small_beam) ScoreAndKeep(q, dim_, beam, rows, offered, &scored, &next);
     frontier.swap(next);
   }
   KeepNearest(m, out);

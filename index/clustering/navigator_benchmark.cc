@@ -1,8 +1,11 @@
 // Micro-benchmark of the query navigator: CentroidTree::NearestLeaves on the float centroids vs
 // the half copy, over Fashion-MNIST's test queries (built, not run by ctest; needs Debian's
-// fashion-mnist).
+// fashion-mnist), or another dataset's.
 //   build/bin/navigator_benchmark                        builds a 1200-leaf tree first (~1 min)
 //   SHOAL_NAV_TREE=DIR/index/c1.g2/centroids.ckpt build/bin/navigator_benchmark   a built index's
+//   SHOAL_NAV_DATASET=synthetic:n=100000,d=64,q=500,clusters=100,seed=3
+//   build/bin/navigator_benchmark
+//       --benchmark_filter=Navigate/float/8    an updater's placement as in `shoal_bench updates`
 // Navigate args: m (beam = m, as SpannIndex navigates by default). Counters: same_set = fraction of
 // queries whose m leaves equal the float descent's; overlap = mean fraction of shared leaves.
 #include <algorithm>
@@ -28,7 +31,8 @@ struct Setup {
 
 const Setup* Load() {
   static const Setup* setup = []() -> const Setup* {
-    auto ds = LoadDataset("fashion-mnist");
+    const char* name = std::getenv("SHOAL_NAV_DATASET");
+    auto ds = LoadDataset(name != nullptr ? name : "fashion-mnist");
     if (!ds.ok()) return nullptr;
     auto* s = new Setup{std::move(ds).value(), nullptr};
     absl::StatusOr<CentroidTree> tree = absl::UnknownError("");
@@ -54,7 +58,7 @@ const Setup* Load() {
 void Navigate(benchmark::State& state, CentroidScoring scoring) {
   const Setup* s = Load();
   if (s == nullptr) {
-    state.SkipWithError("fashion-mnist or SHOAL_NAV_TREE cannot be loaded");
+    state.SkipWithError("the dataset or SHOAL_NAV_TREE cannot be loaded");
     return;
   }
   const size_t m = state.range(0), nq = s->ds.test.rows;
@@ -90,7 +94,7 @@ void Navigate(benchmark::State& state, CentroidScoring scoring) {
 void Scan(benchmark::State& state, CentroidScoring scoring) {
   const Setup* s = Load();
   if (s == nullptr) {
-    state.SkipWithError("fashion-mnist or SHOAL_NAV_TREE cannot be loaded");
+    state.SkipWithError("the dataset or SHOAL_NAV_TREE cannot be loaded");
     return;
   }
   const size_t m = state.range(0), nq = s->ds.test.rows;
@@ -107,7 +111,7 @@ void Scan(benchmark::State& state, CentroidScoring scoring) {
 void CopyBuild(benchmark::State& state) {
   const Setup* s = Load();
   if (s == nullptr) {
-    state.SkipWithError("fashion-mnist or SHOAL_NAV_TREE cannot be loaded");
+    state.SkipWithError("the dataset or SHOAL_NAV_TREE cannot be loaded");
     return;
   }
   for (auto _ : state) {

@@ -59,6 +59,15 @@ float L2Sqr(const float* a, const float* b, size_t dim) {
   return internal::ActiveKernels().l2_sqr(a, b, dim);
 }
 
+void L2SqrRows(const float* a, const float* const* rows, size_t n, float* out, size_t dim) {
+  const internal::DistanceKernels& k = internal::ActiveKernels();
+  if (k.level == internal::KernelLevelId::kAvx512) {
+    internal::L2SqrRowsAvx512(a, rows, n, out, dim);
+    return;
+  }
+  for (size_t i = 0; i < n; ++i) out[i] = k.l2_sqr(a, rows[i], dim);
+}
+
 float InnerProduct(const float* a, const float* b, size_t dim) {
   return internal::ActiveKernels().inner_product(a, b, dim);
 }

@@ -21,6 +21,9 @@ namespace shoal::index {
 enum class Metric { kL2, kInnerProduct };
 
 float L2Sqr(const float* a, const float* b, size_t dim);
+// out[i] = L2Sqr(a, rows[i], dim) for i < n, bit for bit: one call for many rows (a tree node's
+// children), the query's loads shared between rows where the kernel allows.
+void L2SqrRows(const float* a, const float* const* rows, size_t n, float* out, size_t dim);
 float InnerProduct(const float* a, const float* b, size_t dim);
 // "smaller is closer": L2Sqr, or -InnerProduct.
 float Distance(Metric metric, const float* a, const float* b, size_t dim);

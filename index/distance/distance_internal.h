@@ -34,6 +34,8 @@ float InnerProductScalar(const float* a, const float* b, size_t dim);
 float L2SqrAvx2(const float* a, const float* b, size_t dim);
 float InnerProductAvx2(const float* a, const float* b, size_t dim);
 float L2SqrAvx512(const float* a, const float* b, size_t dim);
+// out[i] = L2SqrAvx512(a, rows[i], dim) for i < n, bit for bit (L2SqrRows).
+void L2SqrRowsAvx512(const float* a, const float* const* rows, size_t n, float* out, size_t dim);
 float InnerProductAvx512(const float* a, const float* b, size_t dim);
 float L2SqrHalfBoundedScalar(const float* a, const uint16_t* b, size_t dim, float bound);
 float L2SqrHalfBoundedAvx2(const float* a, const uint16_t* b, size_t dim, float bound);
