@@ -79,7 +79,11 @@ IndexHandoff::Step IndexHandoff::TakeStep(size_t batch, size_t max_step) {
   // Ids below the watermark are in the postings or dead: it stays at the next pending batch and
   // below every batch committed but not yet pending (both change under mu_ together).
   absl::MutexLock lock(&mu_);
-  const size_t step = std::clamp<size_t>(pending_ids_ / 2, batch, std::max(max_step, batch));
+  // While a flush waits, its caller waits for every pending id: the halves that would otherwise
+  // follow as smaller steps, each writing a page to most postings it touches and syncing three
+  // files, go in one step.
+  const size_t want = FlushingLocked() ? pending_ids_ : pending_ids_ / 2;
+  const size_t step = std::clamp<size_t>(want, batch, std::max(max_step, batch));
   Step out;
   size_t taken = 0;
   auto it = pending_.begin();

@@ -90,7 +90,8 @@ class IndexHandoff {
   // `batch` pending ids (one posting rewrite per batch, not per client write).
   Round AwaitRound(size_t batch, absl::Duration idle, absl::Duration group_wait);
   // A backlog is drained in bigger steps (each touched posting is rewritten once per step): half
-  // the pending ids, at least `batch`, at most max(max_step, batch).
+  // the pending ids (all of them while a flush request waits), at least `batch`, at most
+  // max(max_step, batch).
   Step TakeStep(size_t batch, size_t max_step);
   // The step's batches are in the postings (committed): they leave the queue.
   void FinishStep(const Step& step);

@@ -31,6 +31,24 @@ TEST(IndexHandoffTest, StepTakesTheLowestBatchesAndItsWatermarkStopsAtTheNext) {
   EXPECT_EQ(step.watermark, 24u);  // past the last id taken
 }
 
+TEST(IndexHandoffTest, StepTakesHalfTheBacklogOrAllOfItWhileAFlushWaits) {
+  IndexHandoff h("c");
+  for (uint64_t first = 0; first < 100; first += 10) h.AddPending(MakeBatch(first, 10));
+  IndexHandoff::Step step = h.TakeStep(/*batch=*/10, /*max_step=*/1000);
+  EXPECT_EQ(step.batches.size(), 5u);
+  EXPECT_EQ(step.watermark, 50u);
+  h.FinishStep(step);
+  for (uint64_t first = 100; first < 150; first += 10) h.AddPending(MakeBatch(first, 10));
+  h.AddFlushRequest(/*sweep_all=*/false);
+  step = h.TakeStep(/*batch=*/10, /*max_step=*/1000);
+  EXPECT_EQ(step.batches.size(), 10u);  // 50..149: the flush's caller waits for all of them
+  EXPECT_EQ(step.watermark, 150u);
+  h.FinishStep(step);
+  for (uint64_t first = 150; first < 200; first += 10) h.AddPending(MakeBatch(first, 10));
+  step = h.TakeStep(/*batch=*/10, /*max_step=*/20);
+  EXPECT_EQ(step.batches.size(), 2u);  // never more than max_step
+}
+
 TEST(IndexHandoffTest, WatermarkStaysBelowABatchStillCommitting) {
   IndexHandoff h("c");
   h.MarkCommitting(5);
