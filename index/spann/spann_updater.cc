@@ -72,6 +72,7 @@ absl::StatusOr<SpannUpdater::Change> SpannUpdater::Insert(std::span<const uint64
     first.push_back(chosen.size());
   }
   SHOAL_RETURN_IF_ERROR(work.Prefetch(chosen));
+  work.ReserveAppends(chosen);
   for (size_t i = 0; i < ids.size(); ++i) {
     SHOAL_RETURN_IF_ERROR(work.Pace());
     const float* x = vectors + i * d;

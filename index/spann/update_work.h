@@ -65,6 +65,10 @@ class UpdateWork {
   // Loads `postings` (repeats allowed) as Load(p, /*share=*/true) would, those that neither this
   // change, RAM nor the search cache holds in one batch of reads instead of one after another.
   absl::Status Prefetch(std::span<const uint32_t> postings);
+  // Gives each loaded posting of `postings` room for as many more entries as it is named there
+  // (the appends to come), so that they do not grow its entries a reallocation, and a copy, at a
+  // time.
+  void ReserveAppends(std::span<const uint32_t> postings);
   // Appends unless the posting already holds the id (check skipped when `known_new`).
   absl::Status Append(uint32_t p, uint64_t id, const float* x, bool known_new);
   // The postings `x` joins by the RNG rule over the working directory, nearest first.

@@ -2,6 +2,7 @@
 // drain step is about to append to in one batch instead of one read after another.
 #include <algorithm>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "index/spann/update_work.h"
@@ -55,6 +56,24 @@ absl::Status UpdateWork::Prefetch(std::span<const uint32_t> postings) {
   SHOAL_RETURN_IF_ERROR(ReadPostings(want, &read));
   for (size_t i = 0; i < want.size(); ++i) Admit(want[i], std::move(read[i]));
   return absl::OkStatus();
+}
+
+void UpdateWork::ReserveAppends(std::span<const uint32_t> postings) {
+  absl::flat_hash_map<uint32_t, size_t> repeats;
+  for (uint32_t p : postings) ++repeats[p];
+  const bool full = index_.quantizer() == nullptr;
+  for (const auto& [p, n] : repeats) {
+    auto it = touched_.find(p);
+    if (it == touched_.end()) continue;
+    WorkEntries& e = it->second;
+    e.q.ids.reserve(e.q.ids.size() + n);
+    if (full) {
+      e.vecs.reserve(e.vecs.size() + n * dim_);
+    } else {
+      e.q.sq_norms.reserve(e.q.sq_norms.size() + n);
+      e.q.codes.reserve(e.q.codes.size() + n * e.q.code_bytes);
+    }
+  }
 }
 
 absl::Status UpdateWork::ReadPostings(std::span<const uint32_t> postings,
