@@ -290,6 +290,13 @@ absl::Status IndexMaintainer::DrainStep(bool* done) {
   if (*done) return absl::OkStatus();
   std::vector<uint64_t> ids;
   std::vector<float> vectors;
+  size_t n = 0, floats = 0;
+  for (const auto& b : step.batches) {
+    n += b->ids.size();
+    floats += b->vectors.size();
+  }
+  ids.reserve(n);  // a step of 16k vectors: one copy of them, not one per doubling
+  vectors.reserve(floats);
   for (const auto& b : step.batches) {
     ids.insert(ids.end(), b->ids.begin(), b->ids.end());
     vectors.insert(vectors.end(), b->vectors.begin(), b->vectors.end());

@@ -232,6 +232,7 @@ absl::Status VectorFile::Flush(bool keep) {
   // Seal, then write each run of consecutive dirty pages with one pwrite. A failed write returns
   // with every page still buffered: the next Flush writes them all again (a torn page too).
   std::vector<uint8_t> run;
+  run.reserve(dirty_.size() * kPageSize);  // each page copied once, not again at every doubling
   uint64_t run_start = 0, max_page = 0;
   auto write_run = [&]() -> absl::Status {
     SHOAL_RETURN_IF_ERROR(file_->Write(run_start * kPageSize, run));
