@@ -67,6 +67,10 @@ class PostingScope {
   // Its mean density sizes a query's first descent (about as many postings as it takes at that
   // density, instead of max_postings and descending again).
   virtual std::pair<uint64_t, uint32_t> Extent() const { return {0, 0}; }
+  // The tree leaves holding any of its vectors (a weighted scope's, any order), when it lists them
+  // (empty: it does not). The navigator may then score just those leaves' postings, flat, instead
+  // of descending the tree (SpannIndex::Navigate: when that costs no more than the descent).
+  virtual std::span<const uint32_t> Leaves() const { return {}; }
 };
 
 struct SearchParameters {

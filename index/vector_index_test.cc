@@ -106,6 +106,7 @@ class OneLeafScope : public PostingScope {
 
 class SpannThroughTheInterfaceTest : public ::testing::Test {
  protected:
+  virtual std::string Spec() const { return "spann:centroid_ratio=0.02,navigator=tree"; }
   void SetUp() override {
     std::string tmpl = ::testing::TempDir() + "vector_index_XXXXXX";
     ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
@@ -113,7 +114,7 @@ class SpannThroughTheInterfaceTest : public ::testing::Test {
     rng_.seed(base::TestSeed());
     rows_ = Gaussian(2000, &rng_);
     const std::vector<uint64_t> ids = Iota(2000);
-    auto options = ParseSpannSpec("spann:centroid_ratio=0.02,navigator=tree");
+    auto options = ParseSpannSpec(Spec());
     ASSERT_TRUE(options.ok()) << options.status();
     SpannBuildInput input{ids, rows_.data(), kDim, Metric::kL2, 2000, /*generation=*/1};
     auto backend = MakeCpuClusteringBackend(1);
@@ -192,6 +193,73 @@ TEST_F(SpannThroughTheInterfaceTest, WeightedScopeScansUntilItsLeavesHoldTheBudg
   const size_t leaves = spann_->tree().num_leaves();
   EXPECT_EQ(postings_read(tenth), std::min<size_t>(leaves, (budget + tenth - 1) / tenth));
   EXPECT_EQ(postings_read(1), std::min<size_t>(leaves, 4 * PostingScope::kMaxWidening));
+}
+
+// A weighted scope of every `stride`-th tree leaf, each holding `weight` of its vectors, that lists
+// its leaves; it counts the navigator's questions about nodes and postings.
+class ListedLeavesScope : public PostingScope {
+ public:
+  ListedLeavesScope(size_t leaves, uint32_t stride, uint32_t weight)
+      : stride_(stride), weight_(weight) {
+    for (uint32_t l = 0; l < leaves; l += stride) leaves_.push_back(l);
+  }
+  bool Listed(uint32_t leaf) const { return leaf % stride_ == 0; }
+  bool AllowsPosting(uint32_t /*posting*/, uint32_t leaf) const override {
+    ++asked_;
+    return Listed(leaf);
+  }
+  bool AllowsNode(uint32_t /*node*/) const override {
+    ++asked_;
+    return true;
+  }
+  bool weighted() const override { return true; }
+  uint32_t LeafWeight(uint32_t leaf) const override { return Listed(leaf) ? weight_ : 0; }
+  std::pair<uint64_t, uint32_t> Extent() const override {
+    return {uint64_t{weight_} * leaves_.size(), static_cast<uint32_t>(leaves_.size())};
+  }
+  std::span<const uint32_t> Leaves() const override { return leaves_; }
+  size_t asked() const { return asked_; }
+
+ private:
+  uint32_t stride_, weight_;
+  std::vector<uint32_t> leaves_;
+  mutable size_t asked_ = 0;
+};
+
+// Over 256 leaves the navigator is chosen by cost: 8-d centroids make a scope's own postings,
+// scored flat, cheaper than the tree's descent.
+class ScopeNavigationTest : public SpannThroughTheInterfaceTest {
+ protected:
+  std::string Spec() const override { return "spann:centroid_ratio=0.2,navigator=auto"; }
+};
+
+// A scope that lists its leaves (PostingScope::Leaves) has those leaves' postings scored on their
+// float centroids instead of the descent: the query scans exactly the nearest of them, and no
+// node or posting is asked about.
+TEST_F(ScopeNavigationTest, AScopeThatListsItsLeavesHasThemScannedFlat) {
+  const size_t leaves = spann_->tree().num_leaves();
+  ASSERT_GT(leaves, 256u);
+  const ListedLeavesScope scope(leaves, 7, 1);
+  std::vector<std::pair<float, uint32_t>> by_distance;
+  for (size_t i = 0; i < 20; ++i) {
+    const float* q = rows_.data() + i * 97 * kDim;
+    std::vector<std::vector<uint32_t>> visited;
+    SearchParameters p;
+    p.k = 5;
+    p.max_postings = 4;
+    p.scope = &scope;
+    p.visited_leaves = &visited;
+    ASSERT_TRUE(spann_->Search(q, 1, p).ok());
+    ASSERT_EQ(visited.size(), 1u);
+    ASSERT_FALSE(visited[0].empty());
+    spann_->tree().ScanLeaves(q, leaves, &by_distance, CentroidScoring::kFloat);
+    std::vector<uint32_t> nearest;  // the scope's leaves, nearest first
+    for (const auto& [d, leaf] : by_distance) {
+      if (scope.Listed(leaf) && nearest.size() < visited[0].size()) nearest.push_back(leaf);
+    }
+    EXPECT_EQ(visited[0], nearest) << "query " << i;
+  }
+  EXPECT_EQ(scope.asked(), 0u);
 }
 
 TEST(ScopeBudgetTest, InterpolatesInLogDensityAndHoldsItsEnds) {

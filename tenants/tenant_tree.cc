@@ -228,7 +228,8 @@ TenantScope::TenantScope(const TenantTree* tree, TenantId tenant)
   sub_ = &it->second;
   const TenantTree::Counts& c = sub_->count;
   for (size_t i = 0; i < c.size(); ++i) {
-    if (tree->node_leaf_[c.node(i)] != UINT32_MAX) ++leaves_;
+    if (const uint32_t leaf = tree->node_leaf_[c.node(i)]; leaf != UINT32_MAX)
+      leaves_.push_back(leaf);
   }
   vectors_ = tree->CountIn(*sub_, tree->root());
   // Up to 64k nodes (256 KiB): one allocation per query beats a binary search per child.

@@ -203,8 +203,11 @@ class TenantScope final : public index::PostingScope {
   uint32_t LeafWeight(uint32_t leaf) const override {
     return leaf < tree_->num_leaves() ? CountBelow(tree_->leaf_node_[leaf]) : 0;
   }
-  // Its vectors and the leaves holding any of them (past the cap; else {0, 0}).
-  std::pair<uint64_t, uint32_t> Extent() const override { return {vectors_, leaves_}; }
+  // Its vectors and the leaves holding any of them (past the cap; else {0, 0} and no leaves).
+  std::pair<uint64_t, uint32_t> Extent() const override {
+    return {vectors_, static_cast<uint32_t>(leaves_.size())};
+  }
+  std::span<const uint32_t> Leaves() const override { return leaves_; }
 
  private:
   uint32_t CountBelow(uint32_t node) const;
@@ -214,7 +217,7 @@ class TenantScope final : public index::PostingScope {
   const TenantTree::Sub* sub_;     // null: sparse, or the tenant holds nothing
   std::vector<uint32_t> by_node_;  // sub_'s counts by node (empty: sparse, or a huge tree)
   uint64_t vectors_ = 0;           // the tenant's (past the cap)
-  uint32_t leaves_ = 0;            // leaves holding any of them
+  std::vector<uint32_t> leaves_;   // leaves holding any of them
 };
 
 }  // namespace shoal::tenants

@@ -60,6 +60,16 @@ class DescentCost {
   bool FlatIsCheaper(size_t postings, size_t m, size_t beam) const {
     return static_cast<double>(postings) <= kDescentCostPerChild * ChildrenScored(m, beam);
   }
+  // Is scanning a scope's own `postings` (PostingScope::Leaves) flat, on float centroids of `dim`,
+  // no dearer than the scoped descent for m? A child the descent scores costs about as much as
+  // kDescentChildDims floats of a flat-scanned centroid, whatever the dimension (its lower bound,
+  // ranking and, for the children the bound keeps, half distance), where the flat scan streams
+  // dim floats a posting (measured at 128-d and 784-d: docs/PERFORMANCE.md, "A tenant's own
+  // leaves scanned flat").
+  static constexpr double kDescentChildDims = 640;
+  bool ScopeFlatIsCheaper(double postings, size_t dim, size_t m, size_t beam) const {
+    return postings * static_cast<double>(dim) <= kDescentChildDims * ChildrenScored(m, beam);
+  }
 
  private:
   struct Level {

@@ -16,6 +16,41 @@
 namespace shoal::index {
 namespace {
 
+// Every live posting of `leaves` (tree leaves) with its float centroid's distance to q.
+void ScoreLeavesPostings(const PostingDirectory& dir, const float* q,
+                         std::span<const uint32_t> leaves,
+                         std::vector<std::pair<float, uint32_t>>* out) {
+  out->clear();
+  auto push = [&](uint32_t p) {
+    const float d = L2Sqr(q, dir.centroid(p), dir.dim);
+    out->emplace_back(std::isnan(d) ? std::numeric_limits<float>::infinity() : d, p);
+  };
+  for (uint32_t leaf : leaves) {
+    if (!dir.reshaped) {
+      if (leaf < dir.size()) push(leaf);  // posting p is tree leaf p
+      continue;
+    }
+    for (uint32_t p : (*dir.by_leaf)[leaf]) {
+      if (dir.live[p]) push(p);
+    }
+  }
+}
+
+// Puts the `want` nearest of `pool` first, ascending, and copies them to `out`; `ranked`: how
+// many are already in place (from an earlier call with a smaller `want`).
+void TakeNearest(std::vector<std::pair<float, uint32_t>>* pool, size_t want, size_t* ranked,
+                 std::vector<std::pair<float, uint32_t>>* out) {
+  want = std::min(want, pool->size());
+  if (want > *ranked) {
+    // A heap of the `want` nearest: most of a scope's postings are dropped on one comparison
+    // (nth_element's partitions mispredict on every other one: ~1 us more on 240 postings).
+    std::partial_sort(pool->begin() + static_cast<ptrdiff_t>(*ranked),
+                      pool->begin() + static_cast<ptrdiff_t>(want), pool->end());
+    *ranked = want;
+  }
+  out->assign(pool->begin(), pool->begin() + static_cast<ptrdiff_t>(want));
+}
+
 // The postings to scan for one query, nearest first: the m nearest (`scope` null: of all). A
 // scope prunes the tree's descent (AllowsNode) and rejects postings (AllowsPosting); when fewer
 // than m pass, the navigator asks for 4x as many until m pass or every posting was offered. A
@@ -24,9 +59,13 @@ namespace {
 // whatever postings split from it; `per_leaf` vectors a leaf), at most kMaxWidening x m; short of
 // it, the next descent asks for as many postings as the density met so far says it takes; the
 // first descent asks for what the scope's mean density says (PostingScope::Extent).
+// A scope that lists its leaves (PostingScope::Leaves) has its own postings scored flat, once,
+// instead of descending: always with the flat navigator (`flat`), and with `by_cost` when scoring
+// them costs no more than the descent for the first request (DescentCost::ScopeFlatIsCheaper).
 void NearestAllowed(const CentroidTree& tree, const PostingDirectory& dir, const float* q, size_t m,
-                    size_t beam, bool flat, const PostingScope* scope, const ScopeBudget& budget,
-                    double per_leaf, std::vector<std::pair<float, uint32_t>>* nearest) {
+                    size_t beam, bool flat, const DescentCost* by_cost, const PostingScope* scope,
+                    const ScopeBudget& budget, double per_leaf,
+                    std::vector<std::pair<float, uint32_t>>* nearest) {
   if (scope == nullptr) {
     NearestPostings(tree, dir, q, m, beam, flat, nearest, CentroidScoring::kHalf);
     return;
@@ -42,12 +81,29 @@ void NearestAllowed(const CentroidTree& tree, const PostingDirectory& dir, const
     const double want = budget.At(vectors / (leaves * per_leaf)) * leaves / vectors;
     first = std::clamp(static_cast<size_t>(std::ceil(want)), m, most);
   }
+  const std::span<const uint32_t> own = scope->Leaves();
+  // Postings per leaf: one until postings split or merge.
+  const double per_leaf_postings =
+      tree.num_leaves() > 0 ? static_cast<double>(dir.size()) / tree.num_leaves() : 1.0;
+  const double own_postings = static_cast<double>(own.size()) * per_leaf_postings;
+  const bool scan =
+      !own.empty() && (flat || (by_cost != nullptr &&
+                                by_cost->ScopeFlatIsCheaper(own_postings, dir.dim, first, beam)));
+  thread_local std::vector<std::pair<float, uint32_t>> pool;  // the scope's postings, scanned
+  size_t ranked = 0;
+  if (scan) ScoreLeavesPostings(dir, q, own, &pool);
   for (size_t want = first;;) {
-    NearestPostings(tree, dir, q, want, beam, flat, nearest, CentroidScoring::kHalf, scope);
+    if (scan) {
+      TakeNearest(&pool, want, &ranked, nearest);  // all the scope's own: nothing to reject
+    } else {
+      NearestPostings(tree, dir, q, want, beam, flat, nearest, CentroidScoring::kHalf, scope);
+    }
     const size_t offered = nearest->size();
-    std::erase_if(*nearest, [&](const std::pair<float, uint32_t>& e) {
-      return !scope->AllowsPosting(e.second, dir.origin[e.second]);
-    });
+    if (!scan) {
+      std::erase_if(*nearest, [&](const std::pair<float, uint32_t>& e) {
+        return !scope->AllowsPosting(e.second, dir.origin[e.second]);
+      });
+    }
     size_t next = want * 4;
     if (weighted) {
       size_t covered = 0, i = 0;
@@ -191,8 +247,8 @@ void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const Spa
   const size_t beam = manifest_.options.beam;
   const bool flat = flat_navigator_ || (navigator_by_cost_ && knobs.scope == nullptr &&
                                         descent_cost_.FlatIsCheaper(dir.size(), m, beam));
-  NearestAllowed(tree_, dir, q, m, beam, flat, knobs.scope, knobs.scope_budget, VectorsPerLeaf(),
-                 &nearest);
+  NearestAllowed(tree_, dir, q, m, beam, flat, navigator_by_cost_ ? &descent_cost_ : nullptr,
+                 knobs.scope, knobs.scope_budget, VectorsPerLeaf(), &nearest);
   if (ratio > 0) {  // prune on exact distances, not the half copy's
     for (auto& [dist, p] : nearest) {
       dist = L2Sqr(q, dir.centroid(p), dir.dim);
