@@ -154,12 +154,12 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchF
   // Without an SSD index the buffer's scan is exact already.
   if (state.spann == nullptr) return SearchIndexes(state, q, n, params, threads, &allow);
   // A tenant is searched exactly when that touches fewer bytes than its scoped search is
-  // expected to (SpannIndex::ExactIsCheaper), a filter while at most kExactFilterIds ids pass.
+  // expected to (SpannIndex::ExactIsCheaper: always for one without node counts, at most the
+  // shortlist cap), a filter while at most max(kExactFilterIds, 64 k) ids pass.
   const index::SpannKnobs knobs{.max_postings = params.max_postings,
                                 .target_recall = params.target_recall};
-  const bool exactly = passing <= 64 * k ||
-                       (scope != nullptr ? state.spann->ExactIsCheaper(passing, k, *scope, knobs)
-                                         : passing <= kExactFilterIds);
+  const bool exactly = scope != nullptr ? state.spann->ExactIsCheaper(passing, k, *scope, knobs)
+                                        : passing <= std::max(kExactFilterIds, 64 * k);
   std::vector<uint64_t> allowed;  // listed for the exact path only
   if (exactly) {
     list_allowed(&allowed);

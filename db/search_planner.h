@@ -6,11 +6,12 @@
 //    whole while small, else only its buckets of the tree leaves the SpannIndex's postings for
 //    that query descend from (so the buffer is searched as if already in those postings).
 //  - A tenant (SearchParams::tenant): a filter passing the ids it sees (state.access); over an
-//    SSD index, its SPANN search descends only into its sub-tree (tenants::TenantTree) and scans
-//    the nearest of its leaves' postings until they hold its candidate budget (TenantScope is a
-//    weighted index::PostingScope); a tenant holding at most 64 k vectors, or whose exact search
-//    touches fewer bytes than its scoped one is expected to (SpannIndex::ExactIsCheaper), is
-//    searched exactly.
+//    SSD index, its SPANN search keeps to its sub-tree (tenants::TenantTree: the descent enters
+//    only its nodes, or its own leaves are scanned flat where that costs less) and scans the
+//    nearest of its leaves' postings until they hold its candidate budget (TenantScope is a
+//    weighted index::PostingScope); a tenant whose exact search touches fewer bytes than its
+//    scoped one is expected to (SpannIndex::ExactIsCheaper; always one of at most the shortlist
+//    cap, which has no node counts) is searched exactly.
 //  - SSD index and a filter passing few ids (<= max(kExactFilterIds, 64 k)): exact brute force
 //    over the passing ids — the buffer's rows in place, the others read back from the records.
 //    With many passing ids, the filtered SPANN search; a query left with fewer than

@@ -30,7 +30,7 @@ constexpr float kTarget = 0.9f, kTolerance = 0.15f;
 
 float Score(Metric metric, const std::vector<float>& q, const float* x) {
   double dot = 0, qq = 0, xx = 0, l2 = 0;
-  for (size_t i = 0; i < kDim; ++i) {
+  for (size_t i = 0; i < q.size(); ++i) {
     dot += q[i] * x[i];
     qq += q[i] * q[i];
     xx += x[i] * x[i];
@@ -71,7 +71,7 @@ size_t Found(Metric metric, const std::vector<float>& q, const std::vector<Hit>&
     EXPECT_TRUE(
         std::any_of(exact.begin(), exact.end(), [&](const auto& e) { return e.second == key; }))
         << key << " is not the tenant's";
-    found += Score(metric, q, data.data() + key * kDim) <= limit;
+    found += Score(metric, q, data.data() + key * q.size()) <= limit;
   }
   return found;
 }
@@ -218,6 +218,71 @@ TEST_P(TenantRecallTest, ThinTenantsScoreTheirMembersNotEveryCode) {
   EXPECT_LT(per_posting, 0.5 * all_per_posting)
       << mine.vectors_scored << " scored in " << mine.postings_read << " postings, unrestricted "
       << everyone.vectors_scored << " in " << everyone.postings_read;
+}
+
+// Tenants of at most 64 k vectors are not all answered exactly: at 128-d, one of 600 vectors of
+// a region (past the shortlist cap) is searched through its sub-tree, where that touches fewer
+// bytes than its exact search (SpannIndex::ExactIsCheaper), and reaches the target; one of at most
+// the cap (no node counts) is answered exactly.
+TEST_P(TenantRecallTest, SmallTenantsAreAnsweredExactlyOnlyWhereThatIsCheaper) {
+  const Metric metric = GetParam();
+  constexpr size_t kWide = 128, kWideRegions = 16, kWidePerRegion = 1000;
+  ASSERT_TRUE(db_->CreateCollection({"c", kWide, metric}).ok());
+  std::mt19937 rng(base::TestSeed());
+  std::normal_distribution<float> normal(0, 1);
+  std::vector<float> data(kWideRegions * kWidePerRegion * kWide);
+  // part: 600 vectors of region 0 (under 64 k = 640, over the cap); few: 100 of region 1.
+  const std::vector<std::string> names = {"part", "few"};
+  std::vector<std::vector<Record>> owned(names.size());
+  std::vector<Record> rest;
+  for (size_t r = 0; r < kWideRegions; ++r) {
+    std::vector<float> centre(kWide);
+    for (float& c : centre) c = normal(rng);
+    for (size_t j = 0; j < kWidePerRegion; ++j) {
+      const size_t row = r * kWidePerRegion + j;
+      for (size_t i = 0; i < kWide; ++i) data[row * kWide + i] = centre[i] + 0.3f * normal(rng);
+      Record rec;
+      rec.key = uint64_t{row};
+      rec.vector.assign(data.begin() + row * kWide, data.begin() + (row + 1) * kWide);
+      if (r == 0 && j < 600) {
+        owned[0].push_back(std::move(rec));
+      } else if (r == 1 && j < 100) {
+        owned[1].push_back(std::move(rec));
+      } else {
+        rest.push_back(std::move(rec));
+      }
+    }
+  }
+  for (size_t t = 0; t < names.size(); ++t) {
+    ASSERT_TRUE(db_->CreateTenant("c", {names[t], {}}).ok());
+    WriteOptions as;
+    as.tenant = names[t];
+    ASSERT_TRUE(db_->Upsert("c", owned[t], as).ok());
+  }
+  ASSERT_TRUE(db_->Upsert("c", rest, {}).ok());
+  ASSERT_TRUE(db_->BuildIndex("c", "spann:quant=rabitq:bits=4").ok());
+  for (size_t t = 0; t < names.size(); ++t) {
+    SearchStats stats;
+    double recall = 0;
+    for (size_t i = 0; i < kQueries; ++i) {
+      const auto [q, exact] = QueryNear(metric, owned[t], rng, normal);
+      SearchParams p;
+      p.k = 10;
+      p.tenant = names[t];
+      p.target_recall = kTarget;
+      p.stats = &stats;
+      auto hits = db_->Search("c", q, p);
+      ASSERT_TRUE(hits.ok()) << hits.status();
+      recall += Found(metric, q, (*hits)[0], exact, data) / 10.0;
+    }
+    recall /= kQueries;
+    EXPECT_GE(recall, kTarget - kTolerance) << names[t];
+    if (names[t] == "part") {
+      EXPECT_GT(stats.postings_read, 0u) << "answered exactly";
+    } else {
+      EXPECT_EQ(stats.postings_read, 0u) << "searched through its sub-tree";
+    }
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Metrics, TenantRecallTest,
