@@ -241,14 +241,18 @@ void FaultInjectingFileSystem::FailAfter(uint64_t operations, std::string path_s
 }
 
 void FaultInjectingFileSystem::SetSyncDelay(std::string path_substring, absl::Duration delay) {
+  SetSyncHook(std::move(path_substring), [delay] { absl::SleepFor(delay); });
+}
+
+void FaultInjectingFileSystem::SetSyncHook(std::string path_substring, std::function<void()> hook) {
   absl::MutexLock lock(&mu_);
-  sync_delays_.emplace_back(std::move(path_substring), delay);
+  sync_hooks_.emplace_back(std::move(path_substring), std::move(hook));
 }
 
 void FaultInjectingFileSystem::Clear() {
   absl::MutexLock lock(&mu_);
   rules_.clear();
-  sync_delays_.clear();
+  sync_hooks_.clear();
   fail_after_.reset();
 }
 
@@ -299,7 +303,7 @@ FaultInjectingFileSystem::Operation FaultInjectingFileSystem::BeginPowered()
 }
 
 int FaultInjectingFileSystem::Check(FaultOp op, const std::string& path, size_t* torn_prefix) {
-  absl::Duration delay;
+  std::vector<std::function<void()>> hooks;
   int err = 0;
   {
     absl::MutexLock lock(&mu_);
@@ -327,12 +331,12 @@ int FaultInjectingFileSystem::Check(FaultOp op, const std::string& path, size_t*
     }
     if (err != 0) ++injected_;
     if (op == FaultOp::kSync && err == 0) {
-      for (const auto& [sub, d] : sync_delays_) {
-        if (absl::StrContains(path, sub)) delay = std::max(delay, d);
+      for (const auto& [sub, hook] : sync_hooks_) {
+        if (absl::StrContains(path, sub)) hooks.push_back(hook);
       }
     }
   }
-  if (delay > absl::ZeroDuration()) absl::SleepFor(delay);
+  for (const auto& hook : hooks) hook();
   return err;
 }
 

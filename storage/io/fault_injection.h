@@ -30,6 +30,7 @@
 
 #include <array>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -69,7 +70,10 @@ class FaultInjectingFileSystem final : public FileSystem {
   void FailAfter(uint64_t operations, std::string path_substring, int err);
   // Every matching sync sleeps `delay` first (to make concurrent writers observable).
   void SetSyncDelay(std::string path_substring, absl::Duration delay);
-  // Removes all rules and delays (PowerOff stays until DropUnsyncedData).
+  // Every matching sync runs `hook` first, on the syncing thread (a test may hold a thread
+  // there; the sync is under way meanwhile, so PowerOff waits for it).
+  void SetSyncHook(std::string path_substring, std::function<void()> hook);
+  // Removes all rules, delays and hooks (PowerOff stays until DropUnsyncedData).
   void Clear();
 
   // Operations of kind `op` attempted on paths containing `path_substring` (failed ones too).
@@ -155,7 +159,7 @@ class FaultInjectingFileSystem final : public FileSystem {
   std::unique_ptr<rocksdb::Env> rocksdb_env_;
   mutable absl::Mutex mu_;
   std::vector<Rule> rules_ ABSL_GUARDED_BY(mu_);
-  std::vector<std::pair<std::string, absl::Duration>> sync_delays_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::pair<std::string, std::function<void()>>> sync_hooks_ ABSL_GUARDED_BY(mu_);
   struct Countdown {
     std::string path_substring;
     int err;
