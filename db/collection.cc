@@ -34,7 +34,7 @@ absl::StatusOr<std::unique_ptr<Collection>> Collection::Load(
   auto c =
       std::unique_ptr<Collection>(new Collection(store, meta, options, index_root, fs, budget));
   absl::MutexLock write_lock(&c->write_mu_);
-  absl::MutexLock work_lock(&c->maintainer_.work_mu());
+  IndexMaintainer::WorkClaim work(&c->maintainer_);
   uint64_t generation = 0;
   {
     absl::MutexLock lock(&c->state_.mu);
@@ -383,7 +383,7 @@ absl::Status Collection::BuildIndex(const std::string& spec, const IndexBuildPro
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
   if (spec == "flat") return lifecycle_.Flatten();
   SHOAL_RETURN_IF_ERROR(lifecycle_.Build(spec, next_internal_id_, progress));
-  absl::MutexLock work_lock(&maintainer_.work_mu());
+  IndexMaintainer::WorkClaim work(&maintainer_);
   return maintainer_.Start(lifecycle_.Dir(lifecycle_.last_generation()));
 }
 
@@ -391,7 +391,7 @@ absl::Status Collection::Drop() {
   auto idle = [this]() ABSL_NO_THREAD_SAFETY_ANALYSIS { return in_flight_.empty(); };
   absl::MutexLock write_lock(&write_mu_, absl::Condition(&idle));
   SHOAL_RETURN_IF_ERROR(CheckNotDropped());
-  absl::MutexLock work_lock(&maintainer_.work_mu());
+  IndexMaintainer::WorkClaim work(&maintainer_);
   maintainer_.Stop();
   storage::StoredCollection meta{id_, spec_, next_internal_id_};
   SHOAL_RETURN_IF_ERROR(store_->DropCollection(meta));

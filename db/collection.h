@@ -123,8 +123,8 @@ class Collection {
   absl::Status FlushIndexUpdates(bool sweep_all) { return maintainer_.Flush(sweep_all); }
   // Holds background index maintenance (e.g. while a snapshot copies the index files) until
   // ResumeIndexUpdates; calls pair up on one thread.
-  void PauseIndexUpdates() ABSL_NO_THREAD_SAFETY_ANALYSIS { maintainer_.work_mu().Lock(); }
-  void ResumeIndexUpdates() ABSL_NO_THREAD_SAFETY_ANALYSIS { maintainer_.work_mu().Unlock(); }
+  void PauseIndexUpdates() ABSL_NO_THREAD_SAFETY_ANALYSIS { maintainer_.ClaimWork(); }
+  void ResumeIndexUpdates() ABSL_NO_THREAD_SAFETY_ANALYSIS { maintainer_.EndWorkClaim(); }
 
  private:
   class KeyClaim;

@@ -202,6 +202,16 @@ void IndexHandoff::EndHelping(uint64_t flush, const absl::Status& status, bool d
   ServeLocked(flush, status, done);
 }
 
+void IndexHandoff::BeginClaim() {
+  absl::MutexLock lock(&mu_);
+  helpers_.fetch_add(1, std::memory_order_relaxed);
+}
+
+void IndexHandoff::EndClaim() {
+  absl::MutexLock lock(&mu_);
+  helpers_.fetch_sub(1, std::memory_order_relaxed);
+}
+
 void IndexHandoff::Clear() {
   absl::MutexLock lock(&mu_);
   pending_.clear();

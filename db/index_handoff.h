@@ -8,7 +8,8 @@
 //  - flush tickets: FlushIndexUpdates / DrainIndexUpdates requests, numbered from 1, the last one
 //    asking for every tombstone swept, and the last one served with the status of the round that
 //    served it (the maintenance thread's, or a flushing caller's that does the work itself: a
-//    helper; the maintenance thread waits while one works);
+//    helper; the maintenance thread waits while one works, or while another thread claims the
+//    work);
 //  - the last maintenance error and the updater's counters, for writers and Info.
 //
 //   handoff.MarkCommitting(ids[0]);                 // writer, before its commit
@@ -129,6 +130,11 @@ class IndexHandoff {
   Round BeginHelping();
   // Ends a helper's round as EndRound does (no retry wait).
   void EndHelping(uint64_t flush, const absl::Status& status, bool done);
+  // A helper that serves no flush: another thread that takes the index work over for a while (a
+  // build, drop, snapshot or Verify: IndexMaintainer::WorkClaim). Until EndClaim the maintenance
+  // thread starts no round and leaves the one it is in, as for a flushing helper.
+  void BeginClaim();
+  void EndClaim();
   // True while a helper works; no lock taken (the maintenance thread asks between units of work).
   bool helping() const { return helpers_.load(std::memory_order_relaxed) > 0; }
   // Forgets the queued writes and publications (a new index, or none).
@@ -162,7 +168,8 @@ class IndexHandoff {
   uint64_t flush_served_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status flush_status_ ABSL_GUARDED_BY(mu_);
   index::UpdateStats stats_ ABSL_GUARDED_BY(mu_);
-  // Helpers at work: changed under mu_ (so that waits on it re-evaluate), read without it.
+  // Helpers (and claims) at work: changed under mu_ (so that waits on it re-evaluate), read without
+  // it.
   std::atomic<int> helpers_{0};
 };
 

@@ -261,7 +261,7 @@ absl::Status IndexLifecycle::SwapIn(std::unique_ptr<index::SpannIndex> fresh,
   // outcome be unknown, after) the new index's.
   std::string old_dir;
   {
-    absl::MutexLock work_lock(&maintainer_->work_mu());
+    IndexMaintainer::WorkClaim work(maintainer_);
     maintainer_->Stop();
     SHOAL_RETURN_IF_ERROR(store_->CommitIndex(id_, manifest, postings));
     absl::MutexLock lock(&state_->mu);
@@ -287,7 +287,7 @@ absl::Status IndexLifecycle::Flatten() {
     if (state_->spann == nullptr) return absl::OkStatus();
     old_dir = Dir(state_->spann->manifest().generation);
   }
-  absl::MutexLock work_lock(&maintainer_->work_mu());  // no online update commits beside the clear
+  IndexMaintainer::WorkClaim work(maintainer_);  // no online update commits beside the clear
   maintainer_->Stop();
   SHOAL_RETURN_IF_ERROR(store_->ClearIndex(id_));
   index::FlatIndex all(spec_.dimension, IndexMetric(spec_.metric));

@@ -150,6 +150,16 @@ absl::Status IndexMaintainer::Start(const std::string& dir) {
   return absl::OkStatus();
 }
 
+void IndexMaintainer::ClaimWork() {
+  handoff_.BeginClaim();
+  work_mu_.Lock();
+}
+
+void IndexMaintainer::EndWorkClaim() {
+  work_mu_.Unlock();
+  handoff_.EndClaim();
+}
+
 void IndexMaintainer::Reset() {
   dead_.Clear();
   handoff_.Clear();

@@ -23,13 +23,16 @@
 // the fault clears. A MaintenanceBudget bounds how many collections' threads work at once.
 //
 //   IndexMaintainer m(&state, store, collection_id, name, options, fs, budget);
-//   { absl::MutexLock work(&m.work_mu()); SHOAL_RETURN_IF_ERROR(m.Start(dir)); }
+//   { IndexMaintainer::WorkClaim work(&m); SHOAL_RETURN_IF_ERROR(m.Start(dir)); }
 //   m.handoff().AddPending(...);    // writers
 //   SHOAL_RETURN_IF_ERROR(m.Flush());
 //
-// Thread safety: all methods are thread-safe; those marked so need work_mu() held, which
-// serialises index mutation (drain steps, sweeps) against builds, drops and snapshots. Lock order:
-// the collection's write lock, work_mu(), CollectionState::mu, the hand-off's mutex.
+// Thread safety: all methods are thread-safe; those marked so need work_mu_ held, which
+// serialises index mutation (drain steps, sweeps) against builds, drops, snapshots and Verify.
+// Those take it through a WorkClaim, which first has the maintenance thread leave its step (at
+// its low priority, a step may otherwise hold the lock for seconds while other processes keep
+// the CPUs busy). Lock order: the collection's write lock, work_mu_, CollectionState::mu, the
+// hand-off's mutex.
 #ifndef SHOAL_DB_INDEX_MAINTAINER_H_
 #define SHOAL_DB_INDEX_MAINTAINER_H_
 
@@ -66,7 +69,26 @@ class IndexMaintainer {
   // Stops and joins the threads.
   ~IndexMaintainer();
 
-  absl::Mutex& work_mu() ABSL_LOCK_RETURNED(work_mu_) { return work_mu_; }
+  // work_mu_ for any thread but the maintenance thread, held while it lives: the maintenance
+  // thread is first told to leave the step it is in at its next unit of work, as for a flushing
+  // caller (nothing of the step committed or published, its pages freed; it is redone once the
+  // claim ends), and starts no round until then. So a build, drop, snapshot or Verify waits
+  // for a unit of the thread's work, not for a whole step of it at nice 19.
+  class ABSL_SCOPED_LOCKABLE WorkClaim {
+   public:
+    explicit WorkClaim(IndexMaintainer* m) ABSL_EXCLUSIVE_LOCK_FUNCTION(m->work_mu_) : m_(m) {
+      m_->ClaimWork();
+    }
+    ~WorkClaim() ABSL_UNLOCK_FUNCTION() { m_->EndWorkClaim(); }
+    WorkClaim(const WorkClaim&) = delete;
+    WorkClaim& operator=(const WorkClaim&) = delete;
+
+   private:
+    IndexMaintainer* const m_;
+  };
+  // WorkClaim in two halves, for a hold that spans calls (Collection::PauseIndexUpdates).
+  void ClaimWork() ABSL_EXCLUSIVE_LOCK_FUNCTION(work_mu_);
+  void EndWorkClaim() ABSL_UNLOCK_FUNCTION(work_mu_);
   IndexHandoff& handoff() { return handoff_; }
 
   // (Re)creates the updater for the state's current SpannIndex, whose files are in `dir`
@@ -87,7 +109,7 @@ class IndexMaintainer {
   // round's status. The maintenance thread does the work at its own low priority while it gets
   // the CPU; the caller waits. When it does not (other processes keep the CPUs busy, or it is
   // held up), the caller does the rest on its own thread, serialised with the maintenance thread
-  // through work_mu() (the thread leaves its step at the next unit of work). OK at once without
+  // through work_mu_ (the thread leaves its step at the next unit of work). OK at once without
   // an updater.
   absl::Status Flush(bool sweep_all) ABSL_LOCKS_EXCLUDED(work_mu_);
   // Best effort, on the caller's thread: drains what is pending and waits until it is published

@@ -277,7 +277,7 @@ absl::Status Collection::Verify(VerifyReport* report) {
   // Background index maintenance holds still. Buffered writes are moved into the postings first
   // (best effort: a failing drain changes nothing), so the watermark is exact: one that ran
   // beside a committing writer left it below ids it already moved.
-  absl::MutexLock work_lock(&maintainer_.work_mu());
+  IndexMaintainer::WorkClaim work(&maintainer_);
   maintainer_.DrainNow();
   absl::ReaderMutexLock lock(&state_.mu);
   Checker checker(store_, lifecycle_.index_root(), report);
