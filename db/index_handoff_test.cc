@@ -133,6 +133,27 @@ TEST(IndexHandoffTest, AHelperServesTheFlushesSoFarAndTheThreadWaitsMeanwhile) {
   EXPECT_TRUE(h.AwaitRound(1, absl::ZeroDuration(), absl::ZeroDuration()).writes);
 }
 
+TEST(IndexHandoffTest, AClaimHoldsTheThreadsRoundsBackAndServesNothing) {
+  IndexHandoff h("c");
+  h.AddPending(MakeBatch(0, 4));
+  h.EndRound(0, absl::DataLossError("bad page"), /*done=*/false, absl::ZeroDuration());
+  const uint64_t ticket = h.AddFlushRequest(/*sweep_all=*/false);
+  h.BeginClaim();
+  EXPECT_TRUE(h.helping());
+  const IndexHandoff::Round none = h.AwaitRound(1, absl::Milliseconds(1), absl::ZeroDuration());
+  EXPECT_FALSE(none.writes);
+  EXPECT_EQ(none.flush, 0u);
+  h.EndClaim();
+  EXPECT_FALSE(h.helping());
+  // The flush is still the thread's to serve, and the last error still stands.
+  EXPECT_FALSE(h.AwaitFlush(ticket, absl::ZeroDuration()).has_value());
+  const absl::Status s = h.AwaitBacklog(/*limit=*/4, absl::ZeroDuration());
+  EXPECT_NE(s.message().find("bad page"), std::string_view::npos) << s;
+  const IndexHandoff::Round round = h.AwaitRound(1, absl::ZeroDuration(), absl::ZeroDuration());
+  EXPECT_TRUE(round.writes);
+  EXPECT_EQ(round.flush, ticket);
+}
+
 TEST(IndexHandoffTest, CloseAnswersAWaitingFlushWithUnavailable) {
   IndexHandoff h("c");
   std::thread closer([&] {
