@@ -90,6 +90,18 @@ class TenantRecallTest : public ::testing::TestWithParam<Metric> {
     db_.reset();
     std::filesystem::remove_all(dir_);
   }
+  // Collection "c": tenant names[t] owns owned[t], `rest` has no owner; then the index `spec`.
+  void LoadAndBuild(const std::vector<std::string>& names, const std::vector<Record>* owned,
+                    const std::vector<Record>& rest, const std::string& spec) {
+    for (size_t t = 0; t < names.size(); ++t) {
+      ASSERT_TRUE(db_->CreateTenant("c", {names[t], {}}).ok());
+      WriteOptions as;
+      as.tenant = names[t];
+      ASSERT_TRUE(db_->Upsert("c", owned[t], as).ok());
+    }
+    ASSERT_TRUE(db_->Upsert("c", rest, {}).ok());
+    ASSERT_TRUE(db_->BuildIndex("c", spec).ok());
+  }
   std::string dir_;
   std::unique_ptr<DB> db_;
 };
@@ -132,14 +144,8 @@ TEST_P(TenantRecallTest, TenantsOfEveryDensityReachTheTargetRecall) {
       rest.push_back(std::move(rec));
     }
   }
-  for (size_t t = 0; t < names.size(); ++t) {
-    ASSERT_TRUE(db_->CreateTenant("c", {names[t], {}}).ok());
-    WriteOptions as;
-    as.tenant = names[t];
-    ASSERT_TRUE(db_->Upsert("c", owned[t], as).ok());
-  }
-  ASSERT_TRUE(db_->Upsert("c", rest, {}).ok());
-  ASSERT_TRUE(db_->BuildIndex("c", "auto").ok());
+  LoadAndBuild(names, owned.data(), rest, "auto");
+  if (HasFatalFailure()) return;
 
   for (size_t t = 0; t < names.size(); ++t) {
     const std::vector<Record>& mine = owned[t];
@@ -184,13 +190,9 @@ TEST_P(TenantRecallTest, ThinTenantsScoreTheirMembersNotEveryCode) {
       (unit(rng) < 1.0f / 8 ? thin : rest).push_back(std::move(rec));
     }
   }
-  ASSERT_TRUE(db_->CreateTenant("c", {"thin", {}}).ok());
-  WriteOptions as;
-  as.tenant = "thin";
-  ASSERT_TRUE(db_->Upsert("c", thin, as).ok());
-  ASSERT_TRUE(db_->Upsert("c", rest, {}).ok());
   // Quantized (at 16-d "auto" keeps full vectors in the postings: no codes to skip).
-  ASSERT_TRUE(db_->BuildIndex("c", "spann:quant=rabitq:bits=4").ok());
+  LoadAndBuild({"thin"}, &thin, rest, "spann:quant=rabitq:bits=4");
+  if (HasFatalFailure()) return;
 
   SearchStats mine, everyone;
   double recall = 0;
@@ -253,14 +255,8 @@ TEST_P(TenantRecallTest, SmallTenantsAreAnsweredExactlyOnlyWhereThatIsCheaper) {
       }
     }
   }
-  for (size_t t = 0; t < names.size(); ++t) {
-    ASSERT_TRUE(db_->CreateTenant("c", {names[t], {}}).ok());
-    WriteOptions as;
-    as.tenant = names[t];
-    ASSERT_TRUE(db_->Upsert("c", owned[t], as).ok());
-  }
-  ASSERT_TRUE(db_->Upsert("c", rest, {}).ok());
-  ASSERT_TRUE(db_->BuildIndex("c", "spann:quant=rabitq:bits=4").ok());
+  LoadAndBuild(names, owned.data(), rest, "spann:quant=rabitq:bits=4");
+  if (HasFatalFailure()) return;
   for (size_t t = 0; t < names.size(); ++t) {
     SearchStats stats;
     double recall = 0;
