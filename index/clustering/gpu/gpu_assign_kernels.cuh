@@ -295,6 +295,15 @@ __device__ __forceinline__ float MthScore(const TopList<N>& top, uint32_t m) {
 // that runs out of room (many near-ties, or a slice far from the point), and every slice when
 // m > 1, reads its centroids a second time against thr.
 constexpr int kScanHeld = 8;
+constexpr int kScanBatch = 8;  // scores loaded before the first is ranked
+
+// The approximate score of centroid c for the column's point; past `end` (c < end + kScanBatch),
+// that of end - 1, so that a batch's loads need no branch.
+__device__ __forceinline__ float ScoreAt(const float* __restrict__ column, uint32_t count,
+                                         const AssignArgs& a, uint32_t c, uint32_t end) {
+  c = c < end ? c : end - 1;
+  return fmaf(-2.0f, column[size_t{c} * count], a.lane_bias[c]);
+}
 
 template <int TOPM, int KEEP, int POINTS>
 __global__ void __launch_bounds__(kScanThreads)
@@ -323,33 +332,48 @@ __global__ void __launch_bounds__(kScanThreads)
   top.Init();
   int held = 0;
   bool overflow = false;
-  if (valid) {
-#pragma unroll(TOPM <= 4 ? 4 : 1)  // a long list unrolled spills
-    for (uint32_t c = begin; c < end; ++c) {
-      const float score = fmaf(-2.0f, column[size_t{c} * count], a.lane_bias[c]);
-      top.Offer(score, c);
-      if constexpr (kOnce) {
-        const float running = top.score[0] + twice_bound;
-        if (overflow || !(score <= running)) continue;
-        if (held == kScanHeld) {  // full: drop what the running best has left behind
-          int kept = 0;
-          for (int h = 0; h < kScanHeld; ++h) {
-            if (held_score[h][self] <= running) {
-              held_score[kept][self] = held_score[h][self];
-              held_id[kept][self] = held_id[h][self];
-              ++kept;
-            }
+  // m = 1 reads kScanBatch scores before ranking any (in increasing c, as one at a time would),
+  // so that each thread has that many loads in flight: one at a time left the scan waiting on
+  // memory rather than bandwidth-bound.
+  const auto scan = [&](float score, uint32_t c) {
+    top.Offer(score, c);
+    if constexpr (kOnce) {
+      const float running = top.score[0] + twice_bound;
+      if (overflow || !(score <= running)) return;
+      if (held == kScanHeld) {  // full: drop what the running best has left behind
+        int kept = 0;
+        for (int h = 0; h < kScanHeld; ++h) {
+          if (held_score[h][self] <= running) {
+            held_score[kept][self] = held_score[h][self];
+            held_id[kept][self] = held_id[h][self];
+            ++kept;
           }
-          held = kept;
         }
-        if (held < kScanHeld) {
-          held_score[held][self] = score;
-          held_id[held][self] = c;
-          ++held;
-        } else {
-          overflow = true;
+        held = kept;
+      }
+      if (held < kScanHeld) {
+        held_score[held][self] = score;
+        held_id[held][self] = c;
+        ++held;
+      } else {
+        overflow = true;
+      }
+    }
+  };
+  if (valid) {
+    if constexpr (kOnce) {
+      for (uint32_t c0 = begin; c0 < end; c0 += kScanBatch) {
+        float batch[kScanBatch];
+#pragma unroll
+        for (int b = 0; b < kScanBatch; ++b) batch[b] = ScoreAt(column, count, a, c0 + b, end);
+#pragma unroll
+        for (int b = 0; b < kScanBatch; ++b) {
+          if (c0 + b < end) scan(batch[b], c0 + b);
         }
       }
+    } else {  // a longer list unrolled takes more registers (m <= 4) or spills
+#pragma unroll(TOPM <= 4 ? 4 : 1)
+      for (uint32_t c = begin; c < end; ++c) scan(ScoreAt(column, count, a, c, end), c);
     }
   }
   for (int s = 1; s < kSlices; ++s) {  // slice 0 merges the others' lists one by one
@@ -387,9 +411,14 @@ __global__ void __launch_bounds__(kScanThreads)
   if (kOnce && valid && !overflow) {
     for (int h = 0; h < held; ++h) list(held_score[h][self], held_id[h][self]);
   } else if (valid) {  // a second pass: m > 1, or a slice that ran out of room
-#pragma unroll 4
-    for (uint32_t c = begin; c < end; ++c) {
-      list(fmaf(-2.0f, column[size_t{c} * count], a.lane_bias[c]), c);
+    for (uint32_t c0 = begin; c0 < end; c0 += kScanBatch) {
+      float batch[kScanBatch];
+#pragma unroll
+      for (int b = 0; b < kScanBatch; ++b) batch[b] = ScoreAt(column, count, a, c0 + b, end);
+#pragma unroll
+      for (int b = 0; b < kScanBatch; ++b) {
+        if (c0 + b < end) list(batch[b], c0 + b);
+      }
     }
   }
   __syncthreads();
@@ -418,6 +447,7 @@ __device__ __forceinline__ float WarpExactL2(const float* __restrict__ points,
   for (uint32_t d0 = 0; d0 < d; d0 += 32) {
     __syncwarp();
     const uint32_t j = d0 + lane;
+#pragma unroll 8  // several rows' loads in flight at once
     for (int q = 0; q < 32; ++q) {
       const uint32_t r = t.row[q], c = t.centroid[q];
       t.x[q][lane] = r != kNoLabel && j < d ? points[size_t{r} * d + j] : 0.0f;
