@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "base/test_seed.h"
 #include "gtest/gtest.h"
 #include "index/clustering/kmeans.h"
@@ -348,6 +350,86 @@ TEST_F(SpannThroughTheInterfaceTest, ChangesOnlyThroughItsUpdater) {
   const std::vector<uint64_t> ids = {1};
   EXPECT_EQ(spann_->Add(ids, rows_.data(), {}).code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(spann_->Remove(ids).code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// The CPU backend standing in for a device: it claims every assignment, so BuildSpann assigns
+// the vectors to their leaves through it, and it records those calls (m > 1: k-means asks m = 1).
+class DeviceLikeBackend : public ClusteringBackend {
+ public:
+  struct Call {
+    size_t n, k, m;
+    std::vector<uint32_t> labels;
+  };
+  std::string name() const override { return "device-like"; }
+  absl::Status AssignTopM(const float* points, size_t n, const float* centroids, size_t k, size_t d,
+                          size_t m, const float* bias, uint32_t* labels,
+                          float* distances) override {
+    SHOAL_RETURN_IF_ERROR(cpu_->AssignTopM(points, n, centroids, k, d, m, bias, labels, distances));
+    if (m > 1) calls.push_back({n, k, m, std::vector<uint32_t>(labels, labels + n * m)});
+    return absl::OkStatus();
+  }
+  bool AssignsOnDevice(size_t, size_t, size_t, size_t) const override { return true; }
+
+  std::vector<Call> calls;
+
+ private:
+  std::unique_ptr<ClusteringBackend> cpu_ = MakeCpuClusteringBackend(1);
+};
+
+TEST(SpannBuildTest, ABackendOnADeviceAssignsEachVectorToItsExactNearestLeaves) {
+  std::string tmpl = ::testing::TempDir() + "spann_device_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+  const std::string dir = tmpl;
+  std::mt19937 rng(base::TestSeed());
+  constexpr size_t kRows = 3000;
+  const std::vector<float> rows = Gaussian(kRows, &rng);
+  const std::vector<uint64_t> ids = Iota(kRows);
+  auto options = ParseSpannSpec("spann:centroid_ratio=0.02,navigator=flat");
+  ASSERT_TRUE(options.ok()) << options.status();
+  SpannBuildInput input{ids, rows.data(), kDim, Metric::kL2, kRows, /*generation=*/1};
+  DeviceLikeBackend backend;
+  auto built = BuildSpann(input, *options, dir, backend, 1);
+  ASSERT_TRUE(built.ok()) << built.status();
+  auto index = SpannIndex::Open(dir, built->manifest, built->postings, {});
+  ASSERT_TRUE(index.ok()) << index.status();
+  const CentroidTree& tree = (*index)->tree();
+  const size_t leaves = tree.num_leaves();
+  ASSERT_GT(leaves, 8u);
+
+  // One call over all vectors and all leaves (not a tree descent), each vector's first label
+  // its nearest leaf by brute force.
+  ASSERT_EQ(backend.calls.size(), 1u);
+  const DeviceLikeBackend::Call& call = backend.calls[0];
+  EXPECT_EQ(call.n, kRows);
+  EXPECT_EQ(call.k, leaves);
+  EXPECT_EQ(call.m, std::min<size_t>(leaves, 2 * options->replicas));
+  auto l2 = [&](size_t i, uint32_t leaf) {
+    double d = 0;
+    for (size_t j = 0; j < kDim; ++j) {
+      const double diff = double{rows[i * kDim + j]} - tree.leaf_centroids()[leaf * kDim + j];
+      d += diff * diff;
+    }
+    return d;
+  };
+  for (size_t i = 0; i < kRows; ++i) {
+    double best = std::numeric_limits<double>::infinity();
+    for (uint32_t l = 0; l < leaves; ++l) best = std::min(best, l2(i, l));
+    const uint32_t label = call.labels[i * call.m];
+    ASSERT_LT(label, leaves);
+    ASSERT_LE(l2(i, label), best * (1 + 1e-5) + 1e-9) << "vector " << i;  // float rounding
+  }
+  // The labels are the index's posting ids: each vector is found among the few postings nearest
+  // to it (its primary, which the cap never drops, is the nearest).
+  SearchParameters p;
+  p.k = 1;
+  p.max_postings = 3;
+  auto found = (*index)->Search(rows.data(), kRows, p);
+  ASSERT_TRUE(found.ok()) << found.status();
+  for (size_t i = 0; i < kRows; ++i) {
+    ASSERT_FALSE((*found)[i].empty()) << "vector " << i;
+    EXPECT_EQ((*found)[i][0].id, i);
+  }
+  std::filesystem::remove_all(dir);
 }
 
 }  // namespace

@@ -79,6 +79,11 @@ class ClusteringBackend {
                                        const uint32_t* labels, size_t k, float* centroids,
                                        uint32_t* sizes);
 
+  // True when AssignTopM of this shape runs on an accelerator, where an exact top-m over all k
+  // centroids costs less than a tree descent per point on the CPU (BuildSpann's assignment of
+  // every vector to its nearest leaves then asks the backend). False for the CPU backend.
+  virtual bool AssignsOnDevice(size_t n, size_t k, size_t d, size_t m) const { return false; }
+
   // A hint: `points` (n x d) will be passed unchanged to the calls that follow until the
   // returned handle is dropped, so a GPU backend may keep them in device memory. Null when
   // nothing is kept (the default).

@@ -279,10 +279,14 @@ class GpuClusteringBackend final : public ClusteringBackend {
   absl::Status AssignTopM(const float* points, size_t n, const float* centroids, size_t k, size_t d,
                           size_t m, const float* bias, uint32_t* labels,
                           float* distances) override {
-    if (m > gpu::kGpuMaxTopM || double(n) * k * d < min_assign_work_) {
+    if (!AssignsOnDevice(n, k, d, m)) {
       return cpu_->AssignTopM(points, n, centroids, k, d, m, bias, labels, distances);
     }
     return gpu::GpuAssignTopM(points, n, centroids, k, d, m, bias, labels, distances);
+  }
+
+  bool AssignsOnDevice(size_t n, size_t k, size_t d, size_t m) const override {
+    return m <= gpu::kGpuMaxTopM && double(n) * k * d >= min_assign_work_;
   }
 
   absl::Status UpdateCentroids(const float* points, size_t n, size_t d, const uint32_t* labels,
