@@ -4,7 +4,10 @@
 // its whole current step. Here the thread is held up outright (parked before its round, in a slow
 // fsync mid-step, or in a step it may leave only once someone waits for it): a flushing caller
 // does the work on its own thread, another taker of the index work has the thread leave its step,
-// and every write ends up in the postings exactly once.
+// and every write ends up in the postings exactly once. Also the RocksDB rows a step commits
+// (ToStoredChange).
+#include "db/index_maintainer.h"
+
 #include <gtest/gtest.h>
 #include <pthread.h>
 #include <sys/syscall.h>
@@ -194,6 +197,23 @@ TEST_F(IndexMaintainerTest, VerifyDoesNotWaitForTheThreadsStep) {
   EXPECT_TRUE(verified.ok()) << verified;
   EXPECT_TRUE(report.ok()) << ::testing::PrintToString(report.problems);
   ExpectNothingLost();
+}
+
+// A drain step's rows: a posting whose centroid is still its tree leaf's is stored without it (the
+// directory reads it as the leaf's when it opens); a re-centred or new one keeps it.
+TEST(ToStoredChangeTest, LeavesOutOnlyTreeLeafCentroids) {
+  index::DirectoryChange change;
+  index::PostingWrite appended{3, {10, 2, 5000}, 7, 3, {1.0f, 2.0f}};
+  appended.tree_centroid = true;
+  index::PostingWrite split{40, {20, 3, 9000}, 9, 3, {3.0f, 4.0f}};
+  change.written = {appended, split};
+  const storage::IndexChange rows = db::ToStoredChange(change, /*watermark=*/5, {});
+  ASSERT_EQ(rows.put.size(), 2u);
+  EXPECT_EQ(rows.put[0].posting, 3u);
+  EXPECT_EQ(rows.put[0].origin, 3u);
+  EXPECT_TRUE(rows.put[0].centroid.empty());
+  EXPECT_EQ(rows.put[1].posting, 40u);
+  EXPECT_EQ(rows.put[1].centroid, (std::vector<float>{3.0f, 4.0f}));
 }
 
 }  // namespace

@@ -29,6 +29,10 @@ struct PostingWrite {
   uint32_t count = 0;
   uint32_t origin = 0;
   std::vector<float> centroid;
+  // The centroid is still the tree leaf's that the posting is (a build posting never re-centred,
+  // nor split): a store may leave it out of the posting's row, which then reads as the leaf's
+  // (InitialDirectory).
+  bool tree_centroid = false;
 };
 
 // Posting `from` was split: it kept one half, new posting `to` took the other.

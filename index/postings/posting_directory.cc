@@ -87,7 +87,8 @@ absl::StatusOr<std::shared_ptr<PostingDirectory>> InitialDirectory(
     dir->rows[p] = r;
     dir->rows[p].centroid.clear();
     dir->serials[p] = NextExtentSerial();
-    // The updater writes every posting's centroid with it, re-centred or not.
+    // A row may carry its posting's centroid even when it is the tree leaf's (rows the updater
+    // wrote before it left those out).
     const bool own =
         !r.centroid.empty() && (p >= leaves || !std::equal(r.centroid.begin(), r.centroid.end(),
                                                            tree.leaf_centroids() + size_t{p} * d));

@@ -166,6 +166,7 @@ absl::StatusOr<SpannUpdater::Change> UpdateWork::Finish() {
     }
     PostingWrite w{p, *ext, static_cast<uint32_t>(e.size()), n.origin[p]};
     w.centroid.assign(n.centroid(p), n.centroid(p) + dim_);
+    w.tree_centroid = n.own_slot[p] == PostingDirectory::kTreeCentroid;
     change.directory.written.push_back(std::move(w));
     n.rows[p] = storage::PostingRow{
         p,          ext->first_page, ext->num_pages, ext->bytes, static_cast<uint32_t>(e.size()),

@@ -4,6 +4,7 @@
 
 #include <stdlib.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <random>
 #include <set>
@@ -107,6 +108,17 @@ TEST_F(SpannUpdaterTest, ChangeNamesWrittenPostingsSplitsAndMovesAndTheObserverS
     EXPECT_EQ(w.extent.first_page, next.rows[w.posting].first_page);
     EXPECT_EQ(w.origin, next.origin[w.posting]);
     EXPECT_EQ(w.centroid.size(), kDim);
+    // Only a posting still centred on its tree leaf says so (its row may leave the centroid out).
+    EXPECT_EQ(w.tree_centroid, next.own_slot[w.posting] == PostingDirectory::kTreeCentroid);
+    if (w.tree_centroid) {
+      EXPECT_TRUE(std::equal(w.centroid.begin(), w.centroid.end(),
+                             index_->tree().leaf_centroids() + size_t{w.posting} * kDim));
+    }
+  }
+  for (const PostingSplit& s : d.splits) {
+    for (const PostingWrite& w : d.written) {
+      if (w.posting == s.to) EXPECT_FALSE(w.tree_centroid) << "new posting " << s.to;
+    }
   }
   for (const PostingSplit& s : d.splits) {
     EXPECT_TRUE(next.live[s.from]);
