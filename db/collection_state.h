@@ -33,6 +33,7 @@
 #include "base/paged_id_set.h"
 #include "base/sharded_hash.h"
 #include "db/attribute_index.h"
+#include "db/key_id_map.h"
 #include "db/tenant_stats.h"
 #include "db/write_buffer.h"
 #include "index/spann/spann_index.h"
@@ -92,7 +93,7 @@ struct CollectionState {
   // checks every candidate it scans against it.
   base::PagedIdSet stale ABSL_GUARDED_BY(mu);
   size_t tombstones_at_sweep ABSL_GUARDED_BY(mu) = 0;  // stale.size() after the last sweep
-  base::ShardedHashMap<Key, uint64_t> id_of ABSL_GUARDED_BY(mu);
+  KeyIdMap id_of ABSL_GUARDED_BY(mu);
   base::ShardedHashMap<uint64_t, Key> key_of ABSL_GUARDED_BY(mu);
   AttributeIndex attrs ABSL_GUARDED_BY(mu);  // attributes and tags of every live record
 
