@@ -213,6 +213,12 @@ class Collection {
   // (0 without an SSD index).
   std::vector<uint32_t> TenantTreeLeaves(std::span<const uint64_t> iids) const
       ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
+  // Asks for the lines a Grant or Revoke of `keys` by `t` will read and write, so that their
+  // misses overlap instead of following each other: each id's access slot and t's ids around it
+  // (read by the check, written by the apply) and the id's leaf in the tenant tree (read by the
+  // tree's update).
+  void PrefetchAccess(std::span<const Key> keys, tenants::TenantId t) const
+      ABSL_SHARED_LOCKS_REQUIRED(state_.mu);
   // A fresh tenant tree over the current index's centroid tree, every visible id attached.
   void RebuildTenantTree() ABSL_EXCLUSIVE_LOCKS_REQUIRED(state_.mu);
   // Delete's rows for one live record (record, key, tombstone, owner and grant rows).

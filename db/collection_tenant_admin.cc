@@ -171,6 +171,15 @@ absl::Status Collection::SetTenantState(std::string_view tenant, TenantState sta
   return absl::OkStatus();
 }
 
+void Collection::PrefetchAccess(std::span<const Key> keys, tenants::TenantId t) const {
+  for (const Key& key : keys) {
+    const uint64_t* iid = state_.id_of.Find(key);
+    if (iid == nullptr) continue;
+    state_.access.Prefetch(*iid, t);
+    state_.tenant_tree.PrefetchLeaf(*iid);
+  }
+}
+
 absl::Status Collection::SetAccess(std::string_view tenant, std::span<const Key> keys,
                                    const WriteOptions& options, bool grant) {
   SHOAL_RETURN_IF_ERROR(ValidateKeys(keys, options_));
@@ -191,13 +200,9 @@ absl::Status Collection::SetAccess(std::string_view tenant, std::span<const Key>
     absl::ReaderMutexLock lock(&state_.mu);
     SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<TenantEntry> t, FindTenant(tenant));
     tid = t->meta.id;
-    // A few keys' lines asked for at once, so that their misses overlap instead of following
-    // each other: each id's access slot and the tenant's ids around it (read by the check,
-    // written by the apply).
+    // A few keys' lines asked for at once.
     const bool prefetch = keys.size() <= kPrefetchKeys;
-    for (size_t i = 0; prefetch && i < keys.size(); ++i) {
-      if (const uint64_t* iid = state_.id_of.Find(keys[i])) state_.access.Prefetch(*iid, tid);
-    }
+    if (prefetch) PrefetchAccess(keys, tid);
     // The tenant's two id sets once, not a lookup of the tenant per key (Visible, OwnerOf).
     const tenants::AccessTable::IdSet* owned = state_.access.Owned(tid);
     const tenants::AccessTable::IdSet* was_granted = state_.access.Granted(tid);

@@ -132,6 +132,14 @@ class NarrowIdMap {
     if (page == nullptr || !page->Has(id & kMask)) return std::nullopt;
     return page->values[id & kMask];
   }
+  // Asks for the cache lines Find(id) reads (its presence bit, its value and the high halves'
+  // pointer); loads only the page's pointer.
+  void Prefetch(uint64_t id) const {
+    const Page* page = PageOf(id);
+    if (page == nullptr) return;
+    __builtin_prefetch(&page->present[(id & kMask) >> 6]);
+    page->values.Prefetch(id & kMask);
+  }
   // Adds or replaces.
   void Set(uint64_t id, uint32_t v) {
     const uint64_t p = id >> kPageBits;

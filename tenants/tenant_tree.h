@@ -92,6 +92,8 @@ class TenantTree {
   // The leaf `id` was last attached with (kept after its last Detach: an id's vector, so its
   // leaf, never changes), until Forget.
   std::optional<uint32_t> LeafOf(uint64_t id) const;
+  // Asks for the cache lines LeafOf(id) reads (a grant or revoke of a few keys, before its check).
+  void PrefetchLeaf(uint64_t id) const { leaf_of_.Prefetch(id); }
   // `id` is gone for good (deleted, or the old id of a rewritten record): forgets its leaf.
   // Detach it from every tenant first.
   void Forget(uint64_t id) { leaf_of_.Erase(id); }
