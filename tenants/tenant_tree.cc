@@ -52,8 +52,10 @@ void TenantTree::Path(uint32_t leaf, std::vector<uint32_t>* path) const {
   std::reverse(path->begin(), path->end());
 }
 
-size_t TenantTree::Counts::Lower(uint32_t node) const {
-  size_t lo = 0, hi = nodes_.size();
+size_t TenantTree::Counts::Lower(uint32_t node, size_t num_nodes) const {
+  const size_t absent = num_nodes > size() ? num_nodes - size() : 0;
+  size_t hi = std::min<size_t>(size(), node);
+  size_t lo = std::min<size_t>(hi, node > absent ? node - absent : 0);
   while (lo < hi) {
     const size_t mid = (lo + hi) / 2;
     if (nodes_[mid] < node) {
@@ -65,13 +67,13 @@ size_t TenantTree::Counts::Lower(uint32_t node) const {
   return lo;
 }
 
-uint32_t TenantTree::Counts::Find(uint32_t node) const {
-  const size_t i = Lower(node);
+uint32_t TenantTree::Counts::Find(uint32_t node, size_t num_nodes) const {
+  const size_t i = Lower(node, num_nodes);
   return i < nodes_.size() && nodes_[i] == node ? counts_[i] : 0;
 }
 
-void TenantTree::Counts::Add(uint32_t node, int delta) {
-  const size_t i = Lower(node);
+void TenantTree::Counts::Add(uint32_t node, int delta, size_t num_nodes) {
+  const size_t i = Lower(node, num_nodes);
   if (i == nodes_.size() || nodes_[i] != node) {
     if (delta <= 0) return;
     nodes_.Insert(i, node);
@@ -103,7 +105,9 @@ std::vector<std::pair<uint32_t, uint32_t>> TenantTree::Counts::ToVector() const 
   return out;
 }
 
-uint32_t TenantTree::CountIn(const Sub& s, uint32_t node) const { return s.count.Find(node); }
+uint32_t TenantTree::CountIn(const Sub& s, uint32_t node) const {
+  return s.count.Find(node, parent_.size());
+}
 
 uint32_t TenantTree::LeafOfId(uint64_t id) const { return leaf_of_.Find(id).value_or(0); }
 
@@ -122,8 +126,8 @@ void TenantTree::Attach(TenantId t, uint64_t id, uint32_t leaf) {
   AttachToSub(sub->second, path);
 }
 
-void TenantTree::AttachToSub(Sub& s, const std::vector<uint32_t>& path) {
-  for (uint32_t n : path) s.count.Add(n, 1);
+void TenantTree::AttachToSub(Sub& s, const std::vector<uint32_t>& path) const {
+  for (uint32_t n : path) s.count.Add(n, 1, parent_.size());
 }
 
 void TenantTree::Build(TenantId t, Sub& s) const {
@@ -189,7 +193,7 @@ void TenantTree::Detach(TenantId t, uint64_t id) {
   Sub& s = sub->second;
   std::vector<uint32_t> path;
   Path(LeafOfId(id), &path);
-  for (uint32_t n : path) s.count.Add(n, -1);
+  for (uint32_t n : path) s.count.Add(n, -1, parent_.size());
   if (const uint32_t total = CountIn(s, path.front()); total <= cap_) {
     subs_.erase(sub);  // sparse again: its ids are the access table's
   }

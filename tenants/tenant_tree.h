@@ -128,18 +128,22 @@ class TenantTree {
     size_t size() const { return nodes_.size(); }
     uint32_t node(size_t i) const { return nodes_[i]; }
     uint32_t count(size_t i) const { return counts_[i]; }
-    // 0 when `node` has none.
-    uint32_t Find(uint32_t node) const;
+    // 0 when `node` has none. `num_nodes`: the tree's (every node stored is below it).
+    uint32_t Find(uint32_t node, size_t num_nodes) const;
     // Adds `delta` to the count of `node` (a count reaching 0 is dropped).
-    void Add(uint32_t node, int delta);
+    void Add(uint32_t node, int delta, size_t num_nodes);
     // Replaces the pairs with `sorted` (ascending nodes, counts > 0).
     void Assign(const std::vector<std::pair<uint32_t, uint32_t>>& sorted);
     std::vector<std::pair<uint32_t, uint32_t>> ToVector() const;
     size_t HeapBytes() const { return nodes_.HeapBytes() + counts_.HeapBytes(); }
 
    private:
-    // The first index whose node is not below `node`.
-    size_t Lower(uint32_t node) const;
+    // The first index whose node is not below `node`. The pairs hold distinct nodes below
+    // `num_nodes`, so at most `node` of them and at least node - (num_nodes - size()) lie below
+    // it: the search looks only there. For the upper nodes of an id's path (small ids: they are
+    // breadth-first) that is the array's first lines, for a tenant that reaches most nodes a few
+    // lines, not a binary search of the whole array, whose steps are cache misses.
+    size_t Lower(uint32_t node, size_t num_nodes) const;
     NarrowVector nodes_, counts_;
   };
   // A tenant with more than cap_ vectors: its counts only. Its shortlists follow from them and
@@ -165,7 +169,7 @@ class TenantTree {
   // Is a batch of `n` ids a large enough part of the `visible` ids of a tenant to rebuild it?
   static bool RebuildFor(size_t n, size_t visible) { return n >= 16 && 4 * n >= visible; }
   // Attach to a tenant past the cap: the counts along the id's path.
-  static void AttachToSub(Sub& s, const std::vector<uint32_t>& path);
+  void AttachToSub(Sub& s, const std::vector<uint32_t>& path) const;
   uint32_t LeafOfId(uint64_t id) const;
   uint32_t root() const;
 
