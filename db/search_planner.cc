@@ -68,6 +68,23 @@ class TenantFilter final : public index::IdFilter {
     return (owned_ != nullptr && owned_->contains(id)) ||
            (granted_ != nullptr && granted_->contains(id));
   }
+  // With the window and no attribute filter: a bit test per id, no call or branch per id (a
+  // large tenant lists whole postings' ids through here, SpannIndex::TakeMembers).
+  void AppendAllowed(std::span<const uint64_t> ids, std::vector<uint64_t>* out) const override {
+    if (window_.empty() || attributes_ != nullptr) return IdFilter::AppendAllowed(ids, out);
+    const size_t before = out->size();
+    out->resize(before + ids.size());
+    uint64_t* to = out->data() + before;
+    const uint64_t words = window_.size(), last = words - 1;
+    size_t n = 0;
+    for (uint64_t id : ids) {
+      const uint64_t at = id - first_;  // wraps past the window's end below first_
+      const uint64_t w = at >> 6;
+      to[n] = id;
+      n += static_cast<size_t>((w < words) & (window_[std::min(w, last)] >> (at & 63)));
+    }
+    out->resize(before + n);
+  }
 
  private:
   const tenants::AccessTable::IdSet* owned_;

@@ -15,6 +15,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 namespace shoal::index {
@@ -23,6 +24,14 @@ class IdFilter {
  public:
   virtual ~IdFilter() = default;
   virtual bool Allows(uint64_t id) const = 0;
+  // Appends the ids of `ids` that Allows passes to *out, in order. The default asks Allows id by
+  // id; a filter that can test a run of ids without a call for each overrides it (a scan that
+  // lists a whole posting's ids through the filter makes one call, not one per id).
+  virtual void AppendAllowed(std::span<const uint64_t> ids, std::vector<uint64_t>* out) const {
+    for (uint64_t id : ids) {
+      if (Allows(id)) out->push_back(id);
+    }
+  }
 };
 
 // A dense bitset over ids [0, bound()); ids at or above bound() are not set. Growing is implicit

@@ -346,6 +346,46 @@ TEST_F(SpannThroughTheInterfaceTest, SkipAndFilterKeepIdsOut) {
   }
 }
 
+// Quantized, with a vector cache that holds every vector: a weighted scope (a tenant) takes the
+// postings where it holds few vectors members first (SpannIndex::TakeMembers), listing their ids
+// through the filter in one call (IdFilter::AppendAllowed), and the stale set still keeps ids out.
+class MembersFirstTest : public SpannThroughTheInterfaceTest {
+ protected:
+  std::string Spec() const override {
+    return "spann:centroid_ratio=0.02,navigator=tree,quant=rabitq:bits=4";
+  }
+};
+
+TEST_F(MembersFirstTest, SkipAndFilterKeepIdsOutOfTheMembers) {
+  spann_->SetCacheBudget(size_t{64} << 20);
+  base::PagedIdSet skip;
+  IdBitmap allowed;
+  for (uint64_t id = 0; id < 2000; id += 10) allowed.Set(id);
+  for (uint64_t id = 0; id < 2000; id += 20) skip.Insert(id);  // half the allowed ones
+  const WeightedScope scope(1);  // a leaf holds 1 of its vectors: every posting members first
+  SearchParameters p;
+  p.k = 10;
+  p.max_postings = 4;
+  p.skip = &skip;
+  p.filter = &allowed;
+  p.scope = &scope;
+  for (size_t q = 0; q < 20; ++q) {
+    SearchStats stats;
+    p.stats = &stats;
+    const uint64_t self = 10 * q + 10;  // allowed; skipped for even q
+    auto found = spann_->Search(rows_.data() + self * kDim, 1, p);
+    ASSERT_TRUE(found.ok()) << found.status();
+    ASSERT_FALSE((*found)[0].empty());
+    for (const Neighbor& nb : (*found)[0]) {
+      EXPECT_EQ(nb.id % 10, 0u) << nb.id;
+      EXPECT_NE(nb.id % 20, 0u) << nb.id;
+    }
+    // Scored: the members, not every code of the postings.
+    EXPECT_LT(stats.vectors_scored, 2000u / 10);
+    if (self % 20 != 0) EXPECT_EQ((*found)[0][0].id, self);  // itself, scored exactly
+  }
+}
+
 TEST_F(SpannThroughTheInterfaceTest, ChangesOnlyThroughItsUpdater) {
   const std::vector<uint64_t> ids = {1};
   EXPECT_EQ(spann_->Add(ids, rows_.data(), {}).code(), absl::StatusCode::kFailedPrecondition);

@@ -323,13 +323,16 @@ bool SpannIndex::TakeMembers(const PostingDirectory& dir, uint32_t p, const Quan
   const double ids = static_cast<double>(n * sizeof(uint64_t));
   const size_t most = static_cast<size_t>((codes - ids) / FullBytes());
   const size_t before = members->size();
-  for (size_t i = 0; i < n; ++i) {
-    if (ex.Excludes(qp.ids[i])) continue;
-    if (members->size() - before == most) {
-      members->resize(before);
-      return false;
-    }
-    members->push_back(qp.ids[i]);
+  // One call lists the posting's ids through the filter (MembersFirst: there is one).
+  ex.allow->AppendAllowed(qp.ids, members);
+  if (ex.skip != nullptr) {
+    members->erase(std::remove_if(members->begin() + static_cast<ptrdiff_t>(before), members->end(),
+                                  [&](uint64_t id) { return ex.skip->Contains(id); }),
+                   members->end());
+  }
+  if (members->size() - before > most) {  // the codes weigh less after all
+    members->resize(before);
+    return false;
   }
   return true;
 }
