@@ -20,19 +20,28 @@ namespace {
 void ScoreLeavesPostings(const PostingDirectory& dir, const float* q,
                          std::span<const uint32_t> leaves,
                          std::vector<std::pair<float, uint32_t>>* out) {
-  out->clear();
-  auto push = [&](uint32_t p) {
-    const float d = L2Sqr(q, dir.centroid(p), dir.dim);
-    out->emplace_back(std::isnan(d) ? std::numeric_limits<float>::infinity() : d, p);
-  };
+  thread_local std::vector<uint32_t> postings;
+  thread_local std::vector<const float*> rows;
+  thread_local std::vector<float> dist;
+  postings.clear();
   for (uint32_t leaf : leaves) {
     if (!dir.reshaped) {
-      if (leaf < dir.size()) push(leaf);  // posting p is tree leaf p
+      if (leaf < dir.size()) postings.push_back(leaf);  // posting p is tree leaf p
       continue;
     }
     for (uint32_t p : (*dir.by_leaf)[leaf]) {
-      if (dir.live[p]) push(p);
+      if (dir.live[p]) postings.push_back(p);
     }
+  }
+  // One call for all of them: the kernel shares the query's loads between rows.
+  rows.resize(postings.size());
+  dist.resize(postings.size());
+  for (size_t i = 0; i < postings.size(); ++i) rows[i] = dir.centroid(postings[i]);
+  L2SqrRows(q, rows.data(), rows.size(), dist.data(), dir.dim);
+  out->resize(postings.size());
+  for (size_t i = 0; i < postings.size(); ++i) {
+    (*out)[i] = {std::isnan(dist[i]) ? std::numeric_limits<float>::infinity() : dist[i],
+                 postings[i]};
   }
 }
 
