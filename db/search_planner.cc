@@ -53,12 +53,21 @@ class TenantFilter final : public index::IdFilter {
       n += ids->size();
     }
     if (n < kMinWindowIds || (hi - lo) / 256 > n) return;
-    first_ = lo & ~uint64_t{63};
-    window_.assign((hi - first_) / 64 + 1, 0);
+    // Ids in one set of one bitmap block (a tenant dense in a collection of under 2^16 ids):
+    // tested in place, nothing to build.
     for (const auto* ids : {owned_, granted_}) {
-      if (ids != nullptr) ids->OrInto(first_, window_);
+      if (ids != nullptr && ids->size() == n) window_ = ids->SingleBitmap(&first_);
     }
+    if (!window_.empty()) return;
+    first_ = lo & ~uint64_t{63};
+    built_.assign((hi - first_) / 64 + 1, 0);
+    for (const auto* ids : {owned_, granted_}) {
+      if (ids != nullptr) ids->OrInto(first_, built_);
+    }
+    window_ = built_;
   }
+  TenantFilter(const TenantFilter&) = delete;  // window_ may point into built_
+  TenantFilter& operator=(const TenantFilter&) = delete;
   bool Allows(uint64_t id) const override {
     if (attributes_ != nullptr && !attributes_->Test(id)) return false;
     if (!window_.empty()) {
@@ -91,7 +100,10 @@ class TenantFilter final : public index::IdFilter {
   const tenants::AccessTable::IdSet* granted_;
   const index::IdBitmap* attributes_;
   uint64_t first_ = 0;
-  std::vector<uint64_t> window_;  // bit (id - first_): empty when the sets are checked instead
+  // Bit (id - first_): empty when the sets are checked instead. A bitmap block's words, or
+  // built_.
+  std::span<const uint64_t> window_;
+  std::vector<uint64_t> built_;
 };
 
 }  // namespace

@@ -227,8 +227,19 @@ void CompactIdSet::OrInto(uint64_t first, std::span<uint64_t> words) const {
     const uint64_t base = uint64_t{b.high} << kLowBits;
     if (base >= end || base + (uint64_t{1} << kLowBits) <= first) continue;
     if (!b.bitmap) {
+      const uint16_t* low = b.low();
+      if (b.count > 0 && base + low[0] >= first && base + low[b.count - 1] < end) {
+        // The whole block in the window (the usual case: a window spans its sets): no range
+        // check per id.
+        const uint64_t offset = base - first;
+        for (uint32_t i = 0; i < b.count; ++i) {
+          const uint64_t at = offset + low[i];
+          words[at >> 6] |= uint64_t{1} << (at & 63);
+        }
+        continue;
+      }
       for (uint32_t i = 0; i < b.count; ++i) {
-        const uint64_t id = base | b.low()[i];
+        const uint64_t id = base | low[i];
         if (id < first || id >= end) continue;
         words[(id - first) >> 6] |= uint64_t{1} << ((id - first) & 63);
       }

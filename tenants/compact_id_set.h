@@ -85,6 +85,14 @@ class CompactIdSet {
   // a word at a time. (A search checks a large tenant's ids per candidate: a window bitmap of
   // them answers in one load, a binary search of an array block in ~12.)
   void OrInto(uint64_t first, std::span<uint64_t> words) const;
+  // When the set is one block in bitmap form: its words (bit b of word w: id first + 64 w + b)
+  // and *first; else empty. A search may test the ids in place instead of copying them into a
+  // window (OrInto).
+  std::span<const uint64_t> SingleBitmap(uint64_t* first) const {
+    if (blocks_.size() != 1 || !blocks_[0].bitmap) return {};
+    *first = uint64_t{blocks_[0].high} << kLowBits;
+    return {blocks_[0].bits(), kWords};
+  }
   // The ids, ascending.
   std::vector<uint64_t> ToVector() const;
   // RAM held: the block table (none while one block, held in the set itself), the arrays'

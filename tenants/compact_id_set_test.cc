@@ -3,6 +3,8 @@
 #include <bit>
 #include <random>
 #include <set>
+#include <span>
+#include <vector>
 
 #include "base/test_seed.h"
 #include "gtest/gtest.h"
@@ -82,9 +84,13 @@ TEST(CompactIdSetTest, FrontBackAndWindowsAgreeWithTheIds) {
     }
     ASSERT_EQ(set.front(), *model.begin());
     ASSERT_EQ(set.back(), *model.rbegin());
-    for (int w = 0; w < 10; ++w) {
-      const uint64_t first = (rng() % (5 * block)) & ~uint64_t{63};
+    for (int w = 0; w < 11; ++w) {
+      uint64_t first = (rng() % (5 * block)) & ~uint64_t{63};
       std::vector<uint64_t> words(1 + rng() % (3 * block / 64), 0);
+      if (w == 10) {  // the whole set: every block inside the window
+        first = set.front() & ~uint64_t{63};
+        words.assign((set.back() - first) / 64 + 1, 0);
+      }
       set.OrInto(first, words);
       const uint64_t end = first + 64 * words.size();
       size_t bits = 0;
@@ -99,6 +105,29 @@ TEST(CompactIdSetTest, FrontBackAndWindowsAgreeWithTheIds) {
       ASSERT_EQ(bits, in_window) << "window at " << first;
     }
   }
+}
+
+// A set of one bitmap block hands out its words for a search to test in place; a set with an
+// array block, or of more than one block, does not.
+TEST(CompactIdSetTest, OneBitmapBlockIsTestedInPlace) {
+  const uint64_t block = uint64_t{1} << CompactIdSet::kLowBits;
+  CompactIdSet set;
+  for (uint64_t id = 2 * block; id < 2 * block + 3 * CompactIdSet::kArrayMax; id += 2) {
+    set.insert(id);
+  }
+  uint64_t first = 0;
+  const std::span<const uint64_t> words = set.SingleBitmap(&first);
+  ASSERT_EQ(words.size(), block / 64);
+  EXPECT_EQ(first, 2 * block);
+  for (uint64_t id = first; id < first + block; ++id) {
+    const uint64_t at = id - first;
+    ASSERT_EQ(((words[at >> 6] >> (at & 63)) & 1) != 0, set.contains(id)) << id;
+  }
+  CompactIdSet array;
+  for (uint64_t id = 0; id < 100; ++id) array.insert(id * 3);
+  EXPECT_TRUE(array.SingleBitmap(&first).empty());
+  set.insert(5 * block);  // a second block
+  EXPECT_TRUE(set.SingleBitmap(&first).empty());
 }
 
 // Most tenants hold a few ids in a block (one per 2^16 ids they span). A set's first block is
