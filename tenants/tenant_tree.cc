@@ -231,28 +231,21 @@ TenantScope::TenantScope(const TenantTree* tree, TenantId tenant)
   if (it == tree->subs_.end()) return;
   sub_ = &it->second;
   const TenantTree::Counts& c = sub_->count;
-  leaves_.reserve(c.size());  // one allocation, not one per doubling
   for (size_t i = 0; i < c.size(); ++i) {
     if (const uint32_t leaf = tree->node_leaf_[c.node(i)]; leaf != UINT32_MAX)
       leaves_.push_back(leaf);
   }
   vectors_ = tree->CountIn(*sub_, tree->root());
-}
-
-void TenantScope::Unpack() const {
   // Up to 64k nodes (256 KiB): one allocation per query beats a binary search per child.
   constexpr size_t kMaxDenseNodes = size_t{1} << 16;
-  if (sub_ == nullptr || tree_->parent_.size() > kMaxDenseNodes) return;
-  const TenantTree::Counts& c = sub_->count;
-  std::vector<uint32_t> by_node(tree_->parent_.size(), 0);
-  for (size_t i = 0; i < c.size(); ++i) by_node[c.node(i)] = c.count(i);
-  by_node_ = std::move(by_node);
-  unpacked_ready_.store(true, std::memory_order_release);
+  if (tree->parent_.size() > kMaxDenseNodes) return;
+  by_node_.assign(tree->parent_.size(), 0);
+  for (size_t i = 0; i < c.size(); ++i) by_node_[c.node(i)] = c.count(i);
 }
 
 uint32_t TenantScope::CountBelow(uint32_t node) const {
   if (node >= tree_->parent_.size()) return 0;
-  if (unpacked_ready_.load(std::memory_order_acquire) && !by_node_.empty()) return by_node_[node];
+  if (!by_node_.empty()) return by_node_[node];
   return sub_ != nullptr ? tree_->CountIn(*sub_, node) : tree_->Count(tenant_, node);
 }
 

@@ -43,10 +43,8 @@
 #ifndef SHOAL_TENANTS_TENANT_TREE_H_
 #define SHOAL_TENANTS_TENANT_TREE_H_
 
-#include <atomic>
 #include <cstdint>
 #include <functional>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -197,18 +195,14 @@ class TenantTree {
 class TenantScope final : public index::PostingScope {
  public:
   // `tree` (not owned) must outlive the scope and not change while it is used. A tenant past
-  // the cap gets its counts unpacked into an array by node once a descent asks about nodes (it
-  // asks for the count of every child it meets: a profile of large tenants' queries had the
-  // binary searches of the sorted counts at 4-6% of their time); a query that scans the
-  // tenant's own leaves flat asks for a count per posting it takes, a binary search each.
+  // the cap gets its counts unpacked into an array by node (a query asks for the count of every
+  // child the navigator meets: a profile of large tenants' queries had the binary searches of
+  // the sorted counts at 4-6% of their time).
   TenantScope(const TenantTree* tree, TenantId tenant);
   bool AllowsPosting(uint32_t /*posting*/, uint32_t leaf) const override {
-    return leaf < tree_->num_leaves() && CountBelow(tree_->leaf_node_[leaf]) > 0;
+    return leaf < tree_->num_leaves() && AllowsNode(tree_->leaf_node_[leaf]);
   }
-  bool AllowsNode(uint32_t node) const override {
-    std::call_once(unpacked_, [this] { Unpack(); });
-    return CountBelow(node) > 0;
-  }
+  bool AllowsNode(uint32_t node) const override { return CountBelow(node) > 0; }
   // Exact counts per node exist once a tenant outgrows one shortlist (more than cap() vectors);
   // below that they are made from its ids at each call (search answers such a tenant exactly).
   bool weighted() const override { return sub_ != nullptr; }
@@ -223,19 +217,13 @@ class TenantScope final : public index::PostingScope {
 
  private:
   uint32_t CountBelow(uint32_t node) const;
-  // Fills by_node_ (once; a scope may serve a batch's queries on several threads).
-  void Unpack() const;
 
   const TenantTree* tree_;
   TenantId tenant_;
-  const TenantTree::Sub* sub_;  // null: sparse, or the tenant holds nothing
-  mutable std::once_flag unpacked_;
-  // sub_'s counts by node, once a descent asked (read only once unpacked_ready_ is set: another
-  // thread may be filling it; empty: sparse, or a huge tree).
-  mutable std::vector<uint32_t> by_node_;
-  mutable std::atomic<bool> unpacked_ready_{false};
-  uint64_t vectors_ = 0;          // the tenant's (past the cap)
-  std::vector<uint32_t> leaves_;  // leaves holding any of them
+  const TenantTree::Sub* sub_;     // null: sparse, or the tenant holds nothing
+  std::vector<uint32_t> by_node_;  // sub_'s counts by node (empty: sparse, or a huge tree)
+  uint64_t vectors_ = 0;           // the tenant's (past the cap)
+  std::vector<uint32_t> leaves_;   // leaves holding any of them
 };
 
 }  // namespace shoal::tenants

@@ -221,19 +221,6 @@ TEST(TenantTreeTest, ScopePrunesToTheSubTreeAndWeighsLeavesByCount) {
   }
   EXPECT_TRUE(scope.AllowsNode(shape.root()));
   EXPECT_EQ(scope.LeafWeight(tree.num_leaves()), 0u);  // out of range: nothing
-  // The counts by node are unpacked only once a descent asks about a node: a scope that has
-  // not been asked (a query scanning its leaves flat) weighs its leaves by the sorted counts,
-  // the same.
-  const TenantScope flat(&tree, 1);
-  for (uint32_t l = 0; l < tree.num_leaves(); ++l) {
-    const uint32_t want = per_leaf.contains(l) ? per_leaf[l] : 0;
-    EXPECT_EQ(flat.LeafWeight(l), want) << "leaf " << l;
-    EXPECT_EQ(flat.AllowsPosting(/*posting=*/l, l), want > 0) << "leaf " << l;
-  }
-  EXPECT_TRUE(flat.AllowsNode(shape.root()));
-  for (uint32_t l = 0; l < tree.num_leaves(); ++l) {
-    EXPECT_EQ(flat.LeafWeight(l), per_leaf.contains(l) ? per_leaf[l] : 0) << "leaf " << l;
-  }
   // 200 vectors in per_leaf.size() leaves.
   EXPECT_EQ(scope.Extent(), (std::pair<uint64_t, uint32_t>{200, per_leaf.size()}));
   const TenantScope nobody(&tree, 2);
