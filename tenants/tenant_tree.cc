@@ -231,6 +231,7 @@ TenantScope::TenantScope(const TenantTree* tree, TenantId tenant)
   if (it == tree->subs_.end()) return;
   sub_ = &it->second;
   const TenantTree::Counts& c = sub_->count;
+  leaves_.reserve(c.size());  // one allocation, not one per doubling
   for (size_t i = 0; i < c.size(); ++i) {
     if (const uint32_t leaf = tree->node_leaf_[c.node(i)]; leaf != UINT32_MAX)
       leaves_.push_back(leaf);
