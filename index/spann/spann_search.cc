@@ -1,6 +1,7 @@
 // SpannIndex's query path above the posting scan: the batch driver, the navigator's choice of
 // postings (with a PostingScope) and the VectorIndex methods (see spann_index.h).
 #include <algorithm>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <thread>
@@ -16,10 +17,23 @@
 namespace shoal::index {
 namespace {
 
-// Every live posting of `leaves` (tree leaves) with its float centroid's distance to q.
+// A scored posting as one integer ordered as (distance, posting) pairs are: a non-negative
+// float's bits order as the float does, so (bits << 32 | posting) compares in one instruction
+// where the pair takes two and a branch (ranking a scope's postings, TakeNearest).
+uint64_t RankKey(float distance, uint32_t posting) {
+  // NaN as infinity; a squared distance is never negative, but -0 would order below +0.
+  const float d =
+      std::isnan(distance) ? std::numeric_limits<float>::infinity() : std::max(distance, 0.0f);
+  return (uint64_t{std::bit_cast<uint32_t>(d)} << 32) | posting;
+}
+std::pair<float, uint32_t> FromRankKey(uint64_t key) {
+  return {std::bit_cast<float>(static_cast<uint32_t>(key >> 32)), static_cast<uint32_t>(key)};
+}
+
+// Every live posting of `leaves` (tree leaves) with its float centroid's distance to q, as
+// RankKeys.
 void ScoreLeavesPostings(const PostingDirectory& dir, const float* q,
-                         std::span<const uint32_t> leaves,
-                         std::vector<std::pair<float, uint32_t>>* out) {
+                         std::span<const uint32_t> leaves, std::vector<uint64_t>* out) {
   thread_local std::vector<uint32_t> postings;
   thread_local std::vector<const float*> rows;
   thread_local std::vector<float> dist;
@@ -39,15 +53,12 @@ void ScoreLeavesPostings(const PostingDirectory& dir, const float* q,
   for (size_t i = 0; i < postings.size(); ++i) rows[i] = dir.centroid(postings[i]);
   L2SqrRows(q, rows.data(), rows.size(), dist.data(), dir.dim);
   out->resize(postings.size());
-  for (size_t i = 0; i < postings.size(); ++i) {
-    (*out)[i] = {std::isnan(dist[i]) ? std::numeric_limits<float>::infinity() : dist[i],
-                 postings[i]};
-  }
+  for (size_t i = 0; i < postings.size(); ++i) (*out)[i] = RankKey(dist[i], postings[i]);
 }
 
-// Puts the `want` nearest of `pool` first, ascending, and copies them to `out`; `ranked`: how
-// many are already in place (from an earlier call with a smaller `want`).
-void TakeNearest(std::vector<std::pair<float, uint32_t>>* pool, size_t want, size_t* ranked,
+// Puts the `want` nearest of `pool` (RankKeys) first, ascending, and copies them to `out`;
+// `ranked`: how many are already in place (from an earlier call with a smaller `want`).
+void TakeNearest(std::vector<uint64_t>* pool, size_t want, size_t* ranked,
                  std::vector<std::pair<float, uint32_t>>* out) {
   want = std::min(want, pool->size());
   if (want > *ranked) {
@@ -57,7 +68,8 @@ void TakeNearest(std::vector<std::pair<float, uint32_t>>* pool, size_t want, siz
                       pool->begin() + static_cast<ptrdiff_t>(want), pool->end());
     *ranked = want;
   }
-  out->assign(pool->begin(), pool->begin() + static_cast<ptrdiff_t>(want));
+  out->resize(want);
+  for (size_t i = 0; i < want; ++i) (*out)[i] = FromRankKey((*pool)[i]);
 }
 
 // The postings to scan for one query, nearest first: the m nearest (`scope` null: of all). A
@@ -98,7 +110,7 @@ void NearestAllowed(const CentroidTree& tree, const PostingDirectory& dir, const
   const bool scan =
       !own.empty() && (flat || (by_cost != nullptr &&
                                 by_cost->ScopeFlatIsCheaper(own_postings, dir.dim, first, beam)));
-  thread_local std::vector<std::pair<float, uint32_t>> pool;  // the scope's postings, scanned
+  thread_local std::vector<uint64_t> pool;  // the scope's postings, scanned (RankKeys)
   size_t ranked = 0;
   if (scan) ScoreLeavesPostings(dir, q, own, &pool);
   for (size_t want = first;;) {
