@@ -41,7 +41,9 @@ TEST(KeyIdMapTest, AgreesWithAMapOfKeys) {
     const uint64_t* id = map.Find(k);
     const auto it = oracle.find(k);
     ASSERT_EQ(id != nullptr, it != oracle.end()) << r;
-    if (id != nullptr) EXPECT_EQ(*id, it->second) << r;
+    if (id != nullptr) {
+      EXPECT_EQ(*id, it->second) << r;
+    }
   }
   EXPECT_GT(map.MemoryBytes(), 0u);
 }

@@ -382,7 +382,9 @@ TEST_F(MembersFirstTest, SkipAndFilterKeepIdsOutOfTheMembers) {
     }
     // Scored: the members, not every code of the postings.
     EXPECT_LT(stats.vectors_scored, 2000u / 10);
-    if (self % 20 != 0) EXPECT_EQ((*found)[0][0].id, self);  // itself, scored exactly
+    if (self % 20 != 0) {
+      EXPECT_EQ((*found)[0][0].id, self);  // itself, scored exactly
+    }
   }
 }
 

@@ -38,7 +38,9 @@ TEST(NarrowU32Test, VectorAgreesWithAModelAcrossTheSwitch) {
       v.Set(at, x);
       model[at] = x;
     }
-    if (step == 10000) EXPECT_FALSE(v.wide());
+    if (step == 10000) {
+      EXPECT_FALSE(v.wide());
+    }
   }
   EXPECT_TRUE(v.wide());
   ASSERT_EQ(v.size(), model.size());

@@ -117,7 +117,9 @@ TEST_F(SpannUpdaterTest, ChangeNamesWrittenPostingsSplitsAndMovesAndTheObserverS
   }
   for (const PostingSplit& s : d.splits) {
     for (const PostingWrite& w : d.written) {
-      if (w.posting == s.to) EXPECT_FALSE(w.tree_centroid) << "new posting " << s.to;
+      if (w.posting == s.to) {
+        EXPECT_FALSE(w.tree_centroid) << "new posting " << s.to;
+      }
     }
   }
   for (const PostingSplit& s : d.splits) {
