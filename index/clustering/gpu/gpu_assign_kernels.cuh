@@ -305,6 +305,23 @@ __device__ __forceinline__ float ScoreAt(const float* __restrict__ column, uint3
   return fmaf(-2.0f, column[size_t{c} * count], a.lane_bias[c]);
 }
 
+// fn(score, c) for each c in [begin, end), in increasing c, with kScanBatch scores loaded
+// before the first of them is handed over.
+template <typename Fn>
+__device__ __forceinline__ void ForEachScoreBatched(const float* __restrict__ column,
+                                                    uint32_t count, const AssignArgs& a,
+                                                    uint32_t begin, uint32_t end, Fn& fn) {
+  for (uint32_t c0 = begin; c0 < end; c0 += kScanBatch) {
+    float batch[kScanBatch];
+#pragma unroll
+    for (int b = 0; b < kScanBatch; ++b) batch[b] = ScoreAt(column, count, a, c0 + b, end);
+#pragma unroll
+    for (int b = 0; b < kScanBatch; ++b) {
+      if (c0 + b < end) fn(batch[b], c0 + b);
+    }
+  }
+}
+
 template <int TOPM, int KEEP, int POINTS>
 __global__ void __launch_bounds__(kScanThreads)
     ScanKernel(const float* __restrict__ dots, uint32_t count, AssignArgs a,
@@ -362,15 +379,7 @@ __global__ void __launch_bounds__(kScanThreads)
   };
   if (valid) {
     if constexpr (kOnce) {
-      for (uint32_t c0 = begin; c0 < end; c0 += kScanBatch) {
-        float batch[kScanBatch];
-#pragma unroll
-        for (int b = 0; b < kScanBatch; ++b) batch[b] = ScoreAt(column, count, a, c0 + b, end);
-#pragma unroll
-        for (int b = 0; b < kScanBatch; ++b) {
-          if (c0 + b < end) scan(batch[b], c0 + b);
-        }
-      }
+      ForEachScoreBatched(column, count, a, begin, end, scan);
     } else {  // a longer list unrolled takes more registers (m <= 4) or spills
 #pragma unroll(TOPM <= 4 ? 4 : 1)
       for (uint32_t c = begin; c < end; ++c) scan(ScoreAt(column, count, a, c, end), c);
@@ -411,15 +420,7 @@ __global__ void __launch_bounds__(kScanThreads)
   if (kOnce && valid && !overflow) {
     for (int h = 0; h < held; ++h) list(held_score[h][self], held_id[h][self]);
   } else if (valid) {  // a second pass: m > 1, or a slice that ran out of room
-    for (uint32_t c0 = begin; c0 < end; c0 += kScanBatch) {
-      float batch[kScanBatch];
-#pragma unroll
-      for (int b = 0; b < kScanBatch; ++b) batch[b] = ScoreAt(column, count, a, c0 + b, end);
-#pragma unroll
-      for (int b = 0; b < kScanBatch; ++b) {
-        if (c0 + b < end) list(batch[b], c0 + b);
-      }
-    }
+    ForEachScoreBatched(column, count, a, begin, end, list);
   }
   __syncthreads();
   if (slice == 0 && valid) cand_count[point] = listed[threadIdx.x];
