@@ -132,6 +132,20 @@ absl::Status WriteVectors(const SpannBuildInput& in, const std::string& path) {
   return file->Sync();
 }
 
+// The m nearest leaves of each of the n vectors, closest first (n x m leaves and distances).
+absl::Status AssignNearestLeaves(const CentroidTree& tree, const float* vectors, size_t n,
+                                 size_t dim, size_t m, ClusteringBackend& backend, uint32_t threads,
+                                 uint32_t* leaves, float* dists) {
+  if (backend.AssignsOnDevice(n, tree.num_leaves(), dim, m)) {
+    // Exact over all leaves: on a device that costs less than the CPU's descents below.
+    return backend.AssignTopM(vectors, n, tree.leaf_centroids(), tree.num_leaves(), dim, m, nullptr,
+                              leaves, dists);
+  }
+  // A wider beam than searches use: replica choice is paid once, at build time.
+  return tree.NearestLeavesBatch(vectors, n, m, std::max<size_t>(16, 2 * m), threads, leaves,
+                                 dists);
+}
+
 }  // namespace
 
 absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& in, const SpannOptions& options,
@@ -165,16 +179,8 @@ absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& in, const Spa
   std::vector<uint32_t> leaves(n * m);
   std::vector<float> dists(n * m);
   phase("assigning");
-  if (backend.AssignsOnDevice(n, tree.num_leaves(), in.dim, m)) {
-    // Exact over all leaves: on a device that costs less than the CPU's descents below.
-    SHOAL_RETURN_IF_ERROR(backend.AssignTopM(in.vectors, n, tree.leaf_centroids(),
-                                             tree.num_leaves(), in.dim, m, nullptr, leaves.data(),
-                                             dists.data()));
-  } else {
-    // A wider beam than searches use: replica choice is paid once, at build time.
-    SHOAL_RETURN_IF_ERROR(tree.NearestLeavesBatch(in.vectors, n, m, std::max<size_t>(16, 2 * m),
-                                                  threads, leaves.data(), dists.data()));
-  }
+  SHOAL_RETURN_IF_ERROR(AssignNearestLeaves(tree, in.vectors, n, in.dim, m, backend, threads,
+                                            leaves.data(), dists.data()));
   const uint32_t cap = o.posting_cap != 0 ? o.posting_cap
                                           : static_cast<uint32_t>(std::max<size_t>(
                                                 16, 4 * (n * o.replicas / 2) / tree.num_leaves()));
