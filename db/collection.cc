@@ -353,22 +353,14 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::SearchLocked(
   if (ids != nullptr) ids->assign(n, {});
   const float offset = spec_.metric == Metric::kCosine ? 1.0f : 0.0f;  // 1 - cos = 1 + (-ip)
   // Isolation by construction: every hit is checked against the access table once more,
-  // whatever structure (posting, shortlist, buffer) produced it; the reader's id sets are
-  // looked up once (AccessTable::Visible finds them by a hash of the tenant at each call).
-  const tenants::AccessTable::IdSet* owned =
-      reader != tenants::kNoTenant ? state_.access.Owned(reader) : nullptr;
-  const tenants::AccessTable::IdSet* granted =
-      reader != tenants::kNoTenant ? state_.access.Granted(reader) : nullptr;
-  auto visible = [&](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-    return reader == tenants::kNoTenant || (granted != nullptr && granted->contains(id)) ||
-           (owned != nullptr && owned->contains(id));
-  };
+  // whatever structure (posting, shortlist, buffer) produced it.
+  const tenants::AccessTable::View view = state_.access.ViewOf(reader);
   for (size_t i = 0; i < n; ++i) {
     // The key map is large and cold: start every hit's probe before the first one is read.
     for (const index::Neighbor& nb : found[i]) state_.key_of.Prefetch(nb.id);
     out[i].reserve(found[i].size());
     for (const index::Neighbor& nb : found[i]) {
-      if (!visible(nb.id)) continue;
+      if (reader != tenants::kNoTenant && !view.Visible(nb.id)) continue;
       out[i].push_back(Hit{state_.key_of.At(nb.id), nb.distance + offset});
       if (ids != nullptr) (*ids)[i].push_back(nb.id);
     }

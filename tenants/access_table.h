@@ -98,6 +98,22 @@ class AccessTable {
     const TenantIds& ids = by_handle_[it->second];
     return ids.granted.contains(id) || (ids.owned != nullptr && ids.owned->ids.contains(id));
   }
+  // Visible for one tenant with its id sets looked up once (Visible finds them by a hash of the
+  // tenant at each call): for checking many ids of one reader. Valid until the table changes.
+  class View {
+   public:
+    bool Visible(uint64_t id) const {
+      return (granted_ != nullptr && granted_->contains(id)) ||
+             (owned_ != nullptr && owned_->contains(id));
+    }
+
+   private:
+    friend class AccessTable;
+    View(const IdSet* owned, const IdSet* granted) : owned_(owned), granted_(granted) {}
+    const IdSet* owned_;
+    const IdSet* granted_;
+  };
+  View ViewOf(TenantId t) const { return View(Owned(t), Granted(t)); }
   size_t OwnedCount(TenantId t) const;
   size_t VisibleCount(TenantId t) const;
   uint64_t OwnedBytes(TenantId t) const;
