@@ -14,6 +14,7 @@
 #include <exception>
 #include <filesystem>
 #include <functional>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <random>
@@ -22,6 +23,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "base/status_macros.h"
 #include "bench/blas_env.h"
 #include "bench/report.h"
@@ -178,9 +180,61 @@ absl::StatusOr<FaissRun> TimeFaiss(const std::vector<float>& x, size_t n, size_t
 }
 
 // BuildSpann of the first build_n points into a scratch directory; seconds (total, clustering).
-absl::StatusOr<std::pair<double, double>> TimeIndexBuild(ClusteringBackend& backend,
-                                                         const std::vector<float>& x,
-                                                         size_t build_n, size_t d, int threads) {
+// Forwards to a backend and sums the seconds its calls take (over all threads that call it),
+// split by where AssignTopM runs: where a build's time goes, without a profiler on the device.
+class TimedBackend final : public ClusteringBackend {
+ public:
+  explicit TimedBackend(ClusteringBackend& inner) : inner_(inner) {}
+  std::string name() const override { return inner_.name(); }
+  absl::Status AssignTopM(const float* points, size_t n, const float* centroids, size_t k, size_t d,
+                          size_t m, const float* bias, uint32_t* labels,
+                          float* distances) override {
+    const double t0 = NowSeconds();
+    absl::Status s = inner_.AssignTopM(points, n, centroids, k, d, m, bias, labels, distances);
+    Add(inner_.AssignsOnDevice(n, k, d, m) ? device_assign_ : cpu_assign_, NowSeconds() - t0);
+    return s;
+  }
+  absl::Status UpdateCentroids(const float* points, size_t n, size_t d, const uint32_t* labels,
+                               size_t k, float* centroids, uint32_t* sizes) override {
+    const double t0 = NowSeconds();
+    absl::Status s = inner_.UpdateCentroids(points, n, d, labels, k, centroids, sizes);
+    Add(update_, NowSeconds() - t0);
+    return s;
+  }
+  bool AssignsOnDevice(size_t n, size_t k, size_t d, size_t m) const override {
+    return inner_.AssignsOnDevice(n, k, d, m);
+  }
+  std::shared_ptr<const void> RetainPoints(const float* points, size_t n, size_t d) override {
+    return inner_.RetainPoints(points, n, d);
+  }
+  std::string Summary() const {
+    return absl::StrFormat("assign on device %.2f s (%d calls), on cpu %.2f s (%d), update %.2f s",
+                           device_assign_.seconds, device_assign_.calls, cpu_assign_.seconds,
+                           cpu_assign_.calls, update_.seconds);
+  }
+
+ private:
+  struct Tally {
+    double seconds = 0;
+    int calls = 0;
+  };
+  void Add(Tally& t, double seconds) {
+    std::lock_guard<std::mutex> lock(mu_);
+    t.seconds += seconds;
+    ++t.calls;
+  }
+  ClusteringBackend& inner_;
+  std::mutex mu_;
+  Tally device_assign_, cpu_assign_, update_;
+};
+
+struct BuildTimes {
+  double seconds = 0, clustering = 0;
+  std::string breakdown;  // seconds per BuildSpann phase, then the backend's calls
+};
+
+absl::StatusOr<BuildTimes> TimeIndexBuild(ClusteringBackend& backend, const std::vector<float>& x,
+                                          size_t build_n, size_t d, int threads) {
   const std::filesystem::path dir =
       std::filesystem::temp_directory_path() / absl::StrCat("shoal_kmeans_bench_", ::getpid());
   std::error_code ec;
@@ -190,13 +244,52 @@ absl::StatusOr<std::pair<double, double>> TimeIndexBuild(ClusteringBackend& back
   std::vector<uint64_t> ids(build_n);
   std::iota(ids.begin(), ids.end(), 0);
   index::SpannBuildInput input{ids, x.data(), d, index::Metric::kL2, build_n, 1};
+  BuildTimes times;
+  std::string phase = "start";
   const double t0 = NowSeconds();
-  auto built = index::BuildSpann(input, index::SpannOptions{}, dir.string(), backend,
+  double phase_start = t0;
+  input.progress = [&](std::string_view next, double) {
+    if (next == phase) return;
+    const double now = NowSeconds();
+    absl::StrAppendFormat(&times.breakdown, "%s %.2f s, ", phase, now - phase_start);
+    phase = std::string(next);
+    phase_start = now;
+  };
+  TimedBackend timed(backend);
+  auto built = index::BuildSpann(input, index::SpannOptions{}, dir.string(), timed,
                                  static_cast<uint32_t>(threads));
-  const double seconds = NowSeconds() - t0;
+  times.seconds = NowSeconds() - t0;
+  absl::StrAppendFormat(&times.breakdown, "%s %.2f s; %s", phase, t0 + times.seconds - phase_start,
+                        timed.Summary());
   std::filesystem::remove_all(dir, ec);
   if (!built.ok()) return built.status();
-  return std::make_pair(seconds, built->seconds_clustering);
+  times.clustering = built->seconds_clustering;
+  return times;
+}
+
+// GpuAssignTopM(m) of all n points over n / 50 of them taken as centroids (every 50th point):
+// the shape of BuildSpann's assignment of every vector to its candidate leaves, with the
+// default centroid_ratio of 0.02 (leaves that close together flag many points for a recheck).
+absl::Status TimeTopM(const std::vector<float>& x, size_t n, size_t d, size_t m,
+                      double cublas_tflops) {
+  const size_t k = std::max<size_t>(n / 50, m);
+  std::vector<float> centroids(k * d);
+  for (size_t c = 0; c < k; ++c) {
+    std::copy_n(&x[c * (n / k) * d], d, &centroids[c * d]);
+  }
+  std::vector<uint32_t> labels(n * m);
+  std::vector<float> distances(n * m);
+  for (int run = 0; run < 2; ++run) {  // the first pays the allocations
+    const double t0 = NowSeconds();
+    SHOAL_RETURN_IF_ERROR(index::gpu::GpuAssignTopM(x.data(), n, centroids.data(), k, d, m, nullptr,
+                                                    labels.data(), distances.data()));
+    const double seconds = NowSeconds() - t0;
+    const double tflops = 2.0 * n * k * d / seconds / 1e12;
+    std::printf("%-34s %8.3f s = %7.3f TFLOP/s (%.1f%% of cuBLAS tf32), run %d\n",
+                absl::StrCat("shoal cuda top-", m, " of ", k, " (streamed)").c_str(), seconds,
+                tflops, cublas_tflops > 0 ? 100 * tflops / cublas_tflops : 0.0, run + 1);
+  }
+  return absl::OkStatus();
 }
 
 void PrintLloyd(const char* label, const LloydRun& run, double flops) {
@@ -255,6 +348,9 @@ absl::Status RunShape(const KMeansBenchOptions& o, size_t n, size_t d, size_t k)
     NotAvailable("shoal cuda (tf32)");
     NotAvailable("cuBLAS SGEMM");
   }
+  if (gpu && o.top_m > 0) {
+    SHOAL_RETURN_IF_ERROR(TimeTopM(x, n, d, o.top_m, cublas_tf32.value_or(0)));
+  }
   std::optional<FaissRun> faiss;
   if (o.faiss) {
     SHOAL_ASSIGN_OR_RETURN(faiss, TimeFaiss(x, n, d, k, o.iterations, o.threads, o.seed));
@@ -286,18 +382,19 @@ absl::Status RunShape(const KMeansBenchOptions& o, size_t n, size_t d, size_t k)
 // BuildSpann of the first n of x with each backend.
 absl::Status CompareBuilds(const std::vector<float>& x, size_t n, size_t d, int threads) {
   auto cpu_backend = index::MakeCpuClusteringBackend(static_cast<uint32_t>(threads));
-  SHOAL_ASSIGN_OR_RETURN(auto cpu_build, TimeIndexBuild(*cpu_backend, x, n, d, threads));
+  SHOAL_ASSIGN_OR_RETURN(BuildTimes cpu, TimeIndexBuild(*cpu_backend, x, n, d, threads));
   std::printf("%-34s %8.2f s (clustering %.2f s), %zu x %zu points\n", "index build, cpu backend",
-              cpu_build.first, cpu_build.second, n, d);
+              cpu.seconds, cpu.clustering, n, d);
+  std::printf("  phases: %s\n", cpu.breakdown.c_str());
   if (!index::gpu::GpuAvailable()) {
     NotAvailable("index build, cuda backend");
     return absl::OkStatus();
   }
   auto gpu_backend = index::MakeGpuClusteringBackend(static_cast<uint32_t>(threads));
-  SHOAL_ASSIGN_OR_RETURN(auto gpu_build, TimeIndexBuild(*gpu_backend, x, n, d, threads));
+  SHOAL_ASSIGN_OR_RETURN(BuildTimes gpu, TimeIndexBuild(*gpu_backend, x, n, d, threads));
   std::printf("%-34s %8.2f s (clustering %.2f s), ratio cpu/gpu %.2f\n",
-              "index build, cuda backend", gpu_build.first, gpu_build.second,
-              cpu_build.first / gpu_build.first);
+              "index build, cuda backend", gpu.seconds, gpu.clustering, cpu.seconds / gpu.seconds);
+  std::printf("  phases: %s\n", gpu.breakdown.c_str());
   return absl::OkStatus();
 }
 
@@ -359,6 +456,9 @@ void RegisterKMeansCommand(CLI::App& app, int* exit_code) {
                   "also compare the index build on this dataset (a LoadDataset spec, e.g. "
                   "fashion-mnist)");
   cmd->add_option("--seed", options->seed, "data and initial centroids")->capture_default_str();
+  cmd->add_option("--top-m", options->top_m,
+                  "also time the device's top-m assignment over n / 50 of the points (0: no)")
+      ->capture_default_str();
   cmd->add_flag("!--no-faiss", options->faiss, "skip faiss::Clustering");
   cmd->add_flag("!--no-cpu", options->cpu, "skip our CPU backend");
   cmd->callback([options, exit_code] {

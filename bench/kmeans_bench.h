@@ -34,6 +34,7 @@ struct KMeansBenchOptions {
   size_t build_n = 200000;    // points of the index-build comparison (0 = skip)
   std::string build_dataset;  // also the index build on this LoadDataset spec (empty = skip)
   size_t gpu_budget_mb = 0;   // > 0: also a streamed GPU run under this device budget
+  size_t top_m = 0;           // > 0: also time the device's AssignTopM(m) over n / 50 points
   uint64_t seed = 1;
 };
 
