@@ -127,8 +127,8 @@ TEST(GpuClusteringTest, StreamedChunksGiveBitwiseTheResidentResult) {
 }
 
 // One resident chunk of more than 65,536 rows is scanned 128 points per block, short chunks 32
-// points x 16 slices; many close centroids send points through the 32-candidate list (m = 1)
-// and the full exact scan. Every way gives bitwise the exact fp32 path's labels and distances.
+// points x 16 slices; many close centroids send points through the 32-candidate list and the
+// full exact scan. Every way gives bitwise the exact fp32 path's labels and distances.
 TEST(GpuClusteringTest, WideAndNarrowScansGiveTheExactPathsResult) {
   SKIP_WITHOUT_GPU();
   std::mt19937 rng(Seed());
@@ -138,8 +138,8 @@ TEST(GpuClusteringTest, WideAndNarrowScansGiveTheExactPathsResult) {
   for (float& v : cent) v += 0.01f * static_cast<float>(rng() % 5);
   gpu::GpuOptions fp32, narrow;
   fp32.precision = gpu::GpuPrecision::kFp32;
-  narrow.device_budget_bytes = 3 * 4000 * (k * 4 + d * 8 + 512);  // ~4,000 rows per chunk
-  for (size_t m : {size_t{1}, size_t{3}}) {
+  narrow.device_budget_bytes = 3 * 4000 * (k * 4 + d * 8 + 512);    // ~4,000 rows per chunk
+  for (size_t m : {size_t{1}, size_t{3}, size_t{8}, size_t{20}}) {  // each length of top list
     SCOPED_TRACE(::testing::Message() << "m=" << m);
     std::vector<uint32_t> want(n * m), got(n * m);
     std::vector<float> want_dist(n * m), got_dist(n * m);

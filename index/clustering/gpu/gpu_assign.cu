@@ -99,9 +99,9 @@ struct Slot {
   bool busy = false;
 };
 
-// KEEP: candidates per point; TOPM (>= m): the list for the m-th best score (approximate in the
-// scan, exact in the refinement and the full exact scans).
-template <int KEEP, int TOPM>
+// TOPM (>= m): the list for the m-th best score (approximate in the scan, exact in the
+// refinement and the full exact scans).
+template <int TOPM>
 class ChunkedAssign {
  public:
   ChunkedAssign(const float* points, size_t n, size_t k, size_t d, size_t m, bool tf32,
@@ -120,7 +120,7 @@ class ChunkedAssign {
     if (tf32_) cublas_ = std::make_unique<CublasGemm>();
     const bool gemm = tf32_ && cublas_->ok();
     const size_t per_row = (retained != nullptr ? 0 : d_ * sizeof(float)) +
-                           (tf32_ ? (d_ + 1) * sizeof(float) + KEEP * 8 + 8 : 0) +
+                           (tf32_ ? (d_ + 1) * sizeof(float) + kKeep * 8 + 8 : 0) +
                            (gemm ? k_ * sizeof(float) : 0) + m_ * 8;
     // Retained points need no copies, but two slots still let one chunk's GEMM overlap the
     // other's scan and refinement.
@@ -190,8 +190,8 @@ class ChunkedAssign {
         SHOAL_CUDA_TRY(s.dots.AllocateCached(rows * k_ * sizeof(float)));
         SHOAL_CUDA_TRY(s.cand_count.AllocateCached(rows * sizeof(uint32_t)));
       }
-      SHOAL_CUDA_TRY(s.cand_score.AllocateCached(rows * KEEP * sizeof(float)));
-      SHOAL_CUDA_TRY(s.cand_id.AllocateCached(rows * KEEP * sizeof(uint32_t)));
+      SHOAL_CUDA_TRY(s.cand_score.AllocateCached(rows * kKeep * sizeof(float)));
+      SHOAL_CUDA_TRY(s.cand_id.AllocateCached(rows * kKeep * sizeof(uint32_t)));
       SHOAL_CUDA_TRY(s.flagged.AllocateCached(rows * sizeof(uint32_t)));
       SHOAL_CUDA_TRY(s.flagged_count.AllocateCached(sizeof(uint32_t)));
     }
@@ -228,14 +228,14 @@ class ChunkedAssign {
         LaunchScan<32>(s, count, args);
       }
     } else {
-      Tf32TopMKernel<KEEP><<<(count + kTcPoints - 1) / kTcPoints, kTcThreads, 0, stream>>>(
+      Tf32TopMKernel<<<(count + kTcPoints - 1) / kTcPoints, kTcThreads, 0, stream>>>(
           device_points, count, args, s.cand_score.get<float>(), s.cand_id.get<uint32_t>());
     }
     if (cudaError_t e = cudaMemsetAsync(s.flagged_count.get<void>(), 0, sizeof(uint32_t), stream);
         e != cudaSuccess) {
       return cudaGetErrorString(e);
     }
-    RefineKernel<KEEP, TOPM>
+    RefineKernel<TOPM>
         <<<(count + kRefineThreads - 1) / kRefineThreads, kRefineThreads, 0, stream>>>(
             device_points, count, args, s.norms.get<float>(), s.cand_score.get<float>(),
             s.cand_id.get<uint32_t>(), cublas_->ok() ? s.cand_count.get<uint32_t>() : nullptr,
@@ -250,7 +250,7 @@ class ChunkedAssign {
 
   template <int POINTS>
   void LaunchScan(Slot& s, uint32_t count, const AssignArgs& args) {
-    ScanKernel<TOPM, KEEP, POINTS>
+    ScanKernel<TOPM, POINTS>
         <<<(count + POINTS - 1) / POINTS, dim3(POINTS, kScanThreads / POINTS), 0, s.stream.get()>>>(
             s.dots.get<float>(), count, args, s.norms.get<float>(), s.cand_score.get<float>(),
             s.cand_id.get<uint32_t>(), s.cand_count.get<uint32_t>());
@@ -289,17 +289,17 @@ Outcome AssignTopM(const float* points, size_t n, const float* centroids, size_t
   const bool tf32 = config.tf32 && major >= 8;
   Prepared prepared;
   if (Outcome o = Prepare(centroids, k, d, m, bias, &prepared); o.error != nullptr) return o;
-  // TF32 keeps candidates beyond m: rivals within the error bound of the m-th are then
-  // re-scored from the list instead of sending the point to a full exact scan over all k.
-  // k-means (m = 1) keeps 32: with many close centroids (large k), 8 sent half of the points
-  // of a clustered set to the full scan. Replication (m <= 4) keeps 8; larger m keeps 32.
+  // The list for the m-th best score is as short as m allows: every score pays its upkeep.
   if (m == 1) {
-    return ChunkedAssign<32, 1>(points, n, k, d, m, tf32, labels, distances).Run(prepared, config);
+    return ChunkedAssign<1>(points, n, k, d, m, tf32, labels, distances).Run(prepared, config);
   }
   if (m <= 4) {
-    return ChunkedAssign<8, 4>(points, n, k, d, m, tf32, labels, distances).Run(prepared, config);
+    return ChunkedAssign<4>(points, n, k, d, m, tf32, labels, distances).Run(prepared, config);
   }
-  return ChunkedAssign<32, 32>(points, n, k, d, m, tf32, labels, distances).Run(prepared, config);
+  if (m <= 8) {
+    return ChunkedAssign<8>(points, n, k, d, m, tf32, labels, distances).Run(prepared, config);
+  }
+  return ChunkedAssign<32>(points, n, k, d, m, tf32, labels, distances).Run(prepared, config);
 }
 
 }  // namespace shoal::index::gpu::backend

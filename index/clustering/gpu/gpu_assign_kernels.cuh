@@ -10,7 +10,7 @@
 //   RefineKernel     re-scores in exact fp32 each point's candidates that may still be in
 //                    its exact top m (within twice the error bound of the m-th score), or
 //                    flags the point when such a rival may lie beyond the kept list.
-//   ExactTopMKernel  exact fp32 top-KEEP over all centroids on CUDA cores, for every point
+//   ExactTopMKernel  exact fp32 top-TOPM over all centroids on CUDA cores, for every point
 //                    (the fp32 path) or for the flagged rows only (the recheck).
 // Exact fp32 distances are sum_j fmaf(x_j - c_j, x_j - c_j, acc) in increasing j in every
 // kernel, so a point gets bitwise the same result whichever kernel finishes it.
@@ -37,6 +37,12 @@ struct AssignArgs {
   Tf32ErrorBound bound;  // of a TF32 score against the exact fp32 cost (gpu_error_bound.h)
 };
 
+// Candidates kept per point by the TF32 kernels for RefineKernel to re-score: rivals within the
+// error bound of the m-th best are re-scored from this list instead of sending the point to a
+// full exact scan over all k (with many close centroids, 8 sent half the points of a clustered
+// set there).
+constexpr int kKeep = 32;
+
 constexpr int kExactThreads = 128;  // points per block of ExactTopMKernel
 constexpr int kExactTileC = 32;
 constexpr int kExactTileD = 32;
@@ -52,13 +58,13 @@ __device__ __forceinline__ float ExactL2(const float* __restrict__ x, const floa
 }
 
 // Writes the first m of `top` (ranked by exact cost) with exact distances.
-template <int KEEP>
-__device__ __forceinline__ void WriteTop(const TopList<KEEP>& top, const float* __restrict__ x,
+template <int TOPM>
+__device__ __forceinline__ void WriteTop(const TopList<TOPM>& top, const float* __restrict__ x,
                                          const AssignArgs& a, uint32_t row,
                                          uint32_t* __restrict__ labels,
                                          float* __restrict__ distances) {
 #pragma unroll
-  for (int r = 0; r < KEEP; ++r) {
+  for (int r = 0; r < TOPM; ++r) {
     if (r < static_cast<int>(a.m)) {
       const uint32_t c = top.id[r];
       labels[size_t{row} * a.m + r] = c;
@@ -70,7 +76,7 @@ __device__ __forceinline__ void WriteTop(const TopList<KEEP>& top, const float* 
 }
 
 // One thread per point; rows == null: the chunk's points 0..count-1, else rows[0..*count).
-template <int KEEP>
+template <int TOPM>
 __global__ void __launch_bounds__(kExactThreads)
     ExactTopMKernel(const float* __restrict__ points, uint32_t count, const uint32_t* rows,
                     const uint32_t* count_on_device, AssignArgs a, uint32_t* __restrict__ labels,
@@ -81,12 +87,12 @@ __global__ void __launch_bounds__(kExactThreads)
   __shared__ float point_tile[kExactThreads][kExactTileD + 1];  // +1: no bank conflicts
   __shared__ float centroid_tile[kExactTileC][kExactTileD];
   // A tile's finished distances, column per thread: the top list is then fed by one rolled
-  // loop (an unrolled one would instantiate Offer kExactTileC times per KEEP).
+  // loop (an unrolled one would instantiate Offer kExactTileC times per TOPM).
   __shared__ float tile_dist[kExactTileC][kExactThreads];
   const int t = threadIdx.x;
   const bool valid = first + t < count;
   const uint32_t row = valid ? (rows != nullptr ? rows[first + t] : first + t) : 0;
-  TopList<KEEP> top;
+  TopList<TOPM> top;
   top.Init();
   for (uint32_t c0 = 0; c0 < a.k; c0 += kExactTileC) {
     float acc[kExactTileC];
@@ -138,9 +144,8 @@ constexpr int kTcStageLd = kTcDims + 4;    // WMMA wants ldm % 4 == 0; +4 spread
 constexpr int kTcScoreLd = kTcPoints + 4;  // scores are stored centroid-major
 constexpr int kTcSmemFloats = kTcCentroids * kTcScoreLd;  // >= stage and >= merge area
 
-// Approximate top-KEEP per point on tensor cores; writes cand_score/cand_id (count x KEEP,
+// Approximate top-kKeep per point on tensor cores; writes cand_score/cand_id (count x kKeep,
 // ascending). Requires sm_80 (TF32 WMMA); on older devices the host never launches it.
-template <int KEEP>
 __global__ void __launch_bounds__(kTcThreads)
     Tf32TopMKernel(const float* __restrict__ points, uint32_t count, AssignArgs a,
                    float* __restrict__ cand_score, uint32_t* __restrict__ cand_id) {
@@ -154,7 +159,7 @@ __global__ void __launch_bounds__(kTcThreads)
   const int t = threadIdx.x, warp = t / 32;
   const int wr = warp / 2, wc = warp % 2;
   const int point = t % kTcPoints, half = t / kTcPoints;  // epilogue: 2 threads per point
-  TopList<KEEP> top;
+  TopList<kKeep> top;
   top.Init();
   for (uint32_t c0 = 0; c0 < a.k; c0 += kTcCentroids) {
     wmma::fragment<wmma::accumulator, 16, 16, 8, float> acc[2][2];
@@ -220,28 +225,28 @@ __global__ void __launch_bounds__(kTcThreads)
   // Merge the two halves' lists through shared memory.
   __syncthreads();
   float* const merge_score = smem;
-  uint32_t* const merge_id = reinterpret_cast<uint32_t*>(smem + kTcPoints * KEEP);
+  uint32_t* const merge_id = reinterpret_cast<uint32_t*>(smem + kTcPoints * kKeep);
   if (half == 1) {
 #pragma unroll
-    for (int j = 0; j < KEEP; ++j) {
-      merge_score[point * KEEP + j] = top.score[j];
-      merge_id[point * KEEP + j] = top.id[j];
+    for (int j = 0; j < kKeep; ++j) {
+      merge_score[point * kKeep + j] = top.score[j];
+      merge_id[point * kKeep + j] = top.id[j];
     }
   }
   __syncthreads();
   if (half == 0 && first + point < count) {
-    for (int j = 0; j < KEEP; ++j)
-      top.Offer(merge_score[point * KEEP + j], merge_id[point * KEEP + j]);
-    const size_t out = size_t{first + point} * KEEP;
+    for (int j = 0; j < kKeep; ++j)
+      top.Offer(merge_score[point * kKeep + j], merge_id[point * kKeep + j]);
+    const size_t out = size_t{first + point} * kKeep;
 #pragma unroll
-    for (int j = 0; j < KEEP; ++j) {
+    for (int j = 0; j < kKeep; ++j) {
       cand_score[out + j] = top.score[j];
       cand_id[out + j] = top.id[j];
     }
   }
 #endif
 }
-static_assert(kTcPoints * 32 * 2 <= kTcSmemFloats, "merge area for KEEP = 32");
+static_assert(kTcPoints * kKeep * 2 <= kTcSmemFloats, "merge area");
 static_assert((kTcPoints + kTcCentroids) * kTcStageLd <= kTcSmemFloats, "stage area");
 
 // Points minus shift rounded to TF32 (the GEMM's operand) and |x - shift|^2 (for the error
@@ -287,7 +292,7 @@ __device__ __forceinline__ float MthScore(const TopList<N>& top, uint32_t m) {
 // Candidates per point over dots (count x k, column-major: the dots of point p are
 // dots[p + c * count]) with score(c) = |c'|^2 + bias - 2 dot: with thr = (m-th best score) +
 // 2 * bound (see RefineKernel), every centroid scoring at or below thr, in any order. Writes
-// cand_count (the number found, which may exceed KEEP) and up to KEEP (score, id) pairs per
+// cand_count (the number found, which may exceed kKeep) and up to kKeep (score, id) pairs per
 // point. TOPM >= m.
 // m = 1 reads the block once: each slice keeps the centroids within twice the bound of its
 // running best (kScanHeld per thread, dropping those the best has since moved away from); the
@@ -322,7 +327,7 @@ __device__ __forceinline__ void ForEachScoreBatched(const float* __restrict__ co
   }
 }
 
-template <int TOPM, int KEEP, int POINTS>
+template <int TOPM, int POINTS>
 __global__ void __launch_bounds__(kScanThreads)
     ScanKernel(const float* __restrict__ dots, uint32_t count, AssignArgs a,
                const float* __restrict__ norms, float* __restrict__ cand_score,
@@ -407,11 +412,11 @@ __global__ void __launch_bounds__(kScanThreads)
   }
   __syncthreads();
   const float thr = threshold[threadIdx.x];
-  const size_t out = size_t{point} * KEEP;
+  const size_t out = size_t{point} * kKeep;
   const auto list = [&](float score, uint32_t c) {
     if (score <= thr) {
       const uint32_t i = atomicAdd(&listed[threadIdx.x], 1u);
-      if (i < KEEP) {
+      if (i < kKeep) {
         cand_score[out + i] = score;
         cand_id[out + i] = c;
       }
@@ -470,10 +475,10 @@ __device__ __forceinline__ float WarpExactL2(const float* __restrict__ points,
 // best candidates). So re-scoring in exact fp32 every centroid at or below thr and taking the
 // best m gives the exact fp32 answer, when the list holds them all; otherwise the point is
 // flagged for a full exact scan. The candidates come from ScanKernel (cand_count: every one is
-// within thr, the list is complete when cand_count <= KEEP) or, with cand_count null, from
-// Tf32TopMKernel (the KEEP best, ascending: complete when the last scores above thr). The
+// within thr, the list is complete when cand_count <= kKeep) or, with cand_count null, from
+// Tf32TopMKernel (the kKeep best, ascending: complete when the last scores above thr). The
 // re-scored candidates feed a list of TOPM (>= m): only the best m are written.
-template <int KEEP, int TOPM>
+template <int TOPM>
 __global__ void __launch_bounds__(kRefineThreads)
     RefineKernel(const float* __restrict__ points, uint32_t count, AssignArgs a,
                  const float* __restrict__ norms, const float* __restrict__ cand_score,
@@ -483,21 +488,21 @@ __global__ void __launch_bounds__(kRefineThreads)
   __shared__ RefineTiles tiles[kRefineThreads / 32];
   RefineTiles& t = tiles[threadIdx.x / 32];
   const uint32_t row = blockIdx.x * kRefineThreads + threadIdx.x;
-  const float* s = cand_score + size_t{row} * KEEP;
-  const uint32_t* ids = cand_id + size_t{row} * KEEP;
+  const float* s = cand_score + size_t{row} * kKeep;
+  const uint32_t* ids = cand_id + size_t{row} * kKeep;
   bool active = row < count;  // lanes past the end or flagged still join the warp's loads
   float thr = __int_as_float(0x7f800000);
-  uint32_t listed = KEEP;
+  uint32_t listed = kKeep;
   if (active) {
     bool complete;
     if (cand_count != nullptr) {
       listed = cand_count[row];
-      complete = listed >= a.m && listed <= KEEP;  // fewer than m: a NaN point
+      complete = listed >= a.m && listed <= kKeep;  // fewer than m: a NaN point
     } else {
       thr = s[a.m - 1] + 2.0f * a.bound.ForPoint(sqrtf(norms[row]), a.cmax);
-      // s[KEEP-1] is +inf when k < KEEP: the list then holds every centroid. NaN points
+      // s[kKeep-1] is +inf when k < kKeep: the list then holds every centroid. NaN points
       // (reported as errors by the caller) have a NaN threshold.
-      complete = ids[a.m - 1] != kNoLabel && s[KEEP - 1] > thr;
+      complete = ids[a.m - 1] != kNoLabel && s[kKeep - 1] > thr;
     }
     if (!complete) {
       flagged[atomicAdd(flagged_count, 1u)] = row;  // order irrelevant: rows are independent
@@ -507,7 +512,7 @@ __global__ void __launch_bounds__(kRefineThreads)
   TopList<TOPM> top;
   top.Init();
 #pragma unroll 1
-  for (int r = 0; r < KEEP; ++r) {
+  for (int r = 0; r < kKeep; ++r) {
     const bool take = active && r < static_cast<int>(listed) && s[r] <= thr;
     if (!__any_sync(0xffffffffu, take)) break;
     const uint32_t c = take ? ids[r] : kNoLabel;
