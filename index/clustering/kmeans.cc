@@ -76,7 +76,7 @@ class Lloyd {
         labels_(n),
         dists_(n),
         sizes_(k, 0),
-        retained_(backend.RetainPoints(x, n, d)) {}
+        retained_(backend.AssignsOnDevice(n, k, d, 1) ? backend.RetainPoints(x, n, d) : nullptr) {}
 
   std::vector<float>& centroids() { return centroids_; }
   const std::vector<uint32_t>& sizes() const { return sizes_; }

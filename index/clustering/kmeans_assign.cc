@@ -271,9 +271,7 @@ class GpuClusteringBackend final : public ClusteringBackend {
  public:
   explicit GpuClusteringBackend(uint32_t threads)
       : cpu_(MakeCpuClusteringBackend(threads)),
-        min_assign_work_(
-            kMinGpuAssignWorkPerThread *
-            (threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency()))) {}
+        threads_(threads > 0 ? threads : std::max(1u, std::thread::hardware_concurrency())) {}
   std::string name() const override { return "cuda"; }
 
   absl::Status AssignTopM(const float* points, size_t n, const float* centroids, size_t k, size_t d,
@@ -286,12 +284,15 @@ class GpuClusteringBackend final : public ClusteringBackend {
   }
 
   bool AssignsOnDevice(size_t n, size_t k, size_t d, size_t m) const override {
-    return m <= gpu::kGpuMaxTopM && double(n) * k * d >= min_assign_work_;
+    return m <= gpu::kGpuMaxTopM && k >= kMinGpuCentroidsPerThread * threads_ &&
+           double(n) * k * d >= kMinGpuAssignWorkPerThread * threads_;
   }
 
+  // On the device only where the assignment of this shape is (k-means then keeps the points
+  // there): an update reads each point once, which the CPU does faster than the copy.
   absl::Status UpdateCentroids(const float* points, size_t n, size_t d, const uint32_t* labels,
                                size_t k, float* centroids, uint32_t* sizes) override {
-    if (double(n) * d < kMinGpuUpdateWork) {
+    if (double(n) * d < kMinGpuUpdateWork || !AssignsOnDevice(n, k, d, 1)) {
       return cpu_->UpdateCentroids(points, n, d, labels, k, centroids, sizes);
     }
     return gpu::GpuUpdateCentroids(points, n, d, labels, k, centroids, sizes);
@@ -307,10 +308,15 @@ class GpuClusteringBackend final : public ClusteringBackend {
   // about 2 ms of set-up (buffers, copies, synchronisation), in which one AVX-512 thread does
   // about 2^25 of them.
   static constexpr double kMinGpuAssignWorkPerThread = 1 << 25;
+  // Centroids per CPU thread below which an assignment stays on the CPU whatever n: each point
+  // then costs the CPU fewer multiply-adds than its copy to the device takes (an AVX-512 thread
+  // does ~35 G/s, the copy moves ~8 GB/s). Keeps a centroid tree's many small k-means (k at most
+  // the branching factor) off the device.
+  static constexpr size_t kMinGpuCentroidsPerThread = 8;
   static constexpr double kMinGpuUpdateWork = 1 << 20;
 
   std::unique_ptr<ClusteringBackend> cpu_;
-  const double min_assign_work_;
+  const size_t threads_;
 };
 
 }  // namespace

@@ -36,6 +36,21 @@ TEST(ClusteringBackendTest, NameNamesTheKernelLevel) {
   std::cout << "backend " << backend->name() << "\n";
 }
 
+// Where an assignment runs depends only on its shape (so results stay deterministic), with or
+// without a device: few centroids stay on the CPU whatever n, since each point then costs the
+// CPU less than its copy to the device (a centroid tree's nodes have at most 32 children).
+TEST(ClusteringBackendTest, TheGpuBackendLeavesFewCentroidsOnTheCpu) {
+  auto gpu = MakeGpuClusteringBackend(16);
+  EXPECT_FALSE(gpu->AssignsOnDevice(2'000'000, 15, 128, 1));  // a tree node over every point
+  EXPECT_FALSE(gpu->AssignsOnDevice(2'000'000, 32, 768, 1));
+  EXPECT_TRUE(gpu->AssignsOnDevice(2'000'000, 40'000, 128, 8));    // BuildSpann's leaf assignment
+  EXPECT_TRUE(gpu->AssignsOnDevice(1'000'000, 1024, 128, 1));      // a Lloyd iteration
+  EXPECT_FALSE(gpu->AssignsOnDevice(50, 40'000, 128, 8));          // too little work for a launch
+  EXPECT_FALSE(gpu->AssignsOnDevice(2'000'000, 40'000, 128, 32));  // m above the device's lists
+  EXPECT_FALSE(MakeGpuClusteringBackend(2)->AssignsOnDevice(8'192, 32, 128, 1));
+  EXPECT_FALSE(MakeCpuClusteringBackend(16)->AssignsOnDevice(2'000'000, 40'000, 128, 8));
+}
+
 TEST(ClusteringBackendTest, AssignTopMMatchesFloat64BruteForce) {
   std::mt19937 rng(Seed());
   auto backend = MakeCpuClusteringBackend(3);
