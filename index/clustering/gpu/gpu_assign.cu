@@ -99,6 +99,11 @@ struct Slot {
   bool busy = false;
 };
 
+// Candidates ScanKernel keeps per point for RefineKernel. k-means (m = 1) keeps 32. Top-m lists
+// (m > 1) over many close centroids, a tree's leaves, have more rivals within the error bound
+// of the m-th: a point whose rivals do not fit goes to the full exact scan over all k.
+uint32_t KeepFor(size_t m) { return m == 1 ? 32 : 128; }
+
 // TOPM (>= m): the list for the m-th best score (approximate in the scan, exact in the
 // refinement and the full exact scans).
 template <int TOPM>
@@ -119,8 +124,10 @@ class ChunkedAssign {
     const float* retained = FindRetained(points_, n_, d_);
     if (tf32_) cublas_ = std::make_unique<CublasGemm>();
     const bool gemm = tf32_ && cublas_->ok();
+    args_ = p.args;
+    args_.keep = gemm ? KeepFor(m_) : kKeep;
     const size_t per_row = (retained != nullptr ? 0 : d_ * sizeof(float)) +
-                           (tf32_ ? (d_ + 1) * sizeof(float) + kKeep * 8 + 8 : 0) +
+                           (tf32_ ? (d_ + 1) * sizeof(float) + args_.keep * 8 + 8 : 0) +
                            (gemm ? k_ * sizeof(float) : 0) + m_ * 8;
     // Retained points need no copies, but two slots still let one chunk's GEMM overlap the
     // other's scan and refinement.
@@ -154,7 +161,7 @@ class ChunkedAssign {
                             s.stream.get());
         device_points = s.points.get<float>();
       }
-      if (const char* error = Launch(s, device_points, p.args); error != nullptr) return {error};
+      if (const char* error = Launch(s, device_points, args_); error != nullptr) return {error};
       SHOAL_CUDA_TRY(cudaMemcpyAsync(s.out_labels.get<uint32_t>(), s.labels.get<uint32_t>(),
                                      s.rows * m_ * sizeof(uint32_t), cudaMemcpyDeviceToHost,
                                      s.stream.get()));
@@ -190,8 +197,8 @@ class ChunkedAssign {
         SHOAL_CUDA_TRY(s.dots.AllocateCached(rows * k_ * sizeof(float)));
         SHOAL_CUDA_TRY(s.cand_count.AllocateCached(rows * sizeof(uint32_t)));
       }
-      SHOAL_CUDA_TRY(s.cand_score.AllocateCached(rows * kKeep * sizeof(float)));
-      SHOAL_CUDA_TRY(s.cand_id.AllocateCached(rows * kKeep * sizeof(uint32_t)));
+      SHOAL_CUDA_TRY(s.cand_score.AllocateCached(rows * args_.keep * sizeof(float)));
+      SHOAL_CUDA_TRY(s.cand_id.AllocateCached(rows * args_.keep * sizeof(uint32_t)));
       SHOAL_CUDA_TRY(s.flagged.AllocateCached(rows * sizeof(uint32_t)));
       SHOAL_CUDA_TRY(s.flagged_count.AllocateCached(sizeof(uint32_t)));
     }
@@ -272,6 +279,7 @@ class ChunkedAssign {
 
   const float* points_;
   size_t n_, k_, d_, m_;
+  AssignArgs args_{};  // Prepare's, with the kept candidates per point
   bool tf32_;
   std::unique_ptr<CublasGemm> cublas_;  // TF32 only
   uint32_t* labels_;

@@ -33,14 +33,14 @@ struct AssignArgs {
   const float* lane_bias;  // k: |c - shift|^2 + bias[c] (TF32 path)
   const float* bias;       // k or null
   uint32_t k, d, m;
+  uint32_t keep;         // candidates kept per point for RefineKernel (kKeep for Tf32TopMKernel)
   float cmax;            // max |c - shift|
   Tf32ErrorBound bound;  // of a TF32 score against the exact fp32 cost (gpu_error_bound.h)
 };
 
-// Candidates kept per point by the TF32 kernels for RefineKernel to re-score: rivals within the
-// error bound of the m-th best are re-scored from this list instead of sending the point to a
-// full exact scan over all k (with many close centroids, 8 sent half the points of a clustered
-// set there).
+// Candidates Tf32TopMKernel keeps per point for RefineKernel to re-score (ScanKernel keeps
+// AssignArgs::keep): rivals within the error bound of the m-th best are re-scored from this list
+// instead of sending the point to a full exact scan over all k.
 constexpr int kKeep = 32;
 
 constexpr int kExactThreads = 128;  // points per block of ExactTopMKernel
@@ -292,7 +292,7 @@ __device__ __forceinline__ float MthScore(const TopList<N>& top, uint32_t m) {
 // Candidates per point over dots (count x k, column-major: the dots of point p are
 // dots[p + c * count]) with score(c) = |c'|^2 + bias - 2 dot: with thr = (m-th best score) +
 // 2 * bound (see RefineKernel), every centroid scoring at or below thr, in any order. Writes
-// cand_count (the number found, which may exceed kKeep) and up to kKeep (score, id) pairs per
+// cand_count (the number found, which may exceed a.keep) and up to a.keep (score, id) pairs per
 // point. TOPM >= m.
 // m = 1 reads the block once: each slice keeps the centroids within twice the bound of its
 // running best (kScanHeld per thread, dropping those the best has since moved away from); the
@@ -412,11 +412,11 @@ __global__ void __launch_bounds__(kScanThreads)
   }
   __syncthreads();
   const float thr = threshold[threadIdx.x];
-  const size_t out = size_t{point} * kKeep;
+  const size_t out = size_t{point} * a.keep;
   const auto list = [&](float score, uint32_t c) {
     if (score <= thr) {
       const uint32_t i = atomicAdd(&listed[threadIdx.x], 1u);
-      if (i < kKeep) {
+      if (i < a.keep) {
         cand_score[out + i] = score;
         cand_id[out + i] = c;
       }
@@ -475,7 +475,7 @@ __device__ __forceinline__ float WarpExactL2(const float* __restrict__ points,
 // best candidates). So re-scoring in exact fp32 every centroid at or below thr and taking the
 // best m gives the exact fp32 answer, when the list holds them all; otherwise the point is
 // flagged for a full exact scan. The candidates come from ScanKernel (cand_count: every one is
-// within thr, the list is complete when cand_count <= kKeep) or, with cand_count null, from
+// within thr, the list is complete when cand_count <= a.keep) or, with cand_count null, from
 // Tf32TopMKernel (the kKeep best, ascending: complete when the last scores above thr). The
 // re-scored candidates feed a list of TOPM (>= m): only the best m are written.
 template <int TOPM>
@@ -488,21 +488,21 @@ __global__ void __launch_bounds__(kRefineThreads)
   __shared__ RefineTiles tiles[kRefineThreads / 32];
   RefineTiles& t = tiles[threadIdx.x / 32];
   const uint32_t row = blockIdx.x * kRefineThreads + threadIdx.x;
-  const float* s = cand_score + size_t{row} * kKeep;
-  const uint32_t* ids = cand_id + size_t{row} * kKeep;
+  const float* s = cand_score + size_t{row} * a.keep;
+  const uint32_t* ids = cand_id + size_t{row} * a.keep;
   bool active = row < count;  // lanes past the end or flagged still join the warp's loads
   float thr = __int_as_float(0x7f800000);
-  uint32_t listed = kKeep;
+  uint32_t listed = a.keep;
   if (active) {
     bool complete;
     if (cand_count != nullptr) {
       listed = cand_count[row];
-      complete = listed >= a.m && listed <= kKeep;  // fewer than m: a NaN point
+      complete = listed >= a.m && listed <= a.keep;  // fewer than m: a NaN point
     } else {
       thr = s[a.m - 1] + 2.0f * a.bound.ForPoint(sqrtf(norms[row]), a.cmax);
-      // s[kKeep-1] is +inf when k < kKeep: the list then holds every centroid. NaN points
+      // s[keep-1] is +inf when k < keep: the list then holds every centroid. NaN points
       // (reported as errors by the caller) have a NaN threshold.
-      complete = ids[a.m - 1] != kNoLabel && s[kKeep - 1] > thr;
+      complete = ids[a.m - 1] != kNoLabel && s[a.keep - 1] > thr;
     }
     if (!complete) {
       flagged[atomicAdd(flagged_count, 1u)] = row;  // order irrelevant: rows are independent
@@ -512,8 +512,8 @@ __global__ void __launch_bounds__(kRefineThreads)
   TopList<TOPM> top;
   top.Init();
 #pragma unroll 1
-  for (int r = 0; r < kKeep; ++r) {
-    const bool take = active && r < static_cast<int>(listed) && s[r] <= thr;
+  for (uint32_t r = 0; r < a.keep; ++r) {
+    const bool take = active && r < listed && s[r] <= thr;
     if (!__any_sync(0xffffffffu, take)) break;
     const uint32_t c = take ? ids[r] : kNoLabel;
     const float l2 = WarpExactL2(points, a.centroids, a.d, take ? row : kNoLabel, c, t);

@@ -185,7 +185,8 @@ TEST(GpuKmeansTest, Tf32BoundAndRecheckRuleHoldOnEmulatedScores) {
           ASSERT_LE(error, bound) << c.data << " point " << i << " centroid " << j;
         }
         for (size_t m : {size_t{1}, size_t{4}, size_t{8}}) {
-          // As RefineKernel: a list of 32 (kKeep), rivals up to thr re-scored exactly.
+          // As RefineKernel with 32 kept (k-means keeps 32, top-m lists 128): rivals up to thr
+          // re-scored exactly.
           const std::vector<uint32_t> list = TopM(e.score, 32);
           const float thr = e.score[list[m - 1]] + 2 * bound;
           std::vector<uint32_t> got;
