@@ -140,7 +140,11 @@ class ChunkedAssign {
     // Prepare's copies and this memset ran on the legacy default stream, which the slots'
     // non-blocking streams do not wait for.
     SHOAL_CUDA_TRY(cudaStreamSynchronize(nullptr));
-    std::vector<std::unique_ptr<Slot>> slot(static_cast<size_t>(slots));
+    // No more slots than chunks; and one chunk is copied straight from the caller's memory: no
+    // copy to overlap, so pinning a staging buffer as large as the points would only add time.
+    const size_t chunks = (n_ + rows - 1) / rows;
+    direct_ = retained == nullptr && chunks == 1;
+    std::vector<std::unique_ptr<Slot>> slot(std::min<size_t>(slots, chunks));
     for (auto& s : slot) {
       s = std::make_unique<Slot>();
       if (Outcome o = Allocate(*s, rows, retained != nullptr); o.error != nullptr) return o;
@@ -154,9 +158,10 @@ class ChunkedAssign {
       const float* device_points = retained != nullptr ? retained + first * d_ : nullptr;
       if (device_points == nullptr) {
         const size_t bytes = s.rows * d_ * sizeof(float);
-        std::memcpy(s.in.get<float>(), points_ + first * d_, bytes);
-        SHOAL_CUDA_TRY(cudaMemcpyAsync(s.points.get<float>(), s.in.get<float>(), bytes,
-                                       cudaMemcpyHostToDevice, s.stream.get()));
+        const float* from = points_ + first * d_;
+        if (!direct_) from = static_cast<const float*>(std::memcpy(s.in.get<float>(), from, bytes));
+        SHOAL_CUDA_TRY(cudaMemcpyAsync(s.points.get<float>(), from, bytes, cudaMemcpyHostToDevice,
+                                       s.stream.get()));
         LaunchFindNonFinite(s.points.get<float>(), s.rows, d_, first, bad.get<unsigned long long>(),
                             s.stream.get());
         device_points = s.points.get<float>();
@@ -188,7 +193,7 @@ class ChunkedAssign {
     SHOAL_CUDA_TRY(s.stream.Create());
     if (!retained) {
       SHOAL_CUDA_TRY(s.points.AllocateCached(rows * d_ * sizeof(float)));
-      SHOAL_CUDA_TRY(s.in.Allocate(rows * d_ * sizeof(float)));
+      if (!direct_) SHOAL_CUDA_TRY(s.in.Allocate(rows * d_ * sizeof(float)));
     }
     if (tf32_) {
       SHOAL_CUDA_TRY(s.shifted.AllocateCached(rows * d_ * sizeof(float)));
@@ -279,7 +284,8 @@ class ChunkedAssign {
 
   const float* points_;
   size_t n_, k_, d_, m_;
-  AssignArgs args_{};  // Prepare's, with the kept candidates per point
+  AssignArgs args_{};    // Prepare's, with the kept candidates per point
+  bool direct_ = false;  // the points copied from the caller's memory, not pinned staging
   bool tf32_;
   std::unique_ptr<CublasGemm> cublas_;  // TF32 only
   uint32_t* labels_;
