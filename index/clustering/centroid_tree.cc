@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/run_on_threads.h"
 #include "base/status_macros.h"
 #include "index/distance/distance.h"
 
@@ -27,14 +28,6 @@ uint64_t Mix(uint64_t x) {  // SplitMix64 finaliser: per-node seeds from the tre
   x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
   x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
   return x ^ (x >> 31);
-}
-
-template <typename Fn>
-void RunOnThreads(size_t threads, const Fn& fn) {
-  std::vector<std::thread> workers;
-  for (size_t t = 1; t < threads; ++t) workers.emplace_back([&fn, t] { fn(t); });
-  fn(0);
-  for (std::thread& w : workers) w.join();
 }
 
 }  // namespace
@@ -132,7 +125,7 @@ class CentroidTreeBuilder {
         tasks.size(), options_.threads != 0 ? options_.threads
                                             : std::max(1u, std::thread::hardware_concurrency()));
     std::atomic<size_t> next{0};
-    RunOnThreads(std::max<size_t>(threads, 1), [&](size_t) {
+    base::RunOnThreads(std::max<size_t>(threads, 1), [&](size_t) {
       std::vector<float> rows;
       for (size_t t = next++; t < tasks.size(); t = next++) {
         results[tasks[t]] = Cluster(tasks[t], rows);
@@ -458,7 +451,7 @@ absl::Status CentroidTree::NearestLeavesBatch(const float* points, size_t n, siz
   }
   const size_t t_count = std::clamp<size_t>(
       n / 64, 1, threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency()));
-  RunOnThreads(t_count, [&](size_t t) {
+  base::RunOnThreads(t_count, [&](size_t t) {
     std::vector<std::pair<float, uint32_t>> found;
     for (size_t i = n * t / t_count; i < n * (t + 1) / t_count; ++i) {
       NearestLeaves(points + i * dim_, m, beam, &found);

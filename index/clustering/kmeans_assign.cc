@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/run_on_threads.h"
 #include "base/status_macros.h"
 #include "index/clustering/gpu/gpu_kmeans.h"
 #include "index/clustering/kmeans.h"
@@ -234,13 +235,13 @@ class CpuClusteringBackend final : public ClusteringBackend {
     const Problem p{points, n, centroids, k, d, m, bias, labels, distances};
     const size_t threads = std::clamp<size_t>(n / kMinPointsPerThread, 1, threads_);
     if (kernels_.level != KernelLevelId::kAvx512) {
-      RunOnThreads(threads, [&](size_t t) {
+      base::RunOnThreads(threads, [&](size_t t) {
         ScanRange(p, kernels_.l2_sqr, n * t / threads, n * (t + 1) / threads);
       });
       return absl::OkStatus();
     }
     const PackedCentroids pc = PackCentroids(p);
-    RunOnThreads(threads, [&](size_t t) {
+    base::RunOnThreads(threads, [&](size_t t) {
       std::vector<float> qpack, score;
       std::vector<uint32_t> ids;
       const size_t end = n * (t + 1) / threads;
@@ -252,14 +253,6 @@ class CpuClusteringBackend final : public ClusteringBackend {
   }
 
  private:
-  template <typename Fn>
-  static void RunOnThreads(size_t threads, const Fn& fn) {
-    std::vector<std::thread> workers;
-    for (size_t t = 1; t < threads; ++t) workers.emplace_back([&fn, t] { fn(t); });
-    fn(0);
-    for (std::thread& w : workers) w.join();
-  }
-
   const size_t threads_;
   const internal::DistanceKernels& kernels_;
 };

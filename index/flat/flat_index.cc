@@ -23,6 +23,7 @@
 #include <numeric>
 #include <thread>
 
+#include "base/run_on_threads.h"
 #include "index/distance/distance_internal.h"
 #include "index/topk.h"
 
@@ -58,15 +59,6 @@ std::vector<Neighbor> ToNeighbors(TopK<uint64_t>& top) {
   return out;
 }
 
-// Runs fn(t) for t in [0, threads), the calling thread taking t = 0.
-template <typename Fn>
-void RunOnThreads(size_t threads, const Fn& fn) {
-  std::vector<std::thread> workers;
-  for (size_t t = 1; t < threads; ++t) workers.emplace_back([&fn, t] { fn(t); });
-  fn(0);
-  for (auto& w : workers) w.join();
-}
-
 // Offers `count` contiguous rows to queries [q_begin, q_end) (everything by value, so the loop
 // keeps it in registers).
 void ScanRun(Metric metric, size_t dim, const float* vectors, const uint64_t* ids, size_t count,
@@ -92,7 +84,7 @@ std::vector<std::vector<Neighbor>> SearchScan(const BaseView& base, const float*
   constexpr size_t kChunk = 16;
   threads = std::max<size_t>(1, std::min(threads, base.n / 1024));
   std::vector<std::vector<TopK<uint64_t>>> tops(threads);
-  RunOnThreads(threads, [&](size_t t) {
+  base::RunOnThreads(threads, [&](size_t t) {
     auto& top = tops[t];
     top.assign(num_queries, TopK<uint64_t>(k));
     const size_t begin = base.n * t / threads, end = base.n * (t + 1) / threads;
@@ -436,7 +428,8 @@ std::vector<std::vector<Neighbor>> FlatIndex::Search(const float* queries, size_
   const size_t blocks = (num_queries + kQueryBlock - 1) / kQueryBlock;
   // Each thread packs the whole base, which pays off from ~64 queries per thread.
   threads = std::min({threads, blocks, std::max<size_t>(1, num_queries / 64)});
-  RunOnThreads(threads, [&](size_t t) { SearchBatch(base, queries, plan, k, t, threads, out); });
+  shoal::base::RunOnThreads(
+      threads, [&](size_t t) { SearchBatch(base, queries, plan, k, t, threads, out); });
   return out;
 }
 

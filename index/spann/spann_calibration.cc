@@ -3,24 +3,15 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <functional>
 #include <random>
-#include <thread>
 
 #include "absl/container/flat_hash_set.h"
+#include "base/run_on_threads.h"
 #include "base/status_macros.h"
 #include "index/topk.h"
 
 namespace shoal::index {
 namespace {
-
-// Runs `work` on max(1, threads) threads, this one among them, and waits for all.
-void RunOnThreads(uint32_t threads, const std::function<void()>& work) {
-  std::vector<std::thread> workers;
-  for (uint32_t t = 1; t < std::max(1u, threads); ++t) workers.emplace_back(work);
-  work();
-  for (auto& w : workers) w.join();
-}
 
 constexpr size_t kK = 10;                 // recall@10, what the table is for
 constexpr size_t kQueryBlock = 16;        // queries scored per pass over the rows
@@ -111,7 +102,7 @@ std::vector<float> TrueKth(const CalibrationInput& in, const std::vector<size_t>
       for (size_t i = b; i < e; ++i) kth[i] = top[i - b].Threshold();
     }
   };
-  RunOnThreads(in.threads, work);
+  base::RunOnThreads(in.threads, [&](size_t) { work(); });
   return kth;
 }
 
@@ -254,7 +245,7 @@ std::vector<std::vector<float>> RestrictedKth(const CalibrationInput& in, const 
       }
     }
   };
-  RunOnThreads(in.threads, work);
+  base::RunOnThreads(in.threads, [&](size_t) { work(); });
   return kth;
 }
 
