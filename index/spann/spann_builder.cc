@@ -5,6 +5,7 @@
 #include <numeric>
 
 #include "absl/strings/str_cat.h"
+#include "base/run_on_threads.h"
 #include "base/status_macros.h"
 #include "index/clustering/centroid_tree.h"
 #include "index/postings/posting_entries.h"
@@ -53,19 +54,34 @@ struct Member {
   bool primary;
 };
 
-// Members of each posting, capped: over-full postings drop their farthest replica entries.
+// Members of each posting, capped: over-full postings drop their farthest replica entries. The
+// replicas are chosen on `threads` threads (each vector's choice is its own), then listed in
+// vector order.
 std::vector<std::vector<Member>> AssignMembers(const CentroidTree& tree, const uint32_t* leaves,
                                                const float* dists, size_t n, size_t m,
-                                               const SpannOptions& o, uint32_t cap) {
+                                               const SpannOptions& o, uint32_t cap,
+                                               uint32_t threads) {
+  // Per vector, the candidate ranks (into its m) of its replicas, primary first; kNoRank after.
+  constexpr uint8_t kNoRank = 0xFF;
+  const size_t replicas = std::min<size_t>(o.replicas, m);
+  std::vector<uint8_t> ranks(n * replicas, kNoRank);
+  const size_t workers = std::clamp<size_t>(n / 4096, 1, std::max(1u, threads));
+  base::RunOnThreads(workers, [&](size_t t) {
+    std::vector<uint32_t> chosen;
+    for (size_t i = n * t / workers; i < n * (t + 1) / workers; ++i) {
+      ChooseReplicas(tree, leaves + i * m, dists + i * m, m, o, &chosen);
+      for (size_t r = 0; r < chosen.size(); ++r) {
+        uint8_t j = 0;
+        while (leaves[i * m + j] != chosen[r]) ++j;
+        ranks[i * replicas + r] = j;
+      }
+    }
+  });
   std::vector<std::vector<Member>> members(tree.num_leaves());
-  std::vector<uint32_t> chosen;
   for (size_t i = 0; i < n; ++i) {
-    ChooseReplicas(tree, leaves + i * m, dists + i * m, m, o, &chosen);
-    for (size_t r = 0; r < chosen.size(); ++r) {
-      // dists are in candidate order; find this leaf's distance.
-      size_t j = 0;
-      while (leaves[i * m + j] != chosen[r]) ++j;
-      members[chosen[r]].push_back({static_cast<uint32_t>(i), dists[i * m + j], r == 0});
+    for (size_t r = 0; r < replicas && ranks[i * replicas + r] != kNoRank; ++r) {
+      const size_t j = i * m + ranks[i * replicas + r];
+      members[leaves[j]].push_back({static_cast<uint32_t>(i), dists[j], r == 0});
     }
   }
   for (auto& list : members) {
@@ -184,7 +200,7 @@ absl::StatusOr<SpannBuildOutput> BuildSpann(const SpannBuildInput& in, const Spa
   const uint32_t cap = o.posting_cap != 0 ? o.posting_cap
                                           : static_cast<uint32_t>(std::max<size_t>(
                                                 16, 4 * (n * o.replicas / 2) / tree.num_leaves()));
-  auto members = AssignMembers(tree, leaves.data(), dists.data(), n, m, o, cap);
+  auto members = AssignMembers(tree, leaves.data(), dists.data(), n, m, o, cap, threads);
   SpannBuildOutput out;
   out.seconds_clustering = Since(t0);
 
