@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <random>
@@ -472,6 +474,36 @@ TEST(SpannBuildTest, ABackendOnADeviceAssignsEachVectorToItsExactNearestLeaves) 
     EXPECT_EQ((*found)[i][0].id, i);
   }
   std::filesystem::remove_all(dir);
+}
+
+// The build's threads share out the clustering and the choice of each vector's replicas: the
+// index written is byte for byte the same whatever their number.
+TEST(SpannBuildTest, TheThreadCountDoesNotChangeTheIndex) {
+  std::mt19937 rng(base::TestSeed());
+  constexpr size_t kRows = 20000;  // several threads' worth of replica choices
+  const std::vector<float> rows = Gaussian(kRows, &rng);
+  const std::vector<uint64_t> ids = Iota(kRows);
+  auto options = ParseSpannSpec("spann:centroid_ratio=0.02");
+  ASSERT_TRUE(options.ok()) << options.status();
+  SpannBuildInput input{ids, rows.data(), kDim, Metric::kL2, kRows, /*generation=*/1};
+  auto read = [](const std::string& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  std::vector<std::string> postings, centroids;
+  for (uint32_t threads : {1u, 4u}) {
+    std::string tmpl = ::testing::TempDir() + "spann_threads_XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl.data()), nullptr);
+    auto backend = MakeCpuClusteringBackend(threads);
+    auto built = BuildSpann(input, *options, tmpl, *backend, threads);
+    ASSERT_TRUE(built.ok()) << built.status();
+    postings.push_back(read(tmpl + "/" + kPostingFileName));
+    centroids.push_back(read(tmpl + "/" + kCentroidFileName));
+    std::filesystem::remove_all(tmpl);
+  }
+  ASSERT_FALSE(postings[0].empty());
+  EXPECT_TRUE(postings[0] == postings[1]) << "postings differ between 1 and 4 threads";
+  EXPECT_TRUE(centroids[0] == centroids[1]) << "centroid trees differ between 1 and 4 threads";
 }
 
 }  // namespace
