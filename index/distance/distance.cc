@@ -1,6 +1,7 @@
 // Run-time dispatch of the distance kernels: the level is chosen once from base::Cpu().
 #include "index/distance/distance.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "base/cpu_features.h"
@@ -70,6 +71,32 @@ void L2SqrRows(const float* a, const float* const* rows, size_t n, float* out, s
 
 float InnerProduct(const float* a, const float* b, size_t dim) {
   return internal::ActiveKernels().inner_product(a, b, dim);
+}
+
+namespace internal {
+
+size_t SelectIdsInWindowScalar(const uint64_t* ids, size_t n, uint64_t first,
+                               const uint64_t* window, size_t words, uint64_t* out) {
+  if (words == 0) return 0;
+  const uint64_t last = words - 1;
+  size_t kept = 0;
+  for (size_t i = 0; i < n; ++i) {       // no branch per id: written always, counted when set
+    const uint64_t at = ids[i] - first;  // wraps past the window's end below first
+    const uint64_t w = at >> 6;
+    out[kept] = ids[i];
+    kept += static_cast<size_t>((w < words) & (window[std::min(w, last)] >> (at & 63)));
+  }
+  return kept;
+}
+
+}  // namespace internal
+
+size_t SelectIdsInWindow(const uint64_t* ids, size_t n, uint64_t first, const uint64_t* window,
+                         size_t words, uint64_t* out) {
+  if (internal::ActiveKernels().level == internal::KernelLevelId::kAvx512) {
+    return internal::SelectIdsInWindowAvx512(ids, n, first, window, words, out);
+  }
+  return internal::SelectIdsInWindowScalar(ids, n, first, window, words, out);
 }
 
 float L2SqrHalf(const float* a, const uint16_t* b, size_t dim) {

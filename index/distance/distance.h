@@ -25,6 +25,12 @@ float L2Sqr(const float* a, const float* b, size_t dim);
 // children), the query's loads shared between rows where the kernel allows.
 void L2SqrRows(const float* a, const float* const* rows, size_t n, float* out, size_t dim);
 float InnerProduct(const float* a, const float* b, size_t dim);
+// Writes to `out`, in order, the ids of ids[0, n) whose bit (id - first) is set in `window`, a
+// bitmap of `words` words over ids [first, first + 64 x words) (ids below or past it: not set),
+// and returns how many; `out` has room for n. Not a distance, but a kernel of the same scans: a
+// tenant's filter lists whole postings' ids through its id window (SpannIndex::TakeMembers).
+size_t SelectIdsInWindow(const uint64_t* ids, size_t n, uint64_t first, const uint64_t* window,
+                         size_t words, uint64_t* out);
 // "smaller is closer": L2Sqr, or -InnerProduct.
 float Distance(Metric metric, const float* a, const float* b, size_t dim);
 

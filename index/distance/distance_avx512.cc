@@ -208,4 +208,26 @@ void ScoreBlockAvx512(const float* qpack, const float* panel, size_t dim, const 
   }
 }
 
+size_t SelectIdsInWindowAvx512(const uint64_t* ids, size_t n, uint64_t first,
+                               const uint64_t* window, size_t words, uint64_t* out) {
+  const __m512i base = _mm512_set1_epi64(static_cast<long long>(first));
+  const __m512i end = _mm512_set1_epi64(static_cast<long long>(words));
+  const __m512i low6 = _mm512_set1_epi64(63), one = _mm512_set1_epi64(1);
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i += 8) {
+    const __mmask8 lanes = n - i >= 8 ? __mmask8{0xff} : static_cast<__mmask8>((1u << (n - i)) - 1);
+    const __m512i id = _mm512_maskz_loadu_epi64(lanes, ids + i);
+    const __m512i at = _mm512_sub_epi64(id, base);  // wraps past the window's end below first
+    const __m512i w = _mm512_srli_epi64(at, 6);
+    const __mmask8 inside = _mm512_mask_cmplt_epu64_mask(lanes, w, end);
+    const __m512i word =
+        _mm512_mask_i64gather_epi64(_mm512_setzero_si512(), inside, w, window, sizeof(uint64_t));
+    const __m512i bit = _mm512_srlv_epi64(word, _mm512_and_si512(at, low6));
+    const __mmask8 set = _mm512_mask_test_epi64_mask(inside, bit, one);
+    _mm512_mask_compressstoreu_epi64(out + kept, set, id);
+    kept += static_cast<size_t>(__builtin_popcount(set));
+  }
+  return kept;
+}
+
 }  // namespace shoal::index::internal

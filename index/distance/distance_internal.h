@@ -36,6 +36,11 @@ float InnerProductAvx2(const float* a, const float* b, size_t dim);
 float L2SqrAvx512(const float* a, const float* b, size_t dim);
 // out[i] = L2SqrAvx512(a, rows[i], dim) for i < n, bit for bit (L2SqrRows).
 void L2SqrRowsAvx512(const float* a, const float* const* rows, size_t n, float* out, size_t dim);
+// SelectIdsInWindow: the plain loop, and eight ids a step (a gather of their words, a compress).
+size_t SelectIdsInWindowScalar(const uint64_t* ids, size_t n, uint64_t first,
+                               const uint64_t* window, size_t words, uint64_t* out);
+size_t SelectIdsInWindowAvx512(const uint64_t* ids, size_t n, uint64_t first,
+                               const uint64_t* window, size_t words, uint64_t* out);
 float InnerProductAvx512(const float* a, const float* b, size_t dim);
 float L2SqrHalfBoundedScalar(const float* a, const uint16_t* b, size_t dim, float bound);
 float L2SqrHalfBoundedAvx2(const float* a, const uint16_t* b, size_t dim, float bound);

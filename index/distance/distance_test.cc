@@ -146,6 +146,44 @@ TEST(DistanceTest, RowsKernelMatchesL2SqrBitForBit) {
   }
 }
 
+// SelectIdsInWindow keeps exactly the ids whose window bit is set, in order, at every kernel
+// level: ids below the window's first id and past its end are dropped (they wrap or exceed it),
+// and every id count around the AVX-512 kernel's step of eight, with duplicates.
+TEST(DistanceTest, SelectIdsInWindowKeepsTheSetIdsInOrder) {
+  std::mt19937_64 rng(Seed());
+  for (size_t words : {size_t{1}, size_t{3}, size_t{40}}) {
+    const uint64_t first = 64 * (rng() % 50);
+    std::vector<uint64_t> window(words);
+    for (uint64_t& w : window) w = rng() & rng();  // about a quarter of the bits set
+    auto set = [&](uint64_t id) {
+      if (id < first || id - first >= 64 * words) return false;
+      return ((window[(id - first) / 64] >> ((id - first) % 64)) & 1) != 0;
+    };
+    for (size_t n = 0; n <= 37; ++n) {
+      std::vector<uint64_t> ids(n), expected;
+      for (uint64_t& id : ids) id = rng() % (first + 64 * words + 200);  // below, in, past
+      if (n > 3) ids[3] = ids[1];
+      for (uint64_t id : ids) {
+        if (set(id)) expected.push_back(id);
+      }
+      for (auto level : {KernelLevelId::kScalar, KernelLevelId::kAvx512}) {
+        if (!internal::LevelSupported(level)) continue;
+        std::vector<uint64_t> out(n + 1, ~uint64_t{0});
+        const size_t kept = level == KernelLevelId::kAvx512
+                                ? internal::SelectIdsInWindowAvx512(
+                                      ids.data(), n, first, window.data(), words, out.data())
+                                : internal::SelectIdsInWindowScalar(
+                                      ids.data(), n, first, window.data(), words, out.data());
+        out.resize(kept);
+        EXPECT_EQ(out, expected) << "words " << words << " n " << n << " seed " << Seed();
+      }
+      std::vector<uint64_t> out(n);
+      out.resize(SelectIdsInWindow(ids.data(), n, first, window.data(), words, out.data()));
+      EXPECT_EQ(out, expected);
+    }
+  }
+}
+
 TEST(DistanceTest, BlockKernelMatchesPlainDotProducts) {
   if (!internal::LevelSupported(KernelLevelId::kAvx512)) GTEST_SKIP() << "no AVX-512";
   using internal::kPanelWidth;
