@@ -251,6 +251,13 @@ void CentroidTree::BuildNavigationCopy() {
     std::copy(centroid(node), centroid(node) + dim_, rows.begin() + size_t{node} * dim_);
   }
   nav_ = NavigationCopy::Build(rows.data(), num_nodes(), dim_);
+  child_radius_.assign(num_nodes(), 0.0f);
+  for (uint32_t node = 0; node < num_nodes(); ++node) {
+    for (uint32_t child : children(node)) {
+      child_radius_[node] =
+          std::max(child_radius_[node], std::sqrt(L2Sqr(centroid(node), centroid(child), dim_)));
+    }
+  }
 }
 
 absl::Status CentroidTree::NearestLeavesBatch(const float* points, size_t n, size_t m, size_t beam,
@@ -280,7 +287,8 @@ size_t CentroidTree::MemoryBytes() const {
   return sizeof(*this) +
          sizeof(uint32_t) * (child_begin_.capacity() + children_.capacity() + slot_.capacity() +
                              leaf_node_.capacity() + point_leaf_.capacity()) +
-         sizeof(float) * (inner_centroids_.capacity() + leaf_centroids_.capacity()) +
+         sizeof(float) *
+             (inner_centroids_.capacity() + leaf_centroids_.capacity() + child_radius_.capacity()) +
          nav_.MemoryBytes();
 }
 

@@ -136,6 +136,9 @@ class CentroidTree {
   friend class CentroidTreeBuilder;
   // Fills nav_ from the float centroids (both constructors' last step).
   void BuildNavigationCopy();
+  // NearestLeaves' float descent for a beam <= 16: appends the leaves met to *out, unsorted.
+  void DescendSmallBeam(const float* q, size_t beam, const PostingScope* scope,
+                        std::vector<std::pair<float, uint32_t>>* out) const;
 
   size_t dim_ = 0;
   std::vector<uint32_t> child_begin_;   // num_nodes + 1 offsets into children_
@@ -146,6 +149,9 @@ class CentroidTree {
   std::vector<float> leaf_centroids_;   // leaves in leaf order x dim
   std::vector<uint32_t> point_leaf_;    // n
   NavigationCopy nav_;                  // rows = node ids
+  // Per node: the float distance (not squared) from its centroid to its farthest child's (leaves:
+  // 0). Derived with nav_, never stored; what lets the small-beam descent pass nodes over.
+  std::vector<float> child_radius_;
 };
 
 }  // namespace shoal::index

@@ -15,36 +15,50 @@ namespace {
 
 constexpr float kInf = std::numeric_limits<float>::infinity();
 
-// Beams up to this size are kept sorted while a level is scored (ScoreAndKeep) on the float
+// Beams up to this size are kept sorted while a level is scored (SortedBeam) on the float
 // path, instead of collected whole and cut by nth_element: cheaper where few of a level's
 // children get in, as at the updater's beam of 8 (docs/PERFORMANCE.md, "Online updates").
 constexpr size_t kSortedBeam = 16;
 
-// Scores `rows` (a descent level's children, offered[i] the node of rows[i]) and sets *next to
-// the `beam` (<= kSortedBeam) smallest (distance, node) pairs, ascending. All distances first,
-// in one call, then the selection: a child not nearer than the beam-th so far costs one
-// comparison. (distance, node) pairs are distinct, so the kept set is the `beam` smallest,
-// whatever the order of the rows.
-void ScoreAndKeep(const float* q, size_t dim, size_t beam, std::span<const float* const> rows,
-                  std::span<const uint32_t> offered, std::vector<float>* scored,
-                  std::vector<std::pair<float, uint32_t>>* next) {
-  scored->resize(rows.size());
-  L2SqrRows(q, rows.data(), rows.size(), scored->data(), dim);
-  std::pair<float, uint32_t> best[kSortedBeam];
-  size_t n = 0;
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const float d = (*scored)[i];
-    const std::pair<float, uint32_t> e{std::isnan(d) ? kInf : d, offered[i]};
-    if (n == beam) {
-      if (!(e < best[n - 1])) continue;
-      --n;
+// The `beam` (<= kSortedBeam) smallest (distance, node) pairs offered, kept sorted as they come:
+// a pair not nearer than the beam-th so far costs one comparison. (distance, node) pairs are
+// distinct, so the kept set is the `beam` smallest, whatever the order they are offered in.
+class SortedBeam {
+ public:
+  explicit SortedBeam(size_t beam) : beam_(beam) {}
+  // The beam-th smallest distance so far (infinity until `beam` are kept).
+  float bound() const { return n_ == beam_ ? best_[n_ - 1].first : kInf; }
+  void Offer(float d, uint32_t node) {
+    const std::pair<float, uint32_t> e{std::isnan(d) ? kInf : d, node};
+    if (n_ == beam_) {
+      if (!(e < best_[n_ - 1])) return;
+      --n_;
     }
-    size_t j = n;
-    for (; j > 0 && e < best[j - 1]; --j) best[j] = best[j - 1];
-    best[j] = e;
-    ++n;
+    size_t j = n_;
+    for (; j > 0 && e < best_[j - 1]; --j) best_[j] = best_[j - 1];
+    best_[j] = e;
+    ++n_;
   }
-  next->assign(best, best + n);
+  void TakeInto(std::vector<std::pair<float, uint32_t>>* next) const {
+    next->assign(best_, best_ + n_);
+  }
+
+ private:
+  size_t beam_;
+  size_t n_ = 0;
+  std::pair<float, uint32_t> best_[kSortedBeam];
+};
+
+// The children of a node `node_dist` (squared) from the query, all within `radius` (float
+// distance, not squared) of it, need not be scored when node_dist > Reach(radius, root_bound): by
+// the triangle inequality each is at least sqrt(node_dist) - radius from the query, and when that
+// is above root_bound (the square root of the beam-th distance so far) none can be among the beam
+// kept. node_dist is taken less 4e-3 of it, so that the floats' rounding (relative errors far
+// below that at any dimension) never leaves out a child the beam would keep. root_bound infinite
+// (the beam not yet full): nothing is left out.
+constexpr float kReachMargin = 1 - 4e-3f;
+float Reach(float radius, float root_bound) {
+  return (radius + root_bound) * (radius + root_bound);
 }
 
 // Keeps the m smallest (distance, id) pairs of *out, ascending. nth_element then a sort of the m:
@@ -113,6 +127,55 @@ void ScoreLevelOnHalves(const NavigationCopy& nav, const NavigationCopy::Query& 
 
 }  // namespace
 
+void CentroidTree::DescendSmallBeam(const float* q, size_t beam, const PostingScope* scope,
+                                    std::vector<std::pair<float, uint32_t>>* out) const {
+  // A level's nodes come nearest first (the beam kept is sorted). Their children are scored in
+  // one call once the beam is full (before that, node by node until it is), and a node whose
+  // children the triangle inequality puts beyond the beam-th distance so far is passed over
+  // (Reach): the same beam is kept as if every child were scored. Per node a comparison, no
+  // square root: where nothing is passed over (data without clusters) the descent costs as much
+  // as scoring every child; where much is (clustered data) less.
+  thread_local std::vector<std::pair<float, uint32_t>> frontier, next;
+  thread_local std::vector<const float*> rows;
+  thread_local std::vector<uint32_t> offered;
+  thread_local std::vector<float> scored;
+  frontier.clear();
+  frontier.emplace_back(0.0f, root());  // the root's own distance only matters for a 1-leaf tree
+  if (is_leaf(root())) frontier[0].first = L2Sqr(q, centroid(root()), dim_);
+  while (!frontier.empty()) {
+    SortedBeam kept(beam);
+    auto score = [&] {
+      scored.resize(rows.size());
+      L2SqrRows(q, rows.data(), rows.size(), scored.data(), dim_);
+      for (size_t i = 0; i < rows.size(); ++i) kept.Offer(scored[i], offered[i]);
+      rows.clear();
+      offered.clear();
+    };
+    float root_bound = kInf;  // sqrt(kept.bound())
+    for (const auto& [dist, node] : frontier) {
+      if (is_leaf(node)) {
+        out->emplace_back(dist, slot_[node]);
+        continue;
+      }
+      if (std::isfinite(dist) && kReachMargin * dist > Reach(child_radius_[node], root_bound)) {
+        continue;
+      }
+      for (uint32_t child : children(node)) {
+        if (scope != nullptr && !scope->AllowsNode(child)) continue;
+        rows.push_back(centroid(child));
+        offered.push_back(child);
+      }
+      if (root_bound == kInf) {
+        score();
+        root_bound = std::sqrt(kept.bound());
+      }
+    }
+    score();
+    kept.TakeInto(&next);
+    frontier.swap(next);
+  }
+}
+
 void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
                                  std::vector<std::pair<float, uint32_t>>* out,
                                  CentroidScoring scoring, const PostingScope* scope) const {
@@ -123,14 +186,15 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
   const bool half = scoring == CentroidScoring::kHalf && !nav_.empty() && beam < num_nodes();
   thread_local NavigationCopy::Query prepared;
   if (half) nav_.Prepare(q, &prepared);
+  // A small beam (the updater's placement: 8; a write's buffer bucket: 2) on floats: the beam
+  // nearest kept as the children are looked at, instead of all of them kept and cut by the next
+  // round's nth_element.
+  if (!half && beam <= kSortedBeam) {
+    DescendSmallBeam(q, beam, scope, out);
+    KeepNearest(m, out);
+    return;
+  }
   thread_local std::vector<std::pair<float, uint32_t>> frontier, next, bounded;
-  // A small beam (the updater's placement: 8) on floats: each level's children are scored in one
-  // call and the beam nearest kept as they are looked at (ScoreAndKeep), instead of all of them
-  // kept and cut by the next round's nth_element.
-  const bool small_beam = !half && beam <= kSortedBeam;
-  thread_local std::vector<const float*> rows;
-  thread_local std::vector<uint32_t> offered;
-  thread_local std::vector<float> scored;
   thread_local LevelKeeper keeper;
   frontier.clear();
   frontier.emplace_back(0.0f, root());  // the root's own distance only matters for a 1-leaf tree
@@ -142,8 +206,6 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
     }
     keeper.Reset(beam, &next);
     bounded.clear();
-    rows.clear();
-    offered.clear();
     for (const auto& [dist, node] : frontier) {
       if (is_leaf(node)) {
         out->emplace_back(dist, slot_[node]);
@@ -151,13 +213,6 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
         for (uint32_t child : children(node)) {
           if (scope != nullptr && !scope->AllowsNode(child)) continue;
           bounded.emplace_back(nav_.LowerBound(prepared, child), child);
-        }
-      } else if (small_beam) {
-        // Scored together with the level's other children, below.
-        for (uint32_t child : children(node)) {
-          if (scope != nullptr && !scope->AllowsNode(child)) continue;
-          rows.push_back(centroid(child));
-          offered.push_back(child);
         }
       } else {
         // Every child goes in; the next round's nth_element keeps the beam nearest (a running
@@ -171,7 +226,6 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
       }
     }
     if (half) ScoreLevelOnHalves(nav_, prepared, beam, bounded, keeper);
-    if (small_beam) ScoreAndKeep(q, dim_, beam, rows, offered, &scored, &next);
     frontier.swap(next);
   }
   KeepNearest(m, out);

@@ -134,6 +134,57 @@ TEST_F(CentroidTreeTest, NearestLeavesWithLargeBeamIsExact) {
   }
 }
 
+// The descent NearestLeaves makes with a beam, each level's children all scored and the `beam`
+// smallest (distance, node) pairs kept: what the small-beam path must return, the nodes it passes
+// over by the triangle inequality notwithstanding.
+std::vector<std::pair<float, uint32_t>> BeamDescent(const CentroidTree& tree, const float* q,
+                                                    size_t m, size_t beam) {
+  std::vector<std::pair<float, uint32_t>> frontier = {{0.0f, tree.root()}}, out;
+  while (!frontier.empty()) {
+    std::vector<std::pair<float, uint32_t>> next;
+    for (const auto& [dist, node] : frontier) {
+      if (tree.is_leaf(node)) {
+        out.emplace_back(dist, tree.leaf_index(node));
+        continue;
+      }
+      for (uint32_t child : tree.children(node)) {
+        next.emplace_back(L2Sqr(q, tree.centroid(child), tree.dim()), child);
+      }
+    }
+    std::sort(next.begin(), next.end());
+    if (next.size() > beam) next.resize(beam);
+    frontier = std::move(next);
+  }
+  std::sort(out.begin(), out.end());
+  if (out.size() > m) out.resize(m);
+  return out;
+}
+
+TEST_F(CentroidTreeTest, SmallBeamDescentKeepsWhatScoringEveryChildKeeps) {
+  std::mt19937 rng(Seed());
+  // Queries from the clusters (where whole nodes are passed over), between them and far away.
+  std::vector<float> q = Mixture(300, kD, 40, rng);
+  std::normal_distribution<float> wide(0, 20);
+  for (size_t i = 0; i < 100; ++i) {
+    for (size_t j = 0; j < kD; ++j) q.push_back(wide(rng));
+  }
+  const size_t nq = q.size() / kD;
+  for (auto [leaves, branching] :
+       {std::pair<size_t, uint32_t>{500, 32}, {2000, 16}, {300, 8}, {64, 4}}) {
+    const CentroidTree tree = Build(leaves, branching);
+    std::vector<std::pair<float, uint32_t>> got;
+    for (size_t beam : {1, 2, 4, 8, 16}) {
+      for (size_t i = 0; i < nq; ++i) {
+        const size_t m = std::min<size_t>(beam, 8);
+        tree.NearestLeaves(&q[i * kD], m, beam, &got);
+        ASSERT_EQ(got, BeamDescent(tree, &q[i * kD], m, beam))
+            << "leaves " << leaves << " branching " << branching << " beam " << beam << " query "
+            << i;
+      }
+    }
+  }
+}
+
 TEST_F(CentroidTreeTest, DeterministicAcrossThreadCounts) {
   TreeOptions options;
   options.num_leaves = 200;

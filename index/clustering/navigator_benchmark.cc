@@ -122,7 +122,7 @@ void CopyBuild(benchmark::State& state) {
 }
 BENCHMARK(CopyBuild)->Unit(benchmark::kMillisecond);
 
-BENCHMARK_CAPTURE(Navigate, float, CentroidScoring::kFloat)->Arg(8)->Arg(16)->Arg(32);
+BENCHMARK_CAPTURE(Navigate, float, CentroidScoring::kFloat)->Arg(2)->Arg(8)->Arg(16)->Arg(32);
 BENCHMARK_CAPTURE(Navigate, half, CentroidScoring::kHalf)->Arg(8)->Arg(16)->Arg(32);
 BENCHMARK_CAPTURE(Scan, half, CentroidScoring::kHalf)->Arg(8)->Arg(64);
 
