@@ -16,7 +16,7 @@ WriteBuffer::WriteBuffer(size_t dimension, index::Metric metric)
     : dimension_(dimension), metric_(metric), flat_(dimension, metric) {}
 
 uint32_t WriteBuffer::LeafOf(const index::SpannIndex& spann, const float* v) {
-  std::vector<std::pair<float, uint32_t>> nearest;
+  thread_local std::vector<std::pair<float, uint32_t>> nearest;  // no allocation per write
   spann.tree().NearestLeaves(v, 1, kBucketBeam, &nearest);
   return nearest.empty() ? 0 : nearest[0].second;
 }

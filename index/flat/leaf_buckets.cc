@@ -19,9 +19,12 @@ size_t LeafBuckets::MemoryBytes() const {
 }
 
 void LeafBuckets::Add(uint64_t id, const float* vector, uint32_t leaf) {
-  Remove(id);
   Bucket& b = buckets_[leaf];
-  where_.Insert(id, {leaf, static_cast<uint32_t>(b.ids.size())});
+  // One lookup for a new id (a write's, nearly always): a present one is moved.
+  if (!where_.Insert(id, {leaf, static_cast<uint32_t>(b.ids.size())})) {
+    Remove(id);
+    where_.Insert(id, {leaf, static_cast<uint32_t>(b.ids.size())});
+  }
   b.ids.push_back(id);
   b.vectors.insert(b.vectors.end(), vector, vector + dimension_);
   nonempty_.Set(leaf);
