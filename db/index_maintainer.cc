@@ -166,6 +166,7 @@ void IndexMaintainer::EndWorkClaim() {
 void IndexMaintainer::Reset() {
   dead_.Clear();
   handoff_.Clear();
+  std::vector<float>().swap(step_vectors_);
 }
 
 bool IndexMaintainer::SweepDue() const {
@@ -188,6 +189,12 @@ void IndexMaintainer::WorkerLoop() {
         handoff_.AwaitRound(options_.index_update_batch, kIdleWait, kGroupWait);
     if (round.closing) return;
     if (!round.writes && round.flush == 0) {
+      // Idle for kIdleWait: the drain steps' buffer goes back until writes come again (not if a
+      // claim holds work_mu_: an idle round never waits for one; the next idle round will do).
+      if (work_mu_.TryLock()) {
+        std::vector<float>().swap(step_vectors_);
+        work_mu_.Unlock();
+      }
       // Deletes alone queue nothing: their tombstones are looked at once a second.
       absl::ReaderMutexLock lock(&state_->mu);
       if (!SweepDue()) continue;
@@ -302,13 +309,14 @@ absl::Status IndexMaintainer::DrainStep(bool* done) {
   *done = step.batches.empty();
   if (*done) return absl::OkStatus();
   std::vector<uint64_t> ids;
-  std::vector<float> vectors;
+  std::vector<float>& vectors = step_vectors_;
   size_t n = 0, floats = 0;
   for (const auto& b : step.batches) {
     n += b->ids.size();
     floats += b->vectors.size();
   }
   ids.reserve(n);  // a step of 16k vectors: one copy of them, not one per doubling
+  vectors.clear();
   vectors.reserve(floats);
   for (const auto& b : step.batches) {
     ids.insert(ids.end(), b->ids.begin(), b->ids.end());

@@ -168,6 +168,10 @@ class IndexMaintainer {
   // sweeps drop from postings, read without holding the search lock. A bitmap, as the state's:
   // every entry of every posting a drain step loads is looked up.
   base::PagedIdSet dead_ ABSL_GUARDED_BY(work_mu_);
+  // A drain step's vectors, gathered from its batches: kept from step to step while writes come
+  // (each fresh allocation of up to a step's vectors, megabytes, was first touched page by page
+  // again), given back when the maintenance thread has seen no write for kIdleWait.
+  std::vector<float> step_vectors_ ABSL_GUARDED_BY(work_mu_);
   RetryBackoff backoff_;  // the maintenance thread's
   std::thread worker_;    // started by Start, joined by the destructor
   // worker_'s CPU-time clock, once worker_clock_set_ (both set by Start).

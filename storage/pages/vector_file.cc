@@ -177,7 +177,7 @@ absl::StatusOr<uint8_t*> VectorFile::DirtyPage(uint64_t page, uint64_t owner, ui
                                                bool load) {
   auto it = dirty_.find(page);
   if (it != dirty_.end()) return it->second.bytes.get();
-  auto buf = std::make_unique<uint8_t[]>(kPageSize);
+  auto buf = std::make_unique_for_overwrite<uint8_t[]>(kPageSize);  // zeroed once, here
   std::memset(buf.get(), 0, kPageSize);
   if (load && page < file_pages_.load(std::memory_order_relaxed)) {
     SHOAL_ASSIGN_OR_RETURN(size_t n, file_->Read(page * kPageSize, {buf.get(), kPageSize}));
