@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <numeric>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "base/run_on_threads.h"
@@ -55,8 +56,8 @@ struct Member {
 };
 
 // Members of each posting, capped: over-full postings drop their farthest replica entries. The
-// replicas are chosen on `threads` threads (each vector's choice is its own), then listed in
-// vector order.
+// replicas are chosen on `threads` threads (0: one per core; each vector's choice is its own),
+// then listed in vector order.
 std::vector<std::vector<Member>> AssignMembers(const CentroidTree& tree, const uint32_t* leaves,
                                                const float* dists, size_t n, size_t m,
                                                const SpannOptions& o, uint32_t cap,
@@ -65,7 +66,8 @@ std::vector<std::vector<Member>> AssignMembers(const CentroidTree& tree, const u
   constexpr uint8_t kNoRank = 0xFF;
   const size_t replicas = std::min<size_t>(o.replicas, m);
   std::vector<uint8_t> ranks(n * replicas, kNoRank);
-  const size_t workers = std::clamp<size_t>(n / 4096, 1, std::max(1u, threads));
+  const uint32_t cores = threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency());
+  const size_t workers = std::clamp<size_t>(n / 4096, 1, cores);
   base::RunOnThreads(workers, [&](size_t t) {
     std::vector<uint32_t> chosen;
     for (size_t i = n * t / workers; i < n * (t + 1) / workers; ++i) {
