@@ -51,6 +51,8 @@ using TenantId = uint32_t;
 inline constexpr TenantId kNoTenant = 0;  // a record no tenant owns
 
 class AccessTable {
+  struct TenantIds;  // a tenant's id sets (below)
+
  public:
   using IdSet = CompactIdSet;
 
@@ -92,28 +94,25 @@ class AccessTable {
 
   // ---- Queries ----
   // May tenant `t` see `id`? (It owns it or was granted it.) kNoTenant sees nothing here.
-  bool Visible(TenantId t, uint64_t id) const {
-    const auto it = tenants_.find(t);
-    if (it == tenants_.end()) return false;
-    const TenantIds& ids = by_handle_[it->second];
-    return ids.granted.contains(id) || (ids.owned != nullptr && ids.owned->ids.contains(id));
-  }
+  bool Visible(TenantId t, uint64_t id) const { return ViewOf(t).Visible(id); }
   // Visible for one tenant with its id sets looked up once (Visible finds them by a hash of the
   // tenant at each call): for checking many ids of one reader. Valid until the table changes.
   class View {
    public:
     bool Visible(uint64_t id) const {
-      return (granted_ != nullptr && granted_->contains(id)) ||
-             (owned_ != nullptr && owned_->contains(id));
+      return ids_ != nullptr && (ids_->granted.contains(id) ||
+                                 (ids_->owned != nullptr && ids_->owned->ids.contains(id)));
     }
 
    private:
     friend class AccessTable;
-    View(const IdSet* owned, const IdSet* granted) : owned_(owned), granted_(granted) {}
-    const IdSet* owned_;
-    const IdSet* granted_;
+    explicit View(const TenantIds* ids) : ids_(ids) {}
+    const TenantIds* ids_;  // null: a tenant the table does not know
   };
-  View ViewOf(TenantId t) const { return View(Owned(t), Granted(t)); }
+  View ViewOf(TenantId t) const {
+    const auto it = tenants_.find(t);
+    return View(it == tenants_.end() ? nullptr : &by_handle_[it->second]);
+  }
   size_t OwnedCount(TenantId t) const;
   size_t VisibleCount(TenantId t) const;
   uint64_t OwnedBytes(TenantId t) const;
