@@ -5,8 +5,8 @@
 // and the shift keeps ||c||^2 - 2<x,c> from cancelling catastrophically on data with a large
 // offset, e.g. uint8 pixels), packed into 48-wide panels, and scored 8 points x 48 centroids at a
 // time by ScoreBlockAvx512 (the FlatIndex kernel) with bias ||c||^2 + bias[c] and scale -2. The
-// kernel's mask says which scores beat each point's current m+2-th best, so the running top
-// list is touched only for the few candidates that can enter it. Centroid tiles of ~1 MiB stay
+// kernel's mask says which scores beat each point's current m+2-th best, and of those only the
+// panel's best m+2 touch the running top list. Centroid tiles of ~1 MiB stay
 // in L2 while every point block of a thread's chunk streams past them. The m+2 candidates are
 // then re-scored with the exact L2 kernel and the best m (by exact distance + bias) reported,
 // so reported distances are exact and near-ties are ranked on exact values.
@@ -189,7 +189,10 @@ void BlockedChunk(const Problem& p, const PackedCentroids& pc, size_t begin, siz
         internal::ScoreBlockAvx512(qb, &pc.panels[panel * p.d * kPanelWidth], p.d,
                                    &pc.lane_bias[first], -2.0f, thresholds, scores, masks);
         for (size_t q = 0; q < kQueryBlock; ++q) {
-          uint64_t mask = masks[q] & valid;
+          // Only the panel's best `keep` can enter the list: with few centroids (a tree node's
+          // k-means) most lanes beat the first panel's infinite threshold.
+          uint64_t mask =
+              internal::BestLanesAvx512(&scores[q * kPanelWidth], masks[q] & valid, keep);
           if (mask == 0) continue;
           const size_t slot = (b * kQueryBlock + q) * keep;
           TopList top{&score[slot], &ids[slot], keep};

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 
 #include "base/cpu_features.h"
 #include "index/distance/distance_internal.h"
@@ -89,7 +90,32 @@ size_t SelectIdsInWindowScalar(const uint64_t* ids, size_t n, uint64_t first,
   return kept;
 }
 
+// NaN and Inf have every exponent bit set: a block passes when its largest magnitude's bits are
+// below that. Branch-free per block, so the compiler vectorises it.
+bool AllFiniteScalar(const float* values, size_t n) {
+  constexpr size_t kBlock = 256;
+  constexpr uint32_t kExponent = 0x7f800000u, kMagnitude = 0x7fffffffu;
+  for (size_t start = 0; start < n; start += kBlock) {
+    const size_t count = std::min(kBlock, n - start);
+    uint32_t largest = 0;
+    for (size_t j = 0; j < count; ++j) {
+      uint32_t bits;
+      std::memcpy(&bits, &values[start + j], sizeof(bits));
+      largest = std::max(largest, bits & kMagnitude);
+    }
+    if (largest >= kExponent) return false;
+  }
+  return true;
+}
+
 }  // namespace internal
+
+bool AllFinite(const float* values, size_t n) {
+  if (internal::ActiveKernels().level == internal::KernelLevelId::kAvx512) {
+    return internal::AllFiniteAvx512(values, n);
+  }
+  return internal::AllFiniteScalar(values, n);
+}
 
 size_t SelectIdsInWindow(const uint64_t* ids, size_t n, uint64_t first, const uint64_t* window,
                          size_t words, uint64_t* out) {

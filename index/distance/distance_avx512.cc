@@ -208,6 +208,50 @@ void ScoreBlockAvx512(const float* qpack, const float* panel, size_t dim, const 
   }
 }
 
+// The bits shifted left by one drop the sign: NaN and Inf are those at or above 0xff000000.
+bool AllFiniteAvx512(const float* values, size_t n) {
+  auto bits = [](__m512i v) { return _mm512_slli_epi32(v, 1); };
+  __m512i largest = _mm512_setzero_si512();
+  size_t i = 0;
+  for (; i + 64 <= n; i += 64) {
+    const __m512i a = _mm512_max_epu32(bits(_mm512_loadu_si512(values + i)),
+                                       bits(_mm512_loadu_si512(values + i + 16)));
+    const __m512i b = _mm512_max_epu32(bits(_mm512_loadu_si512(values + i + 32)),
+                                       bits(_mm512_loadu_si512(values + i + 48)));
+    largest = _mm512_max_epu32(largest, _mm512_max_epu32(a, b));
+  }
+  for (; i < n; i += 16) {
+    const __mmask16 m = n - i >= 16 ? __mmask16{0xFFFF} : TailMask(n - i);
+    largest = _mm512_max_epu32(largest, bits(_mm512_maskz_loadu_epi32(m, values + i)));
+  }
+  return _mm512_reduce_max_epu32(largest) < 0xff000000u;
+}
+
+// One pass per kept lane: the least score of the lanes left, its lowest lane, taken out.
+uint64_t BestLanesAvx512(const float* scores, uint64_t mask, size_t keep) {
+  static_assert(kPanelWidth == 48);
+  if (static_cast<size_t>(__builtin_popcountll(mask)) <= keep) return mask;
+  const __m512 inf = _mm512_set1_ps(__builtin_inff());
+  __m512 v0 = _mm512_mask_loadu_ps(inf, static_cast<__mmask16>(mask), scores);
+  __m512 v1 = _mm512_mask_loadu_ps(inf, static_cast<__mmask16>(mask >> 16), scores + 16);
+  __m512 v2 = _mm512_mask_loadu_ps(inf, static_cast<__mmask16>(mask >> 32), scores + 32);
+  uint64_t best = 0;
+  for (size_t i = 0; i < keep; ++i) {
+    const __m512 least =
+        _mm512_set1_ps(_mm512_reduce_min_ps(_mm512_min_ps(_mm512_min_ps(v0, v1), v2)));
+    const uint64_t at = (uint64_t{_mm512_cmp_ps_mask(v0, least, _CMP_EQ_OQ)} |
+                         uint64_t{_mm512_cmp_ps_mask(v1, least, _CMP_EQ_OQ)} << 16 |
+                         uint64_t{_mm512_cmp_ps_mask(v2, least, _CMP_EQ_OQ)} << 32) &
+                        mask & ~best;
+    const uint64_t lane = at & (~at + 1);  // the lowest
+    best |= lane;
+    v0 = _mm512_mask_mov_ps(v0, static_cast<__mmask16>(lane), inf);
+    v1 = _mm512_mask_mov_ps(v1, static_cast<__mmask16>(lane >> 16), inf);
+    v2 = _mm512_mask_mov_ps(v2, static_cast<__mmask16>(lane >> 32), inf);
+  }
+  return best;
+}
+
 size_t SelectIdsInWindowAvx512(const uint64_t* ids, size_t n, uint64_t first,
                                const uint64_t* window, size_t words, uint64_t* out) {
   const __m512i base = _mm512_set1_epi64(static_cast<long long>(first));

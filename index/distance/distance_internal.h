@@ -41,6 +41,9 @@ size_t SelectIdsInWindowScalar(const uint64_t* ids, size_t n, uint64_t first,
                                const uint64_t* window, size_t words, uint64_t* out);
 size_t SelectIdsInWindowAvx512(const uint64_t* ids, size_t n, uint64_t first,
                                const uint64_t* window, size_t words, uint64_t* out);
+// AllFinite: the largest magnitude's bits against the exponent's, a block at a time.
+bool AllFiniteScalar(const float* values, size_t n);
+bool AllFiniteAvx512(const float* values, size_t n);
 float InnerProductAvx512(const float* a, const float* b, size_t dim);
 float L2SqrHalfBoundedScalar(const float* a, const uint16_t* b, size_t dim, float bound);
 float L2SqrHalfBoundedAvx2(const float* a, const uint16_t* b, size_t dim, float bound);
@@ -76,6 +79,12 @@ void PackPanelAvx512(const float* base, size_t rows, size_t dim, float* panel);
 // caller visits only the few candidates instead of scanning every score.
 void ScoreBlockAvx512(const float* qpack, const float* panel, size_t dim, const float* bias,
                       float scale, const float* thresholds, float* scores, uint64_t* masks);
+
+// The `keep` lanes of `mask` (bits < kPanelWidth) whose scores[lane] are least, ties to the
+// lower lane: the whole mask when it has at most `keep` bits. For a caller keeping a running
+// best-`keep` list over panels, no other lane of the panel can enter that list. No NaN may be
+// in the mask (ScoreBlockAvx512 never sets a bit for one).
+uint64_t BestLanesAvx512(const float* scores, uint64_t mask, size_t keep);
 
 }  // namespace shoal::index::internal
 

@@ -1,9 +1,11 @@
 #include "index/distance/distance.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -12,6 +14,7 @@
 #include "base/test_seed.h"
 #include "gtest/gtest.h"
 #include "index/distance/distance_internal.h"
+#include "index/distance/finite_check.h"
 
 namespace shoal::index {
 namespace {
@@ -224,6 +227,84 @@ uint32_t Bits(float x) {
   uint32_t b;
   std::memcpy(&b, &x, 4);
   return b;
+}
+
+// BestLanesAvx512 keeps the `keep` least scores of the mask, ties to the lower lane, and the
+// whole mask when it has no more bits than that (what a sort of the masked lanes keeps).
+TEST(DistanceTest, BestLanesKeepsTheLeastScoresTiesToTheLowerLane) {
+  if (!internal::LevelSupported(KernelLevelId::kAvx512)) GTEST_SKIP() << "no AVX-512";
+  using internal::kPanelWidth;
+  std::mt19937_64 rng(Seed());
+  for (int trial = 0; trial < 2000; ++trial) {
+    std::vector<float> scores(kPanelWidth);
+    // Few distinct values, so ties are common; an infinite score now and then.
+    for (float& v : scores) v = static_cast<float>(rng() % 12) - 4.0f;
+    if (trial % 7 == 0) scores[rng() % kPanelWidth] = __builtin_inff();
+    const uint64_t mask = rng() & rng() & ((uint64_t{1} << kPanelWidth) - 1);
+    const size_t keep = 1 + rng() % 12;
+    std::vector<size_t> lanes;
+    for (size_t j = 0; j < kPanelWidth; ++j) {
+      if ((mask >> j) & 1) lanes.push_back(j);
+    }
+    std::stable_sort(lanes.begin(), lanes.end(),
+                     [&](size_t a, size_t b) { return scores[a] < scores[b]; });
+    uint64_t expected = 0;
+    for (size_t i = 0; i < std::min(keep, lanes.size()); ++i) expected |= uint64_t{1} << lanes[i];
+    EXPECT_EQ(internal::BestLanesAvx512(scores.data(), mask, keep), expected)
+        << "trial " << trial << " keep " << keep << " seed " << Seed();
+  }
+}
+
+// AllFinite at every kernel level and length: one NaN or infinity anywhere (among negative
+// values too: the sign bit must not hide it) is seen; the largest finite values are not.
+TEST(DistanceTest, AllFiniteSeesEveryNanAndInfinityAtEveryLevel) {
+  const float bads[] = {
+      std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::quiet_NaN(),
+      std::numeric_limits<float>::infinity(), -std::numeric_limits<float>::infinity()};
+  for (size_t n : {size_t{0}, size_t{1}, size_t{15}, size_t{16}, size_t{63}, size_t{64}, size_t{65},
+                   size_t{255}, size_t{256}, size_t{300}}) {
+    std::vector<float> v(n, -1.0f);
+    if (n > 2) v[n / 2] = -std::numeric_limits<float>::max();
+    if (n > 3) v[n / 3] = std::numeric_limits<float>::max();
+    for (auto level : {KernelLevelId::kScalar, KernelLevelId::kAvx512}) {
+      if (!internal::LevelSupported(level)) continue;
+      auto all_finite =
+          level == KernelLevelId::kAvx512 ? internal::AllFiniteAvx512 : internal::AllFiniteScalar;
+      EXPECT_TRUE(all_finite(v.data(), n)) << "n " << n;
+      for (size_t at = 0; at < n; at += 1 + at / 4) {
+        for (float bad : bads) {
+          std::vector<float> w = v;
+          w[at] = bad;
+          EXPECT_FALSE(all_finite(w.data(), n)) << "n " << n << " at " << at << " " << bad;
+        }
+      }
+    }
+    EXPECT_TRUE(AllFinite(v.data(), n));
+  }
+}
+
+// CheckFiniteRows names the first NaN or infinity wherever it lies: in a full block of the
+// vectorised pass or in the tail, with a finite value as large as a float holds passing.
+TEST(DistanceTest, CheckFiniteRowsNamesTheFirstBadValue) {
+  const size_t rows = 100, width = 7;  // 700 values: two blocks of 256 and a tail
+  std::vector<float> v(rows * width, 1.0f);
+  v[3] = std::numeric_limits<float>::max();
+  v[4] = -std::numeric_limits<float>::max();
+  v[5] = std::numeric_limits<float>::denorm_min();
+  EXPECT_TRUE(CheckFiniteRows(v.data(), rows, width, "points").ok());
+  for (size_t at : {size_t{0}, size_t{255}, size_t{256}, size_t{300}, size_t{699}}) {
+    for (float bad :
+         {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity(),
+          std::numeric_limits<float>::infinity()}) {
+      std::vector<float> w = v;
+      w[at] = bad;
+      if (at + 1 < w.size()) w[at + 1] = std::numeric_limits<float>::quiet_NaN();  // a later one
+      const absl::Status s = CheckFiniteRows(w.data(), rows, width, "points");
+      EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+      EXPECT_NE(s.message().find(absl::StrCat("points[", at / width, "]")), std::string::npos) << s;
+      EXPECT_NE(s.message().find(absl::StrCat("column ", at % width)), std::string::npos) << s;
+    }
+  }
 }
 
 TEST(DistanceTest, PortableHalfConversionsMatchF16cBitForBit) {

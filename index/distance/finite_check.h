@@ -1,6 +1,6 @@
 // CheckFiniteRows: InvalidArgument naming the first row of a rows x width float matrix that holds
-// NaN or Inf ("points[12]: holds nan at column 3"). Header-only so that the CPU k-means
-// (shoal_index) and the CUDA backend (shoal_index_gpu, which shoal_index links) share it.
+// NaN or Inf ("points[12]: holds nan at column 3"). For the CPU k-means and the CUDA backend
+// (index/clustering/gpu), which both link shoal_index_distance.
 #ifndef SHOAL_INDEX_DISTANCE_FINITE_CHECK_H_
 #define SHOAL_INDEX_DISTANCE_FINITE_CHECK_H_
 
@@ -9,11 +9,14 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "index/distance/distance.h"
 
 namespace shoal::index {
 
 inline absl::Status CheckFiniteRows(const float* values, size_t rows, size_t width,
                                     const char* what) {
+  // The kernel says whether all are finite; the plain loop names the first that is not.
+  if (AllFinite(values, rows * width)) return absl::OkStatus();
   for (size_t i = 0; i < rows * width; ++i) {
     if (!std::isfinite(values[i])) {
       return absl::InvalidArgumentError(
