@@ -162,11 +162,11 @@ void BlockedChunk(const Problem& p, const PackedCentroids& pc, size_t begin, siz
                   std::vector<uint32_t>& ids) {
   const size_t count = end - begin, keep = std::min(p.k, p.m + kRerankExtra);
   const size_t blocks = (count + kQueryBlock - 1) / kQueryBlock;
-  qpack.assign(blocks * p.d * kQueryBlock, 0.0f);
-  for (size_t i = 0; i < count; ++i) {
-    const float* x = p.points + (begin + i) * p.d;
-    float* dst = &qpack[(i / kQueryBlock) * p.d * kQueryBlock + i % kQueryBlock];
-    for (size_t j = 0; j < p.d; ++j) dst[j * kQueryBlock] = x[j] - pc.shift[j];
+  qpack.resize(blocks * p.d * kQueryBlock);
+  for (size_t b = 0; b < blocks; ++b) {
+    internal::PackQueryBlockAvx512(p.points + (begin + b * kQueryBlock) * p.d,
+                                   std::min(kQueryBlock, count - b * kQueryBlock), p.d,
+                                   pc.shift.data(), &qpack[b * p.d * kQueryBlock]);
   }
   score.assign(blocks * kQueryBlock * keep, kInf);
   ids.assign(blocks * kQueryBlock * keep, kNone);

@@ -163,6 +163,33 @@ void PackPanelAvx512(const float* base, size_t rows, size_t dim, float* panel) {
   }
 }
 
+// A gather per two dimensions: lanes 0-7 read dimension d of the eight rows, lanes 8-15 d + 1,
+// which are the block's next 16 floats.
+void PackQueryBlockAvx512(const float* points, size_t rows, size_t dim, const float* shift,
+                          float* qpack) {
+  static_assert(kQueryBlock == 8);
+  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i offsets =
+      _mm512_add_epi32(_mm512_mullo_epi32(_mm512_and_si512(lane, _mm512_set1_epi32(7)),
+                                          _mm512_set1_epi32(static_cast<int>(dim))),
+                       _mm512_srli_epi32(lane, 3));
+  const auto live_rows = static_cast<__mmask16>((1u << rows) - 1);
+  const __mmask16 live = static_cast<__mmask16>(live_rows | live_rows << 8);
+  for (size_t d = 0; d < dim; d += 2) {
+    const bool last = d + 1 == dim;
+    const __mmask16 m = last ? static_cast<__mmask16>(live & 0xFF) : live;
+    const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, offsets, points + d, 4);
+    const __m512 s = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(shift[d]),
+                                          _mm512_set1_ps(shift[last ? d : d + 1]));
+    const __m512 r = _mm512_maskz_sub_ps(m, v, s);
+    if (last) {
+      _mm512_mask_storeu_ps(qpack + d * kQueryBlock, 0xFF, r);
+    } else {
+      _mm512_storeu_ps(qpack + d * kQueryBlock, r);
+    }
+  }
+}
+
 // Register blocking: 8 queries x 48 base vectors = 24 accumulators, plus 3 panel registers and
 // one broadcast. Per dimension: 3 panel loads + 8 broadcasts feed 24 FMAs, so the loop is bound
 // by FMA throughput rather than loads (the plain kernel does 2 loads per FMA).
@@ -233,6 +260,17 @@ uint64_t BestLanesAvx512(const float* scores, uint64_t mask, size_t keep) {
   if (static_cast<size_t>(__builtin_popcountll(mask)) <= keep) return mask;
   const __m512 inf = _mm512_set1_ps(__builtin_inff());
   __m512 v0 = _mm512_mask_loadu_ps(inf, static_cast<__mmask16>(mask), scores);
+  if (mask >> 16 == 0) {  // one register, as for a tree node's k-means (k <= 16)
+    auto left = static_cast<__mmask16>(mask);
+    for (size_t i = 0; i < keep; ++i) {
+      const __m512 least = _mm512_set1_ps(_mm512_reduce_min_ps(v0));
+      const auto at = static_cast<__mmask16>(_mm512_cmp_ps_mask(v0, least, _CMP_EQ_OQ) & left);
+      const auto lane = static_cast<__mmask16>(at & (~at + 1));  // the lowest
+      left = static_cast<__mmask16>(left & ~lane);
+      v0 = _mm512_mask_mov_ps(v0, lane, inf);
+    }
+    return mask & ~uint64_t{left};
+  }
   __m512 v1 = _mm512_mask_loadu_ps(inf, static_cast<__mmask16>(mask >> 16), scores + 16);
   __m512 v2 = _mm512_mask_loadu_ps(inf, static_cast<__mmask16>(mask >> 32), scores + 32);
   uint64_t best = 0;

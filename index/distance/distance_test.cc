@@ -187,6 +187,32 @@ TEST(DistanceTest, SelectIdsInWindowKeepsTheSetIdsInOrder) {
   }
 }
 
+// PackQueryBlockAvx512 writes point q's dimension d less shift[d] at d * kQueryBlock + q, zero
+// for the rows past `rows`, and nothing past the block (odd dimensions end on a half store).
+TEST(DistanceTest, QueryBlockPackingTransposesAndShifts) {
+  if (!internal::LevelSupported(KernelLevelId::kAvx512)) GTEST_SKIP() << "no AVX-512";
+  using internal::kQueryBlock;
+  std::mt19937 rng(Seed());
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (size_t dim : {1, 2, 7, 16, 33, 128}) {
+    for (size_t rows = 1; rows <= kQueryBlock; ++rows) {
+      std::vector<float> points(rows * dim), shift(dim);
+      for (auto& v : points) v = uniform(rng);
+      for (auto& v : shift) v = uniform(rng);
+      std::vector<float> qpack(dim * kQueryBlock + 1, -7.0f);
+      internal::PackQueryBlockAvx512(points.data(), rows, dim, shift.data(), qpack.data());
+      for (size_t d = 0; d < dim; ++d) {
+        for (size_t q = 0; q < kQueryBlock; ++q) {
+          const float expected = q < rows ? points[q * dim + d] - shift[d] : 0.0f;
+          EXPECT_EQ(qpack[d * kQueryBlock + q], expected)
+              << "dim " << dim << " rows " << rows << " d " << d << " q " << q;
+        }
+      }
+      EXPECT_EQ(qpack[dim * kQueryBlock], -7.0f) << "wrote past the block: dim " << dim;
+    }
+  }
+}
+
 TEST(DistanceTest, BlockKernelMatchesPlainDotProducts) {
   if (!internal::LevelSupported(KernelLevelId::kAvx512)) GTEST_SKIP() << "no AVX-512";
   using internal::kPanelWidth;
@@ -240,9 +266,11 @@ TEST(DistanceTest, BestLanesKeepsTheLeastScoresTiesToTheLowerLane) {
     // Few distinct values, so ties are common; an infinite score now and then.
     for (float& v : scores) v = static_cast<float>(rng() % 12) - 4.0f;
     if (trial % 7 == 0) scores[rng() % kPanelWidth] = __builtin_inff();
-    const uint64_t mask = rng() & rng() & ((uint64_t{1} << kPanelWidth) - 1);
+    // Half the masks within the first 16 lanes (the kernel's one-register path).
+    const uint64_t lanes_used = trial % 2 == 0 ? 0xFFFF : (uint64_t{1} << kPanelWidth) - 1;
+    const uint64_t mask = (trial % 4 < 2 ? rng() & rng() : rng()) & lanes_used;
     const size_t keep = 1 + rng() % 12;
-    std::vector<size_t> lanes;
+    std::vector<size_t> lanes;  // the masked lanes by score, ties by lane
     for (size_t j = 0; j < kPanelWidth; ++j) {
       if ((mask >> j) & 1) lanes.push_back(j);
     }
