@@ -187,7 +187,7 @@ void BlockedChunk(const Problem& p, const PackedCentroids& pc, size_t begin, siz
         const size_t lanes = std::min(kPanelWidth, p.k - first);
         const uint64_t valid = (uint64_t{1} << lanes) - 1;
         internal::ScoreBlockAvx512(qb, &pc.panels[panel * p.d * kPanelWidth], p.d,
-                                   &pc.lane_bias[first], -2.0f, thresholds, scores, masks);
+                                   &pc.lane_bias[first], -2.0f, thresholds, scores, masks, lanes);
         for (size_t q = 0; q < kQueryBlock; ++q) {
           // Only the panel's best `keep` can enter the list: with few centroids (a tree node's
           // k-means) most lanes beat the first panel's infinite threshold.

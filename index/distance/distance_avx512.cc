@@ -190,48 +190,58 @@ void PackQueryBlockAvx512(const float* points, size_t rows, size_t dim, const fl
   }
 }
 
-// Register blocking: 8 queries x 48 base vectors = 24 accumulators, plus 3 panel registers and
-// one broadcast. Per dimension: 3 panel loads + 8 broadcasts feed 24 FMAs, so the loop is bound
-// by FMA throughput rather than loads (the plain kernel does 2 loads per FMA).
-void ScoreBlockAvx512(const float* qpack, const float* panel, size_t dim, const float* bias,
-                      float scale, const float* thresholds, float* scores, uint64_t* masks) {
-  static_assert(kQueryBlock == 8 && kPanelWidth == 48);
-  __m512 acc[8][3];
+// Register blocking: 8 queries x 16R base vectors = 8R accumulators (24 at R = 3), plus R panel
+// registers and one broadcast. Per dimension: R panel loads + 8 broadcasts feed 8R FMAs, so at
+// R = 3 the loop is bound by FMA throughput rather than loads (the plain kernel does 2 loads per
+// FMA). A panel with few live lanes (a tree node's k-means) takes R = 1 or 2.
+template <int R>
+void ScoreBlockLanes(const float* qpack, const float* panel, size_t dim, const float* bias,
+                     float scale, const float* thresholds, float* scores, uint64_t* masks) {
+  static_assert(kQueryBlock == 8 && kPanelWidth == 48 && R >= 1 && R <= 3);
+  __m512 acc[8][R];
 #pragma GCC unroll 8
   for (int q = 0; q < 8; ++q) {
-    acc[q][0] = acc[q][1] = acc[q][2] = _mm512_setzero_ps();
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r) acc[q][r] = _mm512_setzero_ps();
   }
   for (size_t d = 0; d < dim; ++d) {
     const float* p = panel + d * kPanelWidth;
     const float* qv = qpack + d * kQueryBlock;
-    const __m512 b0 = _mm512_loadu_ps(p);
-    const __m512 b1 = _mm512_loadu_ps(p + 16);
-    const __m512 b2 = _mm512_loadu_ps(p + 32);
+    __m512 b[R];
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r) b[r] = _mm512_loadu_ps(p + 16 * r);
 #pragma GCC unroll 8
     for (int q = 0; q < 8; ++q) {
       const __m512 x = _mm512_set1_ps(qv[q]);
-      acc[q][0] = _mm512_fmadd_ps(x, b0, acc[q][0]);
-      acc[q][1] = _mm512_fmadd_ps(x, b1, acc[q][1]);
-      acc[q][2] = _mm512_fmadd_ps(x, b2, acc[q][2]);
+#pragma GCC unroll 3
+      for (int r = 0; r < R; ++r) acc[q][r] = _mm512_fmadd_ps(x, b[r], acc[q][r]);
     }
   }
   const __m512 s = _mm512_set1_ps(scale);
-  const __m512 c0 = _mm512_loadu_ps(bias);
-  const __m512 c1 = _mm512_loadu_ps(bias + 16);
-  const __m512 c2 = _mm512_loadu_ps(bias + 32);
 #pragma GCC unroll 8
   for (int q = 0; q < 8; ++q) {
     float* out = scores + q * kPanelWidth;
     const __m512 t = _mm512_set1_ps(thresholds[q]);
-    const __m512 r0 = _mm512_fmadd_ps(acc[q][0], s, c0);
-    const __m512 r1 = _mm512_fmadd_ps(acc[q][1], s, c1);
-    const __m512 r2 = _mm512_fmadd_ps(acc[q][2], s, c2);
-    _mm512_storeu_ps(out, r0);
-    _mm512_storeu_ps(out + 16, r1);
-    _mm512_storeu_ps(out + 32, r2);
-    masks[q] = uint64_t{_mm512_cmp_ps_mask(r0, t, _CMP_LE_OQ)} |
-               uint64_t{_mm512_cmp_ps_mask(r1, t, _CMP_LE_OQ)} << 16 |
-               uint64_t{_mm512_cmp_ps_mask(r2, t, _CMP_LE_OQ)} << 32;
+    uint64_t mask = 0;
+#pragma GCC unroll 3
+    for (int r = 0; r < R; ++r) {
+      const __m512 v = _mm512_fmadd_ps(acc[q][r], s, _mm512_loadu_ps(bias + 16 * r));
+      _mm512_storeu_ps(out + 16 * r, v);
+      mask |= uint64_t{_mm512_cmp_ps_mask(v, t, _CMP_LE_OQ)} << (16 * r);
+    }
+    masks[q] = mask;
+  }
+}
+
+void ScoreBlockAvx512(const float* qpack, const float* panel, size_t dim, const float* bias,
+                      float scale, const float* thresholds, float* scores, uint64_t* masks,
+                      size_t lanes) {
+  if (lanes <= 16) {
+    ScoreBlockLanes<1>(qpack, panel, dim, bias, scale, thresholds, scores, masks);
+  } else if (lanes <= 32) {
+    ScoreBlockLanes<2>(qpack, panel, dim, bias, scale, thresholds, scores, masks);
+  } else {
+    ScoreBlockLanes<3>(qpack, panel, dim, bias, scale, thresholds, scores, masks);
   }
 }
 

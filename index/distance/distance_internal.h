@@ -78,13 +78,15 @@ void PackQueryBlockAvx512(const float* points, size_t rows, size_t dim, const fl
 // lanes j >= rows are zero. Offsets must fit int32: kPanelWidth * dim < 2^31.
 void PackPanelAvx512(const float* base, size_t rows, size_t dim, float* panel);
 
-// For q < kQueryBlock, j < kPanelWidth:
+// For q < kQueryBlock, j < the first multiple of 16 at or above `lanes` (<= kPanelWidth; the
+// panel's lanes past it are neither read nor scored):
 //   scores[q * kPanelWidth + j] = bias[j] + scale * <query q, base j>
 // with the dot product accumulated in float, one FMA per dimension in order d = 0..dim-1, and
 // bit j of masks[q] set iff that score <= thresholds[q] (NaN scores never set a bit), so the
 // caller visits only the few candidates instead of scanning every score.
 void ScoreBlockAvx512(const float* qpack, const float* panel, size_t dim, const float* bias,
-                      float scale, const float* thresholds, float* scores, uint64_t* masks);
+                      float scale, const float* thresholds, float* scores, uint64_t* masks,
+                      size_t lanes = kPanelWidth);
 
 // The `keep` lanes of `mask` (bits < kPanelWidth) whose scores[lane] are least, ties to the
 // lower lane: the whole mask when it has at most `keep` bits. For a caller keeping a running

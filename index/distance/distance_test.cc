@@ -246,6 +246,21 @@ TEST(DistanceTest, BlockKernelMatchesPlainDotProducts) {
         EXPECT_EQ((masks[i] >> j) & 1, got <= thresholds[i] ? 1u : 0u) << "dim " << dim;
       }
     }
+    // Fewer lanes: the same scores bit for bit up to the next multiple of 16, nothing past it.
+    for (size_t lanes : {1, 16, 17, 32, 40}) {
+      const size_t width = (lanes + 15) / 16 * 16;
+      std::vector<float> part(kQueryBlock * kPanelWidth, -7.0f);
+      std::vector<uint64_t> part_masks(kQueryBlock);
+      internal::ScoreBlockAvx512(qpack.data(), panel.data(), dim, bias.data(), -2.0f,
+                                 thresholds.data(), part.data(), part_masks.data(), lanes);
+      for (size_t i = 0; i < kQueryBlock; ++i) {
+        EXPECT_EQ(part_masks[i], masks[i] & ((uint64_t{1} << width) - 1)) << "lanes " << lanes;
+        for (size_t j = 0; j < kPanelWidth; ++j) {
+          EXPECT_EQ(part[i * kPanelWidth + j], j < width ? scores[i * kPanelWidth + j] : -7.0f)
+              << "dim " << dim << " lanes " << lanes << " q " << i << " x " << j;
+        }
+      }
+    }
   }
 }
 
