@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "absl/strings/str_cat.h"
 #include "cache/cache_rows.h"
 #include "cache/clock.h"
 #include "db/db_impl.h"
@@ -73,8 +74,8 @@ TEST_F(CachesTest, ReopenKeepsEveryAcknowledgedStoreAndServesNoExpiredEntry) {
   for (int i = 0; i < 50; ++i) {
     const float a = 0.03f * static_cast<float>(i);
     auto id = db_->CacheStore("c",
-                              {.lookup = Q({std::cos(a), std::sin(a)}, "p" + std::to_string(i)),
-                               .response = "r" + std::to_string(i)},
+                              {.lookup = Q({std::cos(a), std::sin(a)}, absl::StrCat("p", i)),
+                               .response = absl::StrCat("r", i)},
                               {.sync = i % 2 == 0});
     ASSERT_TRUE(id.ok()) << id.status();
     ids.push_back(*id);
@@ -82,16 +83,16 @@ TEST_F(CachesTest, ReopenKeepsEveryAcknowledgedStoreAndServesNoExpiredEntry) {
   }
   Open();
   for (int i = 0; i < 50; ++i) {
-    auto r = db_->CacheLookup("c", Q({0, 0.5f}, "p" + std::to_string(i)));
+    auto r = db_->CacheLookup("c", Q({0, 0.5f}, absl::StrCat("p", i)));
     ASSERT_TRUE(r.ok());
     EXPECT_TRUE(r->hit && r->exact) << i;
-    EXPECT_EQ(r->response, "r" + std::to_string(i));
+    EXPECT_EQ(r->response, absl::StrCat("r", i));
     EXPECT_EQ(r->entry_id, ids[i]);
   }
   clock_.AdvanceMicros(75'000'000);  // now t0 + 125 s: entries 0..25 are past 100 s
   Open();
   for (int i = 0; i < 50; ++i) {
-    auto r = db_->CacheLookup("c", Q({0, 0.5f}, "p" + std::to_string(i)));
+    auto r = db_->CacheLookup("c", Q({0, 0.5f}, absl::StrCat("p", i)));
     ASSERT_TRUE(r.ok());
     EXPECT_EQ(r->hit, i > 25) << i;
   }
