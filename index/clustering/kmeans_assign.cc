@@ -11,6 +11,7 @@
 // then re-scored with the exact L2 kernel and the best m (by exact distance + bias) reported,
 // so reported distances are exact and near-ties are ranked on exact values.
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -156,18 +157,21 @@ void ScanRange(const Problem& p, internal::DistanceFn l2, size_t begin, size_t e
   Rerank(p, l2, begin, end, keep, ids.data());
 }
 
-// One chunk of points [begin, end) against all centroid tiles with the blocked kernel.
-void BlockedChunk(const Problem& p, const PackedCentroids& pc, size_t begin, size_t end,
+// One chunk of points [begin, end) against all centroid tiles with the blocked kernel. False,
+// with nothing scored, when a point holds NaN or Inf.
+bool BlockedChunk(const Problem& p, const PackedCentroids& pc, size_t begin, size_t end,
                   std::vector<float>& qpack, std::vector<float>& score,
                   std::vector<uint32_t>& ids) {
   const size_t count = end - begin, keep = std::min(p.k, p.m + kRerankExtra);
   const size_t blocks = (count + kQueryBlock - 1) / kQueryBlock;
   qpack.resize(blocks * p.d * kQueryBlock);
+  bool finite = true;
   for (size_t b = 0; b < blocks; ++b) {
-    internal::PackQueryBlockAvx512(p.points + (begin + b * kQueryBlock) * p.d,
-                                   std::min(kQueryBlock, count - b * kQueryBlock), p.d,
-                                   pc.shift.data(), &qpack[b * p.d * kQueryBlock]);
+    finite &= internal::PackQueryBlockAvx512(p.points + (begin + b * kQueryBlock) * p.d,
+                                             std::min(kQueryBlock, count - b * kQueryBlock), p.d,
+                                             pc.shift.data(), &qpack[b * p.d * kQueryBlock]);
   }
+  if (!finite) return false;
   score.assign(blocks * kQueryBlock * keep, kInf);
   ids.assign(blocks * kQueryBlock * keep, kNone);
   const size_t tile = std::max<size_t>(1, kTileBytes / (p.d * kPanelWidth * sizeof(float)));
@@ -209,6 +213,7 @@ void BlockedChunk(const Problem& p, const PackedCentroids& pc, size_t begin, siz
     }
   }
   Rerank(p, internal::L2SqrAvx512, begin, end, keep, ids.data());
+  return true;
 }
 
 class CpuClusteringBackend final : public ClusteringBackend {
@@ -232,27 +237,32 @@ class CpuClusteringBackend final : public ClusteringBackend {
     if (points == nullptr || centroids == nullptr || labels == nullptr) {
       return absl::InvalidArgumentError("points, centroids and labels must not be null");
     }
-    SHOAL_RETURN_IF_ERROR(CheckFiniteRows(points, n, d, "points"));
     SHOAL_RETURN_IF_ERROR(CheckFiniteRows(centroids, k, d, "centroids"));
     if (bias != nullptr) SHOAL_RETURN_IF_ERROR(CheckFiniteRows(bias, k, 1, "bias"));
     const Problem p{points, n, centroids, k, d, m, bias, labels, distances};
     const size_t threads = std::clamp<size_t>(n / kMinPointsPerThread, 1, threads_);
     if (kernels_.level != KernelLevelId::kAvx512) {
+      SHOAL_RETURN_IF_ERROR(CheckFiniteRows(points, n, d, "points"));
       base::RunOnThreads(threads, [&](size_t t) {
         ScanRange(p, kernels_.l2_sqr, n * t / threads, n * (t + 1) / threads);
       });
       return absl::OkStatus();
     }
+    // The points are checked as they are packed (one pass over them, not two); the plain check
+    // names the first bad row only when a chunk found one.
     const PackedCentroids pc = PackCentroids(p);
+    std::atomic<bool> finite{true};
     base::RunOnThreads(threads, [&](size_t t) {
       std::vector<float> qpack, score;
       std::vector<uint32_t> ids;
       const size_t end = n * (t + 1) / threads;
-      for (size_t b = n * t / threads; b < end; b += kChunkPoints) {
-        BlockedChunk(p, pc, b, std::min(end, b + kChunkPoints), qpack, score, ids);
+      for (size_t b = n * t / threads; b < end && finite; b += kChunkPoints) {
+        if (!BlockedChunk(p, pc, b, std::min(end, b + kChunkPoints), qpack, score, ids)) {
+          finite = false;
+        }
       }
     });
-    return absl::OkStatus();
+    return finite ? absl::OkStatus() : CheckFiniteRows(points, n, d, "points");
   }
 
  private:

@@ -13,6 +13,7 @@
 #include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "base/test_seed.h"
 #include "gtest/gtest.h"
 #include "index/clustering/kmeans_testing.h"
@@ -118,6 +119,26 @@ TEST(ClusteringBackendTest, AssignTopMRejectsNanNamingTheRow) {
   c[3 * d] = -std::numeric_limits<float>::infinity();
   s = backend->AssignTopM(x.data(), n, c.data(), k, d, 1, nullptr, labels.data(), dists.data());
   EXPECT_NE(s.message().find("centroids[3]"), std::string::npos) << s;
+}
+
+// The AVX-512 path checks the points as it packs them: a NaN or infinity in any chunk of a
+// large call, on any thread, is still named by its first row, and a later one does not hide it.
+TEST(ClusteringBackendTest, AssignTopMNamesTheFirstBadRowOfALargeCall) {
+  std::mt19937 rng(Seed());
+  auto backend = MakeCpuClusteringBackend(3);
+  const size_t n = 9000, d = 20, k = 12;
+  const std::vector<float> x = Gaussian(n, d, rng), c = Gaussian(k, d, rng);
+  std::vector<uint32_t> labels(n);
+  for (size_t row : {size_t{0}, size_t{2047}, size_t{2048}, size_t{5000}, n - 1}) {
+    std::vector<float> bad = x;
+    bad[row * d + 7] = row % 2 == 0 ? std::numeric_limits<float>::infinity()
+                                    : std::numeric_limits<float>::quiet_NaN();
+    if (row + 100 < n) bad[(row + 100) * d] = std::numeric_limits<float>::quiet_NaN();
+    const absl::Status s =
+        backend->AssignTopM(bad.data(), n, c.data(), k, d, 1, nullptr, labels.data(), nullptr);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << row;
+    EXPECT_NE(s.message().find(absl::StrCat("points[", row, "]")), std::string::npos) << s;
+  }
 }
 
 TEST(ClusteringBackendTest, UpdateCentroidsMatchesFloat64Means) {

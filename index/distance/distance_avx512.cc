@@ -163,31 +163,59 @@ void PackPanelAvx512(const float* base, size_t rows, size_t dim, float* panel) {
   }
 }
 
-// A gather per two dimensions: lanes 0-7 read dimension d of the eight rows, lanes 8-15 d + 1,
-// which are the block's next 16 floats.
-void PackQueryBlockAvx512(const float* points, size_t rows, size_t dim, const float* shift,
+// Sixteen dimensions of the eight rows at a time: eight loads, then an 8 x 8 transpose of
+// float pairs (three rounds of two-register shuffles) and one permute per register to split each
+// pair, ~5 shuffles per register where a gather cost a load per float. The points' finite check
+// rides along, on the values loaded anyway (as AllFiniteAvx512 tests them).
+bool PackQueryBlockAvx512(const float* points, size_t rows, size_t dim, const float* shift,
                           float* qpack) {
   static_assert(kQueryBlock == 8);
-  const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-  const __m512i offsets =
-      _mm512_add_epi32(_mm512_mullo_epi32(_mm512_and_si512(lane, _mm512_set1_epi32(7)),
-                                          _mm512_set1_epi32(static_cast<int>(dim))),
-                       _mm512_srli_epi32(lane, 3));
-  const auto live_rows = static_cast<__mmask16>((1u << rows) - 1);
-  const __mmask16 live = static_cast<__mmask16>(live_rows | live_rows << 8);
-  for (size_t d = 0; d < dim; d += 2) {
-    const bool last = d + 1 == dim;
-    const __mmask16 m = last ? static_cast<__mmask16>(live & 0xFF) : live;
-    const __m512 v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, offsets, points + d, 4);
-    const __m512 s = _mm512_mask_blend_ps(0xFF00, _mm512_set1_ps(shift[d]),
-                                          _mm512_set1_ps(shift[last ? d : d + 1]));
-    const __m512 r = _mm512_maskz_sub_ps(m, v, s);
-    if (last) {
-      _mm512_mask_storeu_ps(qpack + d * kQueryBlock, 0xFF, r);
-    } else {
-      _mm512_storeu_ps(qpack + d * kQueryBlock, r);
+  const __m512i split = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+  __m512i largest = _mm512_setzero_si512();  // of the values' bits shifted left by one: no sign
+  for (size_t j0 = 0; j0 < dim; j0 += 16) {
+    const size_t left = dim - j0 < 16 ? dim - j0 : 16;
+    const __mmask16 m = left == 16 ? __mmask16{0xFFFF} : TailMask(left);
+    const __m512 s = _mm512_maskz_loadu_ps(m, shift + j0);
+    __m512d r[8];  // row q's 16 floats as 8 pairs
+    for (size_t q = 0; q < 8; ++q) {
+      if (q >= rows) {
+        r[q] = _mm512_setzero_pd();
+        continue;
+      }
+      const __m512 x = _mm512_maskz_loadu_ps(m, points + q * dim + j0);
+      largest = _mm512_max_epu32(largest, _mm512_slli_epi32(_mm512_castps_si512(x), 1));
+      r[q] = _mm512_castps_pd(_mm512_maskz_sub_ps(m, x, s));
+    }
+    // lo[i] lane L: pair 2L of rows 2i, 2i+1; hi[i]: pair 2L + 1.
+    __m512d lo[4], hi[4];
+    for (int i = 0; i < 4; ++i) {
+      lo[i] = _mm512_unpacklo_pd(r[2 * i], r[2 * i + 1]);
+      hi[i] = _mm512_unpackhi_pd(r[2 * i], r[2 * i + 1]);
+    }
+    // a[x] (rows 0-3) and b[x] (rows 4-7): pairs {0, 2}, {4, 6}, {1, 3}, {5, 7}.
+    const __m512d a[4] = {
+        _mm512_shuffle_f64x2(lo[0], lo[1], 0x44), _mm512_shuffle_f64x2(lo[0], lo[1], 0xEE),
+        _mm512_shuffle_f64x2(hi[0], hi[1], 0x44), _mm512_shuffle_f64x2(hi[0], hi[1], 0xEE)};
+    const __m512d b[4] = {
+        _mm512_shuffle_f64x2(lo[2], lo[3], 0x44), _mm512_shuffle_f64x2(lo[2], lo[3], 0xEE),
+        _mm512_shuffle_f64x2(hi[2], hi[3], 0x44), _mm512_shuffle_f64x2(hi[2], hi[3], 0xEE)};
+    // pair[t]: pair t of rows 0..7 in row order.
+    const __m512d pair[8] = {
+        _mm512_shuffle_f64x2(a[0], b[0], 0x88), _mm512_shuffle_f64x2(a[2], b[2], 0x88),
+        _mm512_shuffle_f64x2(a[0], b[0], 0xDD), _mm512_shuffle_f64x2(a[2], b[2], 0xDD),
+        _mm512_shuffle_f64x2(a[1], b[1], 0x88), _mm512_shuffle_f64x2(a[3], b[3], 0x88),
+        _mm512_shuffle_f64x2(a[1], b[1], 0xDD), _mm512_shuffle_f64x2(a[3], b[3], 0xDD)};
+    for (size_t t = 0; 2 * t < left; ++t) {
+      const __m512 out = _mm512_permutexvar_ps(split, _mm512_castpd_ps(pair[t]));
+      float* dst = qpack + (j0 + 2 * t) * kQueryBlock;
+      if (2 * t + 1 < left) {
+        _mm512_storeu_ps(dst, out);
+      } else {
+        _mm512_mask_storeu_ps(dst, 0xFF, out);
+      }
     }
   }
+  return _mm512_reduce_max_epu32(largest) < 0xff000000u;  // no NaN or Inf read
 }
 
 // Register blocking: 8 queries x 16R base vectors = 8R accumulators (24 at R = 3), plus R panel

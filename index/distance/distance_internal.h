@@ -70,8 +70,8 @@ inline constexpr size_t kPanelWidth = 48;
 
 // Packs `rows` (<= kQueryBlock) points of `dim` floats, row q at points + q * dim, less `shift`
 // (dim floats), into a query block: qpack[d * kQueryBlock + q]; rows q >= rows are zero.
-// Offsets must fit int32: kQueryBlock * dim < 2^31.
-void PackQueryBlockAvx512(const float* points, size_t rows, size_t dim, const float* shift,
+// Returns false when one of the points' values is NaN or infinite (qpack is then unspecified).
+bool PackQueryBlockAvx512(const float* points, size_t rows, size_t dim, const float* shift,
                           float* qpack);
 
 // Packs `rows` (<= kPanelWidth) vectors of `dim` floats, row j at base + j * dim, into a panel;

@@ -188,19 +188,21 @@ TEST(DistanceTest, SelectIdsInWindowKeepsTheSetIdsInOrder) {
 }
 
 // PackQueryBlockAvx512 writes point q's dimension d less shift[d] at d * kQueryBlock + q, zero
-// for the rows past `rows`, and nothing past the block (odd dimensions end on a half store).
+// for the rows past `rows`, and nothing past the block (odd dimensions end on a half store); it
+// says whether every value it read was finite.
 TEST(DistanceTest, QueryBlockPackingTransposesAndShifts) {
   if (!internal::LevelSupported(KernelLevelId::kAvx512)) GTEST_SKIP() << "no AVX-512";
   using internal::kQueryBlock;
   std::mt19937 rng(Seed());
   std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (size_t dim : {1, 2, 7, 16, 33, 128}) {
+  for (size_t dim : {1, 2, 7, 15, 16, 17, 33, 50, 128}) {
     for (size_t rows = 1; rows <= kQueryBlock; ++rows) {
       std::vector<float> points(rows * dim), shift(dim);
       for (auto& v : points) v = uniform(rng);
       for (auto& v : shift) v = uniform(rng);
       std::vector<float> qpack(dim * kQueryBlock + 1, -7.0f);
-      internal::PackQueryBlockAvx512(points.data(), rows, dim, shift.data(), qpack.data());
+      EXPECT_TRUE(
+          internal::PackQueryBlockAvx512(points.data(), rows, dim, shift.data(), qpack.data()));
       for (size_t d = 0; d < dim; ++d) {
         for (size_t q = 0; q < kQueryBlock; ++q) {
           const float expected = q < rows ? points[q * dim + d] - shift[d] : 0.0f;
@@ -209,6 +211,16 @@ TEST(DistanceTest, QueryBlockPackingTransposesAndShifts) {
         }
       }
       EXPECT_EQ(qpack[dim * kQueryBlock], -7.0f) << "wrote past the block: dim " << dim;
+      // A NaN or infinity anywhere in the rows read is reported, among negative values too.
+      for (float bad :
+           {std::numeric_limits<float>::quiet_NaN(), -std::numeric_limits<float>::infinity()}) {
+        std::vector<float> with_bad = points;
+        for (float& v : with_bad) v = -std::abs(v);
+        with_bad[rng() % with_bad.size()] = bad;
+        EXPECT_FALSE(
+            internal::PackQueryBlockAvx512(with_bad.data(), rows, dim, shift.data(), qpack.data()))
+            << "dim " << dim << " rows " << rows;
+      }
     }
   }
 }
