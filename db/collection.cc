@@ -185,29 +185,55 @@ absl::Status Collection::Upsert(std::span<const Record> records, const WriteOpti
   const bool handoff = spann != nullptr && options_.index_update_threads != 0;
   if (handoff) maintainer_.handoff().MarkCommitting(ids[0]);
   claim.Unlock();  // commit (and fsync) beside other writers: group commit
+  // The forms and buckets while the commit sleeps in its fsync, on the side thread as far as it
+  // gets; the rest after the commit. The SpannIndex stays while this write is in flight (builds
+  // and drops wait for it). A failed commit drops what the thread has not started.
+  ApplyForms forms;
+  forms.copy = handoff || spec_.metric == Metric::kCosine;
+  if (forms.copy) forms.forms.resize(records.size() * spec_.dimension);
+  forms.leaves.assign(records.size(), 0);
+  SideThread::Job prepare(
+      &forms_beside_commit_, records.size(),
+      [&](size_t begin, size_t end) { PrepareForms(records, spann, begin, end, &forms); },
+      /*offer=*/spann != nullptr && records.size() >= kFormsBesideCommit);
   const absl::Status committed = store_->Commit(batch, options.sync);
-  if (committed.ok()) ApplyUpsert(records, ids, old, spann, handoff, plan);
+  if (committed.ok()) {
+    prepare.Finish();
+    ApplyUpsert(records, ids, old, spann, handoff, plan, std::move(forms));
+  }
   ReleaseQuota(plan);
   return committed;
 }
 
+void Collection::PrepareForms(std::span<const Record> records, const index::SpannIndex* spann,
+                              size_t begin, size_t end, ApplyForms* forms) const {
+  const size_t dim = spec_.dimension;
+  for (size_t i = begin; i < end; ++i) {
+    const float* v = records[i].vector.data();
+    if (forms->copy) {
+      float* out = forms->forms.data() + i * dim;
+      if (spec_.metric == Metric::kCosine) {
+        Normalize(v, dim, out);
+      } else {
+        std::copy(v, v + dim, out);
+      }
+      v = out;
+    }
+    if (spann != nullptr) forms->leaves[i] = WriteBuffer::LeafOf(*spann, v);
+  }
+}
+
 void Collection::ApplyUpsert(std::span<const Record> records, const std::vector<uint64_t>& ids,
                              const std::vector<std::optional<uint64_t>>& old,
-                             const index::SpannIndex* spann, bool handoff, const TenantPlan& plan) {
-  // The index form and buffer bucket of each vector, before the exclusive lock (the SpannIndex
-  // stays while this write is in flight: builds and drops wait for it). The forms are copied
-  // only when they are handed off or differ from the vector (cosine); else the buffer takes
-  // each record's own vector (a large batch then maps no fresh buffer to fault in).
+                             const index::SpannIndex* spann, bool handoff, const TenantPlan& plan,
+                             ApplyForms forms) {
+  // Without a copy the buffer takes each record's own vector (a large batch then maps no fresh
+  // buffer to fault in).
   const size_t dim = spec_.dimension;
-  const bool copy = handoff || spec_.metric == Metric::kCosine;
-  std::vector<float> forms;
-  if (copy) forms.reserve(records.size() * dim);
-  auto form = [&](size_t i) { return copy ? forms.data() + i * dim : records[i].vector.data(); };
-  std::vector<uint32_t> leaves(records.size(), 0);
-  for (size_t i = 0; i < records.size(); ++i) {
-    if (copy) AppendIndexForm(spec_.metric, records[i].vector, &forms);
-    if (spann != nullptr) leaves[i] = WriteBuffer::LeafOf(*spann, form(i));
-  }
+  auto form = [&](size_t i) {
+    return forms.copy ? forms.forms.data() + i * dim : records[i].vector.data();
+  };
+  const std::vector<uint32_t>& leaves = forms.leaves;
   {
     absl::MutexLock lock(&state_.mu);
     for (size_t i = 0; i < records.size(); ++i) {
@@ -226,7 +252,7 @@ void Collection::ApplyUpsert(std::span<const Record> records, const std::vector<
   }
   // Outside the state's lock: the maintenance thread (low priority) takes the hand-off's, and a
   // writer that waited for it holding the state's lock would hold up every search.
-  if (handoff) maintainer_.handoff().AddPending({ids, std::move(forms)}, ids[0]);
+  if (handoff) maintainer_.handoff().AddPending({ids, std::move(forms.forms)}, ids[0]);
 }
 
 absl::StatusOr<std::vector<std::optional<Record>>> Collection::Get(std::span<const Key> keys,

@@ -13,7 +13,8 @@
 // vector never changes) -> one RocksDB WriteBatch (records, key map, id counter, tombstones for
 // the ids a SpannIndex exists beside: deleted or replaced) committed with the caller's sync
 // level -> apply to the buffer and the key maps under the state's exclusive lock (the buffer's
-// leaf bucket chosen before it) -> hand the vectors to the maintainer. A write that fails to
+// leaf bucket chosen before it, for a large batch mostly on a side thread while the commit
+// sleeps in its fsync) -> hand the vectors to the maintainer. A write that fails to
 // commit changes nothing. Searches take the lock shared, so they see a batch whole or not at all.
 // The writer's exclusive hold is short: the buffer and the id-keyed tables grow in small steps
 // (leaf buckets; base/sharded_hash.h), never by copying or rehashing all they hold at once.
@@ -47,6 +48,7 @@
 #include "db/index_maintainer.h"
 #include "db/maintenance_budget.h"
 #include "db/search_planner.h"
+#include "db/side_thread.h"
 #include "shoal/options.h"
 #include "shoal/types.h"
 #include "shoal/verify.h"
@@ -150,10 +152,25 @@ class Collection {
   // For a synced call that turns out to write nothing: it still makes every write acknowledged
   // before it durable (WriteOptions::sync), so it syncs the WAL.
   absl::Status SyncIfAsked(const WriteOptions& options) const;
+  // An Upsert batch's vectors as the buffer and the hand-off take them: their index forms
+  // (copied when handed off or when they differ from the records' vectors: cosine) and, with an
+  // SSD index, their buffer buckets (WriteBuffer::LeafOf). Neither needs the commit or the
+  // state's lock: the side thread works them out while the commit waits for its fsync.
+  struct ApplyForms {
+    bool copy = false;
+    std::vector<float> forms;      // records x dimension floats when copy
+    std::vector<uint32_t> leaves;  // per record (0 without an SSD index)
+  };
+  // Batches of at least this many records have their ApplyForms worked out beside the commit
+  // (smaller ones on the writer's thread: the hand-over would cost what it saves).
+  static constexpr size_t kFormsBesideCommit = 16;
+  // Records [begin, end) of `forms` (sized for `records`); `spann` as Upsert's.
+  void PrepareForms(std::span<const Record> records, const index::SpannIndex* spann, size_t begin,
+                    size_t end, ApplyForms* forms) const;
   // Upsert's last part, once committed: the buffer, key maps and attributes, then the hand-off.
   void ApplyUpsert(std::span<const Record> records, const std::vector<uint64_t>& ids,
                    const std::vector<std::optional<uint64_t>>& old, const index::SpannIndex* spann,
-                   bool handoff, const TenantPlan& plan);
+                   bool handoff, const TenantPlan& plan, ApplyForms forms);
 
   // ---- Records by filter (collection_scan.cc) ----
   // The tenant named by a read or write ("" = kNoTenant); NotFound for an unknown one.
@@ -254,7 +271,8 @@ class Collection {
 
   CollectionState state_;
   const SearchPlanner planner_;
-  IndexLifecycle lifecycle_;  // builds run under write_mu_
+  SideThread forms_beside_commit_{/*chunk=*/8};  // Upsert's PrepareForms
+  IndexLifecycle lifecycle_;                     // builds run under write_mu_
   // Declared last: destroyed first, so its threads stop before the state they change goes.
   IndexMaintainer maintainer_;
 };

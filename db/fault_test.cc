@@ -266,5 +266,60 @@ TEST_F(FaultTest, ConcurrentWritesToTheSameKeysAgreeInMemoryAndOnDisk) {
   EXPECT_EQ((*hits)[0].size(), (*hits_after)[0].size());
 }
 
+// Beside an SSD index, a large write's buffer buckets are worked out on a side thread while its
+// commit waits for the fsync (Collection::PrepareForms). A failed commit drops that work: none of
+// the batch shows, and the same batch written again is found whole, concurrent writers too.
+TEST_F(FaultTest, LargeWritesBesideAnSsdIndexFailWholeAndSucceedWhole) {
+  std::vector<Record> first;
+  for (uint64_t k = 0; k < 1000; ++k) first.push_back(R(k)), acked_[k] = 0;
+  ASSERT_TRUE(db_->Upsert("c", first, {.sync = true}).ok());
+  ASSERT_TRUE(db_->BuildIndex("c", "spann:centroid_ratio=0.02,replicas=2").ok());
+  // A salt per key: no two vectors of these batches alike.
+  auto salt_of = [](uint64_t k, float base) { return base + static_cast<float>(k) * 1e-4f; };
+  auto batch_of = [&](uint64_t begin, float base) {
+    std::vector<Record> b;
+    for (uint64_t k = begin; k < begin + 64; ++k) b.push_back(R(k, salt_of(k, base)));
+    return b;
+  };
+  auto expect_found = [&](const std::vector<Record>& batch, bool found) {
+    std::vector<float> q;
+    for (const Record& r : batch) q.insert(q.end(), r.vector.begin(), r.vector.end());
+    auto hits = db_->Search("c", q, {.k = 1, .max_postings = 64});
+    ASSERT_TRUE(hits.ok()) << hits.status();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      ASSERT_FALSE((*hits)[i].empty());
+      EXPECT_EQ((*hits)[i][0].key == batch[i].key && (*hits)[i][0].distance == 0.0f, found) << i;
+    }
+  };
+  const std::vector<Record> failed = batch_of(5000, 0.25f);
+  fs_.Fail(FaultOp::kSync, ".log", EIO);
+  EXPECT_FALSE(db_->Upsert("c", failed, {.sync = true}).ok());
+  expect_found(failed, false);
+  auto info = db_->DescribeCollection("c");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->num_vectors, 1000u);
+  // Written again, and beside it three writers' batches at once (one gets the side thread).
+  ASSERT_TRUE(db_->Upsert("c", failed, {.sync = true}).ok());
+  for (uint64_t k = 5000; k < 5064; ++k) acked_[k] = salt_of(k, 0.25f);
+  std::vector<std::thread> writers;
+  for (uint64_t t = 0; t < 3; ++t) {
+    writers.emplace_back([&, t] {
+      for (uint64_t j = 0; j < 10; ++j) {
+        EXPECT_TRUE(
+            db_->Upsert("c", batch_of(6000 + (t * 10 + j) * 64, 0.5f), {.sync = true}).ok());
+      }
+    });
+  }
+  for (std::thread& w : writers) w.join();
+  expect_found(failed, true);
+  for (uint64_t b = 6000; b < 6000 + 30 * 64; b += 64) {
+    expect_found(batch_of(b, 0.5f), true);
+    for (uint64_t k = b; k < b + 64; ++k) acked_[k] = salt_of(k, 0.5f);
+  }
+  ASSERT_TRUE(db_->FlushIndexUpdates("c").ok());
+  expect_found(failed, true);
+  ReopenAndCheck();
+}
+
 }  // namespace
 }  // namespace shoal
