@@ -32,11 +32,11 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <span>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "db/collection_state.h"
 #include "index/vector_index.h"
@@ -83,7 +83,7 @@ class SearchPlanner {
   absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchFiltered(
       const CollectionState& state, const float* q, size_t n, const SearchParams& params,
       size_t threads, const index::IdFilter& allow, size_t passing,
-      const std::function<void(std::vector<uint64_t>*)>& list_allowed,
+      absl::FunctionRef<void(std::vector<uint64_t>*)> list_allowed,
       const index::PostingScope* scope = nullptr) const ABSL_SHARED_LOCKS_REQUIRED(state.mu);
   // Exact top-k over the ids `allowed` (ascending; the ones `allow` passes): buffer rows in
   // place, the others' vectors read back.

@@ -225,10 +225,32 @@ uint32_t TenantTree::Count(TenantId t, uint32_t node) const {
   return n;
 }
 
+namespace {
+
+// Per thread, the arrays of the last TenantScope destroyed, up to kMaxSpareBytes each: the next
+// scope (the next query) takes them over instead of allocating its own. At 1-2 KiB they are past
+// the allocator's per-thread cache, and a tenant's query builds one of each.
+constexpr size_t kMaxSpareBytes = 64 << 10;
+thread_local std::vector<uint32_t> spare_by_node, spare_leaves;
+
+void TakeSpare(std::vector<uint32_t>* spare, std::vector<uint32_t>* v) {
+  v->swap(*spare);
+  v->clear();
+}
+void GiveBack(std::vector<uint32_t>* v, std::vector<uint32_t>* spare) {
+  if (v->capacity() > spare->capacity() && v->capacity() * sizeof(uint32_t) <= kMaxSpareBytes) {
+    v->swap(*spare);
+  }
+}
+
+}  // namespace
+
 TenantScope::TenantScope(const TenantTree* tree, TenantId tenant)
     : tree_(tree), tenant_(tenant), sub_(nullptr) {
   const auto it = tree->subs_.find(tenant);
   if (it == tree->subs_.end()) return;
+  TakeSpare(&spare_leaves, &leaves_);
+  TakeSpare(&spare_by_node, &by_node_);
   sub_ = &it->second;
   const TenantTree::Counts& c = sub_->count;
   leaves_.reserve(c.size());  // one allocation, not one per doubling
@@ -242,6 +264,11 @@ TenantScope::TenantScope(const TenantTree* tree, TenantId tenant)
   if (tree->parent_.size() > kMaxDenseNodes) return;
   by_node_.assign(tree->parent_.size(), 0);
   for (size_t i = 0; i < c.size(); ++i) by_node_[c.node(i)] = c.count(i);
+}
+
+TenantScope::~TenantScope() {
+  GiveBack(&leaves_, &spare_leaves);
+  GiveBack(&by_node_, &spare_by_node);
 }
 
 uint32_t TenantScope::CountBelow(uint32_t node) const {

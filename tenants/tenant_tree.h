@@ -199,6 +199,9 @@ class TenantScope final : public index::PostingScope {
   // child the navigator meets: a profile of large tenants' queries had the binary searches of
   // the sorted counts at 4-6% of their time).
   TenantScope(const TenantTree* tree, TenantId tenant);
+  ~TenantScope() override;
+  TenantScope(const TenantScope&) = delete;
+  TenantScope& operator=(const TenantScope&) = delete;
   bool AllowsPosting(uint32_t /*posting*/, uint32_t leaf) const override {
     return leaf < tree_->num_leaves() && AllowsNode(tree_->leaf_node_[leaf]);
   }

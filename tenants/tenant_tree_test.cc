@@ -229,6 +229,40 @@ TEST(TenantTreeTest, ScopePrunesToTheSubTreeAndWeighsLeavesByCount) {
   EXPECT_FALSE(nobody.AllowsNode(shape.root()));
 }
 
+// A query's scope takes over the arrays the last scope on its thread left behind: a tenant's
+// scope made after a larger tenant's sees only its own leaves and counts, none of the other's.
+TEST(TenantTreeTest, AScopeAfterAnotherSeesOnlyItsOwnTenant) {
+  std::mt19937_64 rng(base::TestSeed());
+  const index::CentroidTree shape = SmallTree(40, rng);
+  Tenants tenants(shape, /*cap=*/8);
+  const TenantTree& tree = tenants.tree;
+  std::map<uint32_t, uint32_t> big_leaves, small_leaves;
+  for (uint64_t id = 0; id < 400; ++id) {  // tenant 1 in every leaf
+    tenants.Attach(1, id, static_cast<uint32_t>(id % tree.num_leaves()));
+    ++big_leaves[static_cast<uint32_t>(id % tree.num_leaves())];
+  }
+  for (uint64_t id = 400; id < 430; ++id) {  // tenant 2 in leaves 3, 8, 13
+    const uint32_t leaf = 3 + 5 * static_cast<uint32_t>(id % 3);
+    tenants.Attach(2, id, leaf);
+    ++small_leaves[leaf];
+  }
+  for (int round = 0; round < 3; ++round) {
+    for (const auto& [t, want] : {std::pair{1, &big_leaves}, std::pair{2, &small_leaves}}) {
+      const TenantScope scope(&tree, static_cast<TenantId>(t));
+      ASSERT_TRUE(scope.weighted());
+      std::set<uint32_t> leaves(scope.Leaves().begin(), scope.Leaves().end());
+      EXPECT_EQ(leaves.size(), scope.Leaves().size()) << "tenant " << t;
+      std::set<uint32_t> expected;
+      for (const auto& [leaf, n] : *want) expected.insert(leaf);
+      EXPECT_EQ(leaves, expected) << "tenant " << t;
+      for (uint32_t l = 0; l < tree.num_leaves(); ++l) {
+        EXPECT_EQ(scope.LeafWeight(l), want->contains(l) ? want->at(l) : 0u)
+            << "tenant " << t << " leaf " << l;
+      }
+    }
+  }
+}
+
 // A rebuild from the access table makes the tree that attaching the same ids one by one made,
 // and a sparse tenant's ids are stored once (in the access table): the tree keeps a count.
 TEST(TenantTreeTest, RebuildMatchesAttachesAndSparseTenantsStoreNoIds) {
