@@ -43,6 +43,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "base/aligned_vector.h"
 #include "index/clustering/kmeans.h"
 #include "index/clustering/navigation_copy.h"
 #include "index/vector_index.h"
@@ -141,14 +142,17 @@ class CentroidTree {
                         std::vector<std::pair<float, uint32_t>>* out) const;
 
   size_t dim_ = 0;
-  std::vector<uint32_t> child_begin_;   // num_nodes + 1 offsets into children_
-  std::vector<uint32_t> children_;      // num_nodes - 1 ids
-  std::vector<uint32_t> slot_;          // leaf index (leaves) or inner index (inner nodes)
-  std::vector<uint32_t> leaf_node_;     // num_leaves
-  std::vector<float> inner_centroids_;  // inner nodes in id order x dim
-  std::vector<float> leaf_centroids_;   // leaves in leaf order x dim
-  std::vector<uint32_t> point_leaf_;    // n
-  NavigationCopy nav_;                  // rows = node ids
+  std::vector<uint32_t> child_begin_;  // num_nodes + 1 offsets into children_
+  std::vector<uint32_t> children_;     // num_nodes - 1 ids
+  std::vector<uint32_t> slot_;         // leaf index (leaves) or inner index (inner nodes)
+  std::vector<uint32_t> leaf_node_;    // num_leaves
+  // Rows from a 64-byte boundary: at a dimension that is a multiple of 16 (128, 784) each row's
+  // AVX-512 loads are then whole lines, not split across two (the flat scan of a tenant's own
+  // leaves ran ~30% slower in the runs whose heap put these arrays 16-48 bytes into a line).
+  base::AlignedVector<float> inner_centroids_;  // inner nodes in id order x dim
+  base::AlignedVector<float> leaf_centroids_;   // leaves in leaf order x dim
+  std::vector<uint32_t> point_leaf_;            // n
+  NavigationCopy nav_;                          // rows = node ids
   // Per node: the float distance (not squared) from its centroid to its farthest child's (leaves:
   // 0). Derived with nav_, never stored; what lets the small-beam descent pass nodes over.
   std::vector<float> child_radius_;

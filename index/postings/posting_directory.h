@@ -55,12 +55,12 @@ struct PostingDirectory {
   // centroid while own_slot[p] == kTreeCentroid (then p is a tree leaf). The tree must outlive
   // every version (the SpannIndex owns both).
   const float* tree_centroids = nullptr;
-  std::vector<uint32_t> own_slot;         // by posting: kTreeCentroid, or its row of own_centroids
-  std::vector<float> own_centroids;       // re-centred and new postings' centroids, rows of dim
-  std::vector<storage::PostingRow> rows;  // by posting id (rows[p].posting == p)
-  std::vector<uint64_t> serials;          // unique per written extent: the posting cache's key
-  std::vector<uint32_t> origin;           // tree leaf each posting descends from
-  std::vector<uint8_t> live;              // 0 = merged away
+  std::vector<uint32_t> own_slot;  // by posting: kTreeCentroid, or its row of own_centroids
+  base::AlignedVector<float> own_centroids;  // re-centred and new postings' centroids, rows of dim
+  std::vector<storage::PostingRow> rows;     // by posting id (rows[p].posting == p)
+  std::vector<uint64_t> serials;             // unique per written extent: the posting cache's key
+  std::vector<uint32_t> origin;              // tree leaf each posting descends from
+  std::vector<uint8_t> live;                 // 0 = merged away
   // Pages right after each posting's extent that the updater keeps free for appends to it (RAM
   // only: after a reopen they are free pages and the count is 0).
   std::vector<uint32_t> reserved;

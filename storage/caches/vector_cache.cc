@@ -109,7 +109,7 @@ void VectorCache::Insert(uint64_t id, const float* v) {
   if (slot_id_.size() < capacity_) {
     slot = static_cast<uint32_t>(slot_id_.size());
     if (slot % chunk_slots_ == 0) {  // the last chunk holds only what the capacity leaves
-      chunks_.push_back(std::make_unique<float[]>(std::min(chunk_slots_, capacity_ - slot) * dim_));
+      chunks_.emplace_back(std::min(chunk_slots_, capacity_ - slot) * dim_);
     }
     slot_id_.push_back(id);
   } else {

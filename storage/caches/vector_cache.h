@@ -29,6 +29,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/functional/function_ref.h"
 #include "absl/synchronization/mutex.h"
+#include "base/aligned_vector.h"
 
 namespace shoal::storage {
 
@@ -63,8 +64,11 @@ class VectorCache {
   }
   // The table index holding id, or the free entry where it would go.
   size_t Probe(uint64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  float* SlotVector(uint32_t slot) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return chunks_[slot / chunk_slots_].get() + (slot % chunk_slots_) * dim_;
+  const float* SlotVector(uint32_t slot) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return chunks_[slot / chunk_slots_].data() + (slot % chunk_slots_) * dim_;
+  }
+  float* SlotVector(uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return chunks_[slot / chunk_slots_].data() + (slot % chunk_slots_) * dim_;
   }
   void Erase(size_t at) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Grow() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -74,7 +78,9 @@ class VectorCache {
   size_t capacity_ ABSL_GUARDED_BY(mu_) = 0;       // slots the budget allows
   size_t chunk_slots_ ABSL_GUARDED_BY(mu_) = 1;    // min(kChunkSlots, capacity_)
   std::vector<Entry> table_ ABSL_GUARDED_BY(mu_);  // power-of-two size, load <= 1/2
-  std::vector<std::unique_ptr<float[]>> chunks_ ABSL_GUARDED_BY(mu_);
+  // Each chunk from a 64-byte boundary: at a dimension that is a multiple of 16 every vector's
+  // loads are whole lines (from malloc a 128-d vector spanned 9 lines, not 8).
+  std::vector<base::AlignedVector<float>> chunks_ ABSL_GUARDED_BY(mu_);
   std::vector<uint64_t> slot_id_ ABSL_GUARDED_BY(mu_);  // per used slot: the id it holds
   // Per used slot: referenced since the hand last passed (readers set it under the shared lock).
   std::unique_ptr<std::atomic<uint8_t>[]> referenced_ ABSL_GUARDED_BY(mu_);

@@ -50,6 +50,30 @@ TEST(VectorCacheTest, HoldsWhatFitsAndReportsMisses) {
   EXPECT_LE(cache.charged_bytes(), size_t{1} << 20);
 }
 
+// Vectors of 16k floats start on a cache line (their chunks do): a 128-d vector is 8 lines to
+// read, not 9.
+TEST(VectorCacheTest, VectorsOfSixteenFloatsStartOnACacheLine) {
+  constexpr size_t kWide = 16;
+  VectorCache cache(kWide);
+  cache.SetBudget(1 << 20);
+  std::vector<float> v(kWide, 1.0f);
+  std::vector<uint64_t> ids;
+  for (uint64_t id = 0; id < 3000; ++id) {  // past one chunk
+    cache.Insert(id, v.data());
+    ids.push_back(id);
+  }
+  std::vector<size_t> missing;
+  size_t seen = 0;
+  cache.LookupBatch(
+      ids,
+      [&](size_t, const float* p) {
+        ++seen;
+        EXPECT_EQ(reinterpret_cast<uintptr_t>(p) % 64, 0u);
+      },
+      &missing);
+  EXPECT_EQ(seen, ids.size());
+}
+
 TEST(VectorCacheTest, EvictsWithinTheBudgetAndKeepsReferencedVectors) {
   VectorCache cache(kDim);
   const size_t budget = 20000;
