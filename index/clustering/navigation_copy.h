@@ -28,6 +28,8 @@
 #include <cstdint>
 #include <vector>
 
+#include "base/aligned_vector.h"
+
 namespace shoal::index {
 
 class NavigationCopy {
@@ -80,12 +82,12 @@ class NavigationCopy {
 
   size_t dim_ = 0;
   size_t basis_size_ = 0;
-  std::vector<uint32_t> order_;    // dimensions by decreasing variance over the rows
-  std::vector<uint16_t> half_;     // rows x dim: c - mu in order_
-  std::vector<float> mean_;        // dim
-  std::vector<float> basis_;       // basis_size x dim, orthonormal rows
-  std::vector<float> basis_mean_;  // <mean, basis row j>
-  std::vector<float> bounds_;      // rows x (basis_size + 1): P(c - mu), then |(I-P)(c - mu)|
+  std::vector<uint32_t> order_;         // dimensions by decreasing variance over the rows
+  base::AlignedVector<uint16_t> half_;  // rows x dim: c - mu in order_; from a cache line
+  std::vector<float> mean_;             // dim
+  std::vector<float> basis_;            // basis_size x dim, orthonormal rows
+  std::vector<float> basis_mean_;       // <mean, basis row j>
+  std::vector<float> bounds_;           // rows x (basis_size + 1): P(c - mu), then |(I-P)(c - mu)|
 };
 
 }  // namespace shoal::index
