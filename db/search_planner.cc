@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "absl/container/flat_hash_set.h"
+#include "base/spare_vector.h"
 #include "base/status_macros.h"
 #include "db/index_form.h"
 #include "index/distance/distance.h"
@@ -37,10 +38,7 @@ namespace {
 // (at most 32 bytes per id; internal ids are dense): a candidate's check is then one load, not
 // a binary search of a 4,096-entry array block (a profile of large tenants' queries had those
 // at 6-8% of their time).
-// Per thread, the window words of the last TenantFilter destroyed (up to kMaxSpareWords): the
-// next filter (the next query) builds its window in them instead of allocating (a large
-// tenant's window is a few KiB, past the allocator's per-thread cache).
-constexpr size_t kMaxSpareWords = 8 << 10;
+// Per thread, the window words of the last TenantFilter destroyed (base/spare_vector.h).
 thread_local std::vector<uint64_t> spare_window;
 
 class TenantFilter final : public index::IdFilter {
@@ -66,18 +64,14 @@ class TenantFilter final : public index::IdFilter {
     }
     if (!window_.empty()) return;
     first_ = lo & ~uint64_t{63};
-    built_.swap(spare_window);
+    base::TakeSpare(spare_window, built_);
     built_.assign((hi - first_) / 64 + 1, 0);
     for (const auto* ids : {owned_, granted_}) {
       if (ids != nullptr) ids->OrInto(first_, built_);
     }
     window_ = built_;
   }
-  ~TenantFilter() override {
-    if (built_.capacity() > spare_window.capacity() && built_.capacity() <= kMaxSpareWords) {
-      built_.swap(spare_window);
-    }
-  }
+  ~TenantFilter() override { base::GiveBackSpare(built_, spare_window); }
   TenantFilter(const TenantFilter&) = delete;  // window_ may point into built_
   TenantFilter& operator=(const TenantFilter&) = delete;
   bool Allows(uint64_t id) const override {

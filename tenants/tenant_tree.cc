@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "absl/strings/str_cat.h"
+#include "base/spare_vector.h"
 
 namespace shoal::tenants {
 namespace {
@@ -227,21 +228,8 @@ uint32_t TenantTree::Count(TenantId t, uint32_t node) const {
 
 namespace {
 
-// Per thread, the arrays of the last TenantScope destroyed, up to kMaxSpareBytes each: the next
-// scope (the next query) takes them over instead of allocating its own. At 1-2 KiB they are past
-// the allocator's per-thread cache, and a tenant's query builds one of each.
-constexpr size_t kMaxSpareBytes = 64 << 10;
+// Per thread, the arrays of the last TenantScope destroyed (base/spare_vector.h).
 thread_local std::vector<uint32_t> spare_by_node, spare_leaves;
-
-void TakeSpare(std::vector<uint32_t>* spare, std::vector<uint32_t>* v) {
-  v->swap(*spare);
-  v->clear();
-}
-void GiveBack(std::vector<uint32_t>* v, std::vector<uint32_t>* spare) {
-  if (v->capacity() > spare->capacity() && v->capacity() * sizeof(uint32_t) <= kMaxSpareBytes) {
-    v->swap(*spare);
-  }
-}
 
 }  // namespace
 
@@ -249,8 +237,8 @@ TenantScope::TenantScope(const TenantTree* tree, TenantId tenant)
     : tree_(tree), tenant_(tenant), sub_(nullptr) {
   const auto it = tree->subs_.find(tenant);
   if (it == tree->subs_.end()) return;
-  TakeSpare(&spare_leaves, &leaves_);
-  TakeSpare(&spare_by_node, &by_node_);
+  base::TakeSpare(spare_leaves, leaves_);
+  base::TakeSpare(spare_by_node, by_node_);
   sub_ = &it->second;
   const TenantTree::Counts& c = sub_->count;
   leaves_.reserve(c.size());  // one allocation, not one per doubling
@@ -267,8 +255,8 @@ TenantScope::TenantScope(const TenantTree* tree, TenantId tenant)
 }
 
 TenantScope::~TenantScope() {
-  GiveBack(&leaves_, &spare_leaves);
-  GiveBack(&by_node_, &spare_by_node);
+  base::GiveBackSpare(leaves_, spare_leaves);
+  base::GiveBackSpare(by_node_, spare_by_node);
 }
 
 uint32_t TenantScope::CountBelow(uint32_t node) const {
