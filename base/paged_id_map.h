@@ -21,6 +21,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -39,6 +40,26 @@ class PagedIdMap {
     return page != nullptr && page->Has(id & kMask) ? &page->values[id & kMask] : nullptr;
   }
   const V* Find(uint64_t id) const { return const_cast<PagedIdMap*>(this)->Find(id); }
+  bool Contains(uint64_t id) const { return Find(id) != nullptr; }
+  // The value of `id`, which must be present (aborts otherwise, as a hash map's at() does).
+  const V& At(uint64_t id) const {
+    const V* v = Find(id);
+    if (v == nullptr) std::abort();
+    return *v;
+  }
+  // Starts loading the lines Find(id) reads beyond the page table: the presence word and the
+  // value, both its ends (a value need not lie in one line). For lookups of cold ids, each asked
+  // for before the first is read, so that their misses overlap.
+  void Prefetch(uint64_t id) const {
+    const uint64_t p = id >> kPageBits;
+    if (p >= pages_.size() || pages_[p] == nullptr) return;
+    const Page& page = *pages_[p];
+    const uint64_t slot = id & kMask;
+    __builtin_prefetch(&page.present[slot >> 6]);
+    const char* v = reinterpret_cast<const char*>(&page.values[slot]);
+    __builtin_prefetch(v);
+    __builtin_prefetch(v + sizeof(V) - 1);
+  }
   // Adds `id` with `v`; false (and unchanged) when it was there.
   bool Insert(uint64_t id, V v) {
     Page& page = MakePage(id);

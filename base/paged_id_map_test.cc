@@ -64,5 +64,20 @@ TEST(PagedIdMapTest, AnErasedEntryReadsAbsentAndComesBackEmpty) {
   EXPECT_EQ(*map.Find(4), std::vector<int>{5});
 }
 
+// Contains and At read what Find reads; a Prefetch of any id (present, absent or past the last
+// page) changes nothing.
+TEST(PagedIdMapTest, ContainsAndAtAgreeWithFind) {
+  PagedIdMap<std::string, 4> map;
+  ASSERT_TRUE(map.Insert(5, "five"));
+  ASSERT_TRUE(map.Insert(40, "forty"));
+  for (uint64_t id : {uint64_t{0}, uint64_t{5}, uint64_t{17}, uint64_t{40}, uint64_t{1} << 40}) {
+    map.Prefetch(id);
+    EXPECT_EQ(map.Contains(id), map.Find(id) != nullptr) << id;
+  }
+  EXPECT_EQ(map.At(5), "five");
+  EXPECT_EQ(&map.At(40), map.Find(40));
+  EXPECT_EQ(map.size(), 2u);
+}
+
 }  // namespace
 }  // namespace shoal::base

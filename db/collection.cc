@@ -383,10 +383,9 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::SearchLocked(
   const tenants::AccessTable::View view = state_.access.ViewOf(reader);
   thread_local std::vector<const Key*> keys;  // found[i]'s keys; null: not visible
   for (size_t i = 0; i < n; ++i) {
-    // The key map is large and cold: start every hit's probe before the first one is read,
-    // and find every hit's key before the first is copied. A slot (48 bytes) can end in the
-    // line after the one its probe reads, and a Key's variant index is at its end: that line
-    // is asked for as each key is found, so that its misses overlap instead of one per hit.
+    // The key map is large and cold: every hit's key (both ends: a 40-byte Key can span two
+    // lines, its variant index at its end) is asked for before the first is read, and every
+    // key found before the first is copied, so that their misses overlap.
     for (const index::Neighbor& nb : found[i]) state_.key_of.Prefetch(nb.id);
     keys.clear();
     for (const index::Neighbor& nb : found[i]) {
@@ -394,9 +393,7 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::SearchLocked(
         keys.push_back(nullptr);
         continue;
       }
-      const Key& key = state_.key_of.At(nb.id);
-      __builtin_prefetch(reinterpret_cast<const char*>(&key + 1) - 1);
-      keys.push_back(&key);
+      keys.push_back(&state_.key_of.At(nb.id));
     }
     out[i].reserve(found[i].size());
     for (size_t j = 0; j < keys.size(); ++j) {

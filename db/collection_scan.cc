@@ -172,7 +172,7 @@ std::vector<uint64_t> Collection::MatchingIds(const Filter* filter, tenants::Ten
   } else if (filter != nullptr) {
     state_.attrs.Evaluate(*filter).ForEach([&](uint64_t id) { ids.push_back(id); });
   } else {
-    state_.key_of.ForEach([&](const auto& entry) { ids.push_back(entry.first); });
+    state_.key_of.ForEach([&](uint64_t id, const Key&) { ids.push_back(id); });
   }
   std::sort(ids.begin(), ids.end());
   return ids;

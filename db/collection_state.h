@@ -30,6 +30,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/clock.h"
+#include "base/paged_id_map.h"
 #include "base/paged_id_set.h"
 #include "base/sharded_hash.h"
 #include "db/attribute_index.h"
@@ -94,7 +95,10 @@ struct CollectionState {
   base::PagedIdSet stale ABSL_GUARDED_BY(mu);
   size_t tombstones_at_sweep ABSL_GUARDED_BY(mu) = 0;  // stale.size() after the last sweep
   KeyIdMap id_of ABSL_GUARDED_BY(mu);
-  base::ShardedHashMap<uint64_t, Key> key_of ABSL_GUARDED_BY(mu);
+  // Internal id -> key. Ids are handed out in order, so an array by id in pages: a search's
+  // hit finds its key in one load (a hash map's probe read the shard, the control bytes, then
+  // the slot, one after another).
+  base::PagedIdMap<Key> key_of ABSL_GUARDED_BY(mu);
   AttributeIndex attrs ABSL_GUARDED_BY(mu);  // attributes and tags of every live record
 
   // Tenants (db/collection_tenants.cc): by name (holding the entries) and by id (pointing into
