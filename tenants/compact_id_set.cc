@@ -73,7 +73,16 @@ bool CompactIdSet::contains(uint64_t id) const {
   if (b == blocks_.end() || b->high != high) return false;
   const uint64_t low = id & kLowMask;
   if (b->bitmap) return ((b->bits()[low >> 6] >> (low & 63)) & 1) != 0;
-  return std::binary_search(b->low(), b->low() + b->count, static_cast<uint16_t>(low));
+  // A binary search without a branch on the data: the array is a random set's ids, so each of
+  // std::binary_search's compares mispredicted half the time (a large tenant's search checks its
+  // hits here: ~10 searches of ~11 steps a query).
+  const uint16_t* at = b->low();
+  for (uint32_t n = b->count; n > 1;) {
+    const uint32_t half = n / 2;
+    at += (at[half] <= low) ? half : 0;  // the answer stays in [at, at + n)
+    n -= half;
+  }
+  return b->count > 0 && *at == low;
 }
 
 void CompactIdSet::Prefetch(uint64_t id) const {
