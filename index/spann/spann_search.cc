@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/drop_repeats.h"
 #include "base/status_macros.h"
 #include "index/distance/distance.h"
 #include "index/postings/posting_navigator.h"
@@ -361,8 +362,9 @@ bool SpannIndex::TakeMembers(const PostingDirectory& dir, uint32_t p, const Quan
 absl::Status SpannIndex::ScoreMembers(const PostingDirectory& dir, const float* q, size_t k,
                                       std::vector<uint64_t>* members, CandidateIntervals* cands,
                                       SearchStats* stats) const {
-  std::sort(members->begin(), members->end());
-  members->erase(std::unique(members->begin(), members->end()), members->end());
+  // A member two postings list (a replica) is scored once; the order does not matter (TopK
+  // breaks ties by id).
+  base::DropRepeats(members);
   stats->vectors_scored += members->size();
   TopK<uint64_t> top(k);
   SHOAL_RETURN_IF_ERROR(ScoreExactly(dir, q, *members, &top, stats));
