@@ -117,6 +117,15 @@ bool AllFinite(const float* values, size_t n) {
   return internal::AllFiniteScalar(values, n);
 }
 
+void SmallestFirst(uint64_t* keys, size_t n, size_t want) {
+  want = std::min(want, n);
+  if (want <= internal::kSmallestByMinimum &&
+      internal::ActiveKernels().level == internal::KernelLevelId::kAvx512) {
+    return internal::SmallestFirstAvx512(keys, n, want);
+  }
+  std::partial_sort(keys, keys + want, keys + n);
+}
+
 size_t SelectIdsInWindow(const uint64_t* ids, size_t n, uint64_t first, const uint64_t* window,
                          size_t words, uint64_t* out) {
   if (internal::ActiveKernels().level == internal::KernelLevelId::kAvx512) {

@@ -31,6 +31,11 @@ float InnerProduct(const float* a, const float* b, size_t dim);
 // tenant's filter lists whole postings' ids through its id window (SpannIndex::TakeMembers).
 size_t SelectIdsInWindow(const uint64_t* ids, size_t n, uint64_t first, const uint64_t* window,
                          size_t words, uint64_t* out);
+// Puts the `want` smallest of keys[0, n) first, ascending (as std::partial_sort does; the rest
+// in no order). Not a distance: the ranking of a scope's scored postings (RankKeys), where a few
+// of a few hundred are taken. With AVX-512 and a few wanted, each is found by a vector minimum
+// over the rest (a heap's compares mispredict on random keys).
+void SmallestFirst(uint64_t* keys, size_t n, size_t want);
 // True when none of values[0, n) is NaN or infinite. Not a distance either: the check of every
 // point a k-means assignment is given, which would otherwise cost a tenth of a small one.
 bool AllFinite(const float* values, size_t n);

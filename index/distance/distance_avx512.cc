@@ -2,6 +2,8 @@
 // only entered when base::Cpu() reports avx512f/bw/vl. Tails use masked loads.
 #include <immintrin.h>
 
+#include <utility>
+
 #include "index/distance/distance_internal.h"
 
 namespace shoal::index::internal {
@@ -326,6 +328,39 @@ uint64_t BestLanesAvx512(const float* scores, uint64_t mask, size_t keep) {
     v2 = _mm512_mask_mov_ps(v2, static_cast<__mmask16>(lane >> 32), inf);
   }
   return best;
+}
+
+void SmallestFirstAvx512(uint64_t* keys, size_t n, size_t want) {
+  const __m512i none = _mm512_set1_epi64(-1);  // above every key but an all-ones one
+  // keys[i, n) as a vector of 8 at `at`: the lanes past n read as all ones.
+  auto load = [&](size_t at) {
+    if (n - at >= 8) return _mm512_loadu_si512(keys + at);
+    const auto lanes = static_cast<__mmask8>((1u << (n - at)) - 1);
+    return _mm512_mask_loadu_epi64(none, lanes, keys + at);
+  };
+  for (size_t r = 0; r < want; ++r) {
+    __m512i m0 = none, m1 = none, m2 = none, m3 = none;  // four chains of minima
+    size_t i = r;
+    for (; n - i >= 32; i += 32) {
+      m0 = _mm512_min_epu64(m0, _mm512_loadu_si512(keys + i));
+      m1 = _mm512_min_epu64(m1, _mm512_loadu_si512(keys + i + 8));
+      m2 = _mm512_min_epu64(m2, _mm512_loadu_si512(keys + i + 16));
+      m3 = _mm512_min_epu64(m3, _mm512_loadu_si512(keys + i + 24));
+    }
+    for (; i < n; i += 8) m0 = _mm512_min_epu64(m0, load(i));
+    const uint64_t least = _mm512_reduce_min_epu64(
+        _mm512_min_epu64(_mm512_min_epu64(m0, m1), _mm512_min_epu64(m2, m3)));
+    const __m512i target = _mm512_set1_epi64(static_cast<long long>(least));
+    size_t at = r;
+    for (;; at += 8) {  // the first key equal to it (there is one: it came from keys[r, n))
+      const __mmask8 equal = _mm512_cmpeq_epu64_mask(load(at), target);
+      if (equal != 0) {
+        at += static_cast<size_t>(__builtin_ctz(equal));
+        break;
+      }
+    }
+    std::swap(keys[r], keys[at]);
+  }
 }
 
 size_t SelectIdsInWindowAvx512(const uint64_t* ids, size_t n, uint64_t first,

@@ -41,6 +41,10 @@ size_t SelectIdsInWindowScalar(const uint64_t* ids, size_t n, uint64_t first,
                                const uint64_t* window, size_t words, uint64_t* out);
 size_t SelectIdsInWindowAvx512(const uint64_t* ids, size_t n, uint64_t first,
                                const uint64_t* window, size_t words, uint64_t* out);
+// SmallestFirst for want <= kSmallestByMinimum: the minimum of the rest found, then moved to the
+// front, want times.
+inline constexpr size_t kSmallestByMinimum = 16;
+void SmallestFirstAvx512(uint64_t* keys, size_t n, size_t want);
 // AllFinite: the largest magnitude's bits against the exponent's, a block at a time.
 bool AllFiniteScalar(const float* values, size_t n);
 bool AllFiniteAvx512(const float* values, size_t n);

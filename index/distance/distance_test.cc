@@ -187,6 +187,39 @@ TEST(DistanceTest, SelectIdsInWindowKeepsTheSetIdsInOrder) {
   }
 }
 
+// SmallestFirst puts the same keys first, in the same order, as std::partial_sort at every kernel
+// level, for every `want` around the minimum kernel's limit and every length around its steps of
+// eight and 32 (repeated keys and all-ones keys included), and keeps the keys' multiset.
+TEST(DistanceTest, SmallestFirstTakesWhatPartialSortTakes) {
+  std::mt19937_64 rng(Seed());
+  for (size_t n : {0, 1, 5, 8, 9, 31, 32, 33, 63, 238, 281}) {
+    for (size_t want : {size_t{0}, size_t{1}, size_t{6}, internal::kSmallestByMinimum,
+                        internal::kSmallestByMinimum + 1, size_t{300}}) {
+      std::vector<uint64_t> keys(n);
+      for (uint64_t& k : keys)
+        k = rng() % 4 == 0 ? rng() % 8 : rng() % 11 == 0 ? ~uint64_t{0} : rng();
+      std::vector<uint64_t> expected = keys;
+      const size_t w = std::min(want, n);
+      std::partial_sort(expected.begin(), expected.begin() + w, expected.end());
+      for (auto level : {KernelLevelId::kScalar, KernelLevelId::kAvx512}) {
+        if (!internal::LevelSupported(level)) continue;
+        std::vector<uint64_t> got = keys;
+        if (level == KernelLevelId::kAvx512 && w <= internal::kSmallestByMinimum) {
+          internal::SmallestFirstAvx512(got.data(), n, w);
+        } else {
+          SmallestFirst(got.data(), n, want);
+        }
+        EXPECT_TRUE(std::equal(got.begin(), got.begin() + w, expected.begin()))
+            << "n " << n << " want " << want << " seed " << Seed();
+        std::sort(got.begin(), got.end());
+        std::vector<uint64_t> all = keys;
+        std::sort(all.begin(), all.end());
+        EXPECT_EQ(got, all);
+      }
+    }
+  }
+}
+
 // PackQueryBlockAvx512 writes point q's dimension d less shift[d] at d * kQueryBlock + q, zero
 // for the rows past `rows`, and nothing past the block (odd dimensions end on a half store); it
 // says whether every value it read was finite.
