@@ -40,52 +40,64 @@ float L2SqrAvx512(const float* a, const float* b, size_t dim) {
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
 
-void L2SqrRowsAvx512(const float* a, const float* const* rows, size_t n, float* out, size_t dim) {
-  // Four rows at a time, each summed exactly as L2SqrAvx512 sums it (same accumulators, same
-  // order): the same results, with the query's loads shared and four independent chains.
-  size_t r = 0;
-  for (; r + 4 <= n; r += 4) {
-    __m512 s[4][4];
-    for (auto& row : s) {
-      for (__m512& acc : row) acc = _mm512_setzero_ps();
-    }
-    size_t i = 0;
-    for (; i + 64 <= dim; i += 64) {
-      const __m512 a0 = _mm512_loadu_ps(a + i), a1 = _mm512_loadu_ps(a + i + 16);
-      const __m512 a2 = _mm512_loadu_ps(a + i + 32), a3 = _mm512_loadu_ps(a + i + 48);
-      for (size_t k = 0; k < 4; ++k) {
-        const float* b = rows[r + k] + i;
-        const __m512 d0 = _mm512_sub_ps(a0, _mm512_loadu_ps(b));
-        const __m512 d1 = _mm512_sub_ps(a1, _mm512_loadu_ps(b + 16));
-        const __m512 d2 = _mm512_sub_ps(a2, _mm512_loadu_ps(b + 32));
-        const __m512 d3 = _mm512_sub_ps(a3, _mm512_loadu_ps(b + 48));
-        s[k][0] = _mm512_fmadd_ps(d0, d0, s[k][0]);
-        s[k][1] = _mm512_fmadd_ps(d1, d1, s[k][1]);
-        s[k][2] = _mm512_fmadd_ps(d2, d2, s[k][2]);
-        s[k][3] = _mm512_fmadd_ps(d3, d3, s[k][3]);
-      }
-    }
-    for (; i + 16 <= dim; i += 16) {
-      const __m512 ai = _mm512_loadu_ps(a + i);
-      for (size_t k = 0; k < 4; ++k) {
-        const __m512 d = _mm512_sub_ps(ai, _mm512_loadu_ps(rows[r + k] + i));
-        s[k][0] = _mm512_fmadd_ps(d, d, s[k][0]);
-      }
-    }
-    if (i < dim) {
-      const __mmask16 m = TailMask(dim - i);
-      const __m512 ai = _mm512_maskz_loadu_ps(m, a + i);
-      for (size_t k = 0; k < 4; ++k) {
-        const __m512 d = _mm512_sub_ps(ai, _mm512_maskz_loadu_ps(m, rows[r + k] + i));
-        s[k][1] = _mm512_fmadd_ps(d, d, s[k][1]);
-      }
-    }
-    for (size_t k = 0; k < 4; ++k) {
-      out[r + k] = _mm512_reduce_add_ps(
-          _mm512_add_ps(_mm512_add_ps(s[k][0], s[k][1]), _mm512_add_ps(s[k][2], s[k][3])));
+namespace {
+
+// K rows (K <= 4) against a, each summed exactly as L2SqrAvx512 sums it (same accumulators,
+// same order): the same results, with the query's loads shared and K independent chains.
+template <size_t K>
+void L2SqrRowBlock(const float* a, const float* const* rows, float* out, size_t dim) {
+  __m512 s[K][4];
+  for (auto& row : s) {
+    for (__m512& acc : row) acc = _mm512_setzero_ps();
+  }
+  size_t i = 0;
+  for (; i + 64 <= dim; i += 64) {
+    const __m512 a0 = _mm512_loadu_ps(a + i), a1 = _mm512_loadu_ps(a + i + 16);
+    const __m512 a2 = _mm512_loadu_ps(a + i + 32), a3 = _mm512_loadu_ps(a + i + 48);
+    for (size_t k = 0; k < K; ++k) {
+      const float* b = rows[k] + i;
+      const __m512 d0 = _mm512_sub_ps(a0, _mm512_loadu_ps(b));
+      const __m512 d1 = _mm512_sub_ps(a1, _mm512_loadu_ps(b + 16));
+      const __m512 d2 = _mm512_sub_ps(a2, _mm512_loadu_ps(b + 32));
+      const __m512 d3 = _mm512_sub_ps(a3, _mm512_loadu_ps(b + 48));
+      s[k][0] = _mm512_fmadd_ps(d0, d0, s[k][0]);
+      s[k][1] = _mm512_fmadd_ps(d1, d1, s[k][1]);
+      s[k][2] = _mm512_fmadd_ps(d2, d2, s[k][2]);
+      s[k][3] = _mm512_fmadd_ps(d3, d3, s[k][3]);
     }
   }
-  for (; r < n; ++r) out[r] = L2SqrAvx512(a, rows[r], dim);
+  for (; i + 16 <= dim; i += 16) {
+    const __m512 ai = _mm512_loadu_ps(a + i);
+    for (size_t k = 0; k < K; ++k) {
+      const __m512 d = _mm512_sub_ps(ai, _mm512_loadu_ps(rows[k] + i));
+      s[k][0] = _mm512_fmadd_ps(d, d, s[k][0]);
+    }
+  }
+  if (i < dim) {
+    const __mmask16 m = TailMask(dim - i);
+    const __m512 ai = _mm512_maskz_loadu_ps(m, a + i);
+    for (size_t k = 0; k < K; ++k) {
+      const __m512 d = _mm512_sub_ps(ai, _mm512_maskz_loadu_ps(m, rows[k] + i));
+      s[k][1] = _mm512_fmadd_ps(d, d, s[k][1]);
+    }
+  }
+  for (size_t k = 0; k < K; ++k) {
+    out[k] = _mm512_reduce_add_ps(
+        _mm512_add_ps(_mm512_add_ps(s[k][0], s[k][1]), _mm512_add_ps(s[k][2], s[k][3])));
+  }
+}
+
+}  // namespace
+
+void L2SqrRowsAvx512(const float* a, const float* const* rows, size_t n, float* out, size_t dim) {
+  // Four rows at a time; a remainder of two or three as a pair (and one), not row by row.
+  size_t r = 0;
+  for (; r + 4 <= n; r += 4) L2SqrRowBlock<4>(a, rows + r, out + r, dim);
+  if (r + 2 <= n) {
+    L2SqrRowBlock<2>(a, rows + r, out + r, dim);
+    r += 2;
+  }
+  if (r < n) out[r] = L2SqrAvx512(a, rows[r], dim);
 }
 
 float InnerProductAvx512(const float* a, const float* b, size_t dim) {
