@@ -252,7 +252,14 @@ void CentroidTree::BuildNavigationCopy() {
   }
   nav_ = NavigationCopy::Build(rows.data(), num_nodes(), dim_);
   child_radius_.assign(num_nodes(), 0.0f);
+  leaf_parent_.assign(num_nodes(), 0);
   for (uint32_t node = 0; node < num_nodes(); ++node) {
+    const std::span<const uint32_t> kids = children(node);
+    bool run = !kids.empty();
+    for (size_t i = 0; run && i < kids.size(); ++i) {
+      run = is_leaf(kids[i]) && slot_[kids[i]] == slot_[kids[0]] + i;
+    }
+    leaf_parent_[node] = run;
     for (uint32_t child : children(node)) {
       child_radius_[node] =
           std::max(child_radius_[node], std::sqrt(L2Sqr(centroid(node), centroid(child), dim_)));
@@ -261,8 +268,8 @@ void CentroidTree::BuildNavigationCopy() {
 }
 
 absl::Status CentroidTree::NearestLeavesBatch(const float* points, size_t n, size_t m, size_t beam,
-                                              uint32_t threads, uint32_t* leaves,
-                                              float* dists) const {
+                                              uint32_t threads, uint32_t* leaves, float* dists,
+                                              const uint32_t* order) const {
   if (m == 0) return absl::InvalidArgumentError("m: must be positive");
   if (n == 0) return absl::OkStatus();
   if (points == nullptr || leaves == nullptr || dists == nullptr) {
@@ -272,7 +279,8 @@ absl::Status CentroidTree::NearestLeavesBatch(const float* points, size_t n, siz
       n / 64, 1, threads != 0 ? threads : std::max(1u, std::thread::hardware_concurrency()));
   base::RunOnThreads(t_count, [&](size_t t) {
     std::vector<std::pair<float, uint32_t>> found;
-    for (size_t i = n * t / t_count; i < n * (t + 1) / t_count; ++i) {
+    for (size_t k = n * t / t_count; k < n * (t + 1) / t_count; ++k) {
+      const size_t i = order != nullptr ? order[k] : k;
       NearestLeaves(points + i * dim_, m, beam, &found);
       for (size_t r = 0; r < m; ++r) {
         leaves[i * m + r] = r < found.size() ? found[r].second : UINT32_MAX;
@@ -289,7 +297,7 @@ size_t CentroidTree::MemoryBytes() const {
                              leaf_node_.capacity() + point_leaf_.capacity()) +
          sizeof(float) *
              (inner_centroids_.capacity() + leaf_centroids_.capacity() + child_radius_.capacity()) +
-         nav_.MemoryBytes();
+         leaf_parent_.capacity() + nav_.MemoryBytes();
 }
 
 }  // namespace shoal::index

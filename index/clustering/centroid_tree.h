@@ -121,8 +121,12 @@ class CentroidTree {
                   CentroidScoring scoring = CentroidScoring::kFloat) const;
   // Same for many points at once, multi-threaded (0 = hardware concurrency): leaves/dists hold
   // n*m (padded with UINT32_MAX/inf). InvalidArgument when m == 0 or a pointer is null.
+  // `order` (nullable; else a permutation of 0..n-1): the order the points are descended in,
+  // each one's answer still at its own index. Neighbours in a row read the same centroid rows
+  // while they are in cache (the builder passes its points grouped by point_leaf()).
   absl::Status NearestLeavesBatch(const float* points, size_t n, size_t m, size_t beam,
-                                  uint32_t threads, uint32_t* leaves, float* dists) const;
+                                  uint32_t threads, uint32_t* leaves, float* dists,
+                                  const uint32_t* order = nullptr) const;
 
   size_t MemoryBytes() const;
 
@@ -137,8 +141,16 @@ class CentroidTree {
   friend class CentroidTreeBuilder;
   // Fills nav_ from the float centroids (both constructors' last step).
   void BuildNavigationCopy();
-  // NearestLeaves' float descent for a beam <= 16: appends the leaves met to *out, unsorted.
-  void DescendSmallBeam(const float* q, size_t beam, const PostingScope* scope,
+  // NearestLeaves' float descent for a beam <= 16 (m <= beam): appends the leaves met to *out,
+  // unsorted; among them the m nearest leaves the full-beam descent would meet.
+  void DescendSmallBeam(const float* q, size_t m, size_t beam, const PostingScope* scope,
+                        std::vector<std::pair<float, uint32_t>>* out) const;
+  // Whether every inner node of a descent level is a leaf parent (leaf_parent_).
+  bool LastLevel(std::span<const std::pair<float, uint32_t>> frontier) const;
+  // DescendSmallBeam's level whose nodes' children are all leaves: appends the frontier's own
+  // leaves and the m nearest of the children to *out.
+  void DescendLastLevel(const float* q, size_t m,
+                        std::span<const std::pair<float, uint32_t>> frontier,
                         std::vector<std::pair<float, uint32_t>>* out) const;
 
   size_t dim_ = 0;
@@ -156,6 +168,9 @@ class CentroidTree {
   // Per node: the float distance (not squared) from its centroid to its farthest child's (leaves:
   // 0). Derived with nav_, never stored; what lets the small-beam descent pass nodes over.
   std::vector<float> child_radius_;
+  // Per node: 1 when it has children, all of them leaves with consecutive leaf indices (as the
+  // depth-first numbering makes them). Derived with nav_.
+  std::vector<uint8_t> leaf_parent_;
 };
 
 }  // namespace shoal::index

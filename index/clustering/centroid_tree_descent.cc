@@ -42,6 +42,9 @@ class SortedBeam {
   void TakeInto(std::vector<std::pair<float, uint32_t>>* next) const {
     next->assign(best_, best_ + n_);
   }
+  void AppendTo(std::vector<std::pair<float, uint32_t>>* out) const {
+    out->insert(out->end(), best_, best_ + n_);
+  }
 
  private:
   size_t beam_;
@@ -127,7 +130,8 @@ void ScoreLevelOnHalves(const NavigationCopy& nav, const NavigationCopy::Query& 
 
 }  // namespace
 
-void CentroidTree::DescendSmallBeam(const float* q, size_t beam, const PostingScope* scope,
+void CentroidTree::DescendSmallBeam(const float* q, size_t m, size_t beam,
+                                    const PostingScope* scope,
                                     std::vector<std::pair<float, uint32_t>>* out) const {
   // A level's nodes come nearest first (the beam kept is sorted). Their children are scored in
   // one call once the beam is full (before that, node by node until it is), and a node whose
@@ -143,6 +147,10 @@ void CentroidTree::DescendSmallBeam(const float* q, size_t beam, const PostingSc
   frontier.emplace_back(0.0f, root());  // the root's own distance only matters for a 1-leaf tree
   if (is_leaf(root())) frontier[0].first = L2Sqr(q, centroid(root()), dim_);
   while (!frontier.empty()) {
+    if (scope == nullptr && LastLevel(frontier)) {
+      DescendLastLevel(q, m, frontier, out);
+      return;
+    }
     SortedBeam kept(beam);
     auto score = [&] {
       scored.resize(rows.size());
@@ -176,6 +184,46 @@ void CentroidTree::DescendSmallBeam(const float* q, size_t beam, const PostingSc
   }
 }
 
+bool CentroidTree::LastLevel(std::span<const std::pair<float, uint32_t>> frontier) const {
+  for (const auto& [dist, node] : frontier) {
+    if (!is_leaf(node) && !leaf_parent_[node]) return false;
+  }
+  return true;
+}
+
+void CentroidTree::DescendLastLevel(const float* q, size_t m,
+                                    std::span<const std::pair<float, uint32_t>> frontier,
+                                    std::vector<std::pair<float, uint32_t>>* out) const {
+  // Every child offered here is a leaf, and only the m nearest leaves are returned: the level
+  // keeps m (by (distance, leaf index), the final order), not the beam, and its m-th distance
+  // is the bound that passes nodes over (Reach), tightened after each node. A leaf parent's
+  // children are a run of consecutive leaves, so their rows are read from leaf_centroids_
+  // directly, without a lookup per child.
+  thread_local std::vector<const float*> rows;
+  thread_local std::vector<float> scored;
+  SortedBeam kept(m);
+  float root_bound = kInf;  // sqrt(kept.bound())
+  for (const auto& [dist, node] : frontier) {
+    if (is_leaf(node)) {
+      out->emplace_back(dist, slot_[node]);
+      continue;
+    }
+    if (std::isfinite(dist) && kReachMargin * dist > Reach(child_radius_[node], root_bound)) {
+      continue;
+    }
+    const size_t count = child_begin_[node + 1] - child_begin_[node];
+    const uint32_t first = slot_[children_[child_begin_[node]]];
+    const float* base = leaf_centroids_.data() + size_t{first} * dim_;
+    rows.resize(count);
+    scored.resize(count);
+    for (size_t i = 0; i < count; ++i) rows[i] = base + i * dim_;
+    L2SqrRows(q, rows.data(), count, scored.data(), dim_);
+    for (size_t i = 0; i < count; ++i) kept.Offer(scored[i], first + static_cast<uint32_t>(i));
+    root_bound = std::sqrt(kept.bound());
+  }
+  kept.AppendTo(out);
+}
+
 void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
                                  std::vector<std::pair<float, uint32_t>>* out,
                                  CentroidScoring scoring, const PostingScope* scope) const {
@@ -190,7 +238,7 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
   // nearest kept as the children are looked at, instead of all of them kept and cut by the next
   // round's nth_element.
   if (!half && beam <= kSortedBeam) {
-    DescendSmallBeam(q, beam, scope, out);
+    DescendSmallBeam(q, m, beam, scope, out);
     KeepNearest(m, out);
     return;
   }

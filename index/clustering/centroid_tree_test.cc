@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -173,16 +174,41 @@ TEST_F(CentroidTreeTest, SmallBeamDescentKeepsWhatScoringEveryChildKeeps) {
        {std::pair<size_t, uint32_t>{500, 32}, {2000, 16}, {300, 8}, {64, 4}}) {
     const CentroidTree tree = Build(leaves, branching);
     std::vector<std::pair<float, uint32_t>> got;
+    // m below the beam too (the build's 8 of 16, the updater's 1 of 8): the last level keeps
+    // only m of its leaves, and must keep the m the full beam would have returned.
     for (size_t beam : {1, 2, 4, 8, 16}) {
-      for (size_t i = 0; i < nq; ++i) {
-        const size_t m = std::min<size_t>(beam, 8);
-        tree.NearestLeaves(&q[i * kD], m, beam, &got);
-        ASSERT_EQ(got, BeamDescent(tree, &q[i * kD], m, beam))
-            << "leaves " << leaves << " branching " << branching << " beam " << beam << " query "
-            << i;
+      for (size_t m : {size_t{1}, std::min<size_t>(beam, 3), std::min<size_t>(beam, 8)}) {
+        for (size_t i = 0; i < nq; ++i) {
+          tree.NearestLeaves(&q[i * kD], m, beam, &got);
+          ASSERT_EQ(got, BeamDescent(tree, &q[i * kD], m, beam))
+              << "leaves " << leaves << " branching " << branching << " beam " << beam << " m " << m
+              << " query " << i;
+        }
       }
     }
   }
+}
+
+// A visit order only changes when each point is descended, not its answer: the build's points
+// grouped by their leaf (as BuildSpann passes them) give what the input order gives, at each
+// point's own index.
+TEST_F(CentroidTreeTest, NearestLeavesBatchInAnyOrderGivesTheSameAnswers) {
+  const CentroidTree tree = Build(500, 16);
+  const size_t m = 8, beam = 16;
+  std::vector<uint32_t> order(kN);
+  std::iota(order.begin(), order.end(), 0u);
+  std::stable_sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    return tree.point_leaf()[a] < tree.point_leaf()[b];
+  });
+  ASSERT_NE(order[0], 0u);  // a real permutation
+  std::vector<uint32_t> leaves(kN * m), leaves_ordered(kN * m, 7);
+  std::vector<float> dists(kN * m), dists_ordered(kN * m, -1.0f);
+  ASSERT_TRUE(tree.NearestLeavesBatch(x_.data(), kN, m, beam, 2, leaves.data(), dists.data()).ok());
+  ASSERT_TRUE(tree.NearestLeavesBatch(x_.data(), kN, m, beam, 2, leaves_ordered.data(),
+                                      dists_ordered.data(), order.data())
+                  .ok());
+  EXPECT_EQ(leaves_ordered, leaves);
+  EXPECT_EQ(dists_ordered, dists);
 }
 
 TEST_F(CentroidTreeTest, DeterministicAcrossThreadCounts) {
