@@ -78,6 +78,7 @@ struct PackedCentroids {
   std::vector<float> shift;   // d
   std::vector<float> panels;  // num_panels x d x kPanelWidth
   std::vector<float> lane_bias;
+  std::vector<float> lane_norm;  // per centroid: at least ||c'|| (Rerank's bound)
   size_t num_panels = 0;
 };
 
@@ -92,6 +93,7 @@ PackedCentroids PackCentroids(const Problem& p) {
   pc.num_panels = (p.k + kPanelWidth - 1) / kPanelWidth;
   pc.panels.resize(pc.num_panels * p.d * kPanelWidth);
   pc.lane_bias.assign(pc.num_panels * kPanelWidth, kInf);
+  pc.lane_norm.assign(p.k, 0.0f);
   std::vector<float> rows(kPanelWidth * p.d);
   for (size_t panel = 0; panel < pc.num_panels; ++panel) {
     const size_t first = panel * kPanelWidth;
@@ -99,20 +101,58 @@ PackedCentroids PackCentroids(const Problem& p) {
     for (size_t r = 0; r < count; ++r) {
       const float* c = p.centroids + (first + r) * p.d;
       float norm = 0;
+      double exact = 0;
       for (size_t j = 0; j < p.d; ++j) {
         rows[r * p.d + j] = c[j] - pc.shift[j];
         norm += rows[r * p.d + j] * rows[r * p.d + j];
+        exact += double{rows[r * p.d + j]} * rows[r * p.d + j];
       }
       pc.lane_bias[first + r] = norm + (p.bias != nullptr ? p.bias[first + r] : 0.0f);
+      // Rounded up past the double sum's and the float conversion's errors.
+      pc.lane_norm[first + r] = static_cast<float>(std::sqrt(exact) * (1 + 0x1p-20));
     }
     internal::PackPanelAvx512(rows.data(), count, p.d, &pc.panels[panel * p.d * kPanelWidth]);
   }
   return pc;
 }
 
+// Whether the expanded-form scores alone prove that a point's first candidate has the least
+// exact cost (L2Sqr + bias) of its `keep` (m = 1), so that the others need no exact score. With
+// x', c' the point and centroid less the shift (as packed), the score s = ||c'||^2 + bias -
+// 2 x'.c' and the exact cost differ by ||x'||^2 (the same for every candidate) plus an error
+// within slack * ((||x'|| + ||c'||)^2 + |bias|): each of the float sums (the dot product, the
+// norm, the exact L2Sqr) is within gamma(d + 3) = (d + 3) u / (1 - (d + 3) u) of its terms'
+// magnitude, and shifting x and c in float moves x - c by at most u (||x'|| + ||c'||); the slack
+// is four times the sum of these. ||x'|| is bounded from the first candidate's exact distance,
+// ||x'|| <= ||x - c_1|| + ||c_1'|| (both rounded up). Proven when every other candidate's score
+// exceeds the first's by more than the two errors: then its exact cost is strictly larger.
+bool FirstIsProven(const Problem& p, const PackedCentroids& pc, const uint32_t* ids,
+                   const float* scores, size_t keep, float first_distance) {
+  const double u = 0x1p-24, n = double(p.d) + 3;
+  const double gamma = n * u / (1 - n * u);
+  const double slack = 8 * gamma + 16 * u;
+  const double radius =
+      (std::sqrt(double{first_distance} * (1 + 4 * gamma)) + double{pc.lane_norm[ids[0]]}) *
+      (1 + 16 * u);
+  auto error = [&](uint32_t c) {
+    const double reach = radius + pc.lane_norm[c];
+    return slack * (reach * reach + (p.bias != nullptr ? std::abs(double{p.bias[c]}) : 0.0));
+  };
+  const double first_error = error(ids[0]);
+  for (size_t r = 1; r < keep; ++r) {
+    if (ids[r] == kNone) continue;
+    // A NaN or infinite score or error proves nothing.
+    if (!(double{scores[r]} - scores[0] > first_error + error(ids[r]))) return false;
+  }
+  return std::isfinite(first_error);
+}
+
 // Re-scores each point's candidates exactly and writes the best m (by exact distance + bias).
+// With `pc` and the candidates' expanded-form `scores` (m = 1 only), a point whose first
+// candidate FirstIsProven gets that one's exact distance alone: the same label and distance.
 void Rerank(const Problem& p, internal::DistanceFn l2, size_t begin, size_t end, size_t keep,
-            const uint32_t* ids) {
+            const uint32_t* ids, const PackedCentroids* pc = nullptr,
+            const float* scores = nullptr) {
   struct Candidate {
     float cost;
     uint32_t id;
@@ -122,13 +162,25 @@ void Rerank(const Problem& p, internal::DistanceFn l2, size_t begin, size_t end,
     }
   };
   std::vector<Candidate> cand(keep);
+  const bool bounded = pc != nullptr && scores != nullptr && p.m == 1 && keep > 1;
   for (size_t i = begin; i < end; ++i) {
     const float* x = p.points + i * p.d;
+    const uint32_t* own = ids + (i - begin) * keep;
+    float first = kInf;  // own[0]'s exact distance, once scored
+    if (bounded && own[0] != kNone) {
+      first = l2(x, p.centroids + size_t{own[0]} * p.d, p.d);
+      if (FirstIsProven(p, *pc, own, scores + (i - begin) * keep, keep, first)) {
+        p.labels[i] = own[0];
+        if (p.distances != nullptr) p.distances[i] = first;
+        continue;
+      }
+    }
     size_t live = 0;
     for (size_t r = 0; r < keep; ++r) {
-      const uint32_t c = ids[(i - begin) * keep + r];
+      const uint32_t c = own[r];
       if (c == kNone) continue;
-      const float dist = l2(x, p.centroids + size_t{c} * p.d, p.d);
+      const float dist =
+          r == 0 && first != kInf ? first : l2(x, p.centroids + size_t{c} * p.d, p.d);
       cand[live++] = {dist + (p.bias != nullptr ? p.bias[c] : 0.0f), c, dist};
     }
     std::sort(cand.begin(), cand.begin() + live);
@@ -212,7 +264,7 @@ bool BlockedChunk(const Problem& p, const PackedCentroids& pc, size_t begin, siz
       }
     }
   }
-  Rerank(p, internal::L2SqrAvx512, begin, end, keep, ids.data());
+  Rerank(p, internal::L2SqrAvx512, begin, end, keep, ids.data(), &pc, score.data());
   return true;
 }
 

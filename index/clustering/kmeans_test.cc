@@ -11,6 +11,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -69,6 +70,52 @@ TEST(ClusteringBackendTest, AssignTopMMatchesFloat64BruteForce) {
     std::vector<float> bias(s.k);
     for (float& b : bias) b = static_cast<float>(rng() % 1000) * 0.01f * s.d;
     EXPECT_LE(ExpectMatchesReference(*backend, x, c, s.d, s.m, bias.data()), s.n * s.m / 100 + 2);
+  }
+}
+
+// Points midway between two centroids (rounded in float), far from the centroids' mean: the
+// expanded form's rounding error is far above the two exact distances' gap, so only the exact
+// scores can pick the winner, and the assignment must give brute force's exact label and
+// distance (L2Sqr + bias, ties to the lower index) bit for bit. An m = 1 assignment that
+// trusted the expanded form's order here would pick the other centroid about half the time.
+TEST(ClusteringBackendTest, NearTiesGetTheExactWinner) {
+  std::mt19937 rng(Seed());
+  auto backend = MakeCpuClusteringBackend(2);
+  const size_t n = 2000, d = 96, k = 40;
+  std::normal_distribution<float> g(0, 1);
+  std::vector<float> c(k * d), x(n * d);
+  for (float& v : c) v = g(rng);
+  for (size_t i = 0; i < n; ++i) {
+    const size_t a = rng() % k, b = (a + 1 + rng() % (k - 1)) % k;
+    for (size_t j = 0; j < d; ++j) {
+      x[i * d + j] = (c[a * d + j] + c[b * d + j]) / 2 + 40.0f;  // the offset: far from the mean
+    }
+  }
+  for (size_t i = 0; i < k * d; ++i) c[i] += 40.0f;
+  for (const bool biased : {false, true}) {
+    std::vector<float> bias(k, 0.0f);
+    if (biased) {
+      for (size_t i = 0; i < k; ++i) bias[i] = 1e-3f * static_cast<float>(rng() % 3);
+    }
+    std::vector<uint32_t> labels(n);
+    std::vector<float> dists(n);
+    ASSERT_TRUE(backend
+                    ->AssignTopM(x.data(), n, c.data(), k, d, 1, biased ? bias.data() : nullptr,
+                                 labels.data(), dists.data())
+                    .ok());
+    for (size_t i = 0; i < n; ++i) {
+      std::pair<float, uint32_t> best{std::numeric_limits<float>::infinity(), 0};
+      float best_dist = 0;
+      for (uint32_t j = 0; j < k; ++j) {
+        const float dist = L2Sqr(&x[i * d], &c[j * d], d);
+        if (std::pair{dist + bias[j], j} < best) {
+          best = {dist + bias[j], j};
+          best_dist = dist;
+        }
+      }
+      ASSERT_EQ(labels[i], best.second) << "point " << i << " biased " << biased;
+      ASSERT_EQ(dists[i], best_dist) << "point " << i << " biased " << biased;
+    }
   }
 }
 
