@@ -324,6 +324,20 @@ uint64_t BestLanesAvx512(const float* scores, uint64_t mask, size_t keep) {
     return mask & ~uint64_t{left};
   }
   __m512 v1 = _mm512_mask_loadu_ps(inf, static_cast<__mmask16>(mask >> 16), scores + 16);
+  if (mask >> 32 == 0) {  // two registers: a tree node's k-means up to the branching (32)
+    uint64_t best = 0;
+    for (size_t i = 0; i < keep; ++i) {
+      const __m512 least = _mm512_set1_ps(_mm512_reduce_min_ps(_mm512_min_ps(v0, v1)));
+      const uint64_t at = (uint64_t{_mm512_cmp_ps_mask(v0, least, _CMP_EQ_OQ)} |
+                           uint64_t{_mm512_cmp_ps_mask(v1, least, _CMP_EQ_OQ)} << 16) &
+                          mask & ~best;
+      const uint64_t lane = at & (~at + 1);  // the lowest
+      best |= lane;
+      v0 = _mm512_mask_mov_ps(v0, static_cast<__mmask16>(lane), inf);
+      v1 = _mm512_mask_mov_ps(v1, static_cast<__mmask16>(lane >> 16), inf);
+    }
+    return best;
+  }
   __m512 v2 = _mm512_mask_loadu_ps(inf, static_cast<__mmask16>(mask >> 32), scores + 32);
   uint64_t best = 0;
   for (size_t i = 0; i < keep; ++i) {

@@ -326,8 +326,11 @@ TEST(DistanceTest, BestLanesKeepsTheLeastScoresTiesToTheLowerLane) {
     // Few distinct values, so ties are common; an infinite score now and then.
     for (float& v : scores) v = static_cast<float>(rng() % 12) - 4.0f;
     if (trial % 7 == 0) scores[rng() % kPanelWidth] = __builtin_inff();
-    // Half the masks within the first 16 lanes (the kernel's one-register path).
-    const uint64_t lanes_used = trial % 2 == 0 ? 0xFFFF : (uint64_t{1} << kPanelWidth) - 1;
+    // A third of the masks within the first 16 lanes, a third within 32 (the kernel's one- and
+    // two-register paths).
+    const uint64_t lanes_used = trial % 3 == 0   ? 0xFFFF
+                                : trial % 3 == 1 ? 0xFFFFFFFF
+                                                 : (uint64_t{1} << kPanelWidth) - 1;
     const uint64_t mask = (trial % 4 < 2 ? rng() & rng() : rng()) & lanes_used;
     const size_t keep = 1 + rng() % 12;
     std::vector<size_t> lanes;  // the masked lanes by score, ties by lane
