@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -366,11 +367,26 @@ TEST(RaBitQTest, LutKernelsAgreePackRoundTripsAndRotatedPreparationMatches) {
       RaBitQ::Query direct, rotated;
       rq.PrepareQuery(query.data(), c.data(), &direct);
       rq.PrepareRotated(pq.data(), pc.data(), &rotated);
+      for (size_t i = 0; i < d; ++i) {
+        ASSERT_NEAR(direct.rotated[i], rotated.rotated[i], 1e-5f) << "dim " << dim << " at " << i;
+      }
+      // The rounding can move a component across a level boundary of the quantized query: a
+      // few components, by one level each. Each such flip moves the estimate by far more than
+      // the rotation's rounding, so the tolerance is the rounding's where no level moved and ten
+      // times it where some did.
+      size_t flips = 0;
+      for (size_t i = 0; i < d; ++i) {
+        const int diff = int{direct.qu[i]} - int{rotated.qu[i]};
+        ASSERT_LE(std::abs(diff), 1) << "dim " << dim << " at " << i;
+        flips += diff != 0;
+      }
+      EXPECT_LE(flips, d / 64) << "dim " << dim;
       const RaBitQ::Estimate a = rq.EstimateOne(direct, code.data());
       const RaBitQ::Estimate b = rq.EstimateOne(rotated, code.data());
       const float exact = L2Sqr(query.data(), x.data(), dim);
-      EXPECT_NEAR(a.distance, b.distance, 1e-3f * exact + 1e-3f) << "dim " << dim;
-      EXPECT_NEAR(a.error, b.error, 1e-3f * exact + 1e-3f) << "dim " << dim;
+      const float tolerance = (flips == 0 ? 1e-3f : 1e-2f) * exact + 1e-3f;
+      EXPECT_NEAR(a.distance, b.distance, tolerance) << "dim " << dim << ", " << flips << " flips";
+      EXPECT_NEAR(a.error, b.error, tolerance) << "dim " << dim << ", " << flips << " flips";
     }
   }
 }
