@@ -145,6 +145,10 @@ class CentroidTree {
   // unsorted; among them the m nearest leaves the full-beam descent would meet.
   void DescendSmallBeam(const float* q, size_t m, size_t beam, const PostingScope* scope,
                         std::vector<std::pair<float, uint32_t>>* out) const;
+  // A descent level's frontier node that needs no scoring: a leaf (appended to *out with its
+  // distance), or an inner node whose children cannot come within root_bound (Reach).
+  bool PassesOver(float dist, uint32_t node, float root_bound,
+                  std::vector<std::pair<float, uint32_t>>* out) const;
   // Whether every inner node of a descent level is a leaf parent (leaf_parent_).
   bool LastLevel(std::span<const std::pair<float, uint32_t>> frontier) const;
   // DescendSmallBeam's level whose nodes' children are all leaves: appends the frontier's own

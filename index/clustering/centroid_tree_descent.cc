@@ -161,13 +161,7 @@ void CentroidTree::DescendSmallBeam(const float* q, size_t m, size_t beam,
     };
     float root_bound = kInf;  // sqrt(kept.bound())
     for (const auto& [dist, node] : frontier) {
-      if (is_leaf(node)) {
-        out->emplace_back(dist, slot_[node]);
-        continue;
-      }
-      if (std::isfinite(dist) && kReachMargin * dist > Reach(child_radius_[node], root_bound)) {
-        continue;
-      }
+      if (PassesOver(dist, node, root_bound, out)) continue;
       for (uint32_t child : children(node)) {
         if (scope != nullptr && !scope->AllowsNode(child)) continue;
         rows.push_back(centroid(child));
@@ -182,6 +176,15 @@ void CentroidTree::DescendSmallBeam(const float* q, size_t m, size_t beam,
     kept.TakeInto(&next);
     frontier.swap(next);
   }
+}
+
+bool CentroidTree::PassesOver(float dist, uint32_t node, float root_bound,
+                              std::vector<std::pair<float, uint32_t>>* out) const {
+  if (is_leaf(node)) {
+    out->emplace_back(dist, slot_[node]);
+    return true;
+  }
+  return std::isfinite(dist) && kReachMargin * dist > Reach(child_radius_[node], root_bound);
 }
 
 bool CentroidTree::LastLevel(std::span<const std::pair<float, uint32_t>> frontier) const {
@@ -204,13 +207,7 @@ void CentroidTree::DescendLastLevel(const float* q, size_t m,
   SortedBeam kept(m);
   float root_bound = kInf;  // sqrt(kept.bound())
   for (const auto& [dist, node] : frontier) {
-    if (is_leaf(node)) {
-      out->emplace_back(dist, slot_[node]);
-      continue;
-    }
-    if (std::isfinite(dist) && kReachMargin * dist > Reach(child_radius_[node], root_bound)) {
-      continue;
-    }
+    if (PassesOver(dist, node, root_bound, out)) continue;
     const size_t count = child_begin_[node + 1] - child_begin_[node];
     const uint32_t first = slot_[children_[child_begin_[node]]];
     const float* base = leaf_centroids_.data() + size_t{first} * dim_;
