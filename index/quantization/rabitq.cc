@@ -330,9 +330,38 @@ size_t RaBitQ::PackedBytes(size_t n) const {
 }
 
 void RaBitQ::Pack(const uint8_t* codes, size_t n, uint8_t* packed) const {
-  if (n == 0) return;  // an empty posting: `packed` may be null (memset of null is UB)
-  std::memset(packed, 0, PackedBytes(n));
-  for (size_t i = 0; i < n; ++i) PackAt(codes + i * code_bytes_, i, packed);
+  // A block at a time, each output byte written once (PackAt's read-modify-write of one nibble
+  // per code and position cost ~15 us a posting read from disk): per bit plane and 64-dimension
+  // word, the word of the block's codes i and i + 16 side by side, then their 16 nibbles out.
+  const size_t words = padded_dim() / 64;
+  const size_t positions = padded_dim() / 4;
+  for (size_t first = 0; first < n; first += kScanBlock) {
+    uint8_t* block = packed + first / kScanBlock * block_bytes();
+    const size_t count = std::min(kScanBlock, n - first);
+    const uint8_t* block_codes = codes + first * code_bytes_;
+    for (size_t p = 0; p < bits_; ++p) {
+      for (size_t w = 0; w < words; ++w) {
+        uint64_t low[16] = {}, high[16] = {};  // codes past n stay zero
+        for (size_t i = 0; i < count; ++i) {
+          std::memcpy(i < 16 ? &low[i] : &high[i - 16],
+                      block_codes + i * code_bytes_ + (p * words + w) * 8, 8);
+        }
+        uint8_t* out = block + (p * positions + w * 16) * 16;
+        for (size_t j = 0; j < 16; ++j, out += 16) {
+          for (size_t i = 0; i < 16; ++i) {
+            out[i] = static_cast<uint8_t>(((low[i] >> (4 * j)) & 15) |
+                                          (((high[i] >> (4 * j)) & 15) << 4));
+          }
+        }
+      }
+    }
+    float* factors = reinterpret_cast<float*>(block + bits_ * positions * 16);
+    for (size_t i = 0; i < kScanBlock; ++i) {
+      float f[4] = {};
+      if (i < count) std::memcpy(f, block_codes + (i + 1) * code_bytes_ - kFactorBytes, sizeof(f));
+      for (size_t t = 0; t < 4; ++t) factors[t * kScanBlock + i] = f[t];
+    }
+  }
 }
 
 void RaBitQ::PackAt(const uint8_t* code, size_t i, uint8_t* packed) const {
