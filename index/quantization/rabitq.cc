@@ -1,7 +1,7 @@
-// RandomRotation, RaBitQ encoding, query preparation, the fast-scan packing and the float half of
-// the estimator. The integer half (the lookup-table dot product) lives in rabitq_kernels_*.cc;
-// everything after it is RaBitQ::Finish, shared by every kernel level so their estimates are
-// bit-identical.
+// RandomRotation, RaBitQ encoding, query preparation and the float half of the estimator (the
+// fast-scan packing is in rabitq_pack.cc). The integer half (the lookup-table dot product) lives in
+// rabitq_kernels_*.cc; everything after it is RaBitQ::Finish, shared by every kernel level so their
+// estimates are bit-identical.
 #include "index/quantization/rabitq.h"
 
 #include <algorithm>
@@ -26,7 +26,6 @@ constexpr size_t kRotationBytes = 28;
 constexpr size_t kRaBitQBytes = 48;
 constexpr size_t kMaxDim = size_t{1} << 20;
 constexpr int kRounds = 3;
-constexpr size_t kFactorBytes = 4 * sizeof(float);
 
 size_t PadTo64(size_t dim) { return (dim + 63) / 64 * 64; }
 
@@ -129,7 +128,7 @@ RaBitQ::RaBitQ(size_t dim, uint32_t bits, uint64_t seed, float eps0)
     std::fprintf(stderr, "RaBitQ: invalid dim %zu / bits %u / eps0 %g\n", dim, bits, eps0);
     std::abort();
   }
-  code_bytes_ = bits_ * padded_dim() / 8 + kFactorBytes;
+  code_bytes_ = bits_ * padded_dim() / 8 + internal::kRabitqFactorBytes;
 }
 
 double RaBitQ::NominalConfidence(float eps0) { return std::erf(eps0 / std::sqrt(2.0)); }
@@ -315,7 +314,7 @@ RaBitQ::Estimate RaBitQ::EstimateOne(const Query& q, const uint8_t* code) const 
     }
   }
   float f[4];
-  std::memcpy(f, code + code_bytes_ - kFactorBytes, sizeof(f));
+  std::memcpy(f, code + code_bytes_ - internal::kRabitqFactorBytes, sizeof(f));
   // Through the block routine, as the first of a block of one.
   float factors[4 * kScanBlock] = {};
   for (size_t t = 0; t < 4; ++t) factors[t * kScanBlock] = f[t];
@@ -323,95 +322,6 @@ RaBitQ::Estimate RaBitQ::EstimateOne(const Query& q, const uint8_t* code) const 
   float distance[kScanBlock], error[kScanBlock];
   internal::RabitqFinishScalar(Constants(q), factors, dots, 1, distance, error);
   return {distance[0], error[0]};
-}
-
-size_t RaBitQ::PackedBytes(size_t n) const {
-  return (n + kScanBlock - 1) / kScanBlock * block_bytes();
-}
-
-void RaBitQ::Pack(const uint8_t* codes, size_t n, uint8_t* packed) const {
-  // A block at a time, each output byte written once (PackAt's read-modify-write of one nibble
-  // per code and position cost ~15 us a posting read from disk): per bit plane and 64-dimension
-  // word, the word of the block's codes i and i + 16 side by side, then their 16 nibbles out.
-  const size_t words = padded_dim() / 64;
-  const size_t positions = padded_dim() / 4;
-  for (size_t first = 0; first < n; first += kScanBlock) {
-    uint8_t* block = packed + first / kScanBlock * block_bytes();
-    const size_t count = std::min(kScanBlock, n - first);
-    const uint8_t* block_codes = codes + first * code_bytes_;
-    for (size_t p = 0; p < bits_; ++p) {
-      for (size_t w = 0; w < words; ++w) {
-        uint64_t low[16] = {}, high[16] = {};  // codes past n stay zero
-        for (size_t i = 0; i < count; ++i) {
-          std::memcpy(i < 16 ? &low[i] : &high[i - 16],
-                      block_codes + i * code_bytes_ + (p * words + w) * 8, 8);
-        }
-        uint8_t* out = block + (p * positions + w * 16) * 16;
-        for (size_t j = 0; j < 16; ++j, out += 16) {
-          for (size_t i = 0; i < 16; ++i) {
-            out[i] = static_cast<uint8_t>(((low[i] >> (4 * j)) & 15) |
-                                          (((high[i] >> (4 * j)) & 15) << 4));
-          }
-        }
-      }
-    }
-    float* factors = reinterpret_cast<float*>(block + bits_ * positions * 16);
-    for (size_t i = 0; i < kScanBlock; ++i) {
-      float f[4] = {};
-      if (i < count) std::memcpy(f, block_codes + (i + 1) * code_bytes_ - kFactorBytes, sizeof(f));
-      for (size_t t = 0; t < 4; ++t) factors[t * kScanBlock + i] = f[t];
-    }
-  }
-}
-
-void RaBitQ::PackAt(const uint8_t* code, size_t i, uint8_t* packed) const {
-  const size_t d = padded_dim();
-  const size_t words = d / 64;
-  const size_t positions = d / 4;
-  uint8_t* block = packed + i / kScanBlock * block_bytes();
-  const size_t slot = i % kScanBlock;
-  const unsigned nibble_shift = slot < 16 ? 0 : 4;
-  const auto keep = static_cast<uint8_t>(~(15u << nibble_shift));
-  for (size_t p = 0; p < bits_; ++p) {
-    for (size_t j = 0; j < positions; ++j) {
-      uint64_t word;
-      std::memcpy(&word, code + (p * words + j / 16) * 8, 8);
-      const auto nibble = static_cast<uint8_t>((word >> (4 * (j % 16))) & 15);
-      uint8_t& byte = block[(p * positions + j) * 16 + slot % 16];
-      byte = static_cast<uint8_t>((byte & keep) | (nibble << nibble_shift));
-    }
-  }
-  float f[4];
-  std::memcpy(f, code + code_bytes_ - kFactorBytes, sizeof(f));
-  float* factors = reinterpret_cast<float*>(block + bits_ * positions * 16);
-  for (size_t t = 0; t < 4; ++t) factors[t * kScanBlock + slot] = f[t];
-}
-
-void RaBitQ::Unpack(const uint8_t* packed, size_t n, uint8_t* codes) const {
-  for (size_t i = 0; i < n; ++i) UnpackAt(packed, i, codes + i * code_bytes_);
-}
-
-void RaBitQ::UnpackAt(const uint8_t* packed, size_t i, uint8_t* code) const {
-  const size_t d = padded_dim();
-  const size_t words = d / 64;
-  const size_t positions = d / 4;
-  const uint8_t* block = packed + i / kScanBlock * block_bytes();
-  const size_t slot = i % kScanBlock;
-  const unsigned nibble_shift = slot < 16 ? 0 : 4;
-  for (size_t p = 0; p < bits_; ++p) {
-    for (size_t w = 0; w < words; ++w) {
-      uint64_t word = 0;
-      for (size_t j = 0; j < 16; ++j) {
-        const uint8_t byte = block[(p * positions + w * 16 + j) * 16 + slot % 16];
-        word |= uint64_t{(byte >> nibble_shift) & 15u} << (4 * j);
-      }
-      std::memcpy(code + (p * words + w) * 8, &word, 8);
-    }
-  }
-  const float* factors = reinterpret_cast<const float*>(block + bits_ * positions * 16);
-  float f[4];
-  for (size_t t = 0; t < 4; ++t) f[t] = factors[t * kScanBlock + slot];
-  std::memcpy(code + code_bytes_ - kFactorBytes, f, sizeof(f));
 }
 
 template <typename Emit>

@@ -77,6 +77,9 @@ RabitqFinishFn RabitqFinishFor(KernelLevelId level);
 // it a vector at its centroid, whose statistical error is 0, would be "outside" its bound by 1 ulp.
 constexpr double kRabitqRoundingSlack = 1e-5;
 
+// A code's last bytes: its four estimator factors (floats).
+inline constexpr size_t kRabitqFactorBytes = 4 * sizeof(float);
+
 // Walsh-Hadamard butterflies (unnormalised) of n floats in place, n a power of two >= 16: the
 // portable loop (rabitq.cc, compiled for any x86-64 and left to the auto-vectoriser) and the
 // AVX-512 one, which does the same additions in the same order, so gives the same bits.
