@@ -22,8 +22,9 @@ void RaBitQ::Pack(const uint8_t* codes, size_t n, uint8_t* packed) const {
     for (size_t p = 0; p < bits_; ++p) {
       for (size_t w = 0; w < words; ++w) {
         uint64_t word[kScanBlock] = {};
-        for (size_t i = 0; i < count; ++i)
+        for (size_t i = 0; i < count; ++i) {
           std::memcpy(&word[i], in + i * code_bytes_ + (p * words + w) * 8, 8);
+        }
         uint8_t* out = block + (p * positions + w * 16) * 16;
         for (size_t j = 0; j < 16; ++j, out += 16) {
           for (size_t i = 0; i < 16; ++i) {
@@ -36,8 +37,9 @@ void RaBitQ::Pack(const uint8_t* codes, size_t n, uint8_t* packed) const {
     float* factors = reinterpret_cast<float*>(block + bits_ * positions * 16);
     for (size_t i = 0; i < kScanBlock; ++i) {
       float f[4] = {};
-      if (i < count)
+      if (i < count) {
         std::memcpy(f, in + (i + 1) * code_bytes_ - internal::kRabitqFactorBytes, sizeof(f));
+      }
       for (size_t t = 0; t < 4; ++t) factors[t * kScanBlock + i] = f[t];
     }
   }
