@@ -127,35 +127,54 @@ const std::vector<index::TopK<uint64_t>::Entry>& ShardIndex::Candidates(const fl
                                                                         size_t want) const {
   const Clustering& c = live_;
   const size_t k = c.lists.size();
-  thread_local std::vector<std::pair<float, uint32_t>> order;
+  // Every centroid in one batched call (the query's loads shared between rows), the nearest
+  // `probes` of them by RankKey (ties: the lower list first, as the pairs ordered).
+  thread_local std::vector<const float*> rows;
+  thread_local std::vector<float> dist;
+  thread_local std::vector<uint64_t> order;
+  rows.resize(k);
+  dist.resize(k);
   order.resize(k);
-  for (size_t i = 0; i < k; ++i) {
-    order[i] = {index::L2Sqr(query, c.centroids.data() + i * dimension_, dimension_),
-                static_cast<uint32_t>(i)};
-  }
+  for (size_t i = 0; i < k; ++i) rows[i] = c.centroids.data() + i * dimension_;
+  index::L2SqrRows(query, rows.data(), k, dist.data(), dimension_);
+  for (size_t i = 0; i < k; ++i) order[i] = index::RankKey(dist[i], static_cast<uint32_t>(i));
   const size_t probes = std::min(std::max<size_t>(options_.probes, 1), k);
-  std::partial_sort(order.begin(), order.begin() + static_cast<ptrdiff_t>(probes), order.end());
+  index::SmallestFirst(order.data(), k, probes);
   // The query rotated once; each probed list prepares it against its rotated centroid.
   const size_t padded = c.codec->padded_dim();
   thread_local std::vector<float> rotated;
   thread_local index::RaBitQ::Query prepared;
   thread_local std::vector<index::RaBitQ::Estimate> estimates;
+  thread_local std::vector<uint32_t> within;
   thread_local index::TopK<uint64_t> top(0);
   rotated.resize(padded);
   c.codec->rotation().Apply(query, rotated.data());
   top.Reset(want);
+  const bool l2 = metric_ == index::Metric::kL2;
   for (size_t p = 0; p < probes; ++p) {
-    const List& list = c.lists[order[p].second];
+    const uint32_t l = index::FromRankKey(order[p]).second;
+    const List& list = c.lists[l];
     const size_t n = list.ids.size();
     if (n == 0) continue;
-    c.codec->PrepareRotated(rotated.data(), c.rotated.data() + size_t{order[p].second} * padded,
-                            &prepared);
+    c.codec->PrepareRotated(rotated.data(), c.rotated.data() + size_t{l} * padded, &prepared);
     estimates.resize(n);
+    within.resize(n);
     c.codec->EstimatePacked(prepared, list.codes.data(), n, estimates.data());
+    // Squared L2 ranks as is; -<q, x> = (|q - x|^2 - |q|^2 - |x|^2) / 2 ranks as est - |x|^2.
+    // Once the top is full most entries cannot enter: they are listed without a branch each
+    // against the bound at the list's start (the bound only falls: each is checked again).
+    const index::RaBitQ::Estimate* est = estimates.data();
+    const float* sq = list.sq_norms.data();
+    const float start = top.Threshold();
+    size_t listed = 0;
     for (size_t i = 0; i < n; ++i) {
-      // Squared L2 ranks as is; -<q, x> = (|q - x|^2 - |q|^2 - |x|^2) / 2 ranks as est - |x|^2.
-      const float est = estimates[i].distance;
-      top.Push(metric_ == index::Metric::kL2 ? est : est - list.sq_norms[i], list.ids[i]);
+      const float key = l2 ? est[i].distance : est[i].distance - sq[i];
+      within[listed] = static_cast<uint32_t>(i);
+      listed += !(key > start);
+    }
+    for (size_t j = 0; j < listed; ++j) {
+      const uint32_t i = within[j];
+      top.Push(l2 ? est[i].distance : est[i].distance - sq[i], list.ids[i]);
     }
   }
   return top.SortInPlace();
@@ -175,8 +194,22 @@ void ShardIndex::Search(const float* query, size_t k, std::vector<index::Neighbo
   }
   thread_local index::TopK<uint64_t> top(0);
   top.Reset(k);
-  for (const auto& c : Candidates(query, std::max(k, options_.rerank))) {
-    top.Push(index::Distance(metric_, query, vectors_.Vector(c.id), dimension_), c.id);
+  // The candidates' vectors lie anywhere in the shard's rows: each is asked for two ahead of
+  // its distance.
+  const auto& candidates = Candidates(query, std::max(k, options_.rerank));
+  thread_local std::vector<const float*> vectors;
+  vectors.resize(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) vectors[i] = vectors_.Vector(candidates[i].id);
+  constexpr size_t kAhead = 2;
+  const size_t bytes = dimension_ * sizeof(float);
+  auto prefetch = [&](const float* v) {
+    const char* b = reinterpret_cast<const char*>(v);
+    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(b + off);
+  };
+  for (size_t i = 0; i < std::min(kAhead, vectors.size()); ++i) prefetch(vectors[i]);
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    if (i + kAhead < vectors.size()) prefetch(vectors[i + kAhead]);
+    top.Push(index::Distance(metric_, query, vectors[i], dimension_), candidates[i].id);
   }
   for (const auto& e : top.SortInPlace()) out->push_back({.id = e.id, .distance = e.distance});
 }

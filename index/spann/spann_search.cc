@@ -1,7 +1,6 @@
 // SpannIndex's query path above the posting scan: the batch driver, the navigator's choice of
 // postings (with a PostingScope) and the VectorIndex methods (see spann_index.h).
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <limits>
 #include <thread>
@@ -17,19 +16,6 @@
 
 namespace shoal::index {
 namespace {
-
-// A scored posting as one integer ordered as (distance, posting) pairs are: a non-negative
-// float's bits order as the float does, so (bits << 32 | posting) compares in one instruction
-// where the pair takes two and a branch (ranking a scope's postings, TakeNearest).
-uint64_t RankKey(float distance, uint32_t posting) {
-  // NaN as infinity; a squared distance is never negative, but -0 would order below +0.
-  const float d =
-      std::isnan(distance) ? std::numeric_limits<float>::infinity() : std::max(distance, 0.0f);
-  return (uint64_t{std::bit_cast<uint32_t>(d)} << 32) | posting;
-}
-std::pair<float, uint32_t> FromRankKey(uint64_t key) {
-  return {std::bit_cast<float>(static_cast<uint32_t>(key >> 32)), static_cast<uint32_t>(key)};
-}
 
 // Every live posting of `leaves` (tree leaves) with its float centroid's distance to q, as
 // RankKeys.
