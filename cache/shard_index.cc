@@ -7,11 +7,11 @@
 #include <cstring>
 
 #include "absl/synchronization/mutex.h"
+#include "base/prefetch.h"
 #include "index/distance/distance.h"
 #include "index/topk.h"
 
 namespace shoal::cache {
-
 size_t ShardIndex::MemoryBytes() const {
   size_t bytes = vectors_.MemoryBytes() + live_.centroids.capacity() * sizeof(float) +
                  live_.rotated.capacity() * sizeof(float) + live_.slot.MemoryBytes();
@@ -145,6 +145,7 @@ const std::vector<index::TopK<uint64_t>::Entry>& ShardIndex::Candidates(const fl
   thread_local std::vector<float> rotated;
   thread_local index::RaBitQ::Query prepared;
   thread_local std::vector<index::RaBitQ::Estimate> estimates;
+  thread_local std::vector<float> keys;
   thread_local std::vector<uint32_t> within;
   thread_local index::TopK<uint64_t> top(0);
   rotated.resize(padded);
@@ -156,8 +157,13 @@ const std::vector<index::TopK<uint64_t>::Entry>& ShardIndex::Candidates(const fl
     const List& list = c.lists[l];
     const size_t n = list.ids.size();
     if (n == 0) continue;
+    // The list's |x|^2 and ids are read after its codes are scanned: asked for now, they
+    // arrive while the scan runs (they were the listing's stalls).
+    base::PrefetchLines(list.sq_norms.data(), n * sizeof(float));
+    base::PrefetchLines(list.ids.data(), n * sizeof(uint64_t));
     c.codec->PrepareRotated(rotated.data(), c.rotated.data() + size_t{l} * padded, &prepared);
     estimates.resize(n);
+    keys.resize(n);
     within.resize(n);
     c.codec->EstimatePacked(prepared, list.codes.data(), n, estimates.data());
     // Squared L2 ranks as is; -<q, x> = (|q - x|^2 - |q|^2 - |x|^2) / 2 ranks as est - |x|^2.
@@ -165,17 +171,10 @@ const std::vector<index::TopK<uint64_t>::Entry>& ShardIndex::Candidates(const fl
     // against the bound at the list's start (the bound only falls: each is checked again).
     const index::RaBitQ::Estimate* est = estimates.data();
     const float* sq = list.sq_norms.data();
-    const float start = top.Threshold();
-    size_t listed = 0;
-    for (size_t i = 0; i < n; ++i) {
-      const float key = l2 ? est[i].distance : est[i].distance - sq[i];
-      within[listed] = static_cast<uint32_t>(i);
-      listed += !(key > start);
-    }
-    for (size_t j = 0; j < listed; ++j) {
-      const uint32_t i = within[j];
-      top.Push(l2 ? est[i].distance : est[i].distance - sq[i], list.ids[i]);
-    }
+    float* key = keys.data();
+    for (size_t i = 0; i < n; ++i) key[i] = l2 ? est[i].distance : est[i].distance - sq[i];
+    const size_t listed = index::SelectNotAbove(key, n, top.Threshold(), within.data());
+    for (size_t j = 0; j < listed; ++j) top.Push(key[within[j]], list.ids[within[j]]);
   }
   return top.SortInPlace();
 }
@@ -194,21 +193,19 @@ void ShardIndex::Search(const float* query, size_t k, std::vector<index::Neighbo
   }
   thread_local index::TopK<uint64_t> top(0);
   top.Reset(k);
-  // The candidates' vectors lie anywhere in the shard's rows: each is asked for two ahead of
-  // its distance.
+  // The candidates' vectors lie anywhere in the shard's rows: ~32 KiB of them are asked for
+  // ahead of the one scored (as VectorCache::LookupBatch does).
   const auto& candidates = Candidates(query, std::max(k, options_.rerank));
   thread_local std::vector<const float*> vectors;
   vectors.resize(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) vectors[i] = vectors_.Vector(candidates[i].id);
-  constexpr size_t kAhead = 2;
   const size_t bytes = dimension_ * sizeof(float);
-  auto prefetch = [&](const float* v) {
-    const char* b = reinterpret_cast<const char*>(v);
-    for (size_t off = 0; off < bytes; off += 64) __builtin_prefetch(b + off);
-  };
-  for (size_t i = 0; i < std::min(kAhead, vectors.size()); ++i) prefetch(vectors[i]);
+  const size_t ahead = std::clamp<size_t>((32 << 10) / bytes, 2, 64);
+  for (size_t i = 0; i < std::min(ahead, vectors.size()); ++i) {
+    base::PrefetchLines(vectors[i], bytes);
+  }
   for (size_t i = 0; i < candidates.size(); ++i) {
-    if (i + kAhead < vectors.size()) prefetch(vectors[i + kAhead]);
+    if (i + ahead < vectors.size()) base::PrefetchLines(vectors[i + ahead], bytes);
     top.Push(index::Distance(metric_, query, vectors[i], dimension_), candidates[i].id);
   }
   for (const auto& e : top.SortInPlace()) out->push_back({.id = e.id, .distance = e.distance});

@@ -90,6 +90,15 @@ size_t SelectIdsInWindowScalar(const uint64_t* ids, size_t n, uint64_t first,
   return kept;
 }
 
+size_t SelectNotAboveScalar(const float* values, size_t n, float bound, uint32_t* out) {
+  size_t kept = 0;
+  for (size_t i = 0; i < n; ++i) {
+    out[kept] = static_cast<uint32_t>(i);
+    kept += static_cast<size_t>(!(values[i] > bound));
+  }
+  return kept;
+}
+
 // NaN and Inf have every exponent bit set: a block passes when its largest magnitude's bits are
 // below that. Branch-free per block, so the compiler vectorises it.
 bool AllFiniteScalar(const float* values, size_t n) {
@@ -124,6 +133,13 @@ void SmallestFirst(uint64_t* keys, size_t n, size_t want) {
     return internal::SmallestFirstAvx512(keys, n, want);
   }
   std::partial_sort(keys, keys + want, keys + n);
+}
+
+size_t SelectNotAbove(const float* values, size_t n, float bound, uint32_t* out) {
+  if (internal::ActiveKernels().level == internal::KernelLevelId::kAvx512) {
+    return internal::SelectNotAboveAvx512(values, n, bound, out);
+  }
+  return internal::SelectNotAboveScalar(values, n, bound, out);
 }
 
 size_t SelectIdsInWindow(const uint64_t* ids, size_t n, uint64_t first, const uint64_t* window,

@@ -35,6 +35,11 @@ float InnerProduct(const float* a, const float* b, size_t dim);
 // tenant's filter lists whole postings' ids through its id window (SpannIndex::TakeMembers).
 size_t SelectIdsInWindow(const uint64_t* ids, size_t n, uint64_t first, const uint64_t* window,
                          size_t words, uint64_t* out);
+// Writes to `out`, in order, every i < n whose values[i] is not above `bound` (NaN included:
+// "not above", as a scan's `!(v > bound)` keeps it) and returns how many; `out` has room for n.
+// The listing step of the quantized scans: most of a block's codes are dropped on their bound,
+// and a branch per code mispredicts; with AVX-512 sixteen a step, a compare and a compress.
+size_t SelectNotAbove(const float* values, size_t n, float bound, uint32_t* out);
 // Puts the `want` smallest of keys[0, n) first, ascending (as std::partial_sort does; the rest
 // in no order). Not a distance: the ranking of a scope's scored postings (RankKeys), where a few
 // of a few hundred are taken. With AVX-512 and a few wanted, each is found by a vector minimum

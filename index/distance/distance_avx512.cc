@@ -411,4 +411,21 @@ size_t SelectIdsInWindowAvx512(const uint64_t* ids, size_t n, uint64_t first,
   return kept;
 }
 
+size_t SelectNotAboveAvx512(const float* values, size_t n, float bound, uint32_t* out) {
+  const __m512 b = _mm512_set1_ps(bound);
+  const __m512i step = _mm512_set1_epi32(16);
+  __m512i index = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  size_t kept = 0;
+  for (size_t i = 0; i < n; i += 16) {
+    const __mmask16 lanes =
+        n - i >= 16 ? __mmask16{0xffff} : static_cast<__mmask16>((1u << (n - i)) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(lanes, values + i);
+    const __mmask16 keep = _mm512_mask_cmp_ps_mask(lanes, v, b, _CMP_NGT_UQ);  // NaN: kept
+    _mm512_mask_compressstoreu_epi32(out + kept, keep, index);
+    kept += static_cast<size_t>(__builtin_popcount(keep));
+    index = _mm512_add_epi32(index, step);
+  }
+  return kept;
+}
+
 }  // namespace shoal::index::internal

@@ -1,6 +1,7 @@
 // Micro-benchmarks of the distance kernels (every supported level); FlatIndex search and growth
 // are in flat_index_benchmark.cc.
 //   build-*/bin/distance_benchmark --benchmark_filter=L2
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -69,6 +70,31 @@ void BM_ScoreBlock(benchmark::State& state) {
       benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 BENCHMARK(BM_ScoreBlock)->Arg(128)->Arg(784);
+
+// SelectNotAbove over a posting's worth of bounds (state.range(0)), a tenth of them kept, as a
+// scan's listing step sees them once its top is full.
+void BM_SelectNotAbove(benchmark::State& state, KernelLevelId level) {
+  if (!internal::LevelSupported(level)) {
+    state.SkipWithError("level not supported on this CPU");
+    return;
+  }
+  const size_t n = state.range(0);
+  auto values = RandomFloats(n, 5);
+  std::vector<float> sorted = values;
+  std::nth_element(sorted.begin(), sorted.begin() + n / 10, sorted.end());
+  const float bound = sorted[n / 10];
+  std::vector<uint32_t> out(n);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(
+        level == KernelLevelId::kAvx512
+            ? internal::SelectNotAboveAvx512(values.data(), n, bound, out.data())
+            : internal::SelectNotAboveScalar(values.data(), n, bound, out.data()));
+    benchmark::ClobberMemory();
+  }
+  state.SetItemsProcessed(state.iterations() * n);
+}
+BENCHMARK_CAPTURE(BM_SelectNotAbove, scalar, KernelLevelId::kScalar)->Arg(64)->Arg(500);
+BENCHMARK_CAPTURE(BM_SelectNotAbove, avx512, KernelLevelId::kAvx512)->Arg(64)->Arg(500);
 
 }  // namespace
 }  // namespace shoal::index

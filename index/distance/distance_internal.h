@@ -41,6 +41,9 @@ size_t SelectIdsInWindowScalar(const uint64_t* ids, size_t n, uint64_t first,
                                const uint64_t* window, size_t words, uint64_t* out);
 size_t SelectIdsInWindowAvx512(const uint64_t* ids, size_t n, uint64_t first,
                                const uint64_t* window, size_t words, uint64_t* out);
+// SelectNotAbove: the plain loop (written always, counted when kept), and sixteen a step.
+size_t SelectNotAboveScalar(const float* values, size_t n, float bound, uint32_t* out);
+size_t SelectNotAboveAvx512(const float* values, size_t n, float bound, uint32_t* out);
 // SmallestFirst for want <= kSmallestByMinimum: the minimum of the rest found, then moved to the
 // front, want times.
 inline constexpr size_t kSmallestByMinimum = 16;

@@ -8,6 +8,7 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "base/prefetch.h"
 #include "index/postings/posting_directory.h"
 
 namespace shoal::index {
@@ -16,19 +17,12 @@ namespace shoal::index {
 // scan kernel prefetches ahead within a posting, not across postings). Reads the posting's
 // header, which PrefetchHeader started loading a posting earlier.
 inline void PrefetchResident(const PostingDirectory& dir, uint32_t p, size_t prepared_dim) {
-  const auto* centroid = reinterpret_cast<const char*>(dir.prepared_centroid(p));
-  for (size_t b = 0; b < prepared_dim * sizeof(float); b += 64) __builtin_prefetch(centroid + b);
+  base::PrefetchLines(dir.prepared_centroid(p), prepared_dim * sizeof(float));
   const QuantizedPosting& next = *dir.codes[p];
-  for (size_t b = 0; b < std::min<size_t>(next.codes.size(), 512); b += 64) {
-    __builtin_prefetch(next.codes.data() + b);
-  }
-  const auto* ids = reinterpret_cast<const char*>(next.ids.data());
-  for (size_t b = 0; b < next.ids.size() * sizeof(uint64_t); b += 64) __builtin_prefetch(ids + b);
+  base::PrefetchLines(next.codes.data(), std::min<size_t>(next.codes.size(), 512));
+  base::PrefetchLines(next.ids.data(), next.ids.size() * sizeof(uint64_t));
   // Inner-product indexes read each entry's norm beside its estimate (empty otherwise).
-  const auto* norms = reinterpret_cast<const char*>(next.sq_norms.data());
-  for (size_t b = 0; b < next.sq_norms.size() * sizeof(float); b += 64) {
-    __builtin_prefetch(norms + b);
-  }
+  base::PrefetchLines(next.sq_norms.data(), next.sq_norms.size() * sizeof(float));
 }
 
 // Starts loading posting p's header (its QuantizedPosting: sizes and buffer pointers), which

@@ -8,6 +8,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "index/distance/distance.h"
 #include "index/postings/posting_navigator.h"
 #include "index/postings/posting_prefetch.h"
 #include "index/spann/candidate_intervals.h"
@@ -337,12 +338,7 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
     // Most codes are dropped on their lower bound: their indexes are listed without a branch
     // per code (a branch there mispredicts often; docs/PERFORMANCE.md, "Fewer instructions per
     // code"). The running bound only falls, so each listed code is checked against it again.
-    const float start = cands.running();
-    size_t listed = 0;
-    for (size_t i = 0; i < n; ++i) {
-      within[listed] = static_cast<uint32_t>(i);
-      listed += !(lo[i] > start);
-    }
+    const size_t listed = SelectNotAbove(lo, n, cands.running(), within.data());
     for (size_t j = 0; j < listed; ++j) {
       const uint32_t i = within[j];
       if (lo[i] > cands.running()) continue;  // dropped before any bookkeeping

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "base/prefetch.h"
+
 namespace shoal::storage {
 
 void VectorCache::SetBudget(size_t bytes) {
@@ -60,8 +62,7 @@ void VectorCache::LookupBatch(std::span<const uint64_t> ids,
   const size_t ahead = std::clamp<size_t>((32 << 10) / bytes, 2, 64);
   auto prefetch = [&](size_t i) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (i >= ids.size() || slots[i] == kEmpty) return;
-    const char* v = reinterpret_cast<const char*>(SlotVector(slots[i]));
-    for (size_t b = 0; b < bytes; b += 64) __builtin_prefetch(v + b);
+    base::PrefetchLines(SlotVector(slots[i]), bytes);
   };
   for (size_t i = 0; i < ahead; ++i) prefetch(i);
   for (size_t i = 0; i < ids.size(); ++i) {
