@@ -240,6 +240,8 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
     return;
   }
   thread_local std::vector<std::pair<float, uint32_t>> frontier, next, bounded;
+  thread_local std::vector<uint32_t> level;  // the half path's children of this level
+  thread_local std::vector<float> lower;     // their lower bounds
   thread_local LevelKeeper keeper;
   frontier.clear();
   frontier.emplace_back(0.0f, root());  // the root's own distance only matters for a 1-leaf tree
@@ -250,14 +252,14 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
       frontier.resize(beam);
     }
     keeper.Reset(beam, &next);
-    bounded.clear();
+    level.clear();
     for (const auto& [dist, node] : frontier) {
       if (is_leaf(node)) {
         out->emplace_back(dist, slot_[node]);
       } else if (half) {
         for (uint32_t child : children(node)) {
           if (scope != nullptr && !scope->AllowsNode(child)) continue;
-          bounded.emplace_back(nav_.LowerBound(prepared, child), child);
+          level.push_back(child);
         }
       } else {
         // Every child goes in; the next round's nth_element keeps the beam nearest (a running
@@ -270,7 +272,23 @@ void CentroidTree::NearestLeaves(const float* q, size_t m, size_t beam,
         }
       }
     }
-    if (half) ScoreLevelOnHalves(nav_, prepared, beam, bounded, keeper);
+    if (half && !level.empty()) {
+      lower.resize(level.size());
+      nav_.LowerBounds(prepared, level, lower.data());
+      // Inner nodes that all fit in the beam are all kept whatever their distances, and an inner
+      // node's distance is read by nothing after (only the beam's cut, which keeps them all, and
+      // a leaf's is returned): no half row is read for them (at 784-d a tenant's first level).
+      const bool all_kept =
+          level.size() <= beam &&
+          std::none_of(level.begin(), level.end(), [&](uint32_t c) { return is_leaf(c); });
+      if (all_kept) {
+        for (size_t i = 0; i < level.size(); ++i) next.emplace_back(lower[i], level[i]);
+      } else {
+        bounded.clear();
+        for (size_t i = 0; i < level.size(); ++i) bounded.emplace_back(lower[i], level[i]);
+        ScoreLevelOnHalves(nav_, prepared, beam, bounded, keeper);
+      }
+    }
     frontier.swap(next);
   }
   KeepNearest(m, out);

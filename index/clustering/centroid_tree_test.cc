@@ -347,6 +347,21 @@ TEST_F(CentroidTreeTest, HalfNavigationAgreesWithFloat) {
   EXPECT_EQ(half, exact);
 }
 
+// A level of inner nodes that all fit in the beam is kept without reading their half rows (their
+// distances are never used): the answers still agree with the float descent's, and with a beam
+// over every inner node of the first two levels (8 and 64 of them) the distances are still the
+// leaves' own.
+TEST_F(CentroidTreeTest, HalfNavigationWithABeamOverWholeLevelsAgreesWithFloat) {
+  const CentroidTree tree = Build(500, 8);
+  std::mt19937 rng(Seed());
+  constexpr size_t kQueries = 500;
+  const std::vector<float> q = Mixture(kQueries, kD, 40, rng);
+  for (size_t beam : {8, 16, 64}) {
+    const double agreement = HalfAgreement(tree, q.data(), kQueries, 8, beam);
+    EXPECT_GE(agreement, 0.975) << "beam " << beam;
+  }
+}
+
 // The flat scan: exact on floats (the brute-force m nearest leaves, in order); on the half copy
 // the same leaves but for half-precision ties, with distances within the half copy's rounding.
 TEST_F(CentroidTreeTest, ScanLeavesIsExactOnFloatsAndAgreesOnHalves) {

@@ -152,6 +152,22 @@ float NavigationCopy::LowerBound(const Query& q, uint32_t row) const {
   return L2Sqr(q.projected.data(), b, k) + rest * rest;
 }
 
+void NavigationCopy::LowerBounds(const Query& q, std::span<const uint32_t> rows, float* out) const {
+  const size_t k = basis_size_;
+  if (k == 0) {
+    std::fill(out, out + rows.size(), 0.0f);
+    return;
+  }
+  thread_local std::vector<const float*> at;
+  at.resize(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) at[i] = &bounds_[size_t{rows[i]} * (k + 1)];
+  L2SqrRows(q.projected.data(), at.data(), rows.size(), out, k);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const float rest = q.residual - at[i][k];
+    out[i] += rest * rest;
+  }
+}
+
 float NavigationCopy::HalfDistance(const Query& q, uint32_t row, float bound) const {
   return L2SqrHalfBounded(q.permuted.data(), &half_[size_t{row} * dim_], dim_, bound);
 }

@@ -26,6 +26,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <span>
 #include <vector>
 
 #include "base/aligned_vector.h"
@@ -63,6 +64,9 @@ class NavigationCopy {
   // farther than `bound` (with a margin for rounding); HalfDistance reads the half row
   // (L2SqrHalfBounded: a value > bound when it stops early).
   float LowerBound(const Query& q, uint32_t row) const;
+  // out[i] = LowerBound(q, rows[i]) for every i, bit for bit, in one kernel call (the query's
+  // projection loaded once for many rows: a descent level's children).
+  void LowerBounds(const Query& q, std::span<const uint32_t> rows, float* out) const;
   static bool RulesOut(float lower, float bound) { return lower > bound * (1 + kBoundSlack); }
   float HalfDistance(const Query& q, uint32_t row, float bound) const;
   // Starts loading the first 512 bytes of a half row (a hint; no effect on results): the

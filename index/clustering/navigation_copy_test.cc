@@ -1,8 +1,10 @@
 #include "index/clustering/navigation_copy.h"
 
+#include <algorithm>
 #include <cmath>
 #include <iostream>
 #include <random>
+#include <span>
 #include <vector>
 
 #include "base/test_seed.h"
@@ -95,6 +97,35 @@ TEST(NavigationCopyTest, BoundedDistanceIsExactOrAboveTheBoundAndBelowTheDistanc
     std::cout << "dim " << dim << ": " << early << " of " << total << " cut short\n";
     if (dim >= 64) {
       EXPECT_GT(early, total / 10) << "dim " << dim;
+    }
+  }
+}
+
+// LowerBounds: one call for many rows, any subset in any order, each value LowerBound's bit for
+// bit (no basis below 32 dimensions: zeros).
+TEST(NavigationCopyTest, LowerBoundsAreEachRowsLowerBound) {
+  std::mt19937 rng(Seed());
+  for (size_t dim : {8, 33, 100, 784}) {
+    const size_t rows = 120;
+    const std::vector<float> c = LowRankRows(rows, dim, 6, rng), q = LowRankRows(4, dim, 6, rng);
+    const NavigationCopy copy = NavigationCopy::Build(c.data(), rows, dim);
+    ASSERT_FALSE(copy.empty());
+    std::vector<uint32_t> some;
+    for (uint32_t r = 0; r < rows; ++r) {
+      if (rng() % 3 != 0) some.push_back(r);
+    }
+    std::shuffle(some.begin(), some.end(), rng);
+    NavigationCopy::Query prepared;
+    for (size_t i = 0; i < 4; ++i) {
+      copy.Prepare(&q[i * dim], &prepared);
+      for (size_t n : {size_t{0}, size_t{1}, size_t{3}, size_t{5}, some.size()}) {
+        std::vector<float> got(n + 1, -1.0f);
+        copy.LowerBounds(prepared, std::span<const uint32_t>(some.data(), n), got.data());
+        for (size_t j = 0; j < n; ++j) {
+          EXPECT_EQ(got[j], copy.LowerBound(prepared, some[j])) << "dim " << dim << " row " << j;
+        }
+        EXPECT_EQ(got[n], -1.0f);  // nothing written past the rows
+      }
     }
   }
 }
