@@ -12,6 +12,7 @@
 #include "index/topk.h"
 
 namespace shoal::cache {
+
 size_t ShardIndex::MemoryBytes() const {
   size_t bytes = vectors_.MemoryBytes() + live_.centroids.capacity() * sizeof(float) +
                  live_.rotated.capacity() * sizeof(float) + live_.slot.MemoryBytes();
