@@ -201,7 +201,7 @@ void ShardIndex::Search(const float* query, size_t k, std::vector<index::Neighbo
   vectors.resize(candidates.size());
   for (size_t i = 0; i < candidates.size(); ++i) vectors[i] = vectors_.Vector(candidates[i].id);
   const size_t bytes = dimension_ * sizeof(float);
-  const size_t ahead = std::clamp<size_t>((32 << 10) / bytes, 2, 64);
+  const size_t ahead = base::RowsAhead(bytes);
   for (size_t i = 0; i < std::min(ahead, vectors.size()); ++i) {
     base::PrefetchLines(vectors[i], bytes);
   }

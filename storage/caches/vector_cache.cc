@@ -59,7 +59,7 @@ void VectorCache::LookupBatch(std::span<const uint64_t> ids,
   for (uint64_t id : ids) __builtin_prefetch(&table_[Home(id)]);
   for (size_t i = 0; i < ids.size(); ++i) slots[i] = table_[Probe(ids[i])].slot;
   const size_t bytes = dim_ * sizeof(float);
-  const size_t ahead = std::clamp<size_t>((32 << 10) / bytes, 2, 64);
+  const size_t ahead = base::RowsAhead(bytes);
   auto prefetch = [&](size_t i) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     if (i >= ids.size() || slots[i] == kEmpty) return;
     base::PrefetchLines(SlotVector(slots[i]), bytes);
