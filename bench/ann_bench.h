@@ -74,8 +74,9 @@ struct DatasetResult {
 };
 
 // The suite: (short name, LoadDataset spec) of Fashion-MNIST, embedding-like sets at 100-d
-// angular, 128-d euclidean, 256-d angular, 960-d euclidean and 1536-d angular of `n` rows
-// (seeded; storage/dataset/embedding_synthetic.h), then each HDF5 file.
+// angular, 128-d euclidean, 256-, 384- and 768-d angular (the common text-embedding widths),
+// 960-d euclidean and 1536-d angular of `n` rows (seeded; storage/dataset/embedding_synthetic.h),
+// then each HDF5 file.
 std::vector<std::pair<std::string, std::string>> SuiteDatasets(
     size_t n, const std::vector<std::string>& hdf5);
 

@@ -71,6 +71,7 @@ std::vector<std::pair<std::string, std::string>> SuiteDatasets(
   std::vector<std::pair<std::string, std::string>> out = {
       {"fashion-mnist", "fashion-mnist"},           {"emb-100-angular", gen(100, "angular")},
       {"emb-128-euclidean", gen(128, "euclidean")}, {"emb-256-angular", gen(256, "angular")},
+      {"emb-384-angular", gen(384, "angular")},     {"emb-768-angular", gen(768, "angular")},
       {"emb-960-euclidean", gen(960, "euclidean")}, {"emb-1536-angular", gen(1536, "angular")},
   };
   for (const std::string& path : hdf5) out.emplace_back(path, path);

@@ -16,9 +16,10 @@
 //                   each block is scanned once; at 100-d 3 and 4 bits were no faster than 5
 //                   (they re-rank 5x / 2x more vectors), docs/PERFORMANCE.md "one lookup-table
 //                   group". Below 32-d: no quantizer (a full vector is barely larger than a code).
-//   centroids       data: the build measures the posting size on a sample (posting_size.h;
-//                   docs/PERFORMANCE.md "K from the data": 1.3-1.4x QPS at 100/128/256-d, the
-//                   rule's own size elsewhere) — unless the codes stay on the SSD (below):
+//   centroids       data: the build measures the posting size at the data's own density
+//                   (posting_size.h; docs/PERFORMANCE.md "K from the data" and "Posting sizes
+//                   measured at the data's own density": 256-512 per posting on the generated
+//                   sets, 64 on Fashion-MNIST) — unless the codes stay on the SSD (below):
 //                   the measurement models CPU, and there the pages read decide (at 2M x 128 it
 //                   chose 128 per posting: 87 reads per query against the rule's 73).
 //                   centroid_ratio, the rule, also the fallback when the sample is too small to

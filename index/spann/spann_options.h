@@ -6,7 +6,7 @@
 // Spec keys (all optional):
 //   centroid_ratio  postings per vector (0 < r <= 0.5)                       default 0.02
 //   centroids       ratio (centroid_ratio as given) | data (the build measures the posting
-//                   size on a sample of the data: index/spann/posting_size.h)  default ratio
+//                   size on regions of the data: index/spann/posting_size.h)  default ratio
 //   replicas        max postings a vector is written to (1..16)             default 4
 //   rng_factor      boundary replication: accept posting c only if no accepted c' has
 //                   rng_factor * d(c, c') <= d(x, c)   (> 0)                default 1.0
