@@ -36,29 +36,34 @@ void NearestPostings(const CentroidTree& tree, const PostingDirectory& dir, cons
 // Which navigator costs less for a query that asks for m postings: the flat scan (every
 // posting's float centroid, exact) or the tree's descent (CentroidTree::NearestLeaves, kHalf).
 // The descent keeps max(beam, m) nodes per level and scores all their children, so its work
-// grows with m; the flat scan's is the number of postings whatever m. A child the descent scores
-// costs about kDescentCostPerChild flat-scanned centroids (its lower bound, the half distance of
-// the children the bound keeps, the level's ranking). Measured (docs/PERFORMANCE.md, 781
+// grows with m; the flat scan's is the postings times the dimension whatever m. A child the
+// descent scores costs about kDescentChildFloats floats of a flat-scanned centroid (its lower
+// bound, the half distance of the children the bound keeps, the level's ranking): two centroids
+// at 128-d, where it was measured, a third of one at 784-d. Measured (docs/PERFORMANCE.md, 781
 // postings, p50 per query, same postings): 100-d m = 64 (~680 children scored): flat 88-107 us
 // vs tree 134-153; 128-d m = 40 (~460): flat 61-71 vs tree 76-88; 128-d m = 21 (~290): flat
 // 44-57 vs tree 41-42; Fashion-MNIST (1200 postings, m = 8, ~170 children): tree 5.9k QPS vs
 // flat 3.4k. Again at 100-d (782 postings, load ~16), m = 21 / 40 / 64 (279 / 438 / 640
-// children): flat 41.8 / 63.5 / 84.2 us vs tree 43.6 / 76.7 / 106.0.
+// children): flat 41.8 / 63.5 / 84.2 us vs tree 43.6 / 76.7 / 106.0. Fashion-MNIST at 128 vectors
+// a posting (470 postings), m = 11: flat 106.5 us vs tree 59.2, where a rule counting postings
+// only (two per child) chose flat (docs/PERFORMANCE.md, "Posting sizes measured at the data's own
+// density").
 //
 //   DescentCost cost(tree);
-//   const bool flat = cost.FlatIsCheaper(dir.size(), m, beam);
+//   const bool flat = cost.FlatIsCheaper(dir.size(), dir.dim, m, beam);
 //
 // Immutable after construction; thread-safe.
 class DescentCost {
  public:
-  static constexpr double kDescentCostPerChild = 2.0;
+  static constexpr double kDescentChildFloats = 256;
   explicit DescentCost(const CentroidTree& tree);
   // Children the descent scores for m postings with `beam` (an estimate from the tree's
   // per-level node and child counts: each level keeps min(max(beam, m), its nodes) nodes).
   double ChildrenScored(size_t m, size_t beam) const;
-  // Is scanning `postings` centroids flat no dearer than the descent for m?
-  bool FlatIsCheaper(size_t postings, size_t m, size_t beam) const {
-    return static_cast<double>(postings) <= kDescentCostPerChild * ChildrenScored(m, beam);
+  // Is scanning `postings` centroids of `dim` floats flat no dearer than the descent for m?
+  bool FlatIsCheaper(size_t postings, size_t dim, size_t m, size_t beam) const {
+    return static_cast<double>(postings) * static_cast<double>(dim) <=
+           kDescentChildFloats * ChildrenScored(m, beam);
   }
   // Is scanning a scope's own `postings` (PostingScope::Leaves) flat, on float centroids of `dim`,
   // no dearer than the scoped descent for m? A child the descent scores costs about as much as

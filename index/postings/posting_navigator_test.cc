@@ -99,11 +99,20 @@ TEST(DescentCostTest, GrowsWithMUpToEveryNodeAndPicksFlatOnlyForWideQueries) {
   // Below the beam m does not matter; a beam over every node scores every non-root node.
   EXPECT_EQ(cost.ChildrenScored(1, beam), cost.ChildrenScored(beam, beam));
   EXPECT_DOUBLE_EQ(cost.ChildrenScored(tree->num_nodes(), beam), tree->num_nodes() - 1.0);
-  // A narrow query descends (fewer children than postings / 2); a query for every posting
-  // scans flat.
-  EXPECT_LT(DescentCost::kDescentCostPerChild * cost.ChildrenScored(beam, beam), leaves);
-  EXPECT_FALSE(cost.FlatIsCheaper(leaves, beam, beam));
-  EXPECT_TRUE(cost.FlatIsCheaper(leaves, leaves, beam));
+  // At 128-d (a child costs two flat centroids) a narrow query descends (fewer children than
+  // postings / 2) and a query for every posting scans flat.
+  EXPECT_LT(DescentCost::kDescentChildFloats / 128 * cost.ChildrenScored(beam, beam), leaves);
+  EXPECT_FALSE(cost.FlatIsCheaper(leaves, 128, beam, beam));
+  EXPECT_TRUE(cost.FlatIsCheaper(leaves, 128, leaves, beam));
+  // Wider centroids make the flat scan dearer: a query that scans flat at 128-d descends at 784-d.
+  bool wider_descends = false;
+  for (size_t m = beam; m <= leaves; m *= 2) {
+    EXPECT_TRUE(!cost.FlatIsCheaper(leaves, 128, m, beam) ||
+                cost.FlatIsCheaper(leaves, 8, m, beam));
+    wider_descends |=
+        cost.FlatIsCheaper(leaves, 128, m, beam) && !cost.FlatIsCheaper(leaves, 784, m, beam);
+  }
+  EXPECT_TRUE(wider_descends);
 }
 
 }  // namespace

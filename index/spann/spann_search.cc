@@ -255,7 +255,7 @@ void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const Spa
   thread_local std::vector<std::pair<float, uint32_t>> nearest;
   const size_t beam = manifest_.options.beam;
   const bool flat = flat_navigator_ || (navigator_by_cost_ && knobs.scope == nullptr &&
-                                        descent_cost_.FlatIsCheaper(dir.size(), m, beam));
+                                        descent_cost_.FlatIsCheaper(dir.size(), dir.dim, m, beam));
   NearestAllowed(tree_, dir, q, m, beam, flat, navigator_by_cost_ ? &descent_cost_ : nullptr,
                  knobs.scope, knobs.scope_budget, VectorsPerLeaf(), &nearest);
   if (ratio > 0) {  // prune on exact distances, not the half copy's
