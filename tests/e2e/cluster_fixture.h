@@ -128,7 +128,8 @@ class ClusterE2ETest : public testing::Test {
   void SetUp() override {
     if (std::string missing = services_.Missing(); !missing.empty()) GTEST_SKIP() << missing;
     dir_ = MakeTempDir();
-    ASSERT_TRUE(services_.Start(dir_).ok());
+    const absl::Status started = services_.Start(dir_);
+    ASSERT_TRUE(started.ok()) << started;
     for (uint32_t i = 0; i < kNodes; ++i) nodes_.push_back(std::make_unique<ShoaldProcess>());
     for (uint32_t i = 0; i < InitialNodes(); ++i) {
       ASSERT_TRUE(StartNode(i).ok()) << nodes_[i]->Stderr();

@@ -11,6 +11,8 @@
 
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -96,10 +98,26 @@ std::string ClusterServices::Missing() const {
   return missing;
 }
 
+namespace {
+
+// The last `bytes` of the file at `path` ("" when it cannot be read): a service's own account of
+// why it did not come up.
+std::string Tail(const std::string& path, size_t bytes = 2048) {
+  std::ifstream in(path, std::ios::binary);
+  const std::string all((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  return all.size() > bytes ? all.substr(all.size() - bytes) : all;
+}
+
+}  // namespace
+
 absl::Status ClusterServices::Start(const std::string& dir) {
+  // Three ports free a moment ago and distinct from each other (two picks in a row may return
+  // the same one).
   const int client_port = FreeLoopbackPort();
-  const int peer_port = FreeLoopbackPort();
+  int peer_port = FreeLoopbackPort();
+  while (peer_port == client_port) peer_port = FreeLoopbackPort();
   nats_port_ = FreeLoopbackPort();
+  while (nats_port_ == client_port || nats_port_ == peer_port) nats_port_ = FreeLoopbackPort();
   etcd_url_ = absl::StrCat("http://127.0.0.1:", client_port);
   nats_url_ = absl::StrCat("nats://127.0.0.1:", nats_port_);
   const std::string peer_url = absl::StrCat("http://127.0.0.1:", peer_port);
@@ -115,8 +133,15 @@ absl::Status ClusterServices::Start(const std::string& dir) {
                    absl::StrCat(nats_port_), "-sd", dir + "/nats"},
                   dir + "/nats.log");
   if (!s.ok()) return s;
-  if (s = WaitForEtcd(); !s.ok()) return s;
-  return WaitForNats();
+  if (s = WaitForEtcd(); !s.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat(s.message(), "; etcd.log ends:\n", Tail(dir + "/etcd.log")));
+  }
+  if (s = WaitForNats(); !s.ok()) {
+    return absl::UnavailableError(
+        absl::StrCat(s.message(), "; nats.log ends:\n", Tail(dir + "/nats.log")));
+  }
+  return absl::OkStatus();
 }
 
 absl::Status ClusterServices::WaitForEtcd(absl::Duration timeout) {

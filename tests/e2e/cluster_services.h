@@ -50,7 +50,8 @@ class ClusterServices {
  public:
   // "" when etcd and nats-server are both installed; otherwise which is missing.
   std::string Missing() const;
-  // Starts both under `dir` and waits until they answer (UNAVAILABLE after 30 s).
+  // Starts both under `dir` and waits until they answer (UNAVAILABLE after 30 s, with the end of
+  // the silent service's log).
   absl::Status Start(const std::string& dir);
   // Waits until etcd / NATS answer again (after a Restart or SIGCONT).
   absl::Status WaitForEtcd(absl::Duration timeout = absl::Seconds(30));
