@@ -1,5 +1,6 @@
-// Software prefetch of a byte range: every 64-byte line of it asked for, to arrive while other
-// work runs. A hint only (no fault on any address, no wait, no result changed).
+// Software prefetch of a byte range: every 64-byte line it touches asked for once (an unaligned
+// range's last partial line included), to arrive while other work runs. A hint only (no fault on
+// any address, no wait, no result changed).
 //
 //   base::PrefetchLines(vector, dim * sizeof(float));  // scored a few steps later
 #ifndef SHOAL_BASE_PREFETCH_H_
@@ -7,14 +8,19 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 
 namespace shoal::base {
 
 inline constexpr size_t kCacheLine = 64;
 
 inline void PrefetchLines(const void* p, size_t bytes) {
-  const char* b = static_cast<const char*>(p);
-  for (size_t off = 0; off < bytes; off += kCacheLine) __builtin_prefetch(b + off);
+  if (bytes == 0) return;
+  const uintptr_t start = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t last = (start + bytes - 1) & ~uintptr_t{kCacheLine - 1};
+  for (uintptr_t line = start & ~uintptr_t{kCacheLine - 1}; line <= last; line += kCacheLine) {
+    __builtin_prefetch(reinterpret_cast<const void*>(line));
+  }
 }
 
 // How many rows of `row_bytes` to keep asked for ahead of the one in use while walking cold rows:

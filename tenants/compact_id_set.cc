@@ -7,6 +7,8 @@
 #include <new>
 #include <utility>
 
+#include "base/prefetch.h"
+
 namespace shoal::tenants {
 namespace {
 constexpr uint64_t kLowMask = (uint64_t{1} << CompactIdSet::kLowBits) - 1;
@@ -93,12 +95,9 @@ void CompactIdSet::Prefetch(uint64_t id) const {
     __builtin_prefetch(b->bits() + ((id & kLowMask) >> 6));
     return;
   }
-  constexpr size_t kLine = 64;
-  const auto* low = reinterpret_cast<const char*>(b->low());
   const size_t bytes = b->count * sizeof(uint16_t);
-  if (bytes > kPrefetchLines * kLine) return;
-  for (size_t at = 0; at < bytes; at += kLine) __builtin_prefetch(low + at);
-  __builtin_prefetch(low + bytes - 1);
+  if (bytes > kPrefetchLines * base::kCacheLine) return;
+  base::PrefetchLines(b->low(), bytes);
 }
 
 void CompactIdSet::Resize(Block& b, uint32_t cap) {

@@ -24,12 +24,14 @@
 #ifndef SHOAL_INDEX_CLUSTERING_NAVIGATION_COPY_H_
 #define SHOAL_INDEX_CLUSTERING_NAVIGATION_COPY_H_
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <vector>
 
 #include "base/aligned_vector.h"
+#include "base/prefetch.h"
 
 namespace shoal::index {
 
@@ -73,8 +75,7 @@ class NavigationCopy {
   // hardware prefetcher follows the stream; with a KiB per row perf put samples on the
   // prefetches themselves (full fill buffers). Whole-query CPU time was the same either way.
   void PrefetchRow(uint32_t row) const {
-    const char* p = reinterpret_cast<const char*>(&half_[size_t{row} * dim_]);
-    for (size_t b = 0; b < 512 && b < dim_ * 2; b += 64) __builtin_prefetch(p + b);
+    base::PrefetchLines(&half_[size_t{row} * dim_], std::min<size_t>(512, dim_ * sizeof(uint16_t)));
   }
 
   bool empty() const { return half_.empty(); }

@@ -38,7 +38,14 @@ absl::StatusOr<double> EntryBitsPerDim(const SpannOptions& o, size_t dim) {
 struct Region {
   std::vector<float> rows;        // size() x dim
   std::vector<uint32_t> queries;  // indexes into rows
+  std::vector<float> asked;       // those rows, queries.size() x dim
   size_t size(size_t dim) const { return rows.size() / dim; }
+  void CopyQueries(size_t dim) {
+    asked.resize(queries.size() * dim);
+    for (size_t qi = 0; qi < queries.size(); ++qi) {
+      std::copy_n(rows.data() + size_t{queries[qi]} * dim, dim, asked.data() + qi * dim);
+    }
+  }
 };
 
 // All the data when it is no larger than one sample (queries: seeded random rows); else
@@ -59,6 +66,7 @@ std::vector<Region> MakeRegions(const float* vectors, size_t n, size_t dim, uint
     }
     r.queries.resize(std::min<size_t>(kQueries, n - 1));
     std::iota(r.queries.begin(), r.queries.end(), 0u);
+    r.CopyQueries(dim);
     return regions;
   }
   const size_t rows = kPostingSizeRegionRows;
@@ -84,9 +92,10 @@ std::vector<Region> MakeRegions(const float* vectors, size_t n, size_t dim, uint
     }
     std::vector<uint32_t> inner(rows / 4);
     std::iota(inner.begin(), inner.end(), 0u);
-    const size_t asked = std::min(kQueries / kPostingSizeRegions, inner.size());
-    for (size_t i = 0; i < asked; ++i) std::swap(inner[i], inner[i + rng() % (inner.size() - i)]);
-    r.queries.assign(inner.begin(), inner.begin() + asked);
+    const size_t count = std::min(kQueries / kPostingSizeRegions, inner.size());
+    for (size_t i = 0; i < count; ++i) std::swap(inner[i], inner[i + rng() % (inner.size() - i)]);
+    r.queries.assign(inner.begin(), inner.begin() + count);
+    r.CopyQueries(dim);
   }
   return regions;
 }
@@ -97,11 +106,7 @@ std::vector<uint32_t> RegionNeighbours(const Region& r, size_t dim, Metric metri
   const size_t s = r.size(dim);
   FlatIndex flat(dim, metric);
   for (size_t j = 0; j < s; ++j) flat.Add(j, r.rows.data() + j * dim);
-  std::vector<float> asked(r.queries.size() * dim);
-  for (size_t qi = 0; qi < r.queries.size(); ++qi) {
-    std::copy_n(r.rows.data() + size_t{r.queries[qi]} * dim, dim, asked.data() + qi * dim);
-  }
-  const auto found = flat.Search(asked.data(), r.queries.size(), kNeighbours + 1, /*threads=*/0);
+  const auto found = flat.Search(r.asked.data(), r.queries.size(), kNeighbours + 1, /*threads=*/0);
   std::vector<uint32_t> out(r.queries.size() * kNeighbours);
   for (size_t qi = 0; qi < r.queries.size(); ++qi) {
     size_t i = 0;
@@ -130,20 +135,15 @@ absl::StatusOr<PostingSizeCandidate> Measure(ClusteringBackend& backend,
   // posting (by centroid distance), over every region's queries.
   std::vector<uint64_t> hits(ko.k, 0);
   std::vector<uint32_t> rank(ko.k), order;
-  std::vector<float> dist, asked;
+  std::vector<float> dist;
   std::vector<std::vector<uint32_t>> entries;
   for (size_t g = 0; g < regions.size(); ++g) {
     const Region& region = regions[g];
-    const float* x = region.rows.data();
-    SHOAL_ASSIGN_OR_RETURN(KMeansResult km, KMeans(backend, x, s, dim, ko));
+    SHOAL_ASSIGN_OR_RETURN(KMeansResult km, KMeans(backend, region.rows.data(), s, dim, ko));
     // Every query's postings by centroid distance, nearest first.
-    asked.resize(region.queries.size() * dim);
-    for (size_t qi = 0; qi < region.queries.size(); ++qi) {
-      std::copy_n(x + size_t{region.queries[qi]} * dim, dim, asked.data() + qi * dim);
-    }
     order.resize(region.queries.size() * ko.k);
     dist.resize(order.size());
-    SHOAL_RETURN_IF_ERROR(backend.AssignTopM(asked.data(), region.queries.size(),
+    SHOAL_RETURN_IF_ERROR(backend.AssignTopM(region.asked.data(), region.queries.size(),
                                              km.centroids.data(), ko.k, dim, ko.k, nullptr,
                                              order.data(), dist.data()));
     for (size_t qi = 0; qi < region.queries.size(); ++qi) {
