@@ -144,7 +144,8 @@ absl::Status IndexLifecycle::Build(const std::string& spec, uint64_t next_intern
   SHOAL_ASSIGN_OR_RETURN(auto fresh, OpenBuilt(Dir(generation), built.manifest, built.postings));
   report("calibrating", 0);
   SHOAL_RETURN_IF_ERROR(Calibrate(*fresh, vectors, &built.manifest));
-  fresh->SetCalibration(built.manifest.calibration, built.manifest.restricted);
+  fresh->SetCalibration(built.manifest.calibration, built.manifest.restricted,
+                        built.manifest.pruned);
   report("calibrating", 1);
   report("committing", 0);
   SHOAL_RETURN_IF_ERROR(SwapIn(std::move(fresh), index::EncodeManifest(built.manifest),
@@ -224,7 +225,15 @@ absl::Status IndexLifecycle::Calibrate(const index::SpannIndex& fresh, const Vec
   // The L2 ground truth on the build's clustering backend (its fused top-m kernel).
   auto backend = index::MakeDefaultClusteringBackend(options_.build_threads);
   in.backend = backend.get();
-  SHOAL_ASSIGN_OR_RETURN(manifest->calibration, index::CalibrateSpann(in));
+  // With query-aware pruning for target-recall searches to choose (SpannIndex::ResolvePruning):
+  // not where the codes stay on the SSD, where each calibration search reads pages (and at 10M x
+  // 128 pruning scanned more postings for the same recall: docs/PERFORMANCE.md, SSD regime).
+  const bool prune = m.options.pruning_ratio == 0 && fresh.codes_resident();
+  SHOAL_ASSIGN_OR_RETURN(
+      manifest->calibration,
+      index::CalibrateSpann(
+          in, prune ? std::span<const float>(index::kPruningRatios) : std::span<const float>(),
+          &manifest->pruned));
   // Restricted searches: their ground truths are scans (no fused kernel for a filtered top-k),
   // so they sample at most kRestrictedQueries.
   constexpr uint32_t kRestrictedQueries = 200;

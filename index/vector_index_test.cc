@@ -21,6 +21,7 @@
 #include "index/flat/flat_index.h"
 #include "index/flat/leaf_buckets.h"
 #include "index/spann/spann_builder.h"
+#include "index/spann/spann_calibration.h"
 #include "index/spann/spann_index.h"
 #include "index/spann/spann_options.h"
 
@@ -292,6 +293,48 @@ TEST_F(SpannThroughTheInterfaceTest, WeightedScopeBudgetReadsTheRestrictedCalibr
   EXPECT_NEAR(at95.At(0.25), 11 * per_leaf * 0.25, 1e-3);
   const ScopeBudget fixed = spann_->WeightedScopeBudget({.max_postings = 4});
   EXPECT_NEAR(fixed.At(0.25), 6 * per_leaf * 0.25, 1e-3);
+}
+
+// ChoosePruning: the pruned row that reached the target with the fewest postings scanned, when
+// fewer than the unpruned max_postings; else no pruning.
+TEST(ChoosePruningTest, FewestPostingsThatReachTheTarget) {
+  const std::vector<PrunedCalibration> pruned = {
+      {1.2f, {{4, 0.85f, 2.0f}, {8, 0.88f, 2.5f}}},                      // never reaches 0.95
+      {1.3f, {{4, 0.90f, 3.0f}, {8, 0.951f, 4.5f}, {12, 0.97f, 5.0f}}},  // 4.5 at 0.95
+      {1.7f, {{4, 0.93f, 3.9f}, {6, 0.96f, 5.5f}}}};
+  const PruningChoice c = ChoosePruning(pruned, 0.95f, 10);
+  EXPECT_EQ(c.max_postings, 8u);
+  EXPECT_FLOAT_EQ(c.ratio, 1.3f);
+  EXPECT_FLOAT_EQ(c.postings, 4.5f);
+  // Unpruned cheaper (4 postings), or nothing pruned reaches the target: no pruning.
+  EXPECT_FLOAT_EQ(ChoosePruning(pruned, 0.95f, 4).ratio, 0.0f);
+  EXPECT_EQ(ChoosePruning(pruned, 0.95f, 4).max_postings, 4u);
+  EXPECT_FLOAT_EQ(ChoosePruning(pruned, 0.99f, 20).ratio, 0.0f);
+  EXPECT_FLOAT_EQ(ChoosePruning({}, 0.95f, 10).ratio, 0.0f);
+}
+
+// A target-recall search takes the pruned calibration's choice; one that names max_postings, a
+// pruning ratio or a scope of its own does not.
+TEST_F(SpannThroughTheInterfaceTest, TargetRecallSearchTakesTheCalibratedPruning) {
+  const std::vector<float> q(rows_.begin(), rows_.begin() + kDim);
+  auto postings = [&](SearchParameters p) {
+    SearchStats stats;
+    p.stats = &stats;
+    EXPECT_TRUE(spann_->Search(q.data(), 1, p).ok());
+    return stats.postings_read;
+  };
+  spann_->SetCalibration({{4, 0.9f}, {12, 0.96f}}, {}, {{1.0f, {{6, 0.96f, 1.0f}}}});
+  // Ratio 1: only postings as near as the nearest one (ties aside, just it).
+  EXPECT_EQ(postings({.target_recall = 0.95f}), 1u);
+  EXPECT_EQ(postings({.max_postings = 12}), 12u);
+  EXPECT_EQ(postings({.target_recall = 0.95f, .pruning_ratio = 0}), 12u);
+  struct AllowAll final : IdFilter {
+    bool Allows(uint64_t) const override { return true; }
+  } all;
+  EXPECT_EQ(postings({.filter = &all, .target_recall = 0.95f}), 12u);
+  // Unpruned cheaper at the target: no pruning.
+  spann_->SetCalibration({{4, 0.96f}}, {}, {{1.0f, {{6, 0.96f, 5.0f}}}});
+  EXPECT_EQ(postings({.target_recall = 0.95f}), 4u);
 }
 
 // A scope of `vectors` spread evenly over every leaf.

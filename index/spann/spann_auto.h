@@ -36,7 +36,10 @@
 //                   (docs/PERFORMANCE.md, SSD regime).
 //   posting_cap, navigator, beam: the defaults (4x the mean posting; the navigator
 //                   chosen per query by cost above 256 postings).
-//   target_recall   0.95, calibrated at build time (index/spann/spann_calibration.h).
+//   target_recall   0.95, calibrated at build time (index/spann/spann_calibration.h): the
+//                   max_postings, and query-aware pruning where it scans fewer postings for the
+//                   target (on the generated sets and Fashion-MNIST it did: docs/PERFORMANCE.md,
+//                   "Query-aware pruning chosen by the calibration").
 //   calibration_queries  below 640-d 1000, whatever n (a sample's standard error does not
 //                   shrink with n: 200 left ~0.0055 at recall 0.95); else the default 200. The
 //                   calibration's safety margin is one standard error of its mean recall, so

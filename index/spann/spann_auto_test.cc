@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <random>
+#include <set>
 
 #include "base/test_seed.h"
 #include "index/spann/spann_calibration.h"
@@ -162,7 +163,13 @@ class StepIndex final : public VectorIndex {
       const std::vector<TopK<uint64_t>::Entry> sorted = top.TakeSorted();
       const uint64_t self = sorted[0].id;  // distance 0
       if (first) sample_.push_back(self);
-      const size_t keep = 1 + Kept(self, p.max_postings);
+      asked_.insert(self);
+      // With pruning, a query scans at most Cap(row, ratio) postings.
+      const uint32_t scanned = p.pruning_ratio > 0
+                                   ? std::min(p.max_postings, Cap(self, p.pruning_ratio))
+                                   : p.max_postings;
+      if (p.stats != nullptr) p.stats->postings_read += scanned;
+      const size_t keep = 1 + Kept(self, scanned);
       for (const auto& e : sorted) {
         if (out[j].size() < keep) out[j].push_back({e.id, e.distance});
       }
@@ -172,13 +179,72 @@ class StepIndex final : public VectorIndex {
   static size_t Kept(uint64_t row, uint32_t m) {
     return std::min<size_t>(10, m * (row % 4 + 1) / 4);
   }
+  static uint32_t Cap(uint64_t row, float ratio) {
+    return static_cast<uint32_t>(ratio * 10) * static_cast<uint32_t>(row % 3 + 1);
+  }
   const std::vector<uint64_t>& sample() const { return sample_; }
+  const std::set<uint64_t>& asked() const { return asked_; }  // every query's row
 
  private:
   const std::vector<float>* data_;
   size_t dim_;
   mutable std::vector<uint64_t> sample_;
+  mutable std::set<uint64_t> asked_;
 };
+
+// The pruned ladders: per ratio, each row's recall is the mean less one standard error at the
+// postings each query scanned (pruning caps them), its postings their mean; a ladder ends once
+// every query is capped (when recall 0.999 does not end it first).
+TEST(SpannCalibrationTest, PrunedLaddersCountThePostingsEachQueryScanned) {
+  constexpr size_t kDim = 8, kRows = 400;
+  std::mt19937_64 rng(7);
+  std::normal_distribution<float> g;
+  std::vector<float> data(kRows * kDim);
+  for (float& x : data) x = g(rng);
+  std::vector<uint64_t> ids(kRows);
+  for (size_t i = 0; i < kRows; ++i) ids[i] = i;
+  StepIndex index(&data, kDim);
+  CalibrationInput in{&index, ids, data.data(), kDim, Metric::kL2, /*num_postings=*/60};
+  in.queries = 100;
+  const std::vector<float> ratios = {1.2f, 2.0f};
+  std::vector<PrunedCalibration> pruned;
+  auto table = CalibrateSpann(in, ratios, &pruned);
+  ASSERT_TRUE(table.ok()) << table.status();
+  ASSERT_EQ(pruned.size(), 2u);
+  ASSERT_EQ(index.asked().size(), 100u);  // the unpruned ladder's sample, asked again
+  for (const PrunedCalibration& c : pruned) {
+    SCOPED_TRACE(c.ratio);
+    ASSERT_FALSE(c.table.empty());
+    uint32_t widest = 0;  // the largest cap in the sample: where every query is capped
+    for (uint64_t row : index.asked()) widest = std::max(widest, StepIndex::Cap(row, c.ratio));
+    for (const PrunedPoint& p : c.table) {
+      std::vector<double> per_query;
+      double postings = 0;
+      for (uint64_t row : index.asked()) {
+        const uint32_t scanned = std::min(p.max_postings, StepIndex::Cap(row, c.ratio));
+        per_query.push_back(StepIndex::Kept(row, scanned) / 10.0);
+        postings += scanned;
+      }
+      const RecallEstimate e = EstimateRecall(per_query);
+      EXPECT_NEAR(p.recall, std::max(0.0, e.mean - e.se), 1e-6) << p.max_postings;
+      EXPECT_NEAR(p.postings, postings / 100, 1e-4) << p.max_postings;
+    }
+    // Ratio 1.2 caps every query at 12-36 postings: its ladder ends at the first rung past the
+    // widest cap. Ratio 2.0 caps them at 20-60, and a query capped at 20 that needs 40 keeps
+    // recall below 0.999: that ladder ends once its recall stayed flat for 4 rungs (from 40, where
+    // the last uncapped queries found their 10), short of the last posting.
+    if (c.ratio < 1.5f) {
+      EXPECT_GT(c.table.back().max_postings, widest);
+      EXPECT_LE(c.table[c.table.size() - 2].max_postings, widest);
+    } else {
+      ASSERT_GE(c.table.size(), 6u);
+      const size_t last = c.table.size() - 1;
+      EXPECT_LT(c.table.back().max_postings, 60u);
+      EXPECT_EQ(c.table[last].recall, c.table[last - 4].recall);
+      EXPECT_LT(c.table[last - 5].recall, c.table[last - 4].recall);
+    }
+  }
+}
 
 TEST(SpannCalibrationTest, LadderIsFineAndEachRowIsTheMeanLessOneStandardError) {
   constexpr size_t kDim = 8, kRows = 400;

@@ -19,6 +19,9 @@ constexpr float kStopRecall = 0.999f;     // the ladder ends once reached
 constexpr uint32_t kLadderMax = 1 << 12;  // and never scans more postings than this
 // Standard errors of the sample mean taken off each row's recall (see the header).
 constexpr double kMarginStandardErrors = 1.0;
+// A pruned ladder also ends once its recall did not rise over this many rungs: its later rows
+// scan more postings for the same recall, and no target takes them.
+constexpr size_t kFlatRungs = 4;
 
 // max_postings values tried: every value up to 16, then steps of about 1/16.
 std::vector<uint32_t> Ladder(uint32_t num_postings) {
@@ -139,6 +142,21 @@ Sample SampleQueries(const CalibrationInput& in, size_t count) {
   return s;
 }
 
+// Query i's true neighbours among `found` (its own vector left out, the first kK others
+// counted): a hit is within the 10th true distance (+ 1e-4 relative, so ties do not count as
+// misses) + hit_epsilon.
+size_t Hits(const CalibrationInput& in, const Sample& s, const std::vector<float>& kth, size_t i,
+            std::span<const Neighbor> found) {
+  const float limit = kth[i] + 1e-4f * std::abs(kth[i]) + 1e-6f + in.hit_epsilon;
+  size_t taken = 0, hits = 0;
+  for (const Neighbor& nb : found) {
+    if (nb.id == in.ids[s.rows[i]] || taken == kK) continue;
+    ++taken;
+    if (nb.distance <= limit) ++hits;
+  }
+  return hits;
+}
+
 // The ladder of max_postings for the sample's queries, each query's answer restricted to the ids
 // `filter` passes (null: all) and scored against its true 10th distance `kth`.
 // A query that found all its 10 keeps them at every larger max_postings (a search scans the
@@ -174,13 +192,7 @@ absl::StatusOr<std::vector<CalibrationPoint>> RunLadder(const CalibrationInput& 
     size_t still = 0;
     for (size_t j = 0; j < active.size(); ++j) {
       const size_t i = asked[active[j]];
-      const float limit = kth[i] + 1e-4f * std::abs(kth[i]) + 1e-6f + in.hit_epsilon;
-      size_t taken = 0, hits = 0;
-      for (const Neighbor& nb : found[j]) {
-        if (nb.id == in.ids[rows[i]] || taken == kK) continue;
-        ++taken;
-        if (nb.distance <= limit) ++hits;
-      }
+      const size_t hits = Hits(in, s, kth, i, found[j]);
       per_query[active[j]] = static_cast<double>(hits) / kK;
       if (hits < kK) active[still++] = active[j];
     }
@@ -188,6 +200,75 @@ absl::StatusOr<std::vector<CalibrationPoint>> RunLadder(const CalibrationInput& 
     const RecallEstimate r = EstimateRecall(per_query);
     table.push_back({m, static_cast<float>(std::max(0.0, r.mean - kMarginStandardErrors * r.se))});
     if (r.mean >= kStopRecall || active.empty()) break;
+  }
+  return table;
+}
+
+// The ladder with query-aware pruning at `ratio`, each query searched on its own (its postings
+// scanned are its own SearchStats). Once pruning stops a query short of max_postings, it scans
+// and finds the same at every larger one; a query that found its 10 keeps them, and one search
+// deep enough to be stopped tells the postings it will scan: either way it is not searched
+// again, its postings at each rung min(max_postings, where it stops). The ladder ends at
+// kStopRecall, once every query is so settled, or once its recall stayed flat over kFlatRungs.
+absl::StatusOr<std::vector<PrunedPoint>> RunPrunedLadder(const CalibrationInput& in,
+                                                         const Sample& s,
+                                                         const std::vector<float>& kth,
+                                                         float ratio) {
+  std::vector<size_t> asked;
+  for (size_t i = 0; i < s.rows.size(); ++i) {
+    if (std::isfinite(kth[i])) asked.push_back(i);
+  }
+  std::vector<PrunedPoint> table;
+  if (asked.empty()) return table;
+  std::vector<double> recall(asked.size(), 0.0);
+  std::vector<uint32_t> scanned(asked.size(), 0), stop(asked.size(), 0);  // stop 0: not known
+  std::vector<size_t> active(asked.size());
+  for (size_t a = 0; a < asked.size(); ++a) active[a] = a;
+  std::vector<absl::Status> status(std::max(1u, in.threads));
+  const std::vector<uint32_t> ladder = Ladder(in.num_postings);
+  // Query i searched at max_postings m: its hits, and the postings it scanned in *postings.
+  auto search = [&](size_t i, uint32_t m, uint32_t* postings) -> absl::StatusOr<size_t> {
+    SearchStats stats;
+    SearchParameters p;
+    p.k = kK + 1;  // room for the query's own vector
+    p.max_postings = m;
+    p.pruning_ratio = ratio;
+    p.stats = &stats;
+    SHOAL_ASSIGN_OR_RETURN(auto found, in.index->Search(s.queries.data() + i * in.dim, 1, p));
+    *postings = static_cast<uint32_t>(stats.postings_read);
+    return Hits(in, s, kth, i, found[0]);
+  };
+  for (uint32_t m : ladder) {
+    std::atomic<size_t> next{0};
+    base::RunOnThreads(status.size(), [&](size_t t) {
+      for (size_t j; status[t].ok() && (j = next.fetch_add(1)) < active.size();) {
+        const size_t a = active[j], i = asked[a];
+        absl::StatusOr<size_t> hits = search(i, m, &scanned[a]);
+        const uint32_t deep = std::min(ladder.back(), 8 * m);
+        uint32_t deep_scanned = 0;
+        if (hits.ok()) recall[a] = static_cast<double>(*hits) / kK;
+        if (hits.ok() && scanned[a] < m) {
+          stop[a] = scanned[a];
+        } else if (hits.ok() && *hits == kK && deep > m) {
+          const absl::StatusOr<size_t> again = search(i, deep, &deep_scanned);
+          if (!again.ok()) hits = again.status();
+          if (again.ok() && deep_scanned < deep) stop[a] = deep_scanned;
+        }
+        if (!hits.ok()) status[t] = hits.status();
+      }
+    });
+    for (const absl::Status& st : status) SHOAL_RETURN_IF_ERROR(st);
+    std::erase_if(active, [&](size_t a) { return stop[a] != 0; });
+    const RecallEstimate r = EstimateRecall(recall);
+    double postings = 0;
+    for (size_t a = 0; a < asked.size(); ++a) {
+      postings += stop[a] != 0 ? std::min(m, stop[a]) : scanned[a];
+    }
+    table.push_back({m, static_cast<float>(std::max(0.0, r.mean - kMarginStandardErrors * r.se)),
+                     static_cast<float>(postings / static_cast<double>(asked.size()))});
+    const bool flat = table.size() > kFlatRungs &&
+                      table.back().recall <= table[table.size() - 1 - kFlatRungs].recall;
+    if (r.mean >= kStopRecall || active.empty() || flat) break;
   }
   return table;
 }
@@ -251,11 +332,21 @@ std::vector<std::vector<float>> RestrictedKth(const CalibrationInput& in, const 
 
 }  // namespace
 
-absl::StatusOr<std::vector<CalibrationPoint>> CalibrateSpann(const CalibrationInput& in) {
+absl::StatusOr<std::vector<CalibrationPoint>> CalibrateSpann(
+    const CalibrationInput& in, std::span<const float> pruning_ratios,
+    std::vector<PrunedCalibration>* pruned) {
   const size_t n = in.ids.size();
+  if (pruned != nullptr) pruned->clear();
   if (in.index == nullptr || in.queries == 0 || n < kK + 2) return std::vector<CalibrationPoint>();
   const Sample s = SampleQueries(in, in.queries);
-  return RunLadder(in, s, TrueKth(in, s.rows, s.queries), nullptr);
+  const std::vector<float> kth = TrueKth(in, s.rows, s.queries);
+  SHOAL_ASSIGN_OR_RETURN(std::vector<CalibrationPoint> table, RunLadder(in, s, kth, nullptr));
+  for (float ratio : pruning_ratios) {
+    if (pruned == nullptr) break;
+    SHOAL_ASSIGN_OR_RETURN(std::vector<PrunedPoint> rows, RunPrunedLadder(in, s, kth, ratio));
+    if (!rows.empty()) pruned->push_back({ratio, std::move(rows)});
+  }
+  return table;
 }
 
 absl::StatusOr<std::vector<DensityCalibration>> CalibrateRestricted(
@@ -276,6 +367,19 @@ absl::StatusOr<std::vector<DensityCalibration>> CalibrateRestricted(
     if (!table.empty()) out.push_back({kept[l], std::move(table)});
   }
   return out;
+}
+
+PruningChoice ChoosePruning(std::span<const PrunedCalibration> pruned, float target,
+                            uint32_t unpruned) {
+  PruningChoice best{unpruned, 0, static_cast<float>(unpruned)};
+  for (const PrunedCalibration& c : pruned) {
+    for (const PrunedPoint& p : c.table) {
+      if (p.recall < target) continue;
+      if (p.postings < best.postings) best = {p.max_postings, c.ratio, p.postings};
+      break;  // a larger max_postings scans no fewer
+    }
+  }
+  return best;
 }
 
 uint32_t MaxPostingsForRecall(std::span<const CalibrationPoint> table, float target) {

@@ -73,7 +73,18 @@ RecallEstimate EstimateRecall(std::span<const double> per_query);
 // The measured (max_postings, recall) rows, ascending max_postings (recall: mean less one
 // standard error, as above). Empty when there is nothing
 // to calibrate on (queries = 0, or fewer than 12 vectors). Errors: the index's search errors.
-absl::StatusOr<std::vector<CalibrationPoint>> CalibrateSpann(const CalibrationInput& in);
+//
+// With `pruned` (nullable), also the pruned ladders (PrunedCalibration, spann_options.h) on the
+// same queries and ground truth: for each of `pruning_ratios` (ascending, each >= 1) the ladder
+// searched with that pruning_ratio, each query on its own so that the postings it scanned are
+// counted. A query that pruning stopped short of max_postings scans and finds the same at every
+// larger one: it is not searched again, and a ladder ends once every query is so stopped, at
+// recall 0.999, or once its recall stayed flat over 4 rungs (later rows would scan more for the
+// same recall). Cost: per ratio about as many searches as the unpruned ladder's (a query that
+// found its 10 is searched again until stopped).
+absl::StatusOr<std::vector<CalibrationPoint>> CalibrateSpann(
+    const CalibrationInput& in, std::span<const float> pruning_ratios = {},
+    std::vector<PrunedCalibration>* pruned = nullptr);
 
 // The same ladder for searches restricted to a random part of the vectors (what a tenant's or a
 // filter's search sees): for each of `densities` (in (0, 1); those leaving fewer than
@@ -87,6 +98,19 @@ inline constexpr size_t kMinRestrictedIds = 1024;
 inline constexpr float kRestrictedDensities[] = {1.0f / 4, 1.0f / 16, 1.0f / 64, 1.0f / 256};
 absl::StatusOr<std::vector<DensityCalibration>> CalibrateRestricted(
     const CalibrationInput& in, std::span<const float> densities, uint32_t queries);
+
+// Query-aware pruning's ratios a build calibrates (CalibrateSpann's pruning_ratios).
+inline constexpr float kPruningRatios[] = {1.3f, 1.45f, 1.7f};
+
+// What a target-recall search scans: the unpruned max_postings `unpruned` (ratio 0), or the
+// pruned row that reached `target` with the fewest postings scanned on average, when fewer.
+struct PruningChoice {
+  uint32_t max_postings = 0;
+  float ratio = 0;     // 0: no pruning
+  float postings = 0;  // mean postings scanned at the calibration
+};
+PruningChoice ChoosePruning(std::span<const PrunedCalibration> pruned, float target,
+                            uint32_t unpruned);
 
 // The smallest max_postings whose measured recall reached `target`; the row of the best recall
 // when none did; 0 for an empty table.

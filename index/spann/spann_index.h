@@ -105,19 +105,28 @@ class SpannIndex final : public VectorIndex {
       std::span<const storage::PostingRow> postings, const SpannRuntimeOptions& options);
 
   const SpannManifest& manifest() const { return manifest_; }
+  // Quantized tier: are all codes held in RAM (else read per query from postings.dat)?
+  bool codes_resident() const { return codes_resident_; }
   // Whether quantized postings keep each vector's |x|^2: only inner-product distances read it.
   bool keeps_norms() const { return manifest_.metric == Metric::kInnerProduct; }
   // Installs the build's calibration table (index/spann/spann_calibration.h) into the manifest.
   // Only before the index is shared: searches read the manifest without a lock.
   void SetCalibration(std::vector<CalibrationPoint> table,
-                      std::vector<DensityCalibration> restricted = {}) {
+                      std::vector<DensityCalibration> restricted = {},
+                      std::vector<PrunedCalibration> pruned = {}) {
     manifest_.calibration = std::move(table);
     manifest_.restricted = std::move(restricted);
+    manifest_.pruned = std::move(pruned);
   }
   // The max_postings a search with these knobs scans: knobs.max_postings; else the calibrated
   // value for the target recall (the knobs', else the manifest's); else the manifest's
   // max_postings (no calibration table, or target_recall 0).
   uint32_t ResolveMaxPostings(const SpannKnobs& knobs) const;
+  // A target-recall search of every vector (no max_postings, pruning_ratio, scope or filter of its
+  // own, the manifest's pruning off) takes the pruning that reached its target with the fewest
+  // postings scanned in the build's pruned calibration, when fewer than `resolved`'s
+  // max_postings (ChoosePruning): sets resolved->max_postings and pruning_ratio.
+  void ResolvePruning(const SpannKnobs& knobs, bool filtered, SpannKnobs* resolved) const;
   // The vectors a query with these knobs sees: ResolveMaxPostings x the mean vectors per posting
   // at build time.
   size_t CandidateBudget(const SpannKnobs& knobs) const {
@@ -230,8 +239,6 @@ class SpannIndex final : public VectorIndex {
   const PostingQuantizer* quantizer() const { return quantizer_.get(); }
   storage::BlockReader* posting_reader() const { return reader_.get(); }
   const std::string& posting_path() const { return posting_path_; }
-  // Quantized tier: are all codes held in RAM (else read per query from postings.dat)?
-  bool codes_resident() const { return codes_resident_; }
 
   SpannIndex(SpannManifest manifest, CentroidTree tree,
              std::unique_ptr<storage::BlockReader> reader, std::string path, size_t cache_bytes);

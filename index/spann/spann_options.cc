@@ -175,6 +175,50 @@ bool DecodeRestricted(const std::string& text, std::vector<DensityCalibration>* 
   return true;
 }
 
+// "1.3@4:0.91:3.2;8:0.97:5.1|1.45@..." (ratio@max_postings:recall:postings, ascending ratio).
+std::string EncodePruned(const std::vector<PrunedCalibration>& levels) {
+  std::string out;
+  for (const PrunedCalibration& c : levels) {
+    absl::StrAppend(&out, out.empty() ? "" : "|", c.ratio, "@");
+    for (size_t i = 0; i < c.table.size(); ++i) {
+      const PrunedPoint& p = c.table[i];
+      absl::StrAppend(&out, i == 0 ? "" : ";", p.max_postings, ":", p.recall, ":", p.postings);
+    }
+  }
+  return out;
+}
+
+bool DecodePrunedTable(absl::string_view text, std::vector<PrunedPoint>* table) {
+  for (absl::string_view item : absl::StrSplit(text, ';', absl::SkipEmpty())) {
+    std::vector<absl::string_view> p = absl::StrSplit(item, ':');
+    PrunedPoint c;
+    if (p.size() != 3 || !absl::SimpleAtoi(p[0], &c.max_postings) ||
+        !absl::SimpleAtof(p[1], &c.recall) || !absl::SimpleAtof(p[2], &c.postings) ||
+        c.max_postings == 0 || !(c.recall >= 0) || c.recall > 1 || !(c.postings >= 0) ||
+        c.postings > c.max_postings ||
+        (!table->empty() && table->back().max_postings >= c.max_postings)) {
+      return false;
+    }
+    table->push_back(c);
+  }
+  return !table->empty();
+}
+
+bool DecodePruned(const std::string& text, std::vector<PrunedCalibration>* levels) {
+  levels->clear();
+  for (absl::string_view item : absl::StrSplit(text, '|', absl::SkipEmpty())) {
+    std::vector<std::string> p = absl::StrSplit(item, absl::MaxSplits('@', 1));
+    PrunedCalibration c;
+    if (p.size() != 2 || !absl::SimpleAtof(p[0], &c.ratio) || !(c.ratio >= 1) ||
+        (!levels->empty() && levels->back().ratio >= c.ratio) ||
+        !DecodePrunedTable(p[1], &c.table)) {
+      return false;
+    }
+    levels->push_back(std::move(c));
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string EncodeManifest(const SpannManifest& m) {
@@ -184,7 +228,8 @@ std::string EncodeManifest(const SpannManifest& m) {
                       "\nindexed_below=", m.indexed_below, "\nnum_postings=", m.num_postings,
                       "\nposting_cap=", m.posting_cap,
                       "\ncalibration=", EncodeCalibration(m.calibration),
-                      "\nrestricted_calibration=", EncodeRestricted(m.restricted), "\n");
+                      "\nrestricted_calibration=", EncodeRestricted(m.restricted),
+                      "\npruned_calibration=", EncodePruned(m.pruned), "\n");
 }
 
 absl::StatusOr<SpannManifest> DecodeManifest(const std::string& text, const std::string& where) {
@@ -224,6 +269,9 @@ absl::StatusOr<SpannManifest> DecodeManifest(const std::string& text, const std:
   if (kv.contains("restricted_calibration") &&
       !DecodeRestricted(kv["restricted_calibration"], &m.restricted)) {
     return corrupt("bad restricted calibration");
+  }
+  if (kv.contains("pruned_calibration") && !DecodePruned(kv["pruned_calibration"], &m.pruned)) {
+    return corrupt("bad pruned calibration");
   }
   return m;
 }

@@ -14,7 +14,9 @@
 //                                                                           default 1.5
 //   posting_cap     max entries per posting; 0 = 4x the mean                default 0
 //   max_postings    default SearchParams::max_postings                      default 32
-//   pruning_ratio   default SearchParams::pruning_ratio (0 = off, else >= 1) default 0
+//   pruning_ratio   default SearchParams::pruning_ratio (0 = off, else >= 1; off, a
+//                   target-recall search takes the calibrated pruning: PrunedCalibration)
+//                                                                           default 0
 //   navigator       flat | tree | auto (flat up to 256 postings; above, per
 //                   query the cheaper for its max_postings: DescentCost)    default auto
 //   beam            tree navigator: nodes kept per level (at least the
@@ -97,6 +99,23 @@ struct DensityCalibration {
   friend bool operator==(const DensityCalibration&, const DensityCalibration&) = default;
 };
 
+// The calibration of query-aware pruning (SearchParams::pruning_ratio) at one `ratio`: per
+// max_postings, the recall@10 reached and the mean postings a query scanned (pruning stops a
+// query short of max_postings where the next centroid is over ratio x the nearest's squared
+// distance; index/spann/spann_calibration.h, CalibratePruned). A target-recall search takes the
+// pruning of the fewest postings scanned when that is fewer than its unpruned max_postings.
+struct PrunedPoint {
+  uint32_t max_postings = 0;
+  float recall = 0;
+  float postings = 0;
+  friend bool operator==(const PrunedPoint&, const PrunedPoint&) = default;
+};
+struct PrunedCalibration {
+  float ratio = 0;
+  std::vector<PrunedPoint> table;  // ascending max_postings
+  friend bool operator==(const PrunedCalibration&, const PrunedCalibration&) = default;
+};
+
 // What a built index is: written to RocksDB with the posting directory. Format versions:
 // "shoal-spann-v1" (no calibration) is still read; "shoal-spann-v2" adds the calibration line.
 struct SpannManifest {
@@ -114,6 +133,9 @@ struct SpannManifest {
   // Descending density, each below 1; empty for indexes built before it (an optional line of
   // v2: a weighted scope then needs a quarter of CandidateBudget at every density).
   std::vector<DensityCalibration> restricted;
+  // Ascending ratio; empty for indexes built before it (an optional line of v2: searches then
+  // never prune unless asked).
+  std::vector<PrunedCalibration> pruned;
 };
 
 std::string EncodeManifest(const SpannManifest& m);

@@ -118,6 +118,26 @@ TEST(SpannOptionsTest, SpecStringAndManifestRoundTrip) {
     text.replace(at, text.find('\n', at) - at, wrong);
     EXPECT_EQ(DecodeManifest(text, "t").status().code(), absl::StatusCode::kDataLoss) << wrong;
   }
+
+  // The pruned calibration: an optional line too, ascending ratios >= 1, each row's mean
+  // postings at most its max_postings.
+  m.pruned = {{1.3f, {{2, 0.7f, 1.5f}, {8, 0.96f, 4.25f}}}, {1.7f, {{4, 0.9f, 3.5f}}}};
+  auto pruned = DecodeManifest(EncodeManifest(m), "t");
+  ASSERT_TRUE(pruned.ok()) << pruned.status();
+  EXPECT_EQ(pruned->pruned, m.pruned);
+  std::string unpruned = EncodeManifest(m);
+  unpruned.erase(unpruned.find("pruned_calibration="));
+  auto no_line = DecodeManifest(unpruned, "t");
+  ASSERT_TRUE(no_line.ok()) << no_line.status();
+  EXPECT_TRUE(no_line->pruned.empty());
+  EXPECT_EQ(no_line->restricted, m.restricted);
+  for (const char* wrong : {"1.7@4:0.9:3.5|1.3@2:0.7:1.5", "0.5@2:0.7:1.5", "1.3@2:0.7:2.5",
+                            "1.3@2:0.7", "1.3@", "1.3@4:0.9:3|1.3@8:0.9:3", "1.3@4:0.9:-1"}) {
+    std::string text = EncodeManifest(m);
+    const size_t at = text.find("pruned_calibration=") + 19;
+    text.replace(at, text.find('\n', at) - at, wrong);
+    EXPECT_EQ(DecodeManifest(text, "t").status().code(), absl::StatusCode::kDataLoss) << wrong;
+  }
 }
 
 }  // namespace

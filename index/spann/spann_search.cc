@@ -182,6 +182,22 @@ uint32_t SpannIndex::ResolveMaxPostings(const SpannKnobs& knobs) const {
   return calibrated != 0 ? calibrated : manifest_.options.max_postings;
 }
 
+void SpannIndex::ResolvePruning(const SpannKnobs& knobs, bool filtered,
+                                SpannKnobs* resolved) const {
+  // Only a target-recall search of every vector that asked for no pruning of its own: the pruned
+  // calibration measured that (a scope's or a filter's search meets fewer of each posting).
+  if (knobs.max_postings != 0 || knobs.pruning_ratio >= 0 || knobs.scope != nullptr || filtered ||
+      manifest_.options.pruning_ratio != 0 || manifest_.pruned.empty()) {
+    return;
+  }
+  const float target =
+      knobs.target_recall > 0 ? knobs.target_recall : manifest_.options.target_recall;
+  if (target <= 0 || manifest_.calibration.empty()) return;
+  const PruningChoice c = ChoosePruning(manifest_.pruned, target, resolved->max_postings);
+  resolved->max_postings = c.max_postings;
+  resolved->pruning_ratio = c.ratio;
+}
+
 double ScopeBudget::At(double density) const {
   if (n_ == 0) return 0;
   if (density >= levels_[0].first) return levels_[0].second;
@@ -285,6 +301,7 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::SearchWithKnobs(
     resolved.scope_budget = WeightedScopeBudget(knobs);
   }
   resolved.max_postings = ResolveMaxPostings(knobs);
+  ResolvePruning(knobs, allow != nullptr, &resolved);
   // An empty stale set excludes nothing: skip the per-entry hash probe.
   const Exclusion ex{skip != nullptr && skip->empty() ? nullptr : skip, allow};
   const std::shared_ptr<const PostingDirectory> dir = directory();
