@@ -192,20 +192,27 @@ class StepIndex final : public VectorIndex {
   mutable std::set<uint64_t> asked_;
 };
 
+// 400 Gaussian 8-d rows behind a StepIndex, calibrated with 100 queries and 60 postings.
+class StepCalibrationTest : public ::testing::Test {
+ protected:
+  static constexpr size_t kDim = 8, kRows = 400;
+  StepCalibrationTest() : data(kRows * kDim), ids(kRows), index(&data, kDim) {
+    std::mt19937_64 rng(7);
+    std::normal_distribution<float> g;
+    for (float& x : data) x = g(rng);
+    for (size_t i = 0; i < kRows; ++i) ids[i] = i;
+    in.queries = 100;
+  }
+  std::vector<float> data;
+  std::vector<uint64_t> ids;
+  StepIndex index;
+  CalibrationInput in{&index, ids, data.data(), kDim, Metric::kL2, /*num_postings=*/60};
+};
+
 // The pruned ladders: per ratio, each row's recall is the mean less one standard error at the
 // postings each query scanned (pruning caps them), its postings their mean; a ladder ends once
 // every query is capped (when recall 0.999 does not end it first).
-TEST(SpannCalibrationTest, PrunedLaddersCountThePostingsEachQueryScanned) {
-  constexpr size_t kDim = 8, kRows = 400;
-  std::mt19937_64 rng(7);
-  std::normal_distribution<float> g;
-  std::vector<float> data(kRows * kDim);
-  for (float& x : data) x = g(rng);
-  std::vector<uint64_t> ids(kRows);
-  for (size_t i = 0; i < kRows; ++i) ids[i] = i;
-  StepIndex index(&data, kDim);
-  CalibrationInput in{&index, ids, data.data(), kDim, Metric::kL2, /*num_postings=*/60};
-  in.queries = 100;
+TEST_F(StepCalibrationTest, PrunedLaddersCountThePostingsEachQueryScanned) {
   const std::vector<float> ratios = {1.2f, 2.0f};
   std::vector<PrunedCalibration> pruned;
   auto table = CalibrateSpann(in, ratios, &pruned);
@@ -246,17 +253,7 @@ TEST(SpannCalibrationTest, PrunedLaddersCountThePostingsEachQueryScanned) {
   }
 }
 
-TEST(SpannCalibrationTest, LadderIsFineAndEachRowIsTheMeanLessOneStandardError) {
-  constexpr size_t kDim = 8, kRows = 400;
-  std::mt19937_64 rng(7);
-  std::normal_distribution<float> g;
-  std::vector<float> data(kRows * kDim);
-  for (float& x : data) x = g(rng);
-  std::vector<uint64_t> ids(kRows);
-  for (size_t i = 0; i < kRows; ++i) ids[i] = i;
-  StepIndex index(&data, kDim);
-  CalibrationInput in{&index, ids, data.data(), kDim, Metric::kL2, /*num_postings=*/60};
-  in.queries = 100;
+TEST_F(StepCalibrationTest, LadderIsFineAndEachRowIsTheMeanLessOneStandardError) {
   auto table = CalibrateSpann(in);
   ASSERT_TRUE(table.ok()) << table.status();
   ASSERT_EQ(index.sample().size(), 100u);
