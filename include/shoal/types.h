@@ -156,7 +156,10 @@ struct SearchParams {
   // was built and calibrated (0..1; 0 = the index's default target, 0.95 unless its spec says
   // otherwise). An index built before calibration existed uses its spec's max_postings.
   float target_recall = 0;
-  float pruning_ratio = 0;       // scan posting i only if dist_i <= pruning_ratio * dist_1 (>= 1)
+  // Scan posting i only if dist_i <= pruning_ratio * dist_1 (>= 1). 0 = the index's default: a
+  // search by target recall (max_postings 0) then takes the pruning, if any, that reached its
+  // target with the fewest postings scanned in the build's calibration.
+  float pruning_ratio = 0;
   SearchStats* stats = nullptr;  // optional out-parameter, not owned
   // Optional (not owned; shoal/filter.h): only records that pass it are scored and returned.
   // nullptr = every record.
