@@ -157,6 +157,15 @@ size_t Hits(const CalibrationInput& in, const Sample& s, const std::vector<float
   return hits;
 }
 
+// The sample's queries with a finite true 10th distance (else fewer than 10 pass: not asked).
+std::vector<size_t> Asked(const std::vector<float>& kth) {
+  std::vector<size_t> asked;
+  for (size_t i = 0; i < kth.size(); ++i) {
+    if (std::isfinite(kth[i])) asked.push_back(i);
+  }
+  return asked;
+}
+
 // The ladder of max_postings for the sample's queries, each query's answer restricted to the ids
 // `filter` passes (null: all) and scored against its true 10th distance `kth`.
 // A query that found all its 10 keeps them at every larger max_postings (a search scans the
@@ -165,11 +174,7 @@ size_t Hits(const CalibrationInput& in, const Sample& s, const std::vector<float
 absl::StatusOr<std::vector<CalibrationPoint>> RunLadder(const CalibrationInput& in, const Sample& s,
                                                         const std::vector<float>& kth,
                                                         const IdFilter* filter) {
-  const std::vector<size_t>& rows = s.rows;
-  std::vector<size_t> asked;  // rows' indices; `active` and per_query index this
-  for (size_t i = 0; i < rows.size(); ++i) {
-    if (std::isfinite(kth[i])) asked.push_back(i);  // else fewer than 10 pass: not asked
-  }
+  const std::vector<size_t> asked = Asked(kth);  // `active` and per_query index this
   if (asked.empty()) return std::vector<CalibrationPoint>();
   std::vector<double> per_query(asked.size(), 0.0);
   std::vector<size_t> active(asked.size());
@@ -214,10 +219,7 @@ absl::StatusOr<std::vector<PrunedPoint>> RunPrunedLadder(const CalibrationInput&
                                                          const Sample& s,
                                                          const std::vector<float>& kth,
                                                          float ratio) {
-  std::vector<size_t> asked;
-  for (size_t i = 0; i < s.rows.size(); ++i) {
-    if (std::isfinite(kth[i])) asked.push_back(i);
-  }
+  const std::vector<size_t> asked = Asked(kth);
   std::vector<PrunedPoint> table;
   if (asked.empty()) return table;
   std::vector<double> recall(asked.size(), 0.0);

@@ -118,6 +118,10 @@ class SpannIndex final : public VectorIndex {
     manifest_.restricted = std::move(restricted);
     manifest_.pruned = std::move(pruned);
   }
+  // The target recall of a search with these knobs: theirs, else the manifest's (0: none).
+  float TargetRecall(const SpannKnobs& knobs) const {
+    return knobs.target_recall > 0 ? knobs.target_recall : manifest_.options.target_recall;
+  }
   // The max_postings a search with these knobs scans: knobs.max_postings; else the calibrated
   // value for the target recall (the knobs', else the manifest's); else the manifest's
   // max_postings (no calibration table, or target_recall 0).

@@ -176,8 +176,7 @@ absl::Status SpannIndex::Remove(std::span<const uint64_t> /*ids*/) {
 
 uint32_t SpannIndex::ResolveMaxPostings(const SpannKnobs& knobs) const {
   if (knobs.max_postings != 0) return knobs.max_postings;
-  const float target =
-      knobs.target_recall > 0 ? knobs.target_recall : manifest_.options.target_recall;
+  const float target = TargetRecall(knobs);
   const uint32_t calibrated = target > 0 ? MaxPostingsForRecall(manifest_.calibration, target) : 0;
   return calibrated != 0 ? calibrated : manifest_.options.max_postings;
 }
@@ -190,8 +189,7 @@ void SpannIndex::ResolvePruning(const SpannKnobs& knobs, bool filtered,
       manifest_.options.pruning_ratio != 0 || manifest_.pruned.empty()) {
     return;
   }
-  const float target =
-      knobs.target_recall > 0 ? knobs.target_recall : manifest_.options.target_recall;
+  const float target = TargetRecall(knobs);
   if (target <= 0 || manifest_.calibration.empty()) return;
   const PruningChoice c = ChoosePruning(manifest_.pruned, target, resolved->max_postings);
   resolved->max_postings = c.max_postings;
@@ -218,7 +216,7 @@ ScopeBudget SpannIndex::WeightedScopeBudget(const SpannKnobs& knobs) const {
     return b;
   }
   // A fixed scan depth reads the levels at the recall it reached unrestricted.
-  float target = knobs.target_recall > 0 ? knobs.target_recall : manifest_.options.target_recall;
+  float target = TargetRecall(knobs);
   if (knobs.max_postings != 0) {
     target = 0;
     for (const CalibrationPoint& p : manifest_.calibration) {
