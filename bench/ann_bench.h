@@ -43,7 +43,7 @@ struct AnnBenchOptions {
   ShoalSystemOptions shoal;
   int hnsw_m = 16;
   int hnsw_ef_construction = 200;
-  std::string hnsw_ef = "10,20,40,80,120,200,400,600,800";
+  std::string hnsw_ef = "10,12,14,16,18,20,24,28,32,40,48,64,80,100,120,160,200,300,400,600,800";
   size_t faiss_nlist = 1024;
   size_t faiss_train_rows = 0;  // 0 = the whole train set
   std::string faiss_nprobe = "1,2,4,8,16,32,64,128,256";

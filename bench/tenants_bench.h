@@ -35,7 +35,7 @@ struct TenantsBenchOptions {
   std::string shoal_recalls = "0.8,0.9,0.95,0.97,0.99";  // SearchParams::target_recall sweep
   int hnsw_m = 16;
   int hnsw_ef_construction = 100;
-  std::string hnsw_ef = "10,20,40,80,160";
+  std::string hnsw_ef = "10,12,14,16,20,24,32,40,64,80,160";
   std::string faiss_nprobe = "1,2,4,8,16,32";
   // The shared FAISS indexes searched with a tenant's bitmap: a filter that admits few rows
   // needs a wide search to find k of them.
