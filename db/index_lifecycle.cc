@@ -220,9 +220,10 @@ absl::Status IndexLifecycle::Calibrate(const index::SpannIndex& fresh, const Vec
   in.seed = m.options.seed;
   // ann-benchmarks' epsilon on the cosine distance (index/spann/spann_calibration.h).
   if (spec_.metric == Metric::kCosine) in.hit_epsilon = 1e-3f;
+  in.unit_norm = spec_.metric == Metric::kCosine;  // index form: unit length (db/index_form.h)
   in.threads = options_.build_threads != 0 ? options_.build_threads
                                            : std::max(1u, std::thread::hardware_concurrency());
-  // The L2 ground truth on the build's clustering backend (its fused top-m kernel).
+  // The ground truth on the build's clustering backend (its fused top-m kernel).
   auto backend = index::MakeDefaultClusteringBackend(options_.build_threads);
   in.backend = backend.get();
   // With query-aware pruning for target-recall searches to choose (SpannIndex::ResolvePruning):

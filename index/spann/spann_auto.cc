@@ -18,15 +18,15 @@ namespace {
 // (Fashion-MNIST, 3-bit codes) 128 per posting needed 12-35% more codes for the same recall and
 // was slower: below 1024-d it stays 64. Only one set of the suite is >= 1024-d.
 constexpr double kVectorsPerPosting = 64;
-// Below this dimension the calibration samples kMoreCalibrationQueries queries whatever n: the
-// recall it measures must be precise enough for the target, and a sample's standard error does
-// not shrink with n. Per-query recall@10 near 0.95 spreads by ~0.07-0.08, so 200 queries left a
-// standard error of ~0.0055 and 1000 leave ~0.0024; with 200, target 0.95 landed 0.0045 low at
-// 10M x 128 on sampling error alone (docs/PERFORMANCE.md, "Target-recall calibration at 10M").
+// The calibration samples kCalibrationQueries queries whatever n and dimension: the recall it
+// measures must be precise enough for the target, and a sample's standard error does not shrink
+// with n. Per-query recall@10 near 0.95 spreads by ~0.07-0.08, so 200 queries left a standard
+// error of ~0.0055 and 1000 leave ~0.0024; with 200, target 0.95 landed 0.0045 low at 10M x 128
+// on sampling error alone (docs/PERFORMANCE.md, "Target-recall calibration at 10M"), and chose
+// rows 0.01-0.02 off either way at 784-d ("Calibration: a thousand queries at every dimension").
 // The ground truth's cost, 1000 x n x dim multiply-adds, grows with n like the build itself; on
 // the fused kernel (spann_calibration.h) 1000 queries cost about what 200 did in the scan.
-constexpr size_t kMoreCalibrationBelowDim = 640;
-constexpr uint32_t kMoreCalibrationQueries = 1000;
+constexpr uint32_t kCalibrationQueries = 1000;
 constexpr double kVectorsPerLargePosting = 256;
 // Codes on the SSD: two bits fewer than the dimension's, at least 2 (spann_auto.h).
 constexpr uint32_t kSsdFewerBits = 2, kSsdMinBits = 2;
@@ -69,7 +69,7 @@ SpannOptions AutoSpannOptions(const DataShape& s) {
     }
   }
   o.quant = absl::StrCat("rabitq:bits=", bits);
-  if (s.dim < kMoreCalibrationBelowDim) o.calibration_queries = kMoreCalibrationQueries;
+  o.calibration_queries = kCalibrationQueries;
   return o;
 }
 

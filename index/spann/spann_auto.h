@@ -40,10 +40,11 @@
 //                   max_postings, and query-aware pruning where it scans fewer postings for the
 //                   target (on the generated sets and Fashion-MNIST it did: docs/PERFORMANCE.md,
 //                   "Query-aware pruning chosen by the calibration").
-//   calibration_queries  below 640-d 1000, whatever n (a sample's standard error does not
-//                   shrink with n: 200 left ~0.0055 at recall 0.95); else the default 200. The
-//                   calibration's safety margin is one standard error of its mean recall, so
-//                   more queries cost fewer postings at the same confidence.
+//   calibration_queries  1000, whatever n and dimension (a sample's standard error does not
+//                   shrink with n: 200 left ~0.0055 at recall 0.95, and chose rows 0.01-0.03
+//                   above the target at 784-1536-d). The calibration's safety margin is one
+//                   standard error of its mean recall, so more queries cost fewer postings at
+//                   the same confidence.
 // Pure; thread-safe.
 #ifndef SHOAL_INDEX_SPANN_SPANN_AUTO_H_
 #define SHOAL_INDEX_SPANN_SPANN_AUTO_H_

@@ -63,11 +63,11 @@ TEST(SpannAutoTest, CodesOnTheSsdTakeFewerBitsAndTheRulesPostingSize) {
   EXPECT_TRUE(fits.centroids_from_data);
 }
 
-TEST(SpannAutoTest, CalibrationSamplesAThousandQueriesBelow640dWhateverN) {
+TEST(SpannAutoTest, CalibrationSamplesAThousandQueriesWhateverNAndDimension) {
   // The sample's standard error, not the ground truth's cost, decides: a large n gets as many
   // queries as a small one (200 at 10M x 128 let target 0.95 land at 0.9455).
   for (size_t n : {50000, 100000, 2000000, 10000000}) {
-    for (size_t dim : {100, 128, 256, 639}) {
+    for (size_t dim : {100, 128, 256, 639, 784, 1536}) {
       EXPECT_EQ(AutoSpannOptions({.n = n, .dim = dim}).calibration_queries, 1000u)
           << n << " " << dim;
     }
@@ -75,9 +75,6 @@ TEST(SpannAutoTest, CalibrationSamplesAThousandQueriesBelow640dWhateverN) {
   EXPECT_EQ(AutoSpannOptions({.n = 10000000, .dim = 128, .ram_budget_bytes = 512000000})
                 .calibration_queries,
             1000u);
-  // From 640-d the default.
-  EXPECT_EQ(AutoSpannOptions({.n = 50000, .dim = 960}).calibration_queries,
-            SpannOptions().calibration_queries);
 }
 
 TEST(SpannAutoTest, PostingsHoldMoreVectorsFrom1024Dimensions) {
@@ -141,7 +138,8 @@ TEST(SpannCalibrationTest, EstimateRecallGivesTheMeanAndItsStandardError) {
 // 10). It records the rows of the first batch it is asked (the calibration's sample).
 class StepIndex final : public VectorIndex {
  public:
-  StepIndex(const std::vector<float>* data, size_t dim) : data_(data), dim_(dim) {}
+  StepIndex(const std::vector<float>* data, size_t dim, Metric metric = Metric::kL2)
+      : data_(data), dim_(dim), metric_(metric) {}
   size_t dimension() const override { return dim_; }
   size_t MemoryBytes() const override { return 0; }
   absl::Status Add(std::span<const uint64_t>, const float*, std::span<const uint32_t>) override {
@@ -158,7 +156,7 @@ class StepIndex final : public VectorIndex {
     for (size_t j = 0; j < n; ++j) {
       TopK<uint64_t> top(p.k);
       for (size_t r = 0; r < rows; ++r) {
-        top.Push(Distance(Metric::kL2, queries + j * dim_, data_->data() + r * dim_, dim_), r);
+        top.Push(Distance(metric_, queries + j * dim_, data_->data() + r * dim_, dim_), r);
       }
       const std::vector<TopK<uint64_t>::Entry> sorted = top.TakeSorted();
       const uint64_t self = sorted[0].id;  // distance 0
@@ -188,6 +186,7 @@ class StepIndex final : public VectorIndex {
  private:
   const std::vector<float>* data_;
   size_t dim_;
+  Metric metric_;
   mutable std::vector<uint64_t> sample_;
   mutable std::set<uint64_t> asked_;
 };
@@ -337,10 +336,34 @@ TEST(SpannCalibrationTest, TheBackendsGroundTruthGivesTheScansTable) {
   ASSERT_TRUE(by_blocks.ok()) << by_blocks.status();
   EXPECT_EQ(backend.calls, 1 + 11);
   same_table(*by_blocks);
-  // Inner product (cosine's index form) keeps the scan: the kernel ranks by L2.
+  // Inner product keeps the scan (the kernel ranks by L2)...
   in.metric = Metric::kInnerProduct;
   ASSERT_TRUE(CalibrateSpann(in).ok());
   EXPECT_EQ(backend.calls, 12);
+  // ...unless every vector has unit length (cosine's index form): the L2 order is then the inner
+  // product's, and the kernel's ground truth gives the scan's table.
+  for (size_t i = 0; i < kRows; ++i) {
+    float norm = 0;
+    for (size_t j = 0; j < kDim; ++j) norm += data[i * kDim + j] * data[i * kDim + j];
+    for (size_t j = 0; j < kDim; ++j) data[i * kDim + j] /= std::sqrt(norm);
+  }
+  StepIndex ip_scanned(&data, kDim, Metric::kInnerProduct),
+      ip_kernel(&data, kDim, Metric::kInnerProduct);
+  in.index = &ip_scanned;
+  in.backend = nullptr;
+  auto ip_by_scan = CalibrateSpann(in);
+  ASSERT_TRUE(ip_by_scan.ok()) << ip_by_scan.status();
+  in.index = &ip_kernel;
+  in.backend = &backend;
+  in.unit_norm = true;
+  auto ip_by_kernel = CalibrateSpann(in);
+  ASSERT_TRUE(ip_by_kernel.ok()) << ip_by_kernel.status();
+  EXPECT_EQ(backend.calls, 12 + 11);  // still in blocks of 299 rows
+  ASSERT_EQ(ip_by_kernel->size(), ip_by_scan->size());
+  for (size_t i = 0; i < ip_by_scan->size(); ++i) {
+    EXPECT_EQ((*ip_by_kernel)[i].max_postings, (*ip_by_scan)[i].max_postings);
+    EXPECT_FLOAT_EQ((*ip_by_kernel)[i].recall, (*ip_by_scan)[i].recall) << i;
+  }
 }
 
 }  // namespace

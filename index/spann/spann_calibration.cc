@@ -84,7 +84,7 @@ bool TrueKthByBackend(const CalibrationInput& in, const std::vector<size_t>& row
 std::vector<float> TrueKth(const CalibrationInput& in, const std::vector<size_t>& rows,
                            const std::vector<float>& queries) {
   std::vector<float> kth;
-  if (in.backend != nullptr && in.metric == Metric::kL2 &&
+  if (in.backend != nullptr && (in.metric == Metric::kL2 || in.unit_norm) &&
       TrueKthByBackend(in, rows, queries, &kth)) {
     return kth;
   }

@@ -24,11 +24,12 @@
 //
 // Cost: queries x n x dim multiply-adds for the ground truth plus the ladder's searches, where a
 // query that found all its 10 is not searched again (more postings only add candidates; its row
-// counts it as 1). With a `backend` and the L2 metric the ground truth is the clustering
-// backend's fused top-m kernel (the queries as points, the indexed vectors as centroids, in
-// blocks of backend_block_rows), its 10th distance recomputed exactly; otherwise a scan blocked
-// over 16 queries at a time, split over `threads`. The kernel costs ~4x less CPU per query than the
-// scan (docs/PERFORMANCE.md, "Target-recall calibration at 10M").
+// counts it as 1). With a `backend` and the L2 metric (or unit-length vectors, where the L2
+// order is the inner product's) the ground truth is the clustering backend's fused top-m kernel
+// (the queries as points, the indexed vectors as centroids, in blocks of backend_block_rows), its
+// 10th distance recomputed exactly; otherwise a scan blocked over 16 queries at a time, split over
+// `threads`. The kernel costs ~4x less CPU per query than the scan (docs/PERFORMANCE.md,
+// "Target-recall calibration at 10M").
 //
 // Thread safety: pure given a const index; `index` may serve other searches meanwhile.
 #ifndef SHOAL_INDEX_SPANN_SPANN_CALIBRATION_H_
@@ -57,6 +58,9 @@ struct CalibrationInput {
   uint64_t seed = 1;
   uint32_t threads = 1;
   float hit_epsilon = 0;  // added to the 10th true distance (see above)
+  // Every vector has unit length (a cosine collection's index form): the nearest by inner product
+  // are then the nearest by L2, and the ground truth may take the L2 kernel (see Cost above).
+  bool unit_norm = false;
   // The L2 ground truth's kernel (see Cost above); nullptr: the scan. Its errors (e.g. a
   // non-finite vector) fall back to the scan.
   ClusteringBackend* backend = nullptr;
