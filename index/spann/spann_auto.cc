@@ -23,7 +23,7 @@ constexpr double kVectorsPerPosting = 64;
 // with n. Per-query recall@10 near 0.95 spreads by ~0.07-0.08, so 200 queries left a standard
 // error of ~0.0055 and 1000 leave ~0.0024; with 200, target 0.95 landed 0.0045 low at 10M x 128
 // on sampling error alone (docs/PERFORMANCE.md, "Target-recall calibration at 10M"), and chose
-// rows 0.01-0.02 off either way at 784-d ("Calibration: a thousand queries at every dimension").
+// rows 0.01-0.02 off at 784-d ("calibration on 1000 queries at every dimension").
 // The ground truth's cost, 1000 x n x dim multiply-adds, grows with n like the build itself; on
 // the fused kernel (spann_calibration.h) 1000 queries cost about what 200 did in the scan.
 constexpr uint32_t kCalibrationQueries = 1000;
