@@ -162,6 +162,14 @@ float Distance(Metric metric, const float* a, const float* b, size_t dim) {
   return metric == Metric::kL2 ? L2Sqr(a, b, dim) : -InnerProduct(a, b, dim);
 }
 
+float DistanceBounded(Metric metric, const float* a, const float* b, size_t dim, float bound) {
+  if (metric == Metric::kL2 &&
+      internal::ActiveKernels().level == internal::KernelLevelId::kAvx512) {
+    return internal::L2SqrBoundedAvx512(a, b, dim, bound);
+  }
+  return Distance(metric, a, b, dim);
+}
+
 const char* KernelLevel() { return internal::ActiveKernels().name; }
 
 }  // namespace shoal::index

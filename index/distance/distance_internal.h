@@ -55,6 +55,9 @@ float InnerProductAvx512(const float* a, const float* b, size_t dim);
 float L2SqrHalfBoundedScalar(const float* a, const uint16_t* b, size_t dim, float bound);
 float L2SqrHalfBoundedAvx2(const float* a, const uint16_t* b, size_t dim, float bound);
 float L2SqrHalfBoundedAvx512(const float* a, const uint16_t* b, size_t dim, float bound);
+// L2SqrAvx512's sums in its order (the same bits when it does not stop), stopping as
+// L2SqrHalfBoundedAvx512 does (DistanceBounded).
+float L2SqrBoundedAvx512(const float* a, const float* b, size_t dim, float bound);
 // F16C's own conversions (AVX2 unit; only with base::Cpu().f16c): tests check the portable
 // FloatToHalf / HalfToFloat against them bit for bit.
 void FloatsToHalvesF16c(const float* in, size_t n, uint16_t* out);

@@ -425,5 +425,42 @@ TEST(DistanceTest, HalfKernelsEveryLevelMatchReference) {
   EXPECT_EQ(L2SqrHalfBounded(&a, &b, 1, 0.5f), 1.0f);
 }
 
+// DistanceBounded is the distance when that is within the bound, else a value above the bound
+// and not above the distance, for both metrics; the AVX-512 L2 kernel sums as L2SqrAvx512 does
+// and stops early below a tiny bound.
+TEST(DistanceTest, DistanceBoundedIsTheDistanceOrAboveTheBound) {
+  std::mt19937 rng(Seed());
+  std::uniform_real_distribution<float> uniform(-300.0f, 300.0f);
+  for (size_t dim : {1, 15, 16, 17, 63, 64, 65, 127, 128, 129, 200, 256, 257, 784, 960, 1536}) {
+    std::vector<float> a(dim), b(dim + 1);
+    for (auto& x : a) x = uniform(rng);
+    for (auto& x : b) x = uniform(rng);
+    const float* ub = b.data() + 1;  // unaligned
+    for (Metric metric : {Metric::kL2, Metric::kInnerProduct}) {
+      const std::string what =
+          std::string(metric == Metric::kL2 ? "l2" : "ip") + " dim " + std::to_string(dim);
+      const float full = Distance(metric, a.data(), ub, dim);
+      EXPECT_EQ(DistanceBounded(metric, a.data(), ub, dim, INFINITY), full) << what;
+      for (float fraction : {-1.0f, 0.0f, 0.1f, 0.5f, 0.9f, 1.0f, 1.1f}) {
+        const float bound = fraction * std::abs(full);
+        const float got = DistanceBounded(metric, a.data(), ub, dim, bound);
+        if (full <= bound) {
+          EXPECT_EQ(got, full) << what << " bound " << bound;
+        } else {
+          EXPECT_GT(got, bound) << what << " bound " << bound;
+          EXPECT_LE(got, full) << what << " bound " << bound;
+        }
+      }
+    }
+    if (internal::LevelSupported(KernelLevelId::kAvx512)) {
+      const float l2 = internal::L2SqrAvx512(a.data(), ub, dim);
+      EXPECT_EQ(internal::L2SqrBoundedAvx512(a.data(), ub, dim, l2), l2) << dim;
+      if (dim >= 2 * internal::kHalfCheckDims && l2 > 0) {
+        EXPECT_LT(internal::L2SqrBoundedAvx512(a.data(), ub, dim, 0), l2) << dim;
+      }
+    }
+  }
+}
+
 }  // namespace
 }  // namespace shoal::index

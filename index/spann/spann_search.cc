@@ -439,7 +439,11 @@ absl::Status SpannIndex::ScoreExactly(const PostingDirectory& dir, const float* 
   missing_vectors.clear();
   vector_cache_.LookupBatch(
       ids,
-      [&](size_t i, const float* v) { top->Push(Distance(manifest_.metric, q, v, d), ids[i]); },
+      [&](size_t i, const float* v) {
+        // Most of a tenant's members or a selective filter's ids cannot enter the top k: each
+        // stops once its partial distance shows it.
+        top->Push(DistanceBounded(manifest_.metric, q, v, d, top->Threshold()), ids[i]);
+      },
       &missing_vectors);
   stats->cache_hits += ids.size() - missing_vectors.size();
   std::vector<uint64_t> fetch;
@@ -457,7 +461,7 @@ absl::Status SpannIndex::ReadAndScore(const PostingDirectory& dir, const float* 
   ++stats->read_batches;
   stats->bytes_read += fetch.size() * storage::VectorFile::PagesPerVector(d) * storage::kPageSize;
   absl::Status read = dir.vectors->ReadBatch(fetch, [&](size_t i, const float* v) {
-    top->Push(Distance(manifest_.metric, q, v, d), fetch[i]);
+    top->Push(DistanceBounded(manifest_.metric, q, v, d, top->Threshold()), fetch[i]);
     vector_cache_.Insert(fetch[i], v);
     return absl::OkStatus();
   });
