@@ -120,49 +120,14 @@ float InnerProductAvx512(const float* a, const float* b, size_t dim) {
   return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
 }
 
-float L2SqrBoundedAvx512(const float* a, const float* b, size_t dim, float bound) {
-  __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
-  __m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
-  auto sum = [&] {
-    return _mm512_reduce_add_ps(_mm512_add_ps(_mm512_add_ps(s0, s1), _mm512_add_ps(s2, s3)));
-  };
-  size_t i = 0;
-  while (i + 64 <= dim) {
-    const size_t stop = i + kHalfCheckDims <= dim ? i + kHalfCheckDims : dim;
-    for (; i + 64 <= stop; i += 64) {
-      const __m512 d0 = _mm512_sub_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i));
-      const __m512 d1 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 16), _mm512_loadu_ps(b + i + 16));
-      const __m512 d2 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 32), _mm512_loadu_ps(b + i + 32));
-      const __m512 d3 = _mm512_sub_ps(_mm512_loadu_ps(a + i + 48), _mm512_loadu_ps(b + i + 48));
-      s0 = _mm512_fmadd_ps(d0, d0, s0);
-      s1 = _mm512_fmadd_ps(d1, d1, s1);
-      s2 = _mm512_fmadd_ps(d2, d2, s2);
-      s3 = _mm512_fmadd_ps(d3, d3, s3);
-    }
-    if (i + 64 <= dim) {
-      const float partial = sum();
-      if (partial > bound) return partial;
-    }
-  }
-  for (; i + 16 <= dim; i += 16) {
-    const __m512 d = _mm512_sub_ps(_mm512_loadu_ps(a + i), _mm512_loadu_ps(b + i));
-    s0 = _mm512_fmadd_ps(d, d, s0);
-  }
-  if (i < dim) {
-    const __mmask16 m = TailMask(dim - i);
-    const __m512 d =
-        _mm512_sub_ps(_mm512_maskz_loadu_ps(m, a + i), _mm512_maskz_loadu_ps(m, b + i));
-    s1 = _mm512_fmadd_ps(d, d, s1);
-  }
-  return sum();
-}
+namespace {
 
-// Halves: 64 (two cache lines) per step, converted by vcvtph2ps, tails masked; the partial sum
-// is looked at every kHalfCheckDims dimensions.
-float L2SqrHalfBoundedAvx512(const float* a, const uint16_t* b, size_t dim, float bound) {
-  auto load = [](const uint16_t* p) {
-    return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
-  };
+// Squared L2 of float `a` against `b` (16 lanes read by load / load_tail), summed as L2SqrAvx512
+// sums it (64 dimensions a step in four accumulators, then 16 at a time, the tail masked), the
+// partial sum looked at every kHalfCheckDims dimensions: a value > bound as soon as one is.
+template <typename T, typename Load, typename LoadTail>
+float L2SqrBoundedBy(const float* a, const T* b, size_t dim, float bound, Load load,
+                     LoadTail load_tail) {
   __m512 s0 = _mm512_setzero_ps(), s1 = _mm512_setzero_ps();
   __m512 s2 = _mm512_setzero_ps(), s3 = _mm512_setzero_ps();
   auto sum = [&] {
@@ -192,11 +157,30 @@ float L2SqrHalfBoundedAvx512(const float* a, const uint16_t* b, size_t dim, floa
   }
   if (i < dim) {
     const __mmask16 m = TailMask(dim - i);
-    const __m512 h = _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, b + i));
-    const __m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, a + i), h);
+    const __m512 d = _mm512_sub_ps(_mm512_maskz_loadu_ps(m, a + i), load_tail(m, b + i));
     s1 = _mm512_fmadd_ps(d, d, s1);
   }
   return sum();
+}
+
+}  // namespace
+
+float L2SqrBoundedAvx512(const float* a, const float* b, size_t dim, float bound) {
+  return L2SqrBoundedBy(
+      a, b, dim, bound, [](const float* p) { return _mm512_loadu_ps(p); },
+      [](__mmask16 m, const float* p) { return _mm512_maskz_loadu_ps(m, p); });
+}
+
+// Halves: 64 (two cache lines) per step, converted by vcvtph2ps, tails masked.
+float L2SqrHalfBoundedAvx512(const float* a, const uint16_t* b, size_t dim, float bound) {
+  return L2SqrBoundedBy(
+      a, b, dim, bound,
+      [](const uint16_t* p) {
+        return _mm512_cvtph_ps(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(p)));
+      },
+      [](__mmask16 m, const uint16_t* p) {
+        return _mm512_cvtph_ps(_mm256_maskz_loadu_epi16(m, p));
+      });
 }
 
 // A gather per dimension per 16 rows: the transpose runs ~5x faster than scalar moves.
