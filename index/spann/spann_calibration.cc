@@ -242,11 +242,11 @@ absl::StatusOr<std::vector<PrunedPoint>> RunPrunedLadder(const CalibrationInput&
   };
   for (uint32_t m : ladder) {
     std::atomic<size_t> next{0};
+    const uint32_t deep = std::min(ladder.back(), 8 * m);  // where a query that found its 10 stops
     base::RunOnThreads(status.size(), [&](size_t t) {
       for (size_t j; status[t].ok() && (j = next.fetch_add(1)) < active.size();) {
         const size_t a = active[j], i = asked[a];
         absl::StatusOr<size_t> hits = search(i, m, &scanned[a]);
-        const uint32_t deep = std::min(ladder.back(), 8 * m);
         uint32_t deep_scanned = 0;
         if (hits.ok()) recall[a] = static_cast<double>(*hits) / kK;
         if (hits.ok() && scanned[a] < m) {

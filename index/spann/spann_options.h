@@ -102,8 +102,9 @@ struct DensityCalibration {
 // The calibration of query-aware pruning (SearchParams::pruning_ratio) at one `ratio`: per
 // max_postings, the recall@10 reached and the mean postings a query scanned (pruning stops a
 // query short of max_postings where the next centroid is over ratio x the nearest's squared
-// distance; index/spann/spann_calibration.h, CalibratePruned). A target-recall search takes the
-// pruning of the fewest postings scanned when that is fewer than its unpruned max_postings.
+// distance; CalibrateSpann's pruned ladders, index/spann/spann_calibration.h). A target-recall
+// search takes the pruning of the fewest postings scanned when that is fewer than its unpruned
+// max_postings.
 struct PrunedPoint {
   uint32_t max_postings = 0;
   float recall = 0;
