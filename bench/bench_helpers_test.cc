@@ -156,6 +156,36 @@ TEST(ReportTest, TimeClientsSplitsQueriesOverThreadsOnce) {
   for (const auto& s : started) EXPECT_EQ(s.load(), 1);
 }
 
+TEST(QpsAtRecallTest, CpuQpsReadsTheCpuColumnAndSkipsUnmeasuredPoints) {
+  const std::vector<RecallQps> curve = {{0.96, 3000, 4000}, {0.97, 2000, 0}, {0.93, 6000, 7000}};
+  EXPECT_EQ(CpuQpsAtRecall(curve, 0.90), 7000);
+  EXPECT_EQ(CpuQpsAtRecall(curve, 0.95), 4000);
+  EXPECT_EQ(CpuQpsAtRecall(curve, 0.97), std::nullopt);  // reached, but no CPU time measured
+}
+
+TEST(ReportTest, TimeClientsCountsTheClientsCpuTime) {
+  // Each call spins ~2 ms of this thread's CPU time: CPU time is at least that, per call and in
+  // all, and a pass asked for no per-call CPU times has none.
+  auto spin = [](int, size_t, size_t) {
+    const double until = ThreadCpuSeconds() + 0.002;
+    while (ThreadCpuSeconds() < until) {
+    }
+    return absl::OkStatus();
+  };
+  absl::StatusOr<BatchTiming> t = TimeClients(
+      6, 1, 2, [](int) {}, spin, /*per_call_cpu=*/true);
+  ASSERT_TRUE(t.ok());
+  ASSERT_EQ(t->call_cpu_us.size(), 6u);
+  for (double us : t->call_cpu_us) EXPECT_GE(us, 2000);
+  EXPECT_GE(t->cpu_seconds, 0.012);
+  EXPECT_GT(t->CpuQps(), 0);
+  absl::StatusOr<BatchTiming> plain = TimeClients(
+      2, 1, 1, [](int) {}, spin);
+  ASSERT_TRUE(plain.ok());
+  EXPECT_TRUE(plain->call_cpu_us.empty());
+  EXPECT_GE(plain->cpu_seconds, 0.004);
+}
+
 TEST(ReportTest, TimeClientsReturnsAThreadsError) {
   absl::StatusOr<BatchTiming> t = TimeClients(
       50, 4, 2, [](int) {},

@@ -59,7 +59,7 @@ absl::StatusOr<BatchTiming> TimeBatches(size_t queries, size_t batch,
   BatchTiming timing;
   timing.queries = queries;
   timing.batch = std::max<size_t>(batch, 1);
-  const double start = NowSeconds();
+  const double start = NowSeconds(), cpu_start = ThreadCpuSeconds();
   for (size_t first = 0; first < queries; first += timing.batch) {
     const size_t n = std::min(timing.batch, queries - first);
     const double t0 = NowSeconds();
@@ -68,34 +68,40 @@ absl::StatusOr<BatchTiming> TimeBatches(size_t queries, size_t batch,
     if (!status.ok()) return status;
   }
   timing.total_seconds = NowSeconds() - start;
+  timing.cpu_seconds = ThreadCpuSeconds() - cpu_start;
   return timing;
 }
 
 absl::StatusOr<BatchTiming> TimeClients(
     size_t queries, size_t batch, int threads, const std::function<void(int)>& on_thread_start,
-    const std::function<absl::Status(int, size_t, size_t)>& search) {
+    const std::function<absl::Status(int, size_t, size_t)>& search, bool per_call_cpu) {
   BatchTiming timing;
   timing.queries = queries;
   timing.batch = std::max<size_t>(batch, 1);
   threads = std::max(threads, 1);
-  std::vector<std::vector<double>> call_us(threads);
+  std::vector<std::vector<double>> call_us(threads), call_cpu_us(threads);
   absl::Mutex mu;
   absl::Status first_error;
   std::atomic<bool> failed{false};
   auto client = [&](int t) {
     on_thread_start(t);
+    const double cpu_start = ThreadCpuSeconds();
     const size_t begin = queries * t / threads, end = queries * (t + 1) / threads;
     for (size_t first = begin; first < end && !failed.load(); first += timing.batch) {
       const size_t n = std::min(timing.batch, end - first);
-      const double t0 = NowSeconds();
+      const double t0 = NowSeconds(), c0 = per_call_cpu ? ThreadCpuSeconds() : 0;
       absl::Status status = search(t, first, n);
       call_us[t].push_back((NowSeconds() - t0) * 1e6);
+      if (per_call_cpu) call_cpu_us[t].push_back((ThreadCpuSeconds() - c0) * 1e6);
       if (!status.ok()) {
         absl::MutexLock lock(&mu);
         if (first_error.ok()) first_error = status;
         failed = true;
       }
     }
+    const double cpu = ThreadCpuSeconds() - cpu_start;
+    absl::MutexLock lock(&mu);
+    timing.cpu_seconds += cpu;
   };
   const double start = NowSeconds();
   if (threads == 1) {
@@ -107,10 +113,20 @@ absl::StatusOr<BatchTiming> TimeClients(
   }
   timing.total_seconds = NowSeconds() - start;
   if (!first_error.ok()) return first_error;
-  for (const std::vector<double>& us : call_us) {
-    timing.call_us.insert(timing.call_us.end(), us.begin(), us.end());
+  for (int t = 0; t < threads; ++t) {
+    timing.call_us.insert(timing.call_us.end(), call_us[t].begin(), call_us[t].end());
+    timing.call_cpu_us.insert(timing.call_cpu_us.end(), call_cpu_us[t].begin(),
+                              call_cpu_us[t].end());
   }
   return timing;
+}
+
+std::optional<double> CpuQpsAtRecall(std::span<const RecallQps> points, double r) {
+  std::optional<double> best;
+  for (const RecallQps& p : points) {
+    if (p.recall >= r && p.cpu_qps > 0 && (!best || p.cpu_qps > *best)) best = p.cpu_qps;
+  }
+  return best;
 }
 
 std::optional<double> QpsAtRecall(std::span<const RecallQps> points, double r) {

@@ -35,9 +35,17 @@ struct BatchTiming {
   size_t queries = 0;
   size_t batch = 0;
   double total_seconds = 0;
+  // The client threads' CPU time over the pass, summed (ThreadCpuSeconds): for a system that
+  // searches on the calling thread, the work without the time other processes held the core.
+  double cpu_seconds = 0;
   std::vector<double> call_us;  // one per Search call of up to `batch` queries
+  // Per call, the calling thread's CPU microseconds (only where asked for: a clock read costs
+  // a system call).
+  std::vector<double> call_cpu_us;
 
   double Qps() const { return total_seconds > 0 ? queries / total_seconds : 0; }
+  // Queries per CPU-second of the client threads: steadier than Qps() on a shared host.
+  double CpuQps() const { return cpu_seconds > 0 ? queries / cpu_seconds : 0; }
   // Wall time per query: a batch's time divided by its size (for batch 1 the true latency).
   double MeanUsPerQuery() const { return queries ? total_seconds * 1e6 / queries : 0; }
   // Percentile (0..100) of the Search call latencies.
@@ -54,20 +62,23 @@ absl::StatusOr<BatchTiming> TimeBatches(size_t queries, size_t batch,
 // another (batch 1: single queries), each call timed. on_thread_start(thread) runs first in
 // each thread, untimed (e.g. to pin a library's own thread pool to 1). total_seconds is the
 // wall time of the whole pass, so Qps() = queries / wall. Returns the first error any thread
-// hit (the others stop at their next call).
+// hit (the others stop at their next call). per_call_cpu: also fill call_cpu_us.
 absl::StatusOr<BatchTiming> TimeClients(
     size_t queries, size_t batch, int threads, const std::function<void(int)>& on_thread_start,
-    const std::function<absl::Status(int, size_t, size_t)>& search);
+    const std::function<absl::Status(int, size_t, size_t)>& search, bool per_call_cpu = false);
 
 // One point of a parameter sweep.
 struct RecallQps {
   double recall = 0;
   double qps = 0;
+  double cpu_qps = 0;  // BatchTiming::CpuQps of the point's least-CPU run; 0: not measured
 };
 
 // ann-benchmarks' reading of a sweep at recall r: the best QPS among the points whose recall
 // is at least r (the Pareto frontier's value there); nullopt when no point reaches r.
 std::optional<double> QpsAtRecall(std::span<const RecallQps> points, double r);
+// The same reading of the points' cpu_qps; nullopt also when no point reaching r measured one.
+std::optional<double> CpuQpsAtRecall(std::span<const RecallQps> points, double r);
 
 // One CSV result row; unset optionals are written as empty fields.
 struct ResultRow {
