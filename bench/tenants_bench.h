@@ -32,7 +32,7 @@ struct TenantsBenchOptions {
   int runs = 1;  // timed passes per point, interleaved across systems; the fastest is kept
   int build_threads = 2;
   std::string shoal_spec = "auto";
-  std::string shoal_recalls = "0.8,0.85,0.9,0.93,0.95,0.97,0.99";  // target_recall sweep
+  std::string shoal_recalls = "0.8,0.85,0.9,0.91,0.92,0.93,0.95,0.97,0.99";  // target_recall sweep
   int hnsw_m = 16;
   int hnsw_ef_construction = 100;
   std::string hnsw_ef = "10,12,14,16,20,24,32,40,64,80,160";
