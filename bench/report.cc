@@ -33,6 +33,16 @@ std::string Quoted(const std::string& s) {
   return out + "\"";
 }
 
+// The largest `field` among the points whose recall reaches r and that measured it (> 0).
+std::optional<double> BestAtRecall(std::span<const RecallQps> points, double r,
+                                   double RecallQps::*field) {
+  std::optional<double> best;
+  for (const RecallQps& p : points) {
+    if (p.recall >= r && p.*field > 0 && (!best || p.*field > *best)) best = p.*field;
+  }
+  return best;
+}
+
 }  // namespace
 
 double NowSeconds() {
@@ -121,20 +131,12 @@ absl::StatusOr<BatchTiming> TimeClients(
   return timing;
 }
 
-std::optional<double> CpuQpsAtRecall(std::span<const RecallQps> points, double r) {
-  std::optional<double> best;
-  for (const RecallQps& p : points) {
-    if (p.recall >= r && p.cpu_qps > 0 && (!best || p.cpu_qps > *best)) best = p.cpu_qps;
-  }
-  return best;
+std::optional<double> QpsAtRecall(std::span<const RecallQps> points, double r) {
+  return BestAtRecall(points, r, &RecallQps::qps);
 }
 
-std::optional<double> QpsAtRecall(std::span<const RecallQps> points, double r) {
-  std::optional<double> best;
-  for (const RecallQps& p : points) {
-    if (p.recall >= r && (!best || p.qps > *best)) best = p.qps;
-  }
-  return best;
+std::optional<double> CpuQpsAtRecall(std::span<const RecallQps> points, double r) {
+  return BestAtRecall(points, r, &RecallQps::cpu_qps);
 }
 
 CsvWriter::~CsvWriter() {

@@ -30,6 +30,9 @@ struct TenantsBenchOptions {
   TenantWorkloadOptions workload;
   std::string systems = "shoal-tenant,shoal-filter,hnswlib,faiss-ivf";
   int runs = 1;  // timed passes per point, interleaved across systems; the fastest is kept
+  // Also time each call's CPU (the `by CPU time` ratios): two clock reads, ~0.4 us each on the
+  // Zen 5 VM, added to every call of every system, so off unless asked for.
+  bool cpu_time = false;
   int build_threads = 2;
   std::string shoal_spec = "auto";
   std::string shoal_recalls = "0.8,0.85,0.9,0.91,0.92,0.93,0.95,0.97,0.99";  // target_recall sweep
