@@ -94,7 +94,7 @@ struct PointResult {
   BatchTiming timing;
   IoCounters io;             // summed over the queries of the kept timed pass
   double least_cpu_qps = 0;  // the best BatchTiming::CpuQps over the timed passes
-  RecallQps Point() const { return {recall, timing.Qps(), least_cpu_qps}; }
+  RecallQps ToRecallQps() const { return {recall, timing.Qps(), least_cpu_qps}; }
 };
 
 // read_bytes of /proc/self/io: what the kernel read from storage for this process (O_DIRECT
@@ -240,7 +240,7 @@ absl::StatusOr<SystemResult> RunSystem(AnnSystem& sys, const AnnBenchOptions& o,
     }
     r.recall = Recall(ds, gt, metric, &found);
     SHOAL_RETURN_IF_ERROR(ReportPoint(sys, o, nq, points[p], r, build_seconds, out));
-    curve.push_back(r.Point());
+    curve.push_back(r.ToRecallQps());
   }
   return SystemResult{sys.name(), std::move(curve), build_seconds, sys.RamBytes()};
 }
@@ -287,7 +287,7 @@ absl::StatusOr<std::vector<SystemResult>> RunInterleaved(
       Point& pt = points[s][p];
       pt.best.recall = Recall(ds, gt, metric, &pt.found);
       SHOAL_RETURN_IF_ERROR(ReportPoint(sys, o, nq, names[p], pt.best, build_seconds[s], out));
-      curve.push_back(pt.best.Point());
+      curve.push_back(pt.best.ToRecallQps());
     }
     curves.push_back({systems[s].first, std::move(curve), build_seconds[s], sys.RamBytes()});
   }

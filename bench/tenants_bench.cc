@@ -104,7 +104,7 @@ struct Point {
   std::string name;
   Neighbors found;
   BatchTiming timing;     // the pass of least wall time
-  BatchTiming least_cpu;  // the pass of least client-thread CPU time (call_cpu_us filled)
+  BatchTiming least_cpu;  // with --cpu-time: the pass of least client-thread CPU time
   bool warm = false;
   TenantScore score;
   std::vector<uint32_t> postings;  // scanned per query, by row (empty: not counted)
@@ -147,7 +147,7 @@ absl::Status TimePass(TenantSystem& sys, const Labelled& l, const TenantWorkload
   }
   SHOAL_ASSIGN_OR_RETURN(BatchTiming t,
                          TimeClients(nq, 1, 1, prepare, search, /*per_call_cpu=*/cpu_time));
-  if (pt->least_cpu.cpu_seconds == 0 || t.cpu_seconds < pt->least_cpu.cpu_seconds) {
+  if (cpu_time && (pt->least_cpu.cpu_seconds == 0 || t.cpu_seconds < pt->least_cpu.cpu_seconds)) {
     pt->least_cpu = t;
   }
   if (pt->timing.total_seconds == 0 || t.total_seconds < pt->timing.total_seconds) {

@@ -63,9 +63,9 @@ bool AllFinite(const float* values, size_t n);
 // "smaller is closer": L2Sqr, or -InnerProduct.
 float Distance(Metric metric, const float* a, const float* b, size_t dim);
 // Distance, but may stop early: exactly Distance(metric, a, b, dim) when that is <= bound, else
-// a value > bound (and <= it). For keeping the k nearest: pass the current k-th distance, so a
-// vector that cannot enter is read only in part. L2 on AVX-512 looks at its partial sum every
-// 128 dimensions; the other kernels, and inner product, compute the whole distance.
+// a value > bound and not above the distance. For keeping the k nearest: pass the current k-th
+// distance, so a vector that cannot enter is read only in part. L2 on AVX-512 looks at its partial
+// sum every 128 dimensions; the other kernels, and inner product, compute the whole distance.
 float DistanceBounded(Metric metric, const float* a, const float* b, size_t dim, float bound);
 
 // Squared L2 between float `a` and half `b`; equals L2Sqr over HalfToFloat(b[i]) up to float
