@@ -4,6 +4,7 @@
 #include <cmath>
 #include <optional>
 
+#include "absl/base/call_once.h"
 #include "absl/container/flat_hash_set.h"
 #include "base/spare_vector.h"
 #include "base/status_macros.h"
@@ -33,52 +34,38 @@ namespace {
 // The ids a tenant sees (state.access), and when set an attribute filter's ids: checked id by id
 // during a scan, so that a large tenant's search never materialises its id set.
 // The tenant's two id sets are looked up once, not per candidate (AccessTable::Visible hashes
-// the tenant id at each call). A tenant with at least kMinWindowIds ids spread over at most
-// 256 ids per id it holds gets them as a bitmap over [its smallest, its largest id] for the call
-// (at most 32 bytes per id; internal ids are dense): a candidate's check is then one load, not
-// a binary search of a 4,096-entry array block (a profile of large tenants' queries had those
-// at 6-8% of their time).
+// the tenant id at each call). A tenant with at least kMinWindowIds ids gets them as a bitmap
+// over [its smallest, its largest id] on the call's first check (none on the exact path): when
+// they span at most kWindowFloorIds ids (a 256 KiB window), or at most kMaxIdsPerId per id it
+// holds (32 bytes per id; internal ids are dense). A candidate's check is then one load, not a
+// search of a CompactIdSet block: at 1M x 128, tenants of 2,048-4,095 of the ids spent ~30% of
+// their scoped searches there before the floor (docs/PERFORMANCE.md).
 // Per thread, the window words of the last TenantFilter destroyed (base/spare_vector.h).
 thread_local std::vector<uint64_t> spare_window;
 
 class TenantFilter final : public index::IdFilter {
  public:
   static constexpr size_t kMinWindowIds = 512;
+  static constexpr uint64_t kMaxIdsPerId = 256, kWindowFloorIds = uint64_t{1} << 21;
 
   TenantFilter(const tenants::AccessTable* access, tenants::TenantId tenant,
                const index::IdBitmap* attributes)
       : owned_(access->Owned(tenant)), granted_(access->Granted(tenant)), attributes_(attributes) {
-    uint64_t lo = UINT64_MAX, hi = 0;
-    size_t n = 0;
     for (const auto* ids : {owned_, granted_}) {
       if (ids == nullptr || ids->empty()) continue;
-      lo = std::min(lo, ids->front());
-      hi = std::max(hi, ids->back());
-      n += ids->size();
+      lo_ = std::min(lo_, ids->front());
+      hi_ = std::max(hi_, ids->back());
+      n_ += ids->size();
     }
-    if (n < kMinWindowIds || (hi - lo) / 256 > n) return;
-    // Ids in one set of one bitmap block (a tenant dense in a collection of under 2^16 ids):
-    // tested in place, nothing to build.
-    for (const auto* ids : {owned_, granted_}) {
-      if (ids != nullptr && ids->size() == n) window_ = ids->SingleBitmap(&first_);
-    }
-    if (!window_.empty()) return;
-    first_ = lo & ~uint64_t{63};
-    base::TakeSpare(spare_window, built_);
-    built_.assign((hi - first_) / 64 + 1, 0);
-    for (const auto* ids : {owned_, granted_}) {
-      if (ids != nullptr) ids->OrInto(first_, built_);
-    }
-    window_ = built_;
   }
   ~TenantFilter() override { base::GiveBackSpare(built_, spare_window); }
   TenantFilter(const TenantFilter&) = delete;  // window_ may point into built_
   TenantFilter& operator=(const TenantFilter&) = delete;
   bool Allows(uint64_t id) const override {
     if (attributes_ != nullptr && !attributes_->Test(id)) return false;
-    if (!window_.empty()) {
+    if (const std::span<const uint64_t> window = Window(); !window.empty()) {
       const uint64_t at = id - first_;  // wraps past the window's end below first_
-      return id >= first_ && (at >> 6) < window_.size() && ((window_[at >> 6] >> (at & 63)) & 1);
+      return id >= first_ && (at >> 6) < window.size() && ((window[at >> 6] >> (at & 63)) & 1);
     }
     return (owned_ != nullptr && owned_->contains(id)) ||
            (granted_ != nullptr && granted_->contains(id));
@@ -87,23 +74,51 @@ class TenantFilter final : public index::IdFilter {
   // SelectIdsInWindow, eight ids a step where the CPU has AVX-512, no call or branch per id (a
   // large tenant lists whole postings' ids through here, SpannIndex::TakeMembers).
   void AppendAllowed(std::span<const uint64_t> ids, std::vector<uint64_t>* out) const override {
-    if (window_.empty() || attributes_ != nullptr) return IdFilter::AppendAllowed(ids, out);
+    const std::span<const uint64_t> window = Window();
+    if (window.empty() || attributes_ != nullptr) return IdFilter::AppendAllowed(ids, out);
     const size_t before = out->size();
     out->resize(before + ids.size());
-    const size_t n = index::SelectIdsInWindow(ids.data(), ids.size(), first_, window_.data(),
-                                              window_.size(), out->data() + before);
+    const size_t n = index::SelectIdsInWindow(ids.data(), ids.size(), first_, window.data(),
+                                              window.size(), out->data() + before);
     out->resize(before + n);
   }
 
  private:
+  // The window, made on the first check (a tenant answered exactly checks none): bit (id -
+  // first_), empty when the sets are checked instead.
+  std::span<const uint64_t> Window() const {
+    absl::call_once(made_, [this] { MakeWindow(); });
+    return window_;
+  }
+  void MakeWindow() const {
+    if (n_ < kMinWindowIds || ((hi_ - lo_) / kMaxIdsPerId > n_ && hi_ - lo_ > kWindowFloorIds)) {
+      return;
+    }
+    // Ids in one set of one bitmap block (a tenant dense in a collection of under 2^16 ids):
+    // tested in place, nothing to build.
+    for (const auto* ids : {owned_, granted_}) {
+      if (ids != nullptr && ids->size() == n_) window_ = ids->SingleBitmap(&first_);
+    }
+    if (!window_.empty()) return;
+    first_ = lo_ & ~uint64_t{63};
+    base::TakeSpare(spare_window, built_);
+    built_.assign((hi_ - first_) / 64 + 1, 0);
+    for (const auto* ids : {owned_, granted_}) {
+      if (ids != nullptr) ids->OrInto(first_, built_);
+    }
+    window_ = built_;
+  }
+
   const tenants::AccessTable::IdSet* owned_;
   const tenants::AccessTable::IdSet* granted_;
   const index::IdBitmap* attributes_;
-  uint64_t first_ = 0;
-  // Bit (id - first_): empty when the sets are checked instead. A bitmap block's words, or
-  // built_.
-  std::span<const uint64_t> window_;
-  std::vector<uint64_t> built_;
+  uint64_t lo_ = UINT64_MAX, hi_ = 0;  // the smallest and largest id held
+  size_t n_ = 0;                       // ids held
+  mutable absl::once_flag made_;
+  mutable uint64_t first_ = 0;
+  // A bitmap block's words, or built_.
+  mutable std::span<const uint64_t> window_;
+  mutable std::vector<uint64_t> built_;
 };
 
 }  // namespace

@@ -300,6 +300,42 @@ TEST_F(TenantsTest, FiltersAndTenantsCombine) {
   EXPECT_THAT(SearchKeys("b", 0, 0, 10, &red), ElementsAre());
 }
 
+// A tenant holding one id in 300 of 200,000: its ids are checked against a bitmap over their
+// whole span (made on the first check), and its answers are its own nearest, exactly.
+TEST_F(TenantsTest, ASparseTenantOverAWideIdSpanSeesExactlyItsOwnNearest) {
+  ASSERT_TRUE(db_->CreateTenant("c", {"thin", {}}).ok());
+  ASSERT_TRUE(db_->CreateTenant("c", {"rest", {}}).ok());
+  constexpr uint64_t kRecords = 200000, kEvery = 300;
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::vector<std::pair<uint64_t, std::vector<float>>> thin;
+  for (uint64_t first = 0; first < kRecords; first += 10000) {
+    std::vector<Record> mine, others;
+    for (uint64_t key = first; key < first + 10000; ++key) {
+      Record r = R(key, {u(rng), u(rng)});
+      if (key % kEvery == 0) {
+        thin.emplace_back(key, r.vector);
+        mine.push_back(std::move(r));
+      } else {
+        others.push_back(std::move(r));
+      }
+    }
+    ASSERT_TRUE(db_->Upsert("c", mine, As("thin")).ok());
+    ASSERT_TRUE(db_->Upsert("c", others, As("rest")).ok());
+  }
+  for (int i = 0; i < 20; ++i) {
+    const float x = u(rng), y = u(rng);
+    std::vector<std::pair<float, uint64_t>> exact;
+    for (const auto& [key, v] : thin) {
+      exact.emplace_back((v[0] - x) * (v[0] - x) + (v[1] - y) * (v[1] - y), key);
+    }
+    std::partial_sort(exact.begin(), exact.begin() + 10, exact.end());
+    std::vector<uint64_t> want;
+    for (size_t j = 0; j < 10; ++j) want.push_back(exact[j].second);
+    EXPECT_EQ(SearchKeys("thin", x, y), want) << "query " << i;
+  }
+}
+
 TEST_F(TenantsTest, TenantSearchOverAnSsdIndexAndItsBuffer) {
   SsdIndexCase("spann:centroid_ratio=0.05,replicas=2,seed=1");
 }
