@@ -44,9 +44,15 @@
 namespace shoal::db {
 
 // The caches' budget for an index whose fixed part (centroids, navigator, resident codes) takes
-// `fixed_bytes`: Options::posting_cache_bytes, by default 256 MiB or, under
-// index_ram_bytes_limit, all the limit leaves; never over what the limit leaves.
-size_t IndexCacheBudget(const Options& options, size_t fixed_bytes);
+// `fixed_bytes` and whose full vectors take `vector_bytes` to cache every one of them
+// (storage::VectorCache::SlotBytes each): Options::posting_cache_bytes; by default, without a
+// RAM limit, room for every vector and a quarter more (the writes to come), at least 256 MiB
+// and at most a quarter of `machine_bytes`; under index_ram_bytes_limit all the limit leaves;
+// never over what the limit leaves.
+size_t IndexCacheBudget(const Options& options, size_t fixed_bytes, size_t vector_bytes,
+                        size_t machine_bytes);
+// The machine's physical memory in bytes (0 when unknown).
+size_t MachineMemoryBytes();
 
 class IndexLifecycle {
  public:

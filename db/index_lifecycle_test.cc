@@ -155,16 +155,29 @@ TEST_F(IndexLifecycleTest, CentroidsOverTheRamBoundAreRefusedAndLeaveNoDirectory
 // Under a RAM limit the caches take what the limit leaves (not a fixed 256 MiB: at 10M x 128 with
 // a 512 MB limit that left 90 MB unused); a posting_cache_bytes set by the user caps them.
 TEST(IndexCacheBudgetTest, TheLimitDecidesUnlessTheUserCapsTheCaches) {
+  constexpr size_t kMiB = size_t{1} << 20, kGiB = size_t{1} << 30;
   Options o;
-  EXPECT_EQ(IndexCacheBudget(o, 100), size_t{256} << 20);
-  o.index_ram_bytes_limit = size_t{1} << 30;
-  EXPECT_EQ(IndexCacheBudget(o, size_t{100} << 20), size_t{924} << 20);
-  EXPECT_EQ(IndexCacheBudget(o, size_t{2} << 30), 0u);
-  o.posting_cache_bytes = size_t{8} << 20;
-  EXPECT_EQ(IndexCacheBudget(o, size_t{100} << 20), size_t{8} << 20);
-  EXPECT_EQ(IndexCacheBudget(o, (size_t{1} << 30) - 5), 5u);
+  EXPECT_EQ(IndexCacheBudget(o, 100, 0, 16 * kGiB), 256 * kMiB);
+  o.index_ram_bytes_limit = kGiB;
+  EXPECT_EQ(IndexCacheBudget(o, 100 * kMiB, 800 * kMiB, 16 * kGiB), 924 * kMiB);
+  EXPECT_EQ(IndexCacheBudget(o, 2 * kGiB, 800 * kMiB, 16 * kGiB), 0u);
+  o.posting_cache_bytes = 8 * kMiB;
+  EXPECT_EQ(IndexCacheBudget(o, 100 * kMiB, 800 * kMiB, 16 * kGiB), 8 * kMiB);
+  EXPECT_EQ(IndexCacheBudget(o, kGiB - 5, 800 * kMiB, 16 * kGiB), 5u);
   o.index_ram_bytes_limit = 0;
-  EXPECT_EQ(IndexCacheBudget(o, size_t{100} << 20), size_t{8} << 20);
+  EXPECT_EQ(IndexCacheBudget(o, 100 * kMiB, 800 * kMiB, 16 * kGiB), 8 * kMiB);
+}
+
+// Without a limit the default holds every vector and a quarter more (a tenant's search scores
+// its members in place of postings only then), from 256 MiB up to a quarter of the machine.
+TEST(IndexCacheBudgetTest, TheDefaultHoldsEveryVectorUpToAQuarterOfTheMachine) {
+  constexpr size_t kMiB = size_t{1} << 20, kGiB = size_t{1} << 30;
+  const Options o;
+  EXPECT_EQ(IndexCacheBudget(o, 100, 100 * kMiB, 16 * kGiB), 256 * kMiB);
+  EXPECT_EQ(IndexCacheBudget(o, 100, 800 * kMiB, 16 * kGiB), 1000 * kMiB);
+  EXPECT_EQ(IndexCacheBudget(o, 100, 40 * kGiB, 16 * kGiB), 4 * kGiB);
+  EXPECT_EQ(IndexCacheBudget(o, 100, 800 * kMiB, 0), 1000 * kMiB);  // memory unknown
+  EXPECT_EQ(IndexCacheBudget(o, 100, 800 * kMiB, 512 * kMiB), 256 * kMiB);
 }
 
 TEST_F(IndexLifecycleTest, ABadSpecIsInvalidArgument) {

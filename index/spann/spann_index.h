@@ -150,8 +150,9 @@ class SpannIndex final : public VectorIndex {
   // records without a vector file) cheaper than its scoped search with these knobs? A cost model
   // in bytes touched: the exact path's ids x a full vector, against the postings its scoped
   // search is expected to scan at its mean density (what sizes its first descent) x the mean
-  // posting's bytes, plus the centroids its descent scores (half precision) and the rerank's
-  // first slice of full vectors. (Measured before it, a size cap: at 1M x 128, tenants of
+  // posting's bytes (or, members first, its ids and the scope's share of its full vectors when
+  // fewer), plus the centroids its descent scores (half precision) and the rerank's first slice
+  // of full vectors. (Measured before it, a size cap: at 1M x 128, tenants of
   // 2,048-4,096 vectors scanned 117 postings for 794 us; at 784-d, exact paths over 1,000-2,048
   // read full vectors for 310-380 us against 100-210 scoped; docs/PERFORMANCE.md.)
   bool ExactIsCheaper(size_t ids, size_t k, const PostingScope& scope,

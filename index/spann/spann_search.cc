@@ -246,19 +246,28 @@ bool SpannIndex::ExactIsCheaper(size_t ids, size_t k, const PostingScope& scope,
       std::clamp(WeightedScopeBudget(knobs).At(mean_density) * leaves / vectors,
                  static_cast<double>(m), static_cast<double>(m * PostingScope::kMaxWidening));
   // Bytes of the mean posting: its resident codes, else its extent on the SSD (the mean of at
-  // most 64 rows spread over the directory: this runs per query).
-  double posting_bytes = static_cast<double>(dir->codes_bytes) / dir->size();
-  if (dir->codes_bytes == 0) {
-    const size_t stride = std::max<size_t>(1, dir->size() / 64);
-    double extents = 0, sampled = 0;
-    for (size_t p = 0; p < dir->size(); p += stride, ++sampled) extents += dir->rows[p].bytes;
-    posting_bytes = extents / sampled;
+  // most 64 rows spread over the directory: this runs per query). With members first (the
+  // vector cache holds every vector), a posting costs at most its ids and the full vectors of
+  // the scope's share of its entries (TakeMembers).
+  const size_t stride = std::max<size_t>(1, dir->size() / 64);
+  double extents = 0, entries = 0, sampled = 0;
+  for (size_t p = 0; p < dir->size(); p += stride, ++sampled) {
+    extents += dir->rows[p].bytes;
+    entries += dir->rows[p].count;
   }
+  double posting_bytes = dir->codes_bytes != 0 ? static_cast<double>(dir->codes_bytes) / dir->size()
+                                               : extents / sampled;
+  const bool members_first = vector_cache_.capacity() >= manifest_.num_vectors;
+  if (members_first)
+    posting_bytes = std::min(posting_bytes, MembersBytes(entries / sampled, mean_density));
   const double descent =
       descent_cost_.ChildrenScored(static_cast<size_t>(postings), manifest_.options.beam) *
       manifest_.dimension * 2;
   const double rerank = (2.0 * k + 8) * full;  // RerankByLowerBound's first slice
-  return ids * full <= postings * posting_bytes + descent + rerank;
+  // Members first, the scoped bytes count 1.5x: descents, id scans and widening steps are work
+  // they leave out (at 1x, 1M x 128's 401-999 band went scoped and slower; docs/PERFORMANCE.md).
+  const double scoped_weight = members_first ? 1.5 : 1.0;
+  return ids * full <= scoped_weight * (postings * posting_bytes + descent + rerank);
 }
 
 void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const SpannKnobs& knobs,

@@ -10,9 +10,9 @@ namespace shoal::storage {
 
 void VectorCache::SetBudget(size_t bytes) {
   absl::MutexLock lock(&mu_);
-  // The table keeps its load at most 1/2 in a power-of-two size: up to 4 entries per slot.
-  const size_t per_slot = dim_ * sizeof(float) + 4 * sizeof(Entry) + sizeof(uint64_t) + 1;
-  capacity_ = bytes / per_slot;
+  // The table keeps its load at most 1/2 in a power-of-two size: up to 4 entries per slot
+  // (SlotBytes).
+  capacity_ = bytes / SlotBytes(dim_);
   chunk_slots_ = std::clamp<size_t>(capacity_, 1, kChunkSlots);
   table_.assign(16, Entry{0, kEmpty});
   chunks_.clear();

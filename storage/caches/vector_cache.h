@@ -41,6 +41,10 @@ class VectorCache {
 
   // Drops every entry and bounds the cache to `bytes` (0 = caches nothing).
   void SetBudget(size_t bytes);
+  // The budget bytes one vector of `dim` takes: its floats, its table entries and bookkeeping.
+  static size_t SlotBytes(size_t dim) {
+    return dim * sizeof(float) + 4 * sizeof(Entry) + sizeof(uint64_t) + 1;
+  }
   size_t charged_bytes() const;
   // How many vectors the budget holds.
   size_t capacity() const;
