@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -108,7 +109,16 @@ size_t IndexCacheBudget(const Options& options, size_t fixed_bytes, size_t vecto
 
 size_t MachineMemoryBytes() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGE_SIZE);
-  return pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
+  size_t bytes = pages > 0 && page > 0 ? static_cast<size_t>(pages) * static_cast<size_t>(page) : 0;
+  // A container's memory limit (cgroup v2, else v1): "max" or an unlimited v1 value leaves the
+  // physical memory.
+  for (const char* path :
+       {"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}) {
+    std::ifstream in(path);
+    unsigned long long limit = 0;
+    if (in >> limit && limit > 0 && (bytes == 0 || limit < bytes)) bytes = limit;
+  }
+  return bytes;
 }
 
 size_t IndexLifecycle::CacheBudget(size_t fixed_bytes) const {

@@ -51,7 +51,8 @@ namespace shoal::db {
 // never over what the limit leaves.
 size_t IndexCacheBudget(const Options& options, size_t fixed_bytes, size_t vector_bytes,
                         size_t machine_bytes);
-// The machine's physical memory in bytes (0 when unknown).
+// The machine's physical memory in bytes, or the process's cgroup memory limit when lower (0
+// when unknown).
 size_t MachineMemoryBytes();
 
 class IndexLifecycle {

@@ -4,6 +4,7 @@
 
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <filesystem>
 #include <memory>
@@ -178,6 +179,13 @@ TEST(IndexCacheBudgetTest, TheDefaultHoldsEveryVectorUpToAQuarterOfTheMachine) {
   EXPECT_EQ(IndexCacheBudget(o, 100, 40 * kGiB, 16 * kGiB), 4 * kGiB);
   EXPECT_EQ(IndexCacheBudget(o, 100, 800 * kMiB, 0), 1000 * kMiB);  // memory unknown
   EXPECT_EQ(IndexCacheBudget(o, 100, 800 * kMiB, 512 * kMiB), 256 * kMiB);
+}
+
+TEST(IndexCacheBudgetTest, MachineMemoryIsKnownAndAtMostThePhysicalMemory) {
+  const size_t physical =
+      static_cast<size_t>(sysconf(_SC_PHYS_PAGES)) * static_cast<size_t>(sysconf(_SC_PAGE_SIZE));
+  EXPECT_GT(MachineMemoryBytes(), 0u);
+  EXPECT_LE(MachineMemoryBytes(), physical);
 }
 
 TEST_F(IndexLifecycleTest, ABadSpecIsInvalidArgument) {

@@ -44,9 +44,9 @@ struct Options {
   Io io = Io::kAuto;
   // Bytes of decoded posting lists and full vectors kept in RAM (part of the index RAM; filled
   // only as searches read them). By default (kAutoPostingCache) room for every indexed vector
-  // and a quarter more, at least 256 MiB and at most a quarter of the machine's memory, or under
-  // index_ram_bytes_limit whatever the limit leaves beside the index's fixed part; a value set
-  // here caps the caches either way.
+  // and a quarter more, at least 256 MiB and at most a quarter of the machine's memory (or of its
+  // container's limit), or under index_ram_bytes_limit whatever the limit leaves beside the
+  // index's fixed part; a value set here caps the caches either way.
   static constexpr size_t kAutoPostingCache = SIZE_MAX;
   size_t posting_cache_bytes = kAutoPostingCache;
   // Upper bound on the RAM an index holds (centroids + navigator + caches); 0 = no bound.
