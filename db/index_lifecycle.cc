@@ -83,7 +83,8 @@ std::string IndexLifecycle::Dir(uint64_t generation) const {
 }
 
 index::SpannRuntimeOptions IndexLifecycle::Runtime() const {
-  index::SpannRuntimeOptions runtime{IoOf(options_.io), CacheBudget(0),
+  // The budget a fresh index opens with (before ResetBuffer sizes it to its vectors).
+  index::SpannRuntimeOptions runtime{IoOf(options_.io), CacheBudget(0, 0),
                                      options_.index_ram_bytes_limit};
   runtime.fs = fs_;
   return runtime;
@@ -93,12 +94,12 @@ size_t IndexCacheBudget(const Options& options, size_t fixed_bytes, size_t vecto
                         size_t machine_bytes) {
   const size_t limit = options.index_ram_bytes_limit;
   const bool automatic = options.posting_cache_bytes == Options::kAutoPostingCache;
-  if (limit == 0 && !automatic) return options.posting_cache_bytes;
   if (limit == 0) {
-    // A tenant's or a selective filter's search scores its members' full vectors in place of
-    // whole postings' codes only while the cache holds every vector (SpannIndex::MembersFirst):
-    // at 1M x 128 the default 256 MiB held ~458k of 1M, and tenants of 2,048-4,095 vectors took
-    // 94 us instead of 49 (docs/PERFORMANCE.md). The cache fills only as searches read vectors.
+    if (!automatic) return options.posting_cache_bytes;
+    // A tenant's scoped search scores its members' full vectors in place of sparse postings'
+    // codes only while the cache holds every vector (SpannIndex::MembersFirst): at 1M x 128 the
+    // default 256 MiB held ~458k of 1M, and tenants of 2,048-4,095 vectors took 94 us instead of
+    // 49 (docs/PERFORMANCE.md). The cache fills only as searches read vectors.
     const size_t every = vector_bytes + vector_bytes / 4;
     const size_t most = machine_bytes != 0 ? machine_bytes / 4 : every;
     return std::max(kDefaultPostingCacheBytes, std::min(every, most));
@@ -121,11 +122,7 @@ size_t MachineMemoryBytes() {
   return bytes;
 }
 
-size_t IndexLifecycle::CacheBudget(size_t fixed_bytes) const {
-  size_t vector_bytes = 0;
-  if (const index::SpannIndex* spann = state_->spann.get(); spann != nullptr) {
-    vector_bytes = spann->manifest().num_vectors * storage::VectorCache::SlotBytes(spec_.dimension);
-  }
+size_t IndexLifecycle::CacheBudget(size_t fixed_bytes, size_t vector_bytes) const {
   return IndexCacheBudget(options_, fixed_bytes, vector_bytes, MachineMemoryBytes());
 }
 
@@ -134,7 +131,9 @@ void IndexLifecycle::ResetBuffer() {
   state_->buffer.Reset(spann);
   if (spann != nullptr) {
     // The empty buckets count as fixed index RAM beside the SpannIndex's own.
-    spann->SetCacheBudget(CacheBudget(spann->FixedMemoryBytes() + state_->buffer.MemoryBytes()));
+    spann->SetCacheBudget(CacheBudget(
+        spann->FixedMemoryBytes() + state_->buffer.MemoryBytes(),
+        spann->manifest().num_vectors * storage::VectorCache::SlotBytes(spec_.dimension)));
   }
 }
 

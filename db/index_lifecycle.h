@@ -113,9 +113,8 @@ class IndexLifecycle {
   absl::Status SwapIn(std::unique_ptr<index::SpannIndex> fresh, const std::string& manifest,
                       std::span<const storage::PostingRow> postings, uint64_t next_internal_id);
   index::SpannRuntimeOptions Runtime() const;
-  // The caches' budget (Options::posting_cache_bytes): under index_ram_bytes_limit, at most
-  // what the limit leaves beside `fixed_bytes`.
-  size_t CacheBudget(size_t fixed_bytes) const;
+  // IndexCacheBudget with this collection's options and the machine's memory.
+  size_t CacheBudget(size_t fixed_bytes, size_t vector_bytes) const;
 
   storage::RecordStore* const store_;
   const uint32_t id_;

@@ -278,6 +278,8 @@ class SpannIndex final : public VectorIndex {
   // Whether a query of `scope` may take postings members first (TakeMembers): a weighted scope
   // (a tenant) with a filter, and a vector cache that holds every vector.
   bool MembersFirst(const PostingScope* scope, const Exclusion& ex) const;
+  // Whether the vector cache's budget holds every indexed vector (members first needs it).
+  bool CachesEveryVector() const { return vector_cache_.capacity() >= manifest_.num_vectors; }
   // Members first (when MembersFirst): when the full vectors of the scope's expected
   // vectors in posting p (its count in p's leaf at that leaf's density, times the posting's
   // entries) weigh less than p's packed codes and prepared centroid, appends the ids of p that

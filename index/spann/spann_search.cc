@@ -257,7 +257,7 @@ bool SpannIndex::ExactIsCheaper(size_t ids, size_t k, const PostingScope& scope,
   }
   double posting_bytes = dir->codes_bytes != 0 ? static_cast<double>(dir->codes_bytes) / dir->size()
                                                : extents / sampled;
-  const bool members_first = vector_cache_.capacity() >= manifest_.num_vectors;
+  const bool members_first = CachesEveryVector();
   if (members_first)
     posting_bytes = std::min(posting_bytes, MembersBytes(entries / sampled, mean_density));
   const double descent =
@@ -343,8 +343,7 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::SearchWithKnobs(
 bool SpannIndex::MembersFirst(const PostingScope* scope, const Exclusion& ex) const {
   // The members' full vectors come from the vector cache: only when it holds every vector. Read
   // from vectors.dat (a page each) they would cost far more than the codes they spare.
-  return scope != nullptr && scope->weighted() && ex.allow != nullptr &&
-         vector_cache_.capacity() >= manifest_.num_vectors;
+  return scope != nullptr && scope->weighted() && ex.allow != nullptr && CachesEveryVector();
 }
 
 bool SpannIndex::TakeMembers(const PostingDirectory& dir, uint32_t p, const QuantizedPosting& qp,
