@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <optional>
 
 #include "absl/base/call_once.h"
@@ -155,7 +156,14 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::Search(
     // (An id is owned or granted, not both; were it both, it would come once.)
     out->erase(std::unique(out->begin(), out->end()), out->end());
   };
-  const tenants::TenantScope scope(&state.tenant_tree, tenant);
+  // The tenant's lists hold the buffer's ids too: the SSD index's search leaves them to the
+  // buffer's (they have no vector in its file).
+  std::function<bool(uint64_t)> unindexed;
+  if (state.buffer.size() > 0) {
+    unindexed = [&state](uint64_t id)
+                    ABSL_NO_THREAD_SAFETY_ANALYSIS { return state.buffer.Contains(id); };
+  }
+  const tenants::TenantScope scope(&state.tenant_tree, tenant, std::move(unindexed));
   return SearchFiltered(state, q, n, params, threads, allow, passing, list, &scope);
 }
 

@@ -71,6 +71,15 @@ class PostingScope {
   // (empty: it does not). The navigator may then score just those leaves' postings, flat, instead
   // of descending the tree (SpannIndex::Navigate: when that costs no more than the descent).
   virtual std::span<const uint32_t> Leaves() const { return {}; }
+  // A weighted scope may list its vectors by the tree leaf each was placed in (not by the
+  // postings its replicas went to). A members-first scan of a posting then takes its leaf's
+  // listed vectors instead of checking the posting's ids (SpannIndex::TakeMembers).
+  virtual bool ListsMembers() const { return false; }
+  // Appends the scope's vectors placed in `leaf` (when ListsMembers) and returns true; false
+  // when it cannot list them after all (nothing appended).
+  virtual bool AppendLeafMembers(uint32_t /*leaf*/, std::vector<uint64_t>* /*out*/) const {
+    return false;
+  }
 };
 
 struct SearchParameters {

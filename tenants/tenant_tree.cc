@@ -129,6 +129,7 @@ void TenantTree::Attach(TenantId t, uint64_t id, uint32_t leaf) {
 
 void TenantTree::AttachToSub(Sub& s, const std::vector<uint32_t>& path) const {
   for (uint32_t n : path) s.count.Add(n, 1, parent_.size());
+  s.members.reset();
 }
 
 void TenantTree::Build(TenantId t, Sub& s) const {
@@ -141,6 +142,49 @@ void TenantTree::Build(TenantId t, Sub& s) const {
   std::vector<std::pair<uint32_t, uint32_t>> sorted(counts.begin(), counts.end());
   std::sort(sorted.begin(), sorted.end());
   s.count.Assign(sorted);
+  s.members.reset();
+}
+
+std::shared_ptr<const TenantTree::LeafMembers> TenantTree::MembersOf(TenantId t,
+                                                                     const Sub& s) const {
+  {
+    absl::MutexLock lock(members_mu_.get());
+    if (s.members != nullptr) return s.members;
+  }
+  // Made outside the lock (two searches of one tenant may both make it; one is kept).
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const IdSet* set : {access_->Owned(t), access_->Granted(t)}) {
+    if (set == nullptr || set->empty()) continue;
+    lo = std::min(lo, set->front());
+    hi = std::max(hi, set->back());
+  }
+  if (lo > hi || hi - lo > UINT32_MAX) return nullptr;
+  // Each leaf's range [begin, end) in count order; filled from its end down.
+  absl::flat_hash_map<uint32_t, std::pair<uint32_t, uint32_t>> range;  // leaf -> (begin, next)
+  uint32_t total = 0;
+  for (size_t i = 0; i < s.count.size(); ++i) {
+    const uint32_t leaf = node_leaf_[s.count.node(i)];
+    if (leaf == kNone) continue;
+    range[leaf] = {total, total + s.count.count(i)};
+    total += s.count.count(i);
+  }
+  auto made = std::make_shared<LeafMembers>();
+  made->base = lo;
+  made->ids.resize(total);
+  bool agree = true;
+  ForEachVisible(t, [&](uint64_t id) {
+    const auto it = range.find(LeafOfId(id));
+    if (it == range.end() || it->second.second == it->second.first) {
+      agree = false;  // more ids in the leaf than its count
+      return;
+    }
+    made->ids[--it->second.second] = static_cast<uint32_t>(id - lo);
+  });
+  for (const auto& [leaf, r] : range) agree = agree && r.first == r.second;
+  if (!agree) return nullptr;
+  absl::MutexLock lock(members_mu_.get());
+  if (s.members == nullptr) s.members = std::move(made);
+  return s.members;
 }
 
 void TenantTree::Rebuild(std::span<const uint64_t> ids, std::span<const uint32_t> leaves) {
@@ -195,6 +239,7 @@ void TenantTree::Detach(TenantId t, uint64_t id) {
   std::vector<uint32_t> path;
   Path(LeafOfId(id), &path);
   for (uint32_t n : path) s.count.Add(n, -1, parent_.size());
+  s.members.reset();
   if (const uint32_t total = CountIn(s, path.front()); total <= cap_) {
     subs_.erase(sub);  // sparse again: its ids are the access table's
   }
@@ -229,12 +274,14 @@ uint32_t TenantTree::Count(TenantId t, uint32_t node) const {
 namespace {
 
 // Per thread, the arrays of the last TenantScope destroyed (base/spare_vector.h).
-thread_local std::vector<uint32_t> spare_by_node, spare_leaves;
+thread_local std::vector<uint32_t> spare_by_node, spare_leaves, spare_start;
+constexpr size_t kMaxDenseNodes = size_t{1} << 16;
 
 }  // namespace
 
-TenantScope::TenantScope(const TenantTree* tree, TenantId tenant)
-    : tree_(tree), tenant_(tenant), sub_(nullptr) {
+TenantScope::TenantScope(const TenantTree* tree, TenantId tenant,
+                         std::function<bool(uint64_t)> unindexed)
+    : tree_(tree), tenant_(tenant), sub_(nullptr), unindexed_(std::move(unindexed)) {
   const auto it = tree->subs_.find(tenant);
   if (it == tree->subs_.end()) return;
   base::TakeSpare(spare_leaves, leaves_);
@@ -248,15 +295,43 @@ TenantScope::TenantScope(const TenantTree* tree, TenantId tenant)
   }
   vectors_ = tree->CountIn(*sub_, tree->root());
   // Up to 64k nodes (256 KiB): one allocation per query beats a binary search per child.
-  constexpr size_t kMaxDenseNodes = size_t{1} << 16;
   if (tree->parent_.size() > kMaxDenseNodes) return;
   by_node_.assign(tree->parent_.size(), 0);
   for (size_t i = 0; i < c.size(); ++i) by_node_[c.node(i)] = c.count(i);
+  // Where each leaf's ids begin in the tenant's LeafMembers (the same order as its counts).
+  // Entries of other nodes are left as the spare had them: none is read.
+  start_.swap(spare_start);
+  if (start_.size() < by_node_.size()) start_.resize(by_node_.size());
+  uint32_t at = 0;
+  for (size_t i = 0; i < c.size(); ++i) {
+    if (tree->node_leaf_[c.node(i)] == UINT32_MAX) continue;
+    start_[c.node(i)] = at;
+    at += c.count(i);
+  }
 }
 
 TenantScope::~TenantScope() {
   base::GiveBackSpare(leaves_, spare_leaves);
-  base::GiveBackSpare(by_node_, spare_by_node);
+  // The by-node arrays are kept up to the 64k nodes they are made for (past base's limit: a
+  // 1M-vector tree has ~17k nodes, and a query would allocate and clear them again).
+  if (by_node_.capacity() > spare_by_node.capacity() && by_node_.capacity() <= kMaxDenseNodes) {
+    by_node_.swap(spare_by_node);
+  }
+  if (!start_.empty() && start_.capacity() <= kMaxDenseNodes) start_.swap(spare_start);
+}
+
+bool TenantScope::AppendLeafMembers(uint32_t leaf, std::vector<uint64_t>* out) const {
+  if (start_.empty() || leaf >= tree_->num_leaves()) return false;
+  absl::call_once(members_made_, [this] { members_ = tree_->MembersOf(tenant_, *sub_); });
+  if (members_ == nullptr) return false;
+  const uint32_t node = tree_->leaf_node_[leaf];
+  const uint32_t n = by_node_[node];
+  const uint32_t* ids = members_->ids.data() + (n != 0 ? start_[node] : 0);
+  for (uint32_t i = 0; i < n; ++i) {
+    const uint64_t id = members_->base + ids[i];
+    if (unindexed_ == nullptr || !unindexed_(id)) out->push_back(id);
+  }
+  return true;
 }
 
 uint32_t TenantScope::CountBelow(uint32_t node) const {
@@ -305,8 +380,10 @@ size_t TenantTree::MemoryBytes() const {
                  leaf_of_.MemoryBytes() + subs_.capacity() * (sizeof(void*) + 1) +
                  subs_.size() * (sizeof(TenantId) + sizeof(Sub));
   for (const auto& c : children_) bytes += sizeof(c) + c.capacity() * 4;
+  absl::MutexLock lock(members_mu_.get());
   for (const auto& [t, s] : subs_) {
     bytes += s.count.HeapBytes();
+    if (s.members != nullptr) bytes += sizeof(LeafMembers) + s.members->HeapBytes();
   }
   return bytes;
 }

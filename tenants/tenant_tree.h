@@ -45,13 +45,16 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "absl/base/call_once.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/node_hash_map.h"
+#include "absl/synchronization/mutex.h"
 #include "index/clustering/centroid_tree.h"
 #include "index/vector_index.h"
 #include "tenants/access_table.h"
@@ -146,12 +149,28 @@ class TenantTree {
     size_t Lower(uint32_t node, size_t num_nodes) const;
     NarrowVector nodes_, counts_;
   };
-  // A tenant with more than cap_ vectors: its counts only. Its shortlists follow from them and
-  // its ids (the access table's) and are made when asked for (ForEachShortlist): searches read
-  // counts only, and stored shortlists and dense leaves cost a set per (tenant, node).
+  // A tenant's ids grouped by the leaf each was placed in, leaf after leaf in the order of its
+  // counts (ascending node), each id as its distance from `base`: what a query's members-first
+  // scan takes from a leaf's postings instead of reading their ids (TenantScope::
+  // AppendLeafMembers). Made by the first search after a change to the tenant, dropped by the
+  // next change (MembersOf).
+  struct LeafMembers {
+    uint64_t base = 0;
+    std::vector<uint32_t> ids;
+    size_t HeapBytes() const { return ids.capacity() * sizeof(uint32_t); }
+  };
+  // A tenant with more than cap_ vectors: its counts, and once searched its ids by leaf. Its
+  // shortlists follow from them and its ids (the access table's) and are made when asked for
+  // (ForEachShortlist): stored shortlists and dense leaves would cost a set per (tenant, node).
   struct Sub {
     Counts count;  // node -> vectors below (absent = 0)
+    // Made by MembersOf under members_mu_ (searches run concurrently); reset by every change
+    // to the counts (the tree's writers run alone).
+    mutable std::shared_ptr<const LeafMembers> members;
   };
+  // `t`'s ids by leaf (s: its Sub), made on the first call after a change; null when its ids
+  // span 2^32 or more, or disagree with its counts (then its searches read postings' ids).
+  std::shared_ptr<const LeafMembers> MembersOf(TenantId t, const Sub& s) const;
   // Root first, down to the leaf's node.
   void Path(uint32_t leaf, std::vector<uint32_t>* path) const;
   uint32_t CountIn(const Sub& s, uint32_t node) const;
@@ -183,6 +202,8 @@ class TenantTree {
   // Tenants with more than cap_ vectors (the others, most tenants of a collection, are
   // sparse: nothing stored). Node-based: a slot is a pointer, not a Sub.
   absl::node_hash_map<TenantId, Sub> subs_;
+  // Guards Sub::members while searches share the tree (a pointer: the tree is moved).
+  std::unique_ptr<absl::Mutex> members_mu_ = std::make_unique<absl::Mutex>();
 
   friend class TenantScope;  // reads one tenant's Sub for a whole search
 };
@@ -198,7 +219,10 @@ class TenantScope final : public index::PostingScope {
   // the cap gets its counts unpacked into an array by node (a query asks for the count of every
   // child the navigator meets: a profile of large tenants' queries had the binary searches of
   // the sorted counts at 4-6% of their time).
-  TenantScope(const TenantTree* tree, TenantId tenant);
+  // `unindexed` (may be null): ids the tree holds but the searched index does not (the write
+  // buffer's, searched apart), left out of AppendLeafMembers.
+  TenantScope(const TenantTree* tree, TenantId tenant,
+              std::function<bool(uint64_t)> unindexed = nullptr);
   ~TenantScope() override;
   TenantScope(const TenantScope&) = delete;
   TenantScope& operator=(const TenantScope&) = delete;
@@ -217,6 +241,10 @@ class TenantScope final : public index::PostingScope {
     return {vectors_, static_cast<uint32_t>(leaves_.size())};
   }
   std::span<const uint32_t> Leaves() const override { return leaves_; }
+  // Its ids by the leaf each was placed in (TenantTree::MembersOf, made on the first call after a
+  // change to the tenant): for a tenant past the cap in a tree of at most 64k nodes.
+  bool ListsMembers() const override { return !start_.empty(); }
+  bool AppendLeafMembers(uint32_t leaf, std::vector<uint64_t>* out) const override;
 
  private:
   uint32_t CountBelow(uint32_t node) const;
@@ -227,6 +255,12 @@ class TenantScope final : public index::PostingScope {
   std::vector<uint32_t> by_node_;  // sub_'s counts by node (empty: sparse, or a huge tree)
   uint64_t vectors_ = 0;           // the tenant's (past the cap)
   std::vector<uint32_t> leaves_;   // leaves holding any of them
+  // By node, where a leaf node's ids begin in members_->ids (only the tenant's leaves are set:
+  // no other is read); empty when its ids are not listed.
+  std::vector<uint32_t> start_;
+  std::function<bool(uint64_t)> unindexed_;
+  mutable absl::once_flag members_made_;
+  mutable std::shared_ptr<const TenantTree::LeafMembers> members_;
 };
 
 }  // namespace shoal::tenants

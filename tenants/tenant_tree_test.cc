@@ -45,6 +45,26 @@ struct Tenants {
   TenantTree tree;
 };
 
+// A scope of a tenant past the cap lists its ids by leaf (made by the first scope that asks
+// after a change, kept for the next): each leaf's are exactly the model's, each once.
+void ExpectListsByLeaf(const TenantTree& tree, TenantId t,
+                       const std::map<uint64_t, uint32_t>& model) {
+  std::map<uint32_t, std::set<uint64_t>> want;
+  for (const auto& [id, leaf] : model) want[leaf].insert(id);
+  for (int scopes = 0; scopes < 2; ++scopes) {  // the second reads what the first made
+    const TenantScope scope(&tree, t);
+    ASSERT_EQ(scope.ListsMembers(), model.size() > tree.cap());
+    if (!scope.ListsMembers()) return;
+    for (uint32_t l = 0; l < tree.num_leaves(); ++l) {
+      std::vector<uint64_t> got;
+      ASSERT_TRUE(scope.AppendLeafMembers(l, &got));
+      const std::set<uint64_t> distinct(got.begin(), got.end());
+      ASSERT_EQ(distinct.size(), got.size()) << "leaf " << l;
+      ASSERT_EQ(distinct, want[l]) << "leaf " << l;
+    }
+  }
+}
+
 void ExpectConsistent(const TenantTree& tree, TenantId t,
                       const std::map<uint64_t, uint32_t>& model) {
   std::vector<std::pair<uint64_t, uint32_t>> ids(model.begin(), model.end());
@@ -68,6 +88,7 @@ void ExpectConsistent(const TenantTree& tree, TenantId t,
     listed += n;
   }
   ASSERT_EQ(seen.size(), listed);  // no id the tenant does not see
+  ExpectListsByLeaf(tree, t, model);
 }
 
 // Random attach / detach against a model; the structure is checked after every step: counts,
@@ -258,6 +279,11 @@ TEST(TenantTreeTest, AScopeAfterAnotherSeesOnlyItsOwnTenant) {
       for (uint32_t l = 0; l < tree.num_leaves(); ++l) {
         EXPECT_EQ(scope.LeafWeight(l), want->contains(l) ? want->at(l) : 0u)
             << "tenant " << t << " leaf " << l;
+        std::vector<uint64_t> listed;
+        ASSERT_TRUE(scope.AppendLeafMembers(l, &listed));
+        EXPECT_EQ(listed.size(), want->contains(l) ? want->at(l) : 0u)
+            << "tenant " << t << " leaf " << l;
+        for (uint64_t id : listed) EXPECT_EQ(id < 400, t == 1) << "tenant " << t << " id " << id;
       }
     }
   }

@@ -348,8 +348,10 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
   };
   thread_local std::vector<uint32_t> missing;
   missing.clear();
+  const PostingScope* listed = members_first && scope->ListsMembers() ? scope : nullptr;
+  auto prefetch = [&](uint32_t p) { PrefetchScan(dir, p, listed, prepared.size()); };
   if (codes_resident_ && !postings.empty()) {
-    PrefetchResident(dir, postings[0], prepared.size());
+    prefetch(postings[0]);
     if (postings.size() > 1) PrefetchHeader(dir, postings[1]);
   }
   for (size_t i = 0; i < postings.size(); ++i) {
@@ -357,7 +359,7 @@ absl::Status SpannIndex::SearchQuantized(const PostingDirectory& dir, const floa
     if (codes_resident_) {
       // The next posting loads while this one is scanned; the one after it, its header.
       if (i + 2 < postings.size()) PrefetchHeader(dir, postings[i + 2]);
-      if (i + 1 < postings.size()) PrefetchResident(dir, postings[i + 1], prepared.size());
+      if (i + 1 < postings.size()) prefetch(postings[i + 1]);
       scan(p, *dir.codes[p]);
     } else if (auto cached = code_cache_.Lookup(dir.serials[p])) {
       ++stats->cache_hits;

@@ -280,12 +280,14 @@ class SpannIndex final : public VectorIndex {
   bool MembersFirst(const PostingScope* scope, const Exclusion& ex) const;
   // Whether the vector cache's budget holds every indexed vector (members first needs it).
   bool CachesEveryVector() const { return vector_cache_.capacity() >= manifest_.num_vectors; }
-  // Members first (when MembersFirst): when the full vectors of the scope's expected
-  // vectors in posting p (its count in p's leaf at that leaf's density, times the posting's
-  // entries) weigh less than p's packed codes and prepared centroid, appends the ids of p that
-  // `ex` lets through to *members and returns true (the codes are not scanned); false, leaving
-  // *members as it was, when more of them pass than that (the codes weigh less after all) or
-  // the expectation says so.
+  // Members first (when MembersFirst): when the scope lists its vectors by leaf and those
+  // placed in p's leaf weigh less than p's codes (ListedMembersFirst), appends them (less
+  // `ex.skip`'s) to *members and returns true: the codes are not scanned, p's ids not read.
+  // Else, when the full vectors of the scope's expected vectors in posting p (its count in p's
+  // leaf at that leaf's density, times the posting's entries) weigh less than p's packed codes
+  // and prepared centroid, appends the ids of p that `ex` lets through and returns true; false,
+  // leaving *members as it was, when more of them pass than that (the codes weigh less after
+  // all) or the expectation says so.
   // The bytes behind TakeMembers' choice for a posting of n entries: the codes' path reads the
   // prepared centroid and every packed code (and the ids of the few codes its bounds keep); the
   // members' path every id and the full vector of each member, `density` of the entries.
@@ -300,6 +302,17 @@ class SpannIndex final : public VectorIndex {
   bool TakeMembers(const PostingDirectory& dir, uint32_t p, const QuantizedPosting& qp,
                    const PostingScope& scope, const Exclusion& ex,
                    std::vector<uint64_t>* members) const;
+  // Whether TakeMembers takes a posting of n entries in `leaf` from the scope's lists
+  // (PostingScope::ListsMembers): when the full vectors of the scope's vectors placed in the
+  // leaf weigh less than the posting's codes (no id of the posting is read).
+  bool ListedMembersFirst(const PostingScope& scope, uint32_t leaf, size_t n) const {
+    return scope.ListsMembers() && scope.LeafWeight(leaf) * FullBytes() < CodesBytes(n);
+  }
+  // Starts loading what the scan of resident posting p reads first: nothing when TakeMembers
+  // takes it from the lists of `listed` (the scope, when it goes members first and lists its
+  // vectors), else its codes and ids (PrefetchResident).
+  void PrefetchScan(const PostingDirectory& dir, uint32_t p, const PostingScope* listed,
+                    size_t prepared_dim) const;
   // Scores the listed members exactly (replicas once; full vectors as Rerank reads them) and
   // offers the k nearest to *cands as exact candidates.
   absl::Status ScoreMembers(const PostingDirectory& dir, const float* q, size_t k,

@@ -234,42 +234,6 @@ ScopeBudget SpannIndex::WeightedScopeBudget(const SpannKnobs& knobs) const {
   return b;
 }
 
-bool SpannIndex::ExactIsCheaper(size_t ids, size_t k, const PostingScope& scope,
-                                const SpannKnobs& knobs) const {
-  const auto [vectors, leaves] = scope.Extent();
-  const std::shared_ptr<const PostingDirectory> dir = directory();
-  if (!scope.weighted() || vectors == 0 || leaves == 0 || dir->size() == 0) return true;
-  const double full = static_cast<double>(manifest_.dimension) * sizeof(float);
-  const size_t m = ResolveMaxPostings(knobs);
-  const double mean_density = vectors / (leaves * VectorsPerLeaf());
-  const double postings =
-      std::clamp(WeightedScopeBudget(knobs).At(mean_density) * leaves / vectors,
-                 static_cast<double>(m), static_cast<double>(m * PostingScope::kMaxWidening));
-  // Bytes of the mean posting: its resident codes, else its extent on the SSD (the mean of at
-  // most 64 rows spread over the directory: this runs per query). With members first (the
-  // vector cache holds every vector), a posting costs at most its ids and the full vectors of
-  // the scope's share of its entries (TakeMembers).
-  const size_t stride = std::max<size_t>(1, dir->size() / 64);
-  double extents = 0, entries = 0, sampled = 0;
-  for (size_t p = 0; p < dir->size(); p += stride, ++sampled) {
-    extents += dir->rows[p].bytes;
-    entries += dir->rows[p].count;
-  }
-  double posting_bytes = dir->codes_bytes != 0 ? static_cast<double>(dir->codes_bytes) / dir->size()
-                                               : extents / sampled;
-  const bool members_first = CachesEveryVector();
-  if (members_first)
-    posting_bytes = std::min(posting_bytes, MembersBytes(entries / sampled, mean_density));
-  const double descent =
-      descent_cost_.ChildrenScored(static_cast<size_t>(postings), manifest_.options.beam) *
-      manifest_.dimension * 2;
-  const double rerank = (2.0 * k + 8) * full;  // RerankByLowerBound's first slice
-  // Members first, the scoped bytes count 1.5x: descents, id scans and widening steps are work
-  // they leave out (at 1x, 1M x 128's 401-999 band went scoped and slower; docs/PERFORMANCE.md).
-  const double scoped_weight = members_first ? 1.5 : 1.0;
-  return ids * full <= scoped_weight * (postings * posting_bytes + descent + rerank);
-}
-
 void SpannIndex::Navigate(const PostingDirectory& dir, const float* q, const SpannKnobs& knobs,
                           std::vector<uint32_t>* postings) const {
   const size_t m = knobs.max_postings;  // resolved by SearchWithKnobs
@@ -338,48 +302,6 @@ absl::StatusOr<std::vector<std::vector<Neighbor>>> SpannIndex::SearchWithKnobs(
     }
   }
   return out;
-}
-
-bool SpannIndex::MembersFirst(const PostingScope* scope, const Exclusion& ex) const {
-  // The members' full vectors come from the vector cache: only when it holds every vector. Read
-  // from vectors.dat (a page each) they would cost far more than the codes they spare.
-  return scope != nullptr && scope->weighted() && ex.allow != nullptr && CachesEveryVector();
-}
-
-bool SpannIndex::TakeMembers(const PostingDirectory& dir, uint32_t p, const QuantizedPosting& qp,
-                             const PostingScope& scope, const Exclusion& ex,
-                             std::vector<uint64_t>* members) const {
-  const size_t n = qp.size();
-  const double codes = CodesBytes(n);
-  if (MembersBytes(n, scope.LeafWeight(dir.origin[p]) / VectorsPerLeaf()) >= codes) return false;
-  const double ids = static_cast<double>(n * sizeof(uint64_t));
-  const size_t most = static_cast<size_t>((codes - ids) / FullBytes());
-  const size_t before = members->size();
-  // One call lists the posting's ids through the filter (MembersFirst: there is one).
-  ex.allow->AppendAllowed(qp.ids, members);
-  if (ex.skip != nullptr) {
-    members->erase(std::remove_if(members->begin() + static_cast<ptrdiff_t>(before), members->end(),
-                                  [&](uint64_t id) { return ex.skip->Contains(id); }),
-                   members->end());
-  }
-  if (members->size() - before > most) {  // the codes weigh less after all
-    members->resize(before);
-    return false;
-  }
-  return true;
-}
-
-absl::Status SpannIndex::ScoreMembers(const PostingDirectory& dir, const float* q, size_t k,
-                                      std::vector<uint64_t>* members, CandidateIntervals* cands,
-                                      SearchStats* stats) const {
-  // A member two postings list (a replica) is scored once; the order does not matter (TopK
-  // breaks ties by id).
-  base::DropRepeats(members);
-  stats->vectors_scored += members->size();
-  TopK<uint64_t> top(k);
-  SHOAL_RETURN_IF_ERROR(ScoreExactly(dir, q, *members, &top, stats));
-  for (const auto& e : top.TakeSorted()) cands->OfferExact(e.id, e.distance);
-  return absl::OkStatus();
 }
 
 absl::Status SpannIndex::RerankByLowerBound(const PostingDirectory& dir, const float* q, size_t k,
