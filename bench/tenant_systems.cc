@@ -311,6 +311,12 @@ double ShoalTenantIndex::RamBytes() const {
   return info.ok() ? static_cast<double>(info->index_ram_bytes) : 0;
 }
 
+double ShoalTenantIndex::TenantRamBytes() const {
+  absl::StatusOr<CollectionInfo> info =
+      collection_->db().DescribeCollection(ShoalCollection::kName);
+  return info.ok() ? static_cast<double>(info->tenant_ram_bytes) : 0;
+}
+
 double ShoalTenantIndex::SsdBytes() const {
   std::error_code ec;
   double bytes = 0;

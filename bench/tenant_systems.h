@@ -105,6 +105,8 @@ class ShoalTenantIndex {
   ShoalCollection& collection() { return *collection_; }
   const ShoalTenantLoad& load() const { return load_; }
   double RamBytes() const;
+  // Of RamBytes, the tenants' (CollectionInfo::tenant_ram_bytes).
+  double TenantRamBytes() const;
   double SsdBytes() const;
 
  private:

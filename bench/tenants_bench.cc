@@ -434,6 +434,12 @@ absl::Status RunTenantsBench(const TenantsBenchOptions& o) {
   }
   SHOAL_RETURN_IF_ERROR(ReportPoints(o, l, w, truth, metric, systems, build, points));
   PrintSummary(systems, points, build, w, load);
+  // Searches add each searched tenant's ids by leaf (tenants/tenant_tree.h) to the tenants' RAM.
+  std::printf(
+      "Shoal RAM after the timed passes: shared index %.1f MiB + tenants %.1f MiB (their "
+      "ids by leaf included) = %.3fx the shared index\n",
+      load.shared_ram_bytes / (1 << 20), shoal->TenantRamBytes() / (1 << 20),
+      (load.shared_ram_bytes + shoal->TenantRamBytes()) / load.shared_ram_bytes);
   systems.clear();  // the per-tenant peers' RAM back before the scaling runs
   std::fflush(stdout);
   return PrintScaling(o, l, *shoal);

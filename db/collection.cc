@@ -106,8 +106,9 @@ CollectionInfo Collection::Info() const {
   // Tenants' structures count as index RAM: the access table, the per-tenant sub-trees and the
   // tenants' entries.
   if (!state_.tenants.empty()) {
-    info.index_ram_bytes +=
+    info.tenant_ram_bytes =
         state_.access.MemoryBytes() + state_.tenant_tree.MemoryBytes() + TenantEntriesBytes();
+    info.index_ram_bytes += info.tenant_ram_bytes;
   }
   info.unindexed_vectors = spann ? state_.buffer.size() : 0;
   info.tombstones = state_.stale.size();

@@ -11,6 +11,7 @@
 #include <random>
 #include <set>
 
+#include "base/test_seed.h"
 #include "shoal/db.h"
 #include "shoal/filter.h"
 
@@ -270,13 +271,17 @@ TEST_F(TenantsTest, DropsATenantWhoseIdEndsInAnFFByte) {
 // index RAM counts them.
 TEST_F(TenantsTest, AnEmptyTenantCostsAFewHundredBytesOfIndexRam) {
   ASSERT_TRUE(db_->CreateTenant("c", {"first"}).ok());
-  const uint64_t one = db_->DescribeCollection("c")->index_ram_bytes;
+  const CollectionInfo first = *db_->DescribeCollection("c");
+  const uint64_t one = first.index_ram_bytes;
   constexpr int kTenants = 300;
   for (int i = 0; i < kTenants; ++i) {
     ASSERT_TRUE(db_->CreateTenant("c", {"tenant-" + std::to_string(i)}).ok());
   }
-  const uint64_t per_tenant = (db_->DescribeCollection("c")->index_ram_bytes - one) / kTenants;
+  const CollectionInfo info = *db_->DescribeCollection("c");
+  const uint64_t per_tenant = (info.index_ram_bytes - one) / kTenants;
   EXPECT_GT(per_tenant, 100u);  // counted at all
+  // All of it the tenants' (what the rest of the index holds did not change).
+  EXPECT_EQ(info.tenant_ram_bytes - first.tenant_ram_bytes, info.index_ram_bytes - one);
   // (Entries keyed by a copy of the name, a token bucket in each: ~340 bytes a tenant.)
   EXPECT_LE(per_tenant, 260u) << per_tenant;
 }
@@ -342,6 +347,54 @@ TEST_F(TenantsTest, TenantSearchOverAnSsdIndexAndItsBuffer) {
 
 TEST_F(TenantsTest, TenantSearchOverAQuantizedSsdIndex) {
   SsdIndexCase("spann:centroid_ratio=0.05,replicas=2,seed=1,quant=sq8");
+}
+
+// A searched tenant's ids grouped by leaf (tenants/tenant_tree.h: what its members-first scans
+// take instead of reading postings' ids) are tenant RAM: made by its first search, 4 bytes an
+// id, kept for the next search, dropped by a change to the tenant.
+TEST_F(TenantsTest, ATenantsIdsByLeafAreTenantRamUntilItChanges) {
+  // 32-d clusters, the tenant a seventh of every one: thin in each leaf, so its scans take
+  // members first (the vector cache holds every vector).
+  constexpr size_t kDim = 32, kRows = 8000;
+  ASSERT_TRUE(db_->CreateCollection({"w", kDim, Metric::kL2}).ok());
+  ASSERT_TRUE(db_->CreateTenant("w", {"thin", {}}).ok());
+  std::mt19937 rng(base::TestSeed());
+  std::normal_distribution<float> normal(0, 1);
+  std::vector<std::vector<float>> centres(16, std::vector<float>(kDim));
+  for (auto& c : centres) {
+    for (float& x : c) x = 4 * normal(rng);
+  }
+  std::vector<Record> thin, rest;
+  for (uint64_t i = 0; i < kRows; ++i) {
+    std::vector<float> v(kDim);
+    for (size_t j = 0; j < kDim; ++j) v[j] = centres[i % 16][j] + normal(rng);
+    (i % 7 == 0 ? thin : rest).push_back(R(i, std::move(v)));
+  }
+  const WriteOptions as = As("thin");
+  ASSERT_TRUE(db_->Upsert("w", thin, as).ok());
+  ASSERT_TRUE(db_->Upsert("w", rest, {}).ok());
+  ASSERT_TRUE(db_->BuildIndex("w", "spann:quant=rabitq:bits=4").ok());
+  SearchParams p;
+  p.tenant = "thin";
+  auto search = [&](const std::vector<float>& q) {
+    auto hits = db_->Search("w", q, p);
+    EXPECT_TRUE(hits.ok()) << hits.status();
+    return hits.ok() && !(*hits)[0].empty() ? std::get<uint64_t>((*hits)[0][0].key) : kRows;
+  };
+  auto tenant_ram = [&] { return db_->DescribeCollection("w")->tenant_ram_bytes; };
+  const uint64_t unsearched = tenant_ram();
+  EXPECT_EQ(search(thin[5].vector), 35u);
+  const uint64_t listed = tenant_ram();
+  EXPECT_GE(listed - unsearched, thin.size() * sizeof(uint32_t));  // and its search statistics
+  EXPECT_EQ(search(thin[9].vector), 63u);
+  EXPECT_EQ(tenant_ram(), listed);  // made by the first search, not again
+  std::vector<float> v = thin[7].vector;
+  v[0] += 0.01f;
+  ASSERT_TRUE(db_->Upsert("w", std::vector{R(9000, v)}, as).ok());
+  const uint64_t changed = tenant_ram();
+  EXPECT_GE(listed - changed, thin.size() * sizeof(uint32_t) * 9 / 10);  // dropped
+  EXPECT_EQ(search(v), 9000u);  // the new id, from the buffer
+  EXPECT_GE(tenant_ram() - changed, thin.size() * sizeof(uint32_t));
 }
 
 void TenantsTest::SsdIndexCase(const std::string& spec) {

@@ -50,6 +50,8 @@ void BindCollectionInfo(py::module_& m) {
                     "The index serving searches: 'flat' or the spec it was built from.")
       .def_readonly("index_ram_bytes", &CollectionInfo::index_ram_bytes,
                     "RAM held by the index (vectors or centroids, navigator, caches).")
+      .def_readonly("tenant_ram_bytes", &CollectionInfo::tenant_ram_bytes,
+                    "Of index_ram_bytes, what the tenants hold (access table, sub-trees).")
       .def_readonly("unindexed_vectors", &CollectionInfo::unindexed_vectors,
                     "Records not yet in the SSD index's posting lists (searched exactly).")
       .def_readonly("aliases", &CollectionInfo::aliases, "Aliases resolving to it, sorted.")

@@ -219,6 +219,7 @@ void CollectionInfoToProto(const CollectionInfo& info, v1::CollectionInfo* proto
   proto->set_num_vectors(info.num_vectors);
   proto->set_index(info.index);
   proto->set_index_ram_bytes(info.index_ram_bytes);
+  proto->set_tenant_ram_bytes(info.tenant_ram_bytes);
   proto->set_unindexed_vectors(info.unindexed_vectors);
   proto->set_vector_bytes(info.num_vectors * info.spec.dimension * sizeof(float));
   for (const std::string& alias : info.aliases) proto->add_aliases(alias);

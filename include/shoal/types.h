@@ -59,6 +59,9 @@ struct CollectionInfo {
   std::string index = "flat";
   // RAM held by the index: vectors or centroids, navigator, caches (not RocksDB's own cache).
   uint64_t index_ram_bytes = 0;
+  // Of index_ram_bytes, what the tenants hold: the access table, their sub-trees (with the ids by
+  // leaf that searches made, tenants/tenant_tree.h) and their entries.
+  uint64_t tenant_ram_bytes = 0;
   // Records not yet in the SSD index's posting lists (searched exactly beside the index until
   // background maintenance moves them in, or the next build).
   uint64_t unindexed_vectors = 0;

@@ -39,6 +39,7 @@ CollectionInfo InfoFromProto(const v1::CollectionInfo& proto) {
   info.num_vectors = proto.num_vectors();
   info.index = proto.index();
   info.index_ram_bytes = proto.index_ram_bytes();
+  info.tenant_ram_bytes = proto.tenant_ram_bytes();
   info.unindexed_vectors = proto.unindexed_vectors();
   info.aliases.assign(proto.aliases().begin(), proto.aliases().end());
   info.damage = proto.damage();

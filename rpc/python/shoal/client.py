@@ -66,6 +66,7 @@ class CollectionInfo(NamedTuple):
     unindexed_vectors: int  # written since the last build_index
     vector_bytes: int
     damage: str = ""  # why a quarantined collection could not be opened; "" when it serves
+    tenant_ram_bytes: int = 0  # of index_ram_bytes, what the tenants hold
 
 
 class Snapshot(NamedTuple):
@@ -134,7 +135,8 @@ def collection_info(info: types_pb2.CollectionInfo) -> CollectionInfo:
     return CollectionInfo(info.spec.name, info.spec.dimension,
                           _METRIC_NAMES.get(info.spec.metric, "unspecified"),
                           info.num_vectors, info.index, list(info.aliases), info.index_ram_bytes,
-                          info.unindexed_vectors, info.vector_bytes, info.damage)
+                          info.unindexed_vectors, info.vector_bytes, info.damage,
+                          info.tenant_ram_bytes)
 
 
 def snapshot_info(s: admin_pb2.SnapshotInfo) -> Snapshot:
