@@ -140,6 +140,70 @@ TEST_F(DbConcurrencyTest, WritesSearchesMaintenanceAndSnapshotsAtOnce) {
   }
 }
 
+// A tenant's searches on several threads while its grants change: the first search after each
+// change makes the tenant's ids by leaf (tenants/tenant_tree.h) while others may be making or
+// reading them. No search fails or returns a key the tenant was never given.
+TEST_F(DbConcurrencyTest, TenantSearchesAndGrantsAtOnce) {
+  constexpr uint32_t kWide = 32;
+  constexpr int kRows = 2000;
+  ASSERT_TRUE(db_->CreateCollection({"c", kWide, Metric::kL2}).ok());
+  ASSERT_TRUE(db_->CreateTenant("c", {"thin", {}}).ok());
+  std::mt19937 rng(7);
+  std::normal_distribution<float> g;
+  std::vector<std::vector<float>> centres(8, std::vector<float>(kWide));
+  for (auto& c : centres) {
+    for (float& x : c) x = 4 * g(rng);
+  }
+  std::vector<Record> thin, rest;
+  for (int i = 0; i < kRows; ++i) {
+    Record r{.key = uint64_t(i)};
+    for (uint32_t d = 0; d < kWide; ++d) r.vector.push_back(centres[i % 8][d] + g(rng));
+    (i % 7 == 0 ? thin : rest).push_back(std::move(r));
+  }
+  ASSERT_TRUE(db_->Upsert("c", thin, {.tenant = "thin"}).ok());
+  ASSERT_TRUE(db_->Upsert("c", rest, {}).ok());
+  ASSERT_TRUE(db_->BuildIndex("c", "spann:quant=rabitq:bits=4").ok());
+  // Granted and revoked again and again: rest's first 100 keys.
+  std::vector<Key> toggled;
+  for (int i = 0; i < 100; ++i) toggled.push_back(rest[i].key);
+  const uint64_t last_toggled = std::get<uint64_t>(toggled.back());
+  std::atomic<bool> granting{true};
+  std::vector<std::thread> threads;
+  threads.emplace_back([&] {
+    for (int round = 0; round < 20; ++round) {
+      EXPECT_TRUE(db_->Grant("c", "thin", toggled, {}).ok());
+      EXPECT_TRUE(db_->Revoke("c", "thin", toggled, {}).ok());
+    }
+    granting = false;
+  });
+  for (int t = 0; t < 3; ++t) {
+    threads.emplace_back([&, t] {
+      for (int i = t; granting.load(); i += 3) {
+        SearchParams p;
+        p.tenant = "thin";
+        auto hits = db_->Search("c", thin[i % thin.size()].vector, p);
+        ASSERT_TRUE(hits.ok()) << hits.status();
+        for (const Hit& h : (*hits)[0]) {
+          const uint64_t key = std::get<uint64_t>(h.key);
+          EXPECT_TRUE(key % 7 == 0 || key <= last_toggled) << "key " << key;
+        }
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  // Searched through its sub-tree, its ids by leaf made (4 bytes an id, tenant RAM).
+  ASSERT_TRUE(db_->Grant("c", "thin", toggled, {}).ok());
+  const uint64_t dropped = db_->DescribeCollection("c")->tenant_ram_bytes;
+  SearchParams p;
+  p.tenant = "thin";
+  ASSERT_TRUE(db_->Search("c", thin[0].vector, p).ok());
+  EXPECT_GE(db_->DescribeCollection("c")->tenant_ram_bytes - dropped,
+            (thin.size() + toggled.size()) * sizeof(uint32_t));
+  VerifyReport report;
+  ASSERT_TRUE(db_->Verify("c", &report).ok());
+  EXPECT_TRUE(report.ok()) << report.problems.front();
+}
+
 TEST_F(DbConcurrencyTest, CacheStoresLookupsAndInvalidationsAtOnce) {
   ASSERT_TRUE(db_->CreateCache({.name = "answers", .dimension = 4}).ok());
   auto query = [](int i) {
