@@ -34,10 +34,14 @@
 //
 // Memory (measured in docs/PERFORMANCE.md "Multi-tenant search"): counts in sorted (node,
 // count) arrays of 16-bit halves while they fit, and the leaf of each id a paged array indexed by
-// id (2 bytes per id below 65,536 leaves): no id is stored twice.
+// id (2 bytes per id below 65,536 leaves). A tenant past the cap that searches also keeps its
+// ids grouped by leaf (4 bytes an id, LeafMembers) until it next changes: a second copy of its
+// ids, what its searches take from a leaf's postings instead of reading their ids.
 //
-// Isolation: the tree only narrows where a search looks; every candidate is still checked
-// against the access table (access_table.h).
+// Isolation: the tree only narrows where a search looks; every candidate read from a posting is
+// still checked against the access table (access_table.h), the ids by leaf are made from the
+// table's own sets of the tenant, and every hit is checked against it once more before it is
+// returned (db/collection.cc, SearchLocked).
 //
 // Thread safety: none of its own; const methods may run concurrently.
 #ifndef SHOAL_TENANTS_TENANT_TREE_H_
