@@ -109,7 +109,8 @@ Cell AttributeCell(const v1::AttributeValue& value) {
 Table CollectionTable(bool detailed) {
   Table t{.columns = {"name", "dimension", "metric", "vectors", "index", "aliases"}};
   if (detailed) {
-    t.columns.insert(t.columns.end(), {"index_ram_bytes", "unindexed_vectors", "vector_bytes"});
+    t.columns.insert(t.columns.end(),
+                     {"index_ram_bytes", "tenant_ram_bytes", "unindexed_vectors", "vector_bytes"});
   }
   return t;
 }
@@ -125,6 +126,7 @@ void AddCollectionRow(const v1::CollectionInfo& info, Table* table) {
                            Cell::List(aliases)};
   if (table->columns.size() > row.size()) {
     row.push_back(Cell::Bytes(static_cast<uint64_t>(info.index_ram_bytes())));
+    row.push_back(Cell::Bytes(static_cast<uint64_t>(info.tenant_ram_bytes())));
     row.push_back(Cell::Number(static_cast<uint64_t>(info.unindexed_vectors())));
     row.push_back(Cell::Bytes(static_cast<uint64_t>(info.vector_bytes())));
   }

@@ -97,6 +97,9 @@ class ServerMetrics::CollectionCollector : public prometheus::Collectable {
         GaugeFamily("shoal_collection_vector_bytes", "Bytes of vector data per collection.");
     prometheus::MetricFamily ram =
         GaugeFamily("shoal_collection_index_ram_bytes", "RAM held by each collection's index.");
+    prometheus::MetricFamily tenant_ram = GaugeFamily(
+        "shoal_collection_tenant_ram_bytes",
+        "Of each collection's index RAM, what its tenants hold (access table, sub-trees).");
     prometheus::MetricFamily tenants;
     prometheus::MetricFamily quarantined = GaugeFamily(
         "shoal_collection_quarantined",
@@ -111,12 +114,13 @@ class ServerMetrics::CollectionCollector : public prometheus::Collectable {
           Add(vectors, info.spec.name, static_cast<double>(info.num_vectors));
           Add(bytes, info.spec.name, vector_bytes);
           Add(ram, info.spec.name, static_cast<double>(info.index_ram_bytes));
+          Add(tenant_ram, info.spec.name, static_cast<double>(info.tenant_ram_bytes));
           Add(quarantined, info.spec.name, info.damage.empty() ? 0 : 1);
         }
       }
       tenants = TenantMetrics::CollectVectors(*lease, kTopTenantsByVectors);
     }
-    std::vector<prometheus::MetricFamily> families = {vectors, bytes, ram, quarantined};
+    std::vector<prometheus::MetricFamily> families = {vectors, bytes, ram, tenant_ram, quarantined};
     if (!tenants.metric.empty()) families.push_back(std::move(tenants));
     return families;
   }

@@ -310,6 +310,10 @@ TEST_F(TenantE2eTest, PerTenantSeriesCountSearchesVectorsAndQuotaRejections) {
   EXPECT_EQ(SampleValue(samples, "shoal_tenant_searches_total", acme), 3.0);
   EXPECT_EQ(SampleValue(samples, "shoal_tenant_search_duration_seconds_count", acme), 3.0);
   EXPECT_EQ(SampleValue(samples, "shoal_tenant_vectors", acme), 2.0);
+  // The tenants' share of the collection's index RAM (access table, sub-trees, entries).
+  EXPECT_GT(SampleValue(samples, "shoal_collection_tenant_ram_bytes", {{"collection", "docs"}})
+                .value_or(0),
+            0.0);
   EXPECT_EQ(SampleValue(samples, "shoal_tenant_quota_rejections_total",
                         {{"collection", "docs"}, {"tenant", "acme"}, {"op", "write"}}),
             1.0);
