@@ -11,6 +11,17 @@
 #include "index/spann/spann_index.h"
 
 namespace shoal::index {
+namespace {
+
+// Drops the ids `skip` (tombstones; nullable) holds from (*members)[before, end).
+void DropSkipped(const base::PagedIdSet* skip, size_t before, std::vector<uint64_t>* members) {
+  if (skip == nullptr) return;
+  members->erase(std::remove_if(members->begin() + static_cast<ptrdiff_t>(before), members->end(),
+                                [&](uint64_t id) { return skip->Contains(id); }),
+                 members->end());
+}
+
+}  // namespace
 
 bool SpannIndex::ExactIsCheaper(size_t ids, size_t k, const PostingScope& scope,
                                 const SpannKnobs& knobs) const {
@@ -79,12 +90,7 @@ bool SpannIndex::TakeMembers(const PostingDirectory& dir, uint32_t p, const Quan
     // leaf's postings split, each of them lists the leaf's: ScoreMembers drops the repeats.)
     const size_t before = members->size();
     if (scope.AppendLeafMembers(leaf, members)) {
-      if (ex.skip != nullptr) {
-        members->erase(
-            std::remove_if(members->begin() + static_cast<ptrdiff_t>(before), members->end(),
-                           [&](uint64_t id) { return ex.skip->Contains(id); }),
-            members->end());
-      }
+      DropSkipped(ex.skip, before, members);
       return true;
     }
   }
@@ -94,11 +100,7 @@ bool SpannIndex::TakeMembers(const PostingDirectory& dir, uint32_t p, const Quan
   const size_t before = members->size();
   // One call lists the posting's ids through the filter (MembersFirst: there is one).
   ex.allow->AppendAllowed(qp.ids, members);
-  if (ex.skip != nullptr) {
-    members->erase(std::remove_if(members->begin() + static_cast<ptrdiff_t>(before), members->end(),
-                                  [&](uint64_t id) { return ex.skip->Contains(id); }),
-                   members->end());
-  }
+  DropSkipped(ex.skip, before, members);
   if (members->size() - before > most) {  // the codes weigh less after all
     members->resize(before);
     return false;
