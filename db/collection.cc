@@ -383,18 +383,25 @@ absl::StatusOr<std::vector<std::vector<Hit>>> Collection::SearchLocked(
   // whatever structure (posting, shortlist, buffer) produced it.
   const tenants::AccessTable::View view = state_.access.ViewOf(reader);
   thread_local std::vector<const Key*> keys;  // found[i]'s keys; null: not visible
+  thread_local std::vector<uint64_t> hit_ids;
+  thread_local std::vector<uint8_t> visible;  // by found[i]'s hit
   for (size_t i = 0; i < n; ++i) {
-    // The key map is large and cold: every hit's key (both ends: a 40-byte Key can span two
-    // lines, its variant index at its end) is asked for before the first is read, and every
-    // key found before the first is copied, so that their misses overlap.
-    for (const index::Neighbor& nb : found[i]) state_.key_of.Prefetch(nb.id);
-    keys.clear();
+    // The key map and the reader's id sets are large and cold: every hit's key (both ends: a
+    // 40-byte Key can span two lines, its variant index at its end) is asked for before the
+    // first is read, the hits are checked together, and every key found before the first is
+    // copied, so that their misses overlap.
+    hit_ids.clear();
     for (const index::Neighbor& nb : found[i]) {
-      if (reader != tenants::kNoTenant && !view.Visible(nb.id)) {
-        keys.push_back(nullptr);
-        continue;
-      }
-      keys.push_back(&state_.key_of.At(nb.id));
+      state_.key_of.Prefetch(nb.id);
+      hit_ids.push_back(nb.id);
+    }
+    visible.assign(hit_ids.size(), 1);
+    if (reader != tenants::kNoTenant) {
+      view.VisibleEach(hit_ids, visible.data());
+    }
+    keys.clear();
+    for (size_t j = 0; j < hit_ids.size(); ++j) {
+      keys.push_back(visible[j] ? &state_.key_of.At(hit_ids[j]) : nullptr);
     }
     out[i].reserve(found[i].size());
     for (size_t j = 0; j < keys.size(); ++j) {

@@ -32,6 +32,7 @@
 #ifndef SHOAL_TENANTS_ACCESS_TABLE_H_
 #define SHOAL_TENANTS_ACCESS_TABLE_H_
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -102,6 +103,14 @@ class AccessTable {
     bool Visible(uint64_t id) const {
       return ids_ != nullptr && (ids_->granted.contains(id) ||
                                  (ids_->owned != nullptr && ids_->owned->ids.contains(id)));
+    }
+    // visible[i] = Visible(ids[i]) (1 or 0), the ids' lookups overlapped
+    // (CompactIdSet::ContainsEach).
+    void VisibleEach(std::span<const uint64_t> ids, uint8_t* visible) const {
+      std::fill(visible, visible + ids.size(), 0);
+      if (ids_ == nullptr) return;
+      ids_->granted.ContainsEach(ids, visible);
+      if (ids_->owned != nullptr) ids_->owned->ids.ContainsEach(ids, visible);
     }
 
    private:

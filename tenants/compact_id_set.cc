@@ -87,6 +87,42 @@ bool CompactIdSet::contains(uint64_t id) const {
   return b->count > 0 && *at == low;
 }
 
+void CompactIdSet::ContainsEach(std::span<const uint64_t> ids, uint8_t* found) const {
+  constexpr size_t kLanes = 16;
+  const uint16_t* at[kLanes];
+  uint32_t n[kLanes];
+  uint16_t low[kLanes];
+  for (size_t begin = 0; begin < ids.size(); begin += kLanes) {
+    const size_t lanes = std::min(kLanes, ids.size() - begin);
+    for (size_t j = 0; j < lanes; ++j) {
+      const uint64_t id = ids[begin + j], high = id >> kLowBits;
+      n[j] = 0;  // no array to search
+      const auto b = Lower(high);
+      if (b == blocks_.end() || b->high != high) continue;
+      low[j] = static_cast<uint16_t>(id & kLowMask);
+      if (b->bitmap) {
+        found[begin + j] |= (b->bits()[low[j] >> 6] >> (low[j] & 63)) & 1;
+        continue;
+      }
+      at[j] = b->low();
+      n[j] = b->count;  // at least 1: no block is empty
+    }
+    for (bool more = true; more;) {
+      more = false;
+      for (size_t j = 0; j < lanes; ++j) {
+        if (n[j] <= 1) continue;
+        const uint32_t half = n[j] / 2;  // as contains: [at, at + n) holds the answer
+        at[j] += (at[j][half] <= low[j]) ? half : 0;
+        n[j] -= half;
+        more |= n[j] > 1;
+      }
+    }
+    for (size_t j = 0; j < lanes; ++j) {
+      if (n[j] == 1) found[begin + j] |= *at[j] == low[j] ? 1 : 0;
+    }
+  }
+}
+
 void CompactIdSet::Prefetch(uint64_t id) const {
   const uint64_t high = id >> kLowBits;
   const auto b = Lower(high);

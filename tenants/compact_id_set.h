@@ -50,6 +50,11 @@ class CompactIdSet {
   }
   bool empty() const { return blocks_.empty(); }
   bool contains(uint64_t id) const;
+  // Sets found[i] to 1 when ids[i] is in the set (leaves the others as they were): contains for
+  // each, the binary searches of array blocks taken a step at a time for all ids together so
+  // that their cache misses overlap (a search's hits are checked here: one search at a time,
+  // the set cold, the checks took ~6% of a tenant's query).
+  void ContainsEach(std::span<const uint64_t> ids, uint8_t* found) const;
   // Asks for the cache lines contains(id), insert(id) and erase(id) read: id's bitmap word, or
   // its block's array whole while that spans at most kPrefetchLines lines (their misses then
   // overlap, where a binary search waits for them one by one). Loads the block table only.

@@ -41,6 +41,18 @@ TEST(CompactIdSetTest, AgreesWithAnOrderedSet) {
     const uint64_t probe = random_id();
     set.Prefetch(probe);  // a hint (bitmap, array or absent block): changes nothing
     ASSERT_EQ(set.contains(probe), model.contains(probe)) << probe;
+    if (step % 1000 == 0) {
+      // Checked together: more ids than ContainsEach's lanes, of every kind of block; an id
+      // already marked found stays so.
+      std::vector<uint64_t> ids;
+      for (int i = 0; i < 37; ++i) ids.push_back(random_id());
+      std::vector<uint8_t> found(ids.size(), 0);
+      found[5] = 1;
+      set.ContainsEach(ids, found.data());
+      for (size_t i = 0; i < ids.size(); ++i) {
+        ASSERT_EQ(found[i], i == 5 || model.contains(ids[i]) ? 1 : 0) << ids[i];
+      }
+    }
   }
   EXPECT_EQ(set.ToVector(), std::vector<uint64_t>(model.begin(), model.end()));
   const CompactIdSet copy = set;
