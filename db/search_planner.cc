@@ -51,14 +51,7 @@ class TenantFilter final : public index::IdFilter {
 
   TenantFilter(const tenants::AccessTable* access, tenants::TenantId tenant,
                const index::IdBitmap* attributes)
-      : owned_(access->Owned(tenant)), granted_(access->Granted(tenant)), attributes_(attributes) {
-    for (const auto* ids : {owned_, granted_}) {
-      if (ids == nullptr || ids->empty()) continue;
-      lo_ = std::min(lo_, ids->front());
-      hi_ = std::max(hi_, ids->back());
-      n_ += ids->size();
-    }
-  }
+      : owned_(access->Owned(tenant)), granted_(access->Granted(tenant)), attributes_(attributes) {}
   ~TenantFilter() override { base::GiveBackSpare(built_, spare_window); }
   TenantFilter(const TenantFilter&) = delete;  // window_ may point into built_
   TenantFilter& operator=(const TenantFilter&) = delete;
@@ -92,18 +85,28 @@ class TenantFilter final : public index::IdFilter {
     return window_;
   }
   void MakeWindow() const {
-    if (n_ < kMinWindowIds || ((hi_ - lo_) / kMaxIdsPerId > n_ && hi_ - lo_ > kWindowFloorIds)) {
+    // The sets' extent, looked at here: a search that checks no id (a tenant's listed members)
+    // does not read their cold blocks.
+    uint64_t lo = UINT64_MAX, hi = 0;  // the smallest and largest id held
+    size_t n = 0;                      // ids held
+    for (const auto* ids : {owned_, granted_}) {
+      if (ids == nullptr || ids->empty()) continue;
+      lo = std::min(lo, ids->front());
+      hi = std::max(hi, ids->back());
+      n += ids->size();
+    }
+    if (n < kMinWindowIds || ((hi - lo) / kMaxIdsPerId > n && hi - lo > kWindowFloorIds)) {
       return;
     }
     // Ids in one set of one bitmap block (a tenant dense in a collection of under 2^16 ids):
     // tested in place, nothing to build.
     for (const auto* ids : {owned_, granted_}) {
-      if (ids != nullptr && ids->size() == n_) window_ = ids->SingleBitmap(&first_);
+      if (ids != nullptr && ids->size() == n) window_ = ids->SingleBitmap(&first_);
     }
     if (!window_.empty()) return;
-    first_ = lo_ & ~uint64_t{63};
+    first_ = lo & ~uint64_t{63};
     base::TakeSpare(spare_window, built_);
-    built_.assign((hi_ - first_) / 64 + 1, 0);
+    built_.assign((hi - first_) / 64 + 1, 0);
     for (const auto* ids : {owned_, granted_}) {
       if (ids != nullptr) ids->OrInto(first_, built_);
     }
@@ -113,8 +116,6 @@ class TenantFilter final : public index::IdFilter {
   const tenants::AccessTable::IdSet* owned_;
   const tenants::AccessTable::IdSet* granted_;
   const index::IdBitmap* attributes_;
-  uint64_t lo_ = UINT64_MAX, hi_ = 0;  // the smallest and largest id held
-  size_t n_ = 0;                       // ids held
   mutable absl::once_flag made_;
   mutable uint64_t first_ = 0;
   // A bitmap block's words, or built_.
