@@ -62,9 +62,11 @@ TEST(SelectTest, SelectIdsInWindowKeepsTheSetIdsInOrder) {
 // eight and 32 (repeated keys and all-ones keys included), and keeps the keys' multiset.
 TEST(SelectTest, SmallestFirstTakesWhatPartialSortTakes) {
   std::mt19937_64 rng(Seed());
-  for (size_t n : {0, 1, 5, 8, 9, 31, 32, 33, 63, 238, 281}) {
+  // 255 to 2,000: the sampled bound's lengths (a few wanted of many), where a sample far from its
+  // keys (repeats, sorted runs) falls back.
+  for (size_t n : {0, 1, 5, 8, 9, 31, 32, 33, 63, 238, 255, 256, 281, 700, 2000}) {
     for (size_t want : {size_t{0}, size_t{1}, size_t{6}, internal::kSmallestByMinimum,
-                        internal::kSmallestByMinimum + 1, size_t{300}}) {
+                        internal::kSmallestByMinimum + 1, size_t{40}, size_t{87}, size_t{300}}) {
       std::vector<uint64_t> keys(n);
       for (uint64_t& k : keys)
         k = rng() % 4 == 0 ? rng() % 8 : rng() % 11 == 0 ? ~uint64_t{0} : rng();
