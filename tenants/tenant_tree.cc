@@ -170,7 +170,7 @@ std::shared_ptr<const TenantTree::LeafMembers> TenantTree::MembersOf(TenantId t,
   }
   auto made = std::make_shared<LeafMembers>();
   made->base = lo;
-  made->ids.resize(total);
+  made->Resize(total, hi - lo);
   bool agree = true;
   ForEachVisible(t, [&](uint64_t id) {
     const auto it = range.find(LeafOfId(id));
@@ -178,7 +178,7 @@ std::shared_ptr<const TenantTree::LeafMembers> TenantTree::MembersOf(TenantId t,
       agree = false;  // more ids in the leaf than its count
       return;
     }
-    made->ids[--it->second.second] = static_cast<uint32_t>(id - lo);
+    made->Set(--it->second.second, static_cast<uint32_t>(id - lo));
   });
   for (const auto& [leaf, r] : range) agree = agree && r.first == r.second;
   if (!agree) return nullptr;
@@ -331,9 +331,9 @@ bool TenantScope::AppendLeafMembers(uint32_t leaf, std::vector<uint64_t>* out) c
   if (members_ == nullptr) return false;
   const uint32_t node = tree_->leaf_node_[leaf];
   const uint32_t n = by_node_[node];
-  const uint32_t* ids = members_->ids.data() + (n != 0 ? start_[node] : 0);
+  const size_t first = n != 0 ? start_[node] : 0;
   for (uint32_t i = 0; i < n; ++i) {
-    const uint64_t id = members_->base + ids[i];
+    const uint64_t id = members_->base + members_->At(first + i);
     if (unindexed_ == nullptr || !unindexed_(id)) out->push_back(id);
   }
   return true;

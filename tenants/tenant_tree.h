@@ -35,8 +35,8 @@
 // Memory (measured in docs/PERFORMANCE.md "Multi-tenant search"): counts in sorted (node,
 // count) arrays of 16-bit halves while they fit, and the leaf of each id a paged array indexed by
 // id (2 bytes per id below 65,536 leaves). A tenant past the cap that searches also keeps its
-// ids grouped by leaf (4 bytes an id, LeafMembers) until it next changes: a second copy of its
-// ids, what its searches take from a leaf's postings instead of reading their ids.
+// ids grouped by leaf (3 bytes an id below 2^24 ids, LeafMembers) until it next changes: a second
+// copy of its ids, what its searches take from a leaf's postings instead of reading their ids.
 //
 // Isolation: the tree only narrows where a search looks; every candidate read from a posting is
 // still checked against the access table (access_table.h), the ids by leaf are made from the
@@ -48,6 +48,7 @@
 #define SHOAL_TENANTS_TENANT_TREE_H_
 
 #include <cstdint>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -158,10 +159,24 @@ class TenantTree {
   // scan takes from a leaf's postings instead of reading their ids (TenantScope::
   // AppendLeafMembers). Made by the first search after a change to the tenant, dropped by the
   // next change (MembersOf).
+  // The ids take 3 bytes each while they span less than 2^24 (a collection of up to 16M ids),
+  // else 4: a quarter of the lists' RAM, for a load and a mask an id.
   struct LeafMembers {
     uint64_t base = 0;
-    std::vector<uint32_t> ids;
-    size_t HeapBytes() const { return ids.capacity() * sizeof(uint32_t); }
+    uint32_t width = 4;          // bytes an id
+    std::vector<uint8_t> bytes;  // id i at bytes[i * width], little-endian; one byte of padding
+                                 // when width is 3, so that each id is one 4-byte load
+    void Resize(size_t n, uint64_t span) {
+      width = span < (uint64_t{1} << 24) ? 3 : 4;
+      bytes.assign(n * width + (width == 3 ? 1 : 0), 0);
+    }
+    void Set(size_t i, uint32_t offset) { std::memcpy(&bytes[i * width], &offset, width); }
+    uint32_t At(size_t i) const {
+      uint32_t v;
+      std::memcpy(&v, &bytes[i * width], sizeof(v));
+      return width == 4 ? v : v & 0xFFFFFFu;
+    }
+    size_t HeapBytes() const { return bytes.capacity(); }
   };
   // A tenant with more than cap_ vectors: its counts, and once searched its ids by leaf. Its
   // shortlists follow from them and its ids (the access table's) and are made when asked for

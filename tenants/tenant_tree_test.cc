@@ -289,6 +289,37 @@ TEST(TenantTreeTest, AScopeAfterAnotherSeesOnlyItsOwnTenant) {
   }
 }
 
+// A tenant's ids by leaf take 3 bytes an id while its ids span under 2^24, 4 past that: both
+// list exactly each leaf's ids (the 3-byte form masks the next id's byte off its load).
+TEST(TenantTreeTest, IdsByLeafTakeThreeBytesEachBelow2To24IdsAndFourAbove) {
+  std::mt19937_64 rng(base::TestSeed());
+  const index::CentroidTree shape = SmallTree(40, rng);
+  Tenants tenants(shape, /*cap=*/8);
+  const TenantTree& tree = tenants.tree;
+  std::map<uint64_t, uint32_t> near, far;  // tenant 1: ids under 2^24; tenant 2: up to 2^30
+  while (near.size() < 2000) {
+    const uint64_t id = rng() % (uint64_t{1} << 24);
+    if (near.contains(id)) continue;
+    near[id] = static_cast<uint32_t>(rng() % tree.num_leaves());
+    tenants.Attach(1, id, near[id]);
+  }
+  while (far.size() < 2000) {
+    const uint64_t id = (uint64_t{1} << 24) + rng() % (uint64_t{1} << 30);
+    if (far.contains(id) || near.contains(id)) continue;
+    far[id] = static_cast<uint32_t>(rng() % tree.num_leaves());
+    tenants.Attach(2, id, far[id]);
+  }
+  const size_t before = tree.MemoryBytes();
+  ExpectListsByLeaf(tree, 1, near);
+  const size_t three = tree.MemoryBytes() - before;
+  ExpectListsByLeaf(tree, 2, far);
+  const size_t four = tree.MemoryBytes() - before - three;
+  EXPECT_GE(three, 3 * near.size());
+  EXPECT_LT(three, 3 * near.size() + 256);  // the struct and a byte of padding
+  EXPECT_GE(four, 4 * far.size());
+  EXPECT_LT(four, 4 * far.size() + 256);
+}
+
 // A rebuild from the access table makes the tree that attaching the same ids one by one made,
 // and a sparse tenant's ids are stored once (in the access table): the tree keeps a count.
 TEST(TenantTreeTest, RebuildMatchesAttachesAndSparseTenantsStoreNoIds) {
