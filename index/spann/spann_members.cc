@@ -39,16 +39,18 @@ bool SpannIndex::ExactIsCheaper(size_t ids, size_t k, const PostingScope& scope,
   // vector cache holds every vector), a posting costs at most the full vectors of the scope's
   // vectors in its leaf when the scope lists them, else its ids and the full vectors of the
   // scope's share of its entries (TakeMembers).
-  const size_t stride = std::max<size_t>(1, dir->size() / 64);
+  const bool members_first = CachesEveryVector();
+  const bool listed = members_first && scope.ListsMembers();
   double extents = 0, entries = 0, sampled = 0;
-  for (size_t p = 0; p < dir->size(); p += stride, ++sampled) {
-    extents += dir->rows[p].bytes;
-    entries += dir->rows[p].count;
+  if (dir->codes_bytes == 0 || (members_first && !listed)) {  // else neither is read
+    const size_t stride = std::max<size_t>(1, dir->size() / 64);
+    for (size_t p = 0; p < dir->size(); p += stride, ++sampled) {
+      extents += dir->rows[p].bytes;
+      entries += dir->rows[p].count;
+    }
   }
   double posting_bytes = dir->codes_bytes != 0 ? static_cast<double>(dir->codes_bytes) / dir->size()
                                                : extents / sampled;
-  const bool members_first = CachesEveryVector();
-  const bool listed = members_first && scope.ListsMembers();
   if (listed) {
     posting_bytes = std::min(posting_bytes, static_cast<double>(vectors) / leaves * FullBytes());
   } else if (members_first) {
