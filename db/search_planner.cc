@@ -87,14 +87,7 @@ class TenantFilter final : public index::IdFilter {
   void MakeWindow() const {
     // The sets' extent, looked at here: a search that checks no id (a tenant's listed members)
     // does not read their cold blocks.
-    uint64_t lo = UINT64_MAX, hi = 0;  // the smallest and largest id held
-    size_t n = 0;                      // ids held
-    for (const auto* ids : {owned_, granted_}) {
-      if (ids == nullptr || ids->empty()) continue;
-      lo = std::min(lo, ids->front());
-      hi = std::max(hi, ids->back());
-      n += ids->size();
-    }
+    const auto [lo, hi, n] = tenants::CompactIdSet::ExtentOf({owned_, granted_});
     if (n < kMinWindowIds || ((hi - lo) / kMaxIdsPerId > n && hi - lo > kWindowFloorIds)) {
       return;
     }

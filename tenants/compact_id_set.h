@@ -22,6 +22,7 @@
 #include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <new>
 #include <span>
@@ -85,6 +86,13 @@ class CompactIdSet {
   // The smallest and the largest id (the set must not be empty).
   uint64_t front() const;
   uint64_t back() const;
+  // The smallest and largest id of `sets` together and how many ids they hold (null or empty
+  // sets add nothing; lo > hi when all are).
+  struct Extent {
+    uint64_t lo = UINT64_MAX, hi = 0;
+    size_t n = 0;
+  };
+  static Extent ExtentOf(std::initializer_list<const CompactIdSet*> sets);
   // Sets bit (id - first) of `words` (bit b of words[b / 64]) for every id of the set in
   // [first, first + 64 words.size()); `first` must be a multiple of 64. A bitmap block is ORed
   // a word at a time. (A search checks a large tenant's ids per candidate: a window bitmap of
@@ -143,6 +151,22 @@ class CompactIdSet {
   // The block of `high`, or where it would be inserted.
   Blocks::iterator Lower(uint64_t high);
   Blocks::const_iterator Lower(uint64_t high) const;
+  // The block holding `id`'s high bits, or null.
+  const Block* BlockOf(uint64_t id) const {
+    const auto b = Lower(id >> kLowBits);
+    return b == blocks_.end() || b->high != id >> kLowBits ? nullptr : &*b;
+  }
+  static bool BitSet(const Block& b, uint64_t low) {
+    return (b.bits()[low >> 6] >> (low & 63)) & 1;
+  }
+  // One step of a binary search of an array block for `low` without a branch on the data: the
+  // array is a random set's ids, so each of std::binary_search's compares mispredicted half the
+  // time. [at, at + n) holds the answer before and after; n > 1.
+  static void Halve(const uint16_t*& at, uint32_t& n, uint64_t low) {
+    const uint32_t half = n / 2;
+    at += (at[half] <= low) ? half : 0;
+    n -= half;
+  }
   static void ToBitmap(Block& b);
   static void ToArray(Block& b);
 

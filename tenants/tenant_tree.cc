@@ -152,12 +152,7 @@ std::shared_ptr<const TenantTree::LeafMembers> TenantTree::MembersOf(TenantId t,
     if (s.members != nullptr) return s.members;
   }
   // Made outside the lock (two searches of one tenant may both make it; one is kept).
-  uint64_t lo = UINT64_MAX, hi = 0;
-  for (const IdSet* set : {access_->Owned(t), access_->Granted(t)}) {
-    if (set == nullptr || set->empty()) continue;
-    lo = std::min(lo, set->front());
-    hi = std::max(hi, set->back());
-  }
+  const auto [lo, hi, n] = IdSet::ExtentOf({access_->Owned(t), access_->Granted(t)});
   if (lo > hi || hi - lo > UINT32_MAX) return nullptr;
   // Each leaf's range [begin, end) in count order; filled from its end down.
   absl::flat_hash_map<uint32_t, std::pair<uint32_t, uint32_t>> range;  // leaf -> (begin, next)

@@ -28,7 +28,7 @@ bool SpannIndex::ExactIsCheaper(size_t ids, size_t k, const PostingScope& scope,
   const auto [vectors, leaves] = scope.Extent();
   const std::shared_ptr<const PostingDirectory> dir = directory();
   if (!scope.weighted() || vectors == 0 || leaves == 0 || dir->size() == 0) return true;
-  const double full = static_cast<double>(manifest_.dimension) * sizeof(float);
+  const double full = FullBytes();
   const size_t m = ResolveMaxPostings(knobs);
   const double mean_density = vectors / (leaves * VectorsPerLeaf());
   const double postings =
