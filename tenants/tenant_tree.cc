@@ -152,7 +152,8 @@ std::shared_ptr<const TenantTree::LeafMembers> TenantTree::MembersOf(TenantId t,
     if (s.members != nullptr) return s.members;
   }
   // Made outside the lock (two searches of one tenant may both make it; one is kept).
-  const auto [lo, hi, n] = IdSet::ExtentOf({access_->Owned(t), access_->Granted(t)});
+  const IdSet::Extent extent = IdSet::ExtentOf({access_->Owned(t), access_->Granted(t)});
+  const uint64_t lo = extent.lo, hi = extent.hi;  // (a lambda below reads lo)
   if (lo > hi || hi - lo > UINT32_MAX) return nullptr;
   // Each leaf's range [begin, end) in count order; filled from its end down.
   absl::flat_hash_map<uint32_t, std::pair<uint32_t, uint32_t>> range;  // leaf -> (begin, next)
