@@ -112,9 +112,22 @@ void ScoreLevelOnHalves(const NavigationCopy& nav, const NavigationCopy::Query& 
                         std::vector<std::pair<float, uint32_t>>& children, LevelKeeper& keeper) {
   const size_t seeds = std::min(beam, children.size());
   if (seeds < children.size()) {
-    std::nth_element(children.begin(), children.begin() + seeds, children.end());
+    // The seeds by SmallestFirst over RankKeys (a child's index as the row), the rest after them
+    // in any order: nth_element's partitions mispredict (~5% of a Fashion-MNIST query). A
+    // negative bound ranks as 0 there: the seeds only make the bound tight early.
+    thread_local std::vector<uint64_t> keys;
+    thread_local std::vector<std::pair<float, uint32_t>> ranked;
+    keys.resize(children.size());
+    for (size_t i = 0; i < children.size(); ++i) {
+      keys[i] = RankKey(children[i].first, static_cast<uint32_t>(i));
+    }
+    SmallestFirst(keys.data(), keys.size(), seeds);
+    ranked.resize(children.size());
+    for (size_t i = 0; i < keys.size(); ++i) ranked[i] = children[static_cast<uint32_t>(keys[i])];
+    children.swap(ranked);
+  } else {
+    std::sort(children.begin(), children.end());
   }
-  std::sort(children.begin(), children.begin() + seeds);
   // The rows are scattered over the copy: start loading a few ahead of the one scored.
   for (size_t i = 0; i < seeds; ++i) nav.PrefetchRow(children[i].second);
   for (size_t i = 0; i < children.size(); ++i) {
