@@ -5,6 +5,7 @@
 #include <array>
 #include <cmath>
 #include <cstring>
+#include <vector>
 
 #include "base/cpu_features.h"
 #include "index/distance/distance_internal.h"
@@ -135,6 +136,8 @@ namespace {
 // keys compares every key against it, and mispredicts: a tenant's query ranks a few tens of its
 // several hundred postings so.) False, with the keys' order changed but not their multiset, when
 // fewer than `want` lie not above the bound (a sample far from its set: a few percent of calls).
+constexpr size_t kSmallestOfKeptByMinimum = 64;
+
 bool SmallestFirstBySample(uint64_t* keys, size_t n, size_t want) {
   constexpr size_t kSample = 128;
   const size_t step = n / kSample;
@@ -144,9 +147,29 @@ bool SmallestFirstBySample(uint64_t* keys, size_t n, size_t want) {
   const size_t rank = std::min(kSample - 1, want * kSample * 2 / n + 2);
   std::nth_element(sample.begin(), sample.begin() + static_cast<ptrdiff_t>(rank), sample.end());
   const uint64_t bound = sample[rank];
-  uint64_t* kept = std::partition(keys, keys + n, [bound](uint64_t k) { return k <= bound; });
-  if (static_cast<size_t>(kept - keys) < want) return false;
-  std::partial_sort(keys, keys + want, kept);
+  // The keys not above it to the front, the rest after, without a branch a key (std::partition's
+  // mispredict on random keys): each is written to both sides, and only its side's end moves.
+  thread_local std::vector<uint64_t> rest;
+  rest.resize(n);
+  size_t kept = 0, others = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t k = keys[i];
+    const bool low = k <= bound;
+    keys[kept] = k;  // kept <= i: a key already read
+    rest[others] = k;
+    kept += low;
+    others += !low;
+  }
+  std::copy(rest.begin(), rest.begin() + static_cast<ptrdiff_t>(others), keys + kept);
+  if (kept < want) return false;
+  // About twice `want` kept: their want smallest by vector minima where a few tens are wanted
+  // (a heap's compares mispredict as std::partial_sort's did).
+  if (want <= kSmallestOfKeptByMinimum &&
+      internal::ActiveKernels().level == internal::KernelLevelId::kAvx512) {
+    internal::SmallestFirstAvx512(keys, kept, want);
+  } else {
+    std::partial_sort(keys, keys + want, keys + kept);
+  }
   return true;
 }
 

@@ -59,34 +59,41 @@ TEST(SelectTest, SelectIdsInWindowKeepsTheSetIdsInOrder) {
 
 // SmallestFirst puts the same keys first, in the same order, as std::partial_sort at every kernel
 // level, for every `want` around the minimum kernel's limit and every length around its steps of
-// eight and 32 (repeated keys and all-ones keys included), and keeps the keys' multiset.
+// eight and 32, on keys with repeats and all-ones keys and on distinct keys (where every key the
+// sampled bound keeps may be one of the smallest), and keeps the keys' multiset.
 TEST(SelectTest, SmallestFirstTakesWhatPartialSortTakes) {
   std::mt19937_64 rng(Seed());
   // 255 to 2,000: the sampled bound's lengths (a few wanted of many), where a sample far from its
   // keys (repeats, sorted runs) falls back.
-  for (size_t n : {0, 1, 5, 8, 9, 31, 32, 33, 63, 238, 255, 256, 281, 700, 2000}) {
-    for (size_t want : {size_t{0}, size_t{1}, size_t{6}, internal::kSmallestByMinimum,
-                        internal::kSmallestByMinimum + 1, size_t{40}, size_t{87}, size_t{300}}) {
-      std::vector<uint64_t> keys(n);
-      for (uint64_t& k : keys)
-        k = rng() % 4 == 0 ? rng() % 8 : rng() % 11 == 0 ? ~uint64_t{0} : rng();
-      std::vector<uint64_t> expected = keys;
-      const size_t w = std::min(want, n);
-      std::partial_sort(expected.begin(), expected.begin() + w, expected.end());
-      for (auto level : {KernelLevelId::kScalar, KernelLevelId::kAvx512}) {
-        if (!internal::LevelSupported(level)) continue;
-        std::vector<uint64_t> got = keys;
-        if (level == KernelLevelId::kAvx512 && w <= internal::kSmallestByMinimum) {
-          internal::SmallestFirstAvx512(got.data(), n, w);
-        } else {
-          SmallestFirst(got.data(), n, want);
+  for (const bool distinct : {false, true}) {
+    for (size_t n : {0, 1, 5, 8, 9, 31, 32, 33, 63, 238, 255, 256, 281, 700, 2000}) {
+      for (size_t want : {size_t{0}, size_t{1}, size_t{6}, internal::kSmallestByMinimum,
+                          internal::kSmallestByMinimum + 1, size_t{40}, size_t{87}, size_t{300}}) {
+        std::vector<uint64_t> keys(n);
+        for (uint64_t& k : keys) {
+          k = distinct          ? rng()
+              : rng() % 4 == 0  ? rng() % 8
+              : rng() % 11 == 0 ? ~uint64_t{0}
+                                : rng();
         }
-        EXPECT_TRUE(std::equal(got.begin(), got.begin() + w, expected.begin()))
-            << "n " << n << " want " << want << " seed " << Seed();
-        std::sort(got.begin(), got.end());
-        std::vector<uint64_t> all = keys;
-        std::sort(all.begin(), all.end());
-        EXPECT_EQ(got, all);
+        std::vector<uint64_t> expected = keys;
+        const size_t w = std::min(want, n);
+        std::partial_sort(expected.begin(), expected.begin() + w, expected.end());
+        for (auto level : {KernelLevelId::kScalar, KernelLevelId::kAvx512}) {
+          if (!internal::LevelSupported(level)) continue;
+          std::vector<uint64_t> got = keys;
+          if (level == KernelLevelId::kAvx512 && w <= internal::kSmallestByMinimum) {
+            internal::SmallestFirstAvx512(got.data(), n, w);
+          } else {
+            SmallestFirst(got.data(), n, want);
+          }
+          EXPECT_TRUE(std::equal(got.begin(), got.begin() + w, expected.begin()))
+              << "n " << n << " want " << want << " distinct " << distinct << " seed " << Seed();
+          std::sort(got.begin(), got.end());
+          std::vector<uint64_t> all = keys;
+          std::sort(all.begin(), all.end());
+          EXPECT_EQ(got, all);
+        }
       }
     }
   }
