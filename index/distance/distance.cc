@@ -130,14 +130,16 @@ bool AllFinite(const float* values, size_t n) {
 
 namespace {
 
+// Up to this many wanted, SmallestFirstBySample takes them from the keys it keeps by vector minima
+// (AVX-512), beyond it by std::partial_sort.
+constexpr size_t kSmallestOfKeptByMinimum = 64;
+
 // SmallestFirst for a few of many (want * 8 <= n, n >= 256): a bound from a sample of the keys
 // (every step-th), where about twice `want` of them lie not above it; the keys not above it are
 // moved to the front and the want smallest of those sorted. (std::partial_sort's heap of `want`
 // keys compares every key against it, and mispredicts: a tenant's query ranks a few tens of its
 // several hundred postings so.) False, with the keys' order changed but not their multiset, when
 // fewer than `want` lie not above the bound (a sample far from its set: a few percent of calls).
-constexpr size_t kSmallestOfKeptByMinimum = 64;
-
 bool SmallestFirstBySample(uint64_t* keys, size_t n, size_t want) {
   constexpr size_t kSample = 128;
   const size_t step = n / kSample;
