@@ -244,6 +244,15 @@ uint64_t CompactIdSet::front() const {
   return base | (w * 64 + static_cast<uint64_t>(std::countr_zero(b.bits()[w])));
 }
 
+uint64_t CompactIdSet::back() const {
+  const Block& b = blocks_.back();
+  const uint64_t base = uint64_t{b.high} << kLowBits;
+  if (!b.bitmap) return base | b.low()[b.count - 1];
+  size_t w = kWords - 1;
+  while (b.bits()[w] == 0) --w;
+  return base | (w * 64 + 63 - static_cast<uint64_t>(std::countl_zero(b.bits()[w])));
+}
+
 CompactIdSet::Extent CompactIdSet::ExtentOf(std::initializer_list<const CompactIdSet*> sets) {
   Extent e;
   for (const CompactIdSet* set : sets) {
@@ -253,15 +262,6 @@ CompactIdSet::Extent CompactIdSet::ExtentOf(std::initializer_list<const CompactI
     e.n += set->size();
   }
   return e;
-}
-
-uint64_t CompactIdSet::back() const {
-  const Block& b = blocks_.back();
-  const uint64_t base = uint64_t{b.high} << kLowBits;
-  if (!b.bitmap) return base | b.low()[b.count - 1];
-  size_t w = kWords - 1;
-  while (b.bits()[w] == 0) --w;
-  return base | (w * 64 + 63 - static_cast<uint64_t>(std::countl_zero(b.bits()[w])));
 }
 
 void CompactIdSet::OrInto(uint64_t first, std::span<uint64_t> words) const {
