@@ -1,4 +1,4 @@
-// VectorCache: open addressing with linear probing (backward-shift deletion), CLOCK eviction.
+// VectorCache: a map by id (an array in pages, or a hash table), slots in chunks, CLOCK eviction.
 #include "storage/caches/vector_cache.h"
 
 #include <algorithm>
@@ -10,11 +10,22 @@ namespace shoal::storage {
 
 void VectorCache::SetBudget(size_t bytes) {
   absl::MutexLock lock(&mu_);
-  // The table keeps its load at most 1/2 in a power-of-two size: up to 4 entries per slot
-  // (SlotBytes).
   capacity_ = bytes / SlotBytes(dim_);
   chunk_slots_ = std::clamp<size_t>(capacity_, 1, kChunkSlots);
-  table_.assign(16, Entry{0, kEmpty});
+  // The array's pages within the slots' share of the map (the table keeps its load at most 1/2
+  // in a power-of-two size: up to 4 entries a slot, the same share); none when that is not a
+  // page (the table from the start).
+  // Every page's pointer and count are reserved now: a page costs them too.
+  const size_t pages = capacity_ * kMapBytesPerSlot /
+                       (sizeof(MapPage) + sizeof(std::unique_ptr<MapPage>) + sizeof(uint16_t));
+  pages_.clear();
+  page_used_.clear();
+  pages_.reserve(pages);
+  page_used_.reserve(pages);
+  pages_made_ = 0;
+  array_ids_ = pages * kMapPageIds;
+  table_.clear();
+  if (array_ids_ == 0 && capacity_ != 0) table_.assign(16, Entry{0, kEmpty});
   chunks_.clear();
   slot_id_.clear();
   referenced_.reset(capacity_ != 0 ? new std::atomic<uint8_t>[capacity_] : nullptr);
@@ -31,8 +42,57 @@ size_t VectorCache::charged_bytes() const {
   absl::ReaderMutexLock lock(&mu_);
   const size_t chunk_slots =
       std::min(capacity_, (slot_id_.size() + chunk_slots_ - 1) / chunk_slots_ * chunk_slots_);
-  return table_.size() * sizeof(Entry) + chunk_slots * dim_ * sizeof(float) +
-         slot_id_.size() * sizeof(uint64_t) + capacity_;
+  const size_t map = table_.empty() ? pages_made_ * sizeof(MapPage) +
+                                          pages_.capacity() * sizeof(std::unique_ptr<MapPage>) +
+                                          page_used_.capacity() * sizeof(uint16_t)
+                                    : table_.size() * sizeof(Entry);
+  return map + chunk_slots * dim_ * sizeof(float) + slot_id_.size() * sizeof(uint64_t) + capacity_;
+}
+
+void VectorCache::SetSlot(uint64_t id, uint32_t slot) {
+  if (!table_.empty()) {
+    if ((slot_id_.size() + 1) * 2 > table_.size()) Grow();
+    table_[Probe(id)] = Entry{id, slot};
+    return;
+  }
+  const uint64_t p = id / kMapPageIds;
+  if (p >= pages_.size()) {
+    pages_.resize(p + 1);
+    page_used_.resize(p + 1, 0);
+  }
+  if (pages_[p] == nullptr) {
+    pages_[p] = std::make_unique<MapPage>();
+    std::fill(std::begin(pages_[p]->slot), std::end(pages_[p]->slot), kEmpty);
+    ++pages_made_;
+  }
+  uint32_t& at = pages_[p]->slot[id % kMapPageIds];
+  page_used_[p] += at == kEmpty;
+  at = slot;
+}
+
+void VectorCache::ClearSlot(uint64_t id) {
+  if (!table_.empty()) {
+    Erase(Probe(id));
+    return;
+  }
+  const uint64_t p = id / kMapPageIds;
+  pages_[p]->slot[id % kMapPageIds] = kEmpty;
+  if (--page_used_[p] == 0) {
+    pages_[p].reset();
+    --pages_made_;
+  }
+}
+
+void VectorCache::UseTable() {
+  size_t size = 16;
+  while (size < (slot_id_.size() + 1) * 2) size *= 2;
+  table_.assign(size, Entry{0, kEmpty});
+  for (uint32_t slot = 0; slot < slot_id_.size(); ++slot) {
+    table_[Probe(slot_id_[slot])] = {slot_id_[slot], slot};
+  }
+  std::vector<std::unique_ptr<MapPage>>().swap(pages_);
+  std::vector<uint16_t>().swap(page_used_);
+  pages_made_ = 0;
 }
 
 size_t VectorCache::Probe(uint64_t id) const {
@@ -46,7 +106,7 @@ void VectorCache::LookupBatch(std::span<const uint64_t> ids,
                               absl::FunctionRef<void(size_t, const float*)> fn,
                               std::vector<size_t>* missing) const {
   absl::ReaderMutexLock lock(&mu_);
-  if (table_.empty()) {
+  if (slot_id_.empty()) {
     for (size_t i = 0; i < ids.size(); ++i) missing->push_back(i);
     return;
   }
@@ -56,8 +116,8 @@ void VectorCache::LookupBatch(std::span<const uint64_t> ids,
   // scored once a batch outgrew L1/L2: a tenant's exact search scores thousands.)
   thread_local std::vector<uint32_t> slots;
   slots.resize(ids.size());
-  for (uint64_t id : ids) __builtin_prefetch(&table_[Home(id)]);
-  for (size_t i = 0; i < ids.size(); ++i) slots[i] = table_[Probe(ids[i])].slot;
+  for (uint64_t id : ids) PrefetchSlotOf(id);
+  for (size_t i = 0; i < ids.size(); ++i) slots[i] = SlotOf(ids[i]);
   const size_t bytes = dim_ * sizeof(float);
   const size_t ahead = base::RowsAhead(bytes);
   auto prefetch = [&](size_t i) ABSL_NO_THREAD_SAFETY_ANALYSIS {
@@ -105,7 +165,9 @@ void VectorCache::Grow() {
 
 void VectorCache::Insert(uint64_t id, const float* v) {
   absl::MutexLock lock(&mu_);
-  if (capacity_ == 0 || table_[Probe(id)].slot != kEmpty) return;
+  if (capacity_ == 0) return;
+  if (table_.empty() && id >= array_ids_) UseTable();
+  if (SlotOf(id) != kEmpty) return;
   uint32_t slot;
   if (slot_id_.size() < capacity_) {
     slot = static_cast<uint32_t>(slot_id_.size());
@@ -120,13 +182,12 @@ void VectorCache::Insert(uint64_t id, const float* v) {
     }
     slot = static_cast<uint32_t>(hand_);
     hand_ = (hand_ + 1) % capacity_;
-    Erase(Probe(slot_id_[slot]));
+    ClearSlot(slot_id_[slot]);
     slot_id_[slot] = id;
   }
   std::memcpy(SlotVector(slot), v, dim_ * sizeof(float));
   referenced_[slot].store(0, std::memory_order_relaxed);
-  if ((slot_id_.size() + 1) * 2 > table_.size()) Grow();
-  table_[Probe(id)] = Entry{id, slot};
+  SetSlot(id, slot);
 }
 
 }  // namespace shoal::storage

@@ -98,6 +98,34 @@ TEST(VectorCacheTest, EvictsWithinTheBudgetAndKeepsReferencedVectors) {
   EXPECT_LT(held, 5000u);
 }
 
+// Dense ids (a collection's internal ids) are held in the array by id; the first id past what
+// the array may cover moves every held id to the table, each still finding its own vector, and
+// the budget holds on both sides of the move.
+TEST(VectorCacheTest, DenseIdsThenAFarOneKeepEveryVector) {
+  VectorCache cache(kDim);
+  const size_t budget = 1 << 20;
+  cache.SetBudget(budget);
+  const size_t capacity = cache.capacity();
+  std::vector<uint64_t> dense;
+  for (uint64_t id = 0; id < capacity; id += 2) dense.push_back(id);  // half the ids, half full
+  for (uint64_t id : dense) cache.Insert(id, VectorOf(id).data());
+  EXPECT_EQ(CountHits(cache, dense), dense.size());
+  EXPECT_EQ(CountHits(cache, {1, 3, capacity + 1, 16 * capacity}), 0u);
+  EXPECT_LE(cache.charged_bytes(), budget);
+  const uint64_t far = 1000 * capacity;
+  cache.Insert(far, VectorOf(far).data());
+  std::vector<uint64_t> all = dense;
+  all.push_back(far);
+  EXPECT_EQ(CountHits(cache, all), all.size());
+  EXPECT_LE(cache.charged_bytes(), budget);
+  // Evictions after the move: the budget still holds and what is held is right (CountHits).
+  for (uint64_t id = 1; id < 4 * capacity; id += 2) {
+    cache.Insert(far + id, VectorOf(far + id).data());
+    ASSERT_LE(cache.charged_bytes(), budget) << "after id " << far + id;
+  }
+  EXPECT_GT(CountHits(cache, {far + 4 * capacity - 1}), 0u);
+}
+
 // A capacity just over one chunk: the second chunk holds only what the budget leaves.
 TEST(VectorCacheTest, ChargedBytesStayWithinABudgetOfSeveralChunks) {
   constexpr size_t kWide = 256;
