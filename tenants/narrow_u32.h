@@ -109,6 +109,9 @@ class NarrowVector {
     hi_.shrink_to_fit();
   }
   bool wide() const { return !hi_.empty(); }
+  // The low halves, and the high halves (null while narrow): value i is low[i] | high[i] << 16.
+  const uint16_t* low() const { return lo_.data(); }
+  const uint16_t* high() const { return hi_.empty() ? nullptr : hi_.data(); }
   // Asks for the cache lines of value i (< size()), past the vector's own.
   void Prefetch(size_t i) const {
     __builtin_prefetch(lo_.data() + i);

@@ -286,7 +286,6 @@ TenantScope::TenantScope(const TenantTree* tree, TenantId tenant,
   sub_ = &it->second;
   vectors_ = tree->CountIn(*sub_, tree->root());
   const TenantTree::Counts& c = sub_->count;
-  leaves_.reserve(c.size());  // one allocation, not one per doubling
   // Up to 64k nodes (256 KiB): the counts by node beat a binary search per child. start_: where
   // each leaf's ids begin in the tenant's LeafMembers (the same order as its counts); entries of
   // other nodes are left as the spare had them: none is read.
@@ -297,16 +296,31 @@ TenantScope::TenantScope(const TenantTree* tree, TenantId tenant,
     start_.swap(spare_start);
     if (start_.size() < by_node_.size()) start_.resize(by_node_.size());
   }
+  // Without a branch per pair (inner nodes and leaves interleave in node order): every pair's
+  // leaf is written and kept only when it is one; start_ is set for inner nodes too (never read).
+  leaves_.resize(c.size());
+  const uint32_t* node_leaf = tree->node_leaf_.data();
+  uint32_t* leaves = leaves_.data();
+  size_t kept = 0;
   uint32_t at = 0;
-  for (size_t i = 0; i < c.size(); ++i) {
-    const uint32_t node = c.node(i), count = c.count(i);
-    if (dense) by_node_[node] = count;
-    const uint32_t leaf = tree->node_leaf_[node];
-    if (leaf == UINT32_MAX) continue;
-    leaves_.push_back(leaf);
-    if (dense) start_[node] = at;
-    at += count;
+  if (dense) {
+    uint32_t *by_node = by_node_.data(), *start = start_.data();
+    c.ForEach([&](uint32_t node, uint32_t count) {
+      by_node[node] = count;
+      start[node] = at;
+      const uint32_t leaf = node_leaf[node];
+      const uint32_t is_leaf = leaf != UINT32_MAX;
+      leaves[kept] = leaf;
+      kept += is_leaf;
+      at += count & (0u - is_leaf);
+    });
+  } else {
+    c.ForEach([&](uint32_t node, uint32_t) {
+      leaves[kept] = node_leaf[node];
+      kept += node_leaf[node] != UINT32_MAX;
+    });
   }
+  leaves_.resize(kept);
 }
 
 TenantScope::~TenantScope() {
@@ -314,8 +328,8 @@ TenantScope::~TenantScope() {
   // The by-node arrays are kept up to the 64k nodes they are made for (past base's limit: a
   // 1M-vector tree has ~17k nodes, and a query would allocate them again), by_node_ cleared.
   if (!by_node_.empty()) {
-    const TenantTree::Counts& c = sub_->count;
-    for (size_t i = 0; i < c.size(); ++i) by_node_[c.node(i)] = 0;
+    uint32_t* by_node = by_node_.data();
+    sub_->count.ForEach([by_node](uint32_t node, uint32_t) { by_node[node] = 0; });
     by_node_.swap(spare_by_node);
   }
   if (!start_.empty() && start_.capacity() <= kMaxDenseNodes) start_.swap(spare_start);

@@ -143,6 +143,17 @@ class TenantTree {
     // Replaces the pairs with `sorted` (ascending nodes, counts > 0).
     void Assign(const std::vector<std::pair<uint32_t, uint32_t>>& sorted);
     std::vector<std::pair<uint32_t, uint32_t>> ToVector() const;
+    // fn(node, count) for every pair, ascending nodes; the widths looked at once, not per pair.
+    template <typename Fn>
+    void ForEach(Fn&& fn) const {
+      const uint16_t *nl = nodes_.low(), *nh = nodes_.high();
+      const uint16_t *cl = counts_.low(), *ch = counts_.high();
+      if (nh == nullptr && ch == nullptr) {
+        for (size_t i = 0; i < size(); ++i) fn(uint32_t{nl[i]}, uint32_t{cl[i]});
+        return;
+      }
+      for (size_t i = 0; i < size(); ++i) fn(node(i), count(i));
+    }
     size_t HeapBytes() const { return nodes_.HeapBytes() + counts_.HeapBytes(); }
 
    private:
