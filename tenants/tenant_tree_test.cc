@@ -63,6 +63,20 @@ void ExpectListsByLeaf(const TenantTree& tree, TenantId t,
       ASSERT_EQ(distinct, want[l]) << "leaf " << l;
     }
   }
+  // Ids the searched index does not hold yet (a write buffer's) are left out, and a leaf's ids
+  // are appended after what the list held.
+  const TenantScope scope(&tree, t, [](uint64_t id) { return id % 3 == 0; });
+  for (uint32_t l = 0; l < tree.num_leaves(); ++l) {
+    std::vector<uint64_t> got = {~uint64_t{0}};
+    ASSERT_TRUE(scope.AppendLeafMembers(l, &got));
+    ASSERT_EQ(got.front(), ~uint64_t{0}) << "leaf " << l;
+    std::set<uint64_t> indexed;
+    for (uint64_t id : want[l]) {
+      if (id % 3 != 0) indexed.insert(id);
+    }
+    ASSERT_EQ(got.size(), indexed.size() + 1) << "leaf " << l;
+    ASSERT_EQ(std::set<uint64_t>(got.begin() + 1, got.end()), indexed) << "leaf " << l;
+  }
 }
 
 void ExpectConsistent(const TenantTree& tree, TenantId t,
