@@ -12,10 +12,9 @@ void VectorCache::SetBudget(size_t bytes) {
   absl::MutexLock lock(&mu_);
   capacity_ = bytes / SlotBytes(dim_);
   chunk_slots_ = std::clamp<size_t>(capacity_, 1, kChunkSlots);
-  // The array's pages within the slots' share of the map (the table keeps its load at most 1/2
-  // in a power-of-two size: up to 4 entries a slot, the same share); none when that is not a
-  // page (the table from the start).
-  // Every page's pointer and count are reserved now: a page costs them too.
+  // The array's pages, each with its pointer and count (reserved now), within the slots' share
+  // of the map: the table's share too (at a load of at most 1/2 in a power-of-two size, up to 4
+  // entries a slot). No page fits: the table from the start.
   const size_t pages = capacity_ * kMapBytesPerSlot /
                        (sizeof(MapPage) + sizeof(std::unique_ptr<MapPage>) + sizeof(uint16_t));
   pages_.clear();
