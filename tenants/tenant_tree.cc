@@ -302,24 +302,20 @@ TenantScope::TenantScope(const TenantTree* tree, TenantId tenant,
   const uint32_t* node_leaf = tree->node_leaf_.data();
   uint32_t* leaves = leaves_.data();
   size_t kept = 0;
+  uint32_t* by_node = by_node_.data();
+  uint32_t* start = start_.data();
   uint32_t at = 0;
-  if (dense) {
-    uint32_t *by_node = by_node_.data(), *start = start_.data();
-    c.ForEach([&](uint32_t node, uint32_t count) {
+  c.ForEach([&](uint32_t node, uint32_t count) {
+    if (dense) {  // the same way for every pair: predicted
       by_node[node] = count;
       start[node] = at;
-      const uint32_t leaf = node_leaf[node];
-      const uint32_t is_leaf = leaf != UINT32_MAX;
-      leaves[kept] = leaf;
-      kept += is_leaf;
-      at += count & (0u - is_leaf);
-    });
-  } else {
-    c.ForEach([&](uint32_t node, uint32_t) {
-      leaves[kept] = node_leaf[node];
-      kept += node_leaf[node] != UINT32_MAX;
-    });
-  }
+    }
+    const uint32_t leaf = node_leaf[node];
+    const uint32_t is_leaf = leaf != UINT32_MAX;
+    leaves[kept] = leaf;
+    kept += is_leaf;
+    at += count & (0u - is_leaf);
+  });
   leaves_.resize(kept);
 }
 
