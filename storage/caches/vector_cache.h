@@ -84,21 +84,21 @@ class VectorCache {
   }
   // The table index holding id, or the free entry where it would go (table mode).
   size_t Probe(uint64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The array's entry of `id` (array mode, its page made), else null.
+  const uint32_t* ArrayEntry(uint64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    const uint64_t p = id / kMapPageIds;
+    return p < pages_.size() && pages_[p] != nullptr ? &pages_[p]->slot[id % kMapPageIds] : nullptr;
+  }
   // The slot holding `id`, or kEmpty.
   uint32_t SlotOf(uint64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     if (!table_.empty()) return table_[Probe(id)].slot;
-    const uint64_t p = id / kMapPageIds;
-    return p < pages_.size() && pages_[p] != nullptr ? pages_[p]->slot[id % kMapPageIds] : kEmpty;
+    const uint32_t* at = ArrayEntry(id);
+    return at != nullptr ? *at : kEmpty;
   }
   // Asks for the line SlotOf(id) reads.
   void PrefetchSlotOf(uint64_t id) const ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    if (!table_.empty()) {
-      __builtin_prefetch(&table_[Home(id)]);
-      return;
-    }
-    const uint64_t p = id / kMapPageIds;
-    if (p < pages_.size() && pages_[p] != nullptr)
-      __builtin_prefetch(&pages_[p]->slot[id % kMapPageIds]);
+    const void* at = !table_.empty() ? &table_[Home(id)] : static_cast<const void*>(ArrayEntry(id));
+    if (at != nullptr) __builtin_prefetch(at);
   }
   void SetSlot(uint64_t id, uint32_t slot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void ClearSlot(uint64_t id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
