@@ -198,10 +198,12 @@ absl::Status Collection::SetAccess(std::string_view tenant, std::span<const Key>
   auto batch = store_->NewBatch(16 + 40 * keys.size());
   {
     absl::ReaderMutexLock lock(&state_.mu);
+    // A few keys' lines asked for at once: their ids' while the tenant is looked up, then the
+    // lines the checks and the tree read.
+    const bool prefetch = keys.size() <= kPrefetchKeys;
+    for (size_t i = 0; prefetch && i < keys.size(); ++i) state_.id_of.Prefetch(keys[i]);
     SHOAL_ASSIGN_OR_RETURN(std::shared_ptr<TenantEntry> t, FindTenant(tenant));
     tid = t->meta.id;
-    // A few keys' lines asked for at once.
-    const bool prefetch = keys.size() <= kPrefetchKeys;
     if (prefetch) PrefetchAccess(keys, tid);
     // The tenant's two id sets once, not a lookup of the tenant per key (Visible, OwnerOf).
     const tenants::AccessTable::IdSet* owned = state_.access.Owned(tid);

@@ -13,6 +13,8 @@ namespace {
 // an integer key and the string of its digits are different keys.
 TEST(KeyIdMapTest, AgreesWithAMapOfKeys) {
   KeyIdMap map;
+  map.Prefetch(Key{uint64_t{1}});  // an empty map has no shard to ask for
+  map.Prefetch(Key{std::string("1")});
   absl::flat_hash_map<Key, uint64_t> oracle;
   uint64_t x = 12345;
   auto key_of = [](uint64_t r) -> Key {
@@ -38,6 +40,7 @@ TEST(KeyIdMapTest, AgreesWithAMapOfKeys) {
   EXPECT_EQ(map.size(), oracle.size());
   for (uint64_t r = 0; r < 6000; ++r) {
     const Key k = key_of(r);
+    map.Prefetch(k);
     const uint64_t* id = map.Find(k);
     const auto it = oracle.find(k);
     ASSERT_EQ(id != nullptr, it != oracle.end()) << r;
