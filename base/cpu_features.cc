@@ -17,6 +17,7 @@ bool HasF16c() {
 CpuFeatures Detect() {
   __builtin_cpu_init();
   CpuFeatures f;
+  f.popcnt = __builtin_cpu_supports("popcnt");
   f.avx2 = __builtin_cpu_supports("avx2");
   f.fma = __builtin_cpu_supports("fma");
   f.f16c = HasF16c();
@@ -30,7 +31,7 @@ CpuFeatures Detect() {
   if (level == "scalar" || level == "avx2") {
     f.avx512f = f.avx512bw = f.avx512vl = f.avx512vnni = f.avx512vpopcntdq = false;
   }
-  if (level == "scalar") f.avx2 = f.fma = f.f16c = false;
+  if (level == "scalar") f.popcnt = f.avx2 = f.fma = f.f16c = false;
   return f;
 }
 

@@ -8,6 +8,8 @@
 namespace shoal::base {
 
 struct CpuFeatures {
+  // popcnt: x86-64's baseline lacks it, so std::popcount outside a kernel calls libgcc.
+  bool popcnt = false;
   bool avx2 = false;
   bool fma = false;
   bool f16c = false;  // vcvtph2ps / vcvtps2ph (half <-> float)

@@ -18,6 +18,8 @@
 #include <span>
 #include <vector>
 
+#include "base/bit_count.h"
+
 namespace shoal::index {
 
 class IdFilter {
@@ -58,11 +60,7 @@ class IdBitmap final : public IdFilter {
     if (w < words_.size()) words_[w] &= ~(uint64_t{1} << (id & 63));
   }
 
-  size_t Count() const {
-    size_t n = 0;
-    for (uint64_t w : words_) n += static_cast<size_t>(std::popcount(w));
-    return n;
-  }
+  size_t Count() const { return base::CountSetBits(words_); }
 
   // this &= other / this |= other / this &= ~other.
   void And(const IdBitmap& other) {
