@@ -60,7 +60,7 @@ void AttributeIndex::Put(uint64_t id, const std::map<std::string, AttributeValue
     auto [it, fresh] = tag_of_.try_emplace(tag, static_cast<uint32_t>(tag_ids_.size()));
     if (fresh) tag_ids_.emplace_back();
     // A record may repeat a tag; the set keeps one and Remove erases it once.
-    if (tag_ids_[it->second].Insert(id)) entry.tags.push_back(it->second);
+    if (tag_ids_[it->second].insert(id)) entry.tags.push_back(it->second);
   }
   entries_.Insert(id, std::move(entry));
 }
@@ -78,7 +78,7 @@ void AttributeIndex::Remove(uint64_t id) {
     column.bools.Erase(id);
     column.strings.Erase(id);
   }
-  for (uint32_t t : entry->tags) tag_ids_[t].Erase(id);
+  for (uint32_t t : entry->tags) tag_ids_[t].erase(id);
   entries_.Erase(id);
 }
 
@@ -219,7 +219,7 @@ index::IdBitmap AttributeIndex::Evaluate(const Filter& filter) const {
 bool AttributeIndex::MatchesLeaf(const Filter& leaf, uint64_t id) const {
   if (leaf.op == Filter::Op::kHasTag) {
     auto it = tag_of_.find(leaf.name);
-    return it != tag_of_.end() && tag_ids_[it->second].Contains(id);
+    return it != tag_of_.end() && tag_ids_[it->second].contains(id);
   }
   auto it = column_of_.find(leaf.name);
   if (it == column_of_.end()) return false;

@@ -29,6 +29,7 @@
 #include "index/id_filter.h"
 #include "shoal/filter.h"
 #include "shoal/types.h"
+#include "tenants/compact_id_set.h"
 
 namespace shoal::db {
 
@@ -48,6 +49,12 @@ class AttributeIndex {
   // one, e.g. DB::Scroll).
   bool Matches(const Filter& filter, uint64_t id) const;
   bool Live(uint64_t id) const { return live_.Test(id); }
+  // The live ids tagged `tag` (a HasTag leaf's answer, without a bitmap over every id); null when
+  // no live record has it.
+  const tenants::CompactIdSet* TaggedIds(const std::string& tag) const {
+    const auto it = tag_of_.find(tag);
+    return it == tag_of_.end() || tag_ids_[it->second].empty() ? nullptr : &tag_ids_[it->second];
+  }
   // Why `filter` cannot match what its author likely meant: a leaf on an attribute or tag no
   // live record has, or a comparison with a type the attribute never holds (a string against
   // numbers). A schemaless collection answers such a leaf with no ids (and NOT of it with
@@ -85,7 +92,9 @@ class AttributeIndex {
   absl::flat_hash_map<std::string, uint32_t> column_of_;
   std::vector<Column> columns_;
   absl::flat_hash_map<std::string, uint32_t> tag_of_;
-  std::vector<base::ShardedHashSet<uint64_t>> tag_ids_;
+  // Per tag its ids, sorted in blocks (tenants/compact_id_set.h: ~2 bytes an id, no table to
+  // rehash; a HasTag filter lists them in order and checks an id with a binary search).
+  std::vector<tenants::CompactIdSet> tag_ids_;
   base::ShardedHashMap<uint64_t, Entry> entries_;
   index::IdBitmap live_;
   size_t live_count_ = 0;

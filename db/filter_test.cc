@@ -29,6 +29,7 @@ struct Row {
   std::string lang;
   bool even = false;
   bool tenth = false;
+  bool rare = false;
 };
 
 struct Case {
@@ -43,6 +44,11 @@ std::vector<Case> Cases() {
       {"50%_range", Range("bucket", 0, 499), [](const Row& r) { return r.bucket <= 499; }},
       {"5%_range", Range("bucket", 100, 149.5),
        [](const Row& r) { return r.bucket >= 100 && r.bucket <= 149; }},
+      // A tag alone is answered from the tag's own ids (search_planner.cc, TagFilter): 5% and
+      // 0.1% take the exact path, 50% the index's scan.
+      {"5%_tag", HasTag("tenth"), [](const Row& r) { return r.tenth; }},
+      {"0.1%_tag", HasTag("rare"), [](const Row& r) { return r.rare; }},
+      {"unknown_tag", HasTag("nope"), [](const Row&) { return false; }},
       {"5%_and_not", And({HasTag("tenth"), Not(Range("price", 0, 24.5))}),
        [](const Row& r) { return r.tenth && r.price > 24.5; }},
       {"5%_or", Or({Eq("bucket", int64_t{1}), Range("price", 10, 12), Eq("lang", "fr")}),
@@ -68,6 +74,8 @@ Record MakeRecord(size_t i, const Matrix& m, Row* row) {
   r.attributes = {{"bucket", row->bucket}, {"price", row->price}, {"lang", row->lang}};
   if (row->even) r.tags.push_back("even");
   if (row->tenth) r.tags.push_back("tenth");
+  row->rare = i % 1000 == 7;
+  if (row->rare) r.tags.push_back("rare");
   return r;
 }
 
@@ -216,6 +224,7 @@ TEST_F(FilterTest, WritesAfterBuildAreFilteredByTheirNewAttributes) {
     rows_[i].bucket = 7;
     rows_[i].even = !rows_[i].even;
     rows_[i].tenth = false;
+    rows_[i].rare = false;
     r.attributes["bucket"] = int64_t{7};
     r.tags = rows_[i].even ? std::vector<std::string>{"even"} : std::vector<std::string>{};
     batch.push_back(r);
