@@ -49,6 +49,16 @@ std::vector<Case> Cases() {
       {"5%_tag", HasTag("tenth"), [](const Row& r) { return r.tenth; }},
       {"0.1%_tag", HasTag("rare"), [](const Row& r) { return r.rare; }},
       {"unknown_tag", HasTag("nope"), [](const Row&) { return false; }},
+      // An And with a tag of few ids is listed from that tag, each id checked against the whole
+      // filter; with two tags, from the one of fewer ids (every rare row is odd: none pass).
+      {"0.1%_tag_and_eq", And({Eq("lang", "en"), HasTag("rare")}),
+       [](const Row& r) { return r.rare && r.lang == "en"; }},
+      {"0.1%_tag_and_range", And({HasTag("rare"), Range("price", 0, 49.5)}),
+       [](const Row& r) { return r.rare && r.price <= 49.5; }},
+      {"two_tags", And({HasTag("even"), HasTag("rare")}),
+       [](const Row& r) { return r.even && r.rare; }},
+      {"unknown_tag_and", And({HasTag("nope"), Range("price", 0, 100)}),
+       [](const Row&) { return false; }},
       {"5%_and_not", And({HasTag("tenth"), Not(Range("price", 0, 24.5))}),
        [](const Row& r) { return r.tenth && r.price > 24.5; }},
       {"5%_or", Or({Eq("bucket", int64_t{1}), Range("price", 10, 12), Eq("lang", "fr")}),

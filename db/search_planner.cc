@@ -116,33 +116,84 @@ class TenantFilter final : public index::IdFilter {
   mutable std::vector<uint64_t> built_;
 };
 
-// A filter of one tag (HasTag alone, the commonest: a partition or tenant key), answered from
-// the tag's own sorted ids: their number, the ids listed in order (the exact path), an id
-// checked by a binary search (a scan; a posting's ids at once, their misses overlapped).
-// Evaluate's bitmap over every id cost a pass over the tag's ids and, at 1M ids, 16k words to
-// clear, count and walk per search: about half of a small tag's filtered search; and a scan
-// checks far fewer ids than a large tag holds (docs/PERFORMANCE.md).
+// A filter bounded by one tag's ids, answered from them: a HasTag alone (the commonest filter: a
+// partition or tenant key), or an And of which one operand is a tag with few ids (a tag and a
+// range, say). Its ids are the tag's sorted ids (a CompactIdSet), each also checked against the
+// whole filter (AttributeIndex::Matches) when the filter is more than the tag; a candidate of a
+// scan is checked the same way, a posting's ids against the tag at once. Evaluate's bitmap over
+// every id cost a pass over each leaf's ids (an Eq or Range leaf: every record holding the
+// attribute) and, at 1M ids, 16k words to clear, count and walk per search: about half of a
+// small tag's filtered search (docs/PERFORMANCE.md).
 class TagFilter final : public index::IdFilter {
  public:
-  explicit TagFilter(const tenants::CompactIdSet* ids) : ids_(ids) {}
-  bool Allows(uint64_t id) const override { return ids_ != nullptr && ids_->contains(id); }
+  // An And's tag drives it while it holds at most this fraction of the live ids: the listing
+  // checks each of its ids against the whole filter, where Evaluate passes over every id.
+  static constexpr size_t kDrivingShare = 64;
+
+  // The filter's driving tag: `filter` itself when it is a HasTag, else the And operand tag with
+  // the fewest ids when that is few enough; false when there is none. *ids: the tag's ids (null:
+  // no live record has it).
+  static bool DrivingTag(const AttributeIndex& attrs, const Filter& filter,
+                         const tenants::CompactIdSet** ids) {
+    if (filter.op == Filter::Op::kHasTag) {
+      *ids = attrs.TaggedIds(filter.name);
+      return true;
+    }
+    if (filter.op != Filter::Op::kAnd) return false;
+    bool found = false;
+    for (const Filter& f : filter.operands) {
+      if (f.op != Filter::Op::kHasTag) continue;
+      const tenants::CompactIdSet* tagged = attrs.TaggedIds(f.name);
+      if (!found || tagged == nullptr || (*ids != nullptr && tagged->size() < (*ids)->size())) {
+        *ids = tagged;
+      }
+      found = true;
+    }
+    return found && (*ids == nullptr || (*ids)->size() <= attrs.size() / kDrivingShare);
+  }
+
+  TagFilter(const AttributeIndex* attrs, const Filter* filter, const tenants::CompactIdSet* ids)
+      : attrs_(attrs), filter_(filter), ids_(ids), alone_(filter->op == Filter::Op::kHasTag) {}
+  bool Allows(uint64_t id) const override {
+    return ids_ != nullptr && ids_->contains(id) && (alone_ || attrs_->Matches(*filter_, id));
+  }
   void AppendAllowed(std::span<const uint64_t> ids, std::vector<uint64_t>* out) const override {
     if (ids_ == nullptr) return;
     thread_local std::vector<uint8_t> found;
     found.assign(ids.size(), 0);
     ids_->ContainsEach(ids, found.data());
     for (size_t i = 0; i < ids.size(); ++i) {
-      if (found[i]) out->push_back(ids[i]);
+      if (found[i] && (alone_ || attrs_->Matches(*filter_, ids[i]))) out->push_back(ids[i]);
     }
   }
-  size_t Count() const { return ids_ != nullptr ? ids_->size() : 0; }
-  // The tagged ids, ascending.
+  size_t Count() const { return alone_ ? (ids_ != nullptr ? ids_->size() : 0) : Passing().size(); }
+  // The ids that pass, ascending.
   void List(std::vector<uint64_t>* out) const {
-    if (ids_ != nullptr) ids_->ForEach([out](uint64_t id) { out->push_back(id); });
+    if (!alone_) {
+      out->insert(out->end(), Passing().begin(), Passing().end());
+    } else if (ids_ != nullptr) {
+      ids_->ForEach([out](uint64_t id) { out->push_back(id); });
+    }
   }
 
  private:
+  // Not alone: the tag's ids that pass the whole filter, listed on first use.
+  const std::vector<uint64_t>& Passing() const {
+    absl::call_once(listed_, [this] {
+      if (ids_ == nullptr) return;
+      ids_->ForEach([this](uint64_t id) {
+        if (attrs_->Matches(*filter_, id)) passing_.push_back(id);
+      });
+    });
+    return passing_;
+  }
+
+  const AttributeIndex* attrs_;
+  const Filter* filter_;
   const tenants::CompactIdSet* ids_;
+  const bool alone_;
+  mutable absl::once_flag listed_;
+  mutable std::vector<uint64_t> passing_;
 };
 
 }  // namespace
@@ -153,8 +204,9 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::Search(
   if (params.filter == nullptr && tenant == tenants::kNoTenant) {
     return SearchIndexes(state, q, n, params, threads, nullptr);
   }
-  if (tenant == tenants::kNoTenant && params.filter->op == Filter::Op::kHasTag) {
-    const TagFilter allow(state.attrs.TaggedIds(params.filter->name));
+  const tenants::CompactIdSet* tagged = nullptr;
+  if (tenant == tenants::kNoTenant && TagFilter::DrivingTag(state.attrs, *params.filter, &tagged)) {
+    const TagFilter allow(&state.attrs, params.filter, tagged);
     return SearchFiltered(state, q, n, params, threads, allow, allow.Count(),
                           [&](std::vector<uint64_t>* out) { allow.List(out); });
   }
