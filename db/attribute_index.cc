@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
@@ -23,11 +24,34 @@ int Compare(int64_t v, double d) {
   return frac > 0 ? -1 : (frac < 0 ? 1 : 0);
 }
 
-template <typename Map, typename Pred>
-void SetMatching(const Map& column, const Pred& pred, index::IdBitmap* out) {
-  column.ForEach([&](const auto& e) {
-    if (pred(e.second)) out->Set(e.first);
-  });
+// Sets the ids of the ints v in [lo, hi] (Compare: exact) from the column's ordered ints.
+void SetIntsIn(const absl::btree_set<std::pair<int64_t, uint64_t>>& by_value, double lo, double hi,
+               index::IdBitmap* out) {
+  constexpr double kTwo63 = 9223372036854775808.0;
+  if (lo >= kTwo63 || hi < -kTwo63 || lo > hi) return;
+  // The first int at or above lo; ceil(lo) below 2^63 converts exactly (a double of 2^53 or more
+  // is whole).
+  const double first = std::ceil(lo);
+  const int64_t start = lo <= -kTwo63 ? std::numeric_limits<int64_t>::min()
+                                      : (first >= kTwo63 ? std::numeric_limits<int64_t>::max()
+                                                         : static_cast<int64_t>(first));
+  for (auto it = by_value.lower_bound({start, 0}); it != by_value.end(); ++it) {
+    if (Compare(it->first, hi) > 0) break;
+    if (Compare(it->first, lo) >= 0) out->Set(it->second);
+  }
+}
+
+// Sets the ids of the doubles v in [lo, hi] that `keep` accepts, from the column's ordered doubles.
+template <typename Keep>
+void SetDoublesIn(const absl::btree_set<std::pair<double, uint64_t>>& by_value, double lo,
+                  double hi, const Keep& keep, index::IdBitmap* out) {
+  for (auto it = by_value.lower_bound({lo, 0}); it != by_value.end() && it->first <= hi; ++it) {
+    if (lo <= it->first && keep(it->first)) out->Set(it->second);
+  }
+}
+
+void SetAll(const tenants::CompactIdSet& ids, index::IdBitmap* out) {
+  ids.ForEach([out](uint64_t id) { out->Set(id); });
 }
 
 }  // namespace
@@ -48,10 +72,22 @@ void AttributeIndex::Put(uint64_t id, const std::map<std::string, AttributeValue
     std::visit(
         [&](const auto& v) {
           using T = std::decay_t<decltype(v)>;
-          if constexpr (std::is_same_v<T, int64_t>) column.ints.Set(id, v);
-          if constexpr (std::is_same_v<T, double>) column.doubles.Set(id, v);
-          if constexpr (std::is_same_v<T, bool>) column.bools.Set(id, v);
-          if constexpr (std::is_same_v<T, std::string>) column.strings.Set(id, v);
+          if constexpr (std::is_same_v<T, int64_t>) {
+            column.ints.Set(id, v);
+            column.ints_by_value.insert({v, id});
+          }
+          if constexpr (std::is_same_v<T, double>) {
+            column.doubles.Set(id, v);
+            column.doubles_by_value.insert({v, id});
+          }
+          if constexpr (std::is_same_v<T, bool>) {
+            column.bools.Set(id, v);
+            (v ? column.ids_true : column.ids_false).insert(id);
+          }
+          if constexpr (std::is_same_v<T, std::string>) {
+            column.strings.Set(id, v);
+            column.ids_of_string[v].insert(id);
+          }
         },
         value);
   }
@@ -73,6 +109,16 @@ void AttributeIndex::Remove(uint64_t id) {
   if (entry == nullptr) return;
   for (uint32_t c : entry->columns) {
     Column& column = columns_[c];
+    if (const int64_t* v = column.ints.Find(id)) column.ints_by_value.erase({*v, id});
+    if (const double* v = column.doubles.Find(id)) column.doubles_by_value.erase({*v, id});
+    if (const bool* v = column.bools.Find(id)) (*v ? column.ids_true : column.ids_false).erase(id);
+    if (const std::string* v = column.strings.Find(id)) {
+      const auto group = column.ids_of_string.find(*v);
+      if (group != column.ids_of_string.end()) {
+        group->second.erase(id);
+        if (group->second.empty()) column.ids_of_string.erase(group);
+      }
+    }
     column.ints.Erase(id);
     column.doubles.Erase(id);
     column.bools.Erase(id);
@@ -87,25 +133,29 @@ index::IdBitmap AttributeIndex::EvaluateEq(const Filter& leaf) const {
   auto it = column_of_.find(leaf.name);
   if (it == column_of_.end()) return out;
   const Column& column = columns_[it->second];
+  constexpr double kInf = std::numeric_limits<double>::infinity();
   std::visit(
       [&](const auto& want) {
         using T = std::decay_t<decltype(want)>;
         if constexpr (std::is_same_v<T, int64_t>) {
-          SetMatching(
-              column.ints, [&](int64_t v) { return v == want; }, &out);
-          SetMatching(
-              column.doubles, [&](double v) { return Compare(want, v) == 0; }, &out);
+          for (auto i = column.ints_by_value.lower_bound({want, 0});
+               i != column.ints_by_value.end() && i->first == want; ++i) {
+            out.Set(i->second);
+          }
+          // The doubles equal to `want` exactly lie next to its nearest double.
+          const double near = static_cast<double>(want);
+          SetDoublesIn(
+              column.doubles_by_value, std::nextafter(near, -kInf), std::nextafter(near, kInf),
+              [&](double v) { return Compare(want, v) == 0; }, &out);
         } else if constexpr (std::is_same_v<T, double>) {
-          SetMatching(
-              column.ints, [&](int64_t v) { return Compare(v, want) == 0; }, &out);
-          SetMatching(
-              column.doubles, [&](double v) { return v == want; }, &out);
+          SetIntsIn(column.ints_by_value, want, want, &out);
+          SetDoublesIn(
+              column.doubles_by_value, want, want, [](double) { return true; }, &out);
         } else if constexpr (std::is_same_v<T, bool>) {
-          SetMatching(
-              column.bools, [&](bool v) { return v == want; }, &out);
+          SetAll(want ? column.ids_true : column.ids_false, &out);
         } else {
-          SetMatching(
-              column.strings, [&](const std::string& v) { return v == want; }, &out);
+          const auto group = column.ids_of_string.find(want);
+          if (group != column.ids_of_string.end()) SetAll(group->second, &out);
         }
       },
       leaf.value);
@@ -117,11 +167,9 @@ index::IdBitmap AttributeIndex::EvaluateRange(const Filter& leaf) const {
   auto it = column_of_.find(leaf.name);
   if (it == column_of_.end()) return out;
   const Column& column = columns_[it->second];
-  const double lo = leaf.lo, hi = leaf.hi;
-  SetMatching(
-      column.ints, [&](int64_t v) { return Compare(v, lo) >= 0 && Compare(v, hi) <= 0; }, &out);
-  SetMatching(
-      column.doubles, [&](double v) { return lo <= v && v <= hi; }, &out);
+  SetIntsIn(column.ints_by_value, leaf.lo, leaf.hi, &out);
+  SetDoublesIn(
+      column.doubles_by_value, leaf.lo, leaf.hi, [](double) { return true; }, &out);
   return out;
 }
 
@@ -280,6 +328,13 @@ size_t AttributeIndex::MemoryBytes() const {
     bytes += c.ints.MemoryBytes() + c.doubles.MemoryBytes() + c.bools.MemoryBytes() +
              c.strings.MemoryBytes();
     c.strings.ForEach([&](const auto& e) { bytes += e.second.capacity(); });
+    // B-tree nodes: the entries and about a quarter more (nodes part full, their headers).
+    bytes += (c.ints_by_value.size() * sizeof(std::pair<int64_t, uint64_t>) +
+              c.doubles_by_value.size() * sizeof(std::pair<double, uint64_t>)) *
+             5 / 4;
+    bytes += c.ids_of_string.capacity() * (sizeof(decltype(c.ids_of_string)::value_type) + 1) +
+             c.ids_true.MemoryBytes() + c.ids_false.MemoryBytes();
+    for (const auto& [value, ids] : c.ids_of_string) bytes += value.capacity() + ids.MemoryBytes();
   }
   for (const auto& ids : tag_ids_) bytes += ids.MemoryBytes();
   return bytes;

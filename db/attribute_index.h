@@ -8,7 +8,9 @@
 //   index::IdBitmap allowed = attrs.Evaluate(filter);      // per search request
 //
 // Layout: per attribute name one column of four typed id -> value maps (int64, double, bool,
-// string), so a leaf scans only the records that carry that attribute; per tag a set of ids.
+// string), for Matches and Remove, and the same values by value (numbers ordered, strings and
+// booleans grouped), so that an Eq or Range leaf reads the ids of its slice of values only; per
+// tag a sorted set of ids.
 // Every live id (with or without attributes) is in `live`, the universe Not() complements.
 // Evaluate expects a filter that passed ValidateFilter (db/validation.h); an attribute name or
 // tag that no record has matches nothing.
@@ -21,8 +23,10 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 #include "absl/container/flat_hash_set.h"
 #include "base/sharded_hash.h"
@@ -74,6 +78,13 @@ class AttributeIndex {
     base::ShardedHashMap<uint64_t, double> doubles;
     base::ShardedHashMap<uint64_t, bool> bools;
     base::ShardedHashMap<uint64_t, std::string> strings;
+    // The same values by value, so that an Eq or Range leaf reads the ids of its slice of values,
+    // not every record that holds the attribute (at 1M records that pass took ~8-9 ms a search):
+    // numbers ordered, strings and booleans grouped.
+    absl::btree_set<std::pair<int64_t, uint64_t>> ints_by_value;
+    absl::btree_set<std::pair<double, uint64_t>> doubles_by_value;
+    absl::flat_hash_map<std::string, tenants::CompactIdSet> ids_of_string;
+    tenants::CompactIdSet ids_true, ids_false;
   };
   // What `id` appears in, so Remove finds it without the record (only ids with attributes or
   // tags have one).

@@ -136,16 +136,35 @@ TEST_F(AttributeIndexTest, RepeatedTagIsOneMembership) {
 // Matches (one id at a time, for Scroll) answers exactly as Evaluate on random records and
 // random filters, int64/double cross-compares and large ints included.
 Filter RandomFilter(std::mt19937& rng, int depth) {
-  const std::vector<AttributeValue> values = {
-      int64_t{1}, int64_t{2}, 2.0, 2.5, true, false, std::string("x"), int64_t{1} << 60};
+  const std::vector<AttributeValue> values = {int64_t{1},
+                                              int64_t{2},
+                                              2.0,
+                                              2.5,
+                                              true,
+                                              false,
+                                              std::string("x"),
+                                              int64_t{1} << 60,
+                                              -0.0,
+                                              (int64_t{1} << 53) + 1,
+                                              9007199254740992.0};
   const int op = std::uniform_int_distribution<int>(0, depth > 2 ? 2 : 5)(rng);
   const std::string name = rng() % 2 ? "a" : "b";
   switch (op) {
     case 0:
       return shoal::Eq(name, values[rng() % values.size()]);
-    case 1:
-      return shoal::Range(name, static_cast<double>(rng() % 4) - 0.5,
-                          static_cast<double>(rng() % 4));
+    case 1: {
+      if (rng() % 2) {
+        return shoal::Range(name, static_cast<double>(rng() % 4) - 0.5,
+                            static_cast<double>(rng() % 4));
+      }
+      // Bounds at the edges of exactness: 2^53 and its neighbours, signed zeros, infinities.
+      const double inf = std::numeric_limits<double>::infinity(), two53 = 9007199254740992.0;
+      const std::vector<double> bounds = {
+          -inf, -3, -0.0, 0.0, two53, std::nextafter(two53, inf), 1152921504606846976.0, inf};
+      double lo = bounds[rng() % bounds.size()], hi = bounds[rng() % bounds.size()];
+      if (lo > hi) std::swap(lo, hi);
+      return shoal::Range(name, lo, hi);
+    }
     case 2:
       return shoal::HasTag(rng() % 2 ? "t" : "u");
     case 3:
@@ -163,23 +182,52 @@ Filter RandomFilter(std::mt19937& rng, int depth) {
 TEST(AttributeIndexMatchesTest, AgreesWithEvaluateOnRandomFilters) {
   const uint32_t seed = base::TestSeed();
   std::mt19937 rng(seed);
-  const std::vector<AttributeValue> values = {
-      int64_t{1}, int64_t{2}, 2.0, 2.5, 0.75, true, std::string("x"), int64_t{1} << 60};
+  const std::vector<AttributeValue> values = {int64_t{1},
+                                              int64_t{2},
+                                              2.0,
+                                              2.5,
+                                              0.75,
+                                              true,
+                                              false,
+                                              std::string("x"),
+                                              std::string("y"),
+                                              int64_t{1} << 60,
+                                              int64_t{-3},
+                                              -0.0,
+                                              0.0,
+                                              (int64_t{1} << 53) + 1,
+                                              9007199254740992.0};
   AttributeIndex attrs;
-  for (uint64_t id = 0; id < 200; ++id) {
+  auto put = [&](uint64_t id) {
     std::map<std::string, AttributeValue> a;
     if (rng() % 3) a["a"] = values[rng() % values.size()];
     if (rng() % 3) a["b"] = values[rng() % values.size()];
     std::vector<std::string> tags;
     if (rng() % 2) tags.push_back("t");
-    if (id % 7 != 3) attrs.Put(id, a, tags);  // some ids are never live
+    attrs.Put(id, a, tags);
+  };
+  for (uint64_t id = 0; id < 200; ++id) {
+    if (id % 7 != 3) put(id);  // some ids are never live
   }
-  for (int i = 0; i < 300; ++i) {
-    const Filter f = RandomFilter(rng, 0);
-    const index::IdBitmap passing = attrs.Evaluate(f);
-    for (uint64_t id = 0; id < 200; ++id) {
-      ASSERT_EQ(attrs.Matches(f, id), passing.Test(id))
-          << "seed " << seed << " filter " << i << " id " << id;
+  // Evaluate reads the values by value (ordered numbers, grouped strings and booleans), Matches
+  // the record's own: checked after the first puts, then after replacements and removals.
+  for (int round = 0; round < 2; ++round) {
+    for (int i = 0; i < 300; ++i) {
+      const Filter f = RandomFilter(rng, 0);
+      const index::IdBitmap passing = attrs.Evaluate(f);
+      for (uint64_t id = 0; id < 200; ++id) {
+        ASSERT_EQ(attrs.Matches(f, id), passing.Test(id))
+            << "seed " << seed << " round " << round << " filter " << i << " id " << id;
+      }
+    }
+    for (int change = 0; change < 300; ++change) {
+      const uint64_t id = rng() % 200;
+      if (id % 7 == 3) continue;
+      if (rng() % 3 == 0) {
+        attrs.Remove(id);
+      } else {
+        put(id);
+      }
     }
   }
 }
