@@ -287,16 +287,9 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchF
   if (state.spann == nullptr) return SearchIndexes(state, q, n, params, threads, &allow);
   // A tenant is searched exactly when that touches fewer bytes than its scoped search is
   // expected to (SpannIndex::ExactIsCheaper: always for one without node counts, at most the
-  // shortlist cap), a filter while at most max(kExactFilterIds, 64 k) ids pass.
+  // shortlist cap); a filter below (after its widening).
   const index::SpannKnobs knobs{.max_postings = params.max_postings,
                                 .target_recall = params.target_recall};
-  const bool exactly = scope != nullptr ? state.spann->ExactIsCheaper(passing, k, *scope, knobs)
-                                        : passing <= std::max(kExactFilterIds, 64 * k);
-  std::vector<uint64_t> allowed;  // listed for the exact path only
-  if (exactly) {
-    list_allowed(&allowed);
-    return SearchAllowedExactly(state, q, n, k, threads, allowed, allow, params.stats);
-  }
   // The build calibrated target recall on unfiltered searches. A filter that passes a fraction s
   // of the vectors leaves about s of each posting's entries, so a search at the default scan
   // depth widens it by 1/s (at most 4x). (A tenant's scope already keeps the navigator to
@@ -308,6 +301,20 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchF
         0.25, 1.0);
     const uint32_t m = state.spann->ResolveMaxPostings({.target_recall = params.target_recall});
     widened.max_postings = static_cast<uint32_t>(std::ceil(m / s));
+  }
+  // A filter goes exact while few ids pass, or while their full vectors weigh less than the codes
+  // its widened scan reads.
+  const bool exactly =
+      scope != nullptr
+          ? state.spann->ExactIsCheaper(passing, k, *scope, knobs)
+          : passing <= std::max(kExactFilterIds, 64 * k) ||
+                state.spann->FilterExactIsCheaper(
+                    passing, widened.max_postings != 0 ? widened.max_postings
+                                                       : state.spann->ResolveMaxPostings(knobs));
+  std::vector<uint64_t> allowed;  // listed for the exact path only
+  if (exactly) {
+    list_allowed(&allowed);
+    return SearchAllowedExactly(state, q, n, k, threads, allowed, allow, params.stats);
   }
   SHOAL_ASSIGN_OR_RETURN(auto found, SearchIndexes(state, q, n, widened, threads, &allow, scope));
   // Queries whose nearest postings held fewer than k passing ids: answer them exactly.

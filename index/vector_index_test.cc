@@ -401,6 +401,23 @@ class MembersFirstTest : public SpannThroughTheInterfaceTest {
   }
 };
 
+// A filter's exact path by bytes (SearchPlanner, past its count threshold): only while the
+// vector cache can hold every vector and the codes are resident (this quantized index's; a
+// full-vector index has none: never); then for the ids whose full vectors weigh less than the
+// codes of the postings its scan would read, more of them the more postings.
+TEST_F(MembersFirstTest, FilterExactIsCheaperByBytesWhileEveryVectorIsCacheable) {
+  spann_->SetCacheBudget(0);
+  EXPECT_FALSE(spann_->FilterExactIsCheaper(1, 1000));
+  spann_->SetCacheBudget(size_t{64} << 20);
+  EXPECT_TRUE(spann_->FilterExactIsCheaper(0, 1));
+  size_t few = 0, many = 0;
+  while (few < 100000 && spann_->FilterExactIsCheaper(few + 1, 4)) ++few;
+  while (many < 100000 && spann_->FilterExactIsCheaper(many + 1, 40)) ++many;
+  EXPECT_GT(few, 0u);
+  EXPECT_GT(many, few);
+  EXPECT_LT(many, 100000u);
+}
+
 TEST_F(MembersFirstTest, SkipAndFilterKeepIdsOutOfTheMembers) {
   spann_->SetCacheBudget(size_t{64} << 20);
   base::PagedIdSet skip;

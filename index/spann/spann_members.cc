@@ -67,6 +67,13 @@ bool SpannIndex::ExactIsCheaper(size_t ids, size_t k, const PostingScope& scope,
   return ids * full <= scoped_weight * (postings * posting_bytes + descent + rerank);
 }
 
+bool SpannIndex::FilterExactIsCheaper(size_t ids, size_t postings) const {
+  const std::shared_ptr<const PostingDirectory> dir = directory();
+  if (dir->codes_bytes == 0 || dir->size() == 0 || !CachesEveryVector()) return false;
+  const double posting_bytes = static_cast<double>(dir->codes_bytes) / dir->size();
+  return static_cast<double>(ids) * FullBytes() <= static_cast<double>(postings) * posting_bytes;
+}
+
 void SpannIndex::PrefetchScan(const PostingDirectory& dir, uint32_t p, const PostingScope* listed,
                               size_t prepared_dim) const {
   // A posting taken from the lists is not read at all (asking for its ids and codes anyway, ~80
