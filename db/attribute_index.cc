@@ -296,6 +296,33 @@ bool AttributeIndex::MatchesLeaf(const Filter& leaf, uint64_t id) const {
       leaf.value);
 }
 
+bool AttributeIndex::LeafIds(const Filter& leaf, const tenants::CompactIdSet** ids) const {
+  *ids = nullptr;
+  const tenants::CompactIdSet* set = nullptr;
+  if (leaf.op == Filter::Op::kHasTag) {
+    const auto it = tag_of_.find(leaf.name);
+    if (it != tag_of_.end()) set = &tag_ids_[it->second];
+  } else if (leaf.op == Filter::Op::kEq) {
+    const auto* text = std::get_if<std::string>(&leaf.value);
+    const auto* flag = std::get_if<bool>(&leaf.value);
+    if (text == nullptr && flag == nullptr) return false;
+    const auto it = column_of_.find(leaf.name);
+    if (it != column_of_.end()) {
+      const Column& column = columns_[it->second];
+      if (flag != nullptr) {
+        set = *flag ? &column.ids_true : &column.ids_false;
+      } else if (const auto group = column.ids_of_string.find(*text);
+                 group != column.ids_of_string.end()) {
+        set = &group->second;
+      }
+    }
+  } else {
+    return false;
+  }
+  if (set != nullptr && !set->empty()) *ids = set;
+  return true;
+}
+
 bool AttributeIndex::Matches(const Filter& filter, uint64_t id) const {
   switch (filter.op) {
     case Filter::Op::kEq:

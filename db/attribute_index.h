@@ -53,12 +53,10 @@ class AttributeIndex {
   // one, e.g. DB::Scroll).
   bool Matches(const Filter& filter, uint64_t id) const;
   bool Live(uint64_t id) const { return live_.Test(id); }
-  // The live ids tagged `tag` (a HasTag leaf's answer, without a bitmap over every id); null when
-  // no live record has it.
-  const tenants::CompactIdSet* TaggedIds(const std::string& tag) const {
-    const auto it = tag_of_.find(tag);
-    return it == tag_of_.end() || tag_ids_[it->second].empty() ? nullptr : &tag_ids_[it->second];
-  }
+  // Whether `leaf` matches one set of live ids kept as such: a HasTag leaf (its tag's) or an Eq
+  // leaf of a string or a boolean (its value's); then *ids is that set, null when no live record
+  // matches. False for other leaves (an Eq of a number, a Range, a combinator).
+  bool LeafIds(const Filter& leaf, const tenants::CompactIdSet** ids) const;
   // Why `filter` cannot match what its author likely meant: a leaf on an attribute or tag no
   // live record has, or a comparison with a type the attribute never holds (a string against
   // numbers). A schemaless collection answers such a leaf with no ids (and NOT of it with

@@ -219,6 +219,13 @@ TEST(AttributeIndexMatchesTest, AgreesWithEvaluateOnRandomFilters) {
         ASSERT_EQ(attrs.Matches(f, id), passing.Test(id))
             << "seed " << seed << " round " << round << " filter " << i << " id " << id;
       }
+      // A leaf kept as one set of ids (a tag, an Eq of a string or a boolean) is that set.
+      const tenants::CompactIdSet* set = nullptr;
+      if (attrs.LeafIds(f, &set)) {
+        std::vector<uint64_t> listed;
+        if (set != nullptr) set->ForEach([&](uint64_t id) { listed.push_back(id); });
+        EXPECT_EQ(listed, Ids(passing)) << "seed " << seed << " round " << round << " filter " << i;
+      }
     }
     for (int change = 0; change < 300; ++change) {
       const uint64_t id = rng() % 200;

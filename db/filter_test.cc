@@ -30,6 +30,7 @@ struct Row {
   bool even = false;
   bool tenth = false;
   bool rare = false;
+  bool flag = false;
 };
 
 struct Case {
@@ -59,6 +60,14 @@ std::vector<Case> Cases() {
        [](const Row& r) { return r.even && r.rare; }},
       {"unknown_tag_and", And({HasTag("nope"), Range("price", 0, 100)}),
        [](const Row&) { return false; }},
+      // An Eq of a string or a boolean is a set of ids too (AttributeIndex::LeafIds): alone, or
+      // driving an And when it is the smaller set.
+      {"33%_eq_string", Eq("lang", "fr"), [](const Row& r) { return r.lang == "fr"; }},
+      {"1%_eq_bool", Eq("flag", true), [](const Row& r) { return r.flag; }},
+      {"99%_eq_bool", Eq("flag", false), [](const Row& r) { return !r.flag; }},
+      {"unknown_string", Eq("lang", "xx"), [](const Row&) { return false; }},
+      {"1%_bool_and_range", And({Range("bucket", 0, 499), Eq("flag", true)}),
+       [](const Row& r) { return r.flag && r.bucket <= 499; }},
       {"5%_and_not", And({HasTag("tenth"), Not(Range("price", 0, 24.5))}),
        [](const Row& r) { return r.tenth && r.price > 24.5; }},
       {"5%_or", Or({Eq("bucket", int64_t{1}), Range("price", 10, 12), Eq("lang", "fr")}),
@@ -80,8 +89,10 @@ Record MakeRecord(size_t i, const Matrix& m, Row* row) {
   row->lang = i % 3 == 0 ? "en" : (i % 3 == 1 ? "de" : "fr");
   row->even = i % 2 == 0;
   row->tenth = i % 20 == 3;
+  row->flag = i % 100 == 1;
   Record r{uint64_t(i), std::vector<float>(m.Row(i), m.Row(i) + m.cols)};
-  r.attributes = {{"bucket", row->bucket}, {"price", row->price}, {"lang", row->lang}};
+  r.attributes = {
+      {"bucket", row->bucket}, {"price", row->price}, {"lang", row->lang}, {"flag", row->flag}};
   if (row->even) r.tags.push_back("even");
   if (row->tenth) r.tags.push_back("tenth");
   row->rare = i % 1000 == 7;

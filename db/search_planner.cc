@@ -116,44 +116,42 @@ class TenantFilter final : public index::IdFilter {
   mutable std::vector<uint64_t> built_;
 };
 
-// A filter bounded by one tag's ids, answered from them: a HasTag alone (the commonest filter: a
-// partition or tenant key), or an And of which one operand is a tag with few ids (a tag and a
-// range, say). Its ids are the tag's sorted ids (a CompactIdSet), each also checked against the
-// whole filter (AttributeIndex::Matches) when the filter is more than the tag; a candidate of a
-// scan is checked the same way, a posting's ids against the tag at once. Evaluate's bitmap over
-// every id cost a pass over each leaf's ids (an Eq or Range leaf: every record holding the
-// attribute) and, at 1M ids, 16k words to clear, count and walk per search: about half of a
-// small tag's filtered search (docs/PERFORMANCE.md).
-class TagFilter final : public index::IdFilter {
+// A filter bounded by one set of ids the attribute index keeps as such (AttributeIndex::LeafIds:
+// a tag's, or a string's or a boolean's of an Eq), answered from it: that leaf alone (the
+// commonest filters: a partition or tenant key), or an And of which one such operand holds few
+// ids (a tag and a range, say). Its ids are the set's sorted ids, each also checked against the
+// whole filter (AttributeIndex::Matches) when the filter is more than the leaf; a candidate of a
+// scan is checked the same way, a posting's ids against the set at once. Evaluate's bitmap over
+// every id cost, at 1M ids, 16k words to clear, count and walk per search: about half of a small
+// tag's filtered search; and an And through Evaluate passed over every record holding each of
+// its leaves' attributes (docs/PERFORMANCE.md).
+class SetFilter final : public index::IdFilter {
  public:
-  // An And's tag drives it while it holds at most this fraction of the live ids: the listing
+  // An And's set drives it while it holds at most this fraction of the live ids: the listing
   // checks each of its ids against the whole filter, where Evaluate passes over every id.
   static constexpr size_t kDrivingShare = 64;
 
-  // The filter's driving tag: `filter` itself when it is a HasTag, else the And operand tag with
-  // the fewest ids when that is few enough; false when there is none. *ids: the tag's ids (null:
-  // no live record has it).
-  static bool DrivingTag(const AttributeIndex& attrs, const Filter& filter,
+  // The filter's driving set: the filter's own when it is such a leaf, else the And operand's
+  // with the fewest ids when that is few enough; false when there is none. *ids: the set (null:
+  // no live record is in it).
+  static bool DrivingSet(const AttributeIndex& attrs, const Filter& filter,
                          const tenants::CompactIdSet** ids) {
-    if (filter.op == Filter::Op::kHasTag) {
-      *ids = attrs.TaggedIds(filter.name);
-      return true;
-    }
+    if (attrs.LeafIds(filter, ids)) return true;
     if (filter.op != Filter::Op::kAnd) return false;
     bool found = false;
     for (const Filter& f : filter.operands) {
-      if (f.op != Filter::Op::kHasTag) continue;
-      const tenants::CompactIdSet* tagged = attrs.TaggedIds(f.name);
-      if (!found || tagged == nullptr || (*ids != nullptr && tagged->size() < (*ids)->size())) {
-        *ids = tagged;
+      const tenants::CompactIdSet* set = nullptr;
+      if (!attrs.LeafIds(f, &set)) continue;
+      if (!found || set == nullptr || (*ids != nullptr && set->size() < (*ids)->size())) {
+        *ids = set;
       }
       found = true;
     }
     return found && (*ids == nullptr || (*ids)->size() <= attrs.size() / kDrivingShare);
   }
 
-  TagFilter(const AttributeIndex* attrs, const Filter* filter, const tenants::CompactIdSet* ids)
-      : attrs_(attrs), filter_(filter), ids_(ids), alone_(filter->op == Filter::Op::kHasTag) {}
+  SetFilter(const AttributeIndex* attrs, const Filter* filter, const tenants::CompactIdSet* ids)
+      : attrs_(attrs), filter_(filter), ids_(ids), alone_(filter->op != Filter::Op::kAnd) {}
   bool Allows(uint64_t id) const override {
     return ids_ != nullptr && ids_->contains(id) && (alone_ || attrs_->Matches(*filter_, id));
   }
@@ -204,9 +202,10 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::Search(
   if (params.filter == nullptr && tenant == tenants::kNoTenant) {
     return SearchIndexes(state, q, n, params, threads, nullptr);
   }
-  const tenants::CompactIdSet* tagged = nullptr;
-  if (tenant == tenants::kNoTenant && TagFilter::DrivingTag(state.attrs, *params.filter, &tagged)) {
-    const TagFilter allow(&state.attrs, params.filter, tagged);
+  const tenants::CompactIdSet* driving = nullptr;
+  if (tenant == tenants::kNoTenant &&
+      SetFilter::DrivingSet(state.attrs, *params.filter, &driving)) {
+    const SetFilter allow(&state.attrs, params.filter, driving);
     return SearchFiltered(state, q, n, params, threads, allow, allow.Count(),
                           [&](std::vector<uint64_t>* out) { allow.List(out); });
   }
