@@ -175,7 +175,7 @@ class SetFilter final : public index::IdFilter {
   }
 
  private:
-  // Not alone: the tag's ids that pass the whole filter, listed on first use.
+  // Not alone: the set's ids that pass the whole filter, listed on first use.
   const std::vector<uint64_t>& Passing() const {
     absl::call_once(listed_, [this] {
       if (ids_ == nullptr) return;
