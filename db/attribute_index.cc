@@ -81,7 +81,6 @@ void AttributeIndex::Put(uint64_t id, const std::map<std::string, AttributeValue
             column.doubles_by_value.insert({v, id});
           }
           if constexpr (std::is_same_v<T, bool>) {
-            column.bools.Set(id, v);
             (v ? column.ids_true : column.ids_false).insert(id);
           }
           if constexpr (std::is_same_v<T, std::string>) {
@@ -111,7 +110,8 @@ void AttributeIndex::Remove(uint64_t id) {
     Column& column = columns_[c];
     if (const int64_t* v = column.ints.Find(id)) column.ints_by_value.erase({*v, id});
     if (const double* v = column.doubles.Find(id)) column.doubles_by_value.erase({*v, id});
-    if (const bool* v = column.bools.Find(id)) (*v ? column.ids_true : column.ids_false).erase(id);
+    column.ids_true.erase(id);
+    column.ids_false.erase(id);
     if (const std::string* v = column.strings.Find(id)) {
       const auto group = column.ids_of_string.find(*v);
       if (group != column.ids_of_string.end()) {
@@ -121,7 +121,6 @@ void AttributeIndex::Remove(uint64_t id) {
     }
     column.ints.Erase(id);
     column.doubles.Erase(id);
-    column.bools.Erase(id);
     column.strings.Erase(id);
   }
   for (uint32_t t : entry->tags) tag_ids_[t].erase(id);
@@ -190,7 +189,7 @@ std::string AttributeIndex::LeafWarning(const Filter& leaf) const {
   auto it = column_of_.find(leaf.name);
   const Column* column = it == column_of_.end() ? nullptr : &columns_[it->second];
   if (column == nullptr || (column->ints.empty() && column->doubles.empty() &&
-                            column->bools.empty() && column->strings.empty())) {
+                            !column->HoldsBooleans() && column->strings.empty())) {
     return absl::StrCat("filter: no record has attribute '", leaf.name, "'");
   }
   const bool numbers = !column->ints.empty() || !column->doubles.empty();
@@ -199,7 +198,7 @@ std::string AttributeIndex::LeafWarning(const Filter& leaf) const {
   if (leaf.op == Filter::Op::kRange) {
     if (!numbers) wanted = "a number range";
   } else if (std::holds_alternative<bool>(leaf.value)) {
-    if (column->bools.empty()) wanted = "a boolean";
+    if (!column->HoldsBooleans()) wanted = "a boolean";
   } else if (std::holds_alternative<std::string>(leaf.value)) {
     if (column->strings.empty()) wanted = "a string";
   } else if (!numbers) {
@@ -208,7 +207,7 @@ std::string AttributeIndex::LeafWarning(const Filter& leaf) const {
   if (wanted == nullptr) return "";
   std::vector<std::string> held;
   if (numbers) held.push_back("numbers");
-  if (!column->bools.empty()) held.push_back("booleans");
+  if (column->HoldsBooleans()) held.push_back("booleans");
   if (!column->strings.empty()) held.push_back("strings");
   return absl::StrCat("filter: attribute '", leaf.name, "' holds only ",
                       absl::StrJoin(held, " and "), ", compared with ", wanted,
@@ -286,8 +285,7 @@ bool AttributeIndex::MatchesLeaf(const Filter& leaf, uint64_t id) const {
         } else if constexpr (std::is_same_v<T, double>) {
           return (i != nullptr && Compare(*i, want) == 0) || (d != nullptr && *d == want);
         } else if constexpr (std::is_same_v<T, bool>) {
-          const bool* b = column.bools.Find(id);
-          return b != nullptr && *b == want;
+          return (want ? column.ids_true : column.ids_false).contains(id);
         } else {
           const std::string* str = column.strings.Find(id);
           return str != nullptr && *str == want;
@@ -352,8 +350,7 @@ size_t AttributeIndex::MemoryBytes() const {
     bytes += (e.second.columns.capacity() + e.second.tags.capacity()) * sizeof(uint32_t);
   });
   for (const Column& c : columns_) {
-    bytes += c.ints.MemoryBytes() + c.doubles.MemoryBytes() + c.bools.MemoryBytes() +
-             c.strings.MemoryBytes();
+    bytes += c.ints.MemoryBytes() + c.doubles.MemoryBytes() + c.strings.MemoryBytes();
     c.strings.ForEach([&](const auto& e) { bytes += e.second.capacity(); });
     // B-tree nodes: the entries and about a quarter more (nodes part full, their headers).
     bytes += (c.ints_by_value.size() * sizeof(std::pair<int64_t, uint64_t>) +

@@ -74,15 +74,15 @@ class AttributeIndex {
   struct Column {
     base::ShardedHashMap<uint64_t, int64_t> ints;
     base::ShardedHashMap<uint64_t, double> doubles;
-    base::ShardedHashMap<uint64_t, bool> bools;
     base::ShardedHashMap<uint64_t, std::string> strings;
     // The same values by value, so that an Eq or Range leaf reads the ids of its slice of values,
     // not every record that holds the attribute (at 1M records that pass took ~8-9 ms a search):
-    // numbers ordered, strings and booleans grouped.
+    // numbers ordered, strings and booleans grouped (a boolean's value is which set holds its id).
     absl::btree_set<std::pair<int64_t, uint64_t>> ints_by_value;
     absl::btree_set<std::pair<double, uint64_t>> doubles_by_value;
     absl::flat_hash_map<std::string, tenants::CompactIdSet> ids_of_string;
     tenants::CompactIdSet ids_true, ids_false;
+    bool HoldsBooleans() const { return !ids_true.empty() || !ids_false.empty(); }
   };
   // What `id` appears in, so Remove finds it without the record (only ids with attributes or
   // tags have one).

@@ -303,13 +303,10 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::SearchF
   }
   // A filter goes exact while few ids pass, or while their full vectors weigh less than the codes
   // its widened scan reads.
-  const bool exactly =
-      scope != nullptr
-          ? state.spann->ExactIsCheaper(passing, k, *scope, knobs)
-          : passing <= std::max(kExactFilterIds, 64 * k) ||
-                state.spann->FilterExactIsCheaper(
-                    passing, widened.max_postings != 0 ? widened.max_postings
-                                                       : state.spann->ResolveMaxPostings(knobs));
+  const bool exactly = scope != nullptr
+                           ? state.spann->ExactIsCheaper(passing, k, *scope, knobs)
+                           : passing <= std::max(kExactFilterIds, 64 * k) ||
+                                 state.spann->FilterExactIsCheaper(passing, widened.max_postings);
   std::vector<uint64_t> allowed;  // listed for the exact path only
   if (exactly) {
     list_allowed(&allowed);
