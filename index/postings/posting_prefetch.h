@@ -19,7 +19,8 @@ namespace shoal::index {
 inline void PrefetchResident(const PostingDirectory& dir, uint32_t p, size_t prepared_dim) {
   base::PrefetchLines(dir.prepared_centroid(p), prepared_dim * sizeof(float));
   const QuantizedPosting& next = *dir.codes[p];
-  base::PrefetchLines(next.codes.data(), std::min<size_t>(next.codes.size(), 512));
+  // The codes' first 4 KiB: the scan kernel asks for the rest ahead of itself (8 KiB ahead).
+  base::PrefetchLines(next.codes.data(), std::min<size_t>(next.codes.size(), 4096));
   base::PrefetchLines(next.ids.data(), next.ids.size() * sizeof(uint64_t));
   // Inner-product indexes read each entry's norm beside its estimate (empty otherwise).
   base::PrefetchLines(next.sq_norms.data(), next.sq_norms.size() * sizeof(float));

@@ -12,7 +12,9 @@ namespace {
 
 // Steps per 16-bit accumulation round: each step adds at most 252 to a code's 16-bit sum.
 constexpr size_t kStepsPerRound = 256;
-constexpr size_t kPrefetchBytes = 2048;
+// How far ahead of the scan the codes are asked for: DRAM's latency covers ~8 KiB of the scan
+// on the Zen 5 VM (docs/PERFORMANCE.md, "The code scan's prefetch distance").
+constexpr size_t kPrefetchBytes = 8192;
 
 // a, b: 16-bit accumulators of shuffle results for 16 codes (a: whole words, b: their high
 // bytes), one 128-bit lane per group-of-4 offset. Adds the 16 codes' sums (code order) to *total.
