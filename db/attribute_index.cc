@@ -264,34 +264,26 @@ index::IdBitmap AttributeIndex::Evaluate(const Filter& filter) const {
 // Leaf by leaf as EvaluateEq / EvaluateRange / EvaluateTag decide it, for one id
 // (attribute_index_test checks that both agree on random filters).
 bool AttributeIndex::MatchesLeaf(const Filter& leaf, uint64_t id) const {
-  if (leaf.op == Filter::Op::kHasTag) {
-    auto it = tag_of_.find(leaf.name);
-    return it != tag_of_.end() && tag_ids_[it->second].contains(id);
-  }
+  const tenants::CompactIdSet* ids = nullptr;
+  if (LeafIds(leaf, &ids)) return ids != nullptr && ids->contains(id);
   auto it = column_of_.find(leaf.name);
-  if (it == column_of_.end()) return false;
-  const Column& column = columns_[it->second];
+  return it != column_of_.end() && MatchesNumber(columns_[it->second], leaf, id);
+}
+
+bool AttributeIndex::MatchesNumber(const Column& column, const Filter& leaf, uint64_t id) {
   const int64_t* i = column.ints.Find(id);
   const double* d = column.doubles.Find(id);
   if (leaf.op == Filter::Op::kRange) {
     if (i != nullptr) return Compare(*i, leaf.lo) >= 0 && Compare(*i, leaf.hi) <= 0;
     return d != nullptr && leaf.lo <= *d && *d <= leaf.hi;
   }
-  return std::visit(
-      [&](const auto& want) -> bool {
-        using T = std::decay_t<decltype(want)>;
-        if constexpr (std::is_same_v<T, int64_t>) {
-          return (i != nullptr && *i == want) || (d != nullptr && Compare(want, *d) == 0);
-        } else if constexpr (std::is_same_v<T, double>) {
-          return (i != nullptr && Compare(*i, want) == 0) || (d != nullptr && *d == want);
-        } else if constexpr (std::is_same_v<T, bool>) {
-          return (want ? column.ids_true : column.ids_false).contains(id);
-        } else {
-          const std::string* str = column.strings.Find(id);
-          return str != nullptr && *str == want;
-        }
-      },
-      leaf.value);
+  if (const auto* want = std::get_if<int64_t>(&leaf.value)) {
+    return (i != nullptr && *i == *want) || (d != nullptr && Compare(*want, *d) == 0);
+  }
+  if (const auto* want = std::get_if<double>(&leaf.value)) {
+    return (i != nullptr && Compare(*i, *want) == 0) || (d != nullptr && *d == *want);
+  }
+  return false;  // a string or a boolean: a set of ids (LeafIds)
 }
 
 bool AttributeIndex::LeafIds(const Filter& leaf, const tenants::CompactIdSet** ids) const {
@@ -342,6 +334,59 @@ bool AttributeIndex::Matches(const Filter& filter, uint64_t id) const {
       return false;
   }
   return false;
+}
+
+AttributeIndex::Checker AttributeIndex::MakeChecker(const Filter& filter) const {
+  Checker checker;
+  checker.live_ = &live_;
+  auto resolve = [this](const Filter& f, auto& self) -> Checker::Node {
+    Checker::Node node;
+    node.filter = &f;
+    if (f.op == Filter::Op::kEq || f.op == Filter::Op::kRange || f.op == Filter::Op::kHasTag) {
+      node.set_leaf = LeafIds(f, &node.ids);
+      const auto it = column_of_.find(f.name);
+      if (!node.set_leaf && it != column_of_.end()) node.column = &columns_[it->second];
+      return node;
+    }
+    for (const Filter& operand : f.operands) node.operands.push_back(self(operand, self));
+    return node;
+  };
+  checker.root_ = resolve(filter, resolve);
+  return checker;
+}
+
+// As AttributeIndex::Matches, with the names resolved.
+bool AttributeIndex::Checker::Check(const Node& node, uint64_t id) const {
+  switch (node.filter->op) {
+    case Filter::Op::kEq:
+    case Filter::Op::kRange:
+    case Filter::Op::kHasTag:
+      if (node.set_leaf) return node.ids != nullptr && node.ids->contains(id);
+      return node.column != nullptr && MatchesNumber(*node.column, *node.filter, id);
+    case Filter::Op::kNot:
+      return live_->Test(id) && (node.operands.empty() || !Check(node.operands[0], id));
+    case Filter::Op::kAnd:
+      if (node.operands.empty()) return false;
+      for (const Node& operand : node.operands) {
+        if (!Check(operand, id)) return false;
+      }
+      return true;
+    case Filter::Op::kOr:
+      for (const Node& operand : node.operands) {
+        if (Check(operand, id)) return true;
+      }
+      return false;
+  }
+  return false;
+}
+
+void AttributeIndex::Checker::PrefetchNode(const Node& node, uint64_t id) const {
+  if (node.ids != nullptr) node.ids->Prefetch(id);
+  if (node.column != nullptr) {
+    node.column->ints.Prefetch(id);
+    node.column->doubles.Prefetch(id);
+  }
+  for (const Node& operand : node.operands) PrefetchNode(operand, id);
 }
 
 size_t AttributeIndex::MemoryBytes() const {

@@ -133,8 +133,8 @@ TEST_F(AttributeIndexTest, RepeatedTagIsOneMembership) {
   EXPECT_THAT(Ids(attrs_.Evaluate(shoal::HasTag("x"))), IsEmpty());
 }
 
-// Matches (one id at a time, for Scroll) answers exactly as Evaluate on random records and
-// random filters, int64/double cross-compares and large ints included.
+// Matches (one id at a time, for Scroll) and a Checker answer exactly as Evaluate on random
+// records and random filters, int64/double cross-compares and large ints included.
 Filter RandomFilter(std::mt19937& rng, int depth) {
   const std::vector<AttributeValue> values = {int64_t{1},
                                               int64_t{2},
@@ -215,9 +215,13 @@ TEST(AttributeIndexMatchesTest, AgreesWithEvaluateOnRandomFilters) {
     for (int i = 0; i < 300; ++i) {
       const Filter f = RandomFilter(rng, 0);
       const index::IdBitmap passing = attrs.Evaluate(f);
+      const AttributeIndex::Checker checker = attrs.MakeChecker(f);
       for (uint64_t id = 0; id < 200; ++id) {
         ASSERT_EQ(attrs.Matches(f, id), passing.Test(id))
             << "seed " << seed << " round " << round << " filter " << i << " id " << id;
+        checker.Prefetch(id);
+        ASSERT_EQ(checker.Matches(id), passing.Test(id))
+            << "checker, seed " << seed << " round " << round << " filter " << i << " id " << id;
       }
       // A leaf kept as one set of ids (a tag, an Eq of a string or a boolean) is that set.
       const tenants::CompactIdSet* set = nullptr;
