@@ -70,6 +70,8 @@ class AttributeIndex {
   static constexpr size_t kMaxFilterWarnings = 8;
 
   size_t size() const { return live_count_; }
+  // Every live id is below it.
+  uint64_t id_bound() const { return live_.bound(); }
   // Approximate RAM held, in bytes.
   size_t MemoryBytes() const;
 

@@ -49,7 +49,7 @@ class TenantFilter final : public index::IdFilter {
   static constexpr size_t kMinWindowIds = 512;
   static constexpr uint64_t kMaxIdsPerId = 256, kWindowFloorIds = uint64_t{1} << 21;
 
-  // attributes: the request's filter (an IdBitmap of it, or a MatchFilter), null for none.
+  // attributes: the request's filter (a MatchFilter), null for none.
   TenantFilter(const tenants::AccessTable* access, tenants::TenantId tenant,
                const index::IdFilter* attributes)
       : owned_(access->Owned(tenant)), granted_(access->Granted(tenant)), attributes_(attributes) {}
@@ -132,6 +132,28 @@ void KeepMatching(const AttributeIndex::Checker& checker, std::vector<uint64_t>*
     if (checker.Matches(v[i])) v[kept++] = v[i];
   }
   v.resize(kept);
+}
+
+// How many of a tenant's `visible` ids pass `checker`, estimated from the share of kSamples live
+// ids spread over the id space that pass (the filter taken as independent of the tenant): what
+// picks a large tenant's path (exact or scanned) without a bitmap of the filter over every id.
+size_t EstimatePassing(const AttributeIndex& attrs, const AttributeIndex::Checker& checker,
+                       size_t visible) {
+  constexpr size_t kSamples = 128, kMaxProbes = 4 * kSamples;
+  const uint64_t bound = attrs.id_bound();
+  if (bound == 0) return 0;
+  thread_local std::vector<uint64_t> sample;
+  sample.clear();
+  // Ids at a golden-ratio stride: spread over the space, the same for every search.
+  uint64_t at = 0;
+  for (size_t probe = 0; probe < kMaxProbes && sample.size() < kSamples; ++probe) {
+    at = (at + 0x9E3779B97F4A7C15ull % bound) % bound;
+    if (attrs.Live(at)) sample.push_back(at);
+  }
+  if (sample.empty()) return 0;
+  const size_t live = sample.size();
+  KeepMatching(checker, &sample);
+  return static_cast<size_t>(std::ceil(static_cast<double>(visible) * sample.size() / live));
 }
 
 // A filter checked id by id against the attribute index (an AttributeIndex::Checker), for ids
@@ -245,26 +267,24 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::Search(
                             attributes.ForEach([&](uint64_t id) { out->push_back(id); });
                           });
   }
-  // A tenant: its visible ids (ANDed with the filter's). An upper bound of how many pass picks
-  // the path; the ids are listed only for the exact path (a tenant of few vectors), straight
-  // from its sorted id sets (no bitmap over every id to build and walk). A tenant that holds at
-  // most 1/kDrivingShare of the live ids drives a filter as a small set does (SetFilter): the
-  // ids it lists and the candidates of its scan are checked against the filter one by one, where
-  // a bitmap of the filter over every id cost ~1-5 ms at 1M ids (a Range, an And), 60-300x its
-  // search (docs/PERFORMANCE.md).
+  // A tenant: its visible ids (ANDed with the filter's). How many pass picks the path; the ids
+  // are listed only for the exact path (a tenant of few vectors), straight from its sorted id
+  // sets (no bitmap over every id to build and walk). A filter is checked id by id on the scan's
+  // candidates (MatchFilter): its bitmap over every id cost ~1-5 ms at 1M ids (a Range, an
+  // And), 60-300x a tenant's search (docs/PERFORMANCE.md). A tenant of at most 1/kDrivingShare
+  // of the live ids counts all its ids as passing and lists them through the filter id by id
+  // (the exact path, which its size picks anyway); a larger one estimates how many pass, and is
+  // listed only when few do: through the filter's bitmap, cheap to make for a filter that few
+  // ids pass.
   size_t passing = state.access.VisibleCount(tenant);
-  std::optional<index::IdBitmap> bitmap;
   std::optional<MatchFilter> matches;
-  const index::IdFilter* attributes = nullptr;
+  bool small = true;
   if (params.filter != nullptr) {
-    if (passing <= state.attrs.size() / SetFilter::kDrivingShare) {
-      attributes = &matches.emplace(state.attrs, *params.filter);
-    } else {
-      attributes = &bitmap.emplace(state.attrs.Evaluate(*params.filter));
-      passing = std::min(passing, bitmap->Count());
-    }
+    matches.emplace(state.attrs, *params.filter);
+    small = passing <= state.attrs.size() / SetFilter::kDrivingShare;
+    if (!small) passing = EstimatePassing(state.attrs, matches->checker(), passing);
   }
-  const TenantFilter allow(&state.access, tenant, attributes);
+  const TenantFilter allow(&state.access, tenant, matches.has_value() ? &*matches : nullptr);
   auto list = [&](std::vector<uint64_t>* out) ABSL_NO_THREAD_SAFETY_ANALYSIS {
     const size_t first = out->size();
     for (const auto* ids : {state.access.Owned(tenant), state.access.Granted(tenant)}) {
@@ -275,13 +295,12 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::Search(
     }
     // (An id is owned or granted, not both; were it both, it would come once.)
     out->erase(std::unique(out->begin() + first, out->end()), out->end());
-    if (matches.has_value()) {
-      KeepMatching(matches->checker(), out, first);
-    } else if (bitmap.has_value()) {
-      out->erase(std::remove_if(out->begin() + first, out->end(),
-                                [&](uint64_t id) { return !bitmap->Test(id); }),
-                 out->end());
-    }
+    if (!matches.has_value()) return;
+    if (small) return KeepMatching(matches->checker(), out, first);
+    const index::IdBitmap passes = state.attrs.Evaluate(*params.filter);
+    out->erase(std::remove_if(out->begin() + first, out->end(),
+                              [&](uint64_t id) { return !passes.Test(id); }),
+               out->end());
   };
   // The tenant's lists hold the buffer's ids too: the SSD index's search leaves them to the
   // buffer's (they have no vector in its file).

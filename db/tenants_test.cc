@@ -308,8 +308,9 @@ TEST_F(TenantsTest, FiltersAndTenantsCombine) {
 }
 
 // A tenant of few ids (at most 1/64 of the live ones) checks a filter id by id against the
-// attribute index; a larger one takes the filter's bitmap over every id. Both return exactly
-// their own records that pass, from the write buffer and from the SSD index.
+// attribute index; a larger one checks its scan's candidates so too, and estimates how many of
+// its ids pass. Both return exactly their own records that pass, from the write buffer and from
+// the SSD index.
 TEST_F(TenantsTest, FiltersOnSmallAndLargeTenantsPassExactlyTheirOwnMatchingRecords) {
   std::mt19937 rng(base::TestSeed());
   std::uniform_real_distribution<float> u(-1, 1);
@@ -354,6 +355,12 @@ TEST_F(TenantsTest, FiltersOnSmallAndLargeTenantsPassExactlyTheirOwnMatchingReco
         std::vector<uint64_t> got = SearchKeys(tenant, 0, 0, 4000, &filters[f].first);
         std::sort(got.begin(), got.end());
         EXPECT_EQ(got, want) << tenant << " filter " << f << " indexed " << indexed;
+        // The nearest 10 (scanned, for the large tenant): as many as pass, each one that does.
+        std::vector<uint64_t> nearest = SearchKeys(tenant, 0.5f, 0.5f, 10, &filters[f].first);
+        EXPECT_EQ(nearest.size(), std::min<size_t>(10, want.size())) << tenant << " filter " << f;
+        for (uint64_t k : nearest) {
+          EXPECT_TRUE(std::binary_search(want.begin(), want.end(), k)) << tenant << " key " << k;
+        }
       }
     }
   }
