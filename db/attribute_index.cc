@@ -380,6 +380,18 @@ bool AttributeIndex::Checker::Check(const Node& node, uint64_t id) const {
   return false;
 }
 
+size_t AttributeIndex::Checker::CountLeaves(const Node& node, uint64_t id) const {
+  if (node.operands.empty()) {
+    const Filter::Op op = node.filter->op;
+    const bool leaf =
+        op == Filter::Op::kEq || op == Filter::Op::kRange || op == Filter::Op::kHasTag;
+    return leaf && Check(node, id) ? 1 : 0;
+  }
+  size_t n = 0;
+  for (const Node& operand : node.operands) n += CountLeaves(operand, id);
+  return n;
+}
+
 void AttributeIndex::Checker::PrefetchNode(const Node& node, uint64_t id) const {
   if (node.ids != nullptr) node.ids->Prefetch(id);
   if (node.column != nullptr) {

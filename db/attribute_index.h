@@ -123,6 +123,9 @@ class AttributeIndex::Checker {
   bool Matches(uint64_t id) const { return Check(root_, id); }
   // Starts loading what Matches(id) reads (the id's entries in the leaves' columns and sets).
   void Prefetch(uint64_t id) const { PrefetchNode(root_, id); }
+  // How many of the filter's leaves `id` matches, whatever combines them: over a sample of ids,
+  // a measure of the values Evaluate would read (it reads each leaf's).
+  size_t LeavesMatching(uint64_t id) const { return CountLeaves(root_, id); }
 
  private:
   friend class AttributeIndex;
@@ -135,6 +138,7 @@ class AttributeIndex::Checker {
   };
   bool Check(const Node& node, uint64_t id) const;
   void PrefetchNode(const Node& node, uint64_t id) const;
+  size_t CountLeaves(const Node& node, uint64_t id) const;
 
   const index::IdBitmap* live_ = nullptr;  // for Not
   Node root_;
