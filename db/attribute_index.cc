@@ -261,15 +261,8 @@ index::IdBitmap AttributeIndex::Evaluate(const Filter& filter) const {
   return {};  // an unknown op matches nothing (ValidateFilter rejects it first)
 }
 
-// Leaf by leaf as EvaluateEq / EvaluateRange / EvaluateTag decide it, for one id
+// An Eq of a number or a Range on one id, as EvaluateEq / EvaluateRange decide it
 // (attribute_index_test checks that both agree on random filters).
-bool AttributeIndex::MatchesLeaf(const Filter& leaf, uint64_t id) const {
-  const tenants::CompactIdSet* ids = nullptr;
-  if (LeafIds(leaf, &ids)) return ids != nullptr && ids->contains(id);
-  auto it = column_of_.find(leaf.name);
-  return it != column_of_.end() && MatchesNumber(columns_[it->second], leaf, id);
-}
-
 bool AttributeIndex::MatchesNumber(const Column& column, const Filter& leaf, uint64_t id) {
   const int64_t* i = column.ints.Find(id);
   const double* d = column.doubles.Find(id);
@@ -314,26 +307,7 @@ bool AttributeIndex::LeafIds(const Filter& leaf, const tenants::CompactIdSet** i
 }
 
 bool AttributeIndex::Matches(const Filter& filter, uint64_t id) const {
-  switch (filter.op) {
-    case Filter::Op::kEq:
-    case Filter::Op::kRange:
-    case Filter::Op::kHasTag:
-      return MatchesLeaf(filter, id);
-    case Filter::Op::kNot:
-      return live_.Test(id) && (filter.operands.empty() || !Matches(filter.operands[0], id));
-    case Filter::Op::kAnd:
-      if (filter.operands.empty()) return false;
-      for (const Filter& f : filter.operands) {
-        if (!Matches(f, id)) return false;
-      }
-      return true;
-    case Filter::Op::kOr:
-      for (const Filter& f : filter.operands) {
-        if (Matches(f, id)) return true;
-      }
-      return false;
-  }
-  return false;
+  return MakeChecker(filter).Matches(id);
 }
 
 AttributeIndex::Checker AttributeIndex::MakeChecker(const Filter& filter) const {
@@ -355,7 +329,7 @@ AttributeIndex::Checker AttributeIndex::MakeChecker(const Filter& filter) const 
   return checker;
 }
 
-// As AttributeIndex::Matches, with the names resolved.
+// Leaf by leaf as Evaluate decides it, for one id.
 bool AttributeIndex::Checker::Check(const Node& node, uint64_t id) const {
   switch (node.filter->op) {
     case Filter::Op::kEq:

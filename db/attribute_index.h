@@ -50,11 +50,11 @@ class AttributeIndex {
   size_t Count(const Filter& filter) const { return Evaluate(filter).Count(); }
   // Whether live `id` passes `filter`: the same answer as Evaluate(filter).Test(id), in time
   // proportional to the filter's size, not the collection's (for a scan that meets ids one by
-  // one, e.g. DB::Scroll).
+  // one, e.g. DB::Scroll). MakeChecker(filter).Matches(id).
   bool Matches(const Filter& filter, uint64_t id) const;
   // `filter` resolved once (attribute and tag names to their columns and id sets), to check many
-  // ids: Matches' answers without its name lookups per id. Valid while the index is unchanged
-  // (the Collection's reader lock held); `filter` must outlive it.
+  // ids without looking names up per id. Valid while the index is unchanged (the Collection's
+  // reader lock held); `filter` must outlive it.
   class Checker;
   Checker MakeChecker(const Filter& filter) const;
   bool Live(uint64_t id) const { return live_.Test(id); }
@@ -101,7 +101,6 @@ class AttributeIndex {
   index::IdBitmap EvaluateEq(const Filter& leaf) const;
   index::IdBitmap EvaluateRange(const Filter& leaf) const;
   index::IdBitmap EvaluateTag(const Filter& leaf) const;
-  bool MatchesLeaf(const Filter& leaf, uint64_t id) const;
   // An Eq of a number or a Range, on one column.
   static bool MatchesNumber(const Column& column, const Filter& leaf, uint64_t id);
   // The warning for one leaf (FilterWarnings), or "" when there is none.

@@ -165,9 +165,11 @@ std::vector<uint64_t> Collection::MatchingIds(const Filter* filter, tenants::Ten
   std::vector<uint64_t> ids;
   if (owner != tenants::kNoTenant) {
     if (const auto* owned = state_.access.Owned(owner)) {
-      owned->ForEach([&](uint64_t id) ABSL_NO_THREAD_SAFETY_ANALYSIS {
-        if (filter == nullptr || state_.attrs.Matches(*filter, id)) ids.push_back(id);
-      });
+      owned->ForEach([&](uint64_t id) { ids.push_back(id); });
+      if (filter != nullptr) {
+        const AttributeIndex::Checker checker = state_.attrs.MakeChecker(*filter);
+        std::erase_if(ids, [&](uint64_t id) { return !checker.Matches(id); });
+      }
     }
   } else if (filter != nullptr) {
     state_.attrs.Evaluate(*filter).ForEach([&](uint64_t id) { ids.push_back(id); });
