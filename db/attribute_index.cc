@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 #include <variant>
 
 #include "absl/strings/str_cat.h"
@@ -352,6 +353,26 @@ bool AttributeIndex::Checker::Check(const Node& node, uint64_t id) const {
       return false;
   }
   return false;
+}
+
+void AttributeIndex::Checker::KeepMatching(std::vector<uint64_t>* ids, size_t first) const {
+  std::vector<uint64_t>& v = *ids;
+  size_t kept = first;
+  if (root_.set_leaf) {
+    thread_local std::vector<uint8_t> found;
+    found.assign(v.size() - first, 0);
+    if (root_.ids != nullptr) root_.ids->ContainsEach(std::span(v).subspan(first), found.data());
+    for (size_t i = first; i < v.size(); ++i) {
+      if (found[i - first]) v[kept++] = v[i];
+    }
+  } else {
+    constexpr size_t kAhead = 8;
+    for (size_t i = first; i < v.size(); ++i) {
+      if (i + kAhead < v.size()) Prefetch(v[i + kAhead]);
+      if (Matches(v[i])) v[kept++] = v[i];
+    }
+  }
+  v.resize(kept);
 }
 
 size_t AttributeIndex::Checker::CountLeaves(const Node& node, uint64_t id) const {

@@ -120,20 +120,6 @@ class TenantFilter final : public index::IdFilter {
   mutable std::vector<uint64_t> built_;
 };
 
-// Keeps the ids of *ids that pass `checker`, in order, the entries of a few ids ahead loading
-// while one is checked (at 1M records each check's lookups miss the CPU caches).
-void KeepMatching(const AttributeIndex::Checker& checker, std::vector<uint64_t>* ids,
-                  size_t first = 0) {
-  constexpr size_t kAhead = 8;
-  std::vector<uint64_t>& v = *ids;
-  size_t kept = first;
-  for (size_t i = first; i < v.size(); ++i) {
-    if (i + kAhead < v.size()) checker.Prefetch(v[i + kAhead]);
-    if (checker.Matches(v[i])) v[kept++] = v[i];
-  }
-  v.resize(kept);
-}
-
 // A filter's reach, estimated from kSamples live ids spread over the id space: how many of a
 // tenant's `visible` ids pass (the filter taken as independent of the tenant), and how many ids
 // its leaves match together (what Evaluate, which makes each leaf's bitmap, reads). What picks a
@@ -160,7 +146,7 @@ FilterReach EstimateReach(const AttributeIndex& attrs, const AttributeIndex::Che
   const double live = static_cast<double>(sample.size());
   size_t leaf_hits = 0;
   for (uint64_t id : sample) leaf_hits += checker.LeavesMatching(id);
-  KeepMatching(checker, &sample);
+  checker.KeepMatching(&sample);
   return {.passing = static_cast<size_t>(std::ceil(visible * (sample.size() / live))),
           .leaf_ids = static_cast<double>(attrs.size()) * (leaf_hits / live)};
 }
@@ -242,7 +228,7 @@ class SetFilter final : public index::IdFilter {
     absl::call_once(listed_, [this] {
       if (ids_ == nullptr) return;
       ids_->ForEach([this](uint64_t id) { passing_.push_back(id); });
-      KeepMatching(checker_, &passing_);
+      checker_.KeepMatching(&passing_);
     });
     return passing_;
   }
@@ -310,7 +296,7 @@ absl::StatusOr<std::vector<std::vector<index::Neighbor>>> SearchPlanner::Search(
     // (An id is owned or granted, not both; were it both, it would come once.)
     out->erase(std::unique(out->begin() + first, out->end()), out->end());
     if (!matches.has_value()) return;
-    if (list_by_checker) return KeepMatching(matches->checker(), out, first);
+    if (list_by_checker) return matches->checker().KeepMatching(out, first);
     const index::IdBitmap passes = state.attrs.Evaluate(*params.filter);
     out->erase(std::remove_if(out->begin() + first, out->end(),
                               [&](uint64_t id) { return !passes.Test(id); }),
