@@ -51,10 +51,6 @@ void SetDoublesIn(const absl::btree_set<std::pair<double, uint64_t>>& by_value, 
   }
 }
 
-void SetAll(const tenants::CompactIdSet& ids, index::IdBitmap* out) {
-  ids.ForEach([out](uint64_t id) { out->Set(id); });
-}
-
 }  // namespace
 
 void AttributeIndex::Put(uint64_t id, const std::map<std::string, AttributeValue>& attributes,
@@ -128,56 +124,38 @@ void AttributeIndex::Remove(uint64_t id) {
   entries_.Erase(id);
 }
 
-index::IdBitmap AttributeIndex::EvaluateEq(const Filter& leaf) const {
+// A leaf kept as one set of ids (LeafIds) is that set; any other is a number's Eq or Range, read
+// from the column's values ordered by value.
+index::IdBitmap AttributeIndex::EvaluateLeaf(const Filter& leaf) const {
   index::IdBitmap out;
+  const tenants::CompactIdSet* ids = nullptr;
+  if (LeafIds(leaf, &ids)) {
+    if (ids != nullptr) ids->ForEach([&out](uint64_t id) { out.Set(id); });
+    return out;
+  }
   auto it = column_of_.find(leaf.name);
   if (it == column_of_.end()) return out;
   const Column& column = columns_[it->second];
-  constexpr double kInf = std::numeric_limits<double>::infinity();
-  std::visit(
-      [&](const auto& want) {
-        using T = std::decay_t<decltype(want)>;
-        if constexpr (std::is_same_v<T, int64_t>) {
-          for (auto i = column.ints_by_value.lower_bound({want, 0});
-               i != column.ints_by_value.end() && i->first == want; ++i) {
-            out.Set(i->second);
-          }
-          // The doubles equal to `want` exactly lie next to its nearest double.
-          const double near = static_cast<double>(want);
-          SetDoublesIn(
-              column.doubles_by_value, std::nextafter(near, -kInf), std::nextafter(near, kInf),
-              [&](double v) { return Compare(want, v) == 0; }, &out);
-        } else if constexpr (std::is_same_v<T, double>) {
-          SetIntsIn(column.ints_by_value, want, want, &out);
-          SetDoublesIn(
-              column.doubles_by_value, want, want, [](double) { return true; }, &out);
-        } else if constexpr (std::is_same_v<T, bool>) {
-          SetAll(want ? column.ids_true : column.ids_false, &out);
-        } else {
-          const auto group = column.ids_of_string.find(want);
-          if (group != column.ids_of_string.end()) SetAll(group->second, &out);
-        }
-      },
-      leaf.value);
-  return out;
-}
-
-index::IdBitmap AttributeIndex::EvaluateRange(const Filter& leaf) const {
-  index::IdBitmap out;
-  auto it = column_of_.find(leaf.name);
-  if (it == column_of_.end()) return out;
-  const Column& column = columns_[it->second];
-  SetIntsIn(column.ints_by_value, leaf.lo, leaf.hi, &out);
-  SetDoublesIn(
-      column.doubles_by_value, leaf.lo, leaf.hi, [](double) { return true; }, &out);
-  return out;
-}
-
-index::IdBitmap AttributeIndex::EvaluateTag(const Filter& leaf) const {
-  index::IdBitmap out;
-  auto it = tag_of_.find(leaf.name);
-  if (it == tag_of_.end()) return out;
-  tag_ids_[it->second].ForEach([&](uint64_t id) { out.Set(id); });
+  if (leaf.op == Filter::Op::kRange) {
+    SetIntsIn(column.ints_by_value, leaf.lo, leaf.hi, &out);
+    SetDoublesIn(
+        column.doubles_by_value, leaf.lo, leaf.hi, [](double) { return true; }, &out);
+  } else if (const auto* want = std::get_if<int64_t>(&leaf.value)) {
+    for (auto i = column.ints_by_value.lower_bound({*want, 0});
+         i != column.ints_by_value.end() && i->first == *want; ++i) {
+      out.Set(i->second);
+    }
+    // The doubles equal to `want` exactly lie next to its nearest double.
+    constexpr double kInf = std::numeric_limits<double>::infinity();
+    const double near = static_cast<double>(*want);
+    SetDoublesIn(
+        column.doubles_by_value, std::nextafter(near, -kInf), std::nextafter(near, kInf),
+        [&](double v) { return Compare(*want, v) == 0; }, &out);
+  } else if (const auto* want = std::get_if<double>(&leaf.value)) {
+    SetIntsIn(column.ints_by_value, *want, *want, &out);
+    SetDoublesIn(
+        column.doubles_by_value, *want, *want, [](double) { return true; }, &out);
+  }
   return out;
 }
 
@@ -235,11 +213,9 @@ std::vector<std::string> AttributeIndex::FilterWarnings(const Filter& filter) co
 index::IdBitmap AttributeIndex::Evaluate(const Filter& filter) const {
   switch (filter.op) {
     case Filter::Op::kEq:
-      return EvaluateEq(filter);
     case Filter::Op::kRange:
-      return EvaluateRange(filter);
     case Filter::Op::kHasTag:
-      return EvaluateTag(filter);
+      return EvaluateLeaf(filter);
     case Filter::Op::kNot: {
       index::IdBitmap out = live_;
       if (!filter.operands.empty()) out.AndNot(Evaluate(filter.operands[0]));
@@ -262,7 +238,7 @@ index::IdBitmap AttributeIndex::Evaluate(const Filter& filter) const {
   return {};  // an unknown op matches nothing (ValidateFilter rejects it first)
 }
 
-// An Eq of a number or a Range on one id, as EvaluateEq / EvaluateRange decide it
+// An Eq of a number or a Range on one id, as EvaluateLeaf decides it
 // (attribute_index_test checks that both agree on random filters).
 bool AttributeIndex::MatchesNumber(const Column& column, const Filter& leaf, uint64_t id) {
   const int64_t* i = column.ints.Find(id);
@@ -319,8 +295,9 @@ AttributeIndex::Checker AttributeIndex::MakeChecker(const Filter& filter) const 
     node.filter = &f;
     if (f.op == Filter::Op::kEq || f.op == Filter::Op::kRange || f.op == Filter::Op::kHasTag) {
       node.set_leaf = LeafIds(f, &node.ids);
+      if (node.set_leaf) return node;
       const auto it = column_of_.find(f.name);
-      if (!node.set_leaf && it != column_of_.end()) node.column = &columns_[it->second];
+      if (it != column_of_.end()) node.column = &columns_[it->second];
       return node;
     }
     for (const Filter& operand : f.operands) node.operands.push_back(self(operand, self));

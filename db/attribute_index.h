@@ -98,9 +98,7 @@ class AttributeIndex {
     std::vector<uint32_t> tags;
   };
 
-  index::IdBitmap EvaluateEq(const Filter& leaf) const;
-  index::IdBitmap EvaluateRange(const Filter& leaf) const;
-  index::IdBitmap EvaluateTag(const Filter& leaf) const;
+  index::IdBitmap EvaluateLeaf(const Filter& leaf) const;
   // An Eq of a number or a Range, on one column.
   static bool MatchesNumber(const Column& column, const Filter& leaf, uint64_t id);
   // The warning for one leaf (FilterWarnings), or "" when there is none.

@@ -166,10 +166,7 @@ std::vector<uint64_t> Collection::MatchingIds(const Filter* filter, tenants::Ten
   if (owner != tenants::kNoTenant) {
     if (const auto* owned = state_.access.Owned(owner)) {
       owned->ForEach([&](uint64_t id) { ids.push_back(id); });
-      if (filter != nullptr) {
-        const AttributeIndex::Checker checker = state_.attrs.MakeChecker(*filter);
-        std::erase_if(ids, [&](uint64_t id) { return !checker.Matches(id); });
-      }
+      if (filter != nullptr) state_.attrs.MakeChecker(*filter).KeepMatching(&ids);
     }
   } else if (filter != nullptr) {
     state_.attrs.Evaluate(*filter).ForEach([&](uint64_t id) { ids.push_back(id); });

@@ -133,26 +133,27 @@ FilterReach EstimateReach(const AttributeIndex& attrs, const AttributeIndex::Che
   constexpr size_t kSamples = 128, kMaxProbes = 4 * kSamples;
   const uint64_t bound = attrs.id_bound();
   if (bound == 0) return {};
-  thread_local std::vector<uint64_t> sample;
-  sample.clear();
   // Ids at a golden-ratio stride: spread over the space, the same for every search.
   const uint64_t stride = 0x9E3779B97F4A7C15ull % bound;
   uint64_t at = 0;
-  for (size_t probe = 0; probe < kMaxProbes && sample.size() < kSamples; ++probe) {
+  size_t live = 0, passing = 0, leaf_hits = 0;
+  for (size_t probe = 0; probe < kMaxProbes && live < kSamples; ++probe) {
     at = (at + stride) % bound;
-    if (attrs.Live(at)) sample.push_back(at);
+    if (!attrs.Live(at)) continue;
+    ++live;
+    passing += checker.Matches(at) ? 1 : 0;
+    leaf_hits += checker.LeavesMatching(at);
   }
-  if (sample.empty()) return {};
-  const double live = static_cast<double>(sample.size());
-  size_t leaf_hits = 0;
-  for (uint64_t id : sample) leaf_hits += checker.LeavesMatching(id);
-  checker.KeepMatching(&sample);
-  return {.passing = static_cast<size_t>(std::ceil(visible * (sample.size() / live))),
-          .leaf_ids = static_cast<double>(attrs.size()) * (leaf_hits / live)};
+  if (live == 0) return {};
+  const double share = static_cast<double>(passing) / static_cast<double>(live);
+  return {.passing = static_cast<size_t>(std::ceil(static_cast<double>(visible) * share)),
+          .leaf_ids = static_cast<double>(attrs.size()) * static_cast<double>(leaf_hits) /
+                      static_cast<double>(live)};
 }
 
-// A filter checked id by id against the attribute index (an AttributeIndex::Checker), for ids
-// that are few beside the collection: a small tenant's (SearchPlanner::Search).
+// A filter checked id by id against the attribute index (an AttributeIndex::Checker), where the
+// ids checked are few beside the collection: a tenant's listing and scan candidates
+// (SearchPlanner::Search).
 class MatchFilter final : public index::IdFilter {
  public:
   MatchFilter(const AttributeIndex& attrs, const Filter& filter)
@@ -168,7 +169,7 @@ class MatchFilter final : public index::IdFilter {
 // a tag's, or a string's or a boolean's of an Eq), answered from it: that leaf alone (the
 // commonest filters: a partition or tenant key), or an And of which one such operand holds few
 // ids (a tag and a range, say). Its ids are the set's sorted ids, each also checked against the
-// whole filter (AttributeIndex::Matches) when the filter is more than the leaf; a candidate of a
+// whole filter (an AttributeIndex::Checker) when the filter is more than the leaf; a candidate of a
 // scan is checked the same way, a posting's ids against the set at once. Evaluate's bitmap over
 // every id cost, at 1M ids, 16k words to clear, count and walk per search: about half of a small
 // tag's filtered search; and an And through Evaluate passed over every record holding each of
